@@ -1,0 +1,64 @@
+"""Architecture descriptions: one file per architecture, collected here.
+
+Adding an architecture means adding a file with an ``ARCH`` and listing it
+in ``_MODULES``.
+"""
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+
+from ..errors import ArchError
+from ._base import Arch, CallingConvention, Check, Formula, RelocType
+
+_MODULES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
+
+ARCHES: dict[str, Arch] = {}
+for _m in _MODULES:
+    _a = importlib.import_module(f"{__name__}.{_m}").ARCH
+    ARCHES[_a.name] = _a
+
+_ALIASES: dict[str, Arch] = {}
+for _a in ARCHES.values():
+    _ALIASES[_a.name] = _a
+    for _al in _a.aliases:
+        _ALIASES[_al] = _a
+
+MACHINE_NAMES = {a.machine: a.name for a in ARCHES.values()}
+MACHINE_NAMES[243] = "riscv"
+
+
+def get(name: "str | Arch") -> Arch:
+    """Look an architecture up by name or alias (``x86_64``, ``arm64`` ...)."""
+    if isinstance(name, Arch):
+        return name
+    a = _ALIASES.get(str(name).lower().replace("-", "_")) or _ALIASES.get(str(name).lower())
+    if a is None:
+        raise ArchError(f"unknown architecture {name!r}; known: {', '.join(ARCHES)}")
+    return a
+
+
+def from_machine(machine: int, bits: int) -> Arch:
+    """The architecture of an ELF ``e_machine`` and class (32 or 64 bits)."""
+    for a in ARCHES.values():
+        if a.machine == machine and a.bits == bits:
+            return a
+    raise ArchError(f"unsupported machine {machine} ({bits}-bit); supported: "
+                    + ", ".join(f"{a.name} ({a.machine}, {a.bits}-bit)" for a in ARCHES.values()))
+
+
+def host() -> Arch | None:
+    """The architecture of the running Python process, or None if not supported."""
+    m = platform.machine().lower()
+    bits = 64 if sys.maxsize > 2**32 else 32
+    table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm", "riscv32": "riscv32"}
+    name = table.get(m)
+    if name == "x86_64" and bits == 32:
+        name = "i386"
+    return ARCHES.get(name) if name else None
+
+
+__all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "RelocType",
+           "MACHINE_NAMES", "get", "from_machine", "host"]

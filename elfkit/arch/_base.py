@@ -1,0 +1,101 @@
+"""The shape of an architecture description (one file per architecture)."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Formula(enum.Enum):
+    """What a relocation writes.  S = symbol address, A = addend,
+    B = load bias, P = address of the place."""
+
+    NONE = "none"            # nothing
+    ABS = "S+A"              # symbol + addend
+    SYM = "S"                # symbol only (GLOB_DAT/JUMP_SLOT where the addend is ignored)
+    PCREL = "S+A-P"          # pc-relative
+    RELATIVE = "B+A"         # bias + addend
+    IRELATIVE = "call(B+A)"  # result of calling the resolver at B+A
+    TLS = "tls"              # refused: no TLS in bare-metal plugins
+    COPY = "copy"            # refused: needs a symbol size and an executable
+
+
+class Check(enum.Enum):
+    """How a value is checked before it is stored in a field narrower than 64 bits."""
+
+    WRAP = "wrap"        # store modulo 2**width (word-sized field of a 32-bit image)
+    UNSIGNED = "u"       # 0 <= v < 2**width
+    SIGNED = "s"         # -2**(width-1) <= v < 2**(width-1)
+    EITHER = "us"        # -2**(width-1) <= v < 2**width (aarch64 ABS32/PREL32)
+
+
+@dataclass(frozen=True, slots=True)
+class RelocType:
+    number: int
+    name: str
+    formula: Formula
+    width: int = 0          # bits written; 0 for NONE/TLS/COPY
+    check: Check = Check.WRAP
+
+
+@dataclass(frozen=True, slots=True)
+class CallingConvention:
+    """Register names are the suffix of unicorn's UC_<ARCH>_REG_<NAME> constants."""
+
+    int_args: tuple[str, ...]
+    float_args: tuple[str, ...]     # registers for f32/f64 arguments (empty: on the stack)
+    int_ret: tuple[str, ...]        # lo, hi for double-word results
+    float_ret: str | None           # None: float results come back elsewhere (i386 x87)
+    sp: str
+    pc: str
+    lr: str | None                  # link register; None: return address pushed on the stack
+    stack_align: int
+    stack_slot: int                 # bytes per stack argument slot
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Arch:
+    name: str                 # x86_64, aarch64, riscv64, arm, i386, riscv32
+    machine: int              # e_machine
+    bits: int                 # 32 or 64
+    rela: bool                # True: RELA tables (explicit addend); False: REL (addend in place)
+    relocs: dict[int, RelocType] = field(repr=False)
+    cc: CallingConvention = field(repr=False)
+    zig_target: str = ""      # the arch part of zig's target triple
+    zig_cflags: tuple[str, ...] = ()
+    uc_arch: str = ""         # unicorn constant names (imported only by elfkit.exec)
+    uc_mode: tuple[str, ...] = ()
+    cs_arch: str = ""         # capstone constant names
+    cs_mode: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    page_size: int = 4096
+    # Little-endian machine code that returns to the caller immediately (used as
+    # a sentinel / stub by the emulator).
+    ret_insn: bytes = b""
+    trap_insn: bytes = b""
+
+    @property
+    def word(self) -> int:
+        return self.bits // 8
+
+    @property
+    def elfclass(self) -> int:
+        return 1 if self.bits == 32 else 2
+
+    def reloc_name(self, rtype: int) -> str:
+        r = self.relocs.get(rtype)
+        return r.name if r else f"unknown type {rtype}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def table(prefix: str, *entries: tuple) -> dict[int, RelocType]:
+    """Build a relocation table from (number, name, formula[, width[, check]])."""
+    out: dict[int, RelocType] = {}
+    for e in entries:
+        num, name, formula = e[0], e[1], e[2]
+        width = e[3] if len(e) > 3 else 0
+        check = e[4] if len(e) > 4 else Check.WRAP
+        out[num] = RelocType(num, prefix + name, formula, width, check)
+    return out

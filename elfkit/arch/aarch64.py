@@ -1,0 +1,37 @@
+"""aarch64: AAPCS64, RELA."""
+from ._base import Arch, CallingConvention, Check, Formula as F, table
+
+RELOCS = table(
+    "R_AARCH64_",
+    (0, "NONE", F.NONE),
+    (256, "NONE", F.NONE),           # withdrawn R_AARCH64_NULL, treated as none
+    (257, "ABS64", F.ABS, 64),
+    (258, "ABS32", F.ABS, 32, Check.EITHER),
+    (260, "PREL64", F.PCREL, 64),
+    (261, "PREL32", F.PCREL, 32, Check.EITHER),
+    (1024, "COPY", F.COPY),
+    (1025, "GLOB_DAT", F.ABS, 64),
+    (1026, "JUMP_SLOT", F.ABS, 64),
+    (1027, "RELATIVE", F.RELATIVE, 64),
+    (1028, "TLS_DTPMOD", F.TLS),
+    (1029, "TLS_DTPREL", F.TLS),
+    (1030, "TLS_TPREL", F.TLS),
+    (1031, "TLSDESC", F.TLS),
+    (1032, "IRELATIVE", F.IRELATIVE, 64),
+)
+
+ARCH = Arch(
+    name="aarch64", machine=183, bits=64, rela=True, relocs=RELOCS,
+    cc=CallingConvention(
+        name="AAPCS64",
+        int_args=tuple(f"X{i}" for i in range(8)),
+        float_args=tuple(f"Q{i}" for i in range(8)),
+        int_ret=("X0", "X1"), float_ret="Q0",
+        sp="SP", pc="PC", lr="X30", stack_align=16, stack_slot=8,
+    ),
+    zig_target="aarch64", zig_cflags=(),
+    uc_arch="UC_ARCH_ARM64", uc_mode=("UC_MODE_ARM",),
+    cs_arch="CS_ARCH_ARM64", cs_mode=("CS_MODE_ARM",),
+    aliases=("arm64", "arm_64"),
+    ret_insn=bytes.fromhex("c0035fd6"), trap_insn=bytes.fromhex("000020d4"),  # ret ; brk #0
+)

@@ -1,0 +1,34 @@
+"""arm: armv7-a, AAPCS-VFP (hard float), REL."""
+from ._base import Arch, CallingConvention, Formula as F, table
+
+RELOCS = table(
+    "R_ARM_",
+    (0, "NONE", F.NONE),
+    (2, "ABS32", F.ABS, 32),
+    (3, "REL32", F.PCREL, 32),
+    (13, "TLS_DESC", F.TLS),
+    (17, "TLS_DTPMOD32", F.TLS),
+    (18, "TLS_DTPOFF32", F.TLS),
+    (19, "TLS_TPOFF32", F.TLS),
+    (20, "COPY", F.COPY),
+    (21, "GLOB_DAT", F.SYM, 32),
+    (22, "JUMP_SLOT", F.SYM, 32),
+    (23, "RELATIVE", F.RELATIVE, 32),
+    (160, "IRELATIVE", F.IRELATIVE, 32),
+)
+
+ARCH = Arch(
+    name="arm", machine=40, bits=32, rela=False, relocs=RELOCS,
+    cc=CallingConvention(
+        name="AAPCS-VFP",
+        int_args=("R0", "R1", "R2", "R3"),
+        float_args=tuple(f"S{i}" for i in range(16)),   # d<n> = s<2n>:s<2n+1>
+        int_ret=("R0", "R1"), float_ret="S0",
+        sp="SP", pc="PC", lr="LR", stack_align=8, stack_slot=4,
+    ),
+    zig_target="arm", zig_cflags=("-mcpu=generic+v7a", "-mfloat-abi=hard"),
+    uc_arch="UC_ARCH_ARM", uc_mode=("UC_MODE_ARM",),
+    cs_arch="CS_ARCH_ARM", cs_mode=("CS_MODE_ARM",),
+    aliases=("arm_32", "armv7", "armv7a", "arm32"),
+    ret_insn=bytes.fromhex("1eff2fe1"), trap_insn=bytes.fromhex("700020e1"),  # bx lr ; bkpt #0
+)

@@ -1,0 +1,34 @@
+"""i386: System V i386 ABI (cdecl), REL."""
+from ._base import Arch, CallingConvention, Formula as F, table
+
+RELOCS = table(
+    "R_386_",
+    (0, "NONE", F.NONE),
+    (1, "32", F.ABS, 32),
+    (2, "PC32", F.PCREL, 32),
+    (5, "COPY", F.COPY),
+    (6, "GLOB_DAT", F.SYM, 32),
+    (7, "JUMP_SLOT", F.SYM, 32),
+    (8, "RELATIVE", F.RELATIVE, 32),
+    (14, "TLS_TPOFF", F.TLS),
+    (35, "TLS_DTPMOD32", F.TLS),
+    (36, "TLS_DTPOFF32", F.TLS),
+    (37, "TLS_TPOFF32", F.TLS),
+    (41, "TLS_DESC", F.TLS),
+    (42, "IRELATIVE", F.IRELATIVE, 32),
+)
+
+ARCH = Arch(
+    name="i386", machine=3, bits=32, rela=False, relocs=RELOCS,
+    cc=CallingConvention(
+        name="i386 cdecl",
+        int_args=(), float_args=(),
+        int_ret=("EAX", "EDX"), float_ret=None,   # f32/f64 results in x87 st(0)
+        sp="ESP", pc="EIP", lr=None, stack_align=16, stack_slot=4,
+    ),
+    zig_target="x86", zig_cflags=(),
+    uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_32",),
+    cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_32",),
+    aliases=("x86", "i686", "x86_32", "ia32"),
+    ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+)

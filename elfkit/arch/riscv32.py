@@ -1,0 +1,32 @@
+"""riscv32: RISC-V ILP32 (float ABI from e_flags), RELA."""
+from ._base import Arch, CallingConvention, Formula as F, table
+
+RELOCS = table(
+    "R_RISCV_",
+    (0, "NONE", F.NONE),
+    (1, "32", F.ABS, 32),
+    (3, "RELATIVE", F.RELATIVE, 32),
+    (4, "COPY", F.COPY),
+    (5, "JUMP_SLOT", F.SYM, 32),
+    (6, "TLS_DTPMOD32", F.TLS),
+    (8, "TLS_DTPREL32", F.TLS),
+    (10, "TLS_TPREL32", F.TLS),
+    (12, "TLSDESC", F.TLS),
+    (58, "IRELATIVE", F.IRELATIVE, 32),
+)
+
+ARCH = Arch(
+    name="riscv32", machine=243, bits=32, rela=True, relocs=RELOCS,
+    cc=CallingConvention(
+        name="RISC-V ILP32(F/D)",
+        int_args=tuple(f"A{i}" for i in range(8)),
+        float_args=tuple(f"FA{i}" for i in range(8)),
+        int_ret=("A0", "A1"), float_ret="FA0",
+        sp="SP", pc="PC", lr="RA", stack_align=16, stack_slot=4,
+    ),
+    zig_target="riscv32", zig_cflags=("-mcpu=generic_rv32+m+a+f+d+c",),
+    uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV32",),
+    cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV32", "CS_MODE_RISCVC"),
+    aliases=("riscv_32", "rv32"),
+    ret_insn=bytes.fromhex("67800000"), trap_insn=bytes.fromhex("73001000"),
+)

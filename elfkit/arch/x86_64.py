@@ -1,0 +1,40 @@
+"""x86_64: SysV AMD64 ABI, RELA."""
+from ._base import Arch, CallingConvention, Check, Formula as F, table
+
+RELOCS = table(
+    "R_X86_64_",
+    (0, "NONE", F.NONE),
+    (1, "64", F.ABS, 64),
+    (2, "PC32", F.PCREL, 32, Check.SIGNED),
+    (5, "COPY", F.COPY),
+    (6, "GLOB_DAT", F.SYM, 64),
+    (7, "JUMP_SLOT", F.SYM, 64),
+    (8, "RELATIVE", F.RELATIVE, 64),
+    (10, "32", F.ABS, 32, Check.UNSIGNED),
+    (11, "32S", F.ABS, 32, Check.SIGNED),
+    (16, "DTPMOD64", F.TLS),
+    (17, "DTPOFF64", F.TLS),
+    (18, "TPOFF64", F.TLS),
+    (21, "DTPOFF32", F.TLS),
+    (23, "TPOFF32", F.TLS),
+    (24, "PC64", F.PCREL, 64),
+    (36, "TLSDESC", F.TLS),
+    (37, "IRELATIVE", F.IRELATIVE, 64),
+    (38, "RELATIVE64", F.RELATIVE, 64),
+)
+
+ARCH = Arch(
+    name="x86_64", machine=62, bits=64, rela=True, relocs=RELOCS,
+    cc=CallingConvention(
+        name="SysV AMD64",
+        int_args=("RDI", "RSI", "RDX", "RCX", "R8", "R9"),
+        float_args=tuple(f"XMM{i}" for i in range(8)),
+        int_ret=("RAX", "RDX"), float_ret="XMM0",
+        sp="RSP", pc="RIP", lr=None, stack_align=16, stack_slot=8,
+    ),
+    zig_target="x86_64", zig_cflags=(),
+    uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_64",),
+    cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_64",),
+    aliases=("amd64", "x86-64", "x64"),
+    ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+)

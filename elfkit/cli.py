@@ -1,0 +1,71 @@
+"""The ``elfkit`` command.
+
+Each command family lives next to its concept and registers itself here:
+``inspect`` (elfkit/loader/cli.py), ``run`` and ``disasm`` (elfkit/exec/cli.py),
+``fatelf`` (elfkit/fatelf/cli.py).  Registration imports nothing heavy, so
+``elfkit fatelf list`` starts fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ._version import __version__
+from .errors import ElfkitError
+
+# (module, attribute) of each command family's register(subparsers) function
+_FAMILIES = (
+    ("elfkit.loader.cli", "register"),
+    ("elfkit.exec.cli", "register"),
+    ("elfkit.fatelf.cli", "register"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="elfkit",
+        description="Inspect, pack, load and run bare-metal ELF plugins (natively or under emulation).")
+    p.add_argument("--version", action="version", version=f"elfkit {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for modname, attr in _FAMILIES:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:  # a family not built yet
+            if e.name != modname:
+                raise
+            continue
+        getattr(mod, attr)(sub)
+    return p
+
+
+def fail(message: str, code: int = 2) -> int:
+    """Print one line on stderr and return the exit code."""
+    msg = " ".join(str(message).split("\n")[0:1]) if "\n" in str(message) else str(message)
+    print(f"elfkit: error: {msg}", file=sys.stderr)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if argv is None and len(sys.argv) <= 1 else 2
+    try:
+        return int(args.func(args) or 0)
+    except ElfkitError as e:
+        # Multi-line reports (relocation lists, fault reports) keep their
+        # first line on stderr; commands print details themselves if asked.
+        return fail(str(e))
+    except OSError as e:
+        where = f" {e.filename!r}" if getattr(e, "filename", None) else ""
+        return fail(f"{e.strerror or e}{where}")
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

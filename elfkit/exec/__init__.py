@@ -1,0 +1,1 @@
+"""Machines that run loaded code: native (host CPU) and emulated (unicorn)."""

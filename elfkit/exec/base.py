@@ -1,0 +1,94 @@
+"""The contract between the loader and the machines that run code.
+
+The loader lays an image out and asks a Machine to reserve, write, protect
+and call; it never touches ctypes calls or unicorn itself.  ``NativeMachine``
+(exec/native.py) maps real host memory; ``EmulatedMachine``
+(exec/emulated.py) maps unicorn guest memory.  Several modules may share one
+machine.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable
+
+from ..arch import Arch
+from ..signature import Signature
+
+PROT_NONE = 0
+PROT_READ = 1
+PROT_WRITE = 2
+PROT_EXEC = 4
+
+
+class Machine(abc.ABC):
+    arch: Arch
+    backend: str          # "native" or "emulated"
+
+    # --- address space ----------------------------------------------------
+    @abc.abstractmethod
+    def reserve(self, size: int, align: int) -> int:
+        """Reserve ``size`` bytes (a multiple of the page size) aligned to
+        ``align``; the range is zero-filled and readable/writable until
+        ``protect`` says otherwise.  Returns the base address."""
+
+    @abc.abstractmethod
+    def release(self, addr: int, size: int) -> None:
+        """Give back a range obtained from ``reserve``."""
+
+    @abc.abstractmethod
+    def protect(self, addr: int, size: int, prot: int) -> None:
+        """Set PROT_* bits on a page-aligned range inside a reservation."""
+
+    @abc.abstractmethod
+    def write(self, addr: int, data: bytes | bytearray | memoryview) -> None: ...
+
+    @abc.abstractmethod
+    def read(self, addr: int, size: int) -> bytes: ...
+
+    # --- heap for the host's structs ------------------------------------
+    @abc.abstractmethod
+    def alloc(self, size: int, align: int = 16) -> int:
+        """Zeroed memory the guest code can address; freed by ``free`` or at close."""
+
+    @abc.abstractmethod
+    def free(self, addr: int) -> None: ...
+
+    # --- code -------------------------------------------------------------
+    @abc.abstractmethod
+    def call(self, addr: int, sig: Signature, args: tuple[Any, ...],
+             timeout: float | None = None) -> Any:
+        """Call guest code at ``addr``.  ``args`` are Python ints, floats or
+        numpy arrays (passed by pointer; the callee's writes are visible in the
+        array afterwards).  Returns int / float / None per ``sig.ret``."""
+
+    def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
+        """A fast callable for repeated calls of one function."""
+        return lambda *args, timeout=None: self.call(addr, sig, args, timeout)
+
+    @abc.abstractmethod
+    def callback(self, fn: Callable[..., Any], sig: Signature, name: str = "") -> int:
+        """Make a host Python function callable from guest code with the C
+        signature ``sig``; returns its guest address (kept alive until close)."""
+
+    def symbolize(self, addr: int) -> str:
+        """``symbol+0xoff`` for an address, if a module registered with the machine knows it."""
+        for mod in list(getattr(self, "_modules", ())):
+            s = mod._symbolize(addr)
+            if s:
+                return s
+        return hex(addr)
+
+    def attach(self, module: Any) -> None:
+        """Remember a module living in this machine (for symbolization)."""
+        mods = getattr(self, "_modules", None)
+        if mods is None:
+            mods = self._modules = []  # type: ignore[attr-defined]
+        mods.append(module)
+
+    def detach(self, module: Any) -> None:
+        mods = getattr(self, "_modules", [])
+        if module in mods:
+            mods.remove(module)
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
