@@ -1,1 +1,40 @@
-"""Machines that run loaded code: native (host CPU) and emulated (unicorn)."""
+"""Machines that run loaded code: native (host CPU) and emulated (unicorn).
+
+Nothing outside this package calls through ctypes function pointers or
+touches unicorn.
+"""
+from __future__ import annotations
+
+from ..arch import Arch, host
+from ..errors import BackendError
+from .base import Machine
+
+BACKENDS = ("auto", "native", "emulated")
+
+
+def choose_backend(arch: Arch, backend: str) -> str:
+    if backend not in BACKENDS:
+        raise BackendError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if backend == "auto":
+        return "native" if arch is host() else "emulated"
+    if backend == "native" and arch is not host():
+        h = host()
+        raise BackendError(f"cannot run a {arch.name} plugin natively on this "
+                           f"{h.name if h else 'unsupported'} host; use backend='emulated' or 'auto'")
+    return backend
+
+
+def create_machine(arch: Arch, backend: str = "auto", **options) -> Machine:
+    """A new machine for ``arch``; ``backend`` is native, emulated or auto."""
+    backend = choose_backend(arch, backend)
+    if backend == "native":
+        from .native import NativeMachine
+        return NativeMachine(arch)
+    try:
+        from .emulated import EmulatedMachine
+    except ImportError as e:  # pragma: no cover - unicorn is a dependency
+        raise BackendError(f"the emulated backend is unavailable: {e}") from None
+    return EmulatedMachine(arch, **options)
+
+
+__all__ = ["Machine", "BACKENDS", "choose_backend", "create_machine"]

@@ -1,0 +1,263 @@
+"""The native machine: code runs on the host CPU in this process.
+
+Memory comes from mmap/mprotect through ctypes; calls go through ctypes
+function pointers; Python imports are ctypes callbacks kept alive as long
+as the machine.  Host-side reads and writes are checked against the ranges
+this machine handed out, so a bad address is an error, not a segfault.
+"""
+from __future__ import annotations
+
+import bisect
+import ctypes
+import mmap as _mmap
+from typing import Any, Callable
+
+from .. import arch as _arch
+from ..errors import BackendError, MemoryAccessError, SignatureError
+from ..signature import CType, Signature
+from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_mmap_fn = _libc.mmap
+_mmap_fn.restype = ctypes.c_void_p
+_mmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                     ctypes.c_long)
+_munmap = _libc.munmap
+_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_mprotect = _libc.mprotect
+_mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+_OS_PROT = {PROT_READ: _mmap.PROT_READ, PROT_WRITE: _mmap.PROT_WRITE, PROT_EXEC: _mmap.PROT_EXEC}
+
+
+def _os_prot(prot: int) -> int:
+    p = 0
+    for k, v in _OS_PROT.items():
+        if prot & k:
+            p |= v
+    return p
+
+
+class _Ptr:
+    """ctypes argument type for ``ptr``: ints, None, numpy arrays, writable buffers."""
+
+    @classmethod
+    def from_param(cls, v: Any) -> Any:
+        if v is None or isinstance(v, int):
+            return ctypes.c_void_p(v)
+        iface = getattr(v, "__array_interface__", None)
+        if iface is not None:
+            if not v.flags.c_contiguous:
+                raise SignatureError("numpy arrays passed by pointer must be C-contiguous "
+                                     "(use np.ascontiguousarray)")
+            return ctypes.c_void_p(iface["data"][0])
+        if isinstance(v, (bytearray, memoryview)):
+            return ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(v)))
+        if isinstance(v, ctypes._SimpleCData) or isinstance(v, ctypes.Array) or \
+                isinstance(v, ctypes.Structure):
+            return ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+        raise SignatureError(f"cannot pass {type(v).__name__} as ptr (use an int address, a numpy "
+                             f"array or a bytearray)")
+
+
+_CT = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
+       CType.I32: ctypes.c_int32, CType.I64: ctypes.c_int64, CType.U8: ctypes.c_uint8,
+       CType.U16: ctypes.c_uint16, CType.U32: ctypes.c_uint32, CType.U64: ctypes.c_uint64,
+       CType.F32: ctypes.c_float, CType.F64: ctypes.c_double, CType.PTR: _Ptr}
+_CB = {**_CT, CType.PTR: ctypes.c_void_p}
+
+
+def cfunctype(sig: Signature, callback: bool = False) -> Any:
+    table = _CB if callback else _CT
+    ret = table[sig.ret] if sig.ret is not CType.PTR else ctypes.c_void_p
+    return ctypes.CFUNCTYPE(ret, *(table[p] for p in sig.params))
+
+
+class NativeMachine(Machine):
+    backend = "native"
+
+    def __init__(self, arch: _arch.Arch | None = None):
+        host = _arch.host()
+        if host is None:
+            raise BackendError("this host CPU is not one elfkit can run natively")
+        if arch is not None and arch is not host:
+            raise BackendError(f"cannot run {arch.name} code natively on this {host.name} host; "
+                               f"use backend='emulated'")
+        self.arch = host
+        self._regions: list[tuple[int, int]] = []   # sorted (start, end) of reservations/allocs
+        self._prot: dict[int, list[int]] = {}       # reservation start -> per-page prot
+        self._allocs: dict[int, tuple[Any, int]] = {}
+        self._callbacks: list[Any] = []
+        self._fntypes: dict[Signature, Any] = {}
+        self.pending: BaseException | None = None
+        self.closed = False
+
+    # -- regions ---------------------------------------------------------
+    def _add_region(self, start: int, size: int) -> None:
+        bisect.insort(self._regions, (start, start + size))
+
+    def _drop_region(self, start: int) -> None:
+        i = bisect.bisect_left(self._regions, (start, 0))
+        if i < len(self._regions) and self._regions[i][0] == start:
+            del self._regions[i]
+
+    def _find(self, addr: int, size: int) -> tuple[int, int] | None:
+        i = bisect.bisect_right(self._regions, (addr, 1 << 65)) - 1
+        if i >= 0:
+            s, e = self._regions[i]
+            if s <= addr and addr + size <= e:
+                return s, e
+        return None
+
+    def _check(self, addr: int, size: int, need: int, what: str) -> None:
+        r = self._find(addr, size)
+        if r is None:
+            raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every range this "
+                                    f"machine mapped or allocated")
+        prots = self._prot.get(r[0])
+        if prots is not None and size:
+            page = self.arch.page_size
+            for i in range((addr - r[0]) // page, (addr + size - 1 - r[0]) // page + 1):
+                if not prots[i] & need:
+                    raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x}: page "
+                                            f"{r[0] + i * page:#x} is not "
+                                            f"{'writable' if need == PROT_WRITE else 'readable'}")
+
+    # -- Machine ---------------------------------------------------------
+    def reserve(self, size: int, align: int) -> int:
+        page = self.arch.page_size
+        size = (size + page - 1) & ~(page - 1)
+        align = max(align, page)
+        total = size + align - page
+        p = _mmap_fn(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
+                     _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS, -1, 0)
+        if p in (None, _MAP_FAILED):
+            raise MemoryAccessError(f"mmap of {total} bytes failed: errno {ctypes.get_errno()}")
+        base = (p + align - 1) & ~(align - 1)
+        if base > p:
+            _munmap(p, base - p)
+        tail = (p + total) - (base + size)
+        if tail > 0:
+            _munmap(base + size, tail)
+        self._add_region(base, size)
+        self._prot[base] = [PROT_READ | PROT_WRITE] * (size // page)
+        return base
+
+    def release(self, addr: int, size: int) -> None:
+        if self._prot.pop(addr, None) is not None:
+            _munmap(addr, size)
+            self._drop_region(addr)
+
+    def protect(self, addr: int, size: int, prot: int) -> None:
+        r = self._find(addr, size)
+        if r is None or r[0] not in self._prot:
+            raise MemoryAccessError(f"protect {addr:#x}+{size:#x}: not inside a reservation")
+        if _mprotect(addr, size, _os_prot(prot)) != 0:
+            raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno {ctypes.get_errno()}")
+        page = self.arch.page_size
+        prots = self._prot[r[0]]
+        for i in range((addr - r[0]) // page, (addr + size - r[0]) // page):
+            prots[i] = prot
+
+    def write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
+        n = len(data)
+        self._check(addr, n, PROT_WRITE, "write")
+        if isinstance(data, (bytearray, memoryview)) and not (isinstance(data, memoryview)
+                                                              and data.readonly):
+            ctypes.memmove(addr, (ctypes.c_char * n).from_buffer(data), n)
+        else:
+            ctypes.memmove(addr, bytes(data), n)
+
+    def read(self, addr: int, size: int) -> bytes:
+        self._check(addr, size, PROT_READ, "read")
+        return ctypes.string_at(addr, size)
+
+    def alloc(self, size: int, align: int = 16) -> int:
+        if size < 0 or align <= 0 or align & (align - 1):
+            raise MemoryAccessError(f"alloc({size}, align={align}): size must be >= 0 and align a "
+                                    f"power of two")
+        buf = ctypes.create_string_buffer(max(size, 1) + align)
+        addr = (ctypes.addressof(buf) + align - 1) & ~(align - 1)
+        self._allocs[addr] = (buf, size)
+        self._add_region(addr, max(size, 1))
+        return addr
+
+    def free(self, addr: int) -> None:
+        if self._allocs.pop(addr, None) is None:
+            raise MemoryAccessError(f"free({addr:#x}): not an address returned by alloc")
+        self._drop_region(addr)
+
+    def _fn(self, addr: int, sig: Signature) -> Any:
+        t = self._fntypes.get(sig)
+        if t is None:
+            t = self._fntypes[sig] = cfunctype(sig)
+        return t(addr)
+
+    def call(self, addr: int, sig: Signature, args: tuple[Any, ...],
+             timeout: float | None = None) -> Any:
+        if timeout is not None:
+            raise BackendError("native calls cannot be interrupted; timeouts need backend='emulated'")
+        if len(args) != len(sig.params):
+            raise SignatureError(f"{sig} takes {len(sig.params)} argument(s), got {len(args)}")
+        if not self._find(addr, 1):
+            raise MemoryAccessError(f"call to {addr:#x}: not inside any loaded image")
+        f = self._fn(addr, sig)
+        try:
+            r = f(*args)
+        except ctypes.ArgumentError as e:
+            raise SignatureError(f"argument does not fit {sig}: {e}") from None
+        self._raise_pending()
+        return r
+
+    def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
+        if not self._find(addr, 1):
+            raise MemoryAccessError(f"function at {addr:#x}: not inside any loaded image")
+        f = self._fn(addr, sig)
+        if not self._callbacks:
+            return f            # the fastest path: a bare ctypes function pointer
+        raise_pending = self._raise_pending
+
+        def call(*args: Any) -> Any:
+            r = f(*args)
+            raise_pending()
+            return r
+        return call
+
+    def _raise_pending(self) -> None:
+        e = self.pending
+        if e is not None:
+            self.pending = None
+            raise e
+
+    def callback(self, fn: Callable[..., Any], sig: Signature, name: str = "") -> int:
+        machine = self
+        is_void = sig.ret is CType.VOID
+        is_float = sig.ret.is_float
+
+        def tramp(*args: Any) -> Any:
+            try:
+                r = fn(*args)
+            except BaseException as e:  # surfaced when the outer call returns
+                if machine.pending is None:
+                    machine.pending = e
+                return None if is_void else (0.0 if is_float else 0)
+            if is_void:
+                return None
+            if r is None:
+                return 0.0 if is_float else 0
+            return r
+        cb = cfunctype(sig, callback=True)(tramp)
+        self._callbacks.append(cb)
+        return ctypes.cast(cb, ctypes.c_void_p).value or 0
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for start, prots in list(self._prot.items()):
+            _munmap(start, len(prots) * self.arch.page_size)
+        self._prot.clear()
+        self._regions.clear()
+        self._allocs.clear()
+        self._callbacks.clear()

@@ -1,0 +1,222 @@
+"""Lay an ELF out, place it in a machine's address space, relocate, protect.
+
+The image is assembled in a host buffer (segments copied, .bss zero), the
+relocations are applied there for the base the machine reserved, and the
+finished bytes are written to the machine in one go.  The same code therefore
+loads into host memory (native) or into an emulator (emulated).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..arch import Formula
+from ..errors import ElfkitError, LayoutError, RelocationError
+from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from . import _tags as T
+from .parse import ElfFile
+from .relocate import Deferred, Stats, apply, store
+
+
+def _align_down(v: int, a: int) -> int:
+    return v & ~(a - 1)
+
+
+def _align_up(v: int, a: int) -> int:
+    return (v + a - 1) & ~(a - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    lo: int        # lowest link-time address covered (aligned)
+    size: int      # bytes to reserve (page multiple)
+    align: int     # alignment the base must have (largest p_align, at least a page)
+
+
+def layout(elf: ElfFile, page: int) -> Layout:
+    loads = elf.loads
+    align = max([page] + [s.align for s in loads if s.align > 1])
+    lo = min(_align_down(s.vaddr, max(s.align, 1)) for s in loads)
+    lo = _align_down(lo, page)
+    hi = max(_align_up(s.vaddr + s.memsz, max(s.align, 1)) for s in loads)
+    size = _align_up(hi - lo, page)
+    if size > elf.limits.max_image_size:
+        raise LayoutError(f"image needs {size:#x} bytes of address space, more than the limit "
+                          f"({elf.limits.max_image_size:#x})")
+    return Layout(lo, size, align)
+
+
+def build(elf: ElfFile, lay: Layout) -> bytearray:
+    """The image at link-time addresses: file bytes copied, the rest zero."""
+    image = bytearray(lay.size)
+    data = elf.data
+    for s in elf.loads:
+        if s.filesz:
+            start = s.vaddr - lay.lo
+            image[start:start + s.filesz] = data[s.offset:s.offset + s.filesz]
+    return image
+
+
+def _prot(flags: int) -> int:
+    p = PROT_NONE
+    if flags & T.PF_R:
+        p |= PROT_READ
+    if flags & T.PF_W:
+        p |= PROT_WRITE | PROT_READ
+    if flags & T.PF_X:
+        p |= PROT_EXEC | PROT_READ
+    return p
+
+
+@dataclass(slots=True)
+class LoadedImage:
+    elf: ElfFile
+    machine: Machine
+    base: int            # where the reservation starts
+    bias: int            # runtime address = bias + link-time address
+    size: int
+    stats: Stats
+    protections: list[tuple[int, int, int]] = field(default_factory=list)  # addr, size, prot
+    released: bool = False
+
+    def address(self, vaddr: int) -> int:
+        return self.bias + vaddr
+
+    def contains(self, addr: int, size: int = 1) -> bool:
+        return self.base <= addr and addr + size <= self.base + self.size
+
+    def run_init(self) -> None:
+        """DT_INIT, then DT_INIT_ARRAY in order (entries 0 and -1 skipped)."""
+        for addr in self._init_list():
+            self.machine.call(addr, _VOID, ())
+
+    def _init_list(self) -> list[int]:
+        out = []
+        if self.elf.init:
+            out.append(self.bias + self.elf.init)
+        out += self._array(self.elf.init_array)
+        return out
+
+    def run_fini(self) -> None:
+        """DT_FINI_ARRAY in reverse order, then DT_FINI."""
+        for addr in reversed(self._array(self.elf.fini_array)):
+            self.machine.call(addr, _VOID, ())
+        if self.elf.fini:
+            self.machine.call(self.bias + self.elf.fini, _VOID, ())
+
+    def _array(self, arr: tuple[int, int]) -> list[int]:
+        vaddr, count = arr
+        if not count:
+            return []
+        w = self.elf.word
+        raw = self.machine.read(self.bias + vaddr, count * w)
+        allones = (1 << (8 * w)) - 1
+        out = []
+        for i in range(count):
+            v = int.from_bytes(raw[i * w:(i + 1) * w], "little")
+            if v in (0, allones):
+                continue
+            if not self.contains(v):
+                raise ElfkitError(f"init/fini array entry {i} at {self.bias + vaddr + i * w:#x} "
+                                  f"points to {v:#x}, outside the image")
+            out.append(v)
+        return out
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.machine.release(self.base, self.size)
+
+
+from ..signature import parse as _parse_sig  # noqa: E402
+
+_VOID = _parse_sig("void()")
+
+
+def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], int]) -> LoadedImage:
+    """Reserve, relocate, write, protect.  ``symbol_address(i, bias)`` gives S
+    for dynamic symbol i (defined ones are bias + st_value; imports bound)."""
+    page = machine.arch.page_size
+    lay = layout(elf, page)
+    image = build(elf, lay)
+    base = machine.reserve(lay.size, lay.align)
+    bias = base - lay.lo
+    try:
+        deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+        machine.write(base, image)
+        li = LoadedImage(elf, machine, base, bias, lay.size, stats)
+        # Final protections for every PT_LOAD; RELRO after deferred relocations.
+        prots = _page_prots(elf, lay, page)
+        for addr, size, prot in prots:
+            machine.protect(base + addr, size, prot)
+        li.protections = [(base + a, s, p) for a, s, p in prots]
+        if deferred:
+            _apply_deferred(li, image, deferred)
+        for s in elf.segments:
+            if s.type == T.PT_GNU_RELRO and s.memsz:
+                start = _align_down(s.vaddr, page) - lay.lo
+                end = _align_up(s.vaddr + s.memsz, page) - lay.lo
+                # lld pads RELRO to a page end; never protect beyond the image
+                end = min(end, lay.size)
+                if end > start:
+                    machine.protect(base + start, end - start, PROT_READ)
+                    li.protections.append((base + start, end - start, PROT_READ))
+        return li
+    except BaseException:
+        machine.release(base, lay.size)
+        raise
+
+
+def _page_prots(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int, int]]:
+    """Per-page protection: a page shared by two segments gets the union."""
+    npages = lay.size // page
+    prot = [PROT_NONE] * npages
+    for s in elf.loads:
+        if not s.memsz:
+            continue
+        a = (_align_down(s.vaddr, page) - lay.lo) // page
+        b = (_align_up(s.vaddr + s.memsz, page) - lay.lo) // page
+        p = _prot(s.flags)
+        for i in range(a, b):
+            prot[i] |= p
+    for i, p in enumerate(prot):
+        if p & PROT_WRITE and p & PROT_EXEC:
+            raise LayoutError(f"page at offset {i * page:#x} would be both writable and executable "
+                              f"(segments share a page); refusing W+X")
+    out = []
+    i = 0
+    while i < npages:
+        j = i
+        while j + 1 < npages and prot[j + 1] == prot[i]:
+            j += 1
+        out.append((i * page, (j - i + 1) * page, prot[i]))
+        i = j + 1
+    return out
+
+
+_PTR_FN = _parse_sig("ptr()")
+
+
+def _apply_deferred(li: LoadedImage, image: bytearray, deferred: list[Deferred]) -> None:
+    m = li.machine
+    problems = []
+    w = li.elf.word
+    for d in deferred:
+        if not li.contains(d.resolver):
+            problems.append(f"{d.index}: resolver address {d.resolver:#x} is outside the image")
+            continue
+        try:
+            r = m.call(d.resolver, _PTR_FN, ())
+        except ElfkitError as e:
+            raise RelocationError(f"{d.index}: calling the IFUNC resolver at {d.resolver:#x} "
+                                  f"failed: {e}") from e
+        v = r if d.formula is Formula.SYM else (r + d.addend if d.formula is Formula.ABS
+                                                else r + d.addend - d.p)
+        from ..arch import Check
+        err = store(image, d.place, d.width, Check.WRAP if d.width == 8 * w else Check.SIGNED, v, w)
+        if err:
+            problems.append(f"{d.index}: value {v:#x} {err}")
+            continue
+        m.write(li.base + d.place, image[d.place:d.place + d.width // 8])
+    if problems:
+        raise RelocationError(f"{len(problems)} IFUNC relocation(s) cannot be applied", problems)

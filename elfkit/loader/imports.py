@@ -1,0 +1,152 @@
+"""Import providers, searched newest registration first.
+
+A provider is one of:
+
+* a mapping ``name -> (python_callable, "signature")`` (or ``name -> int``,
+  an address already valid in the target machine);
+* another loaded ``Module`` (its exports; it must live in the same machine,
+  or both must be native);
+* a ``SystemLibrary`` (or a ``ctypes.CDLL``): a host shared library, native only.
+
+Registering a later provider overrides earlier ones for the names it has,
+which is how IREE-style fallbacks work: register the reference first and
+the specialised provider after it.
+"""
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from typing import Any, Callable
+
+from ..errors import BackendError, ElfkitError, LazyImportError
+from ..signature import parse as parse_signature
+
+
+class SystemLibrary:
+    """A host shared library as an import provider (native backend only)."""
+
+    def __init__(self, name_or_cdll: "str | ctypes.CDLL"):
+        if isinstance(name_or_cdll, ctypes.CDLL):
+            self.cdll = name_or_cdll
+        else:
+            try:
+                self.cdll = ctypes.CDLL(name_or_cdll)
+            except OSError as e:
+                raise ElfkitError(f"cannot open system library {name_or_cdll!r}: {e}") from None
+        self.name = getattr(self.cdll, "_name", str(name_or_cdll))
+
+    def address(self, name: str) -> int | None:
+        try:
+            fn = getattr(self.cdll, name)
+        except AttributeError:
+            return None
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
+    def __repr__(self) -> str:
+        return f"SystemLibrary({self.name!r})"
+
+
+class Imports:
+    """Providers of import symbols; ``register`` later = searched earlier."""
+
+    def __init__(self, *providers: Any):
+        self._providers: list[Any] = []
+        # callbacks made per machine, so one Python function gets one stub per machine
+        self._stubs: dict[tuple[int, int, str], int] = {}
+        for p in providers:
+            self.register(p)
+
+    def register(self, provider: Any) -> Any:
+        if isinstance(provider, ctypes.CDLL):
+            provider = SystemLibrary(provider)
+        elif isinstance(provider, str):
+            provider = SystemLibrary(provider)
+        elif not (isinstance(provider, (Mapping, SystemLibrary)) or _is_module(provider)):
+            raise ElfkitError(f"cannot use {type(provider).__name__} as an import provider: expected a "
+                              f"mapping of name -> (callable, signature), a Module or a SystemLibrary")
+        if isinstance(provider, Mapping):
+            for name, v in provider.items():
+                _check_entry(name, v)
+        self._providers.append(provider)
+        return provider
+
+    @property
+    def providers(self) -> list[Any]:
+        """Registered providers, oldest first."""
+        return list(self._providers)
+
+    def describe(self) -> str:
+        if not self._providers:
+            return "no providers registered"
+        return "providers searched: " + ", ".join(_describe(p) for p in reversed(self._providers))
+
+    def resolve(self, name: str, machine: Any) -> int | None:
+        """Address of ``name`` for code running in ``machine``, or None."""
+        base = name.split("@", 1)[0]
+        for p in reversed(self._providers):
+            addr = self._lookup(p, base, machine)
+            if addr is not None:
+                return addr
+        return None
+
+    def _lookup(self, p: Any, name: str, machine: Any) -> int | None:
+        if isinstance(p, Mapping):
+            if name not in p:
+                return None
+            v = p[name]
+            if isinstance(v, int):
+                return v
+            fn, sig = v
+            key = (id(machine), id(p), name)
+            addr = self._stubs.get(key)
+            if addr is None:
+                addr = machine.callback(fn, parse_signature(sig), name)
+                self._stubs[key] = addr
+            return addr
+        if isinstance(p, SystemLibrary):
+            if machine.backend != "native":
+                raise BackendError(f"import {name!r}: a system library ({p.name}) can only provide "
+                                   f"imports to native modules")
+            return p.address(name)
+        # a Module
+        addr = p.exports.get(name)
+        if addr is None:
+            return None
+        if p.machine is not machine and not (p.backend == "native" and machine.backend == "native"):
+            raise BackendError(f"import {name!r}: module {p.name!r} lives in another emulated "
+                               f"machine; load both into the same machine (machine=...)")
+        return addr
+
+
+def lazy_stub(machine: Any, name: str) -> int:
+    """A guest address that raises ``LazyImportError`` naming ``name`` when called."""
+
+    def missing(*_args: Any) -> int:
+        raise LazyImportError(f"import {name!r} was called but no provider had it "
+                              f"(it was bound lazily)")
+
+    return machine.callback(missing, parse_signature("i64()"), name)
+
+
+def _is_module(p: Any) -> bool:
+    return hasattr(p, "exports") and hasattr(p, "machine") and hasattr(p, "backend")
+
+
+def _check_entry(name: Any, v: Any) -> None:
+    if isinstance(v, int):
+        return
+    if not (isinstance(v, tuple) and len(v) == 2 and callable(v[0])):
+        raise ElfkitError(f"import provider entry {name!r} must be (callable, 'signature') or an "
+                          f"address, not {v!r}")
+    parse_signature(v[1])
+
+
+def _describe(p: Any) -> str:
+    if isinstance(p, Mapping):
+        names = list(p)
+        return "{" + ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") + "}"
+    if isinstance(p, SystemLibrary):
+        return repr(p)
+    return f"module {getattr(p, 'name', '?')!r}"
+
+

@@ -1,0 +1,267 @@
+"""Apply relocations to an image held in a host buffer.
+
+The per-architecture tables (elfkit/arch/<arch>.py) say what each type
+number means (name, formula, width, range check); this module only
+evaluates them.  RELATIVE relocations and DT_RELR bitmaps, which dominate
+large objects, are applied with numpy in bulk; everything else goes through
+one small loop.  Every problem is collected and reported at once: unknown
+types, symbols out of range, places outside writable segments, values that
+do not fit their field.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..arch import Check, Formula
+from ..errors import RelocationError, UnsupportedError
+from . import _tags as T
+from .parse import TLS_MESSAGE, ElfFile, RelocTable
+
+_FMT = {(8, False): "<B", (16, False): "<H", (32, False): "<I", (64, False): "<Q"}
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A relocation that needs code to run first (IRELATIVE, or against an IFUNC)."""
+
+    index: str          # e.g. "DT_RELA[3]"
+    place: int          # image offset
+    width: int
+    resolver: int       # absolute address of the resolver
+    formula: Formula    # what to do with the resolver's result R (R, R+A, R+A-P)
+    addend: int
+    p: int              # absolute address of the place
+
+
+@dataclass(slots=True)
+class Stats:
+    by_type: dict[str, int]
+    total: int
+
+
+def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
+          symbol_address: Callable[[int], int]) -> tuple[list[Deferred], Stats]:
+    """Relocate ``image`` (the bytes of [lo, lo+len) at link-time addresses)
+    for load bias ``bias``.  ``symbol_address(i)`` gives S for dynamic symbol
+    ``i`` (imports already bound; IFUNC symbols return -1 - resolver)."""
+    arch = elf.arch
+    w = elf.word
+    mask = (1 << (8 * w)) - 1
+    writable = [(s.vaddr, s.vaddr + s.memsz) for s in elf.loads if s.flags & T.PF_W]
+    nsyms = len(elf.symbols)
+    problems: list[str] = []
+    tls: list[str] = []
+    deferred: list[Deferred] = []
+    counts: dict[str, int] = {}
+    total = 0
+    relative_types = {n for n, r in arch.relocs.items() if r.formula is Formula.RELATIVE and r.width == 8 * w}
+
+    def where(t: RelocTable, i: int) -> str:
+        return f"{t.tag}[{i}]"
+
+    for t in elf.reloc_tables:
+        if t.tag == "DT_RELR":
+            n = _apply_relr(t, image, lo, bias, w, writable, problems)
+            if n:
+                rname = next(arch.relocs[x].name for x in relative_types)
+                counts[rname] = counts.get(rname, 0) + n
+                total += n
+            continue
+        if not t.count:
+            continue
+        offsets = np.asarray(t.offsets, dtype=np.uint64)
+        types = np.asarray(t.types, dtype=np.int64)
+        rel_mask = np.isin(types, list(relative_types)) if relative_types else np.zeros(len(types), bool)
+        nrel = int(rel_mask.sum())
+        if nrel:
+            idx = np.nonzero(rel_mask)[0]
+            _apply_relative_bulk(t, idx, offsets[idx], image, lo, bias, w, writable, problems)
+            rname = arch.relocs[int(types[idx[0]])].name
+            counts[rname] = counts.get(rname, 0) + nrel
+            total += nrel
+        rest = np.nonzero(~rel_mask)[0].tolist() if nrel else range(t.count)
+        offs, typs, syms, adds = t.offsets, t.types, t.syms, t.addends
+        for i in rest:
+            rtype = typs[i]
+            rt = arch.relocs.get(rtype)
+            off = offs[i]
+            sym = syms[i]
+            symname = ""
+            if 0 < sym < nsyms:
+                symname = elf.symbols[sym].name
+            desc = (f"{where(t, i)} at offset {off:#x}: "
+                    f"{rt.name if rt else f'unknown type {rtype}'}"
+                    + (f" against symbol {sym} {symname!r}" if sym else ""))
+            if rt is None:
+                problems.append(f"{desc}: not a {arch.name} relocation type this loader knows")
+                continue
+            total += 1
+            counts[rt.name] = counts.get(rt.name, 0) + 1
+            f = rt.formula
+            if f is Formula.NONE:
+                continue
+            if f is Formula.TLS:
+                tls.append(desc)
+                continue
+            if f is Formula.COPY:
+                problems.append(f"{desc}: COPY relocations belong in executables, not plugins")
+                continue
+            nbytes = rt.width // 8
+            if not any(a <= off and off + nbytes <= b for a, b in writable):
+                problems.append(f"{desc}: the place is not inside a writable segment")
+                continue
+            if sym >= nsyms:
+                problems.append(f"{desc}: symbol index {sym} is out of range ({nsyms} symbols)")
+                continue
+            pos = off - lo
+            fmt = _FMT[(rt.width, False)]
+            if t.explicit_addend:
+                a = adds[i]  # type: ignore[index]
+            else:
+                (a,) = struct.unpack_from(fmt, image, pos)
+                if rt.width == 8 * w and w == 4:
+                    a = a - (1 << 32) if a >> 31 else a
+            p = bias + off
+            s = symbol_address(sym) if sym else 0
+            if f is Formula.IRELATIVE:
+                deferred.append(Deferred(where(t, i), pos, rt.width, (bias + a) & mask,
+                                         Formula.SYM, 0, p))
+                continue
+            if s < 0:  # against an IFUNC symbol: S is what its resolver returns
+                deferred.append(Deferred(where(t, i), pos, rt.width, -1 - s, f,
+                                         a if f is not Formula.SYM else 0, p))
+                continue
+            if f is Formula.ABS:
+                v = s + a
+            elif f is Formula.SYM:
+                v = s
+            elif f is Formula.PCREL:
+                v = s + a - p
+            else:  # RELATIVE of another width (e.g. R_X86_64_RELATIVE64 in ELF32)
+                v = bias + a
+            err = store(image, pos, rt.width, rt.check, v, w)
+            if err:
+                problems.append(f"{desc}: value {v:#x} {err}")
+    if tls:
+        raise UnsupportedError(f"{TLS_MESSAGE}; the object has {len(tls)} TLS relocation(s): "
+                               + "; ".join(tls[:10]) + (" ..." if len(tls) > 10 else ""))
+    if problems:
+        raise RelocationError(f"{len(problems)} relocation(s) cannot be applied", problems)
+    return deferred, Stats(counts, total)
+
+
+def store(image: bytearray, pos: int, width: int, check: Check, v: int, word: int) -> str:
+    """Range-check ``v`` for a ``width``-bit field and store it; returns an error or ''."""
+    if width == 64:
+        struct.pack_into("<Q", image, pos, v & 0xFFFFFFFFFFFFFFFF)
+        return ""
+    lim = 1 << width
+    if check is Check.UNSIGNED and not 0 <= v < lim:
+        return f"does not fit an unsigned {width}-bit field"
+    if check is Check.SIGNED and not -(lim >> 1) <= v < (lim >> 1):
+        return f"does not fit a signed {width}-bit field"
+    if check is Check.EITHER and not -(lim >> 1) <= v < lim:
+        return f"does not fit a {width}-bit field"
+    struct.pack_into(_FMT[(width, False)], image, pos, v & (lim - 1))
+    return ""
+
+
+def _place_ok(offs: np.ndarray, w: int, writable: list[tuple[int, int]]) -> np.ndarray:
+    ok = np.zeros(len(offs), dtype=bool)
+    for a, b in writable:
+        ok |= (offs >= a) & (offs + w <= b)
+    return ok
+
+
+def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) -> None:
+    img = np.frombuffer(image, dtype=np.uint8)
+    dt = "<u8" if w == 8 else "<u4"
+    raw = values.astype(dt).view(np.uint8).reshape(-1, w)
+    img[pos[:, None] + np.arange(w, dtype=np.int64)] = raw
+
+
+def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
+    img = np.frombuffer(image, dtype=np.uint8)
+    raw = np.ascontiguousarray(img[pos[:, None] + np.arange(w, dtype=np.int64)])
+    return raw.view("<u8" if w == 8 else "<u4").reshape(-1)
+
+
+def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image: bytearray,
+                         lo: int, bias: int, w: int, writable: list[tuple[int, int]],
+                         problems: list[str]) -> None:
+    offs = offs.astype(np.int64) if w == 4 else offs
+    ok = _place_ok(offs.astype(np.int64), w, writable)
+    if not ok.all():
+        for j in np.nonzero(~ok)[0][:1000].tolist():
+            problems.append(f"{t.tag}[{int(idx[j])}] at offset {int(offs[j]):#x}: RELATIVE: the place "
+                            f"is not inside a writable segment")
+        offs, idx = offs[ok], idx[ok]
+    pos = offs.astype(np.int64) - lo
+    if w == 8:
+        if t.explicit_addend:
+            add = np.asarray(t.addends, dtype=np.int64)[idx].astype(np.uint64)
+        else:
+            add = _read_words(image, pos, 8)
+        vals = add + np.uint64(bias & 0xFFFFFFFFFFFFFFFF)   # wraps modulo 2**64
+    else:
+        if t.explicit_addend:
+            add = np.asarray(t.addends, dtype=np.int64)[idx]
+        else:
+            add = _read_words(image, pos, 4).astype(np.int64)
+        vals = (add + bias) & 0xFFFFFFFF
+    _write_words(image, pos, vals, w)
+
+
+def relr_offsets(raw: bytes, w: int) -> np.ndarray:
+    """Decode a DT_RELR table into link-time offsets, vectorised.
+
+    An even word is an address to relocate; an odd word is a bitmap whose
+    bit ``b`` (from 1) marks ``base + (k*(8w-1) + b-1) * w``, where ``base``
+    is the last address + w and ``k`` counts bitmaps since that address.
+    """
+    if not raw:
+        return np.zeros(0, dtype=np.int64)
+    words = np.frombuffer(raw, dtype="<u8" if w == 8 else "<u4").astype(np.uint64)
+    n = len(words)
+    is_addr = (words & np.uint64(1)) == 0
+    j = np.arange(n)
+    last = np.maximum.accumulate(np.where(is_addr, j, -1))
+    out = [words[is_addr].astype(np.int64)]
+    bm = ~is_addr
+    if bm.any():
+        nbits = 8 * w - 1
+        lastb = last[bm]
+        base = np.where(lastb >= 0, words[np.maximum(lastb, 0)].astype(np.int64) + w, 0)
+        k = j[bm] - lastb - 1
+        start = base + k * nbits * w
+        bw = (words[bm] >> np.uint64(1)).astype("<u8")
+        bits = np.unpackbits(bw.view(np.uint8).reshape(-1, 8), axis=1,
+                             bitorder="little")[:, :nbits].astype(bool)
+        r, c = np.nonzero(bits)
+        out.append(start[r] + c.astype(np.int64) * w)
+    return np.concatenate(out)
+
+
+def _apply_relr(t: RelocTable, image: bytearray, lo: int, bias: int, w: int,
+                writable: list[tuple[int, int]], problems: list[str]) -> int:
+    offs = relr_offsets(t.relr_raw, w)
+    if not len(offs):
+        return 0
+    ok = _place_ok(offs, w, writable)
+    if not ok.all():
+        for o in offs[~ok][:1000].tolist():
+            problems.append(f"DT_RELR entry for offset {o:#x}: the place is not inside a writable "
+                            f"segment")
+        offs = offs[ok]
+    pos = offs - lo
+    cur = _read_words(image, pos, w)
+    if w == 8:
+        vals = cur + np.uint64(bias & 0xFFFFFFFFFFFFFFFF)
+    else:
+        vals = (cur.astype(np.int64) + bias) & 0xFFFFFFFF
+    _write_words(image, pos, vals, w)
+    return len(offs)

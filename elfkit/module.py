@@ -1,0 +1,314 @@
+"""``elfkit.load`` and the ``Module`` it returns."""
+from __future__ import annotations
+
+import bisect
+import os
+from typing import Any, Callable
+
+from . import arch as _arch
+from .arch import Arch
+from .errors import (ElfkitError, FatElfError, ModuleClosedError, SignatureError,
+                     SymbolNotFoundError, UnresolvedImportError)
+from .exec import create_machine
+from .exec.base import Machine
+from .loader import _tags as T
+from .loader.imports import Imports, lazy_stub
+from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
+from .signature import CType, Signature, ctype, parse as parse_signature
+
+Source = "str | os.PathLike[str] | bytes | bytearray | memoryview"
+
+
+class Module:
+    """A loaded plugin.  Use it as a context manager, or call ``close()``."""
+
+    def __init__(self, elf: ElfFile, image: Any, machine: Machine, owns_machine: bool,
+                 name: str, imports: Imports | None):
+        self.elf = elf
+        self._image = image
+        self.machine = machine
+        self._owns_machine = owns_machine
+        self.name = name
+        self.imports = imports
+        self.closed = False
+        self.exports: dict[str, int] = {}
+        self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
+        self._collect_exports()
+
+    # -- identity ----------------------------------------------------------
+    @property
+    def arch(self) -> Arch:
+        return self.elf.arch
+
+    @property
+    def backend(self) -> str:
+        return self.machine.backend
+
+    @property
+    def base(self) -> int:
+        """Runtime address of link-time address 0 (the load bias)."""
+        return self._image.bias
+
+    @property
+    def size(self) -> int:
+        return self._image.size
+
+    @property
+    def relocation_counts(self) -> dict[str, int]:
+        return dict(self._image.stats.by_type)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"base={self.base:#x}"
+        return f"<elfkit.Module {self.name!r} {self.arch.name} {self.backend} {state}>"
+
+    def __enter__(self) -> "Module":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- symbols -------------------------------------------------------------
+    def _collect_exports(self) -> None:
+        bias = self._image.bias
+        funcs = []
+        for s in self.elf.symbols[1:]:
+            if not s.defined or s.bind not in (T.STB_GLOBAL, T.STB_WEAK, 10) or not s.name:
+                continue
+            if s.visibility not in (T.STV_DEFAULT, T.STV_PROTECTED):
+                continue
+            if s.type in (T.STT_SECTION, T.STT_FILE):
+                continue
+            addr = s.value if s.shndx == 0xFFF1 else bias + s.value
+            if s.type == T.STT_GNU_IFUNC:
+                addr = self.machine.call(addr, parse_signature("ptr()"), ())
+            if s.name not in self.exports or s.bind == T.STB_GLOBAL:
+                self.exports[s.name] = addr
+            if s.version and not s.version_hidden:
+                self.exports.setdefault(f"{s.name}@{s.version}", addr)
+        for s in self.elf.symbols[1:]:
+            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE, T.STT_OBJECT):
+                funcs.append((bias + s.value, max(s.size, 1), s.name))
+        funcs.sort()
+        self._funcs = funcs
+
+    def symbol(self, name: str) -> int:
+        """Address of an exported symbol, found through the ELF hash table."""
+        self._check_open()
+        s = self.elf.lookup(name)
+        if s is None or s.visibility not in (T.STV_DEFAULT, T.STV_PROTECTED):
+            raise SymbolNotFoundError(f"{self.name}: no exported symbol {name!r}")
+        return self.exports.get(s.name, self._image.bias + s.value)
+
+    def _symbolize(self, addr: int) -> str:
+        if self.closed or not self._image.contains(addr):
+            return ""
+        i = bisect.bisect_right(self._funcs, (addr, 1 << 64, "")) - 1
+        if i >= 0:
+            a, size, name = self._funcs[i]
+            if addr < a + max(size, 1) or size <= 1:
+                return f"{name}+{addr - a:#x}" if addr != a else name
+        return f"{self.name}+{addr - self._image.bias:#x}"
+
+    # -- calls -----------------------------------------------------------------
+    def _address(self, name_or_address: "str | int") -> int:
+        if isinstance(name_or_address, str):
+            a = self.exports.get(name_or_address)
+            return a if a is not None else self.symbol(name_or_address)
+        if isinstance(name_or_address, int):
+            if not self._image.contains(name_or_address):
+                raise ElfkitError(f"{self.name}: address {name_or_address:#x} is outside the module "
+                                  f"image [{self._image.base:#x}, "
+                                  f"{self._image.base + self._image.size:#x})")
+            return name_or_address
+        raise SignatureError(f"call target must be a symbol name or an address, not "
+                             f"{type(name_or_address).__name__}")
+
+    def call(self, name_or_address: "str | int", *args: Any, restype: str | None = None,
+             timeout: float | None = None) -> Any:
+        """Call an export.  Argument types are inferred: int -> a pointer-sized
+        signed integer, float -> f64, numpy array / bytearray / None -> ptr.
+        ``restype`` defaults to a pointer-sized signed integer (``i64`` on
+        64-bit targets).  Use ``function()`` for exact C types."""
+        self._check_open()
+        addr = self._address(name_or_address)
+        word = CType.I64 if self.arch.bits == 64 else CType.I32
+        params = tuple(_infer(a, word) for a in args)
+        ret = word if restype is None else ctype(restype)
+        return self.machine.call(addr, Signature(ret, params), args, timeout)
+
+    def function(self, name: "str | int", signature: "str | Signature") -> Callable[..., Any]:
+        """A fast typed callable, e.g. ``m.function("dot", "f64(ptr,ptr,i64)")``."""
+        self._check_open()
+        return self.machine.function(self._address(name), parse_signature(signature))
+
+    # -- memory ---------------------------------------------------------------
+    def alloc(self, size: int, align: int = 16) -> int:
+        self._check_open()
+        return self.machine.alloc(size, align)
+
+    def free(self, address: int) -> None:
+        self._check_open()
+        self.machine.free(address)
+
+    def read(self, address: int, size: int) -> bytes:
+        self._check_open()
+        return self.machine.read(address, size)
+
+    def write(self, address: int, data: bytes | bytearray | memoryview) -> None:
+        self._check_open()
+        self.machine.write(address, data)
+
+    # -- lifetime -------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ModuleClosedError(f"module {self.name!r} is closed")
+
+    def close(self) -> None:
+        """Run FINI_ARRAY (reverse order) and DT_FINI, then unmap."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._image.run_fini()
+        finally:
+            self._image.release()
+            self.machine.detach(self)
+            if self._owns_machine:
+                self.machine.close()
+
+
+def _infer(a: Any, word: CType) -> CType:
+    if isinstance(a, bool) or isinstance(a, int):
+        return word
+    if isinstance(a, float):
+        return CType.F64
+    if a is None or hasattr(a, "__array_interface__") or isinstance(a, (bytearray, memoryview)):
+        return CType.PTR
+    raise SignatureError(f"cannot infer a C type for {type(a).__name__}; use function() with a "
+                         f"signature")
+
+
+# ---------------------------------------------------------------------------
+
+def _read_source(source: Any) -> tuple[memoryview, str]:
+    if isinstance(source, (bytes, bytearray)):
+        return memoryview(source), "<bytes>"
+    if isinstance(source, memoryview):
+        return source.cast("B") if source.format != "B" else source, "<memory>"
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as f:
+                return memoryview(f.read()), os.path.basename(path)
+        except OSError as e:
+            raise ElfkitError(f"cannot read {path!r}: {e.strerror or e}") from None
+    raise ElfkitError(f"cannot load from {type(source).__name__}: expected a path, bytes or "
+                      f"memoryview")
+
+
+def _pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memoryview, str]:
+    """FatELF: the host slice (native/auto), the requested ``arch``, or the best
+    available slice for emulation: the first record, in file order, whose
+    architecture elfkit supports."""
+    if bytes(data[:4]) != b"\xfa\x70\x0e\x1f":   # FatELF magic 0x1F0E70FA, little-endian
+        return data, ""
+    from . import fatelf
+    fat = fatelf.read(data)
+    if arch is not None:
+        rec, view = fatelf.select(fat, arch=arch.name)
+        return view, f"[{rec.arch}]"
+    if backend != "emulated":
+        try:
+            rec, view = fatelf.select(fat)
+            return view, f"[{rec.arch}]"
+        except FatElfError:
+            if backend == "native":
+                raise
+    for rec in fat.records:
+        if rec.arch in _arch.ARCHES:
+            return fat.slice(rec), f"[{rec.arch}]"
+    raise FatElfError("no slice in the FatELF has an architecture elfkit can run")
+
+
+def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto",
+         imports: "Imports | dict | None" = None, lazy: bool = False,
+         machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
+         name: str | None = None, **machine_options: Any) -> Module:
+    """Load a bare-metal ELF plugin (or pick a FatELF slice) and return a Module.
+
+    ``backend``: "native", "emulated" or "auto" (native when the plugin's
+    architecture is the host's).  ``imports``: an ``Imports`` (or one provider)
+    that binds undefined symbols, newest registration first.  ``lazy``: bind
+    missing required imports to stubs that raise when called instead of
+    failing the load.  ``machine``: load into an existing machine (several
+    modules can share one, so that they can call each other directly).
+    """
+    want = _arch.get(arch) if arch is not None else None
+    data, label = _read_source(source)
+    if machine is not None:
+        backend = machine.backend
+    data, slice_label = _pick_slice(data, want, backend)
+    elf = parse(data, limits=limits, expect_arch=want)
+    if machine is None:
+        machine = create_machine(elf.arch, backend, **machine_options)
+        owns = True
+    else:
+        if machine.arch is not elf.arch:
+            raise ElfkitError(f"cannot load a {elf.arch.name} plugin into a {machine.arch.name} "
+                              f"machine")
+        owns = False
+    try:
+        if imports is not None and not isinstance(imports, Imports):
+            imports = Imports(imports)
+        bound = _bind_imports(elf, machine, imports, lazy)
+
+        def symbol_address(i: int, bias: int) -> int:
+            s = elf.symbols[i]
+            if s.defined:
+                if s.shndx == 0xFFF1:
+                    return s.value
+                if s.type == T.STT_GNU_IFUNC:
+                    return -1 - (bias + s.value)
+                return bias + s.value
+            return bound.get(i, 0)
+
+        from .loader.image import place  # numpy is imported only when loading
+        image = place(elf, machine, symbol_address)
+        mod = Module(elf, image, machine, owns, name or (elf.soname or label) + slice_label,
+                     imports)
+        machine.attach(mod)
+        try:
+            image.run_init()
+        except BaseException:
+            machine.detach(mod)
+            image.release()
+            raise
+        return mod
+    except BaseException:
+        if owns:
+            machine.close()
+        raise
+
+
+def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
+                  lazy: bool) -> dict[int, int]:
+    bound: dict[int, int] = {}
+    missing: list[str] = []
+    for s in elf.symbols[1:]:
+        if s.defined or not s.name or s.bind == T.STB_LOCAL:
+            continue
+        addr = imports.resolve(s.name, machine) if imports is not None else None
+        if addr is None:
+            if s.weak:
+                addr = 0
+            elif lazy:
+                addr = lazy_stub(machine, s.name)
+            else:
+                missing.append(s.name)
+                continue
+        bound[s.index] = addr
+    if missing:
+        where = imports.describe() if imports is not None else "no import providers were given"
+        raise UnresolvedImportError(
+            f"{len(missing)} required import(s) not found: {', '.join(missing)} ({where})", missing)
+    return bound
