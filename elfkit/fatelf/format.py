@@ -423,6 +423,7 @@ class FatElf:
         self.name = name
         self._mm = _mm
         self._file = _file
+        self._size = len(view)
         self.closed = False
 
     # -- container protocol
@@ -643,7 +644,6 @@ def read(source: Any, *, strict: bool = True) -> FatElf:
             raise FatElfError(f"{name}: {e.message}" if name else e.message) from None
         fat = FatElf(view, records, is_plain=is_plain, version=version, reserved=reserved,
                      name=name, _mm=mm, _file=f)
-        fat._size = len(view)
         if strict:
             bad = [p for p in _check(fat) if p.severity is not Severity.WARNING]
             if bad:
@@ -665,9 +665,6 @@ def read(source: Any, *, strict: bool = True) -> FatElf:
         raise
 
 
-FatElf._size = 0  # set per instance by read()
-
-
 @contextmanager
 def _opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
     """read() that closes what it opened (not a FatElf passed in)."""
@@ -684,56 +681,60 @@ def _opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
 # --------------------------------------------------------------------------
 # verification
 
+def _slice_checks(fat: FatElf, r: Record, where: str) -> list[Problem]:
+    """Problems of one in-bounds slice: not an ELF, header disagreeing with
+    the record, program headers outside the slice, p_align vs offset."""
+    problems: list[Problem] = []
+    E, W = Severity.ERROR, Severity.WARNING
+    view = fat._view
+    sl = view[r.offset:r.end]
+    try:
+        info = _elf_info(_view_reader(sl), len(sl))
+    except _Fatal as e:
+        problems.append(Problem(E, f"{where}: slice is not a usable ELF: {e.message}",
+                                r.index, r.offset))
+        return problems
+    if not fat.is_plain:
+        if info.machine != r.machine:
+            problems.append(Problem(E, f"{where}: the record says machine {r.machine} "
+                                    f"({machine_name(r.machine)}) but the ELF header says "
+                                    f"{info.machine} ({machine_name(info.machine)})",
+                                    r.index, r.offset))
+        if info.word_size != r.word_size:
+            problems.append(Problem(E, f"{where}: the record says {_bits_text(r.word_size)} "
+                                    f"(word size {r.word_size}) but the ELF header says "
+                                    f"{_bits_text(info.word_size)} (EI_CLASS {info.word_size})",
+                                    r.index, r.offset))
+        if info.byte_order != r.byte_order:
+            problems.append(Problem(E, f"{where}: the record says {_order_text(r.byte_order)} "
+                                    f"(byte order {r.byte_order}) but the ELF header says "
+                                    f"{_order_text(info.byte_order)} "
+                                    f"(EI_DATA {2 - info.byte_order})", r.index, r.offset))
+        if info.osabi != r.osabi:
+            problems.append(Problem(E, f"{where}: the record says osabi {r.osabi} "
+                                    f"({osabi_name(r.osabi)}) but the ELF header says "
+                                    f"{info.osabi} ({osabi_name(info.osabi)})", r.index, r.offset))
+        if info.osabi_version != r.osabi_version:
+            problems.append(Problem(E, f"{where}: the record says abiversion {r.osabi_version} "
+                                    f"but the ELF header says {info.osabi_version}",
+                                    r.index, r.offset))
+    if info.phdr_error:
+        problems.append(Problem(E, f"{where}: {info.phdr_error}", r.index, r.offset))
+    a = info.max_load_align
+    if not fat.is_plain and a > PAGE_SIZE and r.offset % a:
+        problems.append(Problem(W, f"{where}: offset is not a multiple of the slice's largest "
+                                f"PT_LOAD p_align ({a}), so it cannot be mapped in place "
+                                f"(pack with align='auto')", r.index, r.offset))
+    return problems
+
+
 def _check(fat: FatElf) -> list[Problem]:
     problems: list[Problem] = []
     E, W = Severity.ERROR, Severity.WARNING
     n = fat.size
-    view = fat._view
-
-    def slice_checks(r: Record, where: str) -> None:
-        sl = view[r.offset:r.end]
-        try:
-            info = _elf_info(_view_reader(sl), len(sl))
-        except _Fatal as e:
-            problems.append(Problem(E, f"{where}: slice is not a usable ELF: {e.message}",
-                                    r.index, r.offset))
-            return
-        if not fat.is_plain:
-            if info.machine != r.machine:
-                problems.append(Problem(E, f"{where}: the record says machine {r.machine} "
-                                        f"({machine_name(r.machine)}) but the ELF header says "
-                                        f"{info.machine} ({machine_name(info.machine)})",
-                                        r.index, r.offset))
-            if info.word_size != r.word_size:
-                problems.append(Problem(E, f"{where}: the record says {_bits_text(r.word_size)} "
-                                        f"(word size {r.word_size}) but the ELF header says "
-                                        f"{_bits_text(info.word_size)} (EI_CLASS {info.word_size})",
-                                        r.index, r.offset))
-            if info.byte_order != r.byte_order:
-                problems.append(Problem(E, f"{where}: the record says {_order_text(r.byte_order)} "
-                                        f"(byte order {r.byte_order}) but the ELF header says "
-                                        f"{_order_text(info.byte_order)} "
-                                        f"(EI_DATA {2 - info.byte_order})", r.index, r.offset))
-            if info.osabi != r.osabi:
-                problems.append(Problem(E, f"{where}: the record says osabi {r.osabi} "
-                                        f"({osabi_name(r.osabi)}) but the ELF header says "
-                                        f"{info.osabi} ({osabi_name(info.osabi)})", r.index, r.offset))
-            if info.osabi_version != r.osabi_version:
-                problems.append(Problem(E, f"{where}: the record says abiversion {r.osabi_version} "
-                                        f"but the ELF header says {info.osabi_version}",
-                                        r.index, r.offset))
-        if info.phdr_error:
-            problems.append(Problem(E, f"{where}: {info.phdr_error}", r.index, r.offset))
-        a = info.max_load_align
-        if not fat.is_plain and a > PAGE_SIZE and r.offset % a:
-            problems.append(Problem(W, f"{where}: offset is not a multiple of the slice's largest "
-                                    f"PT_LOAD p_align ({a}), so it cannot be mapped in place "
-                                    f"(pack with align='auto')", r.index, r.offset))
 
     if fat.is_plain:
-        r = fat.records[0]
-        slice_checks(r, "ELF")
-        return problems
+        return _slice_checks(fat, fat.records[0], "ELF")
 
     if fat.reserved:
         problems.append(Problem(W, f"FatELF header reserved byte is {fat.reserved}, not 0", None, 7))
@@ -787,7 +788,7 @@ def _check(fat: FatElf) -> list[Problem]:
                                     f"target: {r.describe()}", r.index,
                                     HEADER_SIZE + RECORD_SIZE * r.index))
     for r in in_bounds:
-        slice_checks(r, f"record {r.index} ({r.label}) at offset {r.offset}")
+        problems += _slice_checks(fat, r, f"record {r.index} ({r.label}) at offset {r.offset}")
     if len(in_bounds) == count:
         end = max(r.end for r in in_bounds)
         if end < n:
@@ -810,7 +811,6 @@ def verify(source: Any) -> list[Problem]:
             return [Problem(Severity.FATAL, e.message, None, 0)]
         fat = FatElf(view, records, is_plain=is_plain, version=version, reserved=reserved,
                      name=name, _mm=mm, _file=f)
-        fat._size = len(view)
         try:
             return _check(fat)
         finally:
@@ -931,39 +931,19 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
                                       f"Linux ABI found in the FatELF ({hostname}; {fat.summary()})")
         view = fat.slice(rec)
         if not fat.is_plain:
-            bad = [p for p in _slice_problems(fat, rec) if p.severity is not Severity.WARNING]
+            bad = [p for p in _slice_checks(fat, rec, f"record {rec.index} ({rec.label}) at offset "
+                                            f"{rec.offset}") if p.severity is not Severity.WARNING]
             if bad:
                 raise FatElfError(f"{fat._where()}{bad[0].message}")
-        return rec, view
-    finally:
+    except BaseException:
         if own:
-            # keep the mapping alive through the returned view; drop the rest
-            fat._view.release() if False else None
-            if fat._file is not None:
-                fat._file.close()
-                fat._file = None
-
-
-def _slice_problems(fat: FatElf, rec: Record) -> list[Problem]:
-    """_check restricted to one record's slice (used by select)."""
-    single = FatElf(fat._view, [rec], is_plain=False, version=fat.version, name=fat.name)
-    single._size = fat._size
-    # pretend a one-record table so the header-overlap check uses the real table end
-    probs = [p for p in _check_one(single, fat.header_size)]
-    return probs
-
-
-def _check_one(single: FatElf, header_end: int) -> list[Problem]:
-    r = single.records[0]
-    out: list[Problem] = []
-    if r.offset < header_end:
-        out.append(Problem(Severity.ERROR, f"record {r.index}: the slice starts inside the FatELF "
-                           f"header and records (which end at {header_end})", r.index, r.offset))
-        return out
-    for p in _check(single):
-        if p.index == r.index and p.offset == r.offset and "overlap" not in p.message:
-            out.append(p)
-    return out
+            fat.close()
+        raise
+    if own and fat._file is not None:
+        # the returned view keeps the mapping alive; the descriptor can go
+        fat._file.close()
+        fat._file = None
+    return rec, view
 
 
 # --------------------------------------------------------------------------

@@ -610,7 +610,20 @@ def _decode_table(t: RelocTable, data: memoryview, off: int, count: int, is64: b
     if count == 0:
         t.addends = [] if rela else None
         return
-    import numpy as np  # only when there is something to decode
+    if count < 256:  # small tables: plain struct is faster than numpy's set-up cost
+        fmt = ("<QQq" if rela else "<QQ") if is64 else ("<IIi" if rela else "<II")
+        size = struct.calcsize(fmt)
+        rows = list(struct.iter_unpack(fmt, data[off:off + count * size]))
+        t.offsets = [r[0] for r in rows]
+        if is64:
+            t.types = [r[1] & 0xFFFFFFFF for r in rows]
+            t.syms = [r[1] >> 32 for r in rows]
+        else:
+            t.types = [r[1] & 0xFF for r in rows]
+            t.syms = [r[1] >> 8 for r in rows]
+        t.addends = [r[2] for r in rows] if rela else None
+        return
+    import numpy as np  # large tables are decoded in bulk
 
     if is64:
         dt = np.dtype([("off", "<u8"), ("info", "<u8")] + ([("add", "<i8")] if rela else []))

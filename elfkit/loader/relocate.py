@@ -21,6 +21,8 @@ from ..errors import RelocationError, UnsupportedError
 from . import _tags as T
 from .parse import TLS_MESSAGE, ElfFile, RelocTable
 
+BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy
+
 _FMT = {(8, False): "<B", (16, False): "<H", (32, False): "<I", (64, False): "<Q"}
 
 
@@ -73,10 +75,12 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             continue
         if not t.count:
             continue
-        offsets = np.asarray(t.offsets, dtype=np.uint64)
-        types = np.asarray(t.types, dtype=np.int64)
-        rel_mask = np.isin(types, list(relative_types)) if relative_types else np.zeros(len(types), bool)
-        nrel = int(rel_mask.sum())
+        nrel = 0
+        if t.count >= BULK and relative_types:
+            offsets = np.asarray(t.offsets, dtype=np.uint64)
+            types = np.asarray(t.types, dtype=np.int64)
+            rel_mask = np.isin(types, list(relative_types))
+            nrel = int(rel_mask.sum())
         if nrel:
             idx = np.nonzero(rel_mask)[0]
             _apply_relative_bulk(t, idx, offsets[idx], image, lo, bias, w, writable, problems)

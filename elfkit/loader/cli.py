@@ -1,0 +1,147 @@
+"""``elfkit inspect FILE``: what the loader sees, and whether it can load it."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ElfkitError
+from . import _tags as T
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("inspect", help="show architecture, segments, dynamic tags, exports, "
+                       "imports and relocations of a plugin",
+                       description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way "
+                       "the loader sees it, and say why it cannot be loaded if it cannot.")
+    p.add_argument("file")
+    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the first)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
+    """A JSON-able description of an ELF plugin (or FatELF slice)."""
+    from .. import arch as _arch
+    from ..module import _pick_slice
+    from .parse import parse
+    from .relocate import relr_offsets
+
+    want = _arch.get(arch) if arch else None
+    view, label = _pick_slice(memoryview(data), want, "auto" if want is None else "emulated")
+    elf = parse(view)
+    counts: dict[str, int] = {}
+    unknown: list[str] = []
+    tls = False
+    for t in elf.reloc_tables:
+        if t.tag == "DT_RELR":
+            n = len(relr_offsets(t.relr_raw, elf.word))
+            name = next(r.name for r in elf.arch.relocs.values()
+                        if r.formula.name == "RELATIVE" and r.width == 8 * elf.word)
+            counts[name] = counts.get(name, 0) + n
+            continue
+        for i, ty in enumerate(t.types):
+            rt = elf.arch.relocs.get(ty)
+            if rt is None:
+                unknown.append(f"{t.tag}[{i}] type {ty} at offset {t.offsets[i]:#x}")
+                key = f"unknown({ty})"
+            else:
+                key = rt.name
+                tls = tls or rt.formula.name == "TLS"
+            counts[key] = counts.get(key, 0) + 1
+    exports, imports = [], []
+    for s in elf.symbols[1:]:
+        if not s.name or s.bind == T.STB_LOCAL:
+            continue
+        if s.defined:
+            if s.visibility in (T.STV_DEFAULT, T.STV_PROTECTED):
+                exports.append({"name": s.name, "value": s.value, "size": s.size,
+                                "type": _STT.get(s.type, str(s.type)),
+                                "bind": "weak" if s.weak else "global",
+                                **({"version": s.version} if s.version else {})})
+        else:
+            imports.append({"name": s.name, "weak": s.weak,
+                            **({"version": s.version} if s.version else {})})
+    problems = []
+    if unknown:
+        problems.append(f"{len(unknown)} relocation(s) of unknown type: " + "; ".join(unknown[:5]))
+    if tls:
+        problems.append("TLS is not supported in bare-metal plugins")
+    if elf.needed:
+        problems.append("DT_NEEDED lists " + ", ".join(elf.needed)
+                        + ": these libraries are not loaded; their symbols must come from providers")
+    return {
+        "slice": label.strip("[]") or None,
+        "arch": elf.arch.name, "class": f"ELF{elf.arch.bits}", "machine": elf.arch.machine,
+        "osabi": elf.osabi, "e_flags": elf.e_flags,
+        "segments": [{"type": T.PT_NAMES.get(s.type, hex(s.type)), "offset": s.offset,
+                      "vaddr": s.vaddr, "filesz": s.filesz, "memsz": s.memsz, "align": s.align,
+                      "flags": s.prot_string} for s in elf.segments],
+        "dynamic": [{"tag": "DT_" + T.DT_NAMES.get(tag, hex(tag)), "value": val}
+                    for tag, val in elf.dynamic],
+        "needed": elf.needed, "soname": elf.soname, "hash": elf.hash_kind,
+        "exports": exports, "imports": imports,
+        "relocations": dict(sorted(counts.items())),
+        "init": {"DT_INIT": bool(elf.init), "INIT_ARRAY": elf.init_array[1],
+                 "DT_FINI": bool(elf.fini), "FINI_ARRAY": elf.fini_array[1]},
+        "loadable": not problems, "problems": problems,
+    }
+
+
+_STT = {0: "notype", 1: "object", 2: "func", 10: "ifunc"}
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        with open(args.file, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ElfkitError(f"cannot read {args.file!r}: {e.strerror or e}") from None
+    try:
+        info = describe(data, args.arch)
+    except ElfkitError as e:
+        if args.json:
+            json.dump({"file": args.file, "loadable": False, "problems": [str(e)]}, sys.stdout,
+                      indent=2)
+            print()
+        else:
+            print(f"{args.file}: cannot be loaded: {e}")
+        return 1
+    if args.json:
+        json.dump({"file": args.file, **info}, sys.stdout, indent=2)
+        print()
+        return 0 if info["loadable"] else 1
+    out = [f"{args.file}: {info['arch']} {info['class']} little-endian shared object"
+           + (f" (FatELF slice {info['slice']})" if info["slice"] else "")]
+    out.append(f"  hash: {info['hash']}   soname: {info['soname'] or '-'}   "
+               f"needed: {', '.join(info['needed']) or '-'}")
+    out.append("segments:")
+    out.append(f"  {'type':<16} {'offset':>10} {'vaddr':>12} {'filesz':>10} {'memsz':>10} "
+               f"{'align':>8} prot")
+    for s in info["segments"]:
+        out.append(f"  {s['type']:<16} {s['offset']:>#10x} {s['vaddr']:>#12x} {s['filesz']:>#10x} "
+                   f"{s['memsz']:>#10x} {s['align']:>#8x} {s['flags']}")
+    out.append("dynamic:")
+    for d in info["dynamic"]:
+        out.append(f"  {d['tag']:<20} {d['value']:#x}")
+    out.append(f"exports ({len(info['exports'])}):")
+    for e in info["exports"]:
+        out.append(f"  {e['value']:>#12x} {e['size']:>6} {e['type']:<6} {e['bind']:<6} {e['name']}"
+                   + (f"@{e['version']}" if e.get("version") else ""))
+    out.append(f"imports ({len(info['imports'])}):")
+    for i in info["imports"]:
+        out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))
+    out.append("relocations:")
+    for k, v in info["relocations"].items():
+        out.append(f"  {k:<28} {v}")
+    ini = info["init"]
+    out.append(f"init: DT_INIT={'yes' if ini['DT_INIT'] else 'no'} INIT_ARRAY={ini['INIT_ARRAY']}  "
+               f"fini: DT_FINI={'yes' if ini['DT_FINI'] else 'no'} FINI_ARRAY={ini['FINI_ARRAY']}")
+    if info["problems"]:
+        out.append("cannot be loaded:")
+        out += [f"  {p}" for p in info["problems"]]
+    else:
+        out.append("loadable: yes")
+    print("\n".join(out))
+    return 0 if info["loadable"] else 1
