@@ -295,15 +295,17 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
                          f"bytes) runs past the end of the file ({n} bytes)")
 
     segments: list[Segment] = []
-    for i in range(e_phnum):
-        off = e_phoff + i * want_ph
-        if is64:
-            p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align = \
-                struct.unpack_from("<IIQQQQQQ", data, off)
-        else:
-            p_type, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_flags, p_align = \
-                struct.unpack_from("<IIIIIIII", data, off)
-        segments.append(Segment(i, p_type, p_flags, p_offset, p_vaddr, p_filesz, p_memsz, p_align))
+    phtab = data[e_phoff:e_phoff + e_phnum * want_ph]
+    if is64:
+        for i, (p_type, p_flags, p_offset, p_vaddr, _pa, p_filesz, p_memsz, p_align) in \
+                enumerate(struct.iter_unpack("<IIQQQQQQ", phtab)):
+            segments.append(Segment(i, p_type, p_flags, p_offset, p_vaddr, p_filesz, p_memsz,
+                                    p_align))
+    else:
+        for i, (p_type, p_offset, p_vaddr, _pa, p_filesz, p_memsz, p_flags, p_align) in \
+                enumerate(struct.iter_unpack("<IIIIIIII", phtab)):
+            segments.append(Segment(i, p_type, p_flags, p_offset, p_vaddr, p_filesz, p_memsz,
+                                    p_align))
 
     _check_segments(segments, n, limits, w)
 
@@ -317,8 +319,8 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
     entsz = 2 * w
     dynamic: list[tuple[int, int]] = []
     dfmt = "<qQ" if is64 else "<iI"
-    for i in range(ds.filesz // entsz):
-        tag, val = struct.unpack_from(dfmt, data, dyn_off + i * entsz)
+    nent = ds.filesz // entsz
+    for tag, val in struct.iter_unpack(dfmt, data[dyn_off:dyn_off + nent * entsz]):
         if tag == T.DT_NULL:
             break
         dynamic.append((tag, val))
@@ -367,10 +369,9 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
         words = struct.unpack_from(f"<{nbucket + nchain}I", data, hoff + 8)
         sysv = (nbucket, words[:nbucket], words[nbucket:])
         nsyms = nchain
-    if T.DT_GNU_HASH in dyn:
-        gnu, gcount = _parse_gnu_hash(data, segments, dyn[T.DT_GNU_HASH], w, limits)
-        if nsyms is None:
-            nsyms = gcount
+    if T.DT_GNU_HASH in dyn and nsyms is None:
+        # With both tables present, DT_HASH gives the count and serves lookups.
+        gnu, nsyms = _parse_gnu_hash(data, segments, dyn[T.DT_GNU_HASH], w, limits)
     if nsyms is None:
         raise ParseError("PT_DYNAMIC has neither DT_HASH nor DT_GNU_HASH: the number of dynamic "
                          "symbols cannot be known")
@@ -385,13 +386,22 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
 
     symbols: list[Symbol] = []
     sfmt = "<IBBHQQ" if is64 else "<IIIBBH"
-    for i in range(nsyms):
-        o = symoff + i * syment
+    strbytes = bytes(data[stroff:stroff + strsz])
+    find = strbytes.find
+    for i, row in enumerate(struct.iter_unpack(sfmt, data[symoff:symoff + nsyms * syment])):
         if is64:
-            st_name, st_info, st_other, st_shndx, st_value, st_size = struct.unpack_from(sfmt, data, o)
+            st_name, st_info, st_other, st_shndx, st_value, st_size = row
         else:
-            st_name, st_value, st_size, st_info, st_other, st_shndx = struct.unpack_from(sfmt, data, o)
-        name = _cstr(data, strtab, st_name, f"dynamic symbol {i}") if st_name else ""
+            st_name, st_value, st_size, st_info, st_other, st_shndx = row
+        if st_name:
+            end = find(b"\0", st_name) if st_name < strsz else -2
+            if end < 0:
+                raise ParseError(f"dynamic symbol {i}: name offset {st_name} is "
+                                 + ("outside the dynamic string table (DT_STRSZ "
+                                    f"{strsz})" if end == -2 else "not NUL-terminated within DT_STRSZ"))
+            name = strbytes[st_name:end].decode("utf-8", "replace")
+        else:
+            name = ""
         ver, hidden = "", False
         if versym is not None and i:
             v = versym[i]
@@ -413,7 +423,8 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
         data=data, arch=arch, elfclass=elfclass, e_type=e_type, e_flags=e_flags, osabi=osabi,
         abiversion=abiversion, segments=segments, dynamic=dynamic, dyn=dyn, needed=needed,
         soname=soname, symbols=symbols, strtab=strtab,
-        hash_kind="both" if sysv and gnu else ("gnu" if gnu else "sysv"),
+        hash_kind=("both" if T.DT_GNU_HASH in dyn and T.DT_HASH in dyn
+                   else ("gnu" if T.DT_GNU_HASH in dyn else "sysv")),
         sysv_hash=sysv, gnu_hash=gnu, reloc_tables=tables, flags=flags, flags_1=flags_1,
         init=dyn.get(T.DT_INIT, 0), fini=dyn.get(T.DT_FINI, 0),
         init_array=init_array, fini_array=fini_array, limits=limits)

@@ -62,9 +62,6 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     total = 0
     relative_types = {n for n, r in arch.relocs.items() if r.formula is Formula.RELATIVE and r.width == 8 * w}
 
-    def where(t: RelocTable, i: int) -> str:
-        return f"{t.tag}[{i}]"
-
     for t in elf.reloc_tables:
         if t.tag == "DT_RELR":
             n = _apply_relr(t, image, lo, bias, w, writable, problems)
@@ -94,14 +91,9 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             rt = arch.relocs.get(rtype)
             off = offs[i]
             sym = syms[i]
-            symname = ""
-            if 0 < sym < nsyms:
-                symname = elf.symbols[sym].name
-            desc = (f"{where(t, i)} at offset {off:#x}: "
-                    f"{rt.name if rt else f'unknown type {rtype}'}"
-                    + (f" against symbol {sym} {symname!r}" if sym else ""))
             if rt is None:
-                problems.append(f"{desc}: not a {arch.name} relocation type this loader knows")
+                problems.append(f"{_desc(elf, t, i, None)}: not a {arch.name} relocation type "
+                                f"this loader knows")
                 continue
             total += 1
             counts[rt.name] = counts.get(rt.name, 0) + 1
@@ -109,17 +101,17 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             if f is Formula.NONE:
                 continue
             if f is Formula.TLS:
-                tls.append(desc)
+                tls.append(_desc(elf, t, i, rt))
                 continue
             if f is Formula.COPY:
-                problems.append(f"{desc}: COPY relocations belong in executables, not plugins")
+                problems.append(f"{_desc(elf, t, i, rt)}: COPY relocations belong in executables, not plugins")
                 continue
             nbytes = rt.width // 8
             if not any(a <= off and off + nbytes <= b for a, b in writable):
-                problems.append(f"{desc}: the place is not inside a writable segment")
+                problems.append(f"{_desc(elf, t, i, rt)}: the place is not inside a writable segment")
                 continue
             if sym >= nsyms:
-                problems.append(f"{desc}: symbol index {sym} is out of range ({nsyms} symbols)")
+                problems.append(f"{_desc(elf, t, i, rt)}: symbol index {sym} is out of range ({nsyms} symbols)")
                 continue
             pos = off - lo
             fmt = _FMT[(rt.width, False)]
@@ -132,11 +124,11 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             p = bias + off
             s = symbol_address(sym) if sym else 0
             if f is Formula.IRELATIVE:
-                deferred.append(Deferred(where(t, i), pos, rt.width, (bias + a) & mask,
+                deferred.append(Deferred(f"{t.tag}[{i}]", pos, rt.width, (bias + a) & mask,
                                          Formula.SYM, 0, p))
                 continue
             if s < 0:  # against an IFUNC symbol: S is what its resolver returns
-                deferred.append(Deferred(where(t, i), pos, rt.width, -1 - s, f,
+                deferred.append(Deferred(f"{t.tag}[{i}]", pos, rt.width, -1 - s, f,
                                          a if f is not Formula.SYM else 0, p))
                 continue
             if f is Formula.ABS:
@@ -149,13 +141,24 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
                 v = bias + a
             err = store(image, pos, rt.width, rt.check, v, w)
             if err:
-                problems.append(f"{desc}: value {v:#x} {err}")
+                problems.append(f"{_desc(elf, t, i, rt)}: value {v:#x} {err}")
     if tls:
         raise UnsupportedError(f"{TLS_MESSAGE}; the object has {len(tls)} TLS relocation(s): "
                                + "; ".join(tls[:10]) + (" ..." if len(tls) > 10 else ""))
     if problems:
         raise RelocationError(f"{len(problems)} relocation(s) cannot be applied", problems)
     return deferred, Stats(counts, total)
+
+
+def _desc(elf: ElfFile, t: RelocTable, i: int, rt: object) -> str:
+    """``DT_RELA[3] at offset 0x2010: R_X86_64_64 against symbol 2 'foo'``."""
+    sym = t.syms[i]
+    name = getattr(rt, "name", None) or f"unknown type {t.types[i]}"
+    s = f"{t.tag}[{i}] at offset {t.offsets[i]:#x}: {name}"
+    if sym:
+        symname = elf.symbols[sym].name if sym < len(elf.symbols) else "?"
+        s += f" against symbol {sym} {symname!r}"
+    return s
 
 
 def store(image: bytearray, pos: int, width: int, check: Check, v: int, word: int) -> str:
