@@ -31,6 +31,7 @@ class Module:
         self.name = name
         self.imports = imports
         self.closed = False
+        self._initialised = False
         self.exports: dict[str, int] = {}
         self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
         self._collect_exports()
@@ -169,7 +170,8 @@ class Module:
             return
         self.closed = True
         try:
-            self._image.run_fini()
+            if self._initialised:
+                self._image.run_fini()
         finally:
             self._image.release()
             self.machine.detach(self)
@@ -207,33 +209,24 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
 
 
 def _pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memoryview, str]:
-    """FatELF: the host slice (native/auto), the requested ``arch``, or the best
-    available slice for emulation: the first record, in file order, whose
-    architecture elfkit supports."""
+    """FatELF: the requested ``arch``; else the host slice by IREE's rules; else
+    (unless the backend must be native) the best slice to emulate, as
+    ``elfkit.fatelf.best`` defines it.  A plain ELF passes through."""
     if bytes(data[:4]) != b"\xfa\x70\x0e\x1f":   # FatELF magic 0x1F0E70FA, little-endian
         return data, ""
     from . import fatelf
     fat = fatelf.read(data)
     if arch is not None:
-        rec, view = fatelf.select(fat, arch=arch.name)
-        return view, f"[{rec.arch}]"
-    if backend != "emulated":
-        try:
-            rec, view = fatelf.select(fat)
-            return view, f"[{rec.arch}]"
-        except FatElfError:
-            if backend == "native":
-                raise
-    for rec in fat.records:
-        if rec.arch in _arch.ARCHES:
-            return fat.slice(rec), f"[{rec.arch}]"
-    raise FatElfError("no slice in the FatELF has an architecture elfkit can run")
+        rec, view = fatelf.select(fat, arch)
+    else:
+        rec, view = fatelf.select(fat, fallback=backend != "native")
+    return view, f"[{rec.arch}]"
 
 
 def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto",
          imports: "Imports | dict | None" = None, lazy: bool = False,
          machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
-         name: str | None = None, **machine_options: Any) -> Module:
+         name: str | None = None, init: bool = True, **machine_options: Any) -> Module:
     """Load a bare-metal ELF plugin (or pick a FatELF slice) and return a Module.
 
     ``backend``: "native", "emulated" or "auto" (native when the plugin's
@@ -242,6 +235,8 @@ def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto"
     missing required imports to stubs that raise when called instead of
     failing the load.  ``machine``: load into an existing machine (several
     modules can share one, so that they can call each other directly).
+    ``init=False`` skips DT_INIT/INIT_ARRAY (and so FINI at close), e.g. to
+    examine an image in a ``MemoryMachine`` that cannot run code.
     """
     want = _arch.get(arch) if arch is not None else None
     data, label = _read_source(source)
@@ -277,8 +272,10 @@ def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto"
         mod = Module(elf, image, machine, owns, name or (elf.soname or label) + slice_label,
                      imports)
         machine.attach(mod)
+        mod._initialised = init
         try:
-            image.run_init()
+            if init:
+                image.run_init()
         except BaseException:
             machine.detach(mod)
             image.release()

@@ -23,6 +23,7 @@ PROT_EXEC = 4
 class Machine(abc.ABC):
     arch: Arch
     backend: str          # "native" or "emulated"
+    can_execute = True    # False for a memory-only machine (image inspection)
 
     # --- address space ----------------------------------------------------
     @abc.abstractmethod

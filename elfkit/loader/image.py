@@ -77,6 +77,8 @@ class LoadedImage:
     size: int
     stats: Stats
     protections: list[tuple[int, int, int]] = field(default_factory=list)  # addr, size, prot
+    # IFUNC relocations left unapplied because the machine cannot run code
+    unapplied: list[str] = field(default_factory=list)
     released: bool = False
 
     def address(self, vaddr: int) -> int:
@@ -150,8 +152,10 @@ def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], i
         for addr, size, prot in prots:
             machine.protect(base + addr, size, prot)
         li.protections = [(base + a, s, p) for a, s, p in prots]
-        if deferred:
+        if deferred and machine.can_execute:
             _apply_deferred(li, image, deferred)
+        elif deferred:
+            li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
         for s in elf.segments:
             if s.type == T.PT_GNU_RELRO and s.memsz:
                 start = _align_down(s.vaddr, page) - lay.lo
