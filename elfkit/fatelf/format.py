@@ -33,11 +33,12 @@ import io
 import json
 import mmap
 import os
+import stat as _stat
 import struct
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ArchError, FatElfError
 
@@ -118,12 +119,17 @@ class Severity(str, enum.Enum):
     ``fatal``: the file cannot be read as a FatELF (or ELF) at all.
     ``error``: the file is malformed; :func:`read` refuses it.
     ``warning``: legal to read but against the FatELF spec or unwise
-    (unaligned slices, non-zero reserved bytes, trailing junk).
+    (slices not page-aligned, non-zero reserved bytes, trailing junk).
+    ``note``: worth knowing, not wrong: a slice whose offset is page-aligned
+    but not a multiple of its segments' ``p_align`` (typical of aarch64
+    linked for 64 KiB pages and packed at 4096, as IREE does) cannot be
+    mapped in place, only copied.
     """
 
     FATAL = "fatal"
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"
 
     def __str__(self) -> str:
         return self.value
@@ -385,9 +391,6 @@ def _fd_reader(fd: int, base: int = 0) -> Callable[[int, int], bytes]:
 # --------------------------------------------------------------------------
 # reading
 
-Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
-
-
 def _is_path(source: Any) -> bool:
     return isinstance(source, (str, os.PathLike))
 
@@ -564,7 +567,6 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
         f = open(name, "rb")
         try:
             st = os.fstat(f.fileno())
-            import stat as _stat
             if _stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", name)
             mm = None
@@ -645,7 +647,7 @@ def read(source: Any, *, strict: bool = True) -> FatElf:
         fat = FatElf(view, records, is_plain=is_plain, version=version, reserved=reserved,
                      name=name, _mm=mm, _file=f)
         if strict:
-            bad = [p for p in _check(fat) if p.severity is not Severity.WARNING]
+            bad = [p for p in _check(fat) if p.severity in (Severity.FATAL, Severity.ERROR)]
             if bad:
                 more = f" (and {len(bad) - 1} more problem(s))" if len(bad) > 1 else ""
                 raise FatElfError(f"{fat._where()}{bad[0].message}{more}")
@@ -685,7 +687,7 @@ def _slice_checks(fat: FatElf, r: Record, where: str) -> list[Problem]:
     """Problems of one in-bounds slice: not an ELF, header disagreeing with
     the record, program headers outside the slice, p_align vs offset."""
     problems: list[Problem] = []
-    E, W = Severity.ERROR, Severity.WARNING
+    E, N = Severity.ERROR, Severity.NOTE
     view = fat._view
     sl = view[r.offset:r.end]
     try:
@@ -721,8 +723,11 @@ def _slice_checks(fat: FatElf, r: Record, where: str) -> list[Problem]:
     if info.phdr_error:
         problems.append(Problem(E, f"{where}: {info.phdr_error}", r.index, r.offset))
     a = info.max_load_align
-    if not fat.is_plain and a > PAGE_SIZE and r.offset % a:
-        problems.append(Problem(W, f"{where}: offset is not a multiple of the slice's largest "
+    if a & (a - 1):
+        problems.append(Problem(Severity.WARNING, f"{where}: PT_LOAD p_align {a} is not a power "
+                                f"of two", r.index, r.offset))
+    elif not fat.is_plain and a > PAGE_SIZE and r.offset % a:
+        problems.append(Problem(N, f"{where}: offset is not a multiple of the slice's largest "
                                 f"PT_LOAD p_align ({a}), so it cannot be mapped in place "
                                 f"(pack with align='auto')", r.index, r.offset))
     return problems
@@ -932,7 +937,7 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
         view = fat.slice(rec)
         if not fat.is_plain:
             bad = [p for p in _slice_checks(fat, rec, f"record {rec.index} ({rec.label}) at offset "
-                                            f"{rec.offset}") if p.severity is not Severity.WARNING]
+                                            f"{rec.offset}") if p.severity is Severity.ERROR]
             if bad:
                 raise FatElfError(f"{fat._where()}{bad[0].message}")
     except BaseException:
@@ -1112,18 +1117,19 @@ class _Sink:
             n -= k
 
     def copy_from_fd(self, src: int, offset: int, count: int, name: str) -> None:
-        done = 0
-        if self.fd is not None:
-            done = self._kernel_copy(src, offset, count)
+        """Copy ``count`` bytes at ``offset`` of descriptor ``src``: in the
+        kernel (copy_file_range, sendfile) when the sink is a descriptor,
+        else through a reused 1 MiB buffer.  Memory use stays flat."""
+        done = self._kernel_copy(src, offset, count) if self.fd is not None else 0
         buf = bytearray(min(_CHUNK, max(count - done, 1)))
+        view = memoryview(buf)
         while done < count:
-            k = os.preadv(src, [memoryview(buf)[:min(len(buf), count - done)]], offset + done) \
-                if hasattr(os, "preadv") else \
-                _readinto(src, buf, min(len(buf), count - done), offset + done)
+            want = min(len(buf), count - done)
+            k = _pread_into(src, view[:want], offset + done)
             if k <= 0:
                 raise FatElfError(f"{name}: file shrank while being copied "
                                   f"({done} of {count} bytes)")
-            self.write(memoryview(buf)[:k])
+            self.write(view[:k])
             done += k
 
     def _kernel_copy(self, src: int, offset: int, count: int) -> int:
@@ -1151,9 +1157,11 @@ class _Sink:
         return done
 
 
-def _readinto(fd: int, buf: bytearray, n: int, offset: int) -> int:
-    data = os.pread(fd, n, offset)
-    buf[:len(data)] = data
+def _pread_into(fd: int, into: memoryview, offset: int) -> int:
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, [into], offset)
+    data = os.pread(fd, len(into), offset)  # pragma: no cover (no preadv)
+    into[:len(data)] = data
     return len(data)
 
 
@@ -1322,8 +1330,9 @@ def slice_names(records: Iterable[Record]) -> dict[int, str]:
 def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
     """Write every slice to ``<directory>/<stem>.<name>.so`` (names from
     :func:`slice_names`; the stem is the file name up to its last dot;
-    ``directory`` defaults to the file's own).  Each file is written
-    atomically; all names are checked before anything is written."""
+    ``directory`` defaults to the file's own and is created if missing).
+    The whole file is checked before anything is written, and each output
+    is written atomically.  Returns ``[(record, path), ...]``."""
     with _opened(source) as fat:
         if directory is None:
             directory = os.path.dirname(fat.name) if fat.name else "."
@@ -1333,8 +1342,9 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
         names = slice_names(fat.records)
         plan = [(r, os.path.join(directory, f"{stem}.{names[r.index]}.so")) for r in fat.records]
         pieces = [_piece_from_record(fat, r) for r in fat.records]
-        if not os.path.isdir(directory):
+        if os.path.exists(directory) and not os.path.isdir(directory):
             raise FatElfError(f"{directory}: not a directory")
+        os.makedirs(directory, exist_ok=True)
         for (r, path), piece in zip(plan, pieces):
             _write_out(path, lambda sink, p=piece: _write_single(sink, p))
         return plan

@@ -1,0 +1,301 @@
+"""``elfkit fatelf``: pack, list, extract, split, select, remove, replace, verify.
+
+Every output file is written atomically (a temporary file next to it, renamed
+on success), so an error never leaves a partial file.  ``-o -`` writes to
+stdout.  Exit codes: 0 success, 1 ``verify`` found problems, 2 any error
+(one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import FatElfError
+
+_EPILOG_PACK = """\
+At the default --align 4096 the output is byte-identical to
+`iree-fatelf join` and icculus `fatelf-glue` for the same inputs in the same
+order.  --align auto uses the largest PT_LOAD p_align of the inputs (at least
+4096), so that e.g. aarch64 slices linked for 64 KiB pages can be mapped in
+place.
+
+example: elfkit fatelf pack -o plugin.sos plugin.x86_64.so plugin.aarch64.so
+"""
+
+_EPILOG_ARCH = """\
+ARCH is an elfkit architecture name or alias: x86_64 (amd64), aarch64 (arm64),
+riscv64, arm, i386 (x86), riscv32.  When several records have that arch, the
+first one with osabi none/linux/standalone is taken.
+"""
+
+_EPILOG_SELECT = """\
+Without --arch the record is chosen by IREE's runtime rule: the first record
+with the host's machine, word size and byte order and osabi 0 (none),
+3 (linux) or 255 (standalone).  With --fallback, when there is no such record
+the best slice elfkit can emulate is taken: osabi none/linux/standalone first,
+then x86_64, aarch64, riscv64, arm, i386, riscv32, then file order.
+A plain ELF is accepted as a one-record file.  The chosen record is reported
+on stdout, or on stderr when the slice itself goes to stdout (-o -).
+"""
+
+
+def _output_arg(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help=f"{what} ('-' for stdout); written atomically")
+
+
+def _align_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--align", default="4096", metavar="N|auto",
+                   help="slice alignment: a power of two, or 'auto' for the largest "
+                        "PT_LOAD p_align of the slices (default: 4096, as iree-fatelf)")
+
+
+def _which_args(p: argparse.ArgumentParser, verb: str) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--arch", metavar="ARCH", help=f"{verb} the first record of this architecture")
+    g.add_argument("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')")
+
+
+def register(subparsers: Any) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    top = subparsers.add_parser(
+        "fatelf", help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
+        description="Pack ELF plugins for several CPUs into one FatELF (.sos) file, inspect it, "
+                    "and take slices out of it.  Compatible with IREE's FatELF support.",
+        epilog="Exit status: 0 success, 1 'verify' found problems, 2 error.",
+        formatter_class=fmt)
+    top.set_defaults(func=lambda args: _no_command(top))
+    sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND")
+
+    p = sub.add_parser("pack", help="pack ELF files into a FatELF",
+                       description="Pack ELF files (one per target) into a FatELF, in the order given.",
+                       epilog=_EPILOG_PACK, formatter_class=fmt)
+    _output_arg(p, "the FatELF to write")
+    _align_arg(p)
+    p.add_argument("inputs", nargs="+", metavar="IN", help="ELF files (at most 255, distinct targets)")
+    p.set_defaults(func=cmd_pack)
+
+    p = sub.add_parser("list", help="list the records of a FatELF",
+                       description="List the records of a FatELF (a plain ELF shows as one record).",
+                       formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("extract", help="write one slice (by arch or index) to a file",
+                       description="Write the exact bytes of one record's ELF.",
+                       epilog=_EPILOG_ARCH, formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    _which_args(p, "extract")
+    _output_arg(p, "the ELF to write")
+    p.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser("split", help="write every slice to its own file",
+                       description="Write every record's ELF to DIR/<stem>.<name>.so, where <stem> is "
+                                   "FILE's name up to its last dot and <name> is the arch "
+                                   "(x86_64, aarch64, riscv64, arm, i386, riscv32; other machines as "
+                                   "e.g. ppc-64bit, big-endian with -be), extended by osabi, "
+                                   "abiversion and index only when two records would clash.",
+                       formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-d", "--directory", metavar="DIR",
+                   help="output directory (default: the directory of FILE)")
+    p.set_defaults(func=cmd_split)
+
+    p = sub.add_parser("select", help="write the slice this host would load (or --arch)",
+                       description="Write the slice IREE's runtime would pick on this host, or the "
+                                   "first slice of --arch.",
+                       epilog=_EPILOG_SELECT + "\n" + _EPILOG_ARCH, formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--arch", metavar="ARCH", help="take this architecture instead of the host's")
+    p.add_argument("--fallback", action="store_true",
+                   help="if the host has no slice, take the best one elfkit can emulate")
+    _output_arg(p, "the ELF to write")
+    p.set_defaults(func=cmd_select)
+
+    p = sub.add_parser("remove", help="write a FatELF without one record",
+                       description="Write FILE without one record, repacked (the same bytes as "
+                                   "packing the remaining slices in order).",
+                       epilog=_EPILOG_ARCH, formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    _which_args(p, "remove")
+    _output_arg(p, "the FatELF to write")
+    _align_arg(p)
+    p.set_defaults(func=cmd_remove)
+
+    p = sub.add_parser("replace", help="write a FatELF with one slice replaced",
+                       description="Write FILE with the record whose target (machine, osabi, "
+                                   "abiversion, class, byte order) matches IN's ELF header replaced "
+                                   "by IN, repacked.",
+                       formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("new", metavar="IN", help="the ELF to put in")
+    _output_arg(p, "the FatELF to write")
+    _align_arg(p)
+    p.set_defaults(func=cmd_replace)
+
+    p = sub.add_parser("verify", help="check a FatELF thoroughly",
+                       description="Check the header, the record table, bounds, overlaps, alignment, "
+                                   "duplicate targets and each slice's ELF header against its record; "
+                                   "print every problem found.",
+                       epilog="Exit status: 0 clean (notes only), 1 problems found (errors or "
+                              "warnings), "
+                              "2 unusable input (not a FatELF/ELF, unknown version, truncated "
+                              "table, unreadable file).",
+                       formatter_class=fmt)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print the problems as JSON")
+    p.set_defaults(func=cmd_verify)
+
+
+# --------------------------------------------------------------------------
+
+def _no_command(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _err(message: str) -> None:
+    print(f"elfkit: error: {message}", file=sys.stderr)
+
+
+def _align(value: str) -> "int | str":
+    if value == "auto":
+        return "auto"
+    try:
+        return int(value, 0)
+    except ValueError:
+        raise FatElfError(f"invalid --align {value!r}: give a power of two or 'auto'") from None
+
+
+def _out(path: str) -> Any:
+    """The library's output argument for -o: a path, or stdout's binary stream."""
+    if path == "-":
+        stream = sys.stdout.buffer
+        if stream.isatty():
+            raise FatElfError("refusing to write binary data to a terminal; use -o FILE "
+                              "or redirect stdout")
+        return stream
+    return path
+
+
+def _say(args: Any, line: str) -> None:
+    """Report on stdout, or stderr when stdout carries the data."""
+    print(line, file=sys.stderr if getattr(args, "output", None) == "-" else sys.stdout)
+
+
+def cmd_pack(args: Any) -> int:
+    from .format import pack_to
+    out = _out(args.output)
+    records = pack_to(out, args.inputs, _align(args.align))
+    _say(args, f"packed {len(records)} slice(s) into {args.output}: "
+               + ", ".join(f"{r.label}@{r.offset}" for r in records))
+    return 0
+
+
+def cmd_list(args: Any) -> int:
+    from .format import read
+    with read(args.file) as fat:
+        if args.json:
+            print(fat.to_json())
+            return 0
+        if fat.is_plain:
+            print(f"{args.file}: plain ELF (not a FatELF), {fat.size} bytes, 1 slice")
+        else:
+            print(f"{args.file}: FatELF version {fat.version}, {len(fat.records)} record(s), "
+                  f"{fat.size} bytes")
+        rows = [("#", "ARCH", "MACHINE", "CLASS", "ORDER", "OSABI", "ABIVER", "OFFSET", "SIZE")]
+        for r in fat.records:
+            rows.append((str(r.index), r.arch or "-", f"{r.machine} {r.machine_name}",
+                         f"{r.bits}-bit" if r.bits else f"ws{r.word_size}",
+                         {0: "big", 1: "little"}.get(r.byte_order, f"bo{r.byte_order}"),
+                         f"{r.osabi} {r.osabi_name}", str(r.osabi_version),
+                         str(r.offset), str(r.size)))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        right = {0, 6, 7, 8}
+        for row in rows:
+            print("  ".join(c.rjust(w) if i in right else c.ljust(w)
+                            for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+    return 0
+
+
+def cmd_extract(args: Any) -> int:
+    from .format import extract_to
+    out = _out(args.output)
+    r = extract_to(out, args.file, args.arch, index=args.index)
+    _say(args, f"wrote record {r.index} ({r.label}, {r.size} bytes) to {args.output}")
+    return 0
+
+
+def cmd_split(args: Any) -> int:
+    from .format import split
+    plan = split(args.file, args.directory)
+    for r, path in plan:
+        print(f"wrote record {r.index} ({r.label}, {r.size} bytes) to {path}")
+    return 0
+
+
+def cmd_select(args: Any) -> int:
+    from .format import extract_to, read, select
+    with read(args.file) as fat:
+        r, _view = select(fat, args.arch, fallback=args.fallback)
+        del _view
+        out = _out(args.output)
+        extract_to(out, fat, record=r)
+    _say(args, f"selected record {r.index}: {r.describe()}, offset {r.offset}, {r.size} bytes "
+               f"-> {args.output}")
+    return 0
+
+
+def cmd_remove(args: Any) -> int:
+    from .format import read, remove_to
+    with read(args.file) as fat:
+        gone = fat.find(args.arch, index=args.index)
+        records = remove_to(_out(args.output), fat, index=gone.index, align=_align(args.align))
+    _say(args, f"removed record {gone.index} ({gone.label}); wrote {len(records)} record(s) "
+               f"to {args.output}")
+    return 0
+
+
+def cmd_replace(args: Any) -> int:
+    from .format import replace_to
+    old, records = replace_to(_out(args.output), args.file, args.new, align=_align(args.align))
+    _say(args, f"replaced record {old.index} ({old.label}) with {args.new}; wrote "
+               f"{len(records)} record(s) to {args.output}")
+    return 0
+
+
+def cmd_verify(args: Any) -> int:
+    from .format import Severity, verify
+    problems = verify(args.file)
+    fatal = [p for p in problems if p.severity is Severity.FATAL]
+    if args.json:
+        print(json.dumps({"path": args.file,
+                          "ok": all(p.severity is Severity.NOTE for p in problems),
+                          "problems": [p.to_dict() for p in problems]}, indent=2))
+        serious = [p for p in problems if p.severity is not Severity.NOTE]
+        return 2 if fatal else (1 if serious else 0)
+    if fatal:
+        _err(f"{args.file}: {fatal[0].message}")
+        return 2
+    for p in problems:
+        print(f"{args.file}: {p.severity}: {p.message}")
+    errors = sum(p.severity is Severity.ERROR for p in problems)
+    warnings = sum(p.severity is Severity.WARNING for p in problems)
+    if errors or warnings:
+        print(f"{args.file}: {errors} error(s), {warnings} warning(s)")
+        return 1
+    print(f"{args.file}: OK" + (f" ({len(problems)} note(s))" if problems else ""))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m elfkit.fatelf.cli ...`` (same as ``elfkit fatelf ...``)."""
+    from ..cli import main as elfkit_main
+    return elfkit_main(["fatelf", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
