@@ -41,10 +41,11 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
                         if r.formula.name == "RELATIVE" and r.width == 8 * elf.word)
             counts[name] = counts.get(name, 0) + n
             continue
-        for i, ty in enumerate(t.types):
+        types = t.types.tolist() if hasattr(t.types, "tolist") else t.types
+        for i, ty in enumerate(types):
             rt = elf.arch.relocs.get(ty)
             if rt is None:
-                unknown.append(f"{t.tag}[{i}] type {ty} at offset {t.offsets[i]:#x}")
+                unknown.append(f"{t.tag}[{i}] type {ty} at offset {int(t.offsets[i]):#x}")
                 key = f"unknown({ty})"
             else:
                 key = rt.name

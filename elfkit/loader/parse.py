@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import arch as _arch
 from ..arch import Arch
@@ -76,10 +77,11 @@ class RelocTable:
     tag: str                 # "DT_RELA", "DT_REL", "DT_JMPREL", "DT_RELR"
     explicit_addend: bool
     file_offset: int
-    offsets: list[int] = field(default_factory=list)
-    types: list[int] = field(default_factory=list)
-    syms: list[int] = field(default_factory=list)
-    addends: list[int] | None = None
+    # parallel sequences: lists for small tables, numpy arrays for large ones
+    offsets: Any = field(default_factory=list)
+    types: Any = field(default_factory=list)
+    syms: Any = field(default_factory=list)
+    addends: Any = None
     relr_raw: bytes = b""    # DT_RELR: the packed words, decoded at relocation time
     count: int = 0
 
@@ -643,13 +645,14 @@ def _decode_table(t: RelocTable, data: memoryview, off: int, count: int, is64: b
     arr = np.frombuffer(data, dtype=dt, count=count, offset=off)
     info = arr["info"]
     if is64:
-        t.types = (info & 0xFFFFFFFF).astype(np.int64).tolist()
-        t.syms = (info >> 32).astype(np.int64).tolist()
+        t.types = (info & 0xFFFFFFFF).astype(np.int64)
+        t.syms = (info >> 32).astype(np.int64)
     else:
-        t.types = (info & 0xFF).astype(np.int64).tolist()
-        t.syms = (info >> 8).astype(np.int64).tolist()
-    t.offsets = arr["off"].astype(np.int64 if not is64 else np.uint64).tolist()
-    t.addends = arr["add"].astype(np.int64).tolist() if rela else None
+        t.types = (info & 0xFF).astype(np.int64)
+        t.syms = (info >> 8).astype(np.int64)
+    # large tables stay numpy arrays; relocate.apply works on them in bulk
+    t.offsets = arr["off"].astype(np.int64 if not is64 else np.uint64)
+    t.addends = arr["add"].astype(np.int64) if rela else None
 
 
 def decode_relr(raw: bytes, w: int) -> list[int]:

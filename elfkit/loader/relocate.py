@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -74,23 +74,26 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             continue
         nrel = 0
         if t.count >= BULK and relative_types:
-            offsets = np.asarray(t.offsets, dtype=np.uint64)
             types = np.asarray(t.types, dtype=np.int64)
             rel_mask = np.isin(types, list(relative_types))
             nrel = int(rel_mask.sum())
         if nrel:
             idx = np.nonzero(rel_mask)[0]
+            offsets = np.asarray(t.offsets)
             _apply_relative_bulk(t, idx, offsets[idx], image, lo, bias, w, writable, problems)
             rname = arch.relocs[int(types[idx[0]])].name
             counts[rname] = counts.get(rname, 0) + nrel
             total += nrel
-        rest = np.nonzero(~rel_mask)[0].tolist() if nrel else range(t.count)
-        offs, typs, syms, adds = t.offsets, t.types, t.syms, t.addends
-        for i in rest:
-            rtype = typs[i]
+            ridx = np.nonzero(~rel_mask)[0]
+            rows = zip(ridx.tolist(), np.asarray(t.offsets)[ridx].tolist(), types[ridx].tolist(),
+                       np.asarray(t.syms)[ridx].tolist(),
+                       np.asarray(t.addends)[ridx].tolist() if t.explicit_addend
+                       else [0] * len(ridx))
+        else:
+            rows = zip(range(t.count), _list(t.offsets), _list(t.types), _list(t.syms),
+                       _list(t.addends) if t.explicit_addend else [0] * t.count)
+        for i, off, rtype, sym, add in rows:
             rt = arch.relocs.get(rtype)
-            off = offs[i]
-            sym = syms[i]
             if rt is None:
                 problems.append(f"{_desc(elf, t, i, None)}: not a {arch.name} relocation type "
                                 f"this loader knows")
@@ -116,7 +119,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             pos = off - lo
             fmt = _FMT[(rt.width, False)]
             if t.explicit_addend:
-                a = adds[i]  # type: ignore[index]
+                a = add
             else:
                 (a,) = struct.unpack_from(fmt, image, pos)
                 if rt.width == 8 * w and w == 4:
@@ -150,11 +153,15 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     return deferred, Stats(counts, total)
 
 
+def _list(seq: Any) -> list:
+    return seq.tolist() if isinstance(seq, np.ndarray) else seq
+
+
 def _desc(elf: ElfFile, t: RelocTable, i: int, rt: object) -> str:
     """``DT_RELA[3] at offset 0x2010: R_X86_64_64 against symbol 2 'foo'``."""
-    sym = t.syms[i]
-    name = getattr(rt, "name", None) or f"unknown type {t.types[i]}"
-    s = f"{t.tag}[{i}] at offset {t.offsets[i]:#x}: {name}"
+    sym = int(t.syms[i])
+    name = getattr(rt, "name", None) or f"unknown type {int(t.types[i])}"
+    s = f"{t.tag}[{i}] at offset {int(t.offsets[i]):#x}: {name}"
     if sym:
         symname = elf.symbols[sym].name if sym < len(elf.symbols) else "?"
         s += f" against symbol {sym} {symname!r}"

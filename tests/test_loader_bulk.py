@@ -1,0 +1,70 @@
+"""Large relocation tables (the numpy bulk path) on every architecture, in
+RELA, REL and DT_RELR form, checked against pyelftools like the test plugins."""
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+import elfkit
+from elfkit.exec.memory import MemoryMachine
+from elfkit.loader import parse
+from test_loader_relocs import _check_plugin
+
+ZIG = {"x86_64": ("x86_64", []), "aarch64": ("aarch64", []), "riscv64": ("riscv64", []),
+       "arm": ("arm", ["-mcpu=generic+v7a"]), "i386": ("x86", []), "riscv32": ("riscv32", [])}
+
+
+def _build(tmp_path, arch, n, relr=False):
+    zarch, flags = ZIG[arch]
+    word = ".quad" if arch in ("x86_64", "aarch64", "riscv64") else ".long"
+    align = 3 if word == ".quad" else 2
+    src = tmp_path / f"big_{arch}.s"
+    # n pointers to a local symbol (RELATIVE), with a gap every 100 words (several RELR runs),
+    # and one pointer to an exported symbol (a symbolic relocation) in the middle.
+    body = [".data", f".p2align {align}", "local_sym: .zero 16", ".globl exported",
+            "exported: .zero 8", ".globl table", "table:"]
+    for i in range(n):
+        body.append(f"{word} local_sym+{i % 7}")
+        if i % 100 == 99:
+            body.append(f".zero {8 * 70}")
+    body.append(f"{word} exported")
+    src.write_text("\n".join(body) + "\n")
+    obj = tmp_path / f"big_{arch}.o"
+    so = tmp_path / f"big_{arch}{'_relr' if relr else ''}.so"
+    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", f"{zarch}-freestanding-none",
+                    *flags, "-c", str(src), "-o", str(obj)], check=True)
+    subprocess.run([sys.executable, "-m", "ziglang", "ld.lld", "-shared", "-nostdlib", "-z", "now",
+                    "--hash-style=sysv", *(["-z", "pack-relative-relocs"] if relr else []),
+                    str(obj), "-o", str(so)], check=True)
+    return so
+
+
+@pytest.mark.parametrize("arch", list(ZIG))
+@pytest.mark.parametrize("relr", [False, True])
+def test_bulk_relocations_match_pyelftools(tmp_path, arch, relr):
+    so = _build(tmp_path, arch, 3000, relr)
+    elf = parse(so.read_bytes())
+    assert max(t.count for t in elf.reloc_tables) >= 256 or relr
+    assert _check_plugin(so, arch) >= 3000
+
+
+def test_bulk_errors_name_every_offender(tmp_path):
+    so = _build(tmp_path, "x86_64", 1000)
+    data = bytearray(so.read_bytes())
+    elf = parse(bytes(data))
+    t = next(t for t in elf.reloc_tables if t.count >= 256)
+    bad = [5, 500, 999]
+    for i in bad:
+        o = t.file_offset + 24 * i + 8
+        struct.pack_into("<Q", data, o, 250)                  # unknown type
+    struct.pack_into("<Q", data, t.file_offset + 24 * 7, 0)   # RELATIVE into the ELF header
+    with pytest.raises(elfkit.RelocationError) as ei:
+        elfkit.load(bytes(data), machine=MemoryMachine(elfkit.arch.get("x86_64")), init=False)
+    msg = str(ei.value)
+    assert len(ei.value.problems) == 4
+    for i in bad:
+        assert f"DT_RELA[{i}]" in msg
+    assert "DT_RELA[7] at offset 0x0: RELATIVE: the place is not inside a writable segment" in msg
