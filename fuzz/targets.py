@@ -1,0 +1,53 @@
+"""Fuzz targets: each takes bytes and must either succeed or raise the
+package's own error.  Anything else (IndexError, struct.error, MemoryError,
+a crash, a hang) is a bug.  Used by tests/test_fuzz.py (bounded) and by
+fuzz/run.py (for hours)."""
+from __future__ import annotations
+
+import elfkit
+from elfkit import fatelf
+from elfkit.exec.memory import MemoryMachine
+
+
+def elf_load(data: bytes) -> None:
+    """Parse, lay out and relocate into a memory-only machine (any architecture)."""
+    try:
+        elf = elfkit.loader.parse(data)
+    except elfkit.ElfkitError:
+        return
+    imports = {s.name: 0x1000 for s in elf.symbols[1:] if not s.defined and s.name}
+    try:
+        m = elfkit.load(data, machine=MemoryMachine(elf.arch), init=False, imports=imports)
+    except elfkit.ElfkitError:
+        return
+    m.close()
+
+
+def elf_load_emulated(data: bytes) -> None:
+    """Parse and place into a real emulator (init code runs under a budget)."""
+    try:
+        m = elfkit.load(data, backend="emulated", lazy=True)
+    except elfkit.ElfkitError:
+        return
+    m.close()
+
+
+def fatelf_read(data: bytes) -> None:
+    try:
+        fat = fatelf.read(data, strict=False)
+    except elfkit.ElfkitError:
+        return
+    for p in fatelf.verify(data):
+        assert str(p)
+    for rec in fat.records:
+        try:
+            fat.slice(rec)
+        except elfkit.ElfkitError:
+            pass
+    try:
+        fatelf.select(fat, fallback=True)
+    except elfkit.ElfkitError:
+        pass
+
+
+TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "fatelf": fatelf_read}
