@@ -1,0 +1,180 @@
+# elfkit_add_plugin(): build a bare-metal plugin for several CPUs and pack the
+# per-architecture shared objects into one FatELF file (NAME.sos).
+#
+#   list(APPEND CMAKE_MODULE_PATH <repo>/toolchain/cmake)
+#   include(ElfkitPlugin)
+#   elfkit_add_plugin(my_plugin
+#     SOURCES my_plugin.c
+#     [ARCHS x86_64 aarch64 riscv64 arm i386 riscv32]
+#     [LINK_FLAGS --no-undefined ...]        # extra ld.lld flags
+#     [HASH_STYLE sysv|gnu|both]             # default: sysv (what IREE's loader reads)
+#     [COMPILE_OPTIONS ...] [COMPILE_DEFINITIONS ...] [INCLUDE_DIRECTORIES ...]
+#     [OUTPUT_DIR <dir>]                     # default: ELFKIT_PLUGIN_OUTPUT_DIR
+#                                            #   (cache, default ${CMAKE_BINARY_DIR}/plugins)
+#     [NO_PACK])
+#
+# Produces <OUTPUT_DIR>/<arch>/<name>.so for every arch and, when packing is
+# enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them;
+# <name>_<arch> builds one architecture.  The target property
+# ELFKIT_PLUGIN_FILES of <name> lists the per-arch .so files (in ARCHS order).
+#
+# ARCHS defaults to the toolchain file's architecture when a per-arch
+# toolchain file is in use, otherwise to ELFKIT_ARCHS (all six by default).
+# With a per-arch toolchain file only that architecture can be built; use
+# toolchain/cmake/multiarch.cmake to build several in one tree.
+#
+# Packing runs `<python> -m elfkit fatelf pack -o <name>.sos <so files>`.
+# ELFKIT_PACK=AUTO (default) packs when that command is available at configure
+# time, ON requires it, OFF never packs.
+#
+# Every plugin is compiled with the flags of ElfkitArchs.cmake and linked with
+#   ld.lld -shared -nostdlib -z now -z relro --hash-style=<HASH_STYLE> <LINK_FLAGS>
+include_guard(GLOBAL)
+if(CMAKE_VERSION VERSION_LESS 3.20)
+  message(FATAL_ERROR "elfkit: ElfkitPlugin.cmake needs CMake >= 3.20 (pip install cmake)")
+endif()
+include(${CMAKE_CURRENT_LIST_DIR}/ElfkitArchs.cmake)
+
+_elfkit_resolve_tools()
+
+get_filename_component(_ELFKIT_DEFAULT_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/../../plugin_src/include" ABSOLUTE)
+set(ELFKIT_PLUGIN_INCLUDE_DIR "${_ELFKIT_DEFAULT_INCLUDE}" CACHE PATH
+    "Directory with elfkit_plugin.h (the executable-plugin ABI header)")
+set(ELFKIT_ARCHS "${ELFKIT_ALL_ARCHS}" CACHE STRING
+    "Architectures elfkit_add_plugin() builds by default (multiarch toolchain)")
+set(ELFKIT_PLUGIN_OUTPUT_DIR "${CMAKE_BINARY_DIR}/plugins" CACHE PATH
+    "Default OUTPUT_DIR of elfkit_add_plugin()")
+set(ELFKIT_PACK AUTO CACHE STRING "Pack per-arch plugins into NAME.sos: AUTO, ON or OFF")
+set_property(CACHE ELFKIT_PACK PROPERTY STRINGS AUTO ON OFF)
+set(ELFKIT_PLUGIN_BASE_LINK_FLAGS -shared -nostdlib -z now -z relro)
+
+get_property(_elfkit_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+if(NOT "C" IN_LIST _elfkit_langs)
+  message(FATAL_ERROR "elfkit: include(ElfkitPlugin) after project(... LANGUAGES C)")
+endif()
+if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR
+    "elfkit: plugins need clang (the C compiler is ${CMAKE_C_COMPILER_ID}); configure with "
+    "-DCMAKE_TOOLCHAIN_FILE=<repo>/toolchain/cmake/<arch>.cmake or multiarch.cmake")
+endif()
+
+# Which spelling of the target flags the compiler takes: zig's (`python -m
+# ziglang cc`, `zig cc`) or plain clang's (a system clang, however chosen).
+if("${CMAKE_C_COMPILER} ${CMAKE_C_COMPILER_ARG1}" MATCHES "ziglang|zig( |$)")
+  set(ELFKIT_COMPILER_FLAVOR zig)
+else()
+  set(ELFKIT_COMPILER_FLAVOR clang)
+endif()
+
+# Decide once per configure whether `elfkit fatelf pack` can be used.
+function(_elfkit_pack_enabled out)
+  get_property(_known GLOBAL PROPERTY _ELFKIT_PACK_DECIDED SET)
+  if(NOT _known)
+    set(_on FALSE)
+    if(ELFKIT_PACK STREQUAL "ON" OR ELFKIT_PACK STREQUAL "AUTO")
+      execute_process(
+        COMMAND "${ELFKIT_PYTHON}" -m elfkit fatelf pack --help
+        RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+      if(_rc EQUAL 0)
+        set(_on TRUE)
+      elseif(ELFKIT_PACK STREQUAL "ON")
+        message(FATAL_ERROR "elfkit: ELFKIT_PACK=ON but `${ELFKIT_PYTHON} -m elfkit fatelf pack` "
+                            "is not available")
+      else()
+        message(STATUS "elfkit: `elfkit fatelf pack` not available; building per-arch .so files only")
+      endif()
+    elseif(NOT ELFKIT_PACK STREQUAL "OFF")
+      message(FATAL_ERROR "elfkit: ELFKIT_PACK must be AUTO, ON or OFF (got '${ELFKIT_PACK}')")
+    endif()
+    set_property(GLOBAL PROPERTY _ELFKIT_PACK_DECIDED "${_on}")
+  endif()
+  get_property(_v GLOBAL PROPERTY _ELFKIT_PACK_DECIDED)
+  set(${out} "${_v}" PARENT_SCOPE)
+endfunction()
+
+function(elfkit_add_plugin name)
+  cmake_parse_arguments(PARSE_ARGV 1 P "NO_PACK" "OUTPUT_DIR;HASH_STYLE"
+    "SOURCES;ARCHS;LINK_FLAGS;COMPILE_OPTIONS;COMPILE_DEFINITIONS;INCLUDE_DIRECTORIES")
+  if(P_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "elfkit_add_plugin(${name}): unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT P_SOURCES)
+    message(FATAL_ERROR "elfkit_add_plugin(${name}): no SOURCES")
+  endif()
+  if(NOT P_ARCHS)
+    if(ELFKIT_TOOLCHAIN_ARCH)
+      set(P_ARCHS "${ELFKIT_TOOLCHAIN_ARCH}")
+    else()
+      set(P_ARCHS ${ELFKIT_ARCHS})
+    endif()
+  endif()
+  if(NOT P_HASH_STYLE)
+    set(P_HASH_STYLE sysv)
+  endif()
+  if(NOT P_HASH_STYLE MATCHES "^(sysv|gnu|both)$")
+    message(FATAL_ERROR "elfkit_add_plugin(${name}): HASH_STYLE must be sysv, gnu or both")
+  endif()
+  foreach(_f IN LISTS P_LINK_FLAGS)
+    if(_f MATCHES "^--?hash-style")
+      message(FATAL_ERROR "elfkit_add_plugin(${name}): use HASH_STYLE instead of ${_f} "
+                          "(ld.lld combines repeated --hash-style flags)")
+    endif()
+  endforeach()
+  if(NOT P_OUTPUT_DIR)
+    set(P_OUTPUT_DIR "${ELFKIT_PLUGIN_OUTPUT_DIR}")
+  endif()
+
+  set(_sofiles)
+  set(_targets)
+  foreach(arch IN LISTS P_ARCHS)
+    if(NOT arch IN_LIST ELFKIT_ALL_ARCHS)
+      message(FATAL_ERROR "elfkit_add_plugin(${name}): unknown arch '${arch}' (known: ${ELFKIT_ALL_ARCHS})")
+    endif()
+    if(ELFKIT_TOOLCHAIN_ARCH AND NOT arch STREQUAL ELFKIT_TOOLCHAIN_ARCH)
+      message(FATAL_ERROR
+        "elfkit_add_plugin(${name}): this build tree targets ${ELFKIT_TOOLCHAIN_ARCH} "
+        "(toolchain file); it cannot build ${arch}.  Configure another build directory with "
+        "toolchain/cmake/${arch}.cmake, or one for all arches with toolchain/cmake/multiarch.cmake.")
+    endif()
+    set(_obj "${name}_${arch}_objects")
+    add_library(${_obj} OBJECT ${P_SOURCES})
+    if(NOT ELFKIT_TOOLCHAIN_ARCH)
+      # multiarch tree: the compiler has no default target, add this arch's
+      elfkit_arch_cflags(${arch} _cflags FLAVOR "${ELFKIT_COMPILER_FLAVOR}")
+      target_compile_options(${_obj} PRIVATE ${_cflags})
+    endif()
+    target_compile_options(${_obj} PRIVATE ${P_COMPILE_OPTIONS})
+    target_compile_definitions(${_obj} PRIVATE ${P_COMPILE_DEFINITIONS})
+    target_include_directories(${_obj} PRIVATE ${ELFKIT_PLUGIN_INCLUDE_DIR} ${P_INCLUDE_DIRECTORIES})
+
+    set(_so "${P_OUTPUT_DIR}/${arch}/${name}.so")
+    add_custom_command(
+      OUTPUT "${_so}"
+      COMMAND "${CMAKE_COMMAND}" -E make_directory "${P_OUTPUT_DIR}/${arch}"
+      COMMAND ${ELFKIT_LLD_COMMAND} ${ELFKIT_PLUGIN_BASE_LINK_FLAGS}
+              --hash-style=${P_HASH_STYLE} ${P_LINK_FLAGS}
+              -o "${_so}" "$<TARGET_OBJECTS:${_obj}>"
+      DEPENDS ${_obj} "$<TARGET_OBJECTS:${_obj}>"
+      COMMENT "Linking ${arch} plugin ${name}.so"
+      COMMAND_EXPAND_LISTS VERBATIM)
+    add_custom_target(${name}_${arch} DEPENDS "${_so}")
+    list(APPEND _sofiles "${_so}")
+    list(APPEND _targets ${name}_${arch})
+  endforeach()
+
+  set(_outputs ${_sofiles})
+  _elfkit_pack_enabled(_pack)
+  if(_pack AND NOT P_NO_PACK)
+    set(_sos "${P_OUTPUT_DIR}/${name}.sos")
+    add_custom_command(
+      OUTPUT "${_sos}"
+      COMMAND "${ELFKIT_PYTHON}" -m elfkit fatelf pack -o "${_sos}" ${_sofiles}
+      DEPENDS ${_sofiles}
+      COMMENT "Packing ${name}.sos (${P_ARCHS})"
+      VERBATIM)
+    list(APPEND _outputs "${_sos}")
+  endif()
+  add_custom_target(${name} ALL DEPENDS ${_outputs})
+  add_dependencies(${name} ${_targets})
+  set_property(TARGET ${name} PROPERTY ELFKIT_PLUGIN_FILES "${_sofiles}")
+endfunction()
