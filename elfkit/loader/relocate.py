@@ -60,7 +60,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     deferred: list[Deferred] = []
     counts: dict[str, int] = {}
     total = 0
-    relative_types = {n for n, r in arch.relocs.items() if r.formula is Formula.RELATIVE and r.width == 8 * w}
+    relative_types = _relative_types(arch, w)
 
     for t in elf.reloc_tables:
         if t.tag == "DT_RELR":
@@ -151,6 +151,19 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     if problems:
         raise RelocationError(f"{len(problems)} relocation(s) cannot be applied", problems)
     return deferred, Stats(counts, total)
+
+
+_RELATIVE: dict[tuple[str, int], frozenset[int]] = {}
+
+
+def _relative_types(arch: Any, w: int) -> frozenset[int]:
+    """Word-sized RELATIVE type numbers of an architecture (cached)."""
+    key = (arch.name, w)
+    r = _RELATIVE.get(key)
+    if r is None:
+        r = _RELATIVE[key] = frozenset(n for n, t in arch.relocs.items()
+                                       if t.formula is Formula.RELATIVE and t.width == 8 * w)
+    return r
 
 
 def _list(seq: Any) -> list:
