@@ -443,6 +443,11 @@ def _check_segments(segments: list[Segment], n: int, limits: Limits, w: int) -> 
                                    f"linked executable, not a bare-metal plugin")
         if s.type != T.PT_LOAD:
             continue
+        if not (s.filesz > s.memsz or s.offset + s.filesz > n or s.align & (s.align - 1)
+                or s.align > limits.max_image_size or s.memsz > limits.max_image_size
+                or s.vaddr + s.memsz > top or (s.flags & 3) == 3):
+            loads.append(s)       # the common case: no message to build
+            continue
         where = f"PT_LOAD (program header {s.index}, vaddr {s.vaddr:#x})"
         if s.filesz > s.memsz:
             raise ParseError(f"{where}: p_filesz {s.filesz:#x} is larger than p_memsz {s.memsz:#x}")
