@@ -1,0 +1,178 @@
+"""``hal.buffer_view`` values for the host side: a typed, shaped numpy array,
+parsed from and printed in iree-run-module's text format
+(``2x2xf32=[1 2][3 4]``)."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .errors import StatusCode, VmError
+from .types import RefObject, RefType
+
+BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
+
+_INT_RE = re.compile(r"^(s|u)?i(\d+)$")
+_FLOAT = {"f16": "float16", "f32": "float32", "f64": "float64"}
+
+
+def _dtype(elem: str):
+    import numpy as np
+    if elem == "i1":
+        return np.dtype("bool")
+    m = _INT_RE.match(elem)
+    if m:
+        bits = int(m.group(2))
+        if bits not in (8, 16, 32, 64):
+            raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.UNIMPLEMENTED)
+        return np.dtype(("u" if m.group(1) == "u" else "i") + str(bits // 8))
+    if elem in _FLOAT:
+        return np.dtype(_FLOAT[elem])
+    raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.INVALID_ARGUMENT)
+
+
+def element_type_of(dtype) -> str:
+    import numpy as np
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return "i1"
+    if dt.kind == "i":      # numpy ints are signed: IREE names them siN (as for .npy)
+        return f"si{dt.itemsize * 8}"
+    if dt.kind == "u":
+        return f"ui{dt.itemsize * 8}"
+    if dt.kind == "f":
+        return f"f{dt.itemsize * 8}"
+    raise VmError(f"unsupported numpy dtype {dt}", StatusCode.UNIMPLEMENTED)
+
+
+class BufferView(RefObject):
+    """A shaped, typed view over host memory (a numpy array)."""
+
+    __slots__ = ("array", "element_type")
+    vm_type = BUFFER_VIEW_TYPE
+
+    def __init__(self, array: Any, element_type: str | None = None):
+        import numpy as np
+        self.array = np.asarray(array, order="C")   # keeps rank 0 (ascontiguousarray would not)
+        self.element_type = element_type or element_type_of(self.array.dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.array.shape)
+
+    def __repr__(self) -> str:
+        return f"BufferView({format_buffer_view(self, 16)})"
+
+
+def _parse_int(tok: str, elem: str, signed: bool, bits: int) -> int:
+    try:
+        v = int(tok, 0)
+    except ValueError:
+        try:
+            v = int(float(tok))
+        except ValueError:
+            raise VmError(f"failed to parse element '{tok}' as {elem}",
+                          StatusCode.INVALID_ARGUMENT) from None
+    lo = -(1 << (bits - 1)) if (signed or elem.startswith("i")) else 0
+    hi = (1 << bits) - 1
+    if not lo <= v <= hi:
+        raise VmError(f"element '{tok}' out of range for {elem}", StatusCode.OUT_OF_RANGE)
+    v &= (1 << bits) - 1
+    if signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def parse_buffer_view(spec: str) -> BufferView:
+    """Parse ``[SHAPEx]TYPE[=DATA]`` (iree-run-module's tensor input grammar)."""
+    import numpy as np
+    spec = spec.strip().strip('"')
+    meta, eq, data = spec.partition("=")
+    meta = meta.strip()
+    if "x" in meta:
+        shape_s, _, elem = meta.rpartition("x")
+        try:
+            shape = tuple(int(d) for d in shape_s.split("x")) if shape_s else ()
+        except ValueError:
+            raise VmError(f"invalid shape in '{meta}'", StatusCode.INVALID_ARGUMENT) from None
+    else:
+        shape, elem = (), meta
+    dt = _dtype(elem)
+    count = 1
+    for d in shape:
+        count *= d
+    from .buffer import Buffer
+    if count * dt.itemsize > Buffer.MAX_ALLOCATION or any(d < 0 for d in shape):
+        raise VmError(f"invalid or too large tensor shape '{meta}'",
+                      StatusCode.RESOURCE_EXHAUSTED)
+    tokens = [t for t in re.split(r"[\s,\[\]]+", data) if t] if eq else []
+    if not tokens:
+        arr = np.zeros(shape, dt)
+    else:
+        if dt.kind == "f":
+            try:
+                vals = [float(t) for t in tokens]
+            except ValueError as e:
+                raise VmError(f"failed to parse element as {elem}: {e}",
+                              StatusCode.INVALID_ARGUMENT) from None
+        elif dt.kind == "b":
+            vals = [bool(_parse_int(t, "i8", False, 8)) for t in tokens]
+        else:
+            vals = [_parse_int(t, elem, dt.kind == "i", dt.itemsize * 8) for t in tokens]
+        if len(vals) == 1:
+            arr = np.full(shape, vals[0], dt)
+        elif len(vals) < count:
+            raise VmError(f"input data string underflow: dst_i={len(vals)} < "
+                          f"element_capacity={count}", StatusCode.OUT_OF_RANGE)
+        elif len(vals) > count:
+            raise VmError(f"output data buffer overflow: element_capacity={count} < "
+                          f"dst_i={count}+", StatusCode.OUT_OF_RANGE)
+        else:
+            arr = np.array(vals, dt).reshape(shape)
+    return BufferView(arr, elem)
+
+
+def _fmt_elem(v, kind: str) -> str:
+    if kind == "f":
+        v = float(v)
+        if v != v:
+            return "-NAN" if math.copysign(1.0, v) < 0 else "NAN"
+        return "%G" % v
+    if kind == "b":
+        return "1" if v else "0"
+    return str(int(v))
+
+
+def format_buffer_view(bv: BufferView, max_elements: int = 1024) -> str:
+    """``2x3xi32=[1 2 3][4 5 6]`` with iree-run-module's elision rules."""
+    arr = bv.array
+    shape = arr.shape
+    prefix = "x".join([str(d) for d in shape] + [bv.element_type])
+    kind = arr.dtype.kind
+    flat = arr.reshape(-1)
+    budget = [max_elements]
+    pos = [0]
+
+    def rec(dims: tuple) -> str:
+        if len(dims) == 1:
+            n = dims[0]
+            out = []
+            for _ in range(n):
+                if budget[0] <= 0:
+                    pos[0] += n - len(out)
+                    return " ".join(out) + "..."
+                out.append(_fmt_elem(flat[pos[0]], kind))
+                pos[0] += 1
+                budget[0] -= 1
+            return " ".join(out)
+        # outer dimensions always expand; elision happens in the leaf rows
+        parts = ["[" + rec(dims[1:]) + "]" for _ in range(dims[0])]
+        return "".join(parts)
+
+    if not shape:
+        body = _fmt_elem(flat[0], kind) if flat.size else ""
+    elif 0 in shape:
+        body = ""
+    else:
+        body = rec(shape)
+    return f"{prefix}={body}"

@@ -1,0 +1,1 @@
+"""VM bytecode modules: file format, decoder, translator, module."""

@@ -1,0 +1,614 @@
+"""Translate decoded functions into Python functions (once, at load time).
+
+Each VM function becomes one Python function whose registers are local
+variables (``i<n>`` for the 32-bit bank, ``r<n>`` for refs; an i64/f64 value
+lives whole in the local of its even slot) and whose blocks are arms of a
+``while True`` dispatch on the block's pc.  Only integers produced by the
+decoder are interpolated into the source; strings (messages, function names)
+and floats go through the constant table ``K``.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+from ..errors import StatusCode, VerifyError, VmError
+from ..module import cconv_fragments
+from . import _rt
+from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+
+IMPORT_BIT = 0x80000000
+
+
+# ----- simple register->register ops: template over {a},{b},{c} -> value ----
+_SIMPLE: dict[str, str] = {}
+# ops whose raw result must be wrapped to 32/64 bits: emitted as a plain
+# expression plus a range check (much cheaper than always masking)
+_WRAPPED: dict[str, tuple[str, int]] = {}
+for _w, _bits, _M, _S in (("i32", 32, "4294967295", 31), ("i64", 64, "18446744073709551615", 63)):
+    _WRAPPED.update({
+        f"add.{_w}": ("{a} + {b}", _bits), f"sub.{_w}": ("{a} - {b}", _bits),
+        f"mul.{_w}": ("{a} * {b}", _bits), f"fma.{_w}": ("{a} * {b} + {c}", _bits),
+        f"shl.{_w}": (f"{{a}} << ({{b}} & {_S})", _bits),
+        f"shr.{_w}.u": (f"({{a}} & {_M}) >> ({{b}} & {_S})", _bits),
+        f"abs.{_w}": ("abs({a})", _bits),
+    })
+    _SIMPLE.update({
+        f"not.{_w}": "~{a}", f"and.{_w}": "{a} & {b}", f"or.{_w}": "{a} | {b}",
+        f"xor.{_w}": "{a} ^ {b}",
+        f"shr.{_w}.s": f"{{a}} >> ({{b}} & {_S})",
+        f"min.{_w}.s": "{a} if {a} < {b} else {b}",
+        f"max.{_w}.s": "{a} if {a} > {b} else {b}",
+        f"min.{_w}.u": f"{{a}} if ({{a}} & {_M}) < ({{b}} & {_M}) else {{b}}",
+        f"max.{_w}.u": f"{{a}} if ({{a}} & {_M}) > ({{b}} & {_M}) else {{b}}",
+        f"cmp.eq.{_w}": "1 if {a} == {b} else 0", f"cmp.ne.{_w}": "1 if {a} != {b} else 0",
+        f"cmp.lt.{_w}.s": "1 if {a} < {b} else 0",
+        f"cmp.lt.{_w}.u": f"1 if ({{a}} & {_M}) < ({{b}} & {_M}) else 0",
+        f"cmp.nz.{_w}": "1 if {a} else 0",
+        f"select.{_w}": "{b} if {a} else {c}",
+    })
+_WRAPPED["trunc.i64.i32"] = ("{a}", 32)
+_RANGE = {32: ("-2147483648", "2147483647", "wrap_i32"),
+          64: ("-9223372036854775808", "9223372036854775807", "wrap_i64")}
+_SIMPLE.update({
+    "trunc.i32.i8": "{a} & 255", "trunc.i32.i16": "{a} & 65535",
+    "ext.i8.i32.s": "(({a} + 128) & 255) - 128", "ext.i8.i32.u": "{a} & 255",
+    "ext.i16.i32.s": "(({a} + 32768) & 65535) - 32768", "ext.i16.i32.u": "{a} & 65535",
+    "ext.i32.i64.s": "{a}", "ext.i32.i64.u": "{a} & 4294967295",
+    "div.i32.s": "divs32({a}, {b})", "div.i32.u": "divu32({a}, {b})",
+    "rem.i32.s": "rems32({a}, {b})", "rem.i32.u": "remu32({a}, {b})",
+    "div.i64.s": "divs64({a}, {b})", "div.i64.u": "divu64({a}, {b})",
+    "rem.i64.s": "rems64({a}, {b})", "rem.i64.u": "remu64({a}, {b})",
+    "ctlz.i32": "ctlz32({a})", "ctlz.i64": "ctlz64({a})",
+    "cmp.eq.ref": "1 if {a} is {b} else 0", "cmp.ne.ref": "1 if {a} is not {b} else 0",
+    "cmp.nz.ref": "1 if {a} is not None else 0",
+    "assign.ref": "{a}",
+})
+# float ops, f32 rounds every result, f64 does not
+for _w, _R in (("f32", "rf32"), ("f64", "")):
+    def _r(x: str, _R=_R) -> str:
+        return f"{_R}({x})" if _R else f"({x})"
+    _SIMPLE.update({
+        f"add.{_w}": _r("{a} + {b}"), f"sub.{_w}": _r("{a} - {b}"),
+        f"mul.{_w}": _r("{a} * {b}"), f"div.{_w}": _r("fdiv({a}, {b})"),
+        f"rem.{_w}": _r("frem({a}, {b})"),
+        f"fma.{_w}": "rfma32({a}, {b}, {c})" if _R else "({a} * {b} + {c})",
+        f"abs.{_w}": "abs({a})", f"neg.{_w}": "-{a}",
+        f"ceil.{_w}": "fceil({a})", f"floor.{_w}": "ffloor({a})",
+        f"round.{_w}": "fround({a})", f"round.{_w}.even": "froundeven({a})",
+        f"min.{_w}": "fmin({a}, {b})", f"max.{_w}": "fmax({a}, {b})",
+        f"select.{_w}": "{b} if {a} else {c}",
+        f"cmp.eq.{_w}.o": "1 if {a} == {b} else 0",
+        f"cmp.eq.{_w}.u": "1 if ({a} == {b} or {a} != {a} or {b} != {b}) else 0",
+        # the pip runtime's ordered not-equal is true for NaN operands (kept)
+        f"cmp.ne.{_w}.o": "1 if {a} != {b} else 0",
+        f"cmp.ne.{_w}.u": "1 if {a} != {b} else 0",
+        f"cmp.lt.{_w}.o": "1 if {a} < {b} else 0",
+        f"cmp.lt.{_w}.u": "0 if {a} >= {b} else 1",
+        f"cmp.lte.{_w}.o": "1 if {a} <= {b} else 0",
+        f"cmp.lte.{_w}.u": "0 if {a} > {b} else 1",
+        f"cmp.nan.{_w}": "1 if {a} != {a} else 0",
+        f"cast.si32.{_w}": _r("float({a})"), f"cast.ui32.{_w}": _r("float({a} & 4294967295)"),
+        f"cast.si64.{_w}": _r("float({a})"),
+        f"cast.ui64.{_w}": _r("float({a} & 18446744073709551615)"),
+        f"cast.{_w}.si32": "f2si32({a})", f"cast.{_w}.ui32": "f2ui32({a})",
+        f"cast.{_w}.si64": "f2si64({a})",
+        f"cast.{_w}.ui64": "f2ui64({a})" if _R else "d2ui64({a})",
+    })
+    for _fn in _rt.FMATH:
+        _SIMPLE[f"{_fn}.{_w}"] = _r(f"FM_{_fn}({{a}})")
+    for _fn in _rt.FMATH2:
+        _SIMPLE[f"{_fn}.{_w}"] = _r(f"FM_{_fn}({{a}}, {{b}})")
+_SIMPLE.update({
+    "bitcast.i32.f32": "bits_i32_f32({a})", "bitcast.f32.i32": "bits_f32_i32({a})",
+    "bitcast.i64.f64": "bits_i64_f64({a})", "bitcast.f64.i64": "bits_f64_i64({a})",
+    "trunc.f64.f32": "rf32({a})", "ext.f32.f64": "{a}",
+})
+# ops that cannot raise: no pc bookkeeping needed before them
+_PURE_PREFIXES = ("add.i", "sub.i", "mul.i", "fma.i", "not.", "and.", "or.", "xor.", "shl.",
+                  "shr.", "abs.i", "min.i", "max.i", "cmp.", "select.", "trunc.i", "ext.i",
+                  "const.", "assign.ref", "br", "cond_br", "return", "discard.refs",
+                  "import.resolved", "trace", "print", "yield", "break", "cond_break")
+
+_WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
+          "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
+
+
+def _namespace() -> dict:
+    ns = {name: getattr(_rt, name) for name in dir(_rt) if not name.startswith("_")}
+    for k, v in _rt.FMATH.items():
+        ns[f"FM_{k}"] = v
+    for k, v in _rt.FMATH2.items():
+        ns[f"FM_{k}"] = v
+    for k, v in _WIDTH.items():
+        ns[f"ST_{k}"] = v
+        ns[f"UN_{k}"] = v.unpack_from
+        ns[f"PK_{k}"] = v.pack_into
+    ns["_VmError"] = VmError
+    ns["_StatusCode"] = StatusCode
+    return ns
+
+
+class FunctionTranslator:
+    """Builds the Python source of one function."""
+
+    def __init__(self, mod, ordinal: int, blocks: list[Block], where: str,
+                 i32_count: int, ref_count: int):
+        self.mod = mod                     # a _ModuleInfo (see module.py)
+        self.ordinal = ordinal
+        self.blocks = blocks
+        self.where = where
+        self.i32_count = i32_count
+        self.ref_count = ref_count
+        self.lines: list[str] = []
+        self.used_i: set[int] = set()
+        self.used_r: set[int] = set()
+
+    # -- register names ----------------------------------------------------
+    def v(self, raw: int) -> str:
+        self.used_i.add(raw)
+        return f"i{raw}"
+
+    def r(self, raw: int) -> str:
+        n = raw & 0x3FFF
+        self.used_r.add(n)
+        return f"r{n}"
+
+    def any(self, raw: int) -> str:
+        return self.r(raw) if raw & REF_BIT else self.v(raw)
+
+    def fail(self, ins: Instr, msg: str) -> VerifyError:
+        return VerifyError(f"{msg}; at {self.where}+{ins.pc:08X}")
+
+    def const(self, value) -> str:
+        return self.mod.const(value)
+
+    # -- code for one remap list ---------------------------------------------
+    def remap(self, pairs, ind: str) -> list[str]:
+        """Block-argument copies, with parallel-copy semantics.
+
+        The pip compiler can emit remap lists where a destination is read by
+        a later entry (e.g. ``i4->i2, i2->i0``); IREE copies sequentially and
+        so computes with the clobbered value.  vmrt implements what the
+        block arguments mean (all sources read before any write); see README.
+        """
+        srcs = [self.any(src & ~MOVE_BIT) for src, _ in pairs]
+        dsts = [self.any(dst & ~MOVE_BIT) for _, dst in pairs]
+        hazard = any(d in srcs[i + 1:] for i, d in enumerate(dsts))
+        if hazard:
+            return [f"{ind}{', '.join(dsts)} = {', '.join(srcs)}"]
+        return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs)]
+
+    def check_regs(self, ins: Instr, regs, codes: str, what: str) -> None:
+        if len(regs) != len(codes):
+            raise self.fail(ins, f"{what} count mismatch: {len(regs)} registers for cconv "
+                                 f"'{codes or 'v'}'")
+        for raw, c in zip(regs, codes):
+            is_ref = bool(raw & REF_BIT)
+            if (c == "r") != is_ref:
+                raise self.fail(ins, f"{what} register {raw:#06x} does not match cconv type "
+                                     f"'{c}'")
+            if c in "IF" and raw & 1:
+                raise self.fail(ins, f"{what} register {raw:#06x} for 64-bit value is odd")
+
+    # -- translation -----------------------------------------------------------
+    def translate(self, arg_codes: str, result_codes: str) -> str:
+        params: list[str] = []
+        islot = 0
+        rslot = 0
+        for c in arg_codes:
+            if c in "if":
+                params.append(self.v(islot)); islot += 1
+            elif c in "IF":
+                islot += islot & 1
+                params.append(self.v(islot)); islot += 2
+            elif c == "r":
+                params.append(self.r(rslot | REF_BIT)); rslot += 1
+            else:
+                raise VerifyError(f"variadic cconv not allowed on internal function; at "
+                                  f"{self.where}")
+        if islot > max(self.i32_count, 0) + (1 if islot and self.i32_count & 1 else 0) \
+                or rslot > self.ref_count:
+            raise VerifyError(f"argument storage exceeds register counts ({islot} i32 slots "
+                              f"for {self.i32_count}, {rslot} refs for {self.ref_count}); at "
+                              f"{self.where}")
+        self.result_codes = result_codes
+        body = self.dispatch(self.blocks, "            ")
+        pset = set(params)
+        inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
+                             [f"r{x}" for x in sorted(self.used_r)]) if n not in pset]
+        head = [f"def f{self.ordinal}(S, {', '.join(params)}):" if params
+                else f"def f{self.ordinal}(S):"]
+        ivals = [n for n in inits if n[0] == "i"]
+        rvals = [n for n in inits if n[0] == "r"]
+        if ivals:
+            head.append(f"    {' = '.join(ivals)} = 0")
+        if rvals:
+            head.append(f"    {' = '.join(rvals)} = None")
+        head += ["    L = S.ctx.limits", "    RW = S.rw", "    GR = S.grefs",
+                 "    b = 0", "    p = 0", "    try:", "        while True:"]
+        # names come from the file: they reach the source only via the constant table
+        label = self.const(self.where)
+        tail = ["    except _VmError as e:",
+                f"        raise e.annotate('at %s+%08X' % ({label}, p))",
+                "    except RecursionError:",
+                "        raise",
+                "    except Exception as e:",
+                f"        raise _VmError('%s: %s' % (type(e).__name__, e), _StatusCode.INTERNAL)"
+                f".annotate('at %s+%08X' % ({label}, p)) from e"]
+        return "\n".join(head + body + tail) + "\n"
+
+    def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
+        """Select the block whose pc is ``b``: a linear chain for a few blocks,
+        otherwise a binary tree of ``b < pivot`` tests (log2(n) compares)."""
+        out: list[str] = []
+        if len(blocks) > 6:
+            mid = len(blocks) // 2
+            out.append(f"{ind}if b < {blocks[mid].pc}:")
+            out += self.dispatch(blocks[:mid], ind + "    ")
+            out.append(f"{ind}else:")
+            out += self.dispatch(blocks[mid:], ind + "    ")
+            return out
+        inner = ind + "    "
+        for k, blk in enumerate(blocks):
+            out.append(f"{ind}{'if' if k == 0 else 'elif'} b == {blk.pc}:")
+            out.append(f"{inner}L.left -= {len(blk.instrs)}")
+            out.append(f"{inner}if L.left < 0: L.tick()")
+            for ins in blk.instrs:
+                out.extend(self.emit(ins, inner))
+        out.append(f"{ind}else:")
+        out.append(f"{inner}raise _VmError('invalid block', _StatusCode.INTERNAL)")
+        return out
+
+    def emit(self, ins: Instr, ind: str) -> list[str]:
+        m = ins.mnemonic
+        f = ins.fields
+        out: list[str] = []
+        if not m.startswith(_PURE_PREFIXES) or m.startswith(("select.ref", "const.ref")):
+            out.append(f"{ind}p = {ins.pc}")
+        tmpl = _SIMPLE.get(m)
+        wrapped = _WRAPPED.get(m)
+        if wrapped is not None:
+            tmpl = wrapped[0]
+        if tmpl is not None:
+            reads = []
+            dst = None
+            for (name, val), fdef in zip(zip(ins.names, f), ins.defs):
+                kind, bank, access = fdef[1], fdef[2], fdef[3]
+                if kind != "register":
+                    continue
+                reg = self.r(val) if bank == "ref" else self.v(val)
+                if access == "write":
+                    dst = reg
+                else:
+                    reads.append(reg)
+            expr = tmpl.format(**dict(zip("abc", reads)))
+            out.append(f"{ind}{dst} = {expr}")
+            if wrapped is not None:
+                lo, hi, fn = _RANGE[wrapped[1]]
+                out.append(f"{ind}if {dst} < {lo} or {dst} > {hi}: {dst} = {fn}({dst})")
+            return out
+        meth = getattr(self, "op_" + m.replace(".", "_"), None)
+        if meth is None:
+            raise self.fail(ins, f"unimplemented opcode '{m}'")
+        out.extend(meth(ins, f, ind))
+        return out
+
+    # -- constants -------------------------------------------------------------
+    def op_const_i32(self, ins, f, ind):
+        return [f"{ind}{self.v(f[1])} = {int(f[0])}"]
+
+    op_const_i64 = op_const_i32
+
+    def op_const_i32_zero(self, ins, f, ind):
+        return [f"{ind}{self.v(f[0])} = 0"]
+
+    op_const_i64_zero = op_const_i32_zero
+
+    def op_const_f32(self, ins, f, ind):
+        return [f"{ind}{self.v(f[1])} = {self.const(float(f[0]))}"]
+
+    op_const_f64 = op_const_f32
+
+    def op_const_f32_zero(self, ins, f, ind):
+        return [f"{ind}{self.v(f[0])} = 0.0"]
+
+    op_const_f64_zero = op_const_f32_zero
+
+    def op_const_ref_zero(self, ins, f, ind):
+        return [f"{ind}{self.r(f[0])} = None"]
+
+    def op_const_ref_rodata(self, ins, f, ind):
+        if f[0] >= self.mod.n_rodata:
+            raise self.fail(ins, f"rodata ordinal {f[0]} out of range ({self.mod.n_rodata})")
+        return [f"{ind}{self.r(f[1])} = RO[{f[0]}]"]
+
+    # -- globals ---------------------------------------------------------------
+    def _gcheck(self, ins, off, width):
+        if off + width > self.mod.global_bytes:
+            raise self.fail(ins, f"global byte_offset out of range: {off} "
+                                 f"(rwdata={self.mod.global_bytes})")
+
+    def _gload(self, w):
+        def op(self, ins, f, ind):
+            self._gcheck(ins, f[0], _WIDTH[w].size)
+            return [f"{ind}{self.v(f[1])} = UN_{w}(RW, {f[0]})[0]"]
+        return op
+
+    def _gstore(self, w):
+        def op(self, ins, f, ind):
+            self._gcheck(ins, f[0], _WIDTH[w].size)
+            return [f"{ind}PK_{w}(RW, {f[0]}, {self.v(f[1])})"]
+        return op
+
+    def _gload_ind(self, w):
+        def op(self, ins, f, ind):
+            return [f"{ind}{self.v(f[1])} = gload(RW, ST_{w}, {self.v(f[0])})"]
+        return op
+
+    def _gstore_ind(self, w):
+        def op(self, ins, f, ind):
+            return [f"{ind}gstore(RW, ST_{w}, {self.v(f[0])}, {self.v(f[1])})"]
+        return op
+
+    def _type(self, ins, idx):
+        if idx >= self.mod.n_types:
+            raise self.fail(ins, f"type ordinal {idx} out of range ({self.mod.n_types})")
+        return f"TY[{idx}]"
+
+    def op_global_load_ref(self, ins, f, ind):
+        if f[0] >= self.mod.global_refs:
+            raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
+        self._type(ins, f[1])
+        return [f"{ind}{self.r(f[2])} = GR[{f[0]}]"]
+
+    def op_global_store_ref(self, ins, f, ind):
+        if f[0] >= self.mod.global_refs:
+            raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
+        return [f"{ind}refcheck({self.r(f[2])}, {self._type(ins, f[1])})",
+                f"{ind}GR[{f[0]}] = {self.r(f[2])}"]
+
+    def op_global_load_indirect_ref(self, ins, f, ind):
+        self._type(ins, f[1])
+        return [f"{ind}{self.r(f[2])} = grefload(GR, {self.v(f[0])})"]
+
+    def op_global_store_indirect_ref(self, ins, f, ind):
+        return [f"{ind}grefstore(GR, {self.v(f[0])}, {self.r(f[2])}, {self._type(ins, f[1])})"]
+
+    # -- lists -----------------------------------------------------------------
+    def op_list_alloc(self, ins, f, ind):
+        return [f"{ind}{self.r(f[2])} = lalloc({self._type(ins, f[0])}, {self.v(f[1])})"]
+
+    def op_list_reserve(self, ins, f, ind):
+        return [f"{ind}lreserve({self.r(f[0])}, {self.v(f[1])})"]
+
+    def op_list_size(self, ins, f, ind):
+        return [f"{ind}{self.v(f[1])} = lsize({self.r(f[0])})"]
+
+    def op_list_resize(self, ins, f, ind):
+        return [f"{ind}lresize({self.r(f[0])}, {self.v(f[1])})"]
+
+    def _lget(self, w):
+        def op(self, ins, f, ind):
+            return [f"{ind}{self.v(f[2])} = lget({self.r(f[0])}, {self.v(f[1])}, '{w}')"]
+        return op
+
+    def _lset(self, w):
+        def op(self, ins, f, ind):
+            return [f"{ind}lset({self.r(f[0])}, {self.v(f[1])}, '{w}', {self.v(f[2])})"]
+        return op
+
+    def op_list_get_ref(self, ins, f, ind):
+        return [f"{ind}{self.r(f[3])} = lgetref({self.r(f[0])}, {self.v(f[1])}, "
+                f"{self._type(ins, f[2])})"]
+
+    def op_list_set_ref(self, ins, f, ind):
+        return [f"{ind}lsetref({self.r(f[0])}, {self.v(f[1])}, {self.r(f[2])})"]
+
+    # -- refs ----------------------------------------------------------------
+    def op_select_ref(self, ins, f, ind):
+        self._type(ins, f[1])
+        return [f"{ind}{self.r(f[4])} = {self.r(f[2])} if {self.v(f[0])} else {self.r(f[3])}"]
+
+    def op_cast_any_ref(self, ins, f, ind):
+        return [f"{ind}{self.r(f[2])} = cast_ref({self.r(f[0])}, {self._type(ins, f[1])})"]
+
+    def op_discard_refs(self, ins, f, ind):
+        regs = [self.r(x) for x in f[0] if x & REF_BIT]
+        return [f"{ind}{' = '.join(regs)} = None"] if regs else []
+
+    # -- switch ----------------------------------------------------------------
+    def _switch(self, ins, f, ind, reg):
+        idx, default, vals, dst = f
+        items = ", ".join(reg(x) for x in vals)
+        n = len(vals)
+        if n == 0:
+            return [f"{ind}{reg(dst)} = {reg(default)}"]
+        return [f"{ind}{reg(dst)} = ({items},)[{self.v(idx)}] if 0 <= {self.v(idx)} < {n} "
+                f"else {reg(default)}"]
+
+    def op_switch_i32(self, ins, f, ind):
+        return self._switch(ins, f, ind, self.v)
+
+    op_switch_i64 = op_switch_i32   # NOTE: full 64-bit case values (IREE truncates; see README)
+    op_switch_f32 = op_switch_i32
+    op_switch_f64 = op_switch_i32
+
+    def op_switch_ref(self, ins, f, ind):
+        idx, _ty, default, vals, dst = f
+        return self._switch(ins, (idx, default, vals, dst), ind, self.r)
+
+    # -- buffers ---------------------------------------------------------------
+    def _bload(self, kind):
+        def op(self, ins, f, ind):
+            return [f"{ind}{self.v(f[2])} = bload({self.r(f[0])}, '{kind}', {self.v(f[1])})"]
+        return op
+
+    def _bstore(self, kind):
+        def op(self, ins, f, ind):
+            return [f"{ind}bstore({self.r(f[0])}, '{kind}', {self.v(f[1])}, {self.v(f[2])})"]
+        return op
+
+    def _bfill(self, kind):
+        def op(self, ins, f, ind):
+            return [f"{ind}bfill({self.r(f[0])}, '{kind}', {self.v(f[1])}, {self.v(f[2])}, "
+                    f"{self.v(f[3])})"]
+        return op
+
+    def op_buffer_alloc(self, ins, f, ind):
+        return [f"{ind}{self.r(f[2])} = balloc({self.v(f[0])}, {self.v(f[1])})"]
+
+    def op_buffer_clone(self, ins, f, ind):
+        return [f"{ind}{self.r(f[4])} = bclone({self.r(f[0])}, {self.v(f[1])}, {self.v(f[2])}, "
+                f"{self.v(f[3])})"]
+
+    def op_buffer_length(self, ins, f, ind):
+        return [f"{ind}{self.v(f[1])} = blen({self.r(f[0])})"]
+
+    def op_buffer_copy(self, ins, f, ind):
+        return [f"{ind}bcopy({self.r(f[0])}, {self.v(f[1])}, {self.r(f[2])}, {self.v(f[3])}, "
+                f"{self.v(f[4])})"]
+
+    def op_buffer_compare(self, ins, f, ind):
+        return [f"{ind}{self.v(f[5])} = bcompare({self.r(f[0])}, {self.v(f[1])}, "
+                f"{self.r(f[2])}, {self.v(f[3])}, {self.v(f[4])})"]
+
+    def op_buffer_hash(self, ins, f, ind):
+        return [f"{ind}{self.v(f[3])} = bhash({self.r(f[0])}, {self.v(f[1])}, {self.v(f[2])})"]
+
+    # -- control flow ------------------------------------------------------------
+    def op_br(self, ins, f, ind):
+        return self.remap(f[1], ind) + [f"{ind}b = {f[0]}", f"{ind}continue"]
+
+    def op_cond_br(self, ins, f, ind):
+        cond, t, tr, e, er = f
+        out = [f"{ind}if {self.v(cond)}:"]
+        out += self.remap(tr, ind + "    ") + [f"{ind}    b = {t}", f"{ind}else:"]
+        out += self.remap(er, ind + "    ") + [f"{ind}    b = {e}", f"{ind}continue"]
+        return out
+
+    def op_br_table(self, ins, f, ind):
+        idx, dflt, dremap, _n, cases = f
+        x = self.v(idx)
+        out = []
+        for k, (t, rm) in enumerate(cases):
+            out.append(f"{ind}{'if' if k == 0 else 'elif'} {x} == {k}:")
+            out += self.remap(rm, ind + "    ") + [f"{ind}    b = {t}"]
+        if cases:
+            out.append(f"{ind}else:")
+            out += self.remap(dremap, ind + "    ") + [f"{ind}    b = {dflt}"]
+        else:
+            out += self.remap(dremap, ind) + [f"{ind}b = {dflt}"]
+        out.append(f"{ind}continue")
+        return out
+
+    # debug-only ops behave as plain branches / no-ops
+    op_break = op_br
+
+    def op_cond_break(self, ins, f, ind):
+        cond, t, rm = f
+        return [f"{ind}if {self.v(cond)}:"] + self.remap(rm, ind + "    ") + \
+            [f"{ind}    b = {t}", f"{ind}    continue"]
+
+    def op_yield(self, ins, f, ind):
+        # vmrt runs synchronously: a yield resumes immediately at its target
+        return self.op_br(ins, f, ind)
+
+    def op_trace(self, ins, f, ind):
+        return []
+
+    op_print = op_trace
+
+    def op_fail(self, ins, f, ind):
+        return [f"{ind}raise fail({self.v(f[0])}, {self.const(f[1])})"]
+
+    def op_return(self, ins, f, ind):
+        regs = f[0]
+        self.check_regs(ins, regs, self.result_codes, "return")
+        vals = ", ".join(self.any(x & ~MOVE_BIT) for x in regs)
+        return [f"{ind}return ({vals}{',' if regs else ''})"]
+
+    def op_import_resolved(self, ins, f, ind):
+        k = f[0]
+        if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= self.mod.n_imports:
+            raise self.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
+        return [f"{ind}{self.v(f[1])} = 0 if S.imports[{k & ~IMPORT_BIT}] is None else 1"]
+
+    def _results(self, regs) -> str:
+        if not regs:
+            return ""
+        return ", ".join(self.any(x & ~MOVE_BIT) for x in regs) + ", = "
+
+    def _call(self, ins, callee, args, results, ind, segments=None):
+        if callee & IMPORT_BIT:
+            k = callee & ~IMPORT_BIT
+            if k >= self.mod.n_imports:
+                raise self.fail(ins, f"import ordinal {k} out of range ({self.mod.n_imports})")
+            a_codes, r_codes = cconv_fragments(self.mod.import_cconv(k))
+            argl = ", ".join(self.any(x & ~MOVE_BIT) for x in args)
+            if segments is not None:
+                self.check_regs(ins, results, r_codes, "result")
+                return [f"{ind}{self._results(results)}callimp_variadic(S, {k}, "
+                        f"{tuple(s if s < 0x8000 else s - 0x10000 for s in segments)!r}, "
+                        f"[{argl}])"]
+            if "C" in a_codes:
+                raise self.fail(ins, "call to a variadic import without segment sizes")
+            if self.mod.import_cconv(k):
+                self.check_regs(ins, args, a_codes, "argument")
+                self.check_regs(ins, results, r_codes, "result")
+            return [f"{ind}{self._results(results)}callimp(S, {k}, [{argl}])"]
+        if segments is not None:
+            raise self.fail(ins, "variadic calls only supported for import callees")
+        if callee >= self.mod.n_functions:
+            raise self.fail(ins, f"function ordinal {callee} out of range "
+                                 f"({self.mod.n_functions})")
+        a_codes, r_codes = cconv_fragments(self.mod.signature(callee))
+        self.check_regs(ins, args, a_codes, "argument")
+        self.check_regs(ins, results, r_codes, "result")
+        argl = ", ".join(["S"] + [self.any(x & ~MOVE_BIT) for x in args])
+        return [f"{ind}{self._results(results)}f{callee}({argl})"]
+
+    def _plain_call(self, ins, callee, args, results, ind, segments=None):
+        return self._call(ins, callee, args, results, ind, segments)
+
+    def op_call(self, ins, f, ind):
+        return self._plain_call(ins, f[0], f[1], f[2], ind)
+
+    def op_call_variadic(self, ins, f, ind):
+        return self._plain_call(ins, f[0], f[2], f[3], ind, segments=f[1])
+
+    def op_call_yieldable(self, ins, f, ind):
+        callee, args, dest, results = f
+        return self._plain_call(ins, callee, args, results, ind) + [f"{ind}b = {dest}",
+                                                                     f"{ind}continue"]
+
+    def op_call_variadic_yieldable(self, ins, f, ind):
+        callee, segs, args, dest, results = f
+        return self._plain_call(ins, callee, args, results, ind, segments=segs) + \
+            [f"{ind}b = {dest}", f"{ind}continue"]
+
+
+# per-width generated ops
+for _w in ("i32", "i64", "f32", "f64"):
+    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(None, _w))
+    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(None, _w))
+    setattr(FunctionTranslator, f"op_global_load_indirect_{_w}",
+            FunctionTranslator._gload_ind(None, _w))
+    setattr(FunctionTranslator, f"op_global_store_indirect_{_w}",
+            FunctionTranslator._gstore_ind(None, _w))
+    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(None, _w))
+    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(None, _w))
+for _k, _name in (("i8.u", "i8_u"), ("i8.s", "i8_s"), ("i16.u", "i16_u"), ("i16.s", "i16_s"),
+                  ("i32", "i32"), ("i64", "i64"), ("f32", "f32"), ("f64", "f64")):
+    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(None, _k))
+for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
+    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(None, _k))
+    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(None, _k))
+
+
+def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:
+    ns = _namespace()
+    ns.update(ns_extra)
+    code = compile("\n".join(sources), filename, "exec")
+    exec(code, ns)
+    return [ns[f"f{i}"] for i in range(len(sources))]

@@ -1,0 +1,225 @@
+"""Decode one function's bytecode into blocks of instructions, checking
+every operand against the function's register counts and the module's
+tables.  Errors are :class:`VerifyError` naming the function and the pc."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..errors import VerifyError
+from ._isa import CORE, OPCODE_SETS
+
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_I32 = struct.Struct("<i").unpack_from
+_I64 = struct.Struct("<q").unpack_from
+_F32 = struct.Struct("<f").unpack_from
+_F64 = struct.Struct("<d").unpack_from
+
+TERMINATORS = frozenset({"br", "cond_br", "br_table", "return", "fail", "yield", "break",
+                         "cond_break"})
+REF_BIT = 0x8000
+MOVE_BIT = 0x4000
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    pc: int
+    mnemonic: str
+    fields: tuple      # decoded field values, in table order
+    defs: tuple        # the opcode table's field definitions (parallel to fields)
+
+    @property
+    def names(self) -> tuple:
+        return tuple(d[0] for d in self.defs)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    pc: int
+    instrs: tuple[Instr, ...]
+
+
+class _Reader:
+    __slots__ = ("code", "pc", "end", "where")
+
+    def __init__(self, code: bytes, where: str):
+        self.code = code
+        self.pc = 0
+        self.end = len(code)
+        self.where = where
+
+    def fail(self, msg: str, pc: int | None = None) -> VerifyError:
+        return VerifyError(f"{msg}; at {self.where}+{(self.pc if pc is None else pc):08X}")
+
+    def need(self, n: int) -> int:
+        pc = self.pc
+        if pc + n > self.end:
+            raise self.fail(f"instruction truncated (need {n} bytes, {self.end - pc} left)")
+        self.pc = pc + n
+        return pc
+
+    def u8(self) -> int:
+        return self.code[self.need(1)]
+
+    def u16(self) -> int:
+        return _U16(self.code, self.need(2))[0]
+
+    def u32(self) -> int:
+        return _U32(self.code, self.need(4))[0]
+
+    def align2(self) -> None:
+        if self.pc & 1:
+            self.need(1)
+
+
+def decode_function(code: bytes, where: str, i32_count: int, ref_count: int,
+                    ext_f64: bool = True) -> list[Block]:
+    """Split ``code`` into blocks; register operands are range-checked."""
+    rd = _Reader(code, where)
+    # round the i32 register count up to a power of two, as the reference VM does
+    i32_cap = 1
+    while i32_cap < i32_count:
+        i32_cap <<= 1
+    if i32_count == 0:
+        i32_cap = 0
+
+    def reg(bank: str | None, raw: int, pc: int) -> int:
+        if bank == "ref":
+            if not raw & REF_BIT:
+                raise rd.fail(f"register {raw:#06x} is not a ref register", pc)
+            if (raw & 0x3FFF) >= ref_count:
+                raise rd.fail(f"ref register r{raw & 0x3FFF} out of range "
+                              f"(function has {ref_count})", pc)
+            return raw
+        if bank in ("i32", "f32"):
+            if raw & REF_BIT or raw >= i32_cap:
+                raise rd.fail(f"i32 register {raw:#06x} out of range (function has {i32_count})",
+                              pc)
+            return raw
+        if bank in ("i64", "f64"):
+            if raw & REF_BIT or raw & 1 or raw + 1 >= i32_cap:
+                raise rd.fail(f"64-bit register {raw:#06x} invalid (must be even and < "
+                              f"{i32_cap - 1})", pc)
+            return raw
+        # "any": bank decided by the ref bit
+        if raw & REF_BIT:
+            return reg("ref", raw, pc)
+        if raw >= i32_cap:
+            raise rd.fail(f"register {raw:#06x} out of range", pc)
+        return raw
+
+    def remap(pc: int) -> tuple:
+        rd.align2()
+        n = rd.u16()
+        out = []
+        for _ in range(n):
+            src, dst = rd.u16(), rd.u16()
+            if (src & REF_BIT) != (dst & REF_BIT):
+                raise rd.fail("branch operand remaps between register banks", pc)
+            reg("any", src, pc)
+            reg("any", dst & ~MOVE_BIT, pc)
+            out.append((src, dst))
+        return tuple(out)
+
+    blocks: list[Block] = []
+    cur: list[Instr] | None = None
+    cur_pc = 0
+    while rd.pc < rd.end:
+        pc = rd.pc
+        op = rd.u8()
+        table = CORE
+        entry = table.get(op)
+        if entry is not None and entry[0].startswith("<prefix:"):
+            set_name = entry[0][8:-1]
+            if set_name == "ext_f64" and not ext_f64:
+                raise rd.fail("f64 extension not enabled", pc)
+            table = OPCODE_SETS[set_name]
+            op2 = rd.u8()
+            entry = table.get(op2)
+            if entry is None:
+                raise rd.fail(f"unknown opcode {op:#04x} {op2:#04x}", pc)
+        elif entry is None:
+            raise rd.fail(f"unknown opcode {op:#04x}", pc)
+        mnem, fields = entry
+        if mnem == "<block>":
+            if cur is not None:
+                if not cur or cur[-1].mnemonic not in TERMINATORS:
+                    raise rd.fail("block does not end in a terminator", cur_pc)
+                blocks.append(Block(cur_pc, tuple(cur)))
+            cur = []
+            cur_pc = pc
+            continue
+        if cur is None:
+            raise rd.fail("function does not start with a block marker", pc)
+        vals = []
+        for (_name, kind, bank, _access, move_ok) in fields:
+            if kind == "register":
+                raw = rd.u16()
+                v = reg(bank, raw, pc)
+                if bank == "ref" and raw & MOVE_BIT and not move_ok:
+                    v = raw & ~MOVE_BIT   # tolerated: treated as a plain use
+                vals.append(v)
+            elif kind == "attribute":
+                if bank in ("i32",):
+                    vals.append(_I32(code, rd.need(4))[0])
+                elif bank == "f32":
+                    vals.append(_F32(code, rd.need(4))[0])
+                elif bank == "i64":
+                    vals.append(_I64(code, rd.need(8))[0])
+                elif bank == "f64":
+                    vals.append(_F64(code, rd.need(8))[0])
+                else:
+                    raise rd.fail(f"unsupported attribute type {bank}", pc)
+            elif kind in ("global_attr", "rodata_attr", "func_attr", "type_of", "branch_target"):
+                vals.append(rd.u32())
+            elif kind == "string_attr":
+                n = rd.u16()
+                s = rd.need(n)
+                vals.append(bytes(code[s:s + n]).decode("utf-8", "replace"))
+            elif kind in ("variadic_operands", "variadic_results"):
+                rd.align2()
+                n = rd.u16()
+                regs = []
+                for _ in range(n):
+                    raw = rd.u16()
+                    if bank == "i32" and _name == "segment_sizes":
+                        regs.append(raw)            # counts, not registers
+                    elif raw & REF_BIT:
+                        reg("ref" if bank in ("ref", "any", None) else bank, raw & ~MOVE_BIT, pc)
+                        regs.append(raw)
+                    else:
+                        regs.append(reg(bank if bank in ("i32", "i64", "f32", "f64", "ref")
+                                        else "any", raw, pc))
+                vals.append(tuple(regs))
+            elif kind == "branch_operands":
+                vals.append(remap(pc))
+            elif kind == "const_i16":
+                vals.append(rd.u16())
+            elif kind == "branch_table_cases":
+                n = vals[-1]
+                cases = []
+                for _ in range(n):
+                    t = rd.u32()
+                    cases.append((t, remap(pc)))
+                vals.append(tuple(cases))
+            else:  # pragma: no cover - table and decoder out of sync
+                raise rd.fail(f"unsupported field kind {kind}", pc)
+        cur.append(Instr(pc, mnem, tuple(vals), fields))
+    if cur is None:
+        raise rd.fail("function has no blocks", 0)
+    if not cur or cur[-1].mnemonic not in TERMINATORS:
+        raise rd.fail("function does not end in a terminator", cur_pc)
+    blocks.append(Block(cur_pc, tuple(cur)))
+    starts = {b.pc for b in blocks}
+    for b in blocks:
+        for ins in b.instrs:
+            for name, v in zip(ins.names, ins.fields):
+                if name.endswith("dest_pc") and v not in starts:
+                    raise rd.fail(f"branch target {v:#x} is not the start of a block", ins.pc)
+                if name == "cases":
+                    for t, _ in v:
+                        if t not in starts:
+                            raise rd.fail(f"branch target {t:#x} is not the start of a block",
+                                          ins.pc)
+    return blocks

@@ -1,0 +1,199 @@
+"""Reading a ``.vmfb`` file: framing (plain or polyglot ZIP) and the
+``BytecodeModuleDef`` FlatBuffer tables, into plain records."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..errors import LoadError, StatusCode
+from ..flatbuf import FlatBuffer
+from ._isa import BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR
+
+FEATURE_EXT_F32 = 1
+FEATURE_EXT_F64 = 2
+FEATURE_YIELD = 4
+FEATURE_UNWIND = 8
+FEATURE_NAMES = {FEATURE_EXT_F32: "EXT_F32", FEATURE_EXT_F64: "EXT_F64",
+                 FEATURE_YIELD: "YIELD", FEATURE_UNWIND: "UNWIND"}
+
+_DESC = struct.Struct("<iiIhhhh")   # FunctionDescriptor, 20 bytes
+_ZIP_LOCAL = struct.Struct("<IHHHHHIIIHH")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionDescriptor:
+    bytecode_offset: int
+    bytecode_length: int
+    requirements: int
+    block_count: int
+    i32_register_count: int
+    ref_register_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDef:
+    full_name: str
+    cconv: str
+    flags: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExportDef:
+    local_name: str
+    internal_ordinal: int
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyDef:
+    name: str
+    minimum_version: int
+    flags: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleDef:
+    name: str
+    version: int
+    requirements: int
+    types: tuple[str, ...]
+    dependencies: tuple[DependencyDef, ...]
+    imports: tuple[ImportDef, ...]
+    exports: tuple[ExportDef, ...]
+    signatures: tuple[str, ...]
+    signature_attrs: tuple[dict, ...]
+    rodata: tuple[memoryview, ...]
+    global_bytes: int
+    global_refs: int
+    functions: tuple[FunctionDescriptor, ...]
+    bytecode_version: int
+    bytecode: memoryview
+
+
+def _payload_start(data: memoryview) -> int:
+    if len(data) >= 4 and bytes(data[:4]) == b"PK\x03\x04":
+        if len(data) < _ZIP_LOCAL.size:
+            raise LoadError("archive self-reports as a zip but does not have enough data to "
+                            "contain a module")
+        fields = _ZIP_LOCAL.unpack_from(data, 0)
+        name_len, extra_len = fields[9], fields[10]
+        start = _ZIP_LOCAL.size + name_len + extra_len
+        if start > len(data):
+            raise LoadError("archive self-reports as a zip but does not have enough data to "
+                            "contain a module")
+        return start
+    return 0
+
+
+def _features(bits: int) -> str:
+    return "|".join(n for b, n in FEATURE_NAMES.items() if bits & b) or "NONE"
+
+
+def parse_module(data: bytes | bytearray | memoryview,
+                 available_features: int = FEATURE_EXT_F32 | FEATURE_EXT_F64 | FEATURE_UNWIND
+                 ) -> ModuleDef:
+    """Parse and structurally check a module file."""
+    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+    start = _payload_start(data)
+    remaining = len(data) - start
+    if remaining < 16:
+        raise LoadError(f"module data too small ({remaining} bytes) to contain a module")
+    (size,) = struct.unpack_from("<I", data, start)
+    if size > remaining - 4:
+        raise LoadError(f"FlatBuffer length prefix out of bounds (prefix is {size} but only "
+                        f"{remaining - 4} bytes available)")
+    fb_start = start + 4
+    fb = FlatBuffer(data[fb_start:fb_start + size], "module FlatBuffer")
+    if fb.identifier() != b"IREE":
+        raise LoadError(f"FlatBuffer identifier is {fb.identifier()!r}, expected b'IREE'")
+    root = fb.root()
+    name = root.string(0)
+    if not name:
+        raise LoadError("module missing name field")
+    version = root.scalar(1, "u32")
+    requirements = root.scalar(2, "u32")
+    missing = requirements & ~available_features
+    if missing:
+        raise LoadError(
+            f"required module features [{_features(requirements)}] are not available in this "
+            f"runtime configuration; have [{_features(available_features)}] while module "
+            f"requires [{_features(requirements)}]", StatusCode.INVALID_ARGUMENT)
+    types = []
+    for i, t in enumerate(root.vector_tables(4)):
+        n = t.string(0)
+        if not n:
+            raise LoadError(f"types[{i}] missing name")
+        types.append(n)
+    deps = []
+    for i, t in enumerate(root.vector_tables(5)):
+        n = t.string(0)
+        if not n:
+            raise LoadError(f"dependencies[{i}] missing name")
+        deps.append(DependencyDef(n, t.scalar(1, "u32"), t.scalar(2, "u32", 1)))
+    imports = []
+    for i, t in enumerate(root.vector_tables(6)):
+        n = t.string(0)
+        if not n:
+            raise LoadError(f"imports[{i}] missing full_name")
+        sig = t.table(1)
+        cconv = (sig.string(0) or "") if sig is not None else ""
+        imports.append(ImportDef(n, cconv, t.scalar(2, "u32", 1)))
+    sigs = []
+    sig_attrs = []
+    for t in root.vector_tables(8):
+        sigs.append(t.string(0) or "")
+        sig_attrs.append({a.string(0) or "": a.string(1) or "" for a in t.vector_tables(1)})
+    descs = [FunctionDescriptor(o, ln, req, bc, ic, rc)
+             for (o, ln, req, _res, bc, ic, rc) in root.vector_structs(12, _DESC)]
+    if len(sigs) != len(descs):
+        raise LoadError(f"function signature and descriptor table length mismatch "
+                        f"({len(sigs)} vs {len(descs)})")
+    exports = []
+    for i, t in enumerate(root.vector_tables(7)):
+        n = t.string(0)
+        if not n:
+            raise LoadError(f"exports[{i}] missing local_name")
+        ordinal = t.scalar(1, "i32")
+        if ordinal < 0 or ordinal >= len(descs):
+            raise LoadError(f"exports[{i}] internal_ordinal out of bounds ({ordinal})")
+        exports.append(ExportDef(n, ordinal))
+    # rodata: embedded in the FlatBuffer or external, after it (64-aligned)
+    rodata_base = (fb_start + size + 63) & ~63
+    rodata = []
+    for i, t in enumerate(root.vector_tables(9)):
+        emb = t.vector_bytes(2)
+        if emb is not None:
+            s, n = emb
+            rodata.append(fb.data[s:s + n])
+        else:
+            off = t.scalar(3, "u64")
+            length = t.scalar(4, "u64")
+            lo = rodata_base + off
+            if lo + length > len(data) or lo > len(data):
+                raise LoadError(f"rodata_segments[{i}] external data out of bounds "
+                                f"(offset {off}, length {length}, file {len(data)} bytes)")
+            rodata.append(data[lo:lo + length])
+    state = root.table(11)
+    gbytes = state.scalar(0, "i32") if state is not None else 0
+    grefs = state.scalar(1, "i32") if state is not None else 0
+    if gbytes < 0 or grefs < 0 or gbytes > (64 << 20) or grefs > (1 << 20):
+        raise LoadError(f"module state size out of range ({gbytes} bytes, {grefs} refs)")
+    bv = root.scalar(13, "u32")
+    major, minor = bv >> 16, bv & 0xFFFF
+    if major != BYTECODE_VERSION_MAJOR or minor > BYTECODE_VERSION_MINOR:
+        raise LoadError(f"bytecode version mismatch; runtime supports {BYTECODE_VERSION_MAJOR}."
+                        f"{BYTECODE_VERSION_MINOR}, module has {major}.{minor}")
+    bc = root.vector_bytes(14)
+    bc_start, bc_len = bc if bc is not None else (0, 0)
+    bytecode = fb.data[bc_start:bc_start + bc_len] if bc is not None else memoryview(b"")
+    for i, d in enumerate(descs):
+        if d.block_count <= 0 or d.bytecode_length <= 0:
+            raise LoadError(f"function {i} has no blocks or no code")
+        if d.bytecode_offset < 0 or d.bytecode_offset + d.bytecode_length > bc_len:
+            raise LoadError(f"function {i} bytecode out of bounds (offset {d.bytecode_offset}, "
+                            f"length {d.bytecode_length}, data {bc_len})")
+        if d.i32_register_count < 0 or d.ref_register_count < 0 or \
+                d.ref_register_count > 0x3FFF:
+            raise LoadError(f"function {i} register counts out of range")
+    return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
+                     tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs, tuple(descs),
+                     bv, bytecode)

@@ -1,0 +1,196 @@
+"""BytecodeModule: a ``.vmfb`` loaded, verified and translated to Python."""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+from ..buffer import Buffer
+from ..errors import LoadError, StatusCode, VmError
+from ..instance import Instance
+from ..module import (BoundFunction, Dependency, ExportDecl, Function, ImportDecl, Linkage,
+                      Module, cconv_fragments)
+from ..types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
+from ..values import wrap_i32
+from .codegen import FunctionTranslator, compile_functions
+from .decoder import decode_function
+from .format import FEATURE_EXT_F64, ModuleDef, parse_module
+
+IMPORT_OPTIONAL_FLAG = 2
+
+
+class BytecodeState:
+    """Per-context state: globals, the import table, the owning context."""
+
+    __slots__ = ("module", "ctx", "rw", "grefs", "imports")
+
+    def __init__(self, module: "BytecodeModule", ctx: Any):
+        d = module.definition
+        self.module = module
+        self.ctx = ctx
+        self.rw = bytearray(d.global_bytes)
+        self.grefs: list = [None] * d.global_refs
+        self.imports: list[BoundFunction | None] = [None] * len(d.imports)
+
+
+class _Info:
+    """What the translator needs to know about the module."""
+
+    def __init__(self, mod: "BytecodeModule"):
+        d = mod.definition
+        self.n_rodata = len(d.rodata)
+        self.n_types = len(d.types)
+        self.n_imports = len(d.imports)
+        self.n_functions = len(d.functions)
+        self.global_bytes = d.global_bytes
+        self.global_refs = d.global_refs
+        self._d = d
+        self.consts: list = []
+        self._const_idx: dict = {}
+
+    def signature(self, k: int) -> str:
+        return self._d.signatures[k]
+
+    def import_cconv(self, k: int) -> str:
+        return self._d.imports[k].cconv
+
+    def const(self, value) -> str:
+        key = (type(value), repr(value))
+        idx = self._const_idx.get(key)
+        if idx is None:
+            idx = len(self.consts)
+            self.consts.append(value)
+            self._const_idx[key] = idx
+        return f"K[{idx}]"
+
+
+class BytecodeModule(Module):
+    """A VM bytecode module.  ``BytecodeModule.load(instance, path_or_bytes)``."""
+
+    def __init__(self, instance: Instance, data: bytes | bytearray | memoryview,
+                 source: str = "<memory>"):
+        self.source = source
+        self._data = bytes(data)
+        d = parse_module(self._data)
+        self.definition: ModuleDef = d
+        self.name = d.name
+        self.version = d.version
+        self.types = [self._resolve_type(instance, t) for t in d.types]
+        self._imports = [ImportDecl(i.full_name, i.cconv, bool(i.flags & IMPORT_OPTIONAL_FLAG))
+                         for i in d.imports]
+        self._import_result_codes = []
+        for i in d.imports:
+            try:
+                self._import_result_codes.append(cconv_fragments(i.cconv)[1])
+            except VmError as e:
+                raise LoadError(f"import {i.full_name}: {e.message}") from None
+        self._exports = [ExportDecl(e.local_name, d.signatures[e.internal_ordinal],
+                                    e.internal_ordinal) for e in d.exports]
+        self._export_index = {e.name: i for i, e in enumerate(self._exports)}
+        self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
+        self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
+        self._functions = self._translate()
+        self._result_codes = [cconv_fragments(s)[1] for s in d.signatures]
+
+    @classmethod
+    def load(cls, instance: Instance, source: "str | os.PathLike | bytes") -> "BytecodeModule":
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return cls(instance, source)
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            raise LoadError(f"failed to open file '{path}'",
+                            StatusCode.NOT_FOUND) from None
+        return cls(instance, data, source=path)
+
+    # -- loading -------------------------------------------------------------
+    @staticmethod
+    def _resolve_type(instance: Instance, name: str):
+        if name in VALUE_TYPES:
+            return name
+        if name == "!vm.opaque":
+            return OPAQUE_TYPE
+        if name.startswith("!vm.list<"):
+            return LIST_TYPE
+        t = instance.lookup_type(name)
+        if t is None:
+            raise LoadError(f"no type registered with name '{name}'", StatusCode.NOT_FOUND)
+        return t
+
+    def function_label(self, k: int) -> str:
+        n = self.function_names.get(k)
+        return f"{self.name}.{n}" if n else f"{self.name}@{k}"
+
+    def _translate(self) -> list:
+        d = self.definition
+        info = _Info(self)
+        code = d.bytecode
+        sources = []
+        for k, fd in enumerate(d.functions):
+            where = self.function_label(k)
+            if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
+                raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
+                                f"at {where}")
+            body = bytes(code[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
+            blocks = decode_function(body, where, fd.i32_register_count,
+                                     fd.ref_register_count)
+            try:
+                a_codes, r_codes = cconv_fragments(d.signatures[k])
+            except VmError as e:
+                raise LoadError(f"{e.message}; at {where}") from None
+            tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
+                                    fd.ref_register_count)
+            sources.append(tr.translate(a_codes, r_codes))
+        self._sources = sources
+        ns = {"K": info.consts, "RO": self.rodata, "TY": self.types}
+        try:
+            return compile_functions(sources, ns, f"<vmfb {self.name!r}>")
+        except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
+            raise LoadError(f"failed to translate module: {e}") from None
+
+    # -- Module interface --------------------------------------------------------
+    @property
+    def imports(self) -> Sequence[ImportDecl]:
+        return self._imports
+
+    @property
+    def exports(self) -> Sequence[ExportDecl]:
+        return self._exports
+
+    def dependencies(self) -> Sequence[Dependency]:
+        return [Dependency(x.name, x.minimum_version, x.flags)
+                for x in self.definition.dependencies]
+
+    def lookup_function(self, name: str, linkage: Linkage = Linkage.EXPORT) -> Function | None:
+        i = self._export_index.get(name)
+        if i is None:
+            return None
+        e = self._exports[i]
+        return Function(self, Linkage.EXPORT, i, e.name, e.cconv)
+
+    def alloc_state(self, context: Any) -> BytecodeState:
+        return BytecodeState(self, context)
+
+    def resolve_import(self, state: BytecodeState, ordinal: int,
+                       target: BoundFunction | None) -> None:
+        state.imports[ordinal] = target
+
+    def call(self, state: BytecodeState, function: Function, args: list) -> list:
+        k = self._exports[function.ordinal].ordinal
+        res = self._functions[k](state, *args)
+        codes = self._result_codes[k]
+        if "i" in codes:
+            res = [wrap_i32(v) if c == "i" else v for v, c in zip(res, codes)]
+        return list(res)
+
+    def function_attrs(self, name: str) -> dict:
+        """Reflection attributes of an export (e.g. ``iree.abi.declaration``)."""
+        i = self._export_index.get(name)
+        if i is None:
+            return {}
+        return dict(self.definition.signature_attrs[self._exports[i].ordinal])
+
+    def disassemble_source(self, k: int) -> str:
+        """The Python source vmrt translated function ``k`` into (for debugging)."""
+        return self._sources[k]

@@ -1,0 +1,250 @@
+"""The context: an ordered set of modules with their states, linked together.
+
+Import resolution follows IREE's algorithm: a module sees only the modules
+registered before it; the module-level dependency check scans oldest first,
+per-import binding scans newest first with no fall-through to older
+same-named modules; NOT_FOUND on an optional import leaves the slot null.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Sequence
+
+from .errors import BudgetExceeded, LinkError, StatusCode, VmError
+from .instance import Instance
+from .module import (BoundFunction, DependencyFlags, Function, Linkage, Module,
+                     cconv_fragments)
+from .values import to_vm
+
+
+class ExecutionLimits:
+    """Instruction budget and wall-clock deadline shared by one invocation.
+
+    Interpreters subtract the number of instructions of each basic block
+    from ``left`` and call :meth:`tick` when it drops below zero.
+    """
+
+    CHUNK = 1 << 16
+
+    __slots__ = ("left", "budget", "deadline", "_remaining", "_issued")
+
+    def __init__(self, budget: int | None = None, timeout: float | None = None):
+        self.budget = budget
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self._remaining = budget
+        self._issued = 0
+        self.left = 0
+        self._refill()
+
+    @property
+    def executed(self) -> int:
+        """Instructions executed so far under these limits."""
+        return self._issued - self.left
+
+    def _refill(self) -> None:
+        chunk = self.CHUNK
+        if self._remaining is not None:
+            chunk = min(chunk, self._remaining)
+            self._remaining -= chunk
+        self._issued += chunk
+        self.left = chunk
+
+    def tick(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExceeded("execution timed out", StatusCode.DEADLINE_EXCEEDED)
+        if self._remaining is not None and self._remaining <= 0:
+            raise BudgetExceeded(f"instruction budget of {self.budget} exhausted",
+                                 StatusCode.RESOURCE_EXHAUSTED)
+        over = -self.left
+        self._refill()
+        self.left -= over
+        if self.left < 0:
+            self.tick()
+
+
+class Context:
+    """Registers modules in order and links their imports.
+
+    ``budget`` caps the VM instructions run in this context over its whole
+    life (``__init`` included); ``timeout`` caps the wall time of each
+    top-level invocation.  ``invoke(..., budget=, timeout=)`` overrides both
+    for one call.
+    """
+
+    def __init__(self, instance: Instance, modules: Iterable[Module] = (), *,
+                 budget: int | None = None, timeout: float | None = None):
+        self.instance = instance
+        self._modules: list[Module] = []
+        self._states: list[Any] = []
+        self.timeout = timeout
+        self.limits = ExecutionLimits(budget, timeout)
+        self._closed = False
+        mods = list(modules)
+        if mods:
+            self.register_modules(mods)
+
+    # ------------------------------------------------------------ modules --
+    @property
+    def modules(self) -> tuple[Module, ...]:
+        return tuple(self._modules)
+
+    def state_of(self, module: Module) -> Any:
+        for m, s in zip(reversed(self._modules), reversed(self._states)):
+            if m is module:
+                return s
+        raise VmError(f"module '{module.name}' is not registered in this context",
+                      StatusCode.NOT_FOUND)
+
+    def register_modules(self, modules: Sequence[Module]) -> None:
+        for i, m in enumerate(modules):
+            if m is None:
+                raise VmError(f"modules[{i}] is null", StatusCode.INVALID_ARGUMENT)
+        start = len(self._modules)
+        try:
+            for m in modules:
+                state = m.alloc_state(self)
+                self._modules.append(m)
+                self._states.append(state)
+                try:
+                    self._resolve_imports(m, state, start_count=len(self._modules) - 1)
+                except VmError as e:
+                    raise e.annotate(f"resolving module '{m.name}' imports")
+                init = m.lookup_function("__init", Linkage.EXPORT_OPTIONAL)
+                if init is not None:
+                    self._call(BoundFunction(init, state), [])
+        except BaseException:
+            # unwind only what this call added, newest first
+            for m, s in zip(reversed(self._modules[start:]), reversed(self._states[start:])):
+                self._deinit(m, s)
+                try:
+                    m.free_state(s)
+                except VmError:
+                    pass
+            del self._modules[start:]
+            del self._states[start:]
+            raise
+
+    def _resolve_imports(self, m: Module, state: Any, start_count: int) -> None:
+        visible = self._modules[:start_count]
+        visible_states = self._states[:start_count]
+        for dep in m.dependencies():
+            hit = next((v for v in visible if v.name == dep.name), None)
+            if hit is not None:
+                if dep.flags & DependencyFlags.REQUIRED and hit.version < dep.minimum_version:
+                    raise LinkError(
+                        f"required module '{dep.name}' version mismatch; have {hit.version} "
+                        f"but require {dep.minimum_version}", StatusCode.NOT_FOUND)
+            elif not dep.flags & DependencyFlags.OPTIONAL:
+                raise LinkError(f"required module '{dep.name}' not registered on the context",
+                                StatusCode.NOT_FOUND)
+        for i, imp in enumerate(m.imports):
+            full = imp.full_name
+            mod_name, dot, fn_name = full.partition(".")
+            if not dot:
+                raise LinkError(f"import name not fully-qualified (module.func): '{full}'",
+                                StatusCode.INVALID_ARGUMENT)
+            target_idx = None
+            for j in range(len(visible) - 1, -1, -1):
+                if visible[j].name == mod_name:
+                    target_idx = j
+                    break
+            fn: Function | None = None
+            err: VmError | None = None
+            if target_idx is None:
+                err = LinkError(f"module '{mod_name}' required for import '{full}' not "
+                                "registered with the context", StatusCode.NOT_FOUND)
+            else:
+                fn = visible[target_idx].lookup_function(fn_name, Linkage.EXPORT)
+                if fn is None:
+                    err = LinkError(f"function '{fn_name}' not exported by module "
+                                    f"'{mod_name}' (required for import '{full}')",
+                                    StatusCode.NOT_FOUND)
+            if err is not None:
+                if imp.optional and err.code == StatusCode.NOT_FOUND:
+                    m.resolve_import(state, i, None)
+                    continue
+                raise err
+            assert fn is not None and target_idx is not None
+            if imp.cconv and fn.cconv != imp.cconv:
+                raise LinkError(
+                    f"import function {full} signature mismatch between {m.name} and source "
+                    f"{fn.module.name}; expected {imp.cconv} but got {fn.cconv}",
+                    StatusCode.INTERNAL)
+            m.resolve_import(state, i, BoundFunction(fn, visible_states[target_idx]))
+
+    # ---------------------------------------------------------- functions --
+    def resolve_function(self, full_name: str) -> BoundFunction:
+        """Find ``"module.fn"``; the newest module with that name wins."""
+        mod_name, dot, fn_name = full_name.partition(".")
+        if not dot or not mod_name or not fn_name:
+            raise VmError(f"function name not fully-qualified (module.func): '{full_name}'",
+                          StatusCode.INVALID_ARGUMENT)
+        for m, s in zip(reversed(self._modules), reversed(self._states)):
+            if m.name == mod_name:
+                fn = m.lookup_function(fn_name, Linkage.EXPORT)
+                if fn is None:
+                    break
+                return BoundFunction(fn, s)
+        raise VmError(f"function '{full_name}' not found", StatusCode.NOT_FOUND)
+
+    def bind(self, function: Function) -> BoundFunction:
+        return BoundFunction(function, self.state_of(function.module))
+
+    def invoke(self, function: "BoundFunction | Function | str", args: Sequence[Any] = (), *,
+               budget: int | None = None, timeout: float | None = None) -> list:
+        """Call a function with host values; returns the list of results."""
+        if isinstance(function, str):
+            function = self.resolve_function(function)
+        elif isinstance(function, Function):
+            function = self.bind(function)
+        arg_codes, _ = cconv_fragments(function.cconv)
+        args = list(args)
+        if "C" not in arg_codes:
+            if len(arg_codes) != len(args):
+                raise VmError(f"input list and function mismatch; expected {len(arg_codes)} "
+                              f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
+            args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
+        saved = self.limits
+        if budget is not None or timeout is not None:
+            self.limits = ExecutionLimits(budget, timeout)
+        elif self.timeout is not None:
+            saved.deadline = time.monotonic() + self.timeout
+        try:
+            return self._call(function, args)
+        finally:
+            self.limits = saved
+
+    def _call(self, bound: BoundFunction, args: list) -> list:
+        try:
+            return bound(args)
+        except RecursionError:
+            raise VmError("call stack exhausted (recursion too deep)",
+                          StatusCode.RESOURCE_EXHAUSTED) from None
+
+    # ------------------------------------------------------------- teardown --
+    def _deinit(self, m: Module, state: Any) -> None:
+        fn = m.lookup_function("__deinit", Linkage.EXPORT_OPTIONAL)
+        if fn is not None:
+            try:
+                BoundFunction(fn, state)([])
+            except VmError:
+                pass
+
+    def close(self) -> None:
+        """Run ``__deinit`` and free states, newest module first."""
+        if self._closed:
+            return
+        self._closed = True
+        pairs = list(zip(self._modules, self._states))
+        for m, s in reversed(pairs):
+            self._deinit(m, s)
+        for m, s in reversed(pairs):
+            m.free_state(s)
+        self._modules.clear()
+        self._states.clear()
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,108 @@
+"""One exception hierarchy for vmrt.
+
+Every error carries an IREE-style status code, a message and a chain of
+annotations (context added while the error travels up).  ``str(err)`` gives
+``"CODE; message; annotation1; annotation2"``, the form ``iree-run-module``
+prints without its ``file:line:`` prefix.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class StatusCode(enum.IntEnum):
+    OK = 0
+    CANCELLED = 1
+    UNKNOWN = 2
+    INVALID_ARGUMENT = 3
+    DEADLINE_EXCEEDED = 4
+    NOT_FOUND = 5
+    ALREADY_EXISTS = 6
+    PERMISSION_DENIED = 7
+    RESOURCE_EXHAUSTED = 8
+    FAILED_PRECONDITION = 9
+    ABORTED = 10
+    OUT_OF_RANGE = 11
+    UNIMPLEMENTED = 12
+    INTERNAL = 13
+    UNAVAILABLE = 14
+    DATA_LOSS = 15
+    UNAUTHENTICATED = 16
+    DEFERRED = 17
+    INCOMPATIBLE = 18
+
+    @classmethod
+    def from_int(cls, value: int) -> "StatusCode":
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+class VmError(Exception):
+    """Base class of every error raised by vmrt."""
+
+    default_code = StatusCode.UNKNOWN
+
+    def __init__(self, message: str, code: StatusCode | int | None = None,
+                 annotations: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = StatusCode.from_int(int(code)) if code is not None else self.default_code
+        self.annotations: list[str] = list(annotations or [])
+
+    def annotate(self, note: str) -> "VmError":
+        """Append context (innermost first, like IREE) and return self."""
+        self.annotations.append(note)
+        return self
+
+    def __str__(self) -> str:
+        return "; ".join([self.code.name, self.message, *self.annotations])
+
+
+class LoadError(VmError):
+    """A module file is malformed, truncated or of an unsupported version."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+class VerifyError(LoadError):
+    """Bytecode failed verification (bad register, branch, opcode ...)."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+class LinkError(VmError):
+    """Import resolution failed (missing module/function, signature mismatch)."""
+
+    default_code = StatusCode.NOT_FOUND
+
+
+class TypeRegistryError(VmError):
+    """Ref type registration or lookup failed."""
+
+    default_code = StatusCode.NOT_FOUND
+
+
+class ExecutionError(VmError):
+    """A failure while running code (vm.fail, out-of-bounds access ...)."""
+
+    default_code = StatusCode.UNKNOWN
+
+
+class BudgetExceeded(ExecutionError):
+    """The instruction budget or the wall-clock deadline ran out."""
+
+    default_code = StatusCode.DEADLINE_EXCEEDED
+
+
+class UsageError(VmError):
+    """Bad command-line flags or input specifications."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+__all__ = [
+    "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
+    "TypeRegistryError", "ExecutionError", "BudgetExceeded", "UsageError",
+]

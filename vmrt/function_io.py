@@ -1,0 +1,322 @@
+"""Function I/O for ``vmrt run`` in iree-run-module's formats: ``--input``
+parsing (C ``strtol``/``strtod`` scalars, tensors, ``.npy`` files), result
+printing, ``--output`` files and ``--expected_output`` comparison."""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Sequence
+
+from .buffer import Buffer
+from .bufferview import BufferView, format_buffer_view, parse_buffer_view
+from .errors import StatusCode, UsageError, VmError
+from .module import cconv_fragments
+from .types import type_of
+from .values import round_f32, wrap_i32, wrap_i64
+from .vmlist import VmList
+
+
+# ------------------------------------------------------------------ inputs ---
+_INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_FLOAT_PREFIX = re.compile(
+    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
+
+
+def strtol(text: str) -> int | None:
+    """C ``strtol(base 0)``: the leading integer, trailing junk ignored,
+    saturating at the 64-bit range; None if nothing parses."""
+    m = _INT_PREFIX.match(text)
+    if not m:
+        return None
+    digits = m.group(2)
+    if digits[:2] in ("0x", "0X"):
+        v = int(digits, 16)
+    elif len(digits) > 1 and digits[0] == "0":
+        v = int(digits, 8)
+    else:
+        v = int(digits)
+    if m.group(1) == "-":
+        v = -v
+    return max(-(1 << 63), min((1 << 63) - 1, v))
+
+
+_HEXFLOAT_PREFIX = re.compile(r"\s*[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+                              r"(?:[pP][+-]?\d+)?")
+
+
+def strtod(text: str) -> float | None:
+    """C ``strtod``: the leading decimal or hex float, trailing junk ignored."""
+    m = _HEXFLOAT_PREFIX.match(text)
+    if m:
+        body = m.group(0).strip()
+        if "p" not in body.lower():
+            body += "p0"
+        return float.fromhex(body)
+    m = _FLOAT_PREFIX.match(text)
+    if not m:
+        return None
+    try:
+        return float(m.group(0))
+    except OverflowError:  # pragma: no cover - float() returns inf instead
+        return None
+
+
+class _NpyStreams:
+    def __init__(self) -> None:
+        self.files: dict[str, Any] = {}
+
+    def read(self, path: str, fresh: bool):
+        import numpy as np
+        if not path.endswith(".npy"):
+            raise VmError(f"unsupported input file type '{path}' (only .npy)",
+                          StatusCode.UNIMPLEMENTED)
+        fh = self.files.get(path)
+        if fresh or fh is None:
+            if fh is not None:
+                fh.close()
+            try:
+                fh = open(path, "rb")
+            except OSError as e:
+                raise VmError(f"failed to open file '{path}': {e.strerror}",
+                              StatusCode.NOT_FOUND) from None
+            self.files[path] = fh
+        try:
+            return np.load(fh, allow_pickle=False)
+        except Exception as e:
+            raise VmError(f"failed to read numpy array from '{path}': {e}",
+                          StatusCode.INVALID_ARGUMENT) from None
+
+    def read_all(self, path: str) -> list:
+        arrays = [self.read(path, True)]
+        fh = self.files[path]
+        while True:
+            pos = fh.tell()
+            if not fh.read(1):
+                break
+            fh.seek(pos)
+            arrays.append(self.read(path, False))
+        return arrays
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+
+
+def parse_inputs(specs: Sequence[str], cconv: str) -> list:
+    """Turn ``--input`` values into VM values following the argument cconv."""
+    arg_codes, _ = cconv_fragments(cconv)
+    values: list = []
+    streams = _NpyStreams()
+    i = 0
+    try:
+        for spec in specs:
+            try:
+                s = spec.strip()
+                if not s:
+                    raise UsageError("no value specified for input")
+                if i >= len(arg_codes):
+                    raise UsageError("function expected fewer input values")
+                code = arg_codes[i]
+                if s in ("(null)", "(ignored)"):
+                    values.append(None if code == "r" else (0.0 if code in "fF" else 0))
+                    i += 1
+                    continue
+                if s[0] in "@+*":
+                    arrays = (streams.read_all(s[1:]) if s[0] == "*"
+                              else [streams.read(s[1:], s[0] == "@")])
+                    for arr in arrays:
+                        if i >= len(arg_codes):
+                            raise UsageError("function expected fewer input values")
+                        if arg_codes[i] != "r":
+                            raise UsageError("function signature mismatch: expected cconv type "
+                                             f"`{arg_codes[i]}` but provided type `r`")
+                        values.append(BufferView(arr))
+                        i += 1
+                    continue
+                if s[0] == "&":
+                    raise VmError("output storage inputs (&) are not supported",
+                                  StatusCode.UNIMPLEMENTED)
+                if code in "iI":
+                    v = strtol(s)
+                    if v is None:
+                        raise UsageError(f"parsing value `{s}` as {'i32' if code == 'i' else 'i64'}")
+                    values.append(wrap_i32(v) if code == "i" else wrap_i64(v))
+                elif code in "fF":
+                    v = strtod(s)
+                    if v is None:
+                        raise UsageError(f"parsing value `{s}` as {'f32' if code == 'f' else 'f64'}")
+                    values.append(round_f32(v) if code == "f" else v)
+                elif code == "r":
+                    if "=" not in s and "x" not in s:
+                        raise UsageError("invalid tensor specification, requires at least a "
+                                         "shape/type (`4x2xf32=...`)")
+                    values.append(parse_buffer_view(s))
+                else:
+                    raise UsageError(f"unsupported argument cconv type `{code}`")
+                i += 1
+            except VmError as e:
+                raise e.annotate(f"parsing input `{spec}`")
+    except VmError as e:
+        raise e.annotate("parsing function inputs")
+    finally:
+        streams.close()
+    return values
+
+
+# ----------------------------------------------------------------- outputs ---
+def format_g(v: float, upper: bool = False) -> str:
+    """C's ``%g`` / ``%G``, including the sign of NaN (``-nan``)."""
+    if v != v:
+        text = "-nan" if math.copysign(1.0, v) < 0 else "nan"
+        return text.upper() if upper else text
+    return ("%G" if upper else "%g") % v
+
+
+def _value_text(kind: str, v) -> str:
+    if kind in ("f32", "f64"):
+        return f"{kind}=" + format_g(v)
+    return f"{kind}={int(v)}"
+
+
+def format_variant(v: Any, max_elements: int = 1024) -> str:
+    """The text iree-run-module prints after ``result[i]: ``."""
+    if v is None:
+        return "(null)"
+    if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str):
+        return _value_text(v[0], v[1])
+    t = type_of(v)
+    if t is None:
+        raise VmError(f"cannot format {type(v).__name__}", StatusCode.INTERNAL)
+    if isinstance(v, BufferView):
+        return f"{t.name}\n{format_buffer_view(v, max_elements)}"
+    if isinstance(v, VmList):
+        lines = [t.name]
+        et = v.element_type
+        for j, item in enumerate(v.items):
+            if isinstance(et, str):
+                item = (et, item)
+            lines.append(f"child_list[{j}]: {format_variant(item, max_elements)}")
+        return "\n".join(lines) + "\n"
+    return f"{t.name}\n(no printer)"
+
+
+def format_results(results: Sequence[Any], cconv: str, max_elements: int = 1024) -> str:
+    _, codes = cconv_fragments(cconv)
+    out = []
+    for i, (v, c) in enumerate(zip(results, codes)):
+        out.append(f"result[{i}]: {format_result(v, c, max_elements)}\n")
+    return "".join(out)
+
+
+def format_result(v: Any, code: str, max_elements: int = 1024) -> str:
+    kind = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}.get(code)
+    if kind is not None:
+        return _value_text(kind, v)
+    return format_variant(v, max_elements)
+
+
+def write_output(target: str, v: Any, code: str, max_elements: int, stdout) -> None:
+    """``--output=`` handling: '' discards, '-' prints, @/+file.npy|.bin writes/appends."""
+    if target == "":
+        return
+    if target == "-":
+        stdout.write(format_result(v, code, max_elements) + "\n")
+        return
+    mode = {"@": "wb", "+": "ab"}.get(target[0])
+    if mode is None:
+        raise UsageError(f"unsupported output mode `{target}`")
+    path = target[1:]
+    import numpy as np
+    if isinstance(v, BufferView):
+        arr = v.array
+    elif isinstance(v, Buffer):
+        arr = np.frombuffer(bytes(v.data), np.uint8)
+    elif code in "iIfF":
+        arr = np.array(v, {"i": np.int32, "I": np.int64, "f": np.float32, "F": np.float64}[code])
+    else:
+        raise VmError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
+    try:
+        with open(path, mode) as fh:
+            if path.endswith(".npy"):
+                np.save(fh, arr, allow_pickle=False)
+            else:
+                fh.write(np.ascontiguousarray(arr).tobytes())
+    except OSError as e:
+        raise VmError(f"failed to write '{path}': {e.strerror}", StatusCode.PERMISSION_DENIED) \
+            from None
+
+
+# --------------------------------------------------------- expected outputs ---
+def _meta(bv: BufferView) -> str:
+    return "x".join([str(d) for d in bv.shape] + [bv.element_type])
+
+
+def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str, float],
+                  max_elements: int) -> str | None:
+    """None if equal, else IREE's failure text (without the ``[FAILED]`` prefix)."""
+    import numpy as np
+    exp_meta = _meta(expected)
+    tail = (f"expected that the view is equal to contents of a view of {exp_meta}\n"
+            f"  expected:\n{format_buffer_view(expected, max_elements)}\n"
+            f"  actual:\n{format_buffer_view(actual, max_elements)}")
+    if _meta(actual) != exp_meta:
+        return f"metadata is {_meta(actual)}; expected that the view matches {exp_meta}; {tail}"
+    a = actual.array.reshape(-1)
+    e = expected.array.reshape(-1)
+    if a.dtype.kind == "f":
+        thr = thresholds.get(actual.element_type, 0.0)
+        af, ef = a.astype(np.float64), e.astype(np.float64)
+        both_nan = np.isnan(af) & np.isnan(ef)
+        with np.errstate(invalid="ignore"):
+            bad = ~both_nan & ~(np.abs(af - ef) <= thr)
+    else:
+        bad = a != e
+    idx = np.flatnonzero(bad)
+    if idx.size == 0:
+        return None
+    i = int(idx[0])
+    kind = a.dtype.kind
+    fa = format_g(float(a[i])) if kind == "f" else str(int(a[i]))
+    fe = format_g(float(e[i])) if kind == "f" else str(int(e[i]))
+    return f"element at index {i} ({fa}) does not match the expected ({fe}); {tail}"
+
+
+def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
+                   thresholds: dict[str, float], max_elements: int) -> tuple[bool, str]:
+    """``--expected_output``: returns (all matched, text to print)."""
+    _, codes = cconv_fragments(cconv)
+    try:
+        try:
+            expected = parse_inputs(list(specs), "0" + codes + "_v")
+        except VmError as e:
+            raise e.annotate("parsing expected function outputs")
+    except VmError as e:
+        raise e.annotate("processing function outputs")
+    lines = []
+    ok = True
+    for i, (spec, want, got, code) in enumerate(zip(specs, expected, results, codes)):
+        if spec.strip() in ("(ignored)", "(null)") and code == "r":
+            continue
+        if code != "r":
+            kind = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}[code]
+            thr = thresholds.get(kind, 0.0) if code in "fF" else 0
+            same = (got == want) or (code in "fF" and (abs(got - want) <= thr or
+                                                    (got != got and want != want)))
+            if not same:
+                ok = False
+                lines.append(f"[FAILED] result[{i}]: value {_value_text(kind, got)} does not "
+                             f"match the expected {_value_text(kind, want)}")
+            continue
+        if not isinstance(got, BufferView) or not isinstance(want, BufferView):
+            ok = False
+            lines.append(f"[FAILED] result[{i}]: cannot compare "
+                         f"{type_of(got).name if type_of(got) else '(null)'} with the expected "
+                         "buffer view")
+            continue
+        msg = _compare_view(got, want, thresholds, max_elements)
+        if msg is not None:
+            ok = False
+            lines.append(f"[FAILED] result[{i}]: {msg}")
+    if ok:
+        lines.append("[SUCCESS] all function outputs matched their expected values.")
+    return ok, "".join(line + "\n" for line in lines)

@@ -1,0 +1,174 @@
+"""The module interface shared by bytecode and native (Python) modules.
+
+A module is immutable code + metadata; everything mutable lives in the
+per-context *state* object that :meth:`Module.alloc_state` returns.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .errors import StatusCode, VmError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .context import Context
+
+
+class Linkage(enum.IntEnum):
+    INTERNAL = 0
+    IMPORT = 1
+    EXPORT = 2
+    IMPORT_OPTIONAL = 3
+    EXPORT_OPTIONAL = 4
+
+
+class DependencyFlags(enum.IntFlag):
+    REQUIRED = 1
+    OPTIONAL = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    name: str
+    minimum_version: int = 0
+    flags: int = DependencyFlags.REQUIRED
+
+
+@dataclass(frozen=True, slots=True)
+class ImportDecl:
+    full_name: str          # "module.function"
+    cconv: str = ""         # "" = unchecked
+    optional: bool = False
+    minimum_version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExportDecl:
+    name: str
+    cconv: str
+    ordinal: int = 0        # module-defined (e.g. internal function ordinal)
+
+
+@dataclass(frozen=True, slots=True)
+class Function:
+    """A handle to one function of one module."""
+    module: "Module"
+    linkage: Linkage
+    ordinal: int
+    name: str
+    cconv: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.module.name}.{self.name}"
+
+
+# ---------------------------------------------------------------- cconv ----
+_CCONV_CODES = frozenset("iIfFrCD")
+
+
+def cconv_fragments(cconv: str) -> tuple[str, str]:
+    """Split ``0<args>_<results>`` into (args, results) with IREE's rules."""
+    if not cconv:
+        return "", ""
+    if cconv[0] != "0":
+        raise VmError(f"unsupported cconv version {cconv[0]}", StatusCode.UNIMPLEMENTED)
+    body = cconv[1:]
+    args, sep, results = body.partition("_")
+    if args == "v":
+        args = ""
+    if results == "v":
+        results = ""
+    for ch in args + results:
+        if ch not in _CCONV_CODES:
+            raise VmError(f"unsupported cconv fragment char '{ch}' in '{cconv}'",
+                          StatusCode.INVALID_ARGUMENT)
+    return args, results
+
+
+def make_cconv(args: str, results: str) -> str:
+    return f"0{args or 'v'}_{results or 'v'}"
+
+
+def is_variadic(fragment: str) -> bool:
+    return "C" in fragment
+
+
+# ------------------------------------------------------------- module ------
+class Module:
+    """Abstract module.  Subclasses: :class:`vmrt.NativeModule`, BytecodeModule."""
+
+    name: str = ""
+    version: int = 0
+
+    # metadata ------------------------------------------------------------
+    def dependencies(self) -> Sequence[Dependency]:
+        return ()
+
+    @property
+    def imports(self) -> Sequence[ImportDecl]:
+        return ()
+
+    @property
+    def exports(self) -> Sequence[ExportDecl]:
+        return ()
+
+    def lookup_function(self, name: str, linkage: Linkage = Linkage.EXPORT) -> Function | None:
+        """The export called ``name`` or None."""
+        for i, e in enumerate(self.exports):
+            if e.name == name:
+                return Function(self, Linkage.EXPORT, i, e.name, e.cconv)
+        return None
+
+    def function_attrs(self, name: str) -> dict:
+        """Reflection attributes of export ``name`` (key -> value strings)."""
+        return {}
+
+    def export_function(self, ordinal: int) -> Function:
+        e = self.exports[ordinal]
+        return Function(self, Linkage.EXPORT, ordinal, e.name, e.cconv)
+
+    # state and calls -----------------------------------------------------
+    def alloc_state(self, context: "Context") -> Any:
+        return None
+
+    def free_state(self, state: Any) -> None:
+        pass
+
+    def resolve_import(self, state: Any, ordinal: int, target: "BoundFunction | None") -> None:
+        raise VmError("module does not support imports", StatusCode.UNIMPLEMENTED)
+
+    def notify(self, state: Any, signal: int) -> None:
+        pass
+
+    def call(self, state: Any, function: Function, args: list) -> list:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} v{self.version}>"
+
+
+class BoundFunction:
+    """A function bound to the module state of one context; call it with a list."""
+
+    __slots__ = ("function", "state", "_call")
+
+    def __init__(self, function: Function, state: Any):
+        self.function = function
+        self.state = state
+        self._call: Callable[[Any, Function, list], list] = function.module.call
+
+    def __call__(self, args: list) -> list:
+        return self._call(self.state, self.function, args)
+
+    @property
+    def cconv(self) -> str:
+        return self.function.cconv
+
+    @property
+    def name(self) -> str:
+        return self.function.full_name
+
+    def __repr__(self) -> str:
+        return f"<BoundFunction {self.function.full_name} {self.function.cconv}>"

@@ -1,0 +1,180 @@
+"""Modules written in Python.
+
+Declare exports with the :func:`export` decorator (name + cconv signature,
+optionally the expected ref type of each ``r`` argument)::
+
+    class Greeter(vmrt.NativeModule):
+        name = "greeter"
+
+        @vmrt.export("hello", "0i_i")
+        def hello(self, state, x):
+            return x + 1
+
+Each export receives the per-context state (see :meth:`NativeModule.init_state`)
+and the VM values of its arguments; it returns None, one value, or a tuple.
+Subclasses may also declare ``imports`` (an :class:`ImportDecl` list); the
+context binds them into ``state.imports`` (None for missing optional ones).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .errors import StatusCode, VmError
+from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
+                     ImportDecl, Linkage, Module, cconv_fragments)
+from .types import RefType, type_of
+
+_EXPORT_ATTR = "_vmrt_export"
+
+
+def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None):
+    """Mark a method as a module export with the given cconv."""
+    cconv_fragments(cconv)  # validate early
+
+    def deco(fn: Callable) -> Callable:
+        setattr(fn, _EXPORT_ATTR, (name, cconv, tuple(arg_types) if arg_types else None))
+        return fn
+    return deco
+
+
+class NativeState:
+    """Per-context state of a native module; add attributes freely."""
+
+    def __init__(self, imports: int):
+        self.imports: list[BoundFunction | None] = [None] * imports
+
+    def __repr__(self) -> str:
+        return f"NativeState({self.__dict__!r})"
+
+
+class _NativeExport:
+    __slots__ = ("decl", "impl", "arg_codes", "n_results", "arg_types")
+
+    def __init__(self, decl: ExportDecl, impl: Callable, arg_types):
+        self.decl = decl
+        self.impl = impl
+        args, results = cconv_fragments(decl.cconv)
+        self.arg_codes = args
+        self.n_results = len(results) if "C" not in results else -1
+        self.arg_types = arg_types
+
+
+class NativeModule(Module):
+    """Base class for Python modules (also the base of HAL-style modules)."""
+
+    name = ""
+    version = 0
+    #: imports declared by the module, resolved per context
+    import_decls: Sequence[ImportDecl] = ()
+
+    def __init__(self, name: str | None = None, version: int | None = None):
+        if name is not None:
+            self.name = name
+        if version is not None:
+            self.version = version
+        if not self.name:
+            raise VmError("native module needs a name", StatusCode.INVALID_ARGUMENT)
+        self._exports: list[_NativeExport] = []
+        self._by_name: dict[str, int] = {}
+        seen: set[str] = set()
+        for klass in type(self).__mro__:
+            for attr, fn in vars(klass).items():
+                meta = getattr(fn, _EXPORT_ATTR, None)
+                if meta is None or attr in seen:
+                    continue
+                seen.add(attr)
+                if hasattr(Module, attr):
+                    raise VmError(f"export method '{attr}' of {type(self).__name__} shadows "
+                                  "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
+                ename, cconv, arg_types = meta
+                self.add_export(ename, cconv, getattr(self, attr), arg_types)
+
+    # -- declaration ----------------------------------------------------
+    def add_export(self, name: str, cconv: str, impl: Callable,
+                   arg_types: Sequence[RefType | None] | None = None) -> None:
+        """Add an export at runtime; ``impl(state, *args)``."""
+        if name in self._by_name:
+            raise VmError(f"duplicate export '{name}' in module '{self.name}'",
+                          StatusCode.ALREADY_EXISTS)
+        decl = ExportDecl(name, cconv, len(self._exports))
+        self._by_name[name] = len(self._exports)
+        self._exports.append(_NativeExport(decl, impl, tuple(arg_types) if arg_types else None))
+
+    def remove_export(self, name: str) -> None:
+        idx = self._by_name.pop(name, None)
+        if idx is None:
+            return
+        del self._exports[idx]
+        self._by_name = {e.decl.name: i for i, e in enumerate(self._exports)}
+        self._exports = [_NativeExport(ExportDecl(e.decl.name, e.decl.cconv, i), e.impl, e.arg_types)
+                         for i, e in enumerate(self._exports)]
+
+    @property
+    def exports(self) -> Sequence[ExportDecl]:
+        return [e.decl for e in self._exports]
+
+    @property
+    def imports(self) -> Sequence[ImportDecl]:
+        return tuple(self.import_decls)
+
+    def dependencies(self) -> Sequence[Dependency]:
+        deps: dict[str, list] = {}
+        for imp in self.import_decls:
+            mod = imp.full_name.split(".", 1)[0]
+            d = deps.setdefault(mod, [False, 0])
+            if not imp.optional:
+                d[0] = True
+                d[1] = max(d[1], imp.minimum_version)
+        return [Dependency(n, v, DependencyFlags.REQUIRED if req else DependencyFlags.OPTIONAL)
+                for n, (req, v) in deps.items()]
+
+    def lookup_function(self, name: str, linkage: Linkage = Linkage.EXPORT) -> Function | None:
+        idx = self._by_name.get(name)
+        if idx is None:
+            return None
+        d = self._exports[idx].decl
+        return Function(self, Linkage.EXPORT, idx, d.name, d.cconv)
+
+    # -- state ----------------------------------------------------------
+    def alloc_state(self, context) -> Any:
+        state = NativeState(len(self.import_decls))
+        self.init_state(state, context)
+        return state
+
+    def init_state(self, state: NativeState, context) -> None:
+        """Hook: fill in per-context state."""
+
+    def resolve_import(self, state: Any, ordinal: int, target: BoundFunction | None) -> None:
+        state.imports[ordinal] = target
+
+    # -- calls ----------------------------------------------------------
+    def call(self, state: Any, function: Function, args: list) -> list:
+        ex = self._exports[function.ordinal]
+        if ex.arg_types:
+            for i, (want, value) in enumerate(zip(ex.arg_types, args)):
+                if want is None or value is None:
+                    continue
+                have = type_of(value)
+                if have is not want:
+                    raise VmError(
+                        "parameter contains a reference to the wrong type; have "
+                        f"{have.name if have else type(value).__name__} but expected {want.name}",
+                        StatusCode.INVALID_ARGUMENT).annotate(
+                            f"while invoking native function {self.name}.{ex.decl.name}")
+        try:
+            result = ex.impl(state, *args)
+        except VmError as e:
+            raise e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
+        except RecursionError:
+            raise
+        except Exception as e:  # a bug in the Python module: report, do not crash the VM
+            raise VmError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
+                f"while invoking native function {self.name}.{ex.decl.name}") from e
+        n = ex.n_results
+        if n == 0:
+            return []
+        if n == 1:
+            return [result]
+        if result is None:
+            result = ()
+        return list(result)

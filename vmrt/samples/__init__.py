@@ -1,0 +1,1 @@
+"""Python counterparts of IREE's custom-module samples."""

@@ -1,0 +1,199 @@
+"""Module loading for ``vmrt run``: ``--module`` specs, dynamic Python
+modules, static-module providers and dependency resolution (iree-run-module's
+conventions; see vmrt/README.md for the differences).  Function inputs and
+outputs live in function_io.py."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Protocol, Sequence
+
+from .errors import LoadError, StatusCode, VmError
+from .instance import Instance
+from .module import DependencyFlags, Module
+
+ENTRY_POINT_GROUP = "vmrt.modules"
+DYNAMIC_NATIVE_EXTS = frozenset({"so", "sos", "dll", "dylib"})
+
+
+@dataclass
+class RunOptions:
+    """Flags that module providers (e.g. a HAL module) may need."""
+    devices: list[str] = field(default_factory=list)
+    executable_plugins: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ModuleProvider(Protocol):
+    """Creates a named module on demand (IREE's static/external modules)."""
+    name: str
+
+    def register_types(self, instance: Instance) -> None: ...
+
+    def create(self, instance: Instance, options: RunOptions) -> Module: ...
+
+
+def builtin_providers() -> list:
+    from .hal import PROVIDER as HAL
+    from .samples.custom import PROVIDER as CUSTOM
+    return [HAL, CUSTOM]
+
+
+def entry_point_providers() -> list:
+    """Providers published by installed packages in the ``vmrt.modules`` group."""
+    try:
+        from importlib.metadata import entry_points
+        eps = entry_points(group=ENTRY_POINT_GROUP)
+    except Exception:  # pragma: no cover - broken metadata must not break the VM
+        return []
+    out = []
+    for ep in eps:
+        try:
+            out.append(ep.load())
+        except Exception as e:
+            raise LoadError(f"loading module provider entry point '{ep.name}' "
+                            f"({ep.value}): {type(e).__name__}: {e}",
+                            StatusCode.UNAVAILABLE) from None
+    return out
+
+
+def all_providers(extra: Iterable = ()) -> dict[str, Any]:
+    """name -> provider; later sources override earlier ones
+    (built-in < entry points < explicitly passed)."""
+    table: dict[str, Any] = {}
+    for p in [*builtin_providers(), *entry_point_providers(), *extra]:
+        table[p.name] = p
+    return table
+
+
+# ----------------------------------------------------------- module specs ---
+@dataclass(frozen=True, slots=True)
+class ModuleSpec:
+    path: str
+    export: str
+    params: tuple[tuple[str, str], ...]
+
+    @property
+    def kind(self) -> str:
+        if self.path == "-":
+            return "stdin"
+        ext = os.path.basename(self.path).rpartition(".")[2].lower() \
+            if "." in os.path.basename(self.path) else ""
+        if ext == "py":
+            return "python"
+        if ext in DYNAMIC_NATIVE_EXTS:
+            return "native"
+        return "bytecode"
+
+
+def split_params(text: str) -> tuple[tuple[str, str], ...]:
+    text = text.strip()
+    if text.startswith("&"):
+        text = text[1:]
+    if text.endswith("&"):
+        text = text[:-1]
+    text = text.strip()
+    if not text:
+        return ()
+    out = []
+    for piece in text.split("&"):
+        k, _, v = piece.partition("=")
+        out.append((k, v))
+    return tuple(out)
+
+
+def parse_module_spec(value: str) -> ModuleSpec:
+    """``PATH[@EXPORT][?PARAMS]``; as a vmrt extension ``PATH?PARAMS`` is
+    accepted too for Python/native dynamic modules."""
+    path, at, rest = value.partition("@")
+    export, _, params = rest.partition("?")
+    if not at and "?" in path:
+        base, _, maybe = path.partition("?")
+        if ModuleSpec(base, "", ()).kind in ("python", "native"):
+            path, params = base, maybe
+    return ModuleSpec(path, export, split_params(params))
+
+
+def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
+    """Import ``spec.path`` and call ``create_fn(instance, params)``."""
+    fn_name = spec.export or "create_module"
+    path = spec.path
+    if not os.path.isfile(path):
+        raise LoadError(f"failed to load dynamic module (file not found): '{path}'",
+                        StatusCode.NOT_FOUND)
+    mod_name = "_vmrt_dynamic_" + re.sub(r"\W", "_", os.path.abspath(path))
+    try:
+        pyspec = importlib.util.spec_from_file_location(mod_name, path)
+        if pyspec is None or pyspec.loader is None:
+            raise ImportError("not a Python source file")
+        pymod = importlib.util.module_from_spec(pyspec)
+        sys.modules[mod_name] = pymod
+        pyspec.loader.exec_module(pymod)
+    except VmError:
+        raise
+    except Exception as e:
+        raise LoadError(f"failed to load dynamic module: {type(e).__name__}: {e}",
+                        StatusCode.NOT_FOUND) from None
+    create = getattr(pymod, fn_name, None)
+    if not callable(create):
+        raise LoadError(f"symbol '{fn_name}' not found in library", StatusCode.NOT_FOUND)
+    try:
+        module = create(instance, dict(spec.params))
+    except VmError:
+        raise
+    except Exception as e:
+        raise VmError(f"{fn_name} failed: {type(e).__name__}: {e}", StatusCode.INTERNAL) from None
+    if not isinstance(module, Module):
+        raise LoadError(f"{fn_name} returned {type(module).__name__}, not a vmrt.Module",
+                        StatusCode.INTERNAL)
+    return module
+
+
+def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) -> Module:
+    from .bytecode.module import BytecodeModule
+    kind = spec.kind
+    try:
+        if kind == "python":
+            return load_python_module(instance, spec)
+        if kind == "native":
+            raise VmError("native dynamic libraries are not supported by vmrt; write the module "
+                          "in Python and pass it as FILE.py@create_fn", StatusCode.UNIMPLEMENTED)
+        if kind == "stdin":
+            data = (stdin or sys.stdin.buffer).read()
+            return BytecodeModule(instance, data, source="-")
+        return BytecodeModule.load(instance, spec.path)
+    except VmError as e:
+        what = "dynamic" if kind in ("python", "native") else "bytecode"
+        raise e.annotate(f"loading {what} module at '{spec.path}'")
+
+
+def resolve_modules(instance: Instance, user_modules: Sequence[Module],
+                    providers: dict[str, Any], options: RunOptions) -> list[Module]:
+    """Insert provider-made modules for dependencies not already present."""
+    resolved: list[Module] = []
+    for m in user_modules:
+        for dep in m.dependencies():
+            if any(r.name == dep.name for r in resolved):
+                continue
+            prov = providers.get(dep.name)
+            if prov is None:
+                if dep.flags & DependencyFlags.OPTIONAL:
+                    continue
+                raise VmError(
+                    f"required module '{dep.name}' not available in the build (modules must be "
+                    "registered in order with dependent modules following those they depend "
+                    f"upon)", StatusCode.NOT_FOUND).annotate(
+                        f"resolving dependencies for '{m.name}'")
+            try:
+                resolved.append(_create(prov, instance, options))
+            except VmError as e:
+                raise e.annotate(f"resolving dependencies for '{m.name}'")
+        resolved.append(m)
+    return resolved
+
+
+def _create(prov: Any, instance: Instance, options: RunOptions) -> Module:
+    return prov.create(instance, options)

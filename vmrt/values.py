@@ -1,0 +1,122 @@
+"""Conversions between host (Python/numpy) values and VM values."""
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+from .buffer import Buffer
+from .errors import StatusCode, VmError
+from .types import RefObject, type_of
+from .vmlist import VmList
+
+_F32 = struct.Struct("<f")
+
+
+def wrap_i32(v: int) -> int:
+    return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
+
+
+def wrap_i64(v: int) -> int:
+    return ((v + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000
+
+
+def round_f32(x: float) -> float:
+    """Round a Python float to the nearest f32 (inf on overflow)."""
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def _as_int(v: Any, code: str) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    try:
+        import numpy as np
+        if isinstance(v, np.integer) or (isinstance(v, np.ndarray) and v.shape == ()
+                                         and v.dtype.kind in "iub"):
+            return int(v)
+    except ImportError:  # pragma: no cover
+        pass
+    raise VmError(f"expected an integer for cconv type `{code}` but got {type(v).__name__}",
+                  StatusCode.INVALID_ARGUMENT)
+
+
+def _as_float(v: Any, code: str) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    try:
+        import numpy as np
+        if isinstance(v, (np.floating, np.integer)) or (isinstance(v, np.ndarray) and v.shape == ()):
+            return float(v)
+    except ImportError:  # pragma: no cover
+        pass
+    raise VmError(f"expected a number for cconv type `{code}` but got {type(v).__name__}",
+                  StatusCode.INVALID_ARGUMENT)
+
+
+def to_vm(v: Any, code: str) -> Any:
+    """Coerce one host value to the VM representation of cconv ``code``."""
+    if code == "i":
+        return wrap_i32(_as_int(v, code))
+    if code == "I":
+        return wrap_i64(_as_int(v, code))
+    if code == "f":
+        return round_f32(_as_float(v, code))
+    if code == "F":
+        return _as_float(v, code)
+    if code == "r":
+        if v is None or isinstance(v, RefObject) or type_of(v) is not None:
+            return v
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return Buffer(bytearray(v))
+        if isinstance(v, str):
+            return Buffer(bytearray(v.encode()))
+        if isinstance(v, (list, tuple)):
+            return VmList(None, [_variant(x) for x in v])
+        try:
+            import numpy as np
+            if isinstance(v, np.ndarray):
+                return Buffer(bytearray(np.ascontiguousarray(v).tobytes()))
+        except ImportError:  # pragma: no cover
+            pass
+        raise VmError(f"cannot pass a {type(v).__name__} as a ref", StatusCode.INVALID_ARGUMENT)
+    raise VmError(f"unsupported cconv type `{code}`", StatusCode.INVALID_ARGUMENT)
+
+
+def _variant(x: Any) -> Any:
+    if isinstance(x, bool) or isinstance(x, int):
+        return ("i64", wrap_i64(int(x))) if not -(1 << 31) <= int(x) < (1 << 31) else ("i32", int(x))
+    if isinstance(x, float):
+        return ("f32", round_f32(x))
+    return to_vm(x, "r")
+
+
+def expand_cconv(fragment: str, segments: list[int] | None = None) -> str:
+    """Flatten a cconv fragment, repeating each ``C…D`` span per ``segments``."""
+    if "C" not in fragment:
+        return fragment
+    out: list[str] = []
+    i = 0
+    seg_i = 0
+    n = len(fragment)
+    while i < n:
+        ch = fragment[i]
+        if ch == "C":
+            j = fragment.find("D", i)
+            if j < 0:
+                raise VmError(f"unterminated variadic span in cconv '{fragment}'",
+                              StatusCode.INVALID_ARGUMENT)
+            count = segments[seg_i] if segments is not None and seg_i < len(segments) else 0
+            if count < 0:
+                count = 0
+            out.append(fragment[i + 1:j] * count)
+            i = j + 1
+        else:
+            out.append(ch)
+            i += 1
+        seg_i += 1
+    return "".join(out)
