@@ -50,4 +50,32 @@ def fatelf_read(data: bytes) -> None:
         pass
 
 
-TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "fatelf": fatelf_read}
+def vmfb_run(data: bytes) -> None:
+    """Load a .vmfb, link it, and call each export with zero arguments under a
+    small instruction budget."""
+    import vmrt
+    inst = vmrt.Instance()
+    try:
+        mod = vmrt.BytecodeModule.load(inst, data)
+        ctx = vmrt.Context(inst, [mod], budget=100_000, timeout=2.0)
+    except vmrt.VmError:
+        return
+    try:
+        for fn in mod.exports:
+            name = getattr(fn, "name", fn)
+            try:
+                ctx.invoke(f"{mod.name}.{name}", [0] * _arity(getattr(fn, "cconv", "")),
+                           budget=100_000, timeout=2.0)
+            except vmrt.VmError:
+                pass
+    finally:
+        ctx.close()
+
+
+def _arity(cconv: str) -> int:
+    args = cconv[1:].split("_", 1)[0] if cconv.startswith("0") else ""
+    return 0 if args in ("", "v") or "r" in args or "C" in args else len(args)
+
+
+TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "fatelf": fatelf_read,
+           "vmfb": vmfb_run}

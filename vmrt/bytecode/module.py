@@ -178,11 +178,17 @@ class BytecodeModule(Module):
 
     def call(self, state: BytecodeState, function: Function, args: list) -> list:
         k = self._exports[function.ordinal].ordinal
-        res = self._functions[k](state, *args)
-        codes = self._result_codes[k]
-        if "i" in codes:
-            res = [wrap_i32(v) if c == "i" else v for v, c in zip(res, codes)]
-        return list(res)
+        try:
+            res = self._functions[k](state, *args)
+            codes = self._result_codes[k]
+            if "i" in codes:
+                res = [wrap_i32(_int_bits(v)) if c == "i" else v for v, c in zip(res, codes)]
+            return list(res)
+        except (TypeError, ValueError, OverflowError, IndexError, KeyError, AttributeError) as e:
+            # Only a malformed module gets here (e.g. a register written as f32 and read as an
+            # integer, which the register model allows but our typed locals do not).
+            raise VmError(f"malformed bytecode in {self.name}.{function.name}: "
+                          f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from None
 
     def function_attrs(self, name: str) -> dict:
         """Reflection attributes of an export (e.g. ``iree.abi.declaration``)."""
@@ -194,3 +200,15 @@ class BytecodeModule(Module):
     def disassemble_source(self, k: int) -> str:
         """The Python source vmrt translated function ``k`` into (for debugging)."""
         return self._sources[k]
+
+
+def _int_bits(v: Any) -> Any:
+    """An i32 result register may hold an f32 written by a float op (registers are
+    untyped 32-bit slots in IREE's model): return its bit pattern."""
+    if isinstance(v, float):
+        import struct
+        try:
+            return struct.unpack("<i", struct.pack("<f", v))[0]
+        except OverflowError:
+            return struct.unpack("<i", struct.pack("<f", float("inf") if v > 0 else float("-inf")))[0]
+    return v
