@@ -51,6 +51,21 @@ class CallingConvention:
     stack_align: int
     stack_slot: int                 # bytes per stack argument slot
     name: str = ""
+    # --- used by the emulator (elfkit.exec.emulated) --------------------------
+    # Frame-pointer register and where a frame record keeps the caller's frame
+    # pointer and the return address, as byte offsets from the frame pointer
+    # (None: no frame-pointer walk).
+    fp: str | None = None
+    frame: tuple[int, int] | None = None
+    # Double-word integer arguments (i64 on a 32-bit target) start at an
+    # even-numbered register (AAPCS) or at the next free one (RISC-V).
+    pair_align: bool = False
+    # Bytes the callee may use below the stack pointer (x86_64 red zone).
+    red_zone: int = 0
+    # Float ABI when the ELF does not say: "hard" (floats in FP registers),
+    # or for RISC-V the widest float type passed in FP registers: "double",
+    # "single", "soft".
+    float_abi: str = "hard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +88,12 @@ class Arch:
     # a sentinel / stub by the emulator).
     ret_insn: bytes = b""
     trap_insn: bytes = b""
+    # Emulator set-up: unicorn CPU model constant name (UC_CPU_*; "" = default)
+    # and register values written once at start (suffixes of UC_<ARCH>_REG_*),
+    # e.g. enabling the FPU; registers shown in fault reports, in order.
+    uc_cpu: str = ""
+    uc_init: tuple[tuple[str, int], ...] = ()
+    dump_regs: tuple[str, ...] = ()
 
     @property
     def word(self) -> int:

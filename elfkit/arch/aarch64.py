@@ -28,10 +28,14 @@ ARCH = Arch(
         float_args=tuple(f"Q{i}" for i in range(8)),
         int_ret=("X0", "X1"), float_ret="Q0",
         sp="SP", pc="PC", lr="X30", stack_align=16, stack_slot=8,
+        fp="X29", frame=(0, 8),
     ),
     zig_target="aarch64", zig_cflags=(),
     uc_arch="UC_ARCH_ARM64", uc_mode=("UC_MODE_ARM",),
     cs_arch="CS_ARCH_ARM64", cs_mode=("CS_MODE_ARM",),
     aliases=("arm64", "arm_64"),
     ret_insn=bytes.fromhex("c0035fd6"), trap_insn=bytes.fromhex("000020d4"),  # ret ; brk #0
+    # CPACR_EL1.FPEN = 0b11: FP/SIMD not trapped; no thread pointer
+    uc_init=(("CPACR_EL1", 3 << 20), ("TPIDR_EL0", 0)),
+    dump_regs=tuple(f"X{i}" for i in range(31)) + ("SP", "PC", "NZCV"),
 )

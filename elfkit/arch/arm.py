@@ -25,10 +25,14 @@ ARCH = Arch(
         float_args=tuple(f"S{i}" for i in range(16)),   # d<n> = s<2n>:s<2n+1>
         int_ret=("R0", "R1"), float_ret="S0",
         sp="SP", pc="PC", lr="LR", stack_align=8, stack_slot=4,
+        fp="R11", frame=(0, 4), pair_align=True,
     ),
     zig_target="arm", zig_cflags=("-mcpu=generic+v7a", "-mfloat-abi=hard"),
     uc_arch="UC_ARCH_ARM", uc_mode=("UC_MODE_ARM",),
     cs_arch="CS_ARCH_ARM", cs_mode=("CS_MODE_ARM",),
     aliases=("arm_32", "armv7", "armv7a", "arm32"),
     ret_insn=bytes.fromhex("1eff2fe1"), trap_insn=bytes.fromhex("700020e1"),  # bx lr ; bkpt #0
+    # VFP on: CPACR grants cp10/cp11 full access, FPEXC.EN; no thread pointer
+    uc_init=(("C1_C0_2", 0xF << 20), ("FPEXC", 1 << 30), ("C13_C0_3", 0)),
+    dump_regs=tuple(f"R{i}" for i in range(13)) + ("SP", "LR", "PC", "CPSR"),
 )

@@ -25,10 +25,14 @@ ARCH = Arch(
         int_args=(), float_args=(),
         int_ret=("EAX", "EDX"), float_ret=None,   # f32/f64 results in x87 st(0)
         sp="ESP", pc="EIP", lr=None, stack_align=16, stack_slot=4,
+        fp="EBP", frame=(0, 4),
     ),
     zig_target="x86", zig_cflags=(),
     uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_32",),
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_32",),
     aliases=("x86", "i686", "x86_32", "ia32"),
     ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+    # x87 as after FNINIT (64-bit precision, empty stack), SSE exceptions masked
+    uc_init=(("FPCW", 0x37F), ("FPSW", 0), ("FPTAG", 0xFFFF), ("MXCSR", 0x1F80)),
+    dump_regs=("EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "EBP", "ESP", "EIP", "EFLAGS"),
 )

@@ -15,6 +15,10 @@ RELOCS = table(
     (58, "IRELATIVE", F.IRELATIVE, 32),
 )
 
+_RV_REGS = ("RA", "SP", "GP", "TP", "T0", "T1", "T2", "S0", "S1", "A0", "A1", "A2", "A3", "A4",
+            "A5", "A6", "A7", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11",
+            "T3", "T4", "T5", "T6", "PC")
+
 ARCH = Arch(
     name="riscv32", machine=243, bits=32, rela=True, relocs=RELOCS,
     cc=CallingConvention(
@@ -23,10 +27,14 @@ ARCH = Arch(
         float_args=tuple(f"FA{i}" for i in range(8)),
         int_ret=("A0", "A1"), float_ret="FA0",
         sp="SP", pc="PC", lr="RA", stack_align=16, stack_slot=4,
+        fp="S0", frame=(-8, -4), float_abi="double",
     ),
     zig_target="riscv32", zig_cflags=("-mcpu=generic_rv32+m+a+f+d+c",),
     uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV32",),
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV32", "CS_MODE_RISCVC"),
     aliases=("riscv_32", "rv32"),
     ret_insn=bytes.fromhex("67800000"), trap_insn=bytes.fromhex("73001000"),
+    # mstatus.FS = dirty: FP instructions enabled; no thread pointer
+    uc_init=(("MSTATUS", 0x6000), ("TP", 0)),
+    dump_regs=_RV_REGS,
 )

@@ -1,10 +1,10 @@
 """riscv64: RISC-V LP64D, RELA."""
-from ._base import Arch, CallingConvention, Formula as F, table
+from ._base import Arch, CallingConvention, Check, Formula as F, table
 
 RELOCS = table(
     "R_RISCV_",
     (0, "NONE", F.NONE),
-    (1, "32", F.ABS, 32),
+    (1, "32", F.ABS, 32, Check.UNSIGNED),   # .word data in a 64-bit image: must fit
     (2, "64", F.ABS, 64),
     (3, "RELATIVE", F.RELATIVE, 64),
     (4, "COPY", F.COPY),
@@ -18,9 +18,10 @@ RELOCS = table(
     (12, "TLSDESC", F.TLS),
     (58, "IRELATIVE", F.IRELATIVE, 64),
 )
-# R_RISCV_32 in a 64-bit image must fit: lld emits it only for .word data.
-from ._base import Check as _C, RelocType as _R  # noqa: E402
-RELOCS[1] = _R(1, "R_RISCV_32", F.ABS, 32, _C.UNSIGNED)
+
+_RV_REGS = ("RA", "SP", "GP", "TP", "T0", "T1", "T2", "S0", "S1", "A0", "A1", "A2", "A3", "A4",
+            "A5", "A6", "A7", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11",
+            "T3", "T4", "T5", "T6", "PC")
 
 ARCH = Arch(
     name="riscv64", machine=243, bits=64, rela=True, relocs=RELOCS,
@@ -30,10 +31,14 @@ ARCH = Arch(
         float_args=tuple(f"FA{i}" for i in range(8)),
         int_ret=("A0", "A1"), float_ret="FA0",
         sp="SP", pc="PC", lr="RA", stack_align=16, stack_slot=8,
+        fp="S0", frame=(-16, -8), float_abi="double",
     ),
     zig_target="riscv64", zig_cflags=("-mcpu=generic_rv64+m+a+f+d+c",),
     uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV64",),
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV64", "CS_MODE_RISCVC"),
     aliases=("riscv_64", "rv64"),
     ret_insn=bytes.fromhex("67800000"), trap_insn=bytes.fromhex("73001000"),  # jalr x0,0(ra) ; ebreak
+    # mstatus.FS = dirty: FP instructions enabled; no thread pointer
+    uc_init=(("MSTATUS", 0x6000), ("TP", 0)),
+    dump_regs=_RV_REGS,
 )

@@ -31,10 +31,16 @@ ARCH = Arch(
         float_args=tuple(f"XMM{i}" for i in range(8)),
         int_ret=("RAX", "RDX"), float_ret="XMM0",
         sp="RSP", pc="RIP", lr=None, stack_align=16, stack_slot=8,
+        fp="RBP", frame=(0, 8), red_zone=128,
     ),
     zig_target="x86_64", zig_cflags=(),
     uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_64",),
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_64",),
     aliases=("amd64", "x86-64", "x64"),
     ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+    # x87 as after FNINIT, SSE exceptions masked, no thread pointer
+    uc_init=(("FPCW", 0x37F), ("FPSW", 0), ("FPTAG", 0xFFFF), ("MXCSR", 0x1F80),
+             ("FS_BASE", 0), ("GS_BASE", 0)),
+    dump_regs=("RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP", "RSP", "R8", "R9", "R10",
+               "R11", "R12", "R13", "R14", "R15", "RIP", "EFLAGS"),
 )

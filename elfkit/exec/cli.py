@@ -1,0 +1,275 @@
+"""``elfkit run`` and ``elfkit disasm``.
+
+``run`` loads a plugin through the public API (``elfkit.load``) and calls one
+export with arguments from the command line; ``disasm`` prints a symbolised
+capstone listing of a plugin (or one of its functions) without loading it.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from ..errors import CallTimeout, ElfkitError, EmulationFault, SignatureError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="load a plugin and call one of its exports",
+        description="Load a plugin (natively, or under emulation for a foreign architecture) and "
+        "call one export.  Arguments are ints (decimal or 0x...), floats, or 'null'; without "
+        "--sig an int is passed as a pointer-sized signed integer and a float as f64, and the "
+        "result is read as a pointer-sized signed integer (see --restype).",
+        epilog="examples:\n  elfkit run k.so --call add_i32 --arg 2 --arg 40 --sig 'i32(i32,i32)'\n"
+        "  elfkit run k_aarch64.so --call spin_forever --timeout 0.5\n"
+        "  elfkit run k.sos --arch riscv64 --call dot --sig 'f64(f64,f64)' --arg 1.5 --arg 2 "
+        "--trace trace.txt",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="plugin (.so) or FatELF (.sos)")
+    p.add_argument("--call", required=True, metavar="SYMBOL", help="export to call")
+    p.add_argument("--arg", action="append", default=[], metavar="VALUE",
+                   help="an argument (repeat in order); ints, 0x..., floats, null")
+    p.add_argument("--sig", metavar="SIG", help="C signature, e.g. 'i64(i64,f64)'")
+    p.add_argument("--restype", metavar="TYPE", help="result type when --sig is not given "
+                   "(void, i8..i64, u8..u64, f32, f64, ptr)")
+    p.add_argument("--arch", help="architecture (picks a FatELF slice; checked against the ELF)")
+    p.add_argument("--backend", default="auto", choices=("auto", "native", "emulated"),
+                   help="auto (default): native when the plugin is for this host")
+    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit of the call")
+    p.add_argument("--budget", type=int, metavar="N",
+                   help="instruction budget of the call (emulated)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write an execution trace (basic blocks with disassembly) to FILE "
+                   "(emulated)")
+    p.add_argument("--trace-mode", default="block", choices=("block", "compact"),
+                   help="block: every block with its instructions; compact: block addresses")
+    p.add_argument("--hex", action="store_true", help="print integer results in hex too")
+    p.set_defaults(func=run)
+
+    d = sub.add_parser(
+        "disasm", help="disassemble a plugin or one of its functions (capstone, symbolised)",
+        description="Disassemble the executable sections of a plugin, or one function, with "
+        "symbol labels and branch targets named.  Does not load or run anything.")
+    d.add_argument("file", help="plugin (.so), object (.o) or FatELF (.sos)")
+    d.add_argument("symbol", nargs="?", help="only this function (put it right after FILE)")
+    d.add_argument("-s", "--symbol", dest="symbol_opt", metavar="SYMBOL",
+                   help="only this function (same as the positional SYMBOL)")
+    d.add_argument("--arch", help="FatELF: the slice to disassemble (default: host's, else first)")
+    d.add_argument("--no-bytes", action="store_true", help="do not print instruction bytes")
+    d.set_defaults(func=disasm)
+
+
+# ------------------------------------------------------------------------ run
+def _parse_value(text: str, t: Any) -> Any:
+    from ..signature import CType
+    s = text.strip()
+    try:
+        if t is None:
+            if s.lower() in ("null", "none"):
+                return None
+            try:
+                return int(s, 0)
+            except ValueError:
+                return float(s)
+        if t is CType.PTR and s.lower() in ("null", "none"):
+            return None
+        if t.is_float:
+            return float(s)
+        return int(s, 0)
+    except ValueError:
+        want = "a number" if t is None else f"a {t.value}"
+        raise SignatureError(f"--arg {text!r} is not {want}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import elfkit
+    from ..signature import ctype, parse
+
+    sig = parse(args.sig) if args.sig else None
+    if sig is not None and len(sig.params) != len(args.arg):
+        raise SignatureError(f"--sig {args.sig} takes {len(sig.params)} argument(s), "
+                             f"{len(args.arg)} --arg given")
+    if sig is not None and args.restype:
+        raise SignatureError("give either --sig or --restype, not both")
+    values = [_parse_value(a, sig.params[i] if sig else None) for i, a in enumerate(args.arg)]
+    backend = args.backend
+    options: dict[str, Any] = {}
+    wants_emulation = args.trace or args.budget is not None
+    if wants_emulation:
+        if backend == "native":
+            raise ElfkitError("--trace and --budget need the emulated backend")
+        backend = "emulated"
+    mod = elfkit.load(args.file, arch=args.arch, backend=backend, lazy=True, **options)
+    machine = getattr(mod, "machine", None)
+    try:
+        if args.trace:
+            machine.trace(args.trace, mode=args.trace_mode)
+        kw: dict[str, Any] = {}
+        if args.timeout is not None:
+            kw["timeout"] = args.timeout
+        if sig is not None:
+            fn = mod.function(args.call, sig)
+            if args.budget is not None:
+                kw["budget"] = args.budget
+            call = lambda: fn(*values, **kw)  # noqa: E731
+        else:
+            if args.budget is not None:
+                machine.set_limits(instruction_budget=args.budget)
+            restype = args.restype
+            if restype:
+                ctype(restype)
+            call = lambda: mod.call(args.call, *values, restype=restype, **kw)  # noqa: E731
+        result = _run_interruptibly(call, machine)
+    except EmulationFault as e:
+        print(f"elfkit: {args.call} faulted under emulation:", file=sys.stderr)
+        print(str(e), file=sys.stderr)
+        return 1
+    except CallTimeout as e:
+        print(f"elfkit: error: {e}", file=sys.stderr)
+        return 124
+    finally:
+        mod.close()
+    rt = sig.ret.value if sig is not None else (args.restype or "")
+    if rt == "void":
+        return 0
+    if isinstance(result, int) and args.hex:
+        print(f"{result} ({result & ((1 << 64) - 1):#x})")
+    else:
+        print(repr(result) if isinstance(result, float) else result)
+    return 0
+
+
+def _run_interruptibly(call: Any, machine: Any) -> Any:
+    """Run ``call`` in a worker thread so Ctrl-C reaches us (unicorn's
+    emu_start does not return to Python for signals) and cancels the call."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as e:  # noqa: BLE001
+            box["error"] = e
+
+    th = threading.Thread(target=work, name="elfkit-run", daemon=True)
+    th.start()
+    try:
+        while th.is_alive():
+            th.join(0.1)
+    except KeyboardInterrupt:
+        cancel = getattr(machine, "cancel", None)
+        if cancel is not None:
+            cancel()
+            th.join(2)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+# --------------------------------------------------------------------- disasm
+def disasm(args: argparse.Namespace) -> int:
+    try:
+        return _disasm(args)
+    except BrokenPipeError:
+        # the reader (e.g. head) went away: not an error; keep Python quiet at exit
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _disasm(args: argparse.Namespace) -> int:
+    import io
+
+    if getattr(args, "symbol_opt", None):
+        if args.symbol and args.symbol != args.symbol_opt:
+            raise ElfkitError(f"two symbols given: {args.symbol!r} and {args.symbol_opt!r}")
+        args.symbol = args.symbol_opt
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    from .. import arch as _arch
+    from .trace import disassemble, format_listing, symbolizer
+
+    with open(args.file, "rb") as f:
+        data = f.read()
+    view = memoryview(data)
+    label = ""
+    if data[:4] != b"\x7fELF":
+        from ..module import _pick_slice
+        want = _arch.get(args.arch) if args.arch else None
+        view, label = _pick_slice(view, want, "auto" if want is None else "emulated")
+    try:
+        ef = ELFFile(io.BytesIO(bytes(view)))
+        arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)
+    except ELFError as e:
+        raise ElfkitError(f"{args.file}: not an ELF file ({e})") from None
+    if args.arch and _arch.get(args.arch) is not arch:
+        raise ElfkitError(f"{args.file}{label}: is {arch.name}, not {args.arch}")
+
+    funcs: dict[str, tuple[int, int]] = {}
+    labels: dict[int, str] = {}
+    for secname in (".symtab", ".dynsym"):
+        sec = ef.get_section_by_name(secname)
+        if sec is None:
+            continue
+        for s in sec.iter_symbols():
+            if not s.name or s.name.startswith("$") or s["st_shndx"] == "SHN_UNDEF":
+                continue
+            if s["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC", "STT_NOTYPE"):
+                continue
+            if s["st_info"]["type"] == "STT_NOTYPE" and s["st_size"] == 0:
+                continue
+            funcs.setdefault(s.name, (s["st_value"], s["st_size"]))
+            labels.setdefault(s["st_value"] & ~1 if arch.name == "arm" else s["st_value"], s.name)
+    look = symbolizer({a: n for a, n in labels.items()})
+
+    regions: list[tuple[str, int, bytes]] = []
+    for sec in ef.iter_sections():
+        if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and sec["sh_size"]:
+            regions.append((sec.name, sec["sh_addr"], sec.data()))
+    if not regions:
+        for seg in ef.iter_segments():
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1:
+                regions.append((f"segment @{seg['p_vaddr']:#x}", seg["p_vaddr"], seg.data()))
+
+    out = sys.stdout
+    print(f"{args.file}{label}: {arch.name} ({len(funcs)} functions)", file=out)
+    if args.symbol:
+        if args.symbol not in funcs:
+            near = ", ".join(sorted(funcs)[:20])
+            raise ElfkitError(f"{args.file}: no function {args.symbol!r}"
+                              + (f" (functions: {near}{' ...' if len(funcs) > 20 else ''})"
+                                 if funcs else " (no symbol table)"))
+        value, size = funcs[args.symbol]
+        thumb = arch.name == "arm" and bool(value & 1)
+        start = value & ~1 if arch.name == "arm" else value
+        for name, addr, code in regions:
+            if addr <= start < addr + len(code):
+                size = size or min(256, addr + len(code) - start)
+                chunk = code[start - addr:start - addr + size]
+                insns = disassemble(chunk, start, arch, look, thumb=thumb)
+                print(format_listing(insns, look, show_bytes=not args.no_bytes,
+                                     labels={start: args.symbol}, addr_width=arch.bits // 4),
+                      file=out)
+                return 0
+        raise ElfkitError(f"{args.file}: {args.symbol!r} at {value:#x} is not in an executable "
+                          f"section")
+    for name, addr, code in regions:
+        print(f"\nDisassembly of {name}:", file=out)
+        insns = disassemble(code, addr, arch, look)
+        print(format_listing(insns, look, show_bytes=not args.no_bytes, labels=labels,
+                             addr_width=arch.bits // 4), file=out)
+    return 0
+
+
+_EM = {"EM_X86_64": 62, "EM_386": 3, "EM_AARCH64": 183, "EM_ARM": 40, "EM_RISCV": 243}
+
+
+def _machine_number(m: Any) -> int:
+    if isinstance(m, int):
+        return m
+    if m in _EM:
+        return _EM[m]
+    raise ElfkitError(f"unsupported machine {m}")

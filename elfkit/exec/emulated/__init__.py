@@ -1,0 +1,10 @@
+"""The emulated backend: run foreign-architecture plugins under unicorn.
+
+Importing this package imports unicorn; ``import elfkit`` does not.
+"""
+from ._cc import Plan, describe as describe_plan, plan
+from ._machine import (EmulatedMachine, f80_to_float, float_abi_from_eflags, float_to_f80,
+                       page_aligned_empty)
+
+__all__ = ["EmulatedMachine", "page_aligned_empty", "float_abi_from_eflags", "plan", "Plan",
+           "describe_plan", "f80_to_float", "float_to_f80"]

@@ -1,0 +1,431 @@
+"""Specialised Python code for one signature: argument marshalling into one
+register batch (+ one stack write), ``uc_emu_start``, result decoding -- and
+the reverse for host callbacks.  Generated once per (signature, entry) so a
+call does no per-argument dispatch at run time.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+from typing import Any, Callable
+
+from ...errors import SignatureError
+from ...signature import CType
+from . import _uc
+from ._cc import Loc, Piece, Plan, reg_size
+
+_F = struct.Struct("<f")
+_D = struct.Struct("<d")
+_I = struct.Struct("<I")
+_Q = struct.Struct("<Q")
+
+
+def f2i(x: float) -> int:
+    return _I.unpack(_F.pack(x))[0]
+
+
+def d2q(x: float) -> int:
+    return _Q.unpack(_D.pack(x))[0]
+
+
+def i2f(x: int) -> float:
+    return _F.unpack(_I.pack(x & 0xFFFFFFFF))[0]
+
+
+def q2d(x: int) -> float:
+    return _D.unpack(_Q.pack(x & 0xFFFFFFFFFFFFFFFF))[0]
+
+
+def _norm(t: CType, word: int, sext32: bool, var: str) -> tuple[str, bool]:
+    """Expression normalising the Python int ``var`` to type ``t`` as the
+    register value the ABI wants; and whether it is signed."""
+    bits = 8 * t.size(word)
+    mask = (1 << bits) - 1
+    signed = t is not CType.PTR and (t.is_signed or (sext32 and bits == 32))
+    if signed:
+        s = 1 << (bits - 1)
+        return f"((({var}) & {mask:#x}) ^ {s:#x}) - {s:#x}", True
+    return f"({var}) & {mask:#x}", False
+
+
+def _slot(n: int) -> int:
+    return (n + 7) & -8
+
+
+def _pad(fmt: str, used: int, size: int) -> str:
+    return fmt + (f"{size - used}x" if size > used else "")
+
+
+def _int_code(size: int, signed: bool) -> str:
+    return {8: "q", 4: "i"}[size].upper() if not signed else {8: "q", 4: "i"}[size]
+
+
+class _Layout:
+    """Accumulates register slots and stack pieces for one direction."""
+
+    def __init__(self, m: Any):
+        self.m = m
+        self.reg_fmt = "<"
+        self.reg_exprs: list[str] = []
+        self.reg_ids: list[int] = []
+        self.reg_offs: list[int] = []
+        self.reg_size = 0
+        self.stack: list[tuple[int, str, int, list[str]]] = []   # (offset, fmt, size, exprs)
+
+    def reg(self, name: str, fmt: str, used: int, exprs: list[str]) -> None:
+        size = _slot(max(reg_size(self.m.arch, name), used))
+        self.reg_ids.append(self.m._reg(name))
+        self.reg_offs.append(self.reg_size)
+        self.reg_fmt += _pad(fmt, used, size)
+        self.reg_exprs.extend(exprs)
+        self.reg_size += size
+
+    def stk(self, offset: int, fmt: str, used: int, size: int, exprs: list[str]) -> None:
+        self.stack.append((offset, _pad(fmt, used, size), size, exprs))
+
+    def stack_struct(self, base: int, total: int) -> tuple[str, list[str]]:
+        fmt = "<"
+        exprs: list[str] = []
+        pos = 0
+        for off, f, size, ex in sorted(self.stack):
+            off += base
+            if off > pos:
+                fmt += f"{off - pos}x"
+            fmt += f
+            exprs.extend(ex)
+            pos = off + size
+        if total > pos:
+            fmt += f"{total - pos}x"
+        return fmt, exprs
+
+    def buffers(self) -> tuple[Any, Any, Any, int]:
+        buf = ctypes.create_string_buffer(max(self.reg_size, 16))
+        n = len(self.reg_ids)
+        ids = (ctypes.c_int * max(n, 1))(*self.reg_ids)
+        base = ctypes.addressof(buf)
+        ptrs = (ctypes.c_void_p * max(n, 1))(*[base + o for o in self.reg_offs])
+        return buf, ids, ptrs, n
+
+
+def _encode_piece(m: Any, lay: _Layout, loc: Loc, p: Piece, var: str, signed: bool) -> None:
+    """Place one piece of an argument (or result) whose normalised value is ``var``."""
+    if p.kind == "int":
+        if p.part < 0:
+            code = _int_code(p.size if p.reg is None else min(p.size, 8), signed)
+            n = 8 if code in "qQ" else 4
+            exprs = [var]
+        else:
+            code, n = "I", 4
+            exprs = [f"({var}) & 0xffffffff" if p.part == 0 else f"(({var}) >> 32) & 0xffffffff"]
+        if p.reg is not None:
+            lay.reg(p.reg, code, n, exprs)
+        else:
+            lay.stk(p.offset, code, n, p.size, exprs)
+        return
+    code = "f" if p.kind == "f32" else "d"
+    n = 4 if code == "f" else 8
+    exprs = [var]
+    if p.box:
+        code += "I"
+        n = 8
+        exprs.append("0xffffffff")
+    if p.reg is not None:
+        lay.reg(p.reg, code, n, exprs)
+    else:
+        lay.stk(p.offset, code, n, p.size, exprs)
+
+
+def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str, lines: list[str]) -> tuple[str, bool]:
+    """Emit code turning argument ``src`` into its normalised value; return
+    (variable, signed)."""
+    word = m.arch.word
+    t = loc.type
+    v = f"v{i}"
+    if t.is_float:
+        if loc.as_int:
+            lines.append(f"{v} = {'_f2i' if t is CType.F32 else '_d2q'}({src})")
+            return v, False
+        return src, False
+    if t is CType.PTR:
+        mask = (1 << (8 * word)) - 1
+        lines.append(f"{v} = {src} & {mask:#x} if {src}.__class__ is int else _ptr({src}, _cl)")
+        return v, False
+    expr, signed = _norm(t, word, plan.sext32, src)
+    lines.append(f"{v} = {expr}")
+    return v, signed
+
+
+def stack_area(m: Any, plan: Plan) -> tuple[int, int]:
+    """(bytes reserved below the caller's stack base, offset of the first argument)."""
+    cc = m.arch.cc
+    align = max(cc.stack_align, 16) if m.arch.name in ("x86_64", "i386") else cc.stack_align
+    size = (plan.stack_size + align - 1) & -align
+    if cc.lr is None:                       # x86: return address pushed by "call"
+        return size + m.arch.word, m.arch.word
+    return size, 0
+
+
+def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[..., Any]:
+    """A function ``f(*args, timeout=None, budget=None)`` calling guest code at ``entry``
+    (or, if ``entry`` is None, ``f(entry, args, timeout, budget)``)."""
+    arch = m.arch
+    cc = arch.cc
+    word = arch.word
+    lay = _Layout(m)
+    lines: list[str] = []
+    has_ptr = any(t is CType.PTR for t in plan.sig.params)
+    for i, loc in enumerate(plan.args):
+        var, signed = _arg_prelude(m, plan, i, loc, f"a{i}", lines)
+        for p in loc.pieces:
+            _encode_piece(m, lay, loc, p, var, signed)
+    area, argbase = stack_area(m, plan)
+    wcode = "Q" if word == 8 else "I"
+    # fixed registers: stack pointer, link register, x87 reset on i386
+    lay.reg(cc.sp, wcode, word, ["_sp"])
+    if cc.lr is not None:
+        lay.reg(cc.lr, wcode, word, [str(m._SENTINEL)])
+    if arch.name == "i386":
+        lay.reg("FPSW", "Q", 8, ["0"])
+        lay.reg("FPTAG", "Q", 8, ["0xffff"])
+    rbuf, rids, rptrs, nregs = lay.buffers()
+    if cc.lr is None:
+        lay.stk(-argbase, wcode, word, word, [str(m._SENTINEL)])
+    sfmt, sexprs = lay.stack_struct(argbase, area)
+    ns: dict[str, Any] = {
+        "_m": m, "_h": m._h, "_lock": m._lock, "_emu": _uc.lib.uc_emu_start,
+        "_wb": _uc.lib.uc_reg_write_batch, "_rd": _uc.lib.uc_reg_read,
+        "_rdb": _uc.lib.uc_reg_read_batch, "_mw": _uc.lib.uc_mem_write,
+        "_pack_regs": struct.Struct(lay.reg_fmt).pack_into, "_rbuf": rbuf, "_rids": rids,
+        "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
+        "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
+    }
+    nargs = len(plan.args)
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    src: list[str] = []
+    if entry is None:
+        src.append("def __call(_entry, args, timeout=None, budget=None):")
+        entry_expr = "_entry"
+        self_call = "lambda *a, timeout=None, budget=None: __call(_entry, a, timeout, budget)"
+    else:
+        src.append("def __call(*args, timeout=None, budget=None):")
+        entry_expr = str(entry)
+        self_call = "__call"
+    src.append("    try:")
+    if nargs == 1:
+        src.append("        a0, = args")
+    elif nargs:
+        src.append(f"        {params}, = args")
+    else:
+        src.append("        if args: raise ValueError")
+    src.append("    except ValueError:")
+    src.append("        raise _bad(_plan, args, None) from None")
+    src.append("    with _lock:")
+    src.append("        if _m._running or _m._closed:")
+    src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
+    body: list[str] = []
+    if has_ptr:
+        body.append("_cl = []")
+    body.append("try:")
+    body.extend("    " + ln for ln in lines)
+    body.append("    _sp = _m._call_sp - " + str(area))
+    body.append(f"    _pack_regs(_rbuf, 0, {', '.join(lay.reg_exprs)})")
+    if sexprs or area and cc.lr is None:
+        ns["_pack_stack"] = struct.Struct(sfmt).pack_into
+        ns["_sbuf"] = ctypes.create_string_buffer(max(area, 8))
+        body.append(f"    _pack_stack(_sbuf, 0, {', '.join(sexprs)})")
+    body.append("except (TypeError, ValueError, OverflowError, _serr) as e:")
+    body.append("    raise _bad(_plan, args, e) from None")
+    body.append(f"_wb(_h, _rids, _rptrs, {nregs})")
+    if sexprs or cc.lr is None:
+        body.append(f"_mw(_h, _sp, _sbuf, {area})")
+    body.append("_m._stop = None")
+    body.append("_m._running = True")
+    body.append("if timeout is None and budget is None and not _m._limited:")
+    body.append("    _m._count_mode = False")
+    body.append(f"    err = _emu({'_h'}, {entry_expr}, {m._SENTINEL}, 0, 0)")
+    body.append("else:")
+    body.append(f"    err = _m._run_limited({entry_expr}, timeout, budget)")
+    body.append("_m._running = False")
+    body.append("if err or _m._stop is not None:")
+    body.append(f"    _m._abnormal(err, {entry_expr}, timeout, budget)")
+    body.extend(_ret_decode(m, plan, ns))
+    if has_ptr:
+        src.append("        try:")
+        src.extend("            " + ln for ln in body)
+        src.append("        finally:")
+        src.append("            if _cl: _m._release_args(_cl)")
+    else:
+        src.extend("        " + ln for ln in body)
+    code = "\n".join(src) + "\n"
+    exec(compile(code, f"<elfkit call {name}>", "exec"), ns)
+    fn = ns["__call"]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
+    fn._source = code  # type: ignore[attr-defined]
+    return fn
+
+
+def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
+    loc = plan.ret
+    if loc is None:
+        return ["return None"]
+    if loc.x87:
+        return ["return _m._x87_pop()"]
+    t = loc.type
+    word = m.arch.word
+    if len(loc.pieces) == 1:
+        p = loc.pieces[0]
+        if p.kind == "int":
+            ns["_rv"] = rv = ctypes.c_uint64()
+            ns["_rref"] = ctypes.byref(rv)
+            out = [f"_rd(_h, {m._reg(p.reg)}, _rref)", "x = _rv.value"]
+            if loc.as_int:
+                out.append("return _i2f(x)" if t is CType.F32 else "return _q2d(x)")
+            else:
+                out.append("return " + _norm(t, word, False, "x")[0])
+            return out
+        ns["_fbuf"] = ctypes.create_string_buffer(16)
+        ns["_unf"] = (_F if p.kind == "f32" else _D).unpack_from
+        return [f"_rd(_h, {m._reg(p.reg)}, _fbuf)", "return _unf(_fbuf)[0]"]
+    # double-word in two registers
+    lay = _Layout(m)
+    for p in loc.pieces:
+        lay.reg(p.reg, "I", 4, [])
+    buf, ids, ptrs, n = lay.buffers()
+    ns.update(_retbuf=buf, _retids=ids, _retptrs=ptrs,
+              _unret=struct.Struct(lay.reg_fmt).unpack_from)
+    out = [f"_rdb(_h, _retids, _retptrs, {n})", "lo, hi = _unret(_retbuf)", "x = lo | hi << 32"]
+    if loc.as_int:
+        out.append("return _q2d(x)")
+    else:
+        out.append("return " + _norm(t, word, False, "x")[0])
+    return out
+
+
+# --- host callbacks ---------------------------------------------------------------
+def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Callable[[], None]:
+    """A no-argument function run inside the stub's code hook: decode the
+    arguments, call ``fn``, store its result where the guest expects it."""
+    arch = m.arch
+    cc = arch.cc
+    word = arch.word
+    lay = _Layout(m)
+    wcode = "Q" if word == 8 else "I"
+    raw: list[list[str]] = []            # per argument: raw piece variable names
+    k = 0
+    stack_pieces: list[tuple[int, str, int, str]] = []
+    reg_vars: list[str] = []
+    for i, loc in enumerate(plan.args):
+        names = []
+        for p in loc.pieces:
+            var = f"r{k}"
+            k += 1
+            names.append(var)
+            if p.kind == "int":
+                n = 8 if (p.part < 0 and p.size == 8) else 4
+                code = "Q" if n == 8 else "I"
+            else:
+                code, n = ("f", 4) if p.kind == "f32" else ("d", 8)
+            if p.reg is not None:
+                lay.reg(p.reg, code, n, [])
+                reg_vars.append(var)
+            else:
+                stack_pieces.append((p.offset, code, n, var))
+                lay.stk(p.offset, code, n, p.size, [var])
+        raw.append(names)
+    need_stack = bool(stack_pieces)
+    if need_stack:
+        lay.reg(cc.sp, wcode, word, [])
+        reg_vars.append("_sp")
+    rbuf, rids, rptrs, nregs = lay.buffers()
+    skip = word if cc.lr is None else 0
+    ns: dict[str, Any] = {"_m": m, "_h": m._h, "_fn": fn, "_rdb": _uc.lib.uc_reg_read_batch,
+                          "_wb": _uc.lib.uc_reg_write_batch, "_mr": _uc.lib.uc_mem_read,
+                          "_rbuf": rbuf, "_rids": rids, "_rptrs": rptrs, "_i2f": i2f,
+                          "_q2d": q2d, "_f2i": f2i, "_d2q": d2q, "_retbad": m._bad_result,
+                          "_plan": plan, "_name": name, "_serr": struct.error}
+    src = ["def __cb():"]
+    if nregs:
+        ns["_unregs"] = struct.Struct(lay.reg_fmt).unpack_from
+        src.append(f"    _rdb(_h, _rids, _rptrs, {nregs})")
+        src.append(f"    {', '.join(reg_vars)}, = _unregs(_rbuf)")
+    if need_stack:
+        total = max(off + n for off, _c, n, _v in stack_pieces)
+        total = max(total, max(off + size for off, _f, size, _e in lay.stack))
+        sfmt, svars = lay.stack_struct(0, total)
+        ns["_sbuf"] = ctypes.create_string_buffer(total)
+        ns["_unstack"] = struct.Struct(sfmt).unpack_from
+        src.append(f"    _mr(_h, _sp + {skip}, _sbuf, {total})")
+        src.append(f"    {', '.join(svars)}, = _unstack(_sbuf)")
+    args = []
+    for loc, names in zip(plan.args, raw):
+        t = loc.type
+        if len(names) == 2:
+            val = f"({names[0]} | {names[1]} << 32)"
+        else:
+            val = names[0]
+        if t.is_float:
+            if loc.as_int:
+                val = f"_i2f({val})" if t is CType.F32 else f"_q2d({val})"
+        else:
+            val = _norm(t, word, False, val)[0]
+        args.append(val)
+    src.append(f"    res = _fn({', '.join(args)})")
+    src.extend("    " + ln for ln in _ret_encode(m, plan, ns))
+    code = "\n".join(src) + "\n"
+    exec(compile(code, f"<elfkit callback {name}>", "exec"), ns)
+    cb = ns["__cb"]
+    cb._source = code  # type: ignore[attr-defined]
+    return cb
+
+
+def _ret_encode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
+    loc = plan.ret
+    if loc is None:
+        return []
+    if loc.x87:
+        return ["try:", "    res = float(res)", "except (TypeError, ValueError):",
+                "    raise _retbad(_plan, _name, res) from None", "_m._x87_push(res)"]
+    lay = _Layout(m)
+    lines: list[str] = []
+    t = loc.type
+    if t.is_float and not loc.as_int:
+        var, signed = "res", False
+    elif t.is_float:
+        lines.append(f"v = {'_f2i' if t is CType.F32 else '_d2q'}(res)")
+        var, signed = "v", False
+    else:
+        expr, signed = _norm(t, m.arch.word, plan.sext32, "res")
+        lines.append(f"v = {expr}")
+        var = "v"
+    for p in loc.pieces:
+        _encode_piece(m, lay, loc, p, var, signed)
+    buf, ids, ptrs, n = lay.buffers()
+    ns.update(_obuf=buf, _oids=ids, _optrs=ptrs, _pack_out=struct.Struct(lay.reg_fmt).pack_into)
+    out = ["try:"]
+    out.extend("    " + ln for ln in lines)
+    out.append(f"    _pack_out(_obuf, 0, {', '.join(lay.reg_exprs)})")
+    out.append("except (TypeError, ValueError, OverflowError, _serr):")
+    out.append("    raise _retbad(_plan, _name, res) from None")
+    out.append(f"_wb(_h, _oids, _optrs, {n})")
+    return out
+
+
+def bad_args(plan: Plan, args: tuple[Any, ...], err: BaseException | None) -> SignatureError:
+    sig = plan.sig
+    if len(args) != len(sig.params):
+        return SignatureError(f"{sig}: expected {len(sig.params)} argument(s), got {len(args)}")
+    for i, (t, a) in enumerate(zip(sig.params, args)):
+        if t.is_float:
+            if not isinstance(a, (int, float)) and not hasattr(a, "__float__"):
+                return SignatureError(f"{sig}: argument {i} ({t.value}) must be a number, "
+                                      f"not {type(a).__name__}")
+        elif t is not CType.PTR and (isinstance(a, float) or not hasattr(a, "__index__")):
+            return SignatureError(f"{sig}: argument {i} ({t.value}) must be an int, "
+                                  f"not {type(a).__name__}")
+    return SignatureError(f"{sig}: bad arguments {args!r}: {err}")
+
+
+def bad_result(plan: Plan, name: str, res: Any) -> SignatureError:
+    return SignatureError(f"callback {name or '?'} ({plan.sig}) returned {res!r}, which is not "
+                          f"a {plan.sig.ret.value}")

@@ -1,0 +1,212 @@
+"""Disassembly (capstone) and the opt-in execution trace of emulated code.
+
+capstone and unicorn are imported lazily: ``import elfkit`` stays cheap.
+"""
+from __future__ import annotations
+
+import bisect
+import functools
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..arch import Arch, get as get_arch
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    address: int
+    size: int
+    mnemonic: str
+    op_str: str
+    bytes: bytes
+    target: int | None = None       # branch/call target, when direct
+    comment: str = ""               # e.g. the target's symbol
+
+    @property
+    def text(self) -> str:
+        return f"{self.mnemonic} {self.op_str}".strip()
+
+    def __str__(self) -> str:
+        s = f"{self.address:#x}: {self.text}"
+        return f"{s}  ; {self.comment}" if self.comment else s
+
+
+@functools.lru_cache(maxsize=None)
+def _cs(arch_name: str, thumb: bool = False) -> Any:
+    import capstone
+    arch = get_arch(arch_name)
+    mode = 0
+    for m in arch.cs_mode:
+        mode |= getattr(capstone, m)
+    if thumb:
+        mode = (mode & ~capstone.CS_MODE_ARM) | capstone.CS_MODE_THUMB
+    md = capstone.Cs(getattr(capstone, arch.cs_arch), mode)
+    md.detail = True
+    return md
+
+
+def symbolizer(symbols: Any) -> Callable[[int], str | None] | None:
+    """Turn ``symbols`` (None, a callable ``addr -> str``, a mapping of
+    address -> name or name -> address) into ``addr -> "name+0xoff" | None``."""
+    if symbols is None:
+        return None
+    if callable(symbols) and not isinstance(symbols, Mapping):
+        return symbols
+    items: list[tuple[int, str]] = []
+    for k, v in dict(symbols).items():
+        if isinstance(k, int):
+            items.append((k, str(v)))
+        else:
+            items.append((int(v), str(k)))
+    items.sort()
+    addrs = [a for a, _ in items]
+
+    def look(addr: int) -> str | None:
+        i = bisect.bisect_right(addrs, addr) - 1
+        if i < 0:
+            return None
+        a, name = items[i]
+        return name if addr == a else f"{name}+{addr - a:#x}"
+    return look
+
+
+def _target(arch: Arch, ins: Any) -> int | None:
+    import capstone
+    groups = set(ins.groups)
+    if not groups & {capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_BRANCH_RELATIVE}:
+        return None
+    ops = ins.operands
+    if not ops or ops[-1].type != 2:          # *_OP_IMM is 2 on every arch we use
+        return None
+    imm = ops[-1].imm
+    if arch.name.startswith("riscv"):
+        return (ins.address + imm) & ((1 << arch.bits) - 1)
+    return imm & ((1 << arch.bits) - 1)
+
+
+def disassemble(code: bytes, addr: int, arch: "Arch | str", symbols: Any = None, *,
+                thumb: bool = False, count: int = 0) -> list[Instruction]:
+    """Disassemble ``code`` loaded at ``addr``.  Undecodable bytes become
+    ``.byte`` entries and decoding resumes after them.  ``symbols`` (see
+    ``symbolizer``) annotates direct branch targets."""
+    arch = get_arch(arch)
+    md = _cs(arch.name, thumb)
+    look = symbolizer(symbols)
+    out: list[Instruction] = []
+    step = 2 if (thumb or arch.name.startswith("riscv")) else (4 if arch.name in ("arm", "aarch64") else 1)
+    pos = 0
+    code = bytes(code)
+    while pos < len(code):
+        for ins in md.disasm(code[pos:], addr + pos):
+            tgt = _target(arch, ins)
+            comment = ""
+            if tgt is not None and look is not None:
+                s = look(tgt)
+                comment = s or ""
+            out.append(Instruction(ins.address, ins.size, ins.mnemonic, ins.op_str,
+                                   bytes(ins.bytes), tgt, comment))
+            pos = ins.address + ins.size - addr
+            if count and len(out) >= count:
+                return out
+        if pos >= len(code):
+            break
+        n = min(step, len(code) - pos)
+        if n:
+            out.append(Instruction(addr + pos, n, ".byte",
+                                   ", ".join(f"{b:#04x}" for b in code[pos:pos + n]),
+                                   code[pos:pos + n]))
+            pos += n
+            if count and len(out) >= count:
+                return out
+    return out
+
+
+def format_listing(insns: list[Instruction], symbols: Any = None, *, show_bytes: bool = True,
+                   labels: Mapping[int, str] | None = None, addr_width: int = 16) -> str:
+    """A listing: ``<label>:`` lines at symbol starts, then one line per instruction."""
+    look = symbolizer(symbols)
+    lines = []
+    width = max((len(i.bytes) for i in insns), default=0) * 3
+    for i in insns:
+        if labels and i.address in labels:
+            lines.append(f"\n{i.address:0{addr_width}x} <{labels[i.address]}>:")
+        b = i.bytes.hex(" ") if show_bytes else ""
+        text = f"  {i.address:8x}:  " + (f"{b:<{min(width, 32)}} " if show_bytes else "") + i.text
+        if i.comment:
+            text += f"  ; {i.comment}"
+        elif i.target is not None:
+            s = look(i.target) if look else None
+            if s:
+                text += f"  ; {s}"
+        lines.append(text.rstrip())
+    return "\n".join(lines).lstrip("\n")
+
+
+class ExecutionTracer:
+    """Writes every executed basic block of a machine to a file.
+
+    A ``UC_HOOK_BLOCK`` hook exists only while tracing (the translation cache
+    is flushed on start and stop so already-translated code is covered and,
+    afterwards, runs hook-free again).  Each block's text is built once and
+    cached by address.
+    """
+
+    def __init__(self, machine: Any, target: Any, mode: str = "block"):
+        from .emulated import _uc
+        if mode not in ("block", "compact"):
+            raise ValueError(f"trace mode must be 'block' or 'compact', not {mode!r}")
+        self.m = machine
+        self.mode = mode
+        if isinstance(target, (str, os.PathLike)):
+            self.file = open(target, "w", encoding="utf-8")
+            self._owns = True
+        else:
+            self.file = target
+            self._owns = False
+        self.cache: dict[int, str] = {}
+        self.blocks = 0
+        self.error: BaseException | None = None
+        self._cfn = _uc.HOOK_CODE(self._on_block)
+        self._handle = machine._add_hook(_uc.C.UC_HOOK_BLOCK, self._cfn, 1, 0)
+        machine._uc.ctl_flush_tb()
+        self.file.write(f"# elfkit execution trace ({machine.arch.name}, {mode})\n")
+
+    def _on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
+        try:
+            text = self.cache.get(address)
+            if text is None:
+                text = self.cache[address] = self._describe(address, size)
+            self.file.write(text)
+            self.blocks += 1
+        except BaseException as e:  # noqa: BLE001 - never raise into unicorn
+            if self.error is None:
+                self.error = e
+
+    def _describe(self, address: int, size: int) -> str:
+        m = self.m
+        head = f"{address:#x} {m.symbolize(address)}"
+        if self.mode == "compact":
+            return head + "\n"
+        code = m._try_read(address, size) if size else None
+        if not code:
+            return head + "\n"
+        thumb = False
+        if m.arch.name == "arm":
+            thumb = bool(m.registers(["CPSR"])["CPSR"] & 0x20)
+        insns = disassemble(code, address, m.arch, m.symbolize, thumb=thumb)
+        body = "".join(f"    {i.address:#x}: {i.text}" + (f"  ; {i.comment}" if i.comment else "")
+                       + "\n" for i in insns)
+        return f"{head} ({len(insns)} insns)\n{body}"
+
+    def close(self) -> None:
+        try:
+            self.m._del_hook(self._handle)
+            if not self.m._closed:
+                self.m._uc.ctl_flush_tb()
+        finally:
+            try:
+                self.file.flush()
+            finally:
+                if self._owns:
+                    self.file.close()
