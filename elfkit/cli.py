@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from ._version import __version__
@@ -58,13 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         # Multi-line reports (relocation lists, fault reports) keep their
         # first line on stderr; commands print details themselves if asked.
         return fail(str(e))
+    except BrokenPipeError:        # `elfkit ... | head`: the reader went away
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except OSError as e:
         where = f" {e.filename!r}" if getattr(e, "filename", None) else ""
         return fail(f"{e.strerror or e}{where}")
     except KeyboardInterrupt:
         return fail("interrupted", 130)
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

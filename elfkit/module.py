@@ -86,9 +86,11 @@ class Module:
                 self.exports[s.name] = addr
             if s.version and not s.version_hidden:
                 self.exports.setdefault(f"{s.name}@{s.version}", addr)
+        thumb = self.arch.name == "arm"     # bit 0 of an arm FUNC value marks Thumb code
         for s in self.elf.symbols[1:]:
             if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE, T.STT_OBJECT):
-                funcs.append((bias + s.value, max(s.size, 1), s.name))
+                v = s.value & ~1 if thumb and s.type == T.STT_FUNC else s.value
+                funcs.append((bias + v, max(s.size, 1), s.name))
         funcs.sort()
         self._funcs = funcs
 
