@@ -28,6 +28,8 @@ def test_install_block_has_exactly_two_commands():
 @pytest.fixture(scope="module")
 def quickstart_outputs(plugins):
     # `plugins` first: the fixture's build proves the toolchain works before the README's own build
+    import shutil
+    shutil.rmtree(ROOT / "build" / "quickstart", ignore_errors=True)   # a fresh start, as a user has
     outs = []
     for lang, body in _blocks("Quickstart"):
         cmd = ["bash", "-euo", "pipefail", "-c", body] if lang == "sh" else [sys.executable, "-c", body]
