@@ -33,6 +33,12 @@ __all__ = [
 ]
 
 
+_PLUGIN_NAMES = ("PluginManager", "ExecutablePlugin", "StaticPlugin", "ImportCall", "PluginError",
+                 "ImportResolutionError")
+_EXECUTABLE_NAMES = ("Executable", "ExecutableLoader", "ExecutableError", "DispatchError")
+__all__ += list(_PLUGIN_NAMES + _EXECUTABLE_NAMES)
+
+
 def __getattr__(name: str):
     # heavier pieces are imported on first use to keep ``import vmrt`` cheap
     if name == "BytecodeModule":
@@ -41,6 +47,12 @@ def __getattr__(name: str):
     if name == "BufferView":
         from .bufferview import BufferView
         return BufferView
+    if name in _PLUGIN_NAMES:
+        from . import plugins
+        return getattr(plugins, name)
+    if name in _EXECUTABLE_NAMES:
+        from . import executables
+        return getattr(executables, name)
     if name == "__version__":
         from elfkit._version import __version__
         return __version__

@@ -9,6 +9,7 @@ from .errors import StatusCode, UsageError, VmError
 
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]
+       vmrt executable (list|dispatch) ...   (dispatch libraries; see 'vmrt executable --help')
 
 Run a function of a VM bytecode module (.vmfb), like iree-run-module.
 
@@ -251,6 +252,9 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable = (),
         from elfkit._version import __version__
         stdout.write(f"vmrt {__version__}\n")
         return 0
+    if argv[0] == "executable":
+        from .executable_cli import main as executable_main
+        return executable_main(argv[1:], stdout=stdout, stderr=stderr)
     if argv[0] != "run":
         stderr.write(f"INVALID_ARGUMENT; unknown command '{argv[0]}' (try 'vmrt --help')\n")
         return 1

@@ -1,0 +1,247 @@
+"""Fixtures for vmrt's plugin and executable tests.
+
+* ``iree`` (session): compiles the MLIR programs in ``data/`` with the pip
+  ``iree-compile`` for a given CPU, dumping the dispatch libraries
+  (``--iree-hal-dump-executable-binaries-to``); results are cached under
+  ``build/vmrt_plugins/<hash>/`` keyed by the source, the flags and the
+  compiler version, so a rerun does not recompile.
+* ``variants`` (session): ``data/variant_plugin.c`` built with zig for several
+  CPUs and compile-time settings (``variants.path(arch, **defines)``).
+* ``sos`` (session): FatELF packs made with ``elfkit fatelf pack`` (the CLI).
+
+Every binary is produced here from text sources; nothing is committed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+REPO = HERE.parent.parent
+CACHE = REPO / "build" / "vmrt_plugins"
+
+ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
+
+#: iree-compile target flags per elfkit arch (llvm-cpu backend).
+IREE_TARGET_FLAGS = {
+    "x86_64": ["--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+               "--iree-llvmcpu-target-cpu=generic"],
+    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
+                "--iree-llvmcpu-target-cpu=generic"],
+    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
+                "--iree-llvmcpu-target-cpu=generic-rv64",
+                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
+                "--iree-llvmcpu-target-abi=lp64d"],
+    "arm": ["--iree-llvmcpu-target-triple=armv7a-pc-linux-elf",
+            "--iree-llvmcpu-target-float-abi=hard", "--iree-llvmcpu-target-cpu=generic"],
+    "i386": ["--iree-llvmcpu-target-triple=i686-pc-linux-elf",
+             "--iree-llvmcpu-target-cpu=generic"],
+    "riscv32": ["--iree-llvmcpu-target-triple=riscv32-pc-linux-elf",
+                "--iree-llvmcpu-target-cpu=generic-rv32",
+                "--iree-llvmcpu-target-cpu-features=+m,+f",
+                "--iree-llvmcpu-target-abi=ilp32"],
+}
+
+_SUFFIX = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64", "arm": "arm_32",
+           "i386": "x86_32", "riscv32": "riscv_32"}
+
+
+def _hash(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _tool_version(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    except Exception:
+        return "?"
+
+
+class Compiled:
+    """One program compiled for one CPU: the .vmfb and the dumped dispatch
+    libraries."""
+
+    def __init__(self, vmfb: Path, libraries: list[Path]):
+        self.vmfb = vmfb
+        self.libraries = libraries
+
+    @property
+    def library(self) -> Path:
+        assert len(self.libraries) == 1, self.libraries
+        return self.libraries[0]
+
+
+class IreeCompiler:
+    def __init__(self, exe: str):
+        self.exe = exe
+        self.version = _tool_version([exe, "--version"])
+        self._memo: dict[tuple[str, str], Compiled] = {}
+
+    def compile(self, program: str, arch: str = "x86_64") -> Compiled:
+        key = (program, arch)
+        if key in self._memo:
+            return self._memo[key]
+        src = DATA / f"{program}.mlir"
+        flags = ["--iree-hal-target-device=local",
+                 "--iree-hal-local-target-device-backends=llvm-cpu", *IREE_TARGET_FLAGS[arch]]
+        out = CACHE / "iree" / _hash(src.read_bytes(), " ".join(flags), self.version) / arch
+        if not (out / "complete").is_file():
+            # build next to the final place, then rename: concurrent sessions
+            # never see (or delete) a half-written directory
+            tmp = out.with_name(f"{arch}.tmp-{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            (tmp / "bin").mkdir(parents=True)
+            proc = subprocess.run(
+                [self.exe, str(src), *flags, f"--iree-hal-dump-executable-binaries-to={tmp / 'bin'}",
+                 "-o", str(tmp / f"{program}.vmfb")], capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise RuntimeError(f"iree-compile {src.name} for {arch} failed:\n{proc.stderr}")
+            (tmp / "complete").write_text("ok\n")
+            try:
+                os.rename(tmp, out)
+            except OSError:            # another session finished first
+                shutil.rmtree(tmp, ignore_errors=True)
+        libs = sorted((out / "bin").glob(f"*_embedded_elf_{_SUFFIX[arch]}.so"))
+        c = Compiled(out / f"{program}.vmfb", libs)
+        self._memo[key] = c
+        return c
+
+
+@pytest.fixture(scope="session")
+def iree() -> IreeCompiler:
+    exe = shutil.which("iree-compile")
+    if exe is None:
+        pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
+    return IreeCompiler(exe)
+
+
+@pytest.fixture(scope="session")
+def iree_run_module() -> str:
+    exe = shutil.which("iree-run-module")
+    if exe is None:
+        pytest.skip("iree-run-module is not installed (pip install iree-base-runtime)")
+    return exe
+
+
+# ---------------------------------------------------------------------------
+# variant plugins (zig)
+# ---------------------------------------------------------------------------
+
+def _zig(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ziglang", *args]
+
+
+class Variants:
+    """``path(arch, **defines)``: data/variant_plugin.c built for ``arch``
+    with ``-DVARIANT_<NAME>=<value>`` for each keyword (strings are quoted)."""
+
+    def __init__(self) -> None:
+        self.src = DATA / "variant_plugin.c"
+        self.include = REPO / "plugin_src" / "include"
+        self.version = _tool_version(_zig("version"))
+
+    def path(self, arch: str = "x86_64", **defines: object) -> Path:
+        import elfkit.arch
+        a = elfkit.arch.get(arch)
+        dflags = []
+        for k, v in sorted(defines.items()):
+            val = f'"{v}"' if isinstance(v, str) else (f"{v}f" if isinstance(v, float) else str(v))
+            dflags.append(f"-DVARIANT_{k.upper()}={val}")
+        cflags = ["-target", f"{a.zig_target}-freestanding-none", "-O2", "-fPIC",
+                  "-ffreestanding", "-fno-builtin", "-fvisibility=hidden",
+                  "-fno-sanitize=undefined", *a.zig_cflags, "-I", str(self.include), *dflags]
+        key = _hash(self.src.read_bytes(), (self.include / "elfkit_plugin.h").read_bytes(),
+                    " ".join(cflags), self.version)
+        out = CACHE / "variants" / key / f"variant_{arch}.so"
+        if not out.is_file():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            obj = out.with_suffix(f".{os.getpid()}.o")
+            for cmd in (_zig("cc", *cflags, "-c", str(self.src), "-o", str(obj)),
+                        _zig("ld.lld", "-shared", "-nostdlib", "-z", "now", "-z", "relro",
+                             "--hash-style=sysv", "--no-undefined", str(obj), "-o",
+                             f"{out}.{os.getpid()}.tmp")):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"building the variant plugin failed: {' '.join(cmd)}\n"
+                                       f"{proc.stdout}{proc.stderr}")
+            os.replace(f"{out}.{os.getpid()}.tmp", out)
+            obj.unlink(missing_ok=True)
+        return out
+
+
+@pytest.fixture(scope="session")
+def variants() -> Variants:
+    try:
+        import ziglang  # noqa: F401
+    except ImportError:
+        pytest.skip("the ziglang package is not installed (pip install -e '.[test]')")
+    return Variants()
+
+
+# ---------------------------------------------------------------------------
+# FatELF packs through the elfkit CLI
+# ---------------------------------------------------------------------------
+
+class Packer:
+    def __init__(self, root: Path):
+        self.root = root
+        self.count = 0
+
+    def __call__(self, inputs: list[Path], name: str | None = None) -> Path:
+        self.count += 1
+        out = self.root / (name or f"pack{self.count}.sos")
+        proc = subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
+                               *map(str, inputs)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return out
+
+
+@pytest.fixture(scope="session")
+def sos(tmp_path_factory) -> Packer:
+    return Packer(tmp_path_factory.mktemp("sos"))
+
+
+@pytest.fixture(scope="session")
+def standalone_sos(plugins, sos) -> Path:
+    """Our standalone plugin for x86_64, aarch64 and riscv64 in one .sos (the
+    sample's CMake builds the same three)."""
+    return sos([plugins.path("standalone", a) for a in ("x86_64", "aarch64", "riscv64")],
+               "standalone_plugin.sos")
+
+
+@pytest.fixture(scope="session")
+def standalone_sos_all(plugins, sos) -> Path:
+    """The standalone plugin for all six architectures."""
+    return sos([plugins.path("standalone", a) for a in ARCHES], "standalone_all.sos")
+
+
+@pytest.fixture(scope="session")
+def emulation() -> None:
+    """Skip when the emulated backend cannot run code yet."""
+    import elfkit
+    from elfkit.exec import create_machine
+    try:
+        m = create_machine(elfkit.arch.get("aarch64"), "emulated")
+        m.close()
+    except Exception as e:  # pragma: no cover - depends on the environment
+        pytest.skip(f"the emulated backend is unavailable: {e}")
+
+
+@pytest.fixture
+def manager():
+    import vmrt.plugins
+    mgr = vmrt.plugins.PluginManager()
+    yield mgr
+    mgr.close()

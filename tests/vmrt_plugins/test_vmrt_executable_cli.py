@@ -1,0 +1,84 @@
+"""``vmrt executable list|dispatch`` (vmrt.executable_cli)."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import numpy as np
+
+from vmrt.executable_cli import main
+
+
+def run(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(list(map(str, argv)), stdout=out, stderr=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_list(iree, standalone_sos):
+    lib = iree.compile("simple_mul", "x86_64").library
+    rc, out, err = run("list", lib, f"--executable_plugin={standalone_sos}")
+    assert rc == 0, err
+    assert "@tiled_mul ordinal(0) bindings=3 constants=2" in out
+    assert "simple_mul_workgroup -> sample_standalone" in out
+    assert "?vmrt_optional_probe unresolved (optional)" in out
+
+
+def test_dispatch_native(iree, standalone_sos):
+    lib = iree.compile("simple_mul", "x86_64").library
+    rc, out, err = run("dispatch", lib, f"--executable_plugin={standalone_sos}",
+                       "--export=tiled_mul", "--workgroup_count=1", "--binding=8xf32=2",
+                       "--binding=8xf32=4", "--binding=8xf32", "--constant=index:8")
+    assert rc == 0, err
+    assert out.splitlines() == [
+        "EXEC @tiled_mul", "binding[0]: hal.buffer_view", "8xf32=2 2 2 2 2 2 2 2",
+        "binding[1]: hal.buffer_view", "8xf32=4 4 4 4 4 4 4 4",
+        "binding[2]: hal.buffer_view", "8xf32=8 8 8 8 8 8 8 8"]
+
+
+def test_dispatch_emulated_npy(iree, standalone_sos, emulation, tmp_path):
+    lib = iree.compile("simple_mul", "riscv64").library
+    a = np.arange(70, dtype=np.float32)
+    np.save(tmp_path / "a.npy", a)
+    rc, out, err = run("dispatch", lib, f"--executable_plugin={standalone_sos}", "--export=0",
+                       "--workgroup_count=2", f"--binding=@{tmp_path / 'a.npy'}",
+                       "--binding=70xf32=3", "--binding=70xf32", "--constant=70",
+                       "--constant=0", "--output=", "--output=",
+                       f"--output=@{tmp_path / 'out.npy'}")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), a * 3)
+
+
+def test_codegen_float_constant(iree):
+    lib = iree.compile("codegen", "x86_64").library
+    rc, out, err = run("dispatch", lib, "--export=saxpy", "--binding=4xf32=1 2 3 4",
+                       "--binding=4xf32=10", "--binding=4xf32", "--constant=0.5",
+                       "--constant=4", "--constant=0", "--output=", "--output=", "--output=-")
+    assert rc == 0, err
+    assert out.splitlines()[-1] == "4xf32=10.5 11 11.5 12"
+
+
+def test_errors(iree, tmp_path):
+    lib = iree.compile("simple_mul", "x86_64").library
+    rc, out, err = run("dispatch", lib, "--export=tiled_mul")
+    assert rc == 1 and "simple_mul_workgroup" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    rc, _, err = run("dispatch", iree.compile("codegen", "x86_64").library, "--export=saxpy",
+                     "--binding=4xf32")
+    assert rc == 1 and "3 binding(s), 1 given" in err
+    rc, _, err = run("list", tmp_path / "missing.so")
+    assert rc == 1 and "missing.so" in err
+    rc, _, err = run("frobnicate", lib)
+    assert rc == 1
+    rc, _, err = run("list", lib, "--bogus=1")
+    assert rc == 1 and "bogus" in err
+    rc, out, _ = run("--help")
+    assert rc == 0 and "dispatch" in out
+
+
+def test_module_entry_point(iree):
+    lib = iree.compile("codegen", "x86_64").library
+    proc = subprocess.run([sys.executable, "-m", "vmrt.executable_cli", "list", str(lib)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "@grid2d" in proc.stdout

@@ -1,0 +1,195 @@
+"""``vmrt executable``: inspect a dispatch library and dispatch one export.
+
+    vmrt executable list FILE [--executable_plugin=SPEC]... [--backend=B]
+    vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
+         [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
+         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A]
+
+FILE is a dispatch library as written by ``iree-compile ...
+--iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
+runs: foreign ones are emulated).  Bindings use iree-run-module's input
+syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
+after the dispatch (or written per ``--output``: ``@file.npy``, ``-`` print,
+empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
+(an f32), ``i64:N`` / ``index:N`` (two words, low first).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Sequence, TextIO
+
+from .errors import StatusCode, UsageError, VmError
+
+USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+
+_LIST = {"executable_plugin", "binding", "constant", "output"}
+_VALUE = {"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
+          "output_max_element_count"}
+
+
+def _parse(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    positional: list[str] = []
+    lists: dict[str, list[str]] = {k: [] for k in _LIST}
+    values: dict[str, str] = {}
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if not a.startswith("--"):
+            positional.append(a)
+            continue
+        name, eq, value = a[2:].partition("=")
+        if name in ("help", "h"):
+            values["help"] = "1"
+            continue
+        if name not in _LIST and name not in _VALUE:
+            raise UsageError(f"flag '{name}' not recognized")
+        if not eq:
+            if i >= len(args):
+                raise UsageError(f"flag '{name}' needs a value (--{name}=VALUE)")
+            value = args[i]
+            i += 1
+        if name in _LIST:
+            lists[name].append(value)
+        else:
+            values[name] = value
+    return positional, lists, values
+
+
+def _constants(specs: Sequence[str]) -> list[int | float]:
+    out: list[int | float] = []
+    for s in specs:
+        t = s.strip()
+        kind, colon, rest = t.partition(":")
+        wide = colon and kind in ("i64", "index", "u64")
+        text = rest.strip() if wide else t
+        try:
+            v = int(text, 0)
+        except ValueError:
+            if wide:
+                raise UsageError(f"parsing constant `{s}`: not an integer") from None
+            try:
+                out.append(float(text))
+            except ValueError:
+                raise UsageError(f"parsing constant `{s}`: not a number") from None
+            continue
+        if wide:
+            v &= (1 << 64) - 1
+            out += [v & 0xFFFFFFFF, v >> 32]
+        else:
+            out.append(v)
+    return out
+
+
+def _bindings(specs: Sequence[str]) -> list:
+    import numpy as np
+    from .bufferview import parse_buffer_view
+    out = []
+    for s in specs:
+        try:
+            if s.startswith("@"):
+                out.append(np.ascontiguousarray(np.load(s[1:], allow_pickle=False)))
+            else:
+                out.append(np.ascontiguousarray(parse_buffer_view(s).array))
+        except VmError as e:
+            raise e.annotate(f"parsing binding `{s}`")
+        except (OSError, ValueError) as e:
+            raise UsageError(f"parsing binding `{s}`: {e}") from None
+    return out
+
+
+def run(argv: Sequence[str], stdout: TextIO) -> int:
+    from .executables import Executable
+    from .plugins import register_plugins
+    if not argv or argv[0] in ("--help", "-h", "help"):
+        stdout.write(USAGE)
+        return 0
+    command = argv[0]
+    positional, lists, values = _parse(argv[1:])
+    if "help" in values:
+        stdout.write(USAGE)
+        return 0
+    if command not in ("list", "dispatch"):
+        raise UsageError(f"unknown executable command '{command}' (list or dispatch)")
+    if len(positional) != 1:
+        raise UsageError("expected exactly one executable file")
+    backend = values.get("backend", "auto")
+    mgr = register_plugins(lists["executable_plugin"], backend=backend)
+    try:
+        exe = Executable.load(positional[0], plugins=mgr, arch=values.get("arch"),
+                              backend=backend)
+        try:
+            if command == "list":
+                stdout.write(exe.describe() + "\n")
+                return 0
+            return _dispatch(exe, lists, values, stdout)
+        finally:
+            exe.close()
+    finally:
+        mgr.close()
+
+
+def _dispatch(exe, lists, values, stdout: TextIO) -> int:
+    import numpy as np
+    from .bufferview import BufferView, format_buffer_view
+    if "export" not in values:
+        raise UsageError("--export= is required (an export name or ordinal)")
+    which: str | int = values["export"]
+    if str(which).isdigit():
+        which = int(which)
+    try:
+        wc = tuple(int(x, 0) for x in values.get("workgroup_count", "1").split(","))
+        threads = int(values.get("threads", "1"), 0)
+        pid = int(values.get("processor_id", "0"), 0)
+        max_elements = int(values.get("output_max_element_count", "1024"), 0)
+    except ValueError as e:
+        raise UsageError(f"bad integer flag: {e}") from None
+    bindings = _bindings(lists["binding"])
+    constants = _constants(lists["constant"])
+    exp = exe.export(which)
+    stdout.write(f"EXEC @{exp.name}\n")
+    stdout.flush()
+    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid)
+    outputs = lists["output"]
+    if outputs and len(outputs) != len(bindings):
+        raise VmError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
+                      StatusCode.OUT_OF_RANGE)
+    for i, b in enumerate(bindings):
+        target = outputs[i] if outputs else "+"
+        if target == "":
+            continue
+        if target.startswith("@"):
+            np.save(target[1:], b)
+            continue
+        text = format_buffer_view(BufferView(b), max_elements)
+        if target == "-":
+            stdout.write(text + "\n")
+        else:
+            stdout.write(f"binding[{i}]: hal.buffer_view\n{text}\n")
+    stdout.flush()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """``vmrt executable ...`` (``argv`` without the leading 'executable')."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        return run(argv, stdout)
+    except VmError as e:
+        stdout.flush()
+        stderr.write(" ".join(str(e).splitlines()) + "\n")
+        return 1
+    except KeyboardInterrupt:
+        stderr.write("CANCELLED; interrupted\n")
+        return 1
+    except Exception as e:  # never a traceback on the command line
+        stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m vmrt.executable_cli
+    sys.exit(main())

@@ -1,0 +1,651 @@
+"""Executables: dispatch libraries compiled by IREE for CPUs (llvm-cpu).
+
+An executable is a bare-metal ELF (what ``iree-compile ...
+--iree-hal-dump-executable-binaries-to=DIR`` writes) exporting
+``iree_hal_executable_library_query``.  :meth:`Executable.load` maps it with
+:func:`elfkit.load` (natively, or emulated for another CPU), calls the query
+with version 6, reads the library's header, export table, dispatch
+attributes, names and import table from its memory with the layout of its
+word size, resolves the imports through a :class:`~vmrt.plugins.PluginManager`
+and fills in the environment (import functions, contexts and the import
+thunk).  :meth:`Executable.dispatch` runs every workgroup of a grid over
+numpy arrays.
+
+    with vmrt.PluginManager() as mgr:
+        mgr.register("standalone.sos")
+        exe = vmrt.Executable.load("module_dispatch_0_embedded_elf_x86_64.so", plugins=mgr)
+        out = np.zeros(130, np.float32)
+        exe.dispatch("tiled_mul", (3, 1, 1), bindings=[a, b, out], constants=[130, 0])
+
+An emulated executable is placed in the plugin manager's machine for its
+architecture, the same machine its embedded plugins live in: import calls go
+dispatch code -> import thunk -> plugin entirely inside the emulated CPU.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from . import abi
+from ._guest import GuestMemory, import_thunk, sig
+from .errors import StatusCode, VmError
+from .plugins import ImportSlots, PluginManager
+
+_MAX_EXPORTS = 1 << 16
+_MAX_IMPORTS = 1 << 16
+_WS_BATCH = 4096
+
+
+class ExecutableError(VmError):
+    """An executable could not be loaded, or is used wrongly."""
+
+    default_code = StatusCode.FAILED_PRECONDITION
+
+
+class DispatchError(ExecutableError):
+    """A dispatch was malformed, or its code reported a failure."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+@dataclass(frozen=True)
+class ExportInfo:
+    """One entry point of an executable."""
+
+    ordinal: int
+    name: str
+    function: int                      # address of the dispatch function
+    flags: int
+    binding_count: int
+    constant_count: int
+    workgroup_size: tuple[int, int, int]
+    local_memory_size: int
+    parameter_count: int
+    has_attrs: bool = True
+
+    def describe(self) -> str:
+        x, y, z = self.workgroup_size
+        mem = f" local_memory={self.local_memory_size}" if self.local_memory_size else ""
+        return (f"@{self.name} ordinal({self.ordinal}) bindings={self.binding_count} "
+                f"constants={self.constant_count} workgroup_size={x}x{y}x{z}{mem}")
+
+
+@dataclass(frozen=True)
+class ImportInfo:
+    """One import of an executable and how it was resolved."""
+
+    name: str                          # as in the library (with '?' when optional)
+    optional: bool
+    function: int                      # 0: unresolved (optional)
+    context: int
+    provider: str | None               # the plugin that provided it
+
+
+def _arch_of(data: bytes, arch: Any, backend: str) -> str:
+    from elfkit import fatelf
+    try:
+        rec, _view = fatelf.select(data, arch, fallback=backend != "native")
+    except Exception as e:
+        raise ExecutableError(f"{e}", StatusCode.INVALID_ARGUMENT) from e
+    if rec.arch is None:
+        raise ExecutableError("the executable is for an architecture elfkit does not know",
+                              StatusCode.UNAVAILABLE)
+    return rec.arch
+
+
+class Executable:
+    """A loaded dispatch library.  Use :meth:`load`."""
+
+    def __init__(self) -> None:
+        self.closed = True
+        # emulated dispatch: (binding index, reservation, data address, size, span)
+        self._guards: list[tuple[int, int, int, int, int]] = []
+
+    # -- loading ----------------------------------------------------------------
+    @classmethod
+    def load(cls, source: Any, *, plugins: PluginManager | None = None, arch: Any = None,
+             backend: str = "auto", machine: Any = None, name: str | None = None,
+             constants: Sequence[int] | None = None,
+             processor_data: Sequence[int] | None = None) -> "Executable":
+        """Load a dispatch library from a path, bytes or memoryview (ELF or
+        FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
+        given, provides the machine for its architecture).  ``constants`` are
+        executable-level constants (rare); ``processor_data`` the eight u64
+        CPU-feature words the environment exposes (zeros by default)."""
+        self = cls()
+        self._init(source, plugins, arch, backend, machine, name, constants, processor_data)
+        return self
+
+    def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
+              machine: Any, name: str | None, constants: Sequence[int] | None,
+              processor_data: Sequence[int] | None) -> None:
+        import elfkit
+        if isinstance(source, (str, os.PathLike)):
+            self.source = os.fspath(source)
+            try:
+                with open(self.source, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise ExecutableError(f"failed to open file '{self.source}': {e.strerror or e}",
+                                      StatusCode.NOT_FOUND) from None
+        else:
+            self.source = "<memory>"
+            data = bytes(source)
+        label = name or os.path.basename(self.source)
+        if machine is None and plugins is not None:
+            arch_name = _arch_of(data, arch, backend)
+            machine = plugins.machine(arch_name)
+            if backend != "auto" and machine.backend != backend:
+                raise ExecutableError(
+                    f"executable {label}: the plugin manager runs {arch_name} code "
+                    f"{machine.backend}, not {backend} (create the manager with "
+                    f"backend={backend!r})", StatusCode.INVALID_ARGUMENT)
+            arch = arch_name
+        try:
+            self.module = elfkit.load(data, arch=arch, backend=backend, machine=machine,
+                                      name=label, imports=_runtime_imports())
+        except elfkit.ElfkitError as e:
+            raise ExecutableError(f"loading executable {label}: {e}") from e
+        self.machine = self.module.machine
+        self.arch = self.module.arch
+        self.backend = self.module.backend
+        self.plugins = plugins
+        self._mem = GuestMemory(self.machine)
+        self.closed = False
+        try:
+            self._query(label, constants, processor_data)
+        except BaseException:
+            self.close()
+            raise
+
+    def _query(self, label: str, constants: Sequence[int] | None,
+               processor_data: Sequence[int] | None) -> None:
+        import elfkit
+        mem, lay, m = self._mem, self._mem.layout, self.machine
+        try:
+            query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
+        except elfkit.ElfkitError:
+            raise ExecutableError(f"executable {label} does not export "
+                                  f"'{abi.LIBRARY_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
+        self.env = mem.alloc(lay.env_size, 16)
+        pd = list(processor_data or [])[:abi.PROCESSOR_DATA_WORDS]
+        pd += [0] * (abi.PROCESSOR_DATA_WORDS - len(pd))
+        mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
+        self.processor_data = tuple(pd)
+        try:
+            query = m.function(query_addr, sig("ptr(u32,ptr)"))
+            lib_ptr = int(query(abi.LIBRARY_VERSION, self.env) or 0)
+            if not lib_ptr:
+                raise ExecutableError(
+                    f"executable {label} does not support this version of the runtime "
+                    f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
+                    f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
+            lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
+            if not lib.header:
+                raise ExecutableError(f"executable {label}: the library has a NULL header")
+            hdr = lay.library_header(m.read(lib.header, lay.library_header_size))
+            self.version = hdr.version
+            self.name = mem.cstr(hdr.name_ptr) or label
+            self.features = hdr.features
+            self.sanitizer = hdr.sanitizer
+            if hdr.version != abi.LIBRARY_VERSION:
+                raise ExecutableError(f"executable {label}: library version {hdr.version}, "
+                                      f"expected {abi.LIBRARY_VERSION}",
+                                      StatusCode.FAILED_PRECONDITION)
+            if hdr.sanitizer != abi.Sanitizer.NONE:
+                raise ExecutableError(
+                    f"executable '{self.name}' requires sanitizer "
+                    f"{abi.Sanitizer.describe(hdr.sanitizer)}, which vmrt does not provide",
+                    StatusCode.UNAVAILABLE)
+            self._library = lib
+            self._read_exports(lib)
+            self._bind_constants(lib, constants)
+            self._resolve_imports(lib)
+        except elfkit.ElfkitError as e:
+            raise ExecutableError(f"executable {label}: {e}", StatusCode.INTERNAL) from e
+
+    def _read_exports(self, lib: abi.LibraryV0) -> None:
+        mem, lay = self._mem, self._mem.layout
+        n = lib.export_count
+        if n > _MAX_EXPORTS:
+            raise ExecutableError(f"executable '{self.name}' claims {n} exports")
+        if n and not lib.export_ptrs:
+            raise ExecutableError(f"executable '{self.name}': {n} exports but no function table")
+        ptrs = mem.words(lib.export_ptrs, n)
+        names = mem.words(lib.export_names, n) if lib.export_names else (0,) * n
+        exports: list[ExportInfo] = []
+        for i in range(n):
+            nm = mem.cstr(names[i]) if names[i] else ""
+            if lib.export_attrs:
+                a = lay.dispatch_attrs(mem.read(lib.export_attrs + i * lay.attrs_size,
+                                                lay.attrs_size))
+                if a.binding_count > abi.MAX_BINDING_COUNT or \
+                        a.constant_count > abi.MAX_CONSTANT_COUNT:
+                    raise ExecutableError(
+                        f"executable '{self.name}' export {i} ({nm or '?'}): "
+                        f"{a.binding_count} bindings / {a.constant_count} constants exceed the "
+                        f"limits ({abi.MAX_BINDING_COUNT}/{abi.MAX_CONSTANT_COUNT})",
+                        StatusCode.OUT_OF_RANGE)
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], a.flags, a.binding_count,
+                                          a.constant_count, a.workgroup_size,
+                                          a.local_memory_size, a.parameter_count))
+            else:
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
+                                          has_attrs=False))
+        self.exports = exports
+        self._by_name = {e.name: e for e in exports}
+
+    def _bind_constants(self, lib: abi.LibraryV0, constants: Sequence[int] | None) -> None:
+        need = lib.constant_count
+        given = list(constants or [])
+        if need != len(given):
+            raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
+                                  f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
+        if need:
+            addr = self._mem.alloc_bytes(_u32_words(given, "executable constants"), 4)
+            self._mem.write_words(self.env, [addr])
+
+    def _resolve_imports(self, lib: abi.LibraryV0) -> None:
+        mem, lay = self._mem, self._mem.layout
+        n = lib.import_count
+        if n > _MAX_IMPORTS:
+            raise ExecutableError(f"executable '{self.name}' claims {n} imports")
+        self.imports: list[ImportInfo] = []
+        if n == 0:
+            return
+        if not lib.import_symbols:
+            raise ExecutableError(f"executable '{self.name}': {n} imports but no symbol table")
+        names = [mem.cstr(p) for p in mem.words(lib.import_symbols, n)]
+        slots = ImportSlots(mem, names, names_ptr=lib.import_symbols)
+        if self.plugins is None:
+            required = [x for x in names if not abi.is_optional(x)]
+            if required:
+                from .plugins import ImportResolutionError
+                raise ImportResolutionError(
+                    f"executable '{self.name}' is missing {len(required)} required import(s): "
+                    f"{', '.join(required)} (no plugin manager was given: "
+                    f"Executable.load(..., plugins=manager))", required, [],
+                    StatusCode.UNAVAILABLE)
+        else:
+            self.import_resolution = self.plugins.resolve_slots(
+                slots, what=f"executable '{self.name}'")
+        fns, ctxs = slots.functions(), slots.contexts()
+        self.imports = [ImportInfo(nm, abi.is_optional(nm), f, c, p)
+                        for nm, f, c, p in zip(names, fns, ctxs, slots.providers)]
+        mem.write_words(self.env + lay.env_import_thunk,
+                        [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
+
+    # -- queries --------------------------------------------------------------------
+    def export(self, which: "str | int | ExportInfo") -> ExportInfo:
+        """An export by name (with or without a leading '@') or ordinal."""
+        if isinstance(which, ExportInfo):
+            return which
+        if isinstance(which, int):
+            if 0 <= which < len(self.exports):
+                return self.exports[which]
+            raise DispatchError(f"executable '{self.name}': entry point ordinal {which} out of "
+                                f"bounds (it has {len(self.exports)})")
+        e = self._by_name.get(str(which).lstrip("@"))
+        if e is None:
+            raise DispatchError(f"executable '{self.name}' has no export '{which}' (exports: "
+                                f"{', '.join(x.name for x in self.exports) or 'none'})",
+                                StatusCode.NOT_FOUND)
+        return e
+
+    def describe(self) -> str:
+        lines = [f"executable '{self.name}' ({self.arch.name}, {self.backend}, "
+                 f"library version {self.version})"]
+        lines.append(f"  exports ({len(self.exports)}):")
+        lines += [f"    {e.describe()}" for e in self.exports]
+        lines.append(f"  imports ({len(self.imports)}):")
+        for i in self.imports:
+            state = f"-> {i.provider}" if i.function else "unresolved (optional)"
+            lines.append(f"    {i.name} {state}")
+        return "\n".join(lines)
+
+    # -- dispatch -------------------------------------------------------------------
+    def dispatch(self, export: "str | int | ExportInfo", workgroup_count: Any = (1, 1, 1),
+                 bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
+                 workgroup_size: Sequence[int] | None = None, threads: int = 1,
+                 processor_id: int = 0) -> list[Any]:
+        """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
+        tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
+        binding order; what the code writes lands in them) with ``constants``
+        (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
+        independent workgroups on several host threads (native only).
+        Returns ``bindings``."""
+        import numpy as np
+        self._check_open()
+        exp = self.export(export)
+        where = f"executable '{self.name}' export '{exp.name}'"
+        wc = _xyz(workgroup_count, where, "workgroup_count")
+        if wc[2] > 0xFFFF:
+            raise DispatchError(f"{where}: workgroup_count z={wc[2]} exceeds 65535")
+        if workgroup_size is None:
+            ws3 = tuple(max(v, 1) for v in exp.workgroup_size)
+        else:
+            ws3 = _xyz(workgroup_size, where, "workgroup_size")
+            if 0 in ws3:
+                raise DispatchError(f"{where}: workgroup_size must be at least 1 in every "
+                                    f"dimension, got {ws3}")
+        bindings = list(bindings)
+        if exp.has_attrs and len(bindings) != exp.binding_count:
+            raise DispatchError(f"{where} takes {exp.binding_count} binding(s), "
+                                f"{len(bindings)} given")
+        arrays = []
+        for i, b in enumerate(bindings):
+            if not isinstance(b, np.ndarray):
+                raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected a "
+                                    f"numpy array")
+            if not b.flags.c_contiguous:
+                raise DispatchError(f"{where}: binding {i} is not C-contiguous "
+                                    f"(use np.ascontiguousarray)")
+            if b.nbytes == 0:
+                raise DispatchError(f"{where}: binding {i} is empty")
+            arrays.append(b)
+        constants = list(constants) if not isinstance(constants, np.ndarray) else constants
+        if exp.has_attrs and len(constants) != exp.constant_count:
+            raise DispatchError(f"{where} takes {exp.constant_count} constant(s), "
+                                f"{len(constants)} given")
+        if wc[0] * wc[1] * wc[2] == 0:
+            return bindings
+        threads = max(1, int(threads))
+        if self.backend != "native":
+            threads = 1
+        mem = GuestMemory(self.machine)     # per-dispatch allocations
+        self._guards = []
+        native = self.backend == "native"
+        try:
+            if native:
+                ptrs = [a.ctypes.data for a in arrays]
+            else:
+                ptrs = [self._stage_binding(i, a) for i, a in enumerate(arrays)]
+            lay = mem.layout
+            cbytes = _u32_words(constants, f"{where}: constants")
+            cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
+            bptr = mem.alloc_words(ptrs) if ptrs else 0
+            lptr = mem.alloc_words([a.nbytes for a in arrays]) if arrays else 0
+            ds = mem.alloc_bytes(lay.dispatch_state(
+                ws3, len(cbytes) // 4, wc, threads, len(arrays), cptr, bptr, lptr), 16)
+            # pointers passed as word-sized integers: the same registers, and
+            # a native call converts them in C instead of per-argument Python
+            w = f"u{mem.word * 8}"
+            fn = self.machine.function(exp.function, sig(f"i32({w},{w},{w})"))
+            total = wc[0] * wc[1] * wc[2]
+            if threads == 1 or total == 1:
+                self._run(fn, ds, exp, wc, range(total), processor_id, mem, where)
+            else:
+                self._run_threads(fn, ds, exp, wc, total, threads, where)
+            if not native:
+                for a, p in zip(arrays, ptrs):
+                    if a.flags.writeable:
+                        a.reshape(-1).view(np.uint8)[:] = np.frombuffer(
+                            self.machine.read(p, a.nbytes), np.uint8)
+        finally:
+            mem.free_all()
+            for _i, base, _addr, _n, span in self._guards:
+                self.machine.release(base, span)
+            self._guards = []
+        return bindings
+
+    def _stage_binding(self, index: int, array: Any) -> int:
+        """Copy a binding into guest memory (emulated dispatch), placed so
+        that it ends at a page boundary followed by an unmapped guard page:
+        an access past its end faults and is reported against the binding.
+        The start is 64-byte aligned, so up to 63 bytes of slack can precede
+        the guard."""
+        from elfkit.exec.base import PROT_NONE
+        m = self.machine
+        page = m.arch.page_size
+        n = array.nbytes
+        data_span = -(-(n + 63) // page) * page
+        base = m.reserve(data_span + page, page)
+        self._guards.append((index, base, 0, n, data_span + page))
+        m.protect(base + data_span, page, PROT_NONE)
+        addr = (base + data_span - n) & ~63
+        m.write(addr, array.tobytes())
+        self._guards[-1] = (index, base, addr, n, data_span + page)
+        return addr
+
+    def _explain_fault(self, e: BaseException) -> str | None:
+        addr = getattr(e, "address", None)
+        if addr is None:
+            return None
+        page = self.machine.arch.page_size
+        for index, base, data, n, span in self._guards:
+            guard = base + span - page
+            if guard <= addr < base + span:
+                return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
+                        f"{addr - data} (is the binding smaller than the dispatch expects?)")
+        return None
+
+    def _ws_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
+                    local_memory: int, local_size: int) -> Any:
+        """Workgroup states for linear workgroup ``indices`` (x fastest), as one
+        numpy byte array."""
+        import numpy as np
+        lay = self._mem.layout
+        word = lay.word
+        dt = np.dtype({"names": ["x", "y", "z", "pid", "mem", "memsz"],
+                       "formats": ["<u4", "<u4", "<u2", "<u4", f"<u{word}", "<u4"],
+                       "offsets": [0, 4, 8, 12, 16, 16 + word],
+                       "itemsize": lay.ws_size})
+        idx = np.asarray(indices, dtype=np.int64)
+        rec = np.zeros(len(idx), dtype=dt)
+        rec["x"] = idx % wc[0]
+        rec["y"] = (idx // wc[0]) % wc[1]
+        rec["z"] = idx // (wc[0] * wc[1])
+        rec["pid"] = processor_id
+        rec["mem"] = local_memory
+        rec["memsz"] = local_size
+        return rec
+
+    def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
+             processor_id: int, mem: GuestMemory, where: str) -> None:
+        native = self.backend == "native"
+        local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
+        env = self.env
+        size = mem.layout.ws_size
+        n = len(indices)
+        for start in range(0, n, _WS_BATCH):
+            chunk = indices[start:start + _WS_BATCH]
+            rec = self._ws_records(wc, chunk, processor_id, local, exp.local_memory_size)
+            if native:
+                base = rec.ctypes.data
+            else:
+                base = mem.alloc_bytes(rec.tobytes(), 16)
+            k = -1
+            try:
+                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):
+                    r = fn(env, ds, addr)
+                    if r:
+                        break
+                else:
+                    r = 0
+            except VmError:
+                raise
+            except Exception as e:
+                x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
+                why = self._explain_fault(e)
+                if why is not None:
+                    raise DispatchError(f"{where}, workgroup ({x}, {y}, {z}): {why}",
+                                        StatusCode.OUT_OF_RANGE) from e
+                raise DispatchError(f"{where} failed in workgroup ({x}, {y}, {z}): "
+                                    f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
+            if r:
+                x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
+                raise DispatchError(f"{where} returned catastrophic error {r} in workgroup "
+                                    f"({x}, {y}, {z})", StatusCode.INTERNAL)
+            if not native:
+                mem.machine.free(base)
+                mem._owned.remove(base)
+
+    def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
+                     total: int, threads: int, where: str) -> None:
+        import numpy as np
+        from concurrent.futures import ThreadPoolExecutor
+        parts = [p for p in np.array_split(np.arange(total), threads) if len(p)]
+        mems = [GuestMemory(self.machine) for _ in parts]
+        try:
+            with ThreadPoolExecutor(len(parts)) as pool:
+                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where)
+                           for t, p in enumerate(parts)]
+                errors = [f.exception() for f in futures]
+        finally:
+            for m in mems:
+                m.free_all()
+        for e in errors:
+            if e is not None:
+                raise e
+
+    # -- lifetime ---------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ExecutableError(f"executable '{getattr(self, 'name', '?')}' is closed")
+
+    def close(self) -> None:
+        if self.closed and not hasattr(self, "module"):
+            return
+        was_open = not self.closed
+        self.closed = True
+        if was_open:
+            self._mem.free_all()
+            self.module.close()
+
+    def __enter__(self) -> "Executable":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "module"):
+            return "<vmrt.Executable (not loaded)>"
+        return (f"<vmrt.Executable '{getattr(self, 'name', '?')}' {self.arch.name} {self.backend} "
+                f"exports={[e.name for e in getattr(self, 'exports', [])]}>")
+
+
+def _unwind_personality(*_args: Any) -> int:
+    # Only reached when unwinding through dispatch code, which never happens:
+    # report "failure" (_URC_FAILURE = 9) like a runtime without unwinder.
+    return 9
+
+
+def _runtime_imports() -> Any:
+    """Symbols compiled dispatch code may reference without calling: the ARM
+    EHABI personality routines named by .ARM.exidx entries (armv7a
+    executables reference __aeabi_unwind_cpp_pr0)."""
+    import elfkit
+    return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
+                           for i in range(3)})
+
+
+def _xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        value = (value, 1, 1)
+    v = tuple(int(x) for x in value)
+    if len(v) > 3 or len(v) == 0:
+        raise DispatchError(f"{where}: {what} must have 1 to 3 dimensions, got {len(v)}")
+    v = v + (1,) * (3 - len(v))
+    for x in v:
+        if x < 0 or x > 0xFFFFFFFF:
+            raise DispatchError(f"{where}: {what} {v} out of range")
+    return v  # type: ignore[return-value]
+
+
+def _u32_words(values: Any, what: str) -> bytes:
+    import numpy as np
+    if isinstance(values, np.ndarray):
+        if values.dtype.itemsize != 4:
+            raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")
+        return np.ascontiguousarray(values).tobytes()
+    out = bytearray()
+    for v in values:
+        if isinstance(v, (float, np.floating)):
+            out += struct.pack("<f", float(v))
+        elif isinstance(v, (int, np.integer)):
+            iv = int(v)
+            if not -(1 << 31) <= iv < (1 << 32):
+                raise DispatchError(f"{what}: {iv} does not fit in 32 bits")
+            out += struct.pack("<I", iv & 0xFFFFFFFF)
+        else:
+            raise DispatchError(f"{what}: {type(v).__name__} is not an int or float")
+    return bytes(out)
+
+
+_FORMAT_SUFFIX = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
+                  "arm": "arm_32", "i386": "x86_32", "riscv32": "riscv_32"}
+
+
+def infer_format(data: bytes) -> str:
+    """IREE's executable format string for library bytes:
+    ``embedded-fatelf`` for a FatELF, ``embedded-elf-<arch>`` for an ELF
+    (``x86_64``, ``arm_64``, ``riscv_64``, ``arm_32``, ``x86_32``,
+    ``riscv_32``, or ``unknown``)."""
+    head = bytes(data[:20])
+    if head[:4] == b"\xfa\x70\x0e\x1f":
+        return "embedded-fatelf"
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        raise ExecutableError("not an ELF or FatELF executable", StatusCode.INVALID_ARGUMENT)
+    from elfkit import arch as _arch
+    try:
+        a = _arch.from_machine(struct.unpack_from("<H", head, 18)[0], 64 if head[4] == 2 else 32)
+        return "embedded-elf-" + _FORMAT_SUFFIX[a.name]
+    except Exception:
+        return "embedded-elf-unknown"
+
+
+class ExecutableLoader:
+    """What a HAL module needs to run ``hal.executable.create`` and
+    ``hal.command_buffer.dispatch`` on CPUs: one plugin manager built from
+    the ``--executable_plugin`` values (flag order = registration order), and
+    executables loaded from the bytes the compiler embedded in the module.
+
+        loader = ExecutableLoader(options.executable_plugins)
+        exe = loader.load(executable_data, constants)       # hal.executable.create
+        exe.dispatch(ordinal, (x, y, z), [views...], push_constants)
+        loader.close()                                     # at context teardown
+    """
+
+    FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-")
+
+    def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
+                 manager: PluginManager | None = None):
+        from .plugins import register_plugins
+        self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
+        self._own = manager is None
+        self.executables: list[Executable] = []
+
+    def can_load(self, executable_format: str) -> bool:
+        return executable_format.startswith(self.FORMATS)
+
+    def load(self, data: Any, constants: Sequence[int] | None = None,
+             name: str | None = None) -> Executable:
+        exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants, name=name)
+        self.executables.append(exe)
+        return exe
+
+    def close(self) -> None:
+        for exe in reversed(self.executables):
+            exe.close()
+        self.executables.clear()
+        if self._own:
+            self.plugins.close()
+
+    def __enter__(self) -> "ExecutableLoader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | None = None,
+                    **kwargs: Any) -> Executable:
+    """Shorthand for :meth:`Executable.load`."""
+    return Executable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
+
+
+__all__ = ["DispatchError", "Executable", "ExecutableError", "ExecutableLoader", "ExportInfo",
+           "ImportInfo", "infer_format", "load_executable"]

@@ -1,0 +1,973 @@
+"""Executable plugins and the plugin manager.
+
+A plugin hands out *imports*: functions that compiled dispatch code calls by
+name (IREE's executable-plugin ABI, version 1: one exported query function
+returning a header and load/unload/resolve).  Three mechanisms:
+
+* **embedded** - a bare-metal ELF (``.so``) or a FatELF (``.sos``) loaded with
+  :func:`elfkit.load`, natively or under emulation (:meth:`ExecutablePlugin.load`);
+* **system** - a host shared library opened with ``dlopen`` (host only,
+  :meth:`ExecutablePlugin.system`);
+* **static** - a Python object (or a plain mapping) implementing the resolve
+  protocol (:meth:`ExecutablePlugin.static`, see :class:`StaticPlugin`).
+
+:class:`PluginManager` keeps plugins in registration order and resolves
+imports newest first: a later, more specialised plugin overrides an earlier
+one, and whatever it does not know falls through to older plugins.
+
+Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin``)::
+
+    path/to/plugin.sos            embedded (FatELF: the slice for the machine)
+    embedded:path/to/plugin.so    embedded
+    system:path/to/plugin.so      system library (dlopen)
+    path/to/plugin.so             system library when it is an ELF for this
+                                  host, else embedded (IREE always dlopens)
+    spec?key=value&key2=value2    parameters passed to the plugin's load()
+                                  (vmrt's extension; %XX escapes allowed)
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import abi
+from ._guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
+from .errors import StatusCode, VmError
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+class PluginError(VmError):
+    """A plugin could not be loaded, or failed while resolving."""
+
+    default_code = StatusCode.FAILED_PRECONDITION
+
+
+class ImportResolutionError(PluginError):
+    """Required imports that no registered plugin provides.  ``missing`` lists
+    every such name; ``asked`` says which plugins were asked (newest first)
+    and what each answered."""
+
+    default_code = StatusCode.NOT_FOUND
+
+    def __init__(self, message: str, missing: Sequence[str], asked: Sequence[str],
+                 code: int | None = None):
+        super().__init__(message, code)
+        self.missing = list(missing)
+        self.asked = list(asked)
+
+
+# ---------------------------------------------------------------------------
+# Import slots: the host's live arrays a resolve writes into
+# ---------------------------------------------------------------------------
+
+class ImportSlots:
+    """``count`` import names with their function/context slots, in one
+    machine's memory (the arrays an executable's environment points to)."""
+
+    def __init__(self, mem: GuestMemory, names: Sequence[str], names_ptr: int | None = None,
+                 functions_ptr: int | None = None, contexts_ptr: int | None = None):
+        self.mem = mem
+        self.machine = mem.machine
+        self.names = list(names)
+        n = len(self.names)
+        self.names_ptr = names_ptr if names_ptr is not None else mem.alloc_words(
+            [mem.alloc_cstr(x) for x in self.names])
+        self.functions_ptr = functions_ptr if functions_ptr is not None else mem.alloc(
+            n * mem.word, mem.word)
+        self.contexts_ptr = contexts_ptr if contexts_ptr is not None else mem.alloc(
+            n * mem.word, mem.word)
+        self.providers: list[str | None] = [None] * n
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def functions(self) -> tuple[int, ...]:
+        return self.mem.words(self.functions_ptr, self.count)
+
+    def contexts(self) -> tuple[int, ...]:
+        return self.mem.words(self.contexts_ptr, self.count)
+
+    def set(self, i: int, function: int, context: int = 0) -> None:
+        w = self.mem.word
+        self.mem.write_words(self.functions_ptr + i * w, [function])
+        self.mem.write_words(self.contexts_ptr + i * w, [context])
+
+    def missing_required(self) -> list[str]:
+        return [n for n, f in zip(self.names, self.functions())
+                if not f and not abi.is_optional(n)]
+
+    def missing_optional(self) -> list[str]:
+        return [n for n, f in zip(self.names, self.functions()) if not f and abi.is_optional(n)]
+
+
+# ---------------------------------------------------------------------------
+# Static (Python) plugins
+# ---------------------------------------------------------------------------
+
+class ImportCall:
+    """What a Python import function receives: the guest address of the
+    params struct, the context, and helpers to read and write guest memory.
+
+    The params struct holds results first, then the call's arguments, then
+    the requested extra fields; ``index`` and pointers are one word each
+    (:meth:`word`), ``i32``/``f32`` fields are 4 bytes at natural alignment."""
+
+    __slots__ = ("params", "context", "reserved", "machine", "mem")
+
+    def __init__(self, mem: GuestMemory, params: int, context: int, reserved: int):
+        self.mem = mem
+        self.machine = mem.machine
+        self.params = params
+        self.context = context
+        self.reserved = reserved
+
+    @property
+    def word_size(self) -> int:
+        return self.mem.word
+
+    def word(self, index: int) -> int:
+        """The ``index``-th word-sized field of the params struct."""
+        return self.mem.word_at(self.params + index * self.mem.word)
+
+    def words(self, count: int) -> tuple[int, ...]:
+        return self.mem.words(self.params, count)
+
+    def u32(self, offset: int) -> int:
+        return struct.unpack("<I", self.mem.read(self.params + offset, 4))[0]
+
+    def read(self, addr: int, size: int) -> bytes:
+        return self.mem.read(addr, size)
+
+    def write(self, addr: int, data: bytes) -> None:
+        self.mem.write(addr, data)
+
+    def array(self, addr: int, dtype: Any, count: int) -> Any:
+        """A numpy copy of ``count`` elements at ``addr``."""
+        import numpy as np
+        dt = np.dtype(dtype)
+        return np.frombuffer(self.mem.read(addr, dt.itemsize * count), dtype=dt).copy()
+
+    def store(self, addr: int, values: Any) -> None:
+        import numpy as np
+        self.mem.write(addr, np.ascontiguousarray(values).tobytes())
+
+
+class StaticPlugin:
+    """Base class (optional: any object with ``resolve`` works) for plugins
+    written in Python, the equivalent of IREE's static plugins.
+
+    ``resolve(names)`` gets the unresolved import names (without the ``?``)
+    and returns a mapping from the names it provides to one of:
+
+    * a Python callable ``fn(call: ImportCall) -> int | None`` (0/None = OK);
+    * an int, the address of a function already in the executable's machine;
+    * a tuple ``(callable_or_address, context)``.
+
+    ``load(params)`` and ``unload()`` are optional.  A plain mapping
+    ``{name: value}`` can be registered directly as a static plugin.
+    """
+
+    name = "static"
+    description = ""
+
+    def load(self, params: Mapping[str, str]) -> None:
+        pass
+
+    def resolve(self, names: Sequence[str]) -> Mapping[str, Any]:
+        return {}
+
+    def unload(self) -> None:
+        pass
+
+
+class _MappingPlugin(StaticPlugin):
+    def __init__(self, table: Mapping[str, Any], name: str):
+        self.table = dict(table)
+        self.name = name
+
+    def resolve(self, names: Sequence[str]) -> Mapping[str, Any]:
+        return {n: self.table[n] for n in names if n in self.table}
+
+
+# ---------------------------------------------------------------------------
+# ExecutablePlugin
+# ---------------------------------------------------------------------------
+
+@dataclass
+class _Resolved:
+    status: int
+    resolution: int
+    provided: list[str] = field(default_factory=list)
+
+
+class ExecutablePlugin:
+    """One loaded plugin.  Create with :meth:`load` (embedded ELF/FatELF),
+    :meth:`system` (host shared library) or :meth:`static` (Python object);
+    ``close()`` calls the plugin's ``unload`` and releases it."""
+
+    kind: str = ""
+
+    def __init__(self) -> None:
+        self.name = "?"
+        self.description = ""
+        self.version = 0
+        self.features = 0
+        self.sanitizer = 0
+        self.params: dict[str, str] = {}
+        self.source = ""
+        self.machine: Any = None
+        self.closed = False
+
+    # -- constructors -------------------------------------------------------
+    @classmethod
+    def load(cls, source: Any, params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+             *, arch: Any = None, backend: str = "auto", machine: Any = None,
+             label: str | None = None) -> "ExecutablePlugin":
+        """An embedded plugin from a path, bytes or memoryview (ELF or FatELF),
+        loaded natively or emulated (``backend``) or into ``machine``."""
+        return _EmbeddedPlugin(source, _params(params), arch=arch, backend=backend,
+                               machine=machine, label=label)
+
+    @classmethod
+    def system(cls, path: "str | os.PathLike[str]",
+               params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+               *, machine: Any = None) -> "ExecutablePlugin":
+        """A host shared library plugin (``dlopen``); ``machine`` is a native
+        machine whose heap backs the host allocator (a private one by default)."""
+        return _SystemPlugin(os.fspath(path), _params(params), machine=machine)
+
+    @classmethod
+    def static(cls, obj: Any, params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+               *, name: str | None = None) -> "ExecutablePlugin":
+        """A plugin implemented in Python (see :class:`StaticPlugin`)."""
+        return _StaticPluginWrapper(obj, _params(params), name=name)
+
+    # -- interface ------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        where = self.kind
+        if self.machine is not None and self.kind == "embedded":
+            where = f"embedded {self.machine.arch.name} {self.machine.backend}"
+        src = f" from {self.source}" if self.source else ""
+        return f"plugin '{self.name}' ({where}{src})"
+
+    def available_for(self, machine: Any) -> str | None:
+        """None if this plugin's functions are callable from code running in
+        ``machine``, else the reason why not."""
+        raise NotImplementedError
+
+    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
+        raise NotImplementedError
+
+    def resolve(self, names: Sequence[str], machine: Any = None) -> dict[str, tuple[int, int]]:
+        """Convenience: resolve ``names`` (``?``-prefixed = optional) in the
+        plugin's own machine (or ``machine``); returns name -> (function,
+        context) for the names it provided.  Raises on a hard failure."""
+        machine = machine or self.machine
+        if machine is None:
+            raise PluginError(f"{self.label}: pass the machine the functions are for")
+        mem = GuestMemory(machine)
+        try:
+            slots = ImportSlots(mem, sorted(names))
+            r = self.resolve_slots(slots)
+            if r.status not in (0, StatusCode.NOT_FOUND):
+                raise PluginError(f"{self.label} failed to resolve imports "
+                                  f"[{', '.join(slots.names)}]: {code_name(r.status)}", r.status)
+            return {n: (f, c) for n, f, c in zip(slots.names, slots.functions(), slots.contexts())
+                    if f}
+        finally:
+            mem.free_all()
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __enter__(self) -> "ExecutablePlugin":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<vmrt.ExecutablePlugin {self.label}{' closed' if self.closed else ''}>"
+
+    # -- shared checks ----------------------------------------------------------
+    def _check_header(self) -> None:
+        s = self.sanitizer
+        if s == abi.Sanitizer.NONE:
+            return
+        if s in (abi.Sanitizer.ADDRESS, abi.Sanitizer.THREAD):
+            which = "ASAN" if s == abi.Sanitizer.ADDRESS else "TSAN"
+            flag = "address" if s == abi.Sanitizer.ADDRESS else "thread"
+            raise PluginError(f"plugin '{self.name}' is compiled with {which} support but vmrt "
+                              f"does not run plugins with sanitizer runtimes; rebuild it without "
+                              f"-fsanitize={flag}", StatusCode.UNAVAILABLE)
+        raise PluginError(f"plugin '{self.name}' requires a sanitizer vmrt does not "
+                          f"understand: {abi.Sanitizer.describe(s)}", StatusCode.UNAVAILABLE)
+
+
+def _params(params: Any) -> dict[str, str]:
+    if params is None:
+        return {}
+    items = params.items() if isinstance(params, Mapping) else params
+    out: dict[str, str] = {}
+    for k, v in items:
+        out[str(k)] = str(v)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# ABI-level plugin (embedded and system share the calling sequence)
+# ---------------------------------------------------------------------------
+
+class _AbiPlugin(ExecutablePlugin):
+    """Runs the v0 sequence: query(1) -> check header -> load -> resolve* -> unload."""
+
+    def _init_abi(self, query: Callable[[int, int], Any], read: Callable[[int, int], bytes],
+                  fn: Callable[[int, str], Callable[..., Any]]) -> None:
+        """``query`` calls the exported query; ``read`` reads plugin memory;
+        ``fn(address, signature)`` makes a callable for a plugin function."""
+        mem = self._mem
+        lay = mem.layout
+        self._read = read
+        v0_ptr = int(query(abi.PLUGIN_VERSION_LATEST, 0) or 0)
+        if not v0_ptr:
+            raise PluginError(f"plugin {self.source} does not support this version of the "
+                              f"runtime ({abi.PLUGIN_VERSION_LATEST:08X}): its query returned NULL",
+                              StatusCode.FAILED_PRECONDITION)
+        header_ptr, load, unload, resolve = lay.plugin_v0(read(v0_ptr, lay.plugin_v0_size))
+        if not header_ptr:
+            raise PluginError(f"plugin {self.source}: query returned a table with a NULL header")
+        h = lay.plugin_header(read(header_ptr, lay.plugin_header_size))
+        self.version, self.features, self.sanitizer = h.version, h.features, h.sanitizer
+        self.name = read_cstr(read, h.name_ptr) or "(unnamed)"
+        self.description = read_cstr(read, h.description_ptr)
+        self._check_header()
+        if not load or not resolve:
+            raise PluginError(f"{self.label}: its v0 table has no "
+                              f"{'load' if not load else 'resolve'} function")
+        w = "u64" if mem.word == 8 else "u32"
+        self._load_fn = fn(load, f"ptr(ptr,{w},ptr,ptr)")
+        self._unload_fn = fn(unload, "void(ptr)") if unload else None
+        self._resolve_fn = fn(resolve, "ptr(ptr,ptr,ptr)")
+        # load(environment, param_count, params, &self)
+        alloc = host_allocator(self._alloc_machine)
+        env = mem.alloc_words([alloc.self_ptr, alloc.ctl])
+        pairs = b""
+        for k, v in self.params.items():
+            kb, vb = k.encode(), v.encode()
+            pairs += lay.string_pair(mem.alloc_bytes(kb or b"\0", 1), len(kb),
+                                     mem.alloc_bytes(vb or b"\0", 1), len(vb))
+        params_ptr = mem.alloc_bytes(pairs, mem.word) if pairs else 0
+        out_self = mem.alloc(mem.word, mem.word)
+        st = status_code(self._load_fn(env, len(self.params), params_ptr, out_self))
+        self.self_ptr = mem.word_at(out_self)
+        if st:
+            raise PluginError(f"{self.label}: load() failed with {code_name(st)}", st)
+        self._loaded = True
+
+    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
+        if self.closed:
+            raise PluginError(f"{self.label} is closed")
+        if slots.count == 0:
+            return _Resolved(0, 0)
+        mem = slots.mem
+        before = slots.functions()
+        params = mem.alloc_bytes(mem.layout.resolve_params(
+            slots.count, slots.names_ptr, slots.functions_ptr, slots.contexts_ptr), mem.word)
+        out = mem.alloc(4, 4)
+        st = status_code(self._resolve_fn(self.self_ptr, params, out))
+        resolution = struct.unpack("<I", mem.read(out, 4))[0]
+        after = slots.functions()
+        provided = [n for n, b, a in zip(slots.names, before, after) if a and not b]
+        return _Resolved(st, resolution, provided)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if getattr(self, "_loaded", False) and self._unload_fn is not None:
+                self._unload_fn(self.self_ptr)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self._mem.free_all()
+
+
+class _EmbeddedPlugin(_AbiPlugin):
+    kind = "embedded"
+
+    def __init__(self, source: Any, params: dict[str, str], *, arch: Any, backend: str,
+                 machine: Any, label: str | None):
+        super().__init__()
+        import elfkit
+        self.params = params
+        self.source = label or (os.fspath(source) if isinstance(source, (str, os.PathLike))
+                                else "<memory>")
+        try:
+            self.module = elfkit.load(source, arch=arch, backend=backend, machine=machine)
+        except elfkit.ElfkitError as e:
+            raise PluginError(f"loading plugin from {self.source}: {e}",
+                              StatusCode.FAILED_PRECONDITION) from e
+        self.machine = self.module.machine
+        self._alloc_machine = self.machine
+        self._mem = GuestMemory(self.machine)
+        try:
+            try:
+                query_addr = self.module.symbol(abi.PLUGIN_QUERY_NAME)
+            except elfkit.ElfkitError:
+                raise PluginError(f"plugin {self.source} does not export "
+                                  f"'{abi.PLUGIN_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
+            m = self.machine
+            query = m.function(query_addr, sig("ptr(u32,ptr)"))
+            self._init_abi(query, m.read, lambda addr, s: m.function(addr, sig(s)))
+        except elfkit.ElfkitError as e:
+            self._abandon()
+            raise PluginError(f"{self.label}: {e}", StatusCode.INTERNAL) from e
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        self.closed = True
+        self._mem.free_all()
+        self.module.close()
+
+    def available_for(self, machine: Any) -> str | None:
+        if self.closed:
+            return "closed"
+        if machine is self.machine:
+            return None
+        if machine.backend == "native" and self.machine.backend == "native":
+            return None  # one host address space
+        return (f"it lives in another machine ({self.machine.arch.name} {self.machine.backend}); "
+                f"load it into the executable's machine")
+
+    def _release(self) -> None:
+        super()._release()
+        self.module.close()
+
+
+class _SystemPlugin(_AbiPlugin):
+    kind = "system"
+
+    def __init__(self, path: str, params: dict[str, str], *, machine: Any):
+        super().__init__()
+        self.params = params
+        self.source = path
+        try:
+            self._lib = ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+        except OSError as e:
+            raise PluginError(f"failed to load dynamic library (possibly not found on any search "
+                              f"path): {e}", StatusCode.NOT_FOUND) from None
+        try:
+            qfn = getattr(self._lib, abi.PLUGIN_QUERY_NAME)
+        except AttributeError:
+            raise PluginError(f"symbol '{abi.PLUGIN_QUERY_NAME}' not found in library {path}",
+                              StatusCode.NOT_FOUND) from None
+        if machine is None:
+            from elfkit.exec import create_machine
+            from elfkit.arch import host
+            h = host()
+            if h is None:
+                raise PluginError("system library plugins need a host elfkit can run natively",
+                                  StatusCode.UNAVAILABLE)
+            machine = create_machine(h, "native")
+            self._own_machine = machine
+        elif machine.backend != "native":
+            raise PluginError(f"system library plugin {path} cannot use a {machine.backend} "
+                              f"machine", StatusCode.INVALID_ARGUMENT)
+        self.machine = machine
+        self._alloc_machine = machine
+        self._mem = GuestMemory(machine)
+        query = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)(
+            ctypes.cast(qfn, ctypes.c_void_p).value)
+        try:
+            self._init_abi(lambda v, r: query(v, r or None), ctypes.string_at, self._ctypes_fn)
+        except BaseException:
+            self.closed = True
+            self._mem.free_all()
+            raise
+
+    _CT = {"ptr": ctypes.c_void_p, "void": None, "u64": ctypes.c_uint64, "u32": ctypes.c_uint32}
+
+    def _ctypes_fn(self, addr: int, signature: str) -> Callable[..., Any]:
+        ret, args = signature[:-1].split("(")
+        proto = ctypes.CFUNCTYPE(self._CT[ret], *(self._CT[a] for a in args.split(",") if a))
+        f = proto(addr)
+        machine = self.machine
+
+        def call(*a: Any) -> Any:
+            r = f(*a)
+            pending = getattr(machine, "pending", None)   # a host callback raised
+            if pending is not None:
+                machine.pending = None
+                raise pending
+            return r
+        return call
+
+    def available_for(self, machine: Any) -> str | None:
+        if self.closed:
+            return "closed"
+        if machine.backend != "native":
+            return f"a host library cannot serve {machine.backend} {machine.arch.name} code"
+        return None
+
+    def _release(self) -> None:
+        super()._release()
+        own = getattr(self, "_own_machine", None)
+        if own is not None:
+            own.close()
+
+
+class _StaticPluginWrapper(ExecutablePlugin):
+    kind = "static"
+
+    def __init__(self, obj: Any, params: dict[str, str], *, name: str | None):
+        super().__init__()
+        if isinstance(obj, Mapping):
+            obj = _MappingPlugin(obj, name or "static")
+        if not callable(getattr(obj, "resolve", None)):
+            raise PluginError(f"{type(obj).__name__} is not a static plugin: it has no "
+                              f"resolve(names) method", StatusCode.INVALID_ARGUMENT)
+        self.obj = obj
+        self.params = params
+        self.name = name or getattr(obj, "name", None) or type(obj).__name__
+        self.description = getattr(obj, "description", "") or ""
+        self.version = abi.PLUGIN_VERSION_LATEST
+        self._callbacks: dict[tuple[int, str], int] = {}
+        self._machines: list[Any] = []
+        load = getattr(obj, "load", None)
+        if callable(load):
+            try:
+                load(dict(params))
+            except VmError:
+                raise
+            except Exception as e:
+                raise PluginError(f"{self.label}: load() raised {type(e).__name__}: {e}") from e
+
+    def available_for(self, machine: Any) -> str | None:
+        return "closed" if self.closed else None
+
+    def _address(self, machine: Any, name: str, value: Any) -> tuple[int, int]:
+        context = 0
+        if isinstance(value, tuple):
+            value, context = value
+        if isinstance(value, int):
+            return value, int(context)
+        if not callable(value):
+            raise PluginError(f"{self.label}: resolve() returned {type(value).__name__} for "
+                              f"'{name}' (expected a callable, an address or a tuple)")
+        key = (id(machine), name)
+        addr = self._callbacks.get(key)
+        if addr is None:
+            mem = GuestMemory(machine, raw=True)
+            fn = value
+
+            def thunk(params: int, ctx: int, reserved: int) -> int:
+                r = fn(ImportCall(mem, params or 0, ctx or 0, reserved or 0))
+                return int(r or 0)
+            addr = machine.callback(thunk, sig(abi.IMPORT_SIGNATURE), f"{self.name}.{name}")
+            self._callbacks[key] = addr
+            self._machines.append(machine)   # callbacks live as long as the machine
+        return addr, int(context)
+
+    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
+        if self.closed:
+            raise PluginError(f"{self.label} is closed")
+        fns = slots.functions()
+        wanted = [abi.strip_optional(n) for n, f in zip(slots.names, fns) if not f]
+        try:
+            table = self.obj.resolve(list(wanted)) or {} if wanted else {}
+        except VmError:
+            raise
+        except Exception as e:
+            raise PluginError(f"{self.label}: resolve() raised {type(e).__name__}: {e}",
+                              StatusCode.INTERNAL) from e
+        resolution, missing, provided = 0, False, []
+        for i, (n, f) in enumerate(zip(slots.names, fns)):
+            if f:
+                continue
+            bare = abi.strip_optional(n)
+            if bare in table and table[bare] is not None:
+                addr, ctx = self._address(slots.machine, bare, table[bare])
+                slots.set(i, addr, ctx)
+                provided.append(n)
+            elif abi.is_optional(n):
+                resolution |= abi.RESOLUTION_MISSING_OPTIONAL
+            else:
+                missing = True
+        return _Resolved(int(StatusCode.NOT_FOUND) if missing else 0, resolution, provided)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        unload = getattr(self.obj, "unload", None)
+        if callable(unload):
+            unload()
+
+
+# ---------------------------------------------------------------------------
+# Lazily instantiated embedded plugins (one instance per machine)
+# ---------------------------------------------------------------------------
+
+class _EmbeddedSource:
+    """An embedded plugin registered by spec: the bytes are kept, and the
+    plugin is loaded into each machine that needs it (the slice of a FatELF
+    matching that machine's architecture)."""
+
+    kind = "embedded"
+
+    def __init__(self, manager: "PluginManager", data: bytes, params: dict[str, str], label: str):
+        self.manager = manager
+        self.data = data
+        self.params = params
+        self.source = label
+        self.instances: list[ExecutablePlugin] = []
+        self.arches = _slice_arches(data)
+
+    @property
+    def name(self) -> str:
+        return self.instances[0].name if self.instances else os.path.basename(self.source)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.instances) and all(p.closed for p in self.instances)
+
+    @property
+    def label(self) -> str:
+        if self.instances:
+            return f"plugin '{self.instances[0].name}' (embedded from {self.source})"
+        return f"plugin from {self.source}"
+
+    def instance_for(self, machine: Any) -> tuple[ExecutablePlugin | None, str | None]:
+        for p in self.instances:
+            if p.available_for(machine) is None:
+                return p, None
+        if machine.arch.name not in self.arches:
+            return None, (f"{self.source} has no {machine.arch.name} code "
+                          f"(it has: {', '.join(self.arches) or 'nothing loadable'})")
+        p = ExecutablePlugin.load(self.data, self.params, arch=machine.arch.name,
+                                  machine=machine, label=self.source)
+        self.instances.append(p)
+        return p, None
+
+    def close(self) -> None:
+        for p in reversed(self.instances):
+            p.close()
+
+
+def _slice_arches(data: bytes) -> list[str]:
+    from elfkit import fatelf
+    try:
+        with fatelf.read(data) as fat:
+            return [r.arch for r in fat.records if r.arch]
+    except Exception:
+        return []
+
+
+# ---------------------------------------------------------------------------
+# Spec parsing
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A parsed ``--executable_plugin`` value."""
+
+    path: str
+    kind: str                       # "embedded", "system" or "auto"
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, spec: str) -> "PluginSpec":
+        kind = "auto"
+        for prefix in ("embedded:", "system:"):
+            if spec.startswith(prefix):
+                kind, spec = prefix[:-1], spec[len(prefix):]
+                break
+        params: list[tuple[str, str]] = []
+        path = spec
+        if "?" in spec and not os.path.exists(spec):
+            path, query = spec.split("?", 1)
+            for item in query.split("&"):
+                if not item:
+                    continue
+                k, _, v = item.partition("=")
+                params.append((urllib.parse.unquote(k), urllib.parse.unquote(v)))
+        if kind == "auto" and path.endswith(".sos"):
+            kind = "embedded"
+        return cls(path, kind, tuple(params))
+
+
+def _is_host_elf(data: bytes) -> bool:
+    from elfkit.arch import host
+    h = host()
+    if h is None or len(data) < 20 or data[:4] != b"\x7fELF":
+        return False
+    bits = 64 if data[4] == 2 else 32
+    machine = struct.unpack_from("<H", data, 18)[0]
+    return machine == h.machine and bits == h.bits
+
+
+# ---------------------------------------------------------------------------
+# PluginManager
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Resolution:
+    """The outcome of resolving one batch of imports."""
+
+    names: list[str]
+    functions: list[int]
+    contexts: list[int]
+    providers: list[str | None]      # plugin name per import (None: unresolved optional)
+    asked: list[str]                 # what each plugin asked answered, newest first
+
+    def __iter__(self):
+        return iter(zip(self.names, self.functions, self.contexts, self.providers))
+
+
+class PluginManager:
+    """Executable plugins in registration order; imports are resolved newest
+    registration first.
+
+        mgr = vmrt.PluginManager()
+        mgr.register("standalone.sos")              # embedded; per-arch slices on demand
+        mgr.register(MyPythonPlugin())              # static, overrides what it provides
+        exe = vmrt.Executable.load("dispatch.so", plugins=mgr)
+
+    The manager owns one machine per architecture (native for the host's,
+    emulated for the others, unless ``backend`` says otherwise); executables
+    loaded with ``plugins=mgr`` are placed in the same machine as the plugins
+    so that import calls stay inside it.
+    """
+
+    def __init__(self, *, backend: str = "auto", capacity: int | None = None):
+        if backend not in ("auto", "native", "emulated"):
+            raise VmError(f"unknown backend {backend!r}", StatusCode.INVALID_ARGUMENT)
+        self.backend = backend
+        self.capacity = capacity
+        self._providers: list[Any] = []          # ExecutablePlugin | _EmbeddedSource
+        self._machines: dict[str, Any] = {}      # arch name -> machine
+        self._owned_machines: list[Any] = []
+        self.closed = False
+
+    # -- machines ---------------------------------------------------------------
+    def machine(self, arch: Any) -> Any:
+        """The manager's machine for ``arch`` (an elfkit arch or its name),
+        created on first use."""
+        from elfkit import arch as _arch
+        a = _arch.get(arch)
+        m = self._machines.get(a.name)
+        if m is None:
+            from elfkit.exec import create_machine
+            try:
+                m = create_machine(a, self.backend)
+            except Exception as e:
+                raise VmError(f"cannot create a {self.backend} machine for {a.name}: {e}",
+                              StatusCode.UNAVAILABLE) from e
+            self._machines[a.name] = m
+            self._owned_machines.append(m)
+        return m
+
+    @property
+    def machines(self) -> dict[str, Any]:
+        return dict(self._machines)
+
+    # -- registration -------------------------------------------------------------
+    @property
+    def plugins(self) -> list[Any]:
+        """Registered providers, oldest first."""
+        return list(self._providers)
+
+    def register(self, plugin: Any, params: Mapping[str, str] | None = None, *,
+                 arch: Any = None) -> Any:
+        """Register a plugin: an :class:`ExecutablePlugin`, a spec string or
+        path (see the module doc; parameters from ``?k=v`` and ``params`` are
+        merged), or a Python static plugin / mapping.  Embedded plugins are
+        loaded at once into the machine for ``arch`` (default: the host's if
+        the file has code for it, else its first loadable slice) to report
+        errors early, and into other machines when executables need them.
+        Returns the registered object."""
+        if self.closed:
+            raise VmError("the plugin manager is closed", StatusCode.FAILED_PRECONDITION)
+        if self.capacity is not None and len(self._providers) >= self.capacity:
+            raise VmError(f"plugin manager capacity of {self.capacity} reached",
+                          StatusCode.RESOURCE_EXHAUSTED)
+        if isinstance(plugin, ExecutablePlugin):
+            entry: Any = plugin
+            if plugin.kind == "embedded" and plugin.machine.arch.name not in self._machines:
+                self._machines[plugin.machine.arch.name] = plugin.machine
+        elif isinstance(plugin, (str, os.PathLike)):
+            entry = self._from_spec(os.fspath(plugin), params, arch)
+        else:
+            entry = ExecutablePlugin.static(plugin, params)
+        self._providers.append(entry)
+        return entry
+
+    def _from_spec(self, text: str, params: Mapping[str, str] | None, arch: Any) -> Any:
+        spec = PluginSpec.parse(text)
+        merged = dict(spec.params)
+        merged.update(_params(params))
+        kind = spec.kind
+        data: bytes | None = None
+        if kind != "system":
+            try:
+                data = Path(spec.path).read_bytes()
+            except OSError as e:
+                raise PluginError(f"failed to open file '{spec.path}': {e.strerror or e}",
+                                  StatusCode.NOT_FOUND) from None
+            if kind == "auto":
+                kind = "system" if _is_host_elf(data) and self.backend != "emulated" \
+                    else "embedded"
+        if kind == "system":
+            native = None
+            from elfkit.arch import host
+            h = host()
+            if h is not None and self.backend != "emulated":
+                native = self.machine(h)
+            return ExecutablePlugin.system(spec.path, merged, machine=native)
+        assert data is not None
+        src = _EmbeddedSource(self, data, merged, spec.path)
+        if not src.arches:
+            raise PluginError(f"loading plugin from file '{spec.path}': not an ELF or FatELF "
+                              f"elfkit can load", StatusCode.FAILED_PRECONDITION)
+        first = self._default_arch(src.arches, arch)
+        src.instance_for(self.machine(first))
+        return src
+
+    def _default_arch(self, arches: list[str], arch: Any) -> str:
+        from elfkit import arch as _arch
+        if arch is not None:
+            return _arch.get(arch).name
+        h = _arch.host()
+        if h is not None and h.name in arches and self.backend != "emulated":
+            return h.name
+        from elfkit.fatelf import BEST_ORDER
+        for name in BEST_ORDER:
+            if name in arches:
+                return name
+        return arches[0]
+
+    # -- resolution ---------------------------------------------------------------
+    def resolve_slots(self, slots: ImportSlots, *, what: str = "executable") -> list[str]:
+        """Fill ``slots`` newest plugin first (see the module doc); raises
+        :class:`ImportResolutionError` listing every missing required import
+        and what each plugin answered.  Returns that list of answers."""
+        asked: list[str] = []
+        if slots.count == 0:
+            return asked
+        machine = slots.machine
+        for entry in reversed(self._providers):
+            if isinstance(entry, _EmbeddedSource):
+                plugin, why = entry.instance_for(machine)
+                if plugin is None:
+                    asked.append(f"{entry.label}: skipped, {why}")
+                    continue
+            else:
+                plugin = entry
+                why = plugin.available_for(machine)
+                if why is not None:
+                    asked.append(f"{plugin.label}: skipped, {why}")
+                    continue
+            r = plugin.resolve_slots(slots)
+            for n in r.provided:
+                slots.providers[slots.names.index(n)] = plugin.name
+            got = f" (provided {', '.join(r.provided)})" if r.provided else ""
+            asked.append(f"{plugin.label}: {code_name(r.status)}{got}")
+            if r.status == 0:
+                if not r.resolution & abi.RESOLUTION_MISSING_OPTIONAL:
+                    break
+            elif r.status != StatusCode.NOT_FOUND:
+                raise PluginError(f"{plugin.label} failed to resolve the imports of {what} "
+                                  f"[{', '.join(slots.names)}] with {code_name(r.status)}; "
+                                  f"no fallback to older plugins after a hard failure",
+                                  r.status)
+        missing = slots.missing_required()
+        if missing:
+            who = "; ".join(asked) if asked else "no plugins are registered"
+            raise ImportResolutionError(
+                f"{what} is missing {len(missing)} required import(s): {', '.join(missing)} "
+                f"(asked newest first: {who})", missing, asked)
+        return asked
+
+    def resolve(self, names: Sequence[str], machine: Any = None, *,
+                arch: Any = None) -> Resolution:
+        """Resolve ``names`` for code running in ``machine`` (default: the
+        manager's machine for ``arch``, else the host's)."""
+        if machine is None:
+            from elfkit.arch import host
+            machine = self.machine(arch or host())
+        mem = GuestMemory(machine)
+        try:
+            slots = ImportSlots(mem, sorted(names))
+            asked = self.resolve_slots(slots, what="the request")
+            return Resolution(list(slots.names), list(slots.functions()),
+                              list(slots.contexts()), list(slots.providers), asked)
+        finally:
+            mem.free_all()
+
+    # -- lifetime -------------------------------------------------------------------
+    def close(self) -> None:
+        """Unload plugins newest first, then release the machines the manager created."""
+        if self.closed:
+            return
+        self.closed = True
+        errors: list[BaseException] = []
+        for entry in reversed(self._providers):
+            try:
+                entry.close()
+            except BaseException as e:  # keep unloading the others
+                errors.append(e)
+        self._providers.clear()
+        for m in self._owned_machines:
+            try:
+                m.close()
+            except BaseException as e:
+                errors.append(e)
+        self._owned_machines.clear()
+        self._machines.clear()
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> "PluginManager":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        names = ", ".join(getattr(p, "label", repr(p)) for p in self._providers)
+        return f"<vmrt.PluginManager [{names}]>"
+
+
+def register_plugins(specs: Iterable[str], manager: PluginManager | None = None,
+                     **options: Any) -> PluginManager:
+    """A manager with one plugin per ``--executable_plugin`` value, registered
+    in flag order (so the last flag is asked first)."""
+    mgr = manager or PluginManager(**options)
+    for spec in specs:
+        try:
+            mgr.register(spec)
+        except VmError as e:
+            if manager is None:
+                mgr.close()
+            raise e.annotate(f"registering executable plugin '{spec}'")
+    return mgr
+
+
+__all__ = [
+    "ExecutablePlugin", "ImportCall", "ImportResolutionError", "ImportSlots", "PluginError",
+    "PluginManager", "PluginSpec", "Resolution", "StaticPlugin", "register_plugins",
+]
