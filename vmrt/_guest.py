@@ -71,12 +71,12 @@ class GuestMemory:
     # -- access -------------------------------------------------------------
     def read(self, addr: int, size: int) -> bytes:
         if self.raw:
-            return _raw_read(addr, size)
+            return self.machine.read_unchecked(addr, size)
         return self.machine.read(addr, size)
 
     def write(self, addr: int, data: bytes) -> None:
         if self.raw:
-            _raw_write(addr, data)
+            self.machine.write_unchecked(addr, data)
         else:
             self.machine.write(addr, data)
 
@@ -93,20 +93,6 @@ class GuestMemory:
 
     def cstr(self, addr: int, limit: int = 4096) -> str:
         return read_cstr(self.read, addr, limit)
-
-
-def _raw_read(addr: int, size: int) -> bytes:
-    import ctypes
-    if not addr:
-        raise VmError(f"read of {size} bytes at NULL", StatusCode.OUT_OF_RANGE)
-    return ctypes.string_at(addr, size)
-
-
-def _raw_write(addr: int, data: bytes) -> None:
-    import ctypes
-    if not addr:
-        raise VmError(f"write of {len(data)} bytes at NULL", StatusCode.OUT_OF_RANGE)
-    ctypes.memmove(addr, bytes(data), len(data))
 
 
 def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -> str:

@@ -247,20 +247,12 @@ def layout(word: int) -> Layout:
 # shifts the three arguments down one register (or stack slot) and jumps
 # (or calls) to the function.
 
-IMPORT_THUNKS: dict[str, bytes] = {
-    # mov rax,rdi; mov rdi,rsi; mov rsi,rdx; mov rdx,rcx; jmp rax
-    "x86_64": bytes.fromhex("4889f8" "4889f7" "4889d6" "4889ca" "ffe0"),
-    # mov x16,x0; mov x0,x1; mov x1,x2; mov x2,x3; br x16
-    "aarch64": struct.pack("<5I", 0xAA0003F0, 0xAA0103E0, 0xAA0203E1, 0xAA0303E2, 0xD61F0200),
-    # mv t0,a0; mv a0,a1; mv a1,a2; mv a2,a3; jr t0
-    "riscv64": struct.pack("<5I", 0x00050293, 0x00058513, 0x00060593, 0x00068613, 0x00028067),
-    "riscv32": struct.pack("<5I", 0x00050293, 0x00058513, 0x00060593, 0x00068613, 0x00028067),
-    # mov r12,r0; mov r0,r1; mov r1,r2; mov r2,r3; bx r12   (A32; bx honours a Thumb target)
-    "arm": struct.pack("<5I", 0xE1A0C000, 0xE1A00001, 0xE1A01002, 0xE1A02003, 0xE12FFF1C),
-    # cdecl: mov eax,[esp+4]; push [esp+16] x3 (reserved, context, params); call eax;
-    # add esp,12; ret   (three pushes keep the 16-byte call-site alignment)
-    "i386": bytes.fromhex("8b442404" "ff742410" "ff742410" "ff742410" "ffd0" "83c40c" "c3"),
-}
+def _thunks() -> dict[str, bytes]:
+    from elfkit.arch import ARCHES     # the code lives with each architecture's facts
+    return {name: a.call_through3 for name, a in ARCHES.items() if a.call_through3}
+
+
+IMPORT_THUNKS: dict[str, bytes] = _thunks()
 
 THUNK_SIGNATURE = "i32(ptr,ptr,ptr,ptr)"
 

@@ -27,13 +27,14 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from elfkit.signature import parse as parse_signature
 
 from . import abi
 from ._guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
@@ -465,16 +466,16 @@ class _SystemPlugin(_AbiPlugin):
         super().__init__()
         self.params = params
         self.source = path
+        import elfkit
         try:
-            self._lib = ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
-        except OSError as e:
+            self._lib = elfkit.SystemLibrary(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
+        except elfkit.ElfkitError as e:
             raise PluginError(f"failed to load dynamic library (possibly not found on any search "
                               f"path): {e}", StatusCode.NOT_FOUND) from None
-        try:
-            qfn = getattr(self._lib, abi.PLUGIN_QUERY_NAME)
-        except AttributeError:
+        qfn = self._lib.address(abi.PLUGIN_QUERY_NAME)
+        if not qfn:
             raise PluginError(f"symbol '{abi.PLUGIN_QUERY_NAME}' not found in library {path}",
-                              StatusCode.NOT_FOUND) from None
+                              StatusCode.NOT_FOUND)
         if machine is None:
             from elfkit.exec import create_machine
             from elfkit.arch import host
@@ -490,31 +491,17 @@ class _SystemPlugin(_AbiPlugin):
         self.machine = machine
         self._alloc_machine = machine
         self._mem = GuestMemory(machine)
-        query = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)(
-            ctypes.cast(qfn, ctypes.c_void_p).value)
+        query = machine.foreign_function(qfn, parse_signature("ptr(u32,ptr)"))
         try:
-            self._init_abi(lambda v, r: query(v, r or None), ctypes.string_at, self._ctypes_fn)
+            self._init_abi(lambda v, r: query(v, r or None), machine.read_unchecked,
+                           self._host_fn)
         except BaseException:
             self.closed = True
             self._mem.free_all()
             raise
 
-    _CT = {"ptr": ctypes.c_void_p, "void": None, "u64": ctypes.c_uint64, "u32": ctypes.c_uint32}
-
-    def _ctypes_fn(self, addr: int, signature: str) -> Callable[..., Any]:
-        ret, args = signature[:-1].split("(")
-        proto = ctypes.CFUNCTYPE(self._CT[ret], *(self._CT[a] for a in args.split(",") if a))
-        f = proto(addr)
-        machine = self.machine
-
-        def call(*a: Any) -> Any:
-            r = f(*a)
-            pending = getattr(machine, "pending", None)   # a host callback raised
-            if pending is not None:
-                machine.pending = None
-                raise pending
-            return r
-        return call
+    def _host_fn(self, addr: int, signature: str) -> Callable[..., Any]:
+        return self.machine.foreign_function(addr, parse_signature(signature))
 
     def available_for(self, machine: Any) -> str | None:
         if self.closed:

@@ -88,6 +88,9 @@ class Arch:
     # a sentinel / stub by the emulator).
     ret_insn: bytes = b""
     trap_insn: bytes = b""
+    # Machine code for ``int f(fn, a, b, c) { return fn(a, b, c); }`` (pointer
+    # arguments): a call-through stub, e.g. IREE's executable import thunk.
+    call_through3: bytes = b""
     # Emulator set-up: unicorn CPU model constant name (UC_CPU_*; "" = default)
     # and register values written once at start (suffixes of UC_<ARCH>_REG_*),
     # e.g. enabling the FPU; registers shown in fault reports, in order.

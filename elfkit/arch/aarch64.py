@@ -1,4 +1,6 @@
 """aarch64: AAPCS64, RELA."""
+import struct
+
 from ._base import Arch, CallingConvention, Check, Formula as F, table
 
 RELOCS = table(
@@ -35,6 +37,8 @@ ARCH = Arch(
     cs_arch="CS_ARCH_ARM64", cs_mode=("CS_MODE_ARM",),
     aliases=("arm64", "arm_64"),
     ret_insn=bytes.fromhex("c0035fd6"), trap_insn=bytes.fromhex("000020d4"),  # ret ; brk #0
+    # mov x16,x0; mov x0,x1; mov x1,x2; mov x2,x3; br x16
+    call_through3=struct.pack("<5I", 0xAA0003F0, 0xAA0103E0, 0xAA0203E1, 0xAA0303E2, 0xD61F0200),
     # CPACR_EL1.FPEN = 0b11: FP/SIMD not trapped; no thread pointer
     uc_init=(("CPACR_EL1", 3 << 20), ("TPIDR_EL0", 0)),
     dump_regs=tuple(f"X{i}" for i in range(31)) + ("SP", "PC", "NZCV"),

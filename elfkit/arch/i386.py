@@ -32,6 +32,8 @@ ARCH = Arch(
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_32",),
     aliases=("x86", "i686", "x86_32", "ia32"),
     ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+    # cdecl: mov eax,[esp+4]; push [esp+16] x3; call eax; add esp,12; ret (keeps 16-byte alignment)
+    call_through3=bytes.fromhex("8b442404" "ff742410" "ff742410" "ff742410" "ffd0" "83c40c" "c3"),
     # x87 as after FNINIT (64-bit precision, empty stack), SSE exceptions masked
     uc_init=(("FPCW", 0x37F), ("FPSW", 0), ("FPTAG", 0xFFFF), ("MXCSR", 0x1F80)),
     dump_regs=("EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "EBP", "ESP", "EIP", "EFLAGS"),

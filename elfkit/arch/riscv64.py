@@ -1,4 +1,6 @@
 """riscv64: RISC-V LP64D, RELA."""
+import struct
+
 from ._base import Arch, CallingConvention, Check, Formula as F, table
 
 RELOCS = table(
@@ -38,6 +40,8 @@ ARCH = Arch(
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV64", "CS_MODE_RISCVC"),
     aliases=("riscv_64", "rv64"),
     ret_insn=bytes.fromhex("67800000"), trap_insn=bytes.fromhex("73001000"),  # jalr x0,0(ra) ; ebreak
+    # mv t0,a0; mv a0,a1; mv a1,a2; mv a2,a3; jr t0
+    call_through3=struct.pack("<5I", 0x00050293, 0x00058513, 0x00060593, 0x00068613, 0x00028067),
     # mstatus.FS = dirty: FP instructions enabled; no thread pointer
     uc_init=(("MSTATUS", 0x6000), ("TP", 0)),
     dump_regs=_RV_REGS,

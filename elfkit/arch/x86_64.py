@@ -38,6 +38,8 @@ ARCH = Arch(
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_64",),
     aliases=("amd64", "x86-64", "x64"),
     ret_insn=b"\xc3", trap_insn=b"\x0f\x0b",
+    # mov rax,rdi; mov rdi,rsi; mov rsi,rdx; mov rdx,rcx; jmp rax
+    call_through3=bytes.fromhex("4889f8" "4889f7" "4889d6" "4889ca" "ffe0"),
     # x87 as after FNINIT, SSE exceptions masked, no thread pointer
     uc_init=(("FPCW", 0x37F), ("FPSW", 0), ("FPTAG", 0xFFFF), ("MXCSR", 0x1F80),
              ("FS_BASE", 0), ("GS_BASE", 0)),

@@ -224,6 +224,38 @@ class NativeMachine(Machine):
             return r
         return call
 
+    # -- host code and memory this machine did not map ---------------------
+    # A native machine shares the process with other code: a system library's
+    # functions, or a pointer a native callback received (e.g. a struct on the
+    # caller's stack).  These are for callers that know the address is valid;
+    # they are not range-checked.
+    def foreign_function(self, addr: int, sig: Signature) -> Callable[..., Any]:
+        """A typed callable for host code outside this machine (e.g. from
+        ``SystemLibrary.address``); Python callbacks' exceptions surface as
+        with ``function``."""
+        if not addr:
+            raise MemoryAccessError("foreign_function: NULL function address")
+        f = self._fn(addr, sig)
+        raise_pending = self._raise_pending
+
+        def call(*args: Any) -> Any:
+            r = f(*args)
+            raise_pending()
+            return r
+        return call
+
+    def read_unchecked(self, addr: int, size: int) -> bytes:
+        """Read host memory this machine did not map (NULL is refused)."""
+        if not addr:
+            raise MemoryAccessError(f"read of {size} bytes at NULL")
+        return ctypes.string_at(addr, size)
+
+    def write_unchecked(self, addr: int, data: bytes | bytearray | memoryview) -> None:
+        """Write host memory this machine did not map (NULL is refused)."""
+        if not addr:
+            raise MemoryAccessError(f"write of {len(data)} bytes at NULL")
+        ctypes.memmove(addr, bytes(data), len(data))
+
     def _raise_pending(self) -> None:
         e = self.pending
         if e is not None:

@@ -25,12 +25,12 @@ from ..signature import parse as parse_signature
 class SystemLibrary:
     """A host shared library as an import provider (native backend only)."""
 
-    def __init__(self, name_or_cdll: "str | ctypes.CDLL"):
+    def __init__(self, name_or_cdll: "str | ctypes.CDLL", *, mode: int = ctypes.DEFAULT_MODE):
         if isinstance(name_or_cdll, ctypes.CDLL):
             self.cdll = name_or_cdll
         else:
             try:
-                self.cdll = ctypes.CDLL(name_or_cdll)
+                self.cdll = ctypes.CDLL(name_or_cdll, mode=mode)
             except OSError as e:
                 raise ElfkitError(f"cannot open system library {name_or_cdll!r}: {e}") from None
         self.name = getattr(self.cdll, "_name", str(name_or_cdll))
