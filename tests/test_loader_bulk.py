@@ -68,3 +68,16 @@ def test_bulk_errors_name_every_offender(tmp_path):
     for i in bad:
         assert f"DT_RELA[{i}]" in msg
     assert "DT_RELA[7] at offset 0x0: RELATIVE: the place is not inside a writable segment" in msg
+
+
+def test_word_helpers_handle_unaligned_places():
+    import numpy as np
+    from elfkit.loader.relocate import _read_words, _write_words
+    for w in (4, 8):
+        image = bytearray(64)
+        pos = np.array([1, 13, 30], dtype=np.int64)          # not multiples of w
+        vals = np.array([0x1122334455667788 & ((1 << (8 * w)) - 1), 5, 2**(8 * w) - 1], dtype=np.uint64)
+        _write_words(image, pos, vals, w)
+        for p, v in zip(pos.tolist(), vals.tolist()):
+            assert int.from_bytes(image[p:p + w], "little") == v
+        assert _read_words(image, pos, w).tolist() == vals.tolist()

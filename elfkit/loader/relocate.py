@@ -205,16 +205,22 @@ def _place_ok(offs: np.ndarray, w: int, writable: list[tuple[int, int]]) -> np.n
 
 
 def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) -> None:
-    img = np.frombuffer(image, dtype=np.uint8)
     dt = "<u8" if w == 8 else "<u4"
+    if len(image) % w == 0 and not (pos % w).any():      # the usual case: aligned words
+        np.frombuffer(image, dtype=dt)[pos // w] = values.astype(dt)
+        return
+    img = np.frombuffer(image, dtype=np.uint8)
     raw = values.astype(dt).view(np.uint8).reshape(-1, w)
     img[pos[:, None] + np.arange(w, dtype=np.int64)] = raw
 
 
 def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
+    dt = "<u8" if w == 8 else "<u4"
+    if len(image) % w == 0 and not (pos % w).any():
+        return np.frombuffer(image, dtype=dt)[pos // w]
     img = np.frombuffer(image, dtype=np.uint8)
     raw = np.ascontiguousarray(img[pos[:, None] + np.arange(w, dtype=np.int64)])
-    return raw.view("<u8" if w == 8 else "<u4").reshape(-1)
+    return raw.view(dt).reshape(-1)
 
 
 def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image: bytearray,

@@ -1,0 +1,174 @@
+"""Inputs the benchmarks need, built on demand and cached under build/bench/.
+
+* the sample/test plugins, by the CMake project in plugin_src/
+  (``build/bench/plugins/<arch>/<name>.so``; ninja rebuilds what changed);
+* synthetic shared objects with N dynamic relocations
+  (``build/bench/data/relocs_<kind>_<N>.so``), assembled and linked with
+  zig's clang and ld.lld;
+* a large x86_64 ELF for the FatELF measures;
+* a loop-heavy ``.vmfb`` compiled with the pip ``iree-compile``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ._timing import REPO
+
+ZIG = [sys.executable, "-m", "ziglang"]
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def _env() -> dict[str, str]:
+    # Host compiler flags must not leak into the cross builds.
+    return {k: v for k, v in os.environ.items()
+            if k not in ("CFLAGS", "CPPFLAGS", "LDFLAGS", "ASMFLAGS")}
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
+    p = subprocess.run(cmd, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise BuildError(f"{what} failed ({' '.join(map(str, cmd))}):\n"
+                         f"{p.stdout.decode(errors='replace')[-3000:]}")
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if not found:
+        raise BuildError(f"{name} not found; pip install -e '.[test]'")
+    return found
+
+
+def plugins(work: Path) -> Path:
+    """Build (or bring up to date) every plugin; returns the directory that
+    holds ``<arch>/<name>.so``."""
+    cmake, ninja = _tool("cmake"), _tool("ninja")
+    if not (work / "build.ninja").is_file():
+        work.mkdir(parents=True, exist_ok=True)
+        _run([cmake, "-G", "Ninja", "-S", str(REPO / "plugin_src"), "-B", str(work),
+              f"-DCMAKE_MAKE_PROGRAM={ninja}", f"-DELFKIT_PYTHON={sys.executable}",
+              "-DELFKIT_PACK=OFF"], "configuring plugin_src/")
+    _run([cmake, "--build", str(work)], "building plugin_src/")
+    return work / "plugins"
+
+
+def plugin(work: Path, name: str, arch: str) -> Path:
+    p = work / "plugins" / arch / f"{name}.so"
+    if not p.is_file():
+        raise BuildError(f"{p} was not built")
+    return p
+
+
+def _data(work: Path) -> Path:
+    d = work / "data"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _assemble_link(asm: str, out: Path, target: str = "x86_64") -> Path:
+    """Assemble ``asm`` for ``<target>-freestanding-none`` and link it into a
+    shared object at ``out`` (cached: rebuilt when the source changes)."""
+    src = out.with_suffix(".s")
+    if out.is_file() and src.is_file() and src.read_text() == asm:
+        return out
+    tmp_src = out.with_suffix(f".{os.getpid()}.s")
+    tmp_src.write_text(asm)
+    obj = out.with_suffix(f".{os.getpid()}.o")
+    tmp_out = out.with_suffix(f".{os.getpid()}.so")
+    _run(ZIG + ["cc", "-target", f"{target}-freestanding-none", "-c", "-x", "assembler",
+                str(tmp_src), "-o", str(obj)], f"assembling {out.name}")
+    _run(ZIG + ["ld.lld", "-shared", "-nostdlib", "-z", "now", "--hash-style=sysv",
+                str(obj), "-o", str(tmp_out)], f"linking {out.name}")
+    obj.unlink(missing_ok=True)
+    tmp_out.replace(out)
+    tmp_src.replace(src)
+    return out
+
+
+def reloc_object(work: Path, n: int, kind: str = "relative") -> Path:
+    """An x86_64 shared object whose .data holds ``n`` 8-byte words, each
+    with one dynamic relocation: ``relative`` -> R_X86_64_RELATIVE (a local
+    label), ``symbolic`` -> R_X86_64_64 against an exported symbol (the
+    loader must look the symbol up)."""
+    sym = "local_sym" if kind == "relative" else "exported_sym"
+    if kind not in ("relative", "symbolic"):
+        raise ValueError(kind)
+    asm = f"""\
+        .text
+        .globl bench_entry
+        .type bench_entry,@function
+bench_entry:
+        ret
+        .size bench_entry, 1
+        .data
+        .balign 8
+        .globl exported_sym
+        .type exported_sym,@object
+exported_sym:
+local_sym:
+        .rept {n}
+        .quad {sym}
+        .endr
+        .size exported_sym, {8 * n}
+"""
+    return _assemble_link(asm, _data(work) / f"relocs_{kind}_{n}.so")
+
+
+def big_elf(work: Path, size: int) -> Path:
+    """An x86_64 shared object of about ``size`` bytes (a read-only data
+    section of non-zero bytes), for the FatELF pack/select measures."""
+    asm = f"""\
+        .text
+        .globl bench_entry
+bench_entry:
+        ret
+        .section .rodata.big,"a",@progbits
+        .balign 4096
+big_blob:
+        .fill {size // 4}, 4, 0x5a17c0de
+"""
+    return _assemble_link(asm, _data(work) / f"big_{size >> 20}MiB.so")
+
+
+LOOP_MLIR = """\
+// Loop-heavy: n iterations of a multiply-add-xor recurrence on i64.
+func.func @loop(%n: i64) -> i64 {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c7 = arith.constant 7 : i64
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c1) -> i64 : i64 {
+    %m = arith.muli %acc, %c7 : i64
+    %a = arith.addi %m, %i : i64
+    %x = arith.xori %a, %i : i64
+    scf.yield %x : i64
+  }
+  return %r : i64
+}
+"""
+
+
+def loop_vmfb(work: Path) -> Path:
+    """``loop.vmfb`` compiled from LOOP_MLIR (host-only, no HAL)."""
+    out = _data(work) / "loop.vmfb"
+    src = out.with_suffix(".mlir")
+    if out.is_file() and src.is_file() and src.read_text() == LOOP_MLIR:
+        return out
+    compiler = shutil.which("iree-compile") or shutil.which(
+        "iree-compile", path=str(Path(sys.executable).parent))
+    if not compiler:
+        raise BuildError("iree-compile not found (pip install iree-base-compiler)")
+    tmp = out.with_suffix(f".{os.getpid()}.mlir")
+    tmp_out = out.with_suffix(f".{os.getpid()}.vmfb")
+    tmp.write_text(LOOP_MLIR)
+    _run([compiler, "--iree-execution-model=host-only", str(tmp), "-o", str(tmp_out)],
+         "iree-compile loop.mlir")
+    tmp_out.replace(out)
+    tmp.replace(src)
+    return out

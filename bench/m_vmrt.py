@@ -1,0 +1,204 @@
+"""Measures 9 and 10: vmrt.
+
+9.  Native dispatch on 2 host threads vs 1: an x86_64 dispatch library
+    compiled by the pip ``iree-compile`` (llvm-cpu, dumped with
+    ``--iree-hal-dump-executable-binaries-to``) whose ``@work`` export runs,
+    per workgroup, a dependent float recurrence of ``iters`` steps; 64
+    workgroups; ``Executable.dispatch(..., threads=1)`` vs ``threads=2``
+    (wall time of the dispatch call).  Goal: speed-up ≥ 1.8×.
+10. ``vmrt run`` vs ``iree-run-module`` on the same loop-heavy ``.vmfb``
+    (host-only: an i64 multiply-add-xor recurrence of n iterations), whole
+    command wall time (start-up included), bytecode caching on; the note
+    gives the per-iteration cost from (t(n) - t(1)) / n for both.  Reported.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import _build
+from ._timing import (Config, Row, bytecode_env, compare_commands, compare_many, fmt_time,
+                      na_row)
+
+WORK_MLIR = """\
+// Compute-bound dispatch for the threading benchmark: workgroup i runs a
+// dependent float recurrence of `iters` steps from x[i] and stores it to out[i].
+module @benchwork {
+  stream.executable private @kernels {
+    stream.executable.export public @work workgroups(%n: index) -> (index, index, index) {
+      %one = arith.constant 1 : index
+      stream.return %n, %one, %one : index, index, index
+    }
+    builtin.module {
+      func.func @work(%bx: !stream.binding, %bo: !stream.binding, %iters: index, %n: index) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %half = arith.constant 0.5 : f32
+        %wg = stream.dispatch.workgroup.id[0] : index
+        %x = stream.binding.subspan %bx[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %o = stream.binding.subspan %bo[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %xv = memref.load %x[%wg] : memref<?xf32>
+        %r = scf.for %i = %c0 to %iters step %c1 iter_args(%acc = %xv) -> f32 {
+          %m = arith.mulf %acc, %half : f32
+          %a = arith.addf %m, %xv : f32
+          scf.yield %a : f32
+        }
+        memref.store %r, %o[%wg] : memref<?xf32>
+        return
+      }
+    }
+  }
+  func.func @work(%x: tensor<?xf32>, %iters: index) -> tensor<?xf32> {
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?xf32>
+    %r = flow.dispatch @kernels::@work[%n](%x, %iters, %n)
+        : (tensor<?xf32>{%n}, index, index) -> tensor<?xf32>{%n}
+    return %r : tensor<?xf32>
+  }
+}
+"""
+
+
+def _which(name: str) -> str | None:
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+
+
+def _dispatch_library(work: Path) -> Path:
+    d = work / "data" / "dispatch"
+    src = d / "work.mlir"
+    lib = d / "bin" / "benchwork_kernels_embedded_elf_x86_64.so"
+    if lib.is_file() and src.is_file() and src.read_text() == WORK_MLIR:
+        return lib
+    compiler = _which("iree-compile")
+    if not compiler:
+        raise _build.BuildError("iree-compile is not installed")
+    if d.exists():
+        shutil.rmtree(d)
+    (d / "bin").mkdir(parents=True)
+    tmp = d / "work.mlir.tmp"
+    tmp.write_text(WORK_MLIR)
+    p = subprocess.run([compiler, str(tmp), "--iree-hal-target-device=local",
+                        "--iree-hal-local-target-device-backends=llvm-cpu",
+                        "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+                        "--iree-llvmcpu-target-cpu=generic",
+                        f"--iree-hal-dump-executable-binaries-to={d / 'bin'}",
+                        "-o", str(d / "work.vmfb")], capture_output=True, text=True)
+    if p.returncode != 0 or not lib.is_file():
+        raise _build.BuildError(f"iree-compile of the dispatch benchmark failed:\n{p.stderr[-2000:]}")
+    tmp.replace(src)
+    return lib
+
+
+def dispatch_threads(cfg: Config) -> list[Row]:
+    goal = "≥ 1.8× speed-up"
+    name = "native dispatch, 2 threads vs 1 (64 workgroups)"
+    try:
+        import numpy as np
+        from vmrt.executables import Executable
+    except Exception as e:  # noqa: BLE001
+        return [na_row("9", name, goal, f"vmrt.executables does not import: {e}")]
+    try:
+        lib = _dispatch_library(cfg.work)
+    except Exception as e:  # noqa: BLE001
+        return [na_row("9", name, goal, str(e).splitlines()[0])]
+    n = 64
+    iters = 100_000 if cfg.quick else 1_000_000
+    x = np.full(n, 1.0, np.float32)
+    consts = [iters & 0xFFFFFFFF, iters >> 32, n, 0]
+    with Executable.load(lib) as exe:
+        outs = {1: np.zeros(n, np.float32), 2: np.zeros(n, np.float32)}
+
+        def run(t: int):
+            return lambda: exe.dispatch("work", n, [x, outs[t]], consts, threads=t)
+        res = compare_many({"1": run(1), "2": run(2)}, cfg, repeat=max(cfg.repeat, 5))
+        if not np.array_equal(outs[1], outs[2]) or not np.isfinite(outs[1]).all():
+            raise AssertionError("threaded dispatch disagrees with single-threaded")
+    speedup = res["1"] / res["2"]
+    peer = _ctypes_threads(cfg, res["1"])
+    loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return [Row("9", name, f"{speedup:.2f}× ({fmt_time(res['1'])} → {fmt_time(res['2'])})",
+                f"{peer:.2f}× (bare ctypes, 2 threads)" if peer else "n/a",
+                speedup, goal, speedup >= 1.8,
+                note=(f"Executable.dispatch(threads=1|2), {iters} dependent steps per workgroup; "
+                      f"peer: the same amount of native work (kernels.spin) called through bare "
+                      f"ctypes from 1 vs 2 Python threads, i.e. the speed-up this machine "
+                      f"allowed at that moment (1-minute load average {loadavg:.2f} on "
+                      f"{os.cpu_count()} cores)"),
+                data={"t1_s": res["1"], "t2_s": res["2"], "iters": iters,
+                      "peer_speedup": peer, "loadavg": loadavg})]
+
+
+def _ctypes_threads(cfg: Config, seconds: float) -> float | None:
+    """Speed-up of 2 threads over 1 for native work through bare ctypes
+    (the GIL is released during the call): the machine's ceiling right now."""
+    import ctypes
+    import threading
+    import elfkit
+    try:
+        m = elfkit.load(_build.plugin(cfg.work, "kernels", "x86_64"), backend="native")
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        spin = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64)(m.exports["spin"])
+        t0 = time.perf_counter()
+        spin(10_000_000)
+        rate = 10_000_000 / max(time.perf_counter() - t0, 1e-9)
+        n = max(1_000_000, int(rate * seconds / 2))       # each half ~ seconds/2
+
+        def one():
+            spin(n)
+            spin(n)
+
+        def two():
+            ts = [threading.Thread(target=spin, args=(n,)) for _ in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        r = compare_many({"1": one, "2": two}, cfg, repeat=max(cfg.repeat, 5))
+        return r["1"] / r["2"]
+    finally:
+        m.close()
+
+
+def interpreter(cfg: Config) -> list[Row]:
+    name = "vmrt run vs iree-run-module, loop.vmfb"
+    vmrt_exe, iree_exe = _which("vmrt"), _which("iree-run-module")
+    if not iree_exe:
+        return [na_row("10", name, "reported", "iree-run-module is not installed")]
+    try:
+        vmfb = _build.loop_vmfb(cfg.work)
+    except Exception as e:  # noqa: BLE001
+        return [na_row("10", name, "reported", str(e).splitlines()[0])]
+    ours_cmd = [vmrt_exe, "run"] if vmrt_exe else [sys.executable, "-m", "vmrt", "run"]
+    n = 200_000 if cfg.quick else 2_000_000
+
+    def cmds(k: int) -> dict[str, list[str]]:
+        args = [f"--module={vmfb}", "--function=loop", f"--input={k}"]
+        return {"ours": ours_cmd + args, "peer": [iree_exe] + args}
+    # same result from both (checked once, untimed)
+    outs = [subprocess.run(c, capture_output=True, text=True, env=bytecode_env())
+            for c in cmds(1000).values()]
+    if outs[0].returncode != 0:
+        return [na_row("10", name, "reported", f"vmrt run failed: {outs[0].stderr.strip()[-200:]}")]
+    if outs[0].stdout != outs[1].stdout:
+        return [na_row("10", name, "reported",
+                       f"outputs differ: {outs[0].stdout!r} vs {outs[1].stdout!r}")]
+    env = bytecode_env()
+    repeat = 3 if cfg.quick else 5
+    big = compare_commands(cmds(n), cfg, env=env, repeat=repeat, warmup=1)
+    one = compare_commands(cmds(1), cfg, env=env, repeat=repeat, warmup=1)
+    o, p = big["ours"], big["peer"]
+    so = max(o - one["ours"], 1e-9) / n
+    sp = max(p - one["peer"], 1e-9) / n
+    return [Row("10", f"{name} (n={n:,} iterations)", fmt_time(o), fmt_time(p), o / p,
+                "reported", None,
+                note=(f"whole command; per iteration (t(n)-t(1))/n: {fmt_time(so)} vs "
+                      f"{fmt_time(sp)} ({so / sp:.0f}×); start-up t(1): "
+                      f"{fmt_time(one['ours'])} vs {fmt_time(one['peer'])}"),
+                data={"ours_s": o, "peer_s": p, "n": n, "ours_iter_s": so, "peer_iter_s": sp,
+                      "ours_start_s": one["ours"], "peer_start_s": one["peer"]})]
