@@ -76,3 +76,19 @@ def test_help_and_version():
         assert r.returncode == 0 and "usage" in r.stdout.lower()
         r = subprocess.run([sys.executable, "-m", prog, "--version"], capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.strip()
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm", "riscv32"])
+def test_inspect_sections_match_pyelftools(plugins, arch):
+    path = plugins.path("relocs", arch)
+    r = _run("inspect", "--json", "--sections", str(path))
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    elf = ELFFile(io.BytesIO(path.read_bytes()))
+    want = {s.name: (s["sh_addr"], s["sh_size"]) for s in elf.iter_sections() if s.name}
+    got = {s["name"]: (s["address"], s["size"]) for s in info["sections"] if s["name"]}
+    assert got == want
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is not None:
+        want_syms = {s.name for s in symtab.iter_symbols() if s.name}
+        assert {s["name"] for s in info["symtab"]} == want_syms

@@ -18,7 +18,32 @@ def register(sub: Any) -> None:
     p.add_argument("file")
     p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the first)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--sections", action="store_true",
+                   help="also list section headers and the static symbol table (read with "
+                        "LIEF; the loader itself never needs sections)")
     p.set_defaults(func=run)
+
+
+def sections(data: Any) -> dict[str, Any]:
+    """Section headers and .symtab symbols of one ELF, read with LIEF.
+
+    The loader works from program headers and PT_DYNAMIC only; sections and
+    the static symbol table are for people (and debuggers), and LIEF reads
+    them well, including stripped and odd files."""
+    import lief  # only for this view
+
+    lief.logging.disable()
+    binary = lief.parse(bytes(data))
+    if binary is None:
+        raise ElfkitError("LIEF could not read the section headers of this file")
+    secs = [{"name": sec.name, "type": str(sec.type).split(".")[-1].rstrip("_"),
+             "address": sec.virtual_address, "offset": sec.offset, "size": sec.size,
+             "flags": [str(f).split(".")[-1] for f in sec.flags_list],
+             "align": sec.alignment} for sec in binary.sections if sec.name or sec.size]
+    syms = [{"name": sym.name, "value": sym.value, "size": sym.size,
+             "type": str(sym.type).split(".")[-1], "bind": str(sym.binding).split(".")[-1]}
+            for sym in binary.symtab_symbols if sym.name]
+    return {"sections": secs, "symtab": syms}
 
 
 def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
@@ -101,6 +126,12 @@ def run(args: argparse.Namespace) -> int:
         raise ElfkitError(f"cannot read {args.file!r}: {e.strerror or e}") from None
     try:
         info = describe(data, args.arch)
+        if args.sections:
+            from ..module import _pick_slice
+            from .. import arch as _arch
+            view, _ = _pick_slice(memoryview(data), _arch.get(args.arch) if args.arch else None,
+                                  "auto" if not args.arch else "emulated")
+            info.update(sections(view))
     except ElfkitError as e:
         if args.json:
             json.dump({"file": args.file, "loadable": False, "problems": [str(e)]}, sys.stdout,
@@ -139,6 +170,15 @@ def run(args: argparse.Namespace) -> int:
     ini = info["init"]
     out.append(f"init: DT_INIT={'yes' if ini['DT_INIT'] else 'no'} INIT_ARRAY={ini['INIT_ARRAY']}  "
                f"fini: DT_FINI={'yes' if ini['DT_FINI'] else 'no'} FINI_ARRAY={ini['FINI_ARRAY']}")
+    if args.sections:
+        out.append(f"sections ({len(info['sections'])}):")
+        for sec in info["sections"]:
+            out.append(f"  {sec['name']:<20} {sec['type']:<14} {sec['address']:>#10x} "
+                       f"{sec['size']:>#8x} {','.join(sec['flags'])}")
+        out.append(f"static symbols ({len(info['symtab'])}):")
+        for sym in info["symtab"]:
+            out.append(f"  {sym['value']:>#12x} {sym['size']:>6} {sym['type']:<8} {sym['bind']:<7} "
+                       f"{sym['name']}")
     if info["problems"]:
         out.append("cannot be loaded:")
         out += [f"  {p}" for p in info["problems"]]
