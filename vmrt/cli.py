@@ -31,8 +31,12 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 [SUCCESS]/[FAILED] lines, exit 1 on mismatch
   --expected_f32_threshold=T    absolute tolerance for f32 (0.0001); also
                                 --expected_f16_threshold, --expected_f64_threshold
-  --device=URI                  reserved for a HAL module (accepted)
-  --executable_plugin=PATH      reserved for executable plugins (accepted)
+  --device=URI                  HAL device: local-sync or local-task (both run
+                                synchronously); programs compiled for the local
+                                device with llvm-cpu need one (default local-task)
+  --executable_plugin=PATH      executable plugin (.sos/.so, embedded:/system:
+                                prefixes, ?k=v params); repeatable, the last
+                                one is asked first
   --module_mode=preload|mmap    accepted for compatibility
   --instruction_budget=N        stop after N VM instructions (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)

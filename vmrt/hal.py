@@ -163,13 +163,18 @@ class HalModule(NativeModule):
 
 
 class _Provider:
+    """Delegates to :data:`vmrt.hal_device.PROVIDER`: the device module when
+    the run names a device or executable plugins or a program imports device
+    functions, this host-only module otherwise."""
     name = "hal"
 
     def register_types(self, instance: Instance) -> None:
-        register_types(instance)
+        from .hal_device import PROVIDER as DEVICE
+        DEVICE.register_types(instance)
 
     def create(self, instance: Instance, options=None) -> HalModule:
-        return HalModule(instance)
+        from .hal_device import PROVIDER as DEVICE
+        return DEVICE.create(instance, options)
 
 
 PROVIDER = _Provider()

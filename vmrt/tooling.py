@@ -37,7 +37,7 @@ class ModuleProvider(Protocol):
 
 
 def builtin_providers() -> list:
-    from .hal import PROVIDER as HAL
+    from .hal import PROVIDER as HAL   # host-only or device hal (vmrt.hal_device), as needed
     from .samples.custom import PROVIDER as CUSTOM
     return [HAL, CUSTOM]
 
@@ -172,7 +172,10 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
 
 def resolve_modules(instance: Instance, user_modules: Sequence[Module],
                     providers: dict[str, Any], options: RunOptions) -> list[Module]:
-    """Insert provider-made modules for dependencies not already present."""
+    """Insert provider-made modules for dependencies not already present.
+    Providers see the user modules as ``options.extra["modules"]`` (the
+    ``hal`` provider picks its device module when a program needs it)."""
+    options.extra.setdefault("modules", tuple(user_modules))
     resolved: list[Module] = []
     for m in user_modules:
         for dep in m.dependencies():

@@ -17,7 +17,7 @@ _F32 = struct.Struct("<f").unpack_from
 _F64 = struct.Struct("<d").unpack_from
 
 TERMINATORS = frozenset({"br", "cond_br", "br_table", "return", "fail", "yield", "break",
-                         "cond_break"})
+                         "cond_break", "call.yieldable", "call.variadic.yieldable"})
 REF_BIT = 0x8000
 MOVE_BIT = 0x4000
 

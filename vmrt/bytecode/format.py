@@ -89,9 +89,12 @@ def _features(bits: int) -> str:
 
 
 def parse_module(data: bytes | bytearray | memoryview,
-                 available_features: int = FEATURE_EXT_F32 | FEATURE_EXT_F64 | FEATURE_UNWIND
+                 available_features: int = (FEATURE_EXT_F32 | FEATURE_EXT_F64 | FEATURE_UNWIND
+                                            | FEATURE_YIELD)
                  ) -> ModuleDef:
-    """Parse and structurally check a module file."""
+    """Parse and structurally check a module file.  ``YIELD`` is available:
+    yieldable calls and ``vm.yield`` run synchronously (a yield resumes at
+    once), which is what programs compiled for a HAL device need."""
     data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
     start = _payload_start(data)
     remaining = len(data) - start

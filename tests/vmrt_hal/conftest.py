@@ -1,0 +1,66 @@
+"""Fixtures for the device-HAL tests (vmrt.hal_device).
+
+* ``hal_compile`` (session): compiles a program for the ``local`` HAL device
+  with the llvm-cpu backend for one CPU (``hal_compile("elementwise.mlir",
+  "aarch64")``); sources are ``programs/*.mlir`` or the plugin program of
+  tests/vmrt_plugins/data; results are cached under ``build/vmrt_hal/<hash>/``
+  keyed by the source, the flags and the compiler version.
+* ``hal_sos`` (session): our standalone plugin for x86_64, aarch64 and
+  riscv64 packed by ``elfkit fatelf pack`` (what the IREE sample builds).
+* ``both``: runs the same flags through the pip ``iree-run-module`` and
+  through ``vmrt.cli.main`` in process; returns both ``Run`` results.
+* ``emulation``: skips when the emulated backend cannot run code.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hal_testutil import HalCompiler, iree_run, vmrt_run
+
+
+@pytest.fixture(scope="session")
+def hal_compile() -> HalCompiler:
+    exe = shutil.which("iree-compile")
+    if exe is None:
+        pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
+    return HalCompiler(exe)
+
+
+@pytest.fixture(scope="session")
+def iree_run_module() -> str:
+    exe = shutil.which("iree-run-module")
+    if exe is None:
+        pytest.skip("iree-run-module is not installed (pip install iree-base-runtime)")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def hal_sos(plugins, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("hal_sos") / "standalone_plugin.sos"
+    slices = [str(plugins.path("standalone", a)) for a in ("x86_64", "aarch64", "riscv64")]
+    proc = subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
+                           *slices], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture
+def both(iree_run_module):
+    def run(args: list[str], cwd: Path | None = None) -> tuple:
+        return iree_run(iree_run_module, args, cwd), vmrt_run(args, cwd)
+    return run
+
+
+@pytest.fixture(scope="session")
+def emulation() -> None:
+    import elfkit
+    from elfkit.exec import create_machine
+    try:
+        create_machine(elfkit.arch.get("aarch64"), "emulated").close()
+    except Exception as e:  # pragma: no cover - depends on the environment
+        pytest.skip(f"the emulated backend is unavailable: {e}")

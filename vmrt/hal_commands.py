@@ -1,0 +1,214 @@
+"""``hal.command_buffer``: commands recorded by the program and executed when
+the command buffer is submitted (``hal.device.queue.execute[.indirect]``).
+
+A command names each buffer it touches either directly (a ``hal.buffer``) or
+by *slot* into the binding table given at submission (reusable command
+buffers the compiler memoizes; the buffer ref is null then).  The table entry
+supplies the buffer and a base offset the command's offset is added to.
+
+Dispatches go to :meth:`vmrt.Executable.dispatch`.  Bindings are numpy views
+of the buffers; a buffer whose address is not 64-byte aligned (a caller's
+input array, say) is staged through an aligned copy for the dispatch, once per
+buffer so that aliasing bindings still alias.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .errors import StatusCode, VmError
+from .hal import HalBuffer
+from .hal_objects import (BUFFER_ALIGNMENT, COMMAND_BUFFER_TYPE, WHOLE_BUFFER, HalExecutable,
+                          aligned_bytes)
+from .types import RefObject
+
+# iree_hal_command_buffer_mode_t bits
+MODE_ONE_SHOT = 1 << 0
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRef:
+    """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``."""
+    slot: int
+    buffer: HalBuffer | None
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    target: BufferRef
+    pattern: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    source: bytes
+    target: BufferRef
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    source: BufferRef
+    target: BufferRef
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    executable: HalExecutable
+    ordinal: int
+    workgroups: tuple[int, int, int]
+    constants: tuple[int, ...]
+    bindings: tuple[BufferRef, ...]
+
+
+def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> Any:
+    """The numpy byte range a command operand names."""
+    if ref.buffer is not None:
+        buf, base = ref.buffer, 0
+        limit = int(buf.bytes.size)
+    else:
+        if not 0 <= ref.slot < len(table):
+            raise VmError(f"{what}: binding table slot {ref.slot} out of range (the submission "
+                          f"provides {len(table)} binding(s))", StatusCode.OUT_OF_RANGE)
+        buf, base, tlen = table[ref.slot]
+        if buf is None:
+            raise VmError(f"{what}: binding table slot {ref.slot} is null",
+                          StatusCode.INVALID_ARGUMENT)
+        size = int(buf.bytes.size)
+        limit = size if tlen == WHOLE_BUFFER else base + tlen
+        if base < 0 or limit > size or base > limit:
+            raise VmError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "
+                          f"out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
+    start = base + ref.offset
+    length = limit - start if ref.length == WHOLE_BUFFER else ref.length
+    if ref.offset < 0 or length < 0 or start + length > limit:
+        where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
+        raise VmError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of bounds "
+                      f"of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
+    return buf, start, length
+
+
+class CommandBuffer(RefObject):
+    """A recorded list of commands; see the module docstring."""
+
+    vm_type = COMMAND_BUFFER_TYPE
+
+    def __init__(self, device: Any, modes: int, categories: int, binding_capacity: int):
+        self.device = device
+        self.modes = modes
+        self.categories = categories
+        self.binding_capacity = binding_capacity
+        self.commands: list[Any] = []
+        self.finalized = False
+        self.submitted = 0
+
+    # -- recording ------------------------------------------------------------------
+    def _record(self, command: Any) -> None:
+        if self.finalized:
+            raise VmError("command buffer is finalized; no more commands can be recorded",
+                          StatusCode.FAILED_PRECONDITION)
+        self.commands.append(command)
+
+    def ref(self, slot: int, buffer: HalBuffer | None, offset: int, length: int) -> BufferRef:
+        if buffer is None and not 0 <= slot < max(self.binding_capacity, 0):
+            raise VmError(f"indirect buffer slot {slot} exceeds the command buffer's binding "
+                          f"capacity {self.binding_capacity}", StatusCode.OUT_OF_RANGE)
+        return BufferRef(slot, buffer, offset, length)
+
+    def fill(self, target: BufferRef, pattern: int, pattern_length: int) -> None:
+        if pattern_length not in (1, 2, 4, 8):
+            raise VmError(f"fill pattern length {pattern_length} must be 1, 2, 4 or 8 bytes",
+                          StatusCode.INVALID_ARGUMENT)
+        raw = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
+        self._record(Fill(target, raw))
+
+    def update(self, source: bytes, target: BufferRef) -> None:
+        self._record(Update(bytes(source), target))
+
+    def copy(self, source: BufferRef, target: BufferRef) -> None:
+        self._record(Copy(source, target))
+
+    def dispatch(self, executable: HalExecutable, ordinal: int, workgroups: tuple[int, int, int],
+                 constants: Sequence[int], bindings: Sequence[BufferRef]) -> None:
+        self._record(Dispatch(executable, ordinal, workgroups, tuple(constants), tuple(bindings)))
+
+    def finalize(self) -> None:
+        if self.finalized:
+            raise VmError("command buffer is already finalized", StatusCode.FAILED_PRECONDITION)
+        self.finalized = True
+
+    # -- execution ------------------------------------------------------------------
+    def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = ()) -> None:
+        if not self.finalized:
+            raise VmError("command buffer must be finalized before it is submitted",
+                          StatusCode.FAILED_PRECONDITION)
+        if self.modes & MODE_ONE_SHOT and self.submitted:
+            raise VmError("one-shot command buffer submitted twice",
+                          StatusCode.FAILED_PRECONDITION)
+        self.submitted += 1
+        for i, cmd in enumerate(self.commands):
+            what = f"command {i} ({type(cmd).__name__.lower()})"
+            if isinstance(cmd, Dispatch):
+                run_dispatch(cmd, table, what)
+            elif isinstance(cmd, Fill):
+                fill_range(*_resolve(cmd.target, table, what), cmd.pattern, what)
+            elif isinstance(cmd, Update):
+                buf, start, length = _resolve(cmd.target, table, what)
+                if length > len(cmd.source):
+                    raise VmError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
+                                  "byte source", StatusCode.OUT_OF_RANGE)
+                _writeable(buf, what)[start:start + length] = memoryview(cmd.source)[:length]
+            elif isinstance(cmd, Copy):
+                sbuf, s, n = _resolve(cmd.source, table, what)
+                tbuf, t, m = _resolve(cmd.target, table, what)
+                if n != m:
+                    raise VmError(f"{what}: source has {n} bytes, target {m}",
+                                  StatusCode.INVALID_ARGUMENT)
+                _writeable(tbuf, what)[t:t + n] = sbuf.bytes[s:s + n].copy()
+
+
+def _writeable(buf: HalBuffer, what: str) -> Any:
+    if not buf.bytes.flags.writeable:
+        raise VmError(f"{what}: the target buffer is read-only (an imported constant)",
+                      StatusCode.PERMISSION_DENIED)
+    return buf.bytes
+
+
+def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: str) -> None:
+    import numpy as np
+    k = len(pattern)
+    if start % k or length % k:
+        raise VmError(f"{what}: offset {start} and length {length} must be multiples of the "
+                      f"{k}-byte pattern", StatusCode.INVALID_ARGUMENT)
+    dst = _writeable(buf, what)[start:start + length]
+    dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")
+
+
+def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> None:
+    """Execute one recorded dispatch through :meth:`vmrt.Executable.dispatch`."""
+    import numpy as np
+    if 0 in cmd.workgroups:
+        return
+    ranges = [_resolve(b, table, f"{what} binding {i}") for i, b in enumerate(cmd.bindings)]
+    staged: dict[int, tuple[HalBuffer, Any]] = {}
+    arrays = []
+    for buf, start, length in ranges:
+        data = buf.bytes
+        if data.ctypes.data % BUFFER_ALIGNMENT:
+            if id(buf) not in staged:
+                copy = aligned_bytes(int(data.size), "dispatch staging")
+                copy[:] = data
+                staged[id(buf)] = (buf, copy)
+            data = staged[id(buf)][1]
+        if length == 0:
+            arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
+        else:
+            arrays.append(data[start:start + length])
+    exe = cmd.executable.exe
+    try:
+        exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants))
+    finally:
+        for buf, copy in staged.values():
+            if buf.bytes.flags.writeable:
+                buf.bytes[:] = copy

@@ -1,0 +1,487 @@
+"""The device ``hal`` module: runs programs compiled for the ``local`` HAL
+device with the ``llvm-cpu`` backend (``iree-compile
+--iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu``).
+
+It extends the host-only :class:`vmrt.hal.HalModule` with what such programs
+import: devices (``--device=local-sync`` / ``local-task``, both synchronous
+here), device queries, allocators, queue operations, fences, files over
+memory, command buffers and executables.  ``hal.executable.create`` loads the
+ELF dispatch library the compiler embedded in the module's rodata through
+:class:`vmrt.executables.ExecutableLoader` (imports resolved by the
+``--executable_plugin`` plugins, newest first), natively when it is built for
+this host and emulated otherwise — so a program compiled for aarch64 runs
+on x86_64, which iree-run-module refuses.  The imports implemented are the
+exports below, each with the cconv the pip compiler (3.13) emits; any other
+``hal.*`` import fails to link with an error naming it.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .bufferview import BufferView
+from .buffer import Buffer
+from .errors import StatusCode, VmError
+from .hal import HalBuffer, HalModule, element_type_name
+from .hal_commands import CommandBuffer, fill_range
+from .hal_objects import (ALL_TYPES, Allocator, Device, Fence, HalExecutable, HalFile,
+                          buffer_range, check_waits, new_buffer)
+from .instance import Instance
+from .native import NativeState, export
+
+VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
+
+
+def _need(value: Any, cls: type, what: str) -> Any:
+    if value is None:
+        raise VmError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
+    if not isinstance(value, cls):
+        raise VmError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
+                      StatusCode.INVALID_ARGUMENT)
+    return value
+
+
+def _text(buf: Any) -> str:
+    if buf is None:
+        return ""
+    return bytes(_need(buf, Buffer, "string buffer").data).decode("utf-8", "replace")
+
+
+def _vm_bytes(buf: Any, offset: int, length: int, what: str) -> Any:
+    """A numpy uint8 view of a ``vm.buffer`` range (zero-copy; read-only for rodata)."""
+    import numpy as np
+    data = _need(buf, Buffer, what).data
+    size = len(data)
+    if length == -1:
+        length = size - offset
+    if offset < 0 or length < 0 or offset + length > size:
+        raise VmError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
+                      f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
+    return np.frombuffer(data, np.uint8, length, offset)
+
+
+def _type_name(code: int) -> str:
+    try:
+        return element_type_name(code)
+    except VmError:
+        return f"{code:08X}"
+
+
+def _compatible(have: int, want: int) -> bool:
+    """IREE's rule for buffer_view.assert: equal types, or integers (signless,
+    signed or unsigned) of the same width (a .npy int32 passes for i32)."""
+    ints = (0x10, 0x11, 0x12)
+    return have == want or ((have >> 24) in ints and (want >> 24) in ints
+                            and (have & 0xFFFFFF) == (want & 0xFFFFFF))
+
+
+def _shape(dims: Sequence[int]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+class HalDeviceModule(HalModule):
+    """``hal`` with devices; per-context state holds the devices and fences."""
+
+    version = VERSION
+
+    def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
+                 executable_plugins: Sequence[str] = (), backend: str = "auto"):
+        if instance is not None:
+            for t in ALL_TYPES:
+                instance.register_type(t)
+        super().__init__(instance)
+        self.device_uris = list(devices) or ["local-task"]
+        self.executable_plugins = list(executable_plugins)
+        self.backend = backend
+        # fail early on a device URI vmrt cannot provide
+        for uri in self.device_uris:
+            Device(uri)
+
+    # -- state ---------------------------------------------------------------------
+    def init_state(self, state: NativeState, context) -> None:
+        state.devices = [Device(u, self.executable_plugins, self.backend)
+                         for u in self.device_uris]
+        # like IREE, plugins load when the device is created: a bad
+        # --executable_plugin fails here even if no executable needs it
+        try:
+            for d in state.devices:
+                if d.plugin_specs:
+                    d.loader
+        except BaseException:
+            self.free_state(state)
+            raise
+
+    def free_state(self, state: Any) -> None:
+        for d in getattr(state, "devices", ()):
+            d.close()
+
+    # -- devices -------------------------------------------------------------------
+    @export("devices.count", "0v_i")
+    def devices_count(self, state):
+        return len(state.devices)
+
+    @export("devices.get", "0i_r")
+    def devices_get(self, state, index):
+        if not 0 <= index < len(state.devices):
+            raise VmError(f"device index {index} out of bounds ({len(state.devices)} "
+                          "device(s) available)", StatusCode.OUT_OF_RANGE)
+        return state.devices[index]
+
+    @export("device.allocator", "0r_r")
+    def device_allocator(self, state, device):
+        return _need(device, Device, "device").allocator
+
+    @export("device.query.i64", "0rrr_iI")
+    def device_query_i64(self, state, device, category, key):
+        value = _need(device, Device, "device").query_i64(_text(category), _text(key))
+        return (0, 0) if value is None else (1, value)
+
+    # -- allocators and buffers ----------------------------------------------------
+    @export("allocator.allocate", "0rIiiI_r")
+    def allocator_allocate(self, state, allocator, affinity, memory_types, usage, size):
+        _need(allocator, Allocator, "allocator")
+        return new_buffer(size, "hal.allocator.allocate")
+
+    @export("allocator.import", "0riIiirII_r")
+    def allocator_import(self, state, allocator, try_, affinity, memory_types, usage,
+                         source, offset, length):
+        _need(allocator, Allocator, "allocator")
+        # host memory is device memory here: a zero-copy view of the rodata
+        return HalBuffer(_vm_bytes(source, offset, length, "hal.allocator.import source"))
+
+    @export("buffer.assert", "0rrrIii_v")
+    def buffer_assert(self, state, buffer, message, allocator, minimum_length, memory_types,
+                      usage):
+        buf = _need(buffer, HalBuffer, f"{_text(message)} buffer")
+        _need(allocator, Allocator, "allocator")
+        if len(buf) < minimum_length:
+            raise VmError(f"{_text(message)} buffer byte length {len(buf)} less than expected "
+                          f"minimum {minimum_length}", StatusCode.INVALID_ARGUMENT)
+
+    @export("buffer.subspan", "0rII_r")
+    def buffer_subspan(self, state, buffer, offset, length):
+        buf = _need(buffer, HalBuffer, "buffer")
+        return HalBuffer(buffer_range(buf, offset, length, "hal.buffer.subspan"))
+
+    @export("buffer_view.assert", "0rriiCID_v")
+    def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):
+        from .hal import ENCODING_DENSE_ROW_MAJOR, element_type_code
+        name = _text(message)
+        bv = _need(view, BufferView, f"{name} buffer view")
+        have = element_type_code(bv.element_type)
+        if not _compatible(have, element_type):
+            raise VmError(f"{name} element type mismatch; expected {_type_name(element_type)} "
+                          f"({element_type:08X}) but have {_type_name(have)} ({have:08X})",
+                          StatusCode.INVALID_ARGUMENT)
+        if encoding_type != ENCODING_DENSE_ROW_MAJOR:
+            raise VmError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
+                          f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
+        actual = bv.shape
+        shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
+        if len(actual) != len(shape):
+            raise VmError(f"{name} shape rank mismatch; expected {len(shape)} but have "
+                          f"{len(actual)}; {shapes}", StatusCode.INVALID_ARGUMENT)
+        for i, (want, got) in enumerate(zip(shape, actual)):
+            if want != got:
+                raise VmError(f"{name} shape dimension {i} mismatch; expected {want} but have "
+                              f"{got}; {shapes}", StatusCode.INVALID_ARGUMENT)
+
+    # -- files ---------------------------------------------------------------------
+    @export("ex.file.from_memory", "0rIirIIi_r")
+    def file_from_memory(self, state, device, affinity, access, buffer, offset, length, flags):
+        _need(device, Device, "device")
+        return HalFile(_vm_bytes(buffer, offset, length, "hal.ex.file.from_memory"))
+
+    # -- fences --------------------------------------------------------------------
+    @export("fence.create", "0rI_r")
+    def fence_create(self, state, device, flags):
+        _need(device, Device, "device")
+        return Fence()
+
+    @export("fence.join", "0ICrD_r")
+    def fence_join(self, state, flags, fences):
+        fences = [_need(f, Fence, "fence") for f in fences if f is not None]
+        if not fences:
+            return None
+        failed = [f.status for f in fences if f.status not in (None, 0)]
+        if failed:
+            return Fence(failed[0])
+        return Fence(0 if all(f.status == 0 for f in fences) else None)
+
+    @export("fence.query", "0r_i")
+    def fence_query(self, state, fence):
+        status = _need(fence, Fence, "fence").status
+        return int(StatusCode.DEFERRED) if status is None else status
+
+    @export("fence.signal", "0r_v")
+    def fence_signal(self, state, fence):
+        _need(fence, Fence, "fence").signal()
+
+    @export("fence.fail", "0ri_v")
+    def fence_fail(self, state, fence, status):
+        _need(fence, Fence, "fence").fail(status & 0x1F)
+
+    @export("fence.await", "0iICrD_i")
+    def fence_await(self, state, timeout_millis, flags, fences):
+        for f in fences:
+            if f is None:
+                continue
+            status = _need(f, Fence, "fence").status
+            if status is None:
+                return int(StatusCode.DEADLINE_EXCEEDED)
+            if status:
+                return status
+        return 0
+
+    # -- queue ---------------------------------------------------------------------
+    def _queue(self, device, wait, signal, what: str):
+        _need(device, Device, "device")
+        if wait is not None:
+            _need(wait, Fence, "wait fence")
+        if signal is not None:
+            _need(signal, Fence, "signal fence")
+        check_waits(wait, what)
+
+    @export("device.queue.alloca", "0rIrrIiiII_r")
+    def queue_alloca(self, state, device, affinity, wait, signal, pool, memory_types, usage,
+                     size, flags):
+        self._queue(device, wait, signal, "hal.device.queue.alloca")
+        buf = new_buffer(size, "hal.device.queue.alloca")
+        if signal is not None:
+            signal.signal()
+        return buf
+
+    @export("device.queue.dealloca", "0rIrrrI_v")
+    def queue_dealloca(self, state, device, affinity, wait, signal, buffer, flags):
+        self._queue(device, wait, signal, "hal.device.queue.dealloca")
+        _need(buffer, HalBuffer, "buffer")
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.fill", "0rIrrrIIIiI_v")
+    def queue_fill(self, state, device, affinity, wait, signal, target, offset, length,
+                   pattern, pattern_length, flags):
+        what = "hal.device.queue.fill"
+        self._queue(device, wait, signal, what)
+        buf = _need(target, HalBuffer, "target buffer")
+        data = buffer_range(buf, offset, length, what)
+        if pattern_length not in (1, 2, 4, 8):
+            raise VmError(f"{what}: pattern length {pattern_length} must be 1, 2, 4 or 8",
+                          StatusCode.INVALID_ARGUMENT)
+        raw = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
+        fill_range(buf, offset, int(data.size), raw, what)
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.update", "0rIrrrIrIII_v")
+    def queue_update(self, state, device, affinity, wait, signal, source, source_offset,
+                     target, target_offset, length, flags):
+        what = "hal.device.queue.update"
+        self._queue(device, wait, signal, what)
+        src = _vm_bytes(source, source_offset, length, f"{what} source")
+        self._write(target, target_offset, src, what)
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.copy", "0rIrrrIrIII_v")
+    def queue_copy(self, state, device, affinity, wait, signal, source, source_offset,
+                   target, target_offset, length, flags):
+        what = "hal.device.queue.copy"
+        self._queue(device, wait, signal, what)
+        src = buffer_range(_need(source, HalBuffer, "source buffer"), source_offset, length,
+                           f"{what} source").copy()
+        self._write(target, target_offset, src, what)
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.read", "0rIrrrIrIII_v")
+    def queue_read(self, state, device, affinity, wait, signal, source_file, source_offset,
+                   target, target_offset, length, flags):
+        what = "hal.device.queue.read"
+        self._queue(device, wait, signal, what)
+        f = _need(source_file, HalFile, "source file")
+        if source_offset < 0 or length < 0 or source_offset + length > f.data.size:
+            raise VmError(f"{what}: range [{source_offset}, {source_offset + length}) is out "
+                          f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
+        self._write(target, target_offset, f.data[source_offset:source_offset + length], what)
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.write", "0rIrrrIrIII_v")
+    def queue_write(self, state, device, affinity, wait, signal, source, source_offset,
+                    target_file, target_offset, length, flags):
+        what = "hal.device.queue.write"
+        self._queue(device, wait, signal, what)
+        f = _need(target_file, HalFile, "target file")
+        src = buffer_range(_need(source, HalBuffer, "source buffer"), source_offset, length,
+                           f"{what} source")
+        if not f.data.flags.writeable:
+            raise VmError(f"{what}: the file is read-only", StatusCode.PERMISSION_DENIED)
+        if target_offset < 0 or target_offset + length > f.data.size:
+            raise VmError(f"{what}: range [{target_offset}, {target_offset + length}) is out "
+                          f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
+        f.data[target_offset:target_offset + length] = src
+        if signal is not None:
+            signal.signal()
+
+    @staticmethod
+    def _write(target, offset, data, what: str) -> None:
+        buf = _need(target, HalBuffer, "target buffer")
+        dst = buffer_range(buf, offset, int(data.size), what)
+        if not dst.flags.writeable:
+            raise VmError(f"{what}: the target buffer is read-only", StatusCode.PERMISSION_DENIED)
+        dst[:] = data
+
+    @export("device.queue.barrier", "0rIrrI_v")
+    def queue_barrier(self, state, device, affinity, wait, signal, flags):
+        self._queue(device, wait, signal, "hal.device.queue.barrier")
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.execute", "0rIrrrI_v")
+    def queue_execute(self, state, device, affinity, wait, signal, command_buffer, flags):
+        self._submit(device, wait, signal, command_buffer, (), "hal.device.queue.execute")
+
+    @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
+    def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
+                               flags, table):
+        entries = []
+        for i, (buf, offset, length) in enumerate(table):
+            entries.append((None if buf is None else _need(buf, HalBuffer, f"binding {i}"),
+                            offset, length))
+        self._submit(device, wait, signal, command_buffer, entries,
+                     "hal.device.queue.execute.indirect")
+
+    def _submit(self, device, wait, signal, command_buffer, table, what: str) -> None:
+        self._queue(device, wait, signal, what)
+        if command_buffer is not None:
+            cb = _need(command_buffer, CommandBuffer, "command buffer")
+            try:
+                cb.execute(table)
+            except VmError:
+                if signal is not None:
+                    signal.fail(int(StatusCode.ABORTED))
+                raise
+        if signal is not None:
+            signal.signal()
+
+    @export("device.queue.flush", "0rI_v")
+    def queue_flush(self, state, device, affinity):
+        _need(device, Device, "device")
+
+    # -- executables ---------------------------------------------------------------
+    @export("executable.create", "0rIrrr_r")
+    def executable_create(self, state, device, affinity, executable_format, executable_data,
+                          constants):
+        dev = _need(device, Device, "device")
+        fmt = _text(executable_format)
+        data = _vm_bytes(executable_data, 0, -1, "executable data")
+        consts = None
+        if constants is not None:
+            raw = _vm_bytes(constants, 0, -1, "executable constants")
+            consts = [int(x) for x in raw[:raw.size // 4 * 4].view("<u4")]
+        try:
+            return dev.load_executable(fmt, data, consts)
+        except VmError as e:
+            raise e.annotate(f"creating {fmt} executable")
+
+    @export("executable.lookup.function", "0rr_I")
+    def executable_lookup_function(self, state, executable, name):
+        exe = _need(executable, HalExecutable, "executable").exe
+        return exe.export(_text(name)).ordinal
+
+    # -- command buffers -----------------------------------------------------------
+    @export("command_buffer.create", "0riiIi_r")
+    def command_buffer_create(self, state, device, modes, categories, affinity,
+                              binding_capacity):
+        return CommandBuffer(_need(device, Device, "device"), modes, categories, binding_capacity)
+
+    @export("command_buffer.finalize", "0r_v")
+    def command_buffer_finalize(self, state, command_buffer):
+        _need(command_buffer, CommandBuffer, "command buffer").finalize()
+
+    @export("command_buffer.begin_debug_group", "0rr_v")
+    def command_buffer_begin_debug_group(self, state, command_buffer, label):
+        _need(command_buffer, CommandBuffer, "command buffer")
+
+    @export("command_buffer.end_debug_group", "0r_v")
+    def command_buffer_end_debug_group(self, state, command_buffer):
+        _need(command_buffer, CommandBuffer, "command buffer")
+
+    @export("command_buffer.execution_barrier", "0riiI_v")
+    def command_buffer_execution_barrier(self, state, command_buffer, source_stages,
+                                         target_stages, flags):
+        # commands run in order on one thread: every barrier is already satisfied
+        _need(command_buffer, CommandBuffer, "command buffer")
+
+    @export("command_buffer.fill_buffer", "0rrIIiIiI_v")
+    def command_buffer_fill_buffer(self, state, command_buffer, target, target_offset, length,
+                                   target_slot, pattern, pattern_length, flags):
+        cb = _need(command_buffer, CommandBuffer, "command buffer")
+        cb.fill(cb.ref(target_slot, self._opt_buffer(target), target_offset, length),
+                pattern, pattern_length)
+
+    @export("command_buffer.update_buffer", "0rrIrIIiI_v")
+    def command_buffer_update_buffer(self, state, command_buffer, source, source_offset,
+                                     target, target_offset, length, target_slot, flags):
+        cb = _need(command_buffer, CommandBuffer, "command buffer")
+        data = _vm_bytes(source, source_offset, length, "update source").tobytes()
+        cb.update(data, cb.ref(target_slot, self._opt_buffer(target), target_offset, length))
+
+    @export("command_buffer.copy_buffer", "0riirIrIII_v")
+    def command_buffer_copy_buffer(self, state, command_buffer, source_slot, target_slot,
+                                   source, source_offset, target, target_offset, length, flags):
+        cb = _need(command_buffer, CommandBuffer, "command buffer")
+        cb.copy(cb.ref(source_slot, self._opt_buffer(source), source_offset, length),
+                cb.ref(target_slot, self._opt_buffer(target), target_offset, length))
+
+    @export("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v")
+    def command_buffer_dispatch(self, state, command_buffer, executable, ordinal, x, y, z,
+                                flags, constants, bindings):
+        cb = _need(command_buffer, CommandBuffer, "command buffer")
+        exe = _need(executable, HalExecutable, "executable")
+        refs = [cb.ref(slot, self._opt_buffer(buf), offset, length)
+                for _reserved, slot, buf, offset, length in bindings]
+        wg = tuple(v & 0xFFFFFFFF for v in (x, y, z))
+        exe.exe.export(ordinal)     # a bad ordinal fails here, at record time
+        cb.dispatch(exe, ordinal, wg, [c & 0xFFFFFFFF for c in constants], refs)
+
+    @staticmethod
+    def _opt_buffer(buf) -> HalBuffer | None:
+        return None if buf is None else _need(buf, HalBuffer, "buffer")
+
+
+def needs_device(modules: Sequence[Any]) -> bool:
+    """Whether any of ``modules`` imports a ``hal`` function the host-only
+    module does not have."""
+    host = {e.name for e in HalModule().exports}
+    for m in modules:
+        for imp in getattr(m, "imports", ()):
+            mod, _, fn = imp.full_name.partition(".")
+            if mod == "hal" and fn not in host:
+                return True
+    return False
+
+
+class _Provider:
+    """The built-in ``hal`` provider: the device module when the run names a
+    device or plugins or a program imports device functions, else the
+    host-only module."""
+
+    name = "hal"
+
+    def register_types(self, instance: Instance) -> None:
+        for t in ALL_TYPES:
+            instance.register_type(t)
+
+    def create(self, instance: Instance, options=None) -> HalModule:
+        devices = list(getattr(options, "devices", None) or [])
+        plugins = list(getattr(options, "executable_plugins", None) or [])
+        dependents = (getattr(options, "extra", None) or {}).get("modules", ())
+        if devices or plugins or needs_device(dependents):
+            return HalDeviceModule(instance, devices, plugins)
+        return HalModule(instance)
+
+
+PROVIDER = _Provider()
+
+__all__ = ["HalDeviceModule", "PROVIDER", "needs_device"]
