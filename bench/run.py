@@ -46,17 +46,11 @@ WHY = {
           "small steps, not one hot spot. This row is also the most sensitive to other jobs on "
           "the machine: ~85 µs when it is idle, 150-300 µs while other processes run, while "
           "lief.parse stays at 12-14 µs.",
-    "2ag": "page faults, not relocation work: the per-relocation work is constant (timed "
-           "alone, relocate._write_words costs 26 ns per relocation at both 10k and 100k), but "
-           "a 100k load takes at least ~780 minor page faults (its 3.2 MB image is fresh mmap "
-           "memory every time) and, depending on the state of glibc's allocator, up to ~3,000 "
-           "when the large temporaries (the bytearray image, numpy arrays and above all the "
-           "(n, 8) int64 fancy index that _write_words builds: 6.4 MB at 100k) are handed back "
-           "to the OS on free and faulted in again on the next load; 10k takes ~80 (this "
-           "run's counts are in the note; LIEF takes almost none). A fault costs 1-2 µs in "
-           "this VM, more when the host is busy, so this is also the noisiest ratio of the "
-           "suite. Storing whole words through an aligned uint64 view (1 ns per relocation, "
-           "no index temporaries) would remove most of it.",
+    "2ag": "page faults, not relocation work: relocations are stored in place through an "
+           "aligned word view (no per-relocation temporaries), so the per-relocation cost is "
+           "constant, but a 100k load maps a fresh 3.2 MB image every time (~800 minor page "
+           "faults at 1-2 µs each in this VM, against ~80 at 10k). Compare LIEF's own growth on "
+           "the same files in this run's note: on a busy machine it is not 10× either.",
     "2bg": "symbolic relocations are resolved one by one in Python (symbol lookup + struct "
            "pack), linear by construction; superlinear growth would come from cache effects.",
     "5b": "ours passes the numpy array as the call argument, so elfkit maps it "
@@ -65,9 +59,9 @@ WHY = {
           "1,024 page misses of the 4 MiB buffer again: a fixed per-call cost that shows on the "
           "fast aarch64 loop. With machine.share(array) (mapped once, the note's figure) elfkit "
           "is faster than the raw peer.",
-    "8": "the console script imports elfkit (elfkit.arch: all six architecture descriptions, "
-         "elfkit.loader, elfkit.fatelf.format) plus, in this editable install, setuptools' "
-         "editable finder; see the -X importtime figures in the note.",
+    "8": "the console script imports only the fatelf family (elfkit.arch and "
+         "elfkit.fatelf.format; the loader is imported lazily), plus, in this editable "
+         "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "

@@ -14,9 +14,22 @@ from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, Emulatio
                      ExecutionError, FatElfError, LayoutError, LazyImportError, MemoryAccessError,
                      ModuleClosedError, ParseError, RelocationError, SignatureError,
                      SymbolNotFoundError, UnresolvedImportError, UnsupportedError)
-from .loader import Imports, Limits, SystemLibrary
-from .module import Module, load
 from .signature import CType, Signature
+
+# The loader and Module are imported on first use, so that commands that do
+# not load anything (``elfkit fatelf list``) start fast.
+_LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibrary": "loader",
+         "Limits": "loader"}
+
+
+def __getattr__(name: str):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'elfkit' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "__version__", "load", "Module", "Imports", "SystemLibrary", "Limits", "Arch", "CType",

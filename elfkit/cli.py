@@ -21,15 +21,22 @@ _FAMILIES = (
     ("elfkit.exec.cli", "register"),
     ("elfkit.fatelf.cli", "register"),
 )
+# which family defines each command: only that one is imported to run it
+_COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
+             "disasm": "elfkit.exec.cli", "fatelf": "elfkit.fatelf.cli"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="elfkit",
         description="Inspect, pack, load and run bare-metal ELF plugins (natively or under emulation).")
     p.add_argument("--version", action="version", version=f"elfkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    first = argv[0] if argv else None
+    wanted = _COMMANDS.get(first) if first else None
     for modname, attr in _FAMILIES:
+        if wanted is not None and modname != wanted:
+            continue
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as e:  # a family not built yet
@@ -48,11 +55,13 @@ def fail(message: str, code: int = 2) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 0 if argv is None and len(sys.argv) <= 1 else 2
+        return 0 if not argv else 2
     try:
         return int(args.func(args) or 0)
     except ElfkitError as e:
