@@ -216,6 +216,10 @@ class NativeMachine(Machine):
         f = self._fn(addr, sig)
         if not self._callbacks:
             return f            # the fastest path: a bare ctypes function pointer
+        return self._surfacing(f)
+
+    def _surfacing(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """Wrap a ctypes function so a Python callback's exception re-raises."""
         raise_pending = self._raise_pending
 
         def call(*args: Any) -> Any:
@@ -235,14 +239,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
-        f = self._fn(addr, sig)
-        raise_pending = self._raise_pending
-
-        def call(*args: Any) -> Any:
-            r = f(*args)
-            raise_pending()
-            return r
-        return call
+        return self._surfacing(self._fn(addr, sig))
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
         """Read host memory this machine did not map (NULL is refused)."""

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,22 +20,17 @@ from pathlib import Path
 import pytest
 
 from hal_testutil import HalCompiler, iree_run, vmrt_run
+from iree_tools import require_tool
 
 
 @pytest.fixture(scope="session")
 def hal_compile() -> HalCompiler:
-    exe = shutil.which("iree-compile")
-    if exe is None:
-        pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
-    return HalCompiler(exe)
+    return HalCompiler(require_tool("iree-compile", "iree-base-compiler"))
 
 
 @pytest.fixture(scope="session")
 def iree_run_module() -> str:
-    exe = shutil.which("iree-run-module")
-    if exe is None:
-        pytest.skip("iree-run-module is not installed (pip install iree-base-runtime)")
-    return exe
+    return require_tool("iree-run-module", "iree-base-runtime")
 
 
 @pytest.fixture(scope="session")

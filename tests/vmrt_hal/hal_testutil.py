@@ -8,6 +8,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from iree_tools import IREE_TARGET_FLAGS
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -15,16 +16,7 @@ PROGRAMS = HERE / "programs"
 PLUGIN_DATA = REPO / "tests" / "vmrt_plugins" / "data"
 CACHE = REPO / "build" / "vmrt_hal"
 
-TARGETS = {
-    "x86_64": ["--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-               "--iree-llvmcpu-target-cpu=generic"],
-    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic"],
-    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv64",
-                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
-                "--iree-llvmcpu-target-abi=lp64d"],
-}
+TARGETS = {a: IREE_TARGET_FLAGS[a] for a in ("x86_64", "aarch64", "riscv64")}
 
 
 def _source(name: str) -> Path:

@@ -29,25 +29,7 @@ CACHE = REPO / "build" / "vmrt_plugins"
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
-#: iree-compile target flags per elfkit arch (llvm-cpu backend).
-IREE_TARGET_FLAGS = {
-    "x86_64": ["--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-               "--iree-llvmcpu-target-cpu=generic"],
-    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic"],
-    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv64",
-                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
-                "--iree-llvmcpu-target-abi=lp64d"],
-    "arm": ["--iree-llvmcpu-target-triple=armv7a-pc-linux-elf",
-            "--iree-llvmcpu-target-float-abi=hard", "--iree-llvmcpu-target-cpu=generic"],
-    "i386": ["--iree-llvmcpu-target-triple=i686-pc-linux-elf",
-             "--iree-llvmcpu-target-cpu=generic"],
-    "riscv32": ["--iree-llvmcpu-target-triple=riscv32-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv32",
-                "--iree-llvmcpu-target-cpu-features=+m,+f",
-                "--iree-llvmcpu-target-abi=ilp32"],
-}
+from iree_tools import IREE_TARGET_FLAGS, require_tool  # noqa: E402
 
 _SUFFIX = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64", "arm": "arm_32",
            "i386": "x86_32", "riscv32": "riscv_32"}
@@ -121,18 +103,12 @@ class IreeCompiler:
 
 @pytest.fixture(scope="session")
 def iree() -> IreeCompiler:
-    exe = shutil.which("iree-compile")
-    if exe is None:
-        pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
-    return IreeCompiler(exe)
+    return IreeCompiler(require_tool("iree-compile", "iree-base-compiler"))
 
 
 @pytest.fixture(scope="session")
 def iree_run_module() -> str:
-    exe = shutil.which("iree-run-module")
-    if exe is None:
-        pytest.skip("iree-run-module is not installed (pip install iree-base-runtime)")
-    return exe
+    return require_tool("iree-run-module", "iree-base-runtime")
 
 
 # ---------------------------------------------------------------------------
