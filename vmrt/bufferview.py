@@ -18,8 +18,8 @@ _FLOAT = {"f16": "float16", "f32": "float32", "f64": "float64"}
 
 def _dtype(elem: str):
     import numpy as np
-    if elem == "i1":
-        return np.dtype("bool")
+    if elem == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
+        return np.dtype("uint8")
     m = _INT_RE.match(elem)
     if m:
         bits = int(m.group(2))
@@ -115,8 +115,8 @@ def parse_buffer_view(spec: str) -> BufferView:
             except ValueError as e:
                 raise VmError(f"failed to parse element as {elem}: {e}",
                               StatusCode.INVALID_ARGUMENT) from None
-        elif dt.kind == "b":
-            vals = [bool(_parse_int(t, "i8", False, 8)) for t in tokens]
+        elif elem == "i1":
+            vals = [_parse_hex_byte(t) for t in tokens]
         else:
             vals = [_parse_int(t, elem, dt.kind == "i", dt.itemsize * 8) for t in tokens]
         if len(vals) == 1:
@@ -132,14 +132,26 @@ def parse_buffer_view(spec: str) -> BufferView:
     return BufferView(arr, elem)
 
 
+def _parse_hex_byte(tok: str) -> int:
+    """IREE parses i1 elements as "binary hex": exactly two hex digits each."""
+    if len(tok) != 2:
+        raise VmError(f"binary hex element count mismatch: buffer length={len(tok)} < expected=2",
+                      StatusCode.INVALID_ARGUMENT)
+    try:
+        return int(tok, 16)
+    except ValueError:
+        raise VmError(f"failed to parse binary hex element '{tok}'",
+                      StatusCode.INVALID_ARGUMENT) from None
+
+
 def _fmt_elem(v, kind: str) -> str:
     if kind == "f":
         v = float(v)
         if v != v:
             return "-NAN" if math.copysign(1.0, v) < 0 else "NAN"
         return "%G" % v
-    if kind == "b":
-        return "1" if v else "0"
+    if kind == "x":          # i1: raw bytes in hex, as iree-run-module prints them
+        return "%02X" % (int(v) & 0xFF)
     return str(int(v))
 
 
@@ -148,7 +160,7 @@ def format_buffer_view(bv: BufferView, max_elements: int = 1024) -> str:
     arr = bv.array
     shape = arr.shape
     prefix = "x".join([str(d) for d in shape] + [bv.element_type])
-    kind = arr.dtype.kind
+    kind = "x" if bv.element_type == "i1" else arr.dtype.kind
     flat = arr.reshape(-1)
     budget = [max_elements]
     pos = [0]

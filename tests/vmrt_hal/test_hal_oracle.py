@@ -44,6 +44,9 @@ TYPES = [
     ("i64mul", ["3xi64=5000000000 -3 7", "3xi64=3 9 -1"]),
     ("f16add", ["5xf16=1.5 2 3 4 5", "5xf16=0.25"]),
     ("big", ["300x200xf32=0.5"]),
+    # i1 tensors are raw bytes in hex for iree-run-module, both ways
+    ("i1pass", ["4xi1=01 00 FF 0a"]), ("i1pass", ["4xi1=01"]),
+    ("i1cmp", ["4xi32=1 5 3 -2", "4xi32=2 2 3 0"]),
 ]
 
 
@@ -83,6 +86,13 @@ def test_constants_fills_copies(hal_compile, both, fn, inputs):
 def test_element_types(hal_compile, both, fn, inputs):
     ref, got = both(run_args(hal_compile("types.mlir"), fn, inputs))
     assert ref.rc == 0, ref.stderr
+    _same(ref, got)
+
+
+@pytest.mark.parametrize("inputs", [["4xi1=1 0 1 1"], ["4xi1=0100"]], ids=["one-digit", "run-on"])
+def test_i1_input_errors(hal_compile, both, inputs):
+    ref, got = both(run_args(hal_compile("types.mlir"), "i1pass", inputs))
+    assert ref.rc == 1
     _same(ref, got)
 
 

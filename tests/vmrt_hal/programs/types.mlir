@@ -16,3 +16,10 @@ func.func @big(%a: tensor<300x200xf32>) -> tensor<300x200xf32> {
   %0 = math.exp %a : tensor<300x200xf32>
   return %0 : tensor<300x200xf32>
 }
+func.func @i1pass(%a: tensor<4xi1>) -> tensor<4xi1> {
+  return %a : tensor<4xi1>
+}
+func.func @i1cmp(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi1> {
+  %0 = arith.cmpi slt, %a, %b : tensor<4xi32>
+  return %0 : tensor<4xi1>
+}
