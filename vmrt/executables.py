@@ -361,6 +361,9 @@ class Executable:
             if native:
                 ptrs = [a.ctypes.data for a in arrays]
             else:
+                aliased = _aliased(arrays)
+                staged = [a.reshape(-1).view(np.uint8).copy() if i in aliased else None
+                          for i, a in enumerate(arrays)]
                 ptrs = [self._stage_binding(i, a) for i, a in enumerate(arrays)]
             lay = mem.layout
             cbytes = _u32_words(constants, f"{where}: constants")
@@ -379,10 +382,17 @@ class Executable:
             else:
                 self._run_threads(fn, ds, exp, wc, total, threads, where)
             if not native:
-                for a, p in zip(arrays, ptrs):
-                    if a.flags.writeable:
-                        a.reshape(-1).view(np.uint8)[:] = np.frombuffer(
-                            self.machine.read(p, a.nbytes), np.uint8)
+                # Bindings were staged as separate guest copies.  Where two of them
+                # alias in host memory (e.g. an in-place op binding one buffer twice),
+                # copying back an unchanged copy would overwrite what the other one
+                # wrote, so only copies the code actually changed go back.
+                for i, (a, p) in enumerate(zip(arrays, ptrs)):
+                    if not a.flags.writeable:
+                        continue
+                    out = np.frombuffer(self.machine.read(p, a.nbytes), np.uint8)
+                    if i in aliased and np.array_equal(out, staged[i]):
+                        continue
+                    a.reshape(-1).view(np.uint8)[:] = out
         finally:
             mem.free_all()
             for _i, base, _addr, _n, span in self._guards:
@@ -649,3 +659,14 @@ def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | No
 
 __all__ = ["DispatchError", "Executable", "ExecutableError", "ExecutableLoader", "ExportInfo",
            "ImportInfo", "infer_format", "load_executable"]
+
+
+def _aliased(arrays: Sequence[Any]) -> set[int]:
+    """Indices of bindings that share host memory with another binding."""
+    import numpy as np
+    out: set[int] = set()
+    for i in range(len(arrays)):
+        for j in range(i + 1, len(arrays)):
+            if np.shares_memory(arrays[i], arrays[j]):
+                out.update((i, j))
+    return out

@@ -417,3 +417,28 @@ def test_binding_too_small_emulated(iree, arch, emulation):
         assert "'saxpy'" in str(e.value) and "workgroup (1, 0, 0)" in str(e.value)
         exe.dispatch("saxpy", 2, [big, big, out], [1.0, *index(64)])
         assert (out == 2).all()
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("alias", ["x", "y"])
+def test_saxpy_in_place(iree, arch, alias, request, rng):
+    """The output binding aliases an input (an in-place op): the result is
+    what the code wrote, not a stale staged copy of the aliasing input."""
+    need_backend(arch, request)
+    n = 64
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    x0, y0 = x.copy(), y.copy()
+    alpha = np.float32(1.5)
+    out = x if alias == "x" else y
+    with Executable.load(iree.compile("codegen", arch).library) as exe:
+        exe.dispatch("saxpy", (2, 1, 1), [x, y, out], [float(alpha), *index(n)])
+    assert_axpy(out, alpha, x0, y0)
+
+
+def test_aliased_bindings_are_detected():
+    from vmrt.executables import _aliased
+    buf = np.zeros(32, np.float32)
+    assert _aliased([buf[:16], buf[16:], np.zeros(4)]) == set()
+    assert _aliased([buf[:16], buf[8:24], np.zeros(4)]) == {0, 1}
+    assert _aliased([buf, np.zeros(4), buf]) == {0, 2}
