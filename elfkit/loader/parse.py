@@ -114,6 +114,7 @@ class ElfFile:
     fini_array: tuple[int, int]
     limits: Limits = DEFAULT_LIMITS
     _by_name: dict[str, int] | None = None
+    _loads: list[Segment] | None = None
 
     @property
     def word(self) -> int:
@@ -121,7 +122,10 @@ class ElfFile:
 
     @property
     def loads(self) -> list[Segment]:
-        return [s for s in self.segments if s.type == T.PT_LOAD]
+        loads = self._loads
+        if loads is None:
+            loads = self._loads = [s for s in self.segments if s.type == T.PT_LOAD]
+        return loads
 
     # ---- symbol lookup through the hash table --------------------------
     def lookup(self, name: str) -> Symbol | None:

@@ -110,7 +110,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
                 problems.append(f"{_desc(elf, t, i, rt)}: COPY relocations belong in executables, not plugins")
                 continue
             nbytes = rt.width // 8
-            if not any(a <= off and off + nbytes <= b for a, b in writable):
+            if not _inside(writable, off, off + nbytes):
                 problems.append(f"{_desc(elf, t, i, rt)}: the place is not inside a writable segment")
                 continue
             if sym >= nsyms:
@@ -151,6 +151,13 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     if problems:
         raise RelocationError(f"{len(problems)} relocation(s) cannot be applied", problems)
     return deferred, Stats(counts, total)
+
+
+def _inside(ranges: list[tuple[int, int]], lo: int, hi: int) -> bool:
+    for a, b in ranges:
+        if a <= lo and hi <= b:
+            return True
+    return False
 
 
 _RELATIVE: dict[tuple[str, int], frozenset[int]] = {}
