@@ -54,3 +54,9 @@ def test_quickstart_python(quickstart_outputs):
     assert lines[0].split() == ["x86_64", "native", str(2 + 3)]
     assert lines[1].split() == ["emulated", str(sum(range(10)))]
     assert lines[2] == "[100, 200]"
+
+
+def test_quickstart_vmrt_hosts_the_plugin(quickstart_outputs):
+    # (2 * 4) from the plugin, + 4 in generated code: what IREE's sample documents
+    assert quickstart_outputs[3].splitlines() == [
+        "EXEC @mixed_invocation", "result[0]: hal.buffer_view", "8xf32=12 12 12 12 12 12 12 12"]

@@ -14,13 +14,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PROGRAMS = HERE / "programs"
 PLUGIN_DATA = REPO / "tests" / "vmrt_plugins" / "data"
+EXAMPLES = REPO / "examples"
 CACHE = REPO / "build" / "vmrt_hal"
 
 TARGETS = {a: IREE_TARGET_FLAGS[a] for a in ("x86_64", "aarch64", "riscv64")}
 
 
 def _source(name: str) -> Path:
-    for d in (PROGRAMS, PLUGIN_DATA):
+    for d in (PROGRAMS, PLUGIN_DATA, EXAMPLES):
         if (d / name).is_file():
             return d / name
     raise FileNotFoundError(name)

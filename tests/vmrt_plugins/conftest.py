@@ -24,6 +24,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
+EXAMPLES = HERE.parent.parent / "examples"   # the README's sample program lives there
 REPO = HERE.parent.parent
 CACHE = REPO / "build" / "vmrt_plugins"
 
@@ -75,6 +76,8 @@ class IreeCompiler:
         if key in self._memo:
             return self._memo[key]
         src = DATA / f"{program}.mlir"
+        if not src.exists():
+            src = EXAMPLES / f"{program}.mlir"
         flags = ["--iree-hal-target-device=local",
                  "--iree-hal-local-target-device-backends=llvm-cpu", *IREE_TARGET_FLAGS[arch]]
         out = CACHE / "iree" / _hash(src.read_bytes(), " ".join(flags), self.version) / arch
