@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from . import arch as _arch
 from .arch import Arch
-from .errors import (ElfkitError, FatElfError, ModuleClosedError, SignatureError,
+from .errors import (ElfkitError, ModuleClosedError, SignatureError,
                      SymbolNotFoundError, UnresolvedImportError)
 from .exec import create_machine
 from .exec.base import Machine

@@ -4,7 +4,6 @@ section headers, not the dynamic segment the loader uses)."""
 from __future__ import annotations
 
 import io
-import struct
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -119,7 +118,6 @@ def test_protections_after_load(plugins, arch):
     elf = ELFFile(io.BytesIO(data))
     mm = MemoryMachine(elfkit.arch.get(arch))
     m = elfkit.load(data, machine=mm, init=False)
-    page = 4096
     relro = [(s["p_vaddr"], s["p_vaddr"] + s["p_memsz"]) for s in elf.iter_segments()
              if s["p_type"] == "PT_GNU_RELRO"]
     for seg in elf.iter_segments():

@@ -8,7 +8,6 @@ bug cannot hide a build problem or the other way round.
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import shutil
 import subprocess
@@ -16,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from elftools.elf.constants import SH_FLAGS  # noqa: F401  (pyelftools present)
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.elffile import ELFFile
 

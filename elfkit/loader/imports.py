@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import BackendError, ElfkitError, LazyImportError
 from ..signature import parse as parse_signature
