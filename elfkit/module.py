@@ -16,7 +16,6 @@ from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
 from .signature import CType, Signature, ctype, parse as parse_signature
 
-Source = "str | os.PathLike[str] | bytes | bytearray | memoryview"
 
 
 class Module:
