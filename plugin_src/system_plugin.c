@@ -81,25 +81,11 @@ static void system_unload(void* self) {
 static elfkit_plugin_status_t system_resolve(
     void* self, const elfkit_plugin_resolve_params_v0_t* params,
     elfkit_plugin_resolution_t* out_resolution) {
-  *out_resolution = 0;
-  bool any_required_missing = false;
-  for (size_t i = 0; i < params->count; ++i) {
-    if (params->out_fn_ptrs[i]) continue;
-    const char* name = params->symbol_names[i];
-    bool optional = elfkit_plugin_import_is_optional(name);
-    name = elfkit_plugin_import_name(name);
-    if (elfkit_plugin_strcmp(name, "simple_mul_workgroup") == 0) {
-      params->out_fn_ptrs[i] = (void*)simple_mul_workgroup;
-      params->out_fn_contexts[i] = self;
-    } else if (optional) {
-      *out_resolution |= ELFKIT_PLUGIN_RESOLUTION_MISSING_OPTIONAL;
-    } else {
-      any_required_missing = true;
-    }
-  }
-  return any_required_missing
-             ? elfkit_plugin_status_from_code(ELFKIT_PLUGIN_STATUS_NOT_FOUND)
-             : elfkit_plugin_ok_status();
+  /* the context is the plugin state: the import prints to its file */
+  const elfkit_plugin_provided_t provided[] = {
+      {"simple_mul_workgroup", (void*)simple_mul_workgroup, self},
+  };
+  return elfkit_plugin_resolve_from_table(provided, 1, params, out_resolution);
 }
 
 static const elfkit_plugin_header_t system_header = {

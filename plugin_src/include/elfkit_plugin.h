@@ -316,6 +316,50 @@ static inline const char* elfkit_plugin_import_name(const char* symbol_name) {
 typedef int (*elfkit_plugin_import_fn_v0_t)(void* params, void* context,
                                             void* reserved);
 
+/* One function a plugin provides: its import name (without '?'), the
+ * function, and the context to store next to it.  An entry whose `fn` is
+ * NULL is skipped (handy for entries enabled at build or load time). */
+typedef struct elfkit_plugin_provided_t {
+  const char* name;
+  void* fn;
+  void* context;
+} elfkit_plugin_provided_t;
+
+/* The whole resolve() protocol over a table of provided functions: skip slots
+ * that are already filled, strip an optional '?', fill what the table has,
+ * set MISSING_OPTIONAL for unknown optional names, and return NOT_FOUND if a
+ * required name is unknown (known ones are still filled in). */
+static inline elfkit_plugin_status_t elfkit_plugin_resolve_from_table(
+    const elfkit_plugin_provided_t* table, elfkit_plugin_size_t table_count,
+    const elfkit_plugin_resolve_params_v0_t* params,
+    elfkit_plugin_resolution_t* out_resolution) {
+  *out_resolution = 0;
+  bool any_required_missing = false;
+  for (elfkit_plugin_size_t i = 0; i < params->count; ++i) {
+    if (params->out_fn_ptrs[i]) continue; /* resolved by a newer provider */
+    const char* name = params->symbol_names[i];
+    bool optional = elfkit_plugin_import_is_optional(name);
+    name = elfkit_plugin_import_name(name);
+    bool found = false;
+    for (elfkit_plugin_size_t k = 0; k < table_count && !found; ++k) {
+      if (table[k].fn && elfkit_plugin_strcmp(name, table[k].name) == 0) {
+        params->out_fn_ptrs[i] = table[k].fn;
+        params->out_fn_contexts[i] = table[k].context;
+        found = true;
+      }
+    }
+    if (found) continue;
+    if (optional) {
+      *out_resolution |= ELFKIT_PLUGIN_RESOLUTION_MISSING_OPTIONAL;
+    } else {
+      any_required_missing = true;
+    }
+  }
+  return any_required_missing
+             ? elfkit_plugin_status_from_code(ELFKIT_PLUGIN_STATUS_NOT_FOUND)
+             : elfkit_plugin_ok_status();
+}
+
 /* ------------------------------------------------------------------------ */
 /* Layout checks                                                            */
 /* ------------------------------------------------------------------------ */

@@ -162,38 +162,19 @@ static void variant_unload(void* self) {
 static elfkit_plugin_status_t variant_resolve(
     void* self, const elfkit_plugin_resolve_params_v0_t* params,
     elfkit_plugin_resolution_t* out_resolution) {
-  *out_resolution = 0;
-  bool any_required_missing = false;
-  for (size_t i = 0; i < params->count; ++i) {
-    if (params->out_fn_ptrs[i]) continue;
-    const char* name = params->symbol_names[i];
-    bool optional = elfkit_plugin_import_is_optional(name);
-    name = elfkit_plugin_import_name(name);
-    if ((VARIANT_PROVIDES & 1) &&
-        elfkit_plugin_strcmp(name, "simple_mul_workgroup") == 0) {
-      params->out_fn_ptrs[i] = (void*)simple_mul_workgroup;
-      params->out_fn_contexts[i] = 0;
-    } else if ((VARIANT_PROVIDES & 2) &&
-               elfkit_plugin_strcmp(name, "echo_params") == 0) {
-      params->out_fn_ptrs[i] = (void*)echo_params;
-      params->out_fn_contexts[i] = self;
-    } else if ((VARIANT_PROVIDES & 4) &&
-               elfkit_plugin_strcmp(name, "vmrt_optional_probe") == 0) {
-      params->out_fn_ptrs[i] = (void*)optional_probe;
-      params->out_fn_contexts[i] = 0;
-    } else if (optional) {
-      *out_resolution |= ELFKIT_PLUGIN_RESOLUTION_MISSING_OPTIONAL;
-    } else {
-      any_required_missing = true;
-    }
-  }
+  /* VARIANT_PROVIDES selects the entries; a NULL fn is skipped */
+  const elfkit_plugin_provided_t provided[] = {
+      {"simple_mul_workgroup", (VARIANT_PROVIDES & 1) ? (void*)simple_mul_workgroup : 0, 0},
+      {"echo_params", (VARIANT_PROVIDES & 2) ? (void*)echo_params : 0, self},
+      {"vmrt_optional_probe", (VARIANT_PROVIDES & 4) ? (void*)optional_probe : 0, 0},
+  };
+  elfkit_plugin_status_t st =
+      elfkit_plugin_resolve_from_table(provided, 3, params, out_resolution);
   if (VARIANT_RESOLVE_STATUS) {
     return elfkit_plugin_status_from_code(
         (elfkit_plugin_status_code_t)VARIANT_RESOLVE_STATUS);
   }
-  return any_required_missing
-             ? elfkit_plugin_status_from_code(ELFKIT_PLUGIN_STATUS_NOT_FOUND)
-             : elfkit_plugin_ok_status();
+  return st;
 }
 
 static const elfkit_plugin_header_t variant_header = {
