@@ -272,19 +272,25 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable = (),
             stdout.write(f"vmrt {__version__}\n")
             return 0
         return run(flags, stdout, providers)
-    except VmError as e:
+    except BaseException as e:
+        return report_error(e, stdout, stderr)
+
+
+def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
+    """One line on stderr in IREE's ``CODE; message`` style and exit code 1;
+    never a traceback on the command line (shared by the vmrt sub-commands)."""
+    if isinstance(e, (SystemExit, GeneratorExit)):
+        raise e
+    if isinstance(e, VmError):
         stdout.flush()
         stderr.write(" ".join(str(e).splitlines()) + "\n")
-        return 1
-    except KeyboardInterrupt:
+    elif isinstance(e, KeyboardInterrupt):
         stderr.write("CANCELLED; interrupted\n")
-        return 1
-    except RecursionError:
+    elif isinstance(e, RecursionError):
         stderr.write("RESOURCE_EXHAUSTED; call stack exhausted\n")
-        return 1
-    except Exception as e:  # last resort: never a traceback on the command line
+    else:
         stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
-        return 1
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -179,16 +179,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     try:
         return run(argv, stdout)
-    except VmError as e:
-        stdout.flush()
-        stderr.write(" ".join(str(e).splitlines()) + "\n")
-        return 1
-    except KeyboardInterrupt:
-        stderr.write("CANCELLED; interrupted\n")
-        return 1
-    except Exception as e:  # never a traceback on the command line
-        stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
-        return 1
+    except BaseException as e:
+        from .cli import report_error
+        return report_error(e, stdout, stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m vmrt.executable_cli
