@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 from typing import Any, Callable
 
@@ -85,10 +86,10 @@ class Module:
                 self.exports[s.name] = addr
             if s.version and not s.version_hidden:
                 self.exports.setdefault(f"{s.name}@{s.version}", addr)
-        thumb = self.arch.name == "arm"     # bit 0 of an arm FUNC value marks Thumb code
+        mode_bit = self.arch.func_mode_bit     # arm: bit 0 marks Thumb code, not an address
         for s in self.elf.symbols[1:]:
             if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE, T.STT_OBJECT):
-                v = s.value & ~1 if thumb and s.type == T.STT_FUNC else s.value
+                v = s.value & ~1 if mode_bit and s.type == T.STT_FUNC else s.value
                 funcs.append((bias + v, max(s.size, 1), s.name))
         funcs.sort()
         self._funcs = funcs
@@ -135,8 +136,8 @@ class Module:
         addr = self._address(name_or_address)
         word = CType.I64 if self.arch.bits == 64 else CType.I32
         params = tuple(_infer(a, word) for a in args)
-        ret = word if restype is None else ctype(restype)
-        return self.machine.call(addr, Signature(ret, params), args, timeout)
+        return self.machine.call(addr, _call_signature(word if restype is None else restype,
+                                                       params), args, timeout)
 
     def function(self, name: "str | int", signature: "str | Signature") -> Callable[..., Any]:
         """A fast typed callable, e.g. ``m.function("dot", "f64(ptr,ptr,i64)")``."""
@@ -178,6 +179,12 @@ class Module:
             self.machine.detach(self)
             if self._owns_machine:
                 self.machine.close()
+
+
+@functools.lru_cache(maxsize=256)
+def _call_signature(ret: "str | CType", params: tuple[CType, ...]) -> Signature:
+    """The Signature ``call()`` infers, made once per shape of call."""
+    return Signature(ctype(ret), params)
 
 
 def _infer(a: Any, word: CType) -> CType:

@@ -91,6 +91,9 @@ class Arch:
     # Machine code for ``int f(fn, a, b, c) { return fn(a, b, c); }`` (pointer
     # arguments): a call-through stub, e.g. IREE's executable import thunk.
     call_through3: bytes = b""
+    # Bit 0 of a function symbol's value selects an instruction set (arm's
+    # Thumb bit), not an address: code addresses are value & ~1.
+    func_mode_bit: bool = False
     # Emulator set-up: unicorn CPU model constant name (UC_CPU_*; "" = default)
     # and register values written once at start (suffixes of UC_<ARCH>_REG_*),
     # e.g. enabling the FPU; registers shown in fault reports, in order.

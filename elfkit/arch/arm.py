@@ -36,6 +36,7 @@ ARCH = Arch(
     ret_insn=bytes.fromhex("1eff2fe1"), trap_insn=bytes.fromhex("700020e1"),  # bx lr ; bkpt #0
     # mov r12,r0; mov r0,r1; mov r1,r2; mov r2,r3; bx r12 (A32; bx honours a Thumb target)
     call_through3=struct.pack("<5I", 0xE1A0C000, 0xE1A00001, 0xE1A01002, 0xE1A02003, 0xE12FFF1C),
+    func_mode_bit=True,
     # VFP on: CPACR grants cp10/cp11 full access, FPEXC.EN; no thread pointer
     uc_init=(("C1_C0_2", 0xF << 20), ("FPEXC", 1 << 30), ("C13_C0_3", 0)),
     dump_regs=tuple(f"R{i}" for i in range(13)) + ("SP", "LR", "PC", "CPSR"),

@@ -90,6 +90,7 @@ class NativeMachine(Machine):
         self._allocs: dict[int, tuple[Any, int]] = {}
         self._callbacks: list[Any] = []
         self._fntypes: dict[Signature, Any] = {}
+        self._fns: dict[tuple[int, Signature], Any] = {}
         self.pending: BaseException | None = None
         self.closed = False
 
@@ -148,6 +149,8 @@ class NativeMachine(Machine):
         if self._prot.pop(addr, None) is not None:
             _munmap(addr, size)
             self._drop_region(addr)
+            for key in [k for k in self._fns if addr <= k[0] < addr + size]:
+                del self._fns[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)
@@ -189,10 +192,14 @@ class NativeMachine(Machine):
         self._drop_region(addr)
 
     def _fn(self, addr: int, sig: Signature) -> Any:
-        t = self._fntypes.get(sig)
-        if t is None:
-            t = self._fntypes[sig] = cfunctype(sig)
-        return t(addr)
+        """The ctypes function for ``addr`` with ``sig`` (made once per pair)."""
+        f = self._fns.get((addr, sig))
+        if f is None:
+            t = self._fntypes.get(sig)
+            if t is None:
+                t = self._fntypes[sig] = cfunctype(sig)
+            f = self._fns[(addr, sig)] = t(addr)
+        return f
 
     def call(self, addr: int, sig: Signature, args: tuple[Any, ...],
              timeout: float | None = None) -> Any:
@@ -290,3 +297,4 @@ class NativeMachine(Machine):
         self._regions.clear()
         self._allocs.clear()
         self._callbacks.clear()
+        self._fns.clear()
