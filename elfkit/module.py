@@ -220,9 +220,9 @@ def _pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memo
     """FatELF: the requested ``arch``; else the host slice by IREE's rules; else
     (unless the backend must be native) the best slice to emulate, as
     ``elfkit.fatelf.best`` defines it.  A plain ELF passes through."""
-    if bytes(data[:4]) != b"\xfa\x70\x0e\x1f":   # FatELF magic 0x1F0E70FA, little-endian
-        return data, ""
     from . import fatelf
+    if not fatelf.is_fatelf(data):
+        return data, ""
     fat = fatelf.read(data)
     if arch is not None:
         rec, view = fatelf.select(fat, arch)

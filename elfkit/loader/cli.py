@@ -51,7 +51,7 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
     from .. import arch as _arch
     from ..module import _pick_slice
     from .parse import parse
-    from .relocate import relr_offsets
+    from .relocate import relative_name, relr_offsets
 
     want = _arch.get(arch) if arch else None
     view, label = _pick_slice(memoryview(data), want, "auto" if want is None else "emulated")
@@ -62,8 +62,7 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
     for t in elf.reloc_tables:
         if t.tag == "DT_RELR":
             n = len(relr_offsets(t.relr_raw, elf.word))
-            name = next(r.name for r in elf.arch.relocs.values()
-                        if r.formula.name == "RELATIVE" and r.width == 8 * elf.word)
+            name = relative_name(elf.arch, elf.word)
             counts[name] = counts.get(name, 0) + n
             continue
         types = t.types.tolist() if hasattr(t.types, "tolist") else t.types

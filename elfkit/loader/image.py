@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..arch import Formula
+from ..arch import Check, Formula
 from ..errors import ElfkitError, LayoutError, RelocationError
 from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 from . import _tags as T
 from .parse import ElfFile
+from ..signature import parse as _parse_sig
 from .relocate import Deferred, Stats, apply, store
 
 
@@ -130,8 +131,6 @@ class LoadedImage:
             self.machine.release(self.base, self.size)
 
 
-from ..signature import parse as _parse_sig  # noqa: E402
-
 _VOID = _parse_sig("void()")
 
 
@@ -216,7 +215,6 @@ def _apply_deferred(li: LoadedImage, image: bytearray, deferred: list[Deferred])
                                   f"failed: {e}") from e
         v = r if d.formula is Formula.SYM else (r + d.addend if d.formula is Formula.ABS
                                                 else r + d.addend - d.p)
-        from ..arch import Check
         err = store(image, d.place, d.width, Check.WRAP if d.width == 8 * w else Check.SIGNED, v, w)
         if err:
             problems.append(f"{d.index}: value {v:#x} {err}")

@@ -66,7 +66,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
         if t.tag == "DT_RELR":
             n = _apply_relr(t, image, lo, bias, w, writable, problems)
             if n:
-                rname = next(arch.relocs[x].name for x in relative_types)
+                rname = relative_name(arch, w)
                 counts[rname] = counts.get(rname, 0) + n
                 total += n
             continue
@@ -81,8 +81,9 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
             idx = np.nonzero(rel_mask)[0]
             offsets = np.asarray(t.offsets)
             _apply_relative_bulk(t, idx, offsets[idx], image, lo, bias, w, writable, problems)
-            rname = arch.relocs[int(types[idx[0]])].name
-            counts[rname] = counts.get(rname, 0) + nrel
+            for ty, n in zip(*(u.tolist() for u in np.unique(types[idx], return_counts=True))):
+                rname = arch.relocs[ty].name
+                counts[rname] = counts.get(rname, 0) + n
             total += nrel
             ridx = np.nonzero(~rel_mask)[0]
             rows = zip(ridx.tolist(), np.asarray(t.offsets)[ridx].tolist(), types[ridx].tolist(),
@@ -171,6 +172,11 @@ def _relative_types(arch: Any, w: int) -> frozenset[int]:
         r = _RELATIVE[key] = frozenset(n for n, t in arch.relocs.items()
                                        if t.formula is Formula.RELATIVE and t.width == 8 * w)
     return r
+
+
+def relative_name(arch: Any, w: int) -> str:
+    """Name DT_RELR entries are counted under: the arch's word-sized RELATIVE."""
+    return arch.relocs[min(_relative_types(arch, w))].name
 
 
 def _list(seq: Any) -> list:
