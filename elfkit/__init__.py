@@ -22,11 +22,16 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Limits": "loader"}
 
 
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli")
+
+
 def __getattr__(name: str):
+    import importlib
+    if name in _SUBPACKAGES:      # ``elfkit.loader.parse(...)`` without importing it first
+        return importlib.import_module(f"{__name__}.{name}")
     where = _LAZY.get(name)
     if where is None:
         raise AttributeError(f"module 'elfkit' has no attribute {name!r}")
-    import importlib
     value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
     globals()[name] = value
     return value
