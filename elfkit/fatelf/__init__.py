@@ -20,8 +20,11 @@ from .format import (  # noqa: F401
     BEST_ORDER, DEFAULT_ALIGN, HEADER_SIZE, IREE_OSABIS, MAGIC, MAGIC_BYTES, MAX_RECORDS,
     PAGE_SIZE, RECORD_SIZE, VERSION,
     ByteOrder, FatElf, FatElfArchError, OsAbi, Problem, Record, Severity, WordSize,
-    best, extract_to, host_record, is_fatelf, layout, machine_name, matches_host, osabi_name,
-    pack, pack_to, read, remove_to, replace_to, select, slice_names, split, verify,
+    best, host_record, is_fatelf, machine_name, matches_host, osabi_name, read, select,
+    slice_names, verify,
+)
+from .write import (  # noqa: F401
+    extract_to, layout, pack, pack_to, remove_to, replace_to, split,
 )
 from ..errors import FatElfError  # noqa: F401
 

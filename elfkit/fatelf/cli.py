@@ -187,7 +187,7 @@ def _say(args: Any, line: str) -> None:
 
 
 def cmd_pack(args: Any) -> int:
-    from .format import pack_to
+    from .write import pack_to
     out = _out(args.output)
     records = pack_to(out, args.inputs, _align(args.align))
     _say(args, f"packed {len(records)} slice(s) into {args.output}: "
@@ -222,7 +222,7 @@ def cmd_list(args: Any) -> int:
 
 
 def cmd_extract(args: Any) -> int:
-    from .format import extract_to
+    from .write import extract_to
     out = _out(args.output)
     r = extract_to(out, args.file, args.arch, index=args.index)
     _say(args, f"wrote record {r.index} ({r.label}, {r.size} bytes) to {args.output}")
@@ -230,7 +230,7 @@ def cmd_extract(args: Any) -> int:
 
 
 def cmd_split(args: Any) -> int:
-    from .format import split
+    from .write import split
     plan = split(args.file, args.directory)
     for r, path in plan:
         print(f"wrote record {r.index} ({r.label}, {r.size} bytes) to {path}")
@@ -238,7 +238,8 @@ def cmd_split(args: Any) -> int:
 
 
 def cmd_select(args: Any) -> int:
-    from .format import extract_to, read, select
+    from .format import read, select
+    from .write import extract_to
     with read(args.file) as fat:
         r, _view = select(fat, args.arch, fallback=args.fallback)
         del _view
@@ -250,7 +251,8 @@ def cmd_select(args: Any) -> int:
 
 
 def cmd_remove(args: Any) -> int:
-    from .format import read, remove_to
+    from .format import read
+    from .write import remove_to
     with read(args.file) as fat:
         gone = fat.find(args.arch, index=args.index)
         records = remove_to(_out(args.output), fat, index=gone.index, align=_align(args.align))
@@ -260,7 +262,7 @@ def cmd_remove(args: Any) -> int:
 
 
 def cmd_replace(args: Any) -> int:
-    from .format import replace_to
+    from .write import replace_to
     old, records = replace_to(_out(args.output), args.file, args.new, align=_align(args.align))
     _say(args, f"replaced record {old.index} ({old.label}) with {args.new}; wrote "
                f"{len(records)} record(s) to {args.output}")

@@ -1,4 +1,4 @@
-"""FatELF v1: read, select, write and verify multi-architecture containers.
+"""FatELF v1: the format, reading, selecting and verifying (writing: write.py).
 
 On-disk layout (every FatELF field is little-endian, whatever the host or the
 embedded ELFs; the embedded ELFs keep their own byte order)::
@@ -17,7 +17,7 @@ embedded ELFs; the embedded ELFs keep their own byte order)::
         +8  u64 offset      of the ELF from the start of the file
         +16 u64 size        of the ELF
 
-The writer puts the first ELF at ``align_up(8 + 24*n, align)`` and every next
+The writer (``write.py``) puts the first ELF at ``align_up(8 + 24*n, align)`` and every next
 one at the previous offset plus ``align_up(size, align)``, with zero padding
 in between and nothing after the last ELF.  At the default 4096 this is byte
 for byte what ``iree-fatelf join`` and icculus ``fatelf-glue`` write.
@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import enum
 import errno
-import io
 import json
 import mmap
 import os
 import stat as _stat
 import struct
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -48,8 +47,7 @@ __all__ = [
     "WordSize", "ByteOrder", "OsAbi", "Severity",
     "Record", "Problem", "FatElf", "FatElfArchError",
     "is_fatelf", "read", "select", "best", "host_record", "matches_host",
-    "pack", "pack_to", "extract_to", "remove_to", "replace_to", "split",
-    "verify", "slice_names", "layout",
+    "verify", "slice_names",
 ]
 
 MAGIC = 0x1F0E70FA
@@ -954,357 +952,6 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
 # --------------------------------------------------------------------------
 # writing
 
-@dataclass(slots=True)
-class _Piece:
-    """One ELF to write: from an fd range or from memory."""
-
-    name: str
-    size: int
-    info: _ElfInfo
-    fd: int | None = None
-    offset: int = 0
-    view: memoryview | None = None
-
-
-def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:
-    name = os.fspath(path)
-    f = stack.enter_context(open(name, "rb"))
-    fd = f.fileno()
-    size = os.fstat(fd).st_size
-    if os.pread(fd, 4, 0) == MAGIC_BYTES:
-        raise FatElfError(f"{name}: is a FatELF; pack takes plain ELF files (split it first)")
-    try:
-        info = _elf_info(_fd_reader(fd), size)
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
-    if info.phdr_error:
-        raise FatElfError(f"{name}: {info.phdr_error}")
-    return _Piece(name, size, info, fd=fd)
-
-
-def _piece_from_view(data: Any, name: str) -> _Piece:
-    view = memoryview(data)
-    if view.ndim != 1 or view.itemsize != 1:
-        view = view.cast("B")
-    if bytes(view[:4]) == MAGIC_BYTES:
-        raise FatElfError(f"{name}: is a FatELF; pack takes plain ELF files (split it first)")
-    try:
-        info = _elf_info(_view_reader(view), len(view))
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
-    if info.phdr_error:
-        raise FatElfError(f"{name}: {info.phdr_error}")
-    return _Piece(name, len(view), info, view=view)
-
-
-def _piece_from_record(fat: FatElf, r: Record) -> _Piece:
-    view = fat.slice(r)
-    name = f"{fat.name or '<FatELF>'}[record {r.index}]"
-    try:
-        info = _elf_info(_view_reader(view), len(view))
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
-    if fat._file is not None:
-        return _Piece(name, r.size, info, fd=fat._file.fileno(), offset=r.offset)
-    return _Piece(name, r.size, info, view=view)
-
-
-def _pieces(inputs: Iterable[Any], stack: ExitStack) -> list[_Piece]:
-    out = []
-    for i, x in enumerate(inputs):
-        if _is_path(x):
-            out.append(_piece_from_path(x, stack))
-        elif isinstance(x, _Piece):
-            out.append(x)
-        else:
-            out.append(_piece_from_view(x, f"input {i}"))
-        if len(out) > MAX_RECORDS:
-            raise FatElfError(f"too many inputs: a FatELF holds at most {MAX_RECORDS} ELFs")
-    return out
-
-
-def _align_value(align: Any, pieces: list[_Piece]) -> int:
-    if align == "auto":
-        a = PAGE_SIZE
-        for p in pieces:
-            pa = p.info.max_load_align
-            if pa > 1 and pa & (pa - 1):
-                raise FatElfError(f"{p.name}: PT_LOAD p_align {pa} is not a power of two")
-            if pa > MAX_ALIGN:
-                raise FatElfError(f"{p.name}: PT_LOAD p_align {pa} is too large for align='auto' "
-                                  f"(at most {MAX_ALIGN})")
-            a = max(a, pa)
-        return a
-    return _check_align(align)
-
-
-def _check_align(align: Any) -> int:
-    if isinstance(align, str):
-        if align == "auto":
-            return -1
-        try:
-            align = int(align, 0)
-        except ValueError:
-            raise FatElfError(f"invalid alignment {align!r}: give a power of two or 'auto'") from None
-    if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1) \
-            or align > MAX_ALIGN:
-        raise FatElfError(f"invalid alignment {align!r}: give a power of two from 1 to {MAX_ALIGN} "
-                          f"or 'auto'")
-    return align
-
-
-def _align_up(x: int, a: int) -> int:
-    return (x + a - 1) // a * a
-
-
-def layout(sizes: Iterable[int], align: int = DEFAULT_ALIGN) -> list[int]:
-    """Slice offsets for ELFs of ``sizes`` in that order (the writer's rule)."""
-    sizes = list(sizes)
-    off = _align_up(HEADER_SIZE + RECORD_SIZE * len(sizes), align)
-    offsets = []
-    for s in sizes:
-        offsets.append(off)
-        off += _align_up(s, align)
-    return offsets
-
-
-def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
-    if not pieces:
-        raise FatElfError("nothing to pack: give at least one ELF")
-    if len(pieces) > MAX_RECORDS:
-        raise FatElfError(f"too many inputs ({len(pieces)}): a FatELF holds at most {MAX_RECORDS} ELFs")
-    a = _align_value(align, pieces)
-    seen: dict[tuple[int, ...], _Piece] = {}
-    records = []
-    for i, (p, off) in enumerate(zip(pieces, layout((p.size for p in pieces), a))):
-        info = p.info
-        r = Record(i, info.machine, info.osabi, info.osabi_version, info.word_size,
-                   info.byte_order, off, p.size)
-        first = seen.setdefault(r.target, p)
-        if first is not p:
-            raise FatElfError(f"{first.name!r} and {p.name!r} are for the same target: {r.describe()}")
-        records.append(r)
-    return a, records
-
-
-class _Sink:
-    """Sequential binary output: a raw fd (fast paths) or a file object."""
-
-    def __init__(self, fd: int | None = None, fileobj: Any = None):
-        self.fd = fd
-        self.fileobj = fileobj
-        self.written = 0
-
-    def write(self, data: Any) -> None:
-        mv = memoryview(data)
-        if mv.ndim != 1 or mv.itemsize != 1:
-            mv = mv.cast("B")
-        n = len(mv)
-        if self.fd is None:
-            for i in range(0, n, _CHUNK):
-                self.fileobj.write(mv[i:i + _CHUNK])
-        else:
-            i = 0
-            while i < n:
-                i += os.write(self.fd, mv[i:i + (1 << 30)])
-        self.written += n
-
-    def zeros(self, n: int) -> None:
-        z = bytes(min(n, _CHUNK))
-        while n > 0:
-            k = min(n, len(z))
-            self.write(z[:k] if k < len(z) else z)
-            n -= k
-
-    def copy_from_fd(self, src: int, offset: int, count: int, name: str) -> None:
-        """Copy ``count`` bytes at ``offset`` of descriptor ``src``: in the
-        kernel (copy_file_range, sendfile) when the sink is a descriptor,
-        else through a reused 1 MiB buffer.  Memory use stays flat."""
-        done = self._kernel_copy(src, offset, count) if self.fd is not None else 0
-        buf = bytearray(min(_CHUNK, max(count - done, 1)))
-        view = memoryview(buf)
-        while done < count:
-            want = min(len(buf), count - done)
-            k = _pread_into(src, view[:want], offset + done)
-            if k <= 0:
-                raise FatElfError(f"{name}: file shrank while being copied "
-                                  f"({done} of {count} bytes)")
-            self.write(view[:k])
-            done += k
-
-    def _kernel_copy(self, src: int, offset: int, count: int) -> int:
-        done = 0
-        for fn in ("copy_file_range", "sendfile"):
-            f = getattr(os, fn, None)
-            if f is None:
-                continue
-            try:
-                while done < count:
-                    k = min(count - done, 1 << 30)
-                    if fn == "copy_file_range":
-                        k = f(src, self.fd, k, offset + done)
-                    else:
-                        k = f(self.fd, src, offset + done, k)
-                    if k == 0:
-                        return done  # EOF: the slow path reports it
-                    done += k
-                    self.written += k
-                return done
-            except OSError as e:
-                if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP,
-                                   errno.EBADF, errno.ENOTSUP, errno.EPERM, errno.ETXTBSY) or done:
-                    raise
-        return done
-
-
-def _pread_into(fd: int, into: memoryview, offset: int) -> int:
-    if hasattr(os, "preadv"):
-        return os.preadv(fd, [into], offset)
-    data = os.pread(fd, len(into), offset)  # pragma: no cover (no preadv)
-    into[:len(data)] = data
-    return len(data)
-
-
-def _emit(sink: _Sink, records: list[Record], pieces: list[_Piece]) -> None:
-    head = bytearray(_HEADER.pack(MAGIC, VERSION, len(records), 0))
-    for r in records:
-        head += r.pack()
-    sink.write(head)
-    pos = len(head)
-    for r, p in zip(records, pieces):
-        sink.zeros(r.offset - pos)
-        if p.view is not None:
-            sink.write(p.view)
-        else:
-            assert p.fd is not None
-            sink.copy_from_fd(p.fd, p.offset, p.size, p.name)
-        pos = r.offset + r.size
-
-
-def _write_single(sink: _Sink, piece: _Piece) -> None:
-    if piece.view is not None:
-        sink.write(piece.view)
-    else:
-        assert piece.fd is not None
-        sink.copy_from_fd(piece.fd, piece.offset, piece.size, piece.name)
-
-
-@contextmanager
-def _atomic_fd(path: str) -> Iterator[int]:
-    """A new file next to ``path``; renamed over it on success, removed on error."""
-    if os.path.isdir(path):
-        raise FatElfError(f"{path}: is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
-    fd = -1
-    tmp = ""
-    for _ in range(100):
-        tmp = os.path.join(directory, f".{base}.{os.urandom(4).hex()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-                         | getattr(os, "O_BINARY", 0), 0o777)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover
-        raise FatElfError(f"{path}: could not create a temporary file next to it")
-    try:
-        yield fd
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
-    if _is_path(out):
-        with _atomic_fd(os.fspath(out)) as fd:
-            body(_Sink(fd=fd))
-    elif hasattr(out, "write"):
-        body(_Sink(fileobj=out))
-        if hasattr(out, "flush"):
-            out.flush()
-    else:
-        raise TypeError(f"output must be a path or a binary file object, not {type(out).__name__}")
-
-
-def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
-    """Write a FatELF of ``inputs`` (paths or bytes-like ELFs, in order) to
-    ``out`` (a path, written atomically through a temporary file in the
-    same directory, or a binary file object).  Inputs are streamed, never
-    read whole.  ``align`` is a power of two (default 4096: byte-identical
-    to ``iree-fatelf join`` / ``fatelf-glue``) or ``"auto"``: the largest
-    PT_LOAD ``p_align`` among the inputs, but at least 4096.
-
-    Refuses (FatElfError, nothing written): no inputs, more than 255,
-    anything that is not an ELF (or is a FatELF), two inputs for the same
-    target (machine, osabi, abiversion, class, byte order).  Big-endian ELFs
-    are recorded with FatELF byte order 0.  Returns the records written.
-    """
-    if not isinstance(align, str) or align != "auto":
-        _check_align(align)
-    with ExitStack() as stack:
-        pieces = _pieces(inputs, stack)
-        _a, records = _plan(pieces, align)
-        _write_out(out, lambda sink: _emit(sink, records, pieces))
-    return records
-
-
-def pack(inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> bytes:
-    """The bytes of a FatELF of ``inputs``; see :func:`pack_to`."""
-    buf = io.BytesIO()
-    pack_to(buf, inputs, align)
-    return buf.getvalue()
-
-
-def extract_to(out: Any, source: Any, arch: Any = None, *, index: int | None = None,
-               record: Record | None = None) -> Record:
-    """Write one slice (by ``arch``, ``index`` or ``record``) to ``out``."""
-    with _opened(source) as fat:
-        r = record if record is not None else fat.find(arch, index=index)
-        piece = _piece_from_record(fat, r)
-        _write_out(out, lambda sink: _write_single(sink, piece))
-        return r
-
-
-def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = None,
-              align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
-    """Write ``source`` without one record: the same bytes as packing the
-    remaining slices in their order.  Removing the only record is refused."""
-    with _opened(source) as fat:
-        gone = fat.find(arch, index=index)
-        keep = [r for r in fat.records if r.index != gone.index]
-        if not keep:
-            raise FatElfError(f"{fat._where()}record {gone.index} ({gone.label}) is the only "
-                              f"record; removing it would leave an empty FatELF")
-        return pack_to(out, [_piece_from_record(fat, r) for r in keep], align)
-
-
-def replace_to(out: Any, source: Any, elf: Any, *,
-               align: "int | str" = DEFAULT_ALIGN) -> tuple[Record, list[Record]]:
-    """Write ``source`` with the record whose target (machine, osabi,
-    abiversion, class, byte order) matches ``elf``'s ELF header replaced by
-    ``elf`` (a path or bytes), repacked.  Returns (old record, new records)."""
-    with _opened(source) as fat, ExitStack() as stack:
-        new = _pieces([elf], stack)[0]
-        i = new.info
-        target = (i.machine, i.osabi, i.osabi_version, i.word_size, i.byte_order)
-        match = [r for r in fat.records if r.target == target]
-        if not match:
-            t = Record(0, *target, 0, 0)
-            raise FatElfError(f"{fat._where()}no record matches {new.name} "
-                              f"({t.describe()}); the file has {fat.summary()}")
-        old = match[0]
-        pieces = [new if r.index == old.index else _piece_from_record(fat, r) for r in fat.records]
-        return old, pack_to(out, pieces, align)
-
 
 def slice_names(records: Iterable[Record]) -> dict[int, str]:
     """A distinct short name per record index: the label (``x86_64``,
@@ -1325,26 +972,3 @@ def slice_names(records: Iterable[Record]) -> dict[int, str]:
     refine(lambda r: f"abiv{r.osabi_version}")
     refine(lambda r: f"r{r.index}")
     return names
-
-
-def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
-    """Write every slice to ``<directory>/<stem>.<name>.so`` (names from
-    :func:`slice_names`; the stem is the file name up to its last dot;
-    ``directory`` defaults to the file's own and is created if missing).
-    The whole file is checked before anything is written, and each output
-    is written atomically.  Returns ``[(record, path), ...]``."""
-    with _opened(source) as fat:
-        if directory is None:
-            directory = os.path.dirname(fat.name) if fat.name else "."
-        directory = os.fspath(directory) or "."
-        base = os.path.basename(fat.name) if fat.name else "fatelf"
-        stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
-        names = slice_names(fat.records)
-        plan = [(r, os.path.join(directory, f"{stem}.{names[r.index]}.so")) for r in fat.records]
-        pieces = [_piece_from_record(fat, r) for r in fat.records]
-        if os.path.exists(directory) and not os.path.isdir(directory):
-            raise FatElfError(f"{directory}: not a directory")
-        os.makedirs(directory, exist_ok=True)
-        for (r, path), piece in zip(plan, pieces):
-            _write_out(path, lambda sink, p=piece: _write_single(sink, p))
-        return plan
