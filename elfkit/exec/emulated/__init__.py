@@ -3,8 +3,8 @@
 Importing this package imports unicorn; ``import elfkit`` does not.
 """
 from ._cc import Plan, describe as describe_plan, plan
-from ._machine import (EmulatedMachine, f80_to_float, float_abi_from_eflags, float_to_f80,
-                       page_aligned_empty)
+from ._args import page_aligned_empty
+from ._machine import EmulatedMachine, f80_to_float, float_abi_from_eflags, float_to_f80
 
 __all__ = ["EmulatedMachine", "page_aligned_empty", "float_abi_from_eflags", "plan", "Plan",
            "describe_plan", "f80_to_float", "float_to_f80"]
