@@ -33,10 +33,10 @@ __all__ = [
 ]
 
 
-_PLUGIN_NAMES = ("PluginManager", "ExecutablePlugin", "StaticPlugin", "ImportCall", "PluginError",
+_PLUGIN_NAMES = ("ExecutablePlugin", "StaticPlugin", "ImportCall", "PluginError",
                  "ImportResolutionError")
 _EXECUTABLE_NAMES = ("Executable", "ExecutableLoader", "ExecutableError", "DispatchError")
-__all__ += list(_PLUGIN_NAMES + _EXECUTABLE_NAMES)
+__all__ += ["PluginManager", *_PLUGIN_NAMES, *_EXECUTABLE_NAMES]
 
 
 def __getattr__(name: str):
@@ -47,6 +47,9 @@ def __getattr__(name: str):
     if name == "BufferView":
         from .bufferview import BufferView
         return BufferView
+    if name == "PluginManager":
+        from .plugin_manager import PluginManager
+        return PluginManager
     if name in _PLUGIN_NAMES:
         from . import plugins
         return getattr(plugins, name)

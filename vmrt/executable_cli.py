@@ -101,7 +101,7 @@ def _bindings(specs: Sequence[str]) -> list:
 
 def run(argv: Sequence[str], stdout: TextIO) -> int:
     from .executables import Executable
-    from .plugins import register_plugins
+    from .plugin_manager import register_plugins
     if not argv or argv[0] in ("--help", "-h", "help"):
         stdout.write(USAGE)
         return 0

@@ -6,7 +6,7 @@ An executable is a bare-metal ELF (what ``iree-compile ...
 :func:`elfkit.load` (natively, or emulated for another CPU), calls the query
 with version 6, reads the library's header, export table, dispatch
 attributes, names and import table from its memory with the layout of its
-word size, resolves the imports through a :class:`~vmrt.plugins.PluginManager`
+word size, resolves the imports through a :class:`~vmrt.plugin_manager.PluginManager`
 and fills in the environment (import functions, contexts and the import
 thunk).  :meth:`Executable.dispatch` runs every workgroup of a grid over
 numpy arrays.
@@ -31,7 +31,8 @@ from typing import Any, Mapping, Sequence
 from . import abi
 from ._guest import GuestMemory, import_thunk, sig
 from .errors import StatusCode, VmError
-from .plugins import ImportSlots, PluginManager
+from .plugin_manager import PluginManager
+from .plugins import ImportSlots
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
@@ -623,7 +624,7 @@ class ExecutableLoader:
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
                  manager: PluginManager | None = None):
-        from .plugins import register_plugins
+        from .plugin_manager import register_plugins
         self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
         self._own = manager is None
         self.executables: list[Executable] = []

@@ -220,7 +220,7 @@ def emulation() -> None:
 
 @pytest.fixture
 def manager():
-    import vmrt.plugins
-    mgr = vmrt.plugins.PluginManager()
+    import vmrt.plugin_manager
+    mgr = vmrt.plugin_manager.PluginManager()
     yield mgr
     mgr.close()

@@ -9,7 +9,8 @@ import pytest
 import vmrt
 from vmrt import abi
 from vmrt.executables import DispatchError, Executable, ExecutableError
-from vmrt.plugins import ImportResolutionError, PluginManager
+from vmrt.plugin_manager import PluginManager
+from vmrt.plugins import ImportResolutionError
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 EMULATED = ARCHES[1:]

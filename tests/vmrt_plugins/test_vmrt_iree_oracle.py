@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vmrt.executables import Executable
-from vmrt.plugins import PluginManager
+from vmrt.plugin_manager import PluginManager
 
 
 def run_module(exe, vmfb, function, inputs, plugins=(), outputs=None, cwd=None):

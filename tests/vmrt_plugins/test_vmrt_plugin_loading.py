@@ -9,8 +9,8 @@ import pytest
 
 import vmrt
 from vmrt import abi
-from vmrt.plugins import (ExecutablePlugin, ImportResolutionError, PluginError, PluginManager,
-                          PluginSpec, StaticPlugin)
+from vmrt.plugin_manager import PluginManager, PluginSpec
+from vmrt.plugins import ExecutablePlugin, ImportResolutionError, PluginError, StaticPlugin
 
 HOST = "x86_64"
 

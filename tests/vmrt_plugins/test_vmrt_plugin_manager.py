@@ -7,7 +7,8 @@ import pytest
 
 import vmrt
 from vmrt.executables import Executable
-from vmrt.plugins import ImportResolutionError, PluginError, PluginManager, StaticPlugin
+from vmrt.plugin_manager import PluginManager
+from vmrt.plugins import ImportResolutionError, PluginError, StaticPlugin
 
 
 def index(n):
@@ -164,7 +165,7 @@ def test_one_sos_serves_every_machine(iree, standalone_sos, emulation, manager):
 
 
 def test_register_plugins_helper(standalone_sos, variants):
-    from vmrt.plugins import register_plugins
+    from vmrt.plugin_manager import register_plugins
     mgr = register_plugins([str(standalone_sos), str(variants.path("x86_64", name="v")) + "?a=b"])
     try:
         assert [p.label.split("'")[1] for p in mgr.plugins] == ["sample_standalone", "v"]
