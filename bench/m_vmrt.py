@@ -98,9 +98,9 @@ def dispatch_threads(cfg: Config) -> list[Row]:
     name = "native dispatch, 2 threads vs 1 (64 workgroups)"
     try:
         import numpy as np
-        from vmrt.executables import Executable
+        from vmrt.hal.local.executable import Executable
     except Exception as e:  # noqa: BLE001
-        return [na_row("9", name, goal, f"vmrt.executables does not import: {e}")]
+        return [na_row("9", name, goal, f"vmrt.hal.local.executable does not import: {e}")]
     try:
         lib = _dispatch_library(cfg.work)
     except Exception as e:  # noqa: BLE001

@@ -107,7 +107,7 @@ HOW = [
     "**8** `elfkit fatelf list x.sos` (the console script) vs `python -c pass`, whole "
     "process, bytecode caching on for both (PYTHONDONTWRITEBYTECODE removed, warm-up runs).",
     "**9** an IREE llvm-cpu dispatch library (compiled here by the pip iree-compile; 64 "
-    "workgroups, each a dependent float recurrence) through `vmrt.executables.Executable."
+    "workgroups, each a dependent float recurrence) through `vmrt.hal.local.executable.Executable."
     "dispatch(threads=1)` vs `threads=2`; the peer column is the 2-thread speed-up of the "
     "same amount of native work called through bare ctypes in the same run.",
     "**10** `vmrt run` vs `iree-run-module` with the same flags on a host-only `.vmfb` "

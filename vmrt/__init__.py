@@ -12,16 +12,16 @@ module first; functions are invoked with Python/numpy values.
 """
 from __future__ import annotations
 
-from .buffer import Buffer
-from .context import Context, ExecutionLimits
+from .vm.buffer import Buffer
+from .vm.context import Context, ExecutionLimits
 from .errors import (BudgetExceeded, ExecutionError, LinkError, LoadError, StatusCode,
                      TypeRegistryError, UsageError, VerifyError, VmError)
-from .instance import Instance
-from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
+from .vm.instance import Instance
+from .vm.module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
                      ImportDecl, Linkage, Module, cconv_fragments, make_cconv)
-from .native import NativeModule, NativeState, export
-from .types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
-from .vmlist import VmList
+from .vm.native_module import NativeModule, NativeState, export
+from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
+from .vm.list import VmList
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "BytecodeModule", "BufferView", "Context",
@@ -45,16 +45,16 @@ def __getattr__(name: str):
         from .bytecode.module import BytecodeModule
         return BytecodeModule
     if name == "BufferView":
-        from .bufferview import BufferView
+        from .hal.buffer_view import BufferView
         return BufferView
     if name == "PluginManager":
-        from .plugin_manager import PluginManager
+        from .hal.local.plugins.manager import PluginManager
         return PluginManager
     if name in _PLUGIN_NAMES:
-        from . import plugins
+        from .hal.local.plugins import plugin as plugins
         return getattr(plugins, name)
     if name in _EXECUTABLE_NAMES:
-        from . import executables
+        from .hal.local import executable as executables
         return getattr(executables, name)
     if name == "__version__":
         from elfkit._version import __version__

@@ -102,7 +102,7 @@ def test_random_bytecode_corruption_never_escapes(sample, data):
 
 
 def _patch_version(sample: bytes, version: int) -> bytes:
-    from vmrt.flatbuf import FlatBuffer
+    from vmrt.bytecode.flatbuf import FlatBuffer
     size = struct.unpack_from("<I", sample, 0x40)[0]
     fb = FlatBuffer(sample[0x44:0x44 + size])
     root = fb.root()

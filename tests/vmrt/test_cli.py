@@ -8,9 +8,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from vmrt.bufferview import BufferView, format_buffer_view, parse_buffer_view
-from vmrt.function_io import strtol
-from vmrt.tooling import parse_module_spec, split_params
+from vmrt.hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
+from vmrt.tools.function_io import strtol
+from vmrt.tools.module_specs import parse_module_spec, split_params
 from vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run, vmrt_subprocess
 
 TID = """
@@ -245,7 +245,7 @@ def test_expected_scalar_outputs_are_compared(compile_mlir):
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from vmrt import VmError  # noqa: E402
-from vmrt.function_io import parse_inputs  # noqa: E402
+from vmrt.tools.function_io import parse_inputs  # noqa: E402
 
 _SPEC_ALPHABET = st.sampled_from(list("0123456789x=[] ,.-+eEfiuslnad@*&()") + ["f32", "i8",
                                                                               "0x", "nan"])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.bufferview import BufferView
-from vmrt.hal import HalModule, element_type_code, element_type_name
+from vmrt.hal.buffer_view import BufferView
+from vmrt.modules.hal.inline import HalModule, element_type_code, element_type_name
 from vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run
 
 pytestmark = needs_iree

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.bufferview import BufferView
+from vmrt.hal.buffer_view import BufferView
 from vmrt.errors import StatusCode, VmError
-from vmrt.hal import HalModule
-from vmrt.hal_commands import CommandBuffer
-from vmrt.hal_device import PROVIDER, HalDeviceModule, needs_device
-from vmrt.hal_objects import Device, Fence, aligned_bytes, new_buffer
-from vmrt.tooling import RunOptions
+from vmrt.modules.hal.inline import HalModule
+from vmrt.hal.command_buffer import CommandBuffer
+from vmrt.modules.hal.device import PROVIDER, HalDeviceModule, needs_device
+from vmrt.hal.objects import Device, Fence, aligned_bytes, new_buffer
+from vmrt.tools.module_specs import RunOptions
 
 from hal_testutil import run_args, vmrt_run
 
@@ -193,7 +193,7 @@ def test_dispatch_with_wrong_bindings_fails_cleanly(hal_compile, hal_sos):
     ctx, hal = _context(hal_compile("simple_mul.mlir"), [hal_sos])
     with ctx:
         dev = ctx.state_of(hal).devices[0]
-        from vmrt.buffer import Buffer
+        from vmrt.vm.buffer import Buffer
         exe = hal.executable_create(None, dev, -1, Buffer(b"embedded-elf-x86_64"),
                                     Buffer(_embedded_elf(hal_compile("simple_mul.mlir"))), None)
         ordinal = hal.executable_lookup_function(None, exe, Buffer(b"tiled_mul"))
@@ -240,7 +240,7 @@ def compile_host_only(tmp_path_factory):
 def test_queue_transfers_and_files():
     """queue.update/copy/read/write, allocator.allocate/import, buffer.subspan
     (exports called directly, as the VM would)."""
-    from vmrt.buffer import Buffer
+    from vmrt.vm.buffer import Buffer
     hal = HalDeviceModule()
     dev = Device("local-sync")
     alloc = hal.device_allocator(None, dev)

@@ -220,7 +220,7 @@ def emulation() -> None:
 
 @pytest.fixture
 def manager():
-    import vmrt.plugin_manager
-    mgr = vmrt.plugin_manager.PluginManager()
+    import vmrt.hal.local.plugins.manager
+    mgr = vmrt.hal.local.plugins.manager.PluginManager()
     yield mgr
     mgr.close()

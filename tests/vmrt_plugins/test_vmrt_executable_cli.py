@@ -1,4 +1,4 @@
-"""``vmrt executable list|dispatch`` (vmrt.executable_cli)."""
+"""``vmrt executable list|dispatch`` (vmrt.tools.executable)."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from vmrt.executable_cli import main
+from vmrt.tools.executable import main
 
 
 def run(*argv):
@@ -79,6 +79,6 @@ def test_errors(iree, tmp_path):
 
 def test_module_entry_point(iree):
     lib = iree.compile("codegen", "x86_64").library
-    proc = subprocess.run([sys.executable, "-m", "vmrt.executable_cli", "list", str(lib)],
+    proc = subprocess.run([sys.executable, "-m", "vmrt.tools.executable", "list", str(lib)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "@grid2d" in proc.stdout

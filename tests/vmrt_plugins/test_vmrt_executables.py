@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt import abi
-from vmrt.executables import DispatchError, Executable, ExecutableError
-from vmrt.plugin_manager import PluginManager
-from vmrt.plugins import ImportResolutionError
+from vmrt.hal.local import library_abi as abi
+from vmrt.hal.local.executable import DispatchError, Executable, ExecutableError
+from vmrt.hal.local.plugins.manager import PluginManager
+from vmrt.hal.local.plugins.plugin import ImportResolutionError
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 EMULATED = ARCHES[1:]
@@ -253,7 +253,7 @@ def test_emulated_import_calls_stay_in_guest(iree, standalone_sos_all, emulation
         assert calls == []
         np.testing.assert_array_equal(out, a * b)
         # the import thunk is aarch64 code in the same machine
-        from vmrt._guest import import_thunk
+        from vmrt.hal.local.guest import import_thunk
         thunk = import_thunk(machine)
         assert machine.read(thunk, len(abi.IMPORT_THUNKS["aarch64"])) == \
             abi.IMPORT_THUNKS["aarch64"]
@@ -375,7 +375,7 @@ def test_loader_with_buffer_views(iree, standalone_sos, arch, request, rng):
     executables from bytes, bindings as uint8 sub-views of bigger buffers
     (offset/length ranges); results land in the parent buffer."""
     need_backend(arch, request)
-    from vmrt.executables import ExecutableLoader, infer_format
+    from vmrt.hal.local.executable import ExecutableLoader, infer_format
     data = iree.compile("simple_mul", arch).library.read_bytes()
     fmt = infer_format(data)
     assert fmt == {"x86_64": "embedded-elf-x86_64", "aarch64": "embedded-elf-arm_64"}[arch]
@@ -395,7 +395,7 @@ def test_loader_with_buffer_views(iree, standalone_sos, arch, request, rng):
 
 
 def test_infer_format_errors(standalone_sos):
-    from vmrt.executables import infer_format
+    from vmrt.hal.local.executable import infer_format
     assert infer_format(standalone_sos.read_bytes()) == "embedded-fatelf"
     with pytest.raises(ExecutableError):
         infer_format(b"nonsense")
@@ -438,7 +438,7 @@ def test_saxpy_in_place(iree, arch, alias, request, rng):
 
 
 def test_aliased_bindings_are_detected():
-    from vmrt.executables import _aliased
+    from vmrt.hal.local.executable import _aliased
     buf = np.zeros(32, np.float32)
     assert _aliased([buf[:16], buf[16:], np.zeros(4)]) == set()
     assert _aliased([buf[:16], buf[8:24], np.zeros(4)]) == {0, 1}

@@ -9,8 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from vmrt.executables import Executable
-from vmrt.plugin_manager import PluginManager
+from vmrt.hal.local.executable import Executable
+from vmrt.hal.local.plugins.manager import PluginManager
 
 
 def run_module(exe, vmfb, function, inputs, plugins=(), outputs=None, cwd=None):

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from vmrt import abi
+from vmrt.hal.local import library_abi as abi
 
 
 def test_library_struct_sizes():

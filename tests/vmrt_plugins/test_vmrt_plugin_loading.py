@@ -8,9 +8,9 @@ import struct
 import pytest
 
 import vmrt
-from vmrt import abi
-from vmrt.plugin_manager import PluginManager, PluginSpec
-from vmrt.plugins import ExecutablePlugin, ImportResolutionError, PluginError, StaticPlugin
+from vmrt.hal.local import library_abi as abi
+from vmrt.hal.local.plugins.manager import PluginManager, PluginSpec
+from vmrt.hal.local.plugins.plugin import ExecutablePlugin, ImportResolutionError, PluginError, StaticPlugin
 
 HOST = "x86_64"
 
@@ -77,7 +77,7 @@ def test_params_and_allocator_native(variants):
     with ExecutablePlugin.load(path, {"alpha": "1", "beta": "two words", "": "empty-key"}) as p:
         assert p.name == "variant"
         assert echo(p) == "alpha=1;beta=two words;=empty-key;"
-        from vmrt._guest import host_allocator
+        from vmrt.hal.local.guest import host_allocator
         alloc = host_allocator(p.machine)
         assert len(alloc.blocks) == 2          # state + text, grown by REALLOC
         calls = alloc.calls
@@ -91,7 +91,7 @@ def test_params_and_allocator_emulated(variants, emulation, arch):
     with ExecutablePlugin.load(variants.path(arch), {"k": long_value, "x": "y"}) as p:
         assert p.machine.backend == "emulated"
         assert echo(p) == f"k={long_value};x=y;"
-        from vmrt._guest import host_allocator
+        from vmrt.hal.local.guest import host_allocator
         alloc = host_allocator(p.machine)
         # the plugin's memory is guest memory of its own machine
         for addr in alloc.blocks:
@@ -188,7 +188,7 @@ def test_system_plugin(system_plugin):
         got = p.resolve(["simple_mul_workgroup", "?maybe"])
         fn, ctx = got["simple_mul_workgroup"]
         assert fn and ctx == p.self_ptr != 0     # its context is its load() state
-        from vmrt._guest import host_allocator
+        from vmrt.hal.local.guest import host_allocator
         assert len(host_allocator(p.machine).blocks) == 1
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.executables import Executable
-from vmrt.plugin_manager import PluginManager
-from vmrt.plugins import ImportResolutionError, PluginError, StaticPlugin
+from vmrt.hal.local.executable import Executable
+from vmrt.hal.local.plugins.manager import PluginManager
+from vmrt.hal.local.plugins.plugin import ImportResolutionError, PluginError, StaticPlugin
 
 
 def index(n):
@@ -165,7 +165,7 @@ def test_one_sos_serves_every_machine(iree, standalone_sos, emulation, manager):
 
 
 def test_register_plugins_helper(standalone_sos, variants):
-    from vmrt.plugin_manager import register_plugins
+    from vmrt.hal.local.plugins.manager import register_plugins
     mgr = register_plugins([str(standalone_sos), str(variants.path("x86_64", name="v")) + "?a=b"])
     try:
         assert [p.label.split("'")[1] for p in mgr.plugins] == ["sample_standalone", "v"]
@@ -179,7 +179,7 @@ def test_register_plugins_helper(standalone_sos, variants):
 def test_preloaded_emulated_plugin_shares_its_machine(iree, plugins, emulation):
     """Registering an already loaded (emulated) plugin: executables of that
     architecture are placed in the plugin's machine."""
-    from vmrt.plugins import ExecutablePlugin
+    from vmrt.hal.local.plugins.plugin import ExecutablePlugin
     plugin = ExecutablePlugin.load(plugins.path("standalone", "riscv64"))
     with PluginManager() as mgr:
         mgr.register(plugin)

@@ -13,8 +13,8 @@ import struct
 from typing import Callable
 
 from ..errors import StatusCode, VerifyError, VmError
-from ..module import cconv_fragments
-from . import _rt
+from ..vm.module import cconv_fragments
+from . import runtime as _rt
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 
 IMPORT_BIT = 0x80000000

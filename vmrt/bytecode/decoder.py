@@ -7,7 +7,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import VerifyError
-from ._isa import CORE, OPCODE_SETS
+from .isa import CORE, OPCODE_SETS
 
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from

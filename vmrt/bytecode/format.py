@@ -6,8 +6,8 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import LoadError, StatusCode
-from ..flatbuf import FlatBuffer
-from ._isa import BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR
+from .flatbuf import FlatBuffer
+from .isa import BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR
 
 FEATURE_EXT_F32 = 1
 FEATURE_EXT_F64 = 2

@@ -4,13 +4,13 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from ..buffer import Buffer
+from ..vm.buffer import Buffer
 from ..errors import LoadError, StatusCode, VmError
-from ..instance import Instance
-from ..module import (BoundFunction, Dependency, ExportDecl, Function, ImportDecl, Linkage,
+from ..vm.instance import Instance
+from ..vm.module import (BoundFunction, Dependency, ExportDecl, Function, ImportDecl, Linkage,
                       Module, cconv_fragments)
-from ..types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
-from ..values import wrap_i32
+from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
+from ..vm.values import wrap_i32
 from .codegen import FunctionTranslator, compile_functions
 from .decoder import decode_function
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 
 from ..bytecode.module import BytecodeModule
-from ..context import Context
+from ..vm.context import Context
 from ..errors import VmError
-from ..instance import Instance
+from ..vm.instance import Instance
 from .custom import CustomModule
 
 

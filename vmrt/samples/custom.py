@@ -19,12 +19,12 @@ import os
 import sys
 from typing import Mapping
 
-from vmrt.buffer import Buffer
-from vmrt.bufferview import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
+from vmrt.vm.buffer import Buffer
+from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
 from vmrt.errors import StatusCode, VmError
-from vmrt.instance import Instance
-from vmrt.native import NativeModule, export
-from vmrt.types import BUFFER_TYPE, RefObject, RefType
+from vmrt.vm.instance import Instance
+from vmrt.vm.native_module import NativeModule, export
+from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
 
 STRING_TYPE = RefType("custom.string")
 
@@ -133,7 +133,7 @@ def create_module(instance: Instance, params: Mapping[str, str] | None = None) -
 
 
 class _StaticProvider:
-    """Static-module provider for ``vmrt run`` (see vmrt.tooling)."""
+    """Static-module provider for ``vmrt run`` (see vmrt.tools.module_specs)."""
 
     name = "custom"
 

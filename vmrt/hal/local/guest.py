@@ -14,8 +14,8 @@ from typing import Any, Callable
 from elfkit.exec.base import PROT_EXEC, PROT_READ
 from elfkit.signature import Signature, parse as parse_signature
 
-from . import abi
-from .errors import StatusCode, VmError
+from . import library_abi as abi
+from ...errors import StatusCode, VmError
 
 _SIGS: dict[str, Signature] = {}
 

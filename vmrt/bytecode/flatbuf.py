@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import LoadError
+from ..errors import LoadError
 
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")

@@ -5,7 +5,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence, TextIO
 
-from .errors import StatusCode, UsageError, VmError
+from ..errors import StatusCode, UsageError, VmError
 
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]
@@ -124,12 +124,12 @@ def _pick_function(main, name: str | None) -> str:
 
 def run(flags: RunFlags, stdout: TextIO, providers: Iterable = (), stdin=None) -> int:
     """Execute ``vmrt run``; raises VmError on failure, returns the exit code."""
-    from .context import Context
-    from .instance import Instance
+    from ..vm.context import Context
+    from ..vm.instance import Instance
     from .function_io import format_results, parse_inputs, write_output
-    from .tooling import (RunOptions, all_providers, load_module_spec, parse_module_spec,
+    from .module_specs import (RunOptions, all_providers, load_module_spec, parse_module_spec,
                           resolve_modules)
-    from .bufferview import BUFFER_VIEW_TYPE
+    from ..hal.buffer_view import BUFFER_VIEW_TYPE
 
     options = RunOptions(devices=flags.lists["device"],
                          executable_plugins=flags.lists["executable_plugin"])
@@ -227,7 +227,7 @@ def run(flags: RunFlags, stdout: TextIO, providers: Iterable = (), stdin=None) -
             if len(outputs) != len(results):
                 raise VmError(f"{len(outputs)} outputs specified but the provided variant list "
                               f"only has {len(results)} elements", StatusCode.OUT_OF_RANGE)
-            from .module import cconv_fragments
+            from ..vm.module import cconv_fragments
             codes = cconv_fragments(fn.cconv)[1]
             for target, v, c in zip(outputs, results, codes):
                 write_output(target, v, c, max_elements, stdout)
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable = (),
         stdout.write(f"vmrt {__version__}\n")
         return 0
     if argv[0] == "executable":
-        from .executable_cli import main as executable_main
+        from .executable import main as executable_main
         return executable_main(argv[1:], stdout=stdout, stderr=stderr)
     if argv[0] != "run":
         stderr.write(f"INVALID_ARGUMENT; unknown command '{argv[0]}' (try 'vmrt --help')\n")

@@ -7,13 +7,13 @@ import math
 import re
 from typing import Any, Sequence
 
-from .buffer import Buffer
-from .bufferview import BufferView, format_buffer_view, parse_buffer_view
-from .errors import StatusCode, UsageError, VmError
-from .module import cconv_fragments
-from .types import type_of
-from .values import round_f32, wrap_i32, wrap_i64
-from .vmlist import VmList
+from ..vm.buffer import Buffer
+from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
+from ..errors import StatusCode, UsageError, VmError
+from ..vm.module import cconv_fragments
+from ..vm.types import type_of
+from ..vm.values import round_f32, wrap_i32, wrap_i64
+from ..vm.list import VmList
 
 
 # ------------------------------------------------------------------ inputs ---

@@ -6,9 +6,9 @@ import struct
 from typing import Any
 
 from .buffer import Buffer
-from .errors import StatusCode, VmError
+from ..errors import StatusCode, VmError
 from .types import RefObject, type_of
-from .vmlist import VmList
+from .list import VmList
 
 _F32 = struct.Struct("<f")
 

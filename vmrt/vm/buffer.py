@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import struct
 
-from .errors import ExecutionError, StatusCode
+from ..errors import ExecutionError, StatusCode
 from .types import BUFFER_TYPE, RefObject
 
 _FORMATS = {

@@ -21,9 +21,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from elfkit.signature import parse as parse_signature
 
-from . import abi
-from ._guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
-from .errors import StatusCode, VmError
+from .. import library_abi as abi
+from ..guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
+from ....errors import StatusCode, VmError
 
 
 # ---------------------------------------------------------------------------

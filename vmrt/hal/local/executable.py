@@ -6,7 +6,7 @@ An executable is a bare-metal ELF (what ``iree-compile ...
 :func:`elfkit.load` (natively, or emulated for another CPU), calls the query
 with version 6, reads the library's header, export table, dispatch
 attributes, names and import table from its memory with the layout of its
-word size, resolves the imports through a :class:`~vmrt.plugin_manager.PluginManager`
+word size, resolves the imports through a :class:`~vmrt.hal.local.plugins.manager.PluginManager`
 and fills in the environment (import functions, contexts and the import
 thunk).  :meth:`Executable.dispatch` runs every workgroup of a grid over
 numpy arrays.
@@ -28,11 +28,11 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from . import abi
-from ._guest import GuestMemory, import_thunk, sig
-from .errors import StatusCode, VmError
-from .plugin_manager import PluginManager
-from .plugins import ImportSlots
+from . import library_abi as abi
+from .guest import GuestMemory, import_thunk, sig
+from ...errors import StatusCode, VmError
+from .plugins.manager import PluginManager
+from .plugins.plugin import ImportSlots
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
@@ -263,7 +263,7 @@ class Executable:
         if self.plugins is None:
             required = [x for x in names if not abi.is_optional(x)]
             if required:
-                from .plugins import ImportResolutionError
+                from .plugins.plugin import ImportResolutionError
                 raise ImportResolutionError(
                     f"executable '{self.name}' is missing {len(required)} required import(s): "
                     f"{', '.join(required)} (no plugin manager was given: "
@@ -624,7 +624,7 @@ class ExecutableLoader:
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
                  manager: PluginManager | None = None):
-        from .plugin_manager import register_plugins
+        from .plugins.manager import register_plugins
         self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
         self._own = manager is None
         self.executables: list[Executable] = []

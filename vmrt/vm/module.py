@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .errors import StatusCode, VmError
+from ..errors import StatusCode, VmError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context

@@ -2,12 +2,12 @@
 device with the ``llvm-cpu`` backend (``iree-compile
 --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu``).
 
-It extends the host-only :class:`vmrt.hal.HalModule` with what such programs
+It extends the host-only :class:`vmrt.modules.hal.inline.HalModule` with what such programs
 import: devices (``--device=local-sync`` / ``local-task``, both synchronous
 here), device queries, allocators, queue operations, fences, files over
 memory, command buffers and executables.  ``hal.executable.create`` loads the
 ELF dispatch library the compiler embedded in the module's rodata through
-:class:`vmrt.executables.ExecutableLoader` (imports resolved by the
+:class:`vmrt.hal.local.executable.ExecutableLoader` (imports resolved by the
 ``--executable_plugin`` plugins, newest first), natively when it is built for
 this host and emulated otherwise — so a program compiled for aarch64 runs
 on x86_64, which iree-run-module refuses.  The imports implemented are the
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .bufferview import BufferView
-from .buffer import Buffer
-from .errors import StatusCode, VmError
-from .hal import HalBuffer, HalModule, element_type_name
-from .hal_commands import CommandBuffer, fill_range
-from .hal_objects import (ALL_TYPES, Allocator, Device, Fence, HalExecutable, HalFile,
+from ...hal.buffer_view import BufferView
+from ...vm.buffer import Buffer
+from ...errors import StatusCode, VmError
+from .inline import HalBuffer, HalModule, element_type_name
+from ...hal.command_buffer import CommandBuffer, fill_range
+from ...hal.objects import (ALL_TYPES, Allocator, Device, Fence, HalExecutable, HalFile,
                           buffer_range, check_waits, new_buffer)
-from .instance import Instance
-from .native import NativeState, export
+from ...vm.instance import Instance
+from ...vm.native_module import NativeState, export
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
 
@@ -164,7 +164,7 @@ class HalDeviceModule(HalModule):
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):
-        from .hal import ENCODING_DENSE_ROW_MAJOR, element_type_code
+        from .inline import ENCODING_DENSE_ROW_MAJOR, element_type_code
         name = _text(message)
         bv = _need(view, BufferView, f"{name} buffer view")
         have = element_type_code(bv.element_type)

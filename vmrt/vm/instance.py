@@ -1,7 +1,7 @@
 """The VM instance: a registry of ref types shared by contexts."""
 from __future__ import annotations
 
-from .errors import StatusCode, TypeRegistryError
+from ..errors import StatusCode, TypeRegistryError
 from .types import BUFFER_TYPE, LIST_TYPE, RefType
 
 TYPE_CAPACITY_DEFAULT = 32

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Sequence, TextIO
 
-from .errors import StatusCode, UsageError, VmError
+from ..errors import StatusCode, UsageError, VmError
 
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
@@ -84,7 +84,7 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 
 def _bindings(specs: Sequence[str]) -> list:
     import numpy as np
-    from .bufferview import parse_buffer_view
+    from ..hal.buffer_view import parse_buffer_view
     out = []
     for s in specs:
         try:
@@ -100,8 +100,8 @@ def _bindings(specs: Sequence[str]) -> list:
 
 
 def run(argv: Sequence[str], stdout: TextIO) -> int:
-    from .executables import Executable
-    from .plugin_manager import register_plugins
+    from ..hal.local.executable import Executable
+    from ..hal.local.plugins.manager import register_plugins
     if not argv or argv[0] in ("--help", "-h", "help"):
         stdout.write(USAGE)
         return 0
@@ -132,7 +132,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 def _dispatch(exe, lists, values, stdout: TextIO) -> int:
     import numpy as np
-    from .bufferview import BufferView, format_buffer_view
+    from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
     which: str | int = values["export"]
@@ -180,9 +180,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     try:
         return run(argv, stdout)
     except BaseException as e:
-        from .cli import report_error
+        from .run import report_error
         return report_error(e, stdout, stderr)
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m vmrt.executable_cli
+if __name__ == "__main__":  # pragma: no cover - python -m vmrt.tools.executable
     sys.exit(main())

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 import struct
 
-from ..buffer import Buffer
+from ..vm.buffer import Buffer
 from ..errors import ExecutionError, StatusCode, VmError
-from ..types import OPAQUE_TYPE, RefType, type_of
-from ..values import round_f32 as rf32, to_vm, wrap_i32, wrap_i64
-from ..vmlist import VmList
+from ..vm.types import OPAQUE_TYPE, RefType, type_of
+from ..vm.values import round_f32 as rf32, to_vm, wrap_i32, wrap_i64
+from ..vm.list import VmList
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
@@ -522,7 +522,7 @@ def callimp_variadic(S, k: int, segments: tuple, flat: list) -> tuple:
         decl = S.module.imports[k]
         raise err(StatusCode.NOT_FOUND,
                   f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
-    from ..module import cconv_fragments
+    from ..vm.module import cconv_fragments
     arg_codes, res_codes = cconv_fragments(bound.cconv)
     args = []
     pos = 0

@@ -7,8 +7,8 @@ import math
 import re
 from typing import Any
 
-from .errors import StatusCode, VmError
-from .types import RefObject, RefType
+from ..errors import StatusCode, VmError
+from ..vm.types import RefObject, RefType
 
 BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
 
@@ -101,7 +101,7 @@ def parse_buffer_view(spec: str) -> BufferView:
     count = 1
     for d in shape:
         count *= d
-    from .buffer import Buffer
+    from ..vm.buffer import Buffer
     if count * dt.itemsize > Buffer.MAX_ALLOCATION or any(d < 0 for d in shape):
         raise VmError(f"invalid or too large tensor shape '{meta}'",
                       StatusCode.RESOURCE_EXHAUSTED)

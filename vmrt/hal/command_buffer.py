@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .errors import StatusCode, VmError
-from .hal import HalBuffer
-from .hal_objects import (BUFFER_ALIGNMENT, COMMAND_BUFFER_TYPE, WHOLE_BUFFER, HalExecutable,
+from ..errors import StatusCode, VmError
+from ..modules.hal.inline import HalBuffer
+from .objects import (BUFFER_ALIGNMENT, COMMAND_BUFFER_TYPE, WHOLE_BUFFER, HalExecutable,
                           aligned_bytes)
-from .types import RefObject
+from ..vm.types import RefObject
 
 # iree_hal_command_buffer_mode_t bits
 MODE_ONE_SHOT = 1 << 0

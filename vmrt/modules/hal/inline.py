@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import struct
 
-from .bufferview import BUFFER_VIEW_TYPE, BufferView
-from .errors import StatusCode, VmError
-from .instance import Instance
-from .native import NativeModule, export
-from .types import RefObject, RefType
+from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
+from ...errors import StatusCode, VmError
+from ...vm.instance import Instance
+from ...vm.native_module import NativeModule, export
+from ...vm.types import RefObject, RefType
 
 BUFFER_TYPE = RefType("hal.buffer")
 
@@ -121,7 +121,7 @@ class HalModule(NativeModule):
 
     @export("buffer_view.create", "0rIIiiCID_r", arg_types=(BUFFER_TYPE,))
     def buffer_view_create(self, state, buf, offset, length, element_type, encoding, shape):
-        from .bufferview import _dtype
+        from ...hal.buffer_view import _dtype
         b = _buffer(buf)
         b._range(offset, length)
         name = element_type_name(element_type)
@@ -163,17 +163,17 @@ class HalModule(NativeModule):
 
 
 class _Provider:
-    """Delegates to :data:`vmrt.hal_device.PROVIDER`: the device module when
+    """Delegates to :data:`vmrt.modules.hal.device.PROVIDER`: the device module when
     the run names a device or executable plugins or a program imports device
     functions, this host-only module otherwise."""
     name = "hal"
 
     def register_types(self, instance: Instance) -> None:
-        from .hal_device import PROVIDER as DEVICE
+        from .device import PROVIDER as DEVICE
         DEVICE.register_types(instance)
 
     def create(self, instance: Instance, options=None) -> HalModule:
-        from .hal_device import PROVIDER as DEVICE
+        from .device import PROVIDER as DEVICE
         return DEVICE.create(instance, options)
 
 

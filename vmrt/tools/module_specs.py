@@ -11,9 +11,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol, Sequence
 
-from .errors import LoadError, StatusCode, VmError
-from .instance import Instance
-from .module import DependencyFlags, Module
+from ..errors import LoadError, StatusCode, VmError
+from ..vm.instance import Instance
+from ..vm.module import DependencyFlags, Module
 
 ENTRY_POINT_GROUP = "vmrt.modules"
 DYNAMIC_NATIVE_EXTS = frozenset({"so", "sos", "dll", "dylib"})
@@ -37,8 +37,8 @@ class ModuleProvider(Protocol):
 
 
 def builtin_providers() -> list:
-    from .hal import PROVIDER as HAL   # host-only or device hal (vmrt.hal_device), as needed
-    from .samples.custom import PROVIDER as CUSTOM
+    from ..modules.hal.inline import PROVIDER as HAL   # host-only or device hal (vmrt.modules.hal.device), as needed
+    from ..samples.custom import PROVIDER as CUSTOM
     return [HAL, CUSTOM]
 
 
@@ -153,7 +153,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
 
 
 def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) -> Module:
-    from .bytecode.module import BytecodeModule
+    from ..bytecode.module import BytecodeModule
     kind = spec.kind
     try:
         if kind == "python":

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .errors import StatusCode, VmError
+from ..errors import StatusCode, VmError
 from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
                      ImportDecl, Linkage, Module, cconv_fragments)
 from .types import RefType, type_of

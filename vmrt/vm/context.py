@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from .errors import BudgetExceeded, LinkError, StatusCode, VmError
+from ..errors import BudgetExceeded, LinkError, StatusCode, VmError
 from .instance import Instance
 from .module import (BoundFunction, DependencyFlags, Function, Linkage, Module,
                      cconv_fragments)

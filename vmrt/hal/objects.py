@@ -1,11 +1,11 @@
-"""The objects behind the device ``hal`` module (:mod:`vmrt.hal_device`):
+"""The objects behind the device ``hal`` module (:mod:`vmrt.modules.hal.device`):
 devices, allocators, fences, files, executables and command buffers.
 
 Everything runs synchronously on the calling thread, like IREE's
 ``local-sync`` driver: queue operations execute when they are issued and
 signal their fences at once, so a fence is either signalled, failed, or
 waiting for something that can never happen (awaiting it is an error, not a
-hang).  Buffers are :class:`vmrt.hal.HalBuffer` objects over 64-byte aligned
+hang).  Buffers are :class:`vmrt.hal.buffer.HalBuffer` objects over 64-byte aligned
 numpy ``uint8`` arrays (the alignment compiled dispatch code assumes).
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Sequence
 
-from .errors import StatusCode, VmError
-from .hal import BUFFER_TYPE, HalBuffer
-from .bufferview import BUFFER_VIEW_TYPE
-from .types import RefObject, RefType
+from ..errors import StatusCode, VmError
+from ..modules.hal.inline import BUFFER_TYPE, HalBuffer
+from .buffer_view import BUFFER_VIEW_TYPE
+from ..vm.types import RefObject, RefType
 
 ALLOCATOR_TYPE = RefType("hal.allocator")
 CHANNEL_TYPE = RefType("hal.channel")
@@ -144,7 +144,7 @@ class HalExecutable(RefObject):
 class Device(RefObject):
     """One synchronous CPU device (``--device=local-sync`` or ``local-task``).
 
-    Executables are loaded through one :class:`vmrt.executables.ExecutableLoader`
+    Executables are loaded through one :class:`vmrt.hal.local.executable.ExecutableLoader`
     (created on first use from the ``--executable_plugin`` specs) and run
     natively when they are built for this host, emulated otherwise."""
 
@@ -166,12 +166,12 @@ class Device(RefObject):
     @property
     def loader(self) -> Any:
         if self._loader is None:
-            from .executables import ExecutableLoader
+            from .local.executable import ExecutableLoader
             self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend)
         return self._loader
 
     def supports_format(self, fmt: str) -> bool:
-        from .executables import _FORMAT_SUFFIX, ExecutableLoader
+        from .local.executable import _FORMAT_SUFFIX, ExecutableLoader
         if fmt.startswith("embedded-elf-"):
             return fmt[len("embedded-elf-"):] in _FORMAT_SUFFIX.values()
         return fmt == "embedded-fatelf" or (

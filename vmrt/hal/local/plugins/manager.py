@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from . import abi
-from ._guest import GuestMemory, code_name
-from .errors import StatusCode, VmError
-from .plugins import ExecutablePlugin, ImportResolutionError, ImportSlots, PluginError, _params
+from .. import library_abi as abi
+from ..guest import GuestMemory, code_name
+from ....errors import StatusCode, VmError
+from .plugin import ExecutablePlugin, ImportResolutionError, ImportSlots, PluginError, _params
 
 
 # ---------------------------------------------------------------------------

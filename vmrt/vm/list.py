@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from .errors import ExecutionError, StatusCode
+from ..errors import ExecutionError, StatusCode
 from .types import LIST_TYPE, RefObject, RefType, type_of
 
 _MAX_LIST = 1 << 24
