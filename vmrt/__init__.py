@@ -12,9 +12,12 @@ module first; functions are invoked with Python/numpy values.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .vm.buffer import Buffer
 from .vm.context import Context, ExecutionLimits
-from .errors import (BudgetExceeded, ExecutionError, LinkError, LoadError, StatusCode,
+from .errors import (BudgetExceeded, DispatchError, ExecutableError, ExecutionError,
+                     ImportResolutionError, LinkError, LoadError, PluginError, StatusCode,
                      TypeRegistryError, UsageError, VerifyError, VmError)
 from .vm.instance import Instance
 from .vm.module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
@@ -33,33 +36,32 @@ __all__ = [
 ]
 
 
-_PLUGIN_NAMES = ("ExecutablePlugin", "StaticPlugin", "ImportCall", "PluginError",
-                 "ImportResolutionError")
-_EXECUTABLE_NAMES = ("Executable", "ExecutableLoader", "ExecutableError", "DispatchError")
-__all__ += ["PluginManager", *_PLUGIN_NAMES, *_EXECUTABLE_NAMES]
+# heavier pieces are imported on first use to keep ``import vmrt`` cheap:
+# public name -> the module that defines it
+_LAZY = {
+    "BytecodeModule": "bytecode.module",
+    "BufferView": "hal.buffer_view",
+    "PluginManager": "hal.local.plugins.manager",
+    "ExecutablePlugin": "hal.local.plugins.plugin",
+    "ImportCall": "hal.local.plugins.plugin",
+    "StaticPlugin": "hal.local.plugins.static",
+    "Executable": "hal.local.executable",
+    "ExecutableLoader": "hal.local.loader",
+}
+__all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError"]
 
 
-def __getattr__(name: str):
-    # heavier pieces are imported on first use to keep ``import vmrt`` cheap
-    if name == "BytecodeModule":
-        from .bytecode.module import BytecodeModule
-        return BytecodeModule
-    if name == "BufferView":
-        from .hal.buffer_view import BufferView
-        return BufferView
-    if name == "PluginManager":
-        from .hal.local.plugins.manager import PluginManager
-        return PluginManager
-    if name in _PLUGIN_NAMES:
-        from .hal.local.plugins import plugin as plugins
-        return getattr(plugins, name)
-    if name in _EXECUTABLE_NAMES:
-        from .hal.local import executable as executables
-        return getattr(executables, name)
+def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from elfkit._version import __version__
-        return __version__
-    raise AttributeError(f"module 'vmrt' has no attribute {name!r}")
+        import elfkit
+        return elfkit.__version__
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'vmrt' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
 
 
 def load_module(instance: Instance, source) -> Module:

@@ -8,6 +8,7 @@ prints without its ``file:line:`` prefix.
 from __future__ import annotations
 
 import enum
+from typing import Sequence
 
 
 class StatusCode(enum.IntEnum):
@@ -102,7 +103,40 @@ class UsageError(VmError):
     default_code = StatusCode.INVALID_ARGUMENT
 
 
+class ExecutableError(VmError):
+    """An executable could not be loaded, or is used wrongly."""
+
+    default_code = StatusCode.FAILED_PRECONDITION
+
+
+class DispatchError(ExecutableError):
+    """A dispatch was malformed, or its code reported a failure."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+class PluginError(VmError):
+    """A plugin could not be loaded, or failed while resolving."""
+
+    default_code = StatusCode.FAILED_PRECONDITION
+
+
+class ImportResolutionError(PluginError):
+    """Required imports that no registered plugin provides.  ``missing`` lists
+    every such name; ``asked`` says which plugins were asked (newest first)
+    and what each answered."""
+
+    default_code = StatusCode.NOT_FOUND
+
+    def __init__(self, message: str, missing: Sequence[str], asked: Sequence[str],
+                 code: int | None = None):
+        super().__init__(message, code)
+        self.missing = list(missing)
+        self.asked = list(asked)
+
+
 __all__ = [
     "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
     "TypeRegistryError", "ExecutionError", "BudgetExceeded", "UsageError",
+    "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
 ]

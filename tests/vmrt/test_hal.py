@@ -7,7 +7,8 @@ import pytest
 
 import vmrt
 from vmrt.hal.buffer_view import BufferView
-from vmrt.modules.hal.inline import HalModule, element_type_code, element_type_name
+from vmrt.hal.element_types import element_type_code, element_type_name
+from vmrt.modules.hal.inline import HalModule
 from vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run
 
 pytestmark = needs_iree

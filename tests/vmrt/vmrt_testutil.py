@@ -52,7 +52,7 @@ def iree_run(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
 
 
 def vmrt_run(*args: str, providers=()) -> tuple[int, str, str]:
-    from vmrt.tools.run import main
+    from vmrt.tools.main import main
     out, err = io.StringIO(), io.StringIO()
     rc = main(["run", *args], providers=providers, stdout=out, stderr=err)
     return rc, out.getvalue(), err.getvalue()

@@ -8,7 +8,7 @@
 * ``hal_sos`` (session): our standalone plugin for x86_64, aarch64 and
   riscv64 packed by ``elfkit fatelf pack`` (what the IREE sample builds).
 * ``both``: runs the same flags through the pip ``iree-run-module`` and
-  through ``vmrt.tools.run.main`` in process; returns both ``Run`` results.
+  through ``vmrt.tools.main.main`` in process; returns both ``Run`` results.
 * ``emulation``: skips when the emulated backend cannot run code.
 """
 from __future__ import annotations

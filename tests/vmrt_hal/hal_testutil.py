@@ -73,7 +73,7 @@ class Run:
 
 
 def vmrt_run(args: list[str], cwd: Path | None = None) -> Run:
-    from vmrt.tools.run import main
+    from vmrt.tools.main import main
     out, err = io.StringIO(), io.StringIO()
     old = os.getcwd()
     if cwd is not None:

@@ -11,8 +11,11 @@ from vmrt.hal.buffer_view import BufferView
 from vmrt.errors import StatusCode, VmError
 from vmrt.modules.hal.inline import HalModule
 from vmrt.hal.command_buffer import CommandBuffer
-from vmrt.modules.hal.device import PROVIDER, HalDeviceModule, needs_device
-from vmrt.hal.objects import Device, Fence, aligned_bytes, new_buffer
+from vmrt.modules.hal.device import HalDeviceModule
+from vmrt.modules.hal.provider import PROVIDER, needs_device
+from vmrt.hal.buffer import aligned_bytes, new_buffer
+from vmrt.hal.local.device import Device
+from vmrt.hal.objects import Fence
 from vmrt.tools.module_specs import RunOptions
 
 from hal_testutil import run_args, vmrt_run

@@ -8,9 +8,10 @@ import pytest
 
 import vmrt
 from vmrt.hal.local import library_abi as abi
-from vmrt.hal.local.executable import DispatchError, Executable, ExecutableError
+from vmrt.errors import DispatchError, ExecutableError
+from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager
-from vmrt.hal.local.plugins.plugin import ImportResolutionError
+from vmrt.errors import ImportResolutionError
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 EMULATED = ARCHES[1:]
@@ -375,7 +376,7 @@ def test_loader_with_buffer_views(iree, standalone_sos, arch, request, rng):
     executables from bytes, bindings as uint8 sub-views of bigger buffers
     (offset/length ranges); results land in the parent buffer."""
     need_backend(arch, request)
-    from vmrt.hal.local.executable import ExecutableLoader, infer_format
+    from vmrt.hal.local.loader import ExecutableLoader, infer_format
     data = iree.compile("simple_mul", arch).library.read_bytes()
     fmt = infer_format(data)
     assert fmt == {"x86_64": "embedded-elf-x86_64", "aarch64": "embedded-elf-arm_64"}[arch]
@@ -395,7 +396,7 @@ def test_loader_with_buffer_views(iree, standalone_sos, arch, request, rng):
 
 
 def test_infer_format_errors(standalone_sos):
-    from vmrt.hal.local.executable import infer_format
+    from vmrt.hal.local.loader import infer_format
     assert infer_format(standalone_sos.read_bytes()) == "embedded-fatelf"
     with pytest.raises(ExecutableError):
         infer_format(b"nonsense")

@@ -10,7 +10,9 @@ import pytest
 import vmrt
 from vmrt.hal.local import library_abi as abi
 from vmrt.hal.local.plugins.manager import PluginManager, PluginSpec
-from vmrt.hal.local.plugins.plugin import ExecutablePlugin, ImportResolutionError, PluginError, StaticPlugin
+from vmrt.errors import ImportResolutionError, PluginError
+from vmrt.hal.local.plugins.plugin import ExecutablePlugin
+from vmrt.hal.local.plugins.static import StaticPlugin
 
 HOST = "x86_64"
 

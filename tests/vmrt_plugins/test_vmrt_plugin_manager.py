@@ -8,7 +8,7 @@ import pytest
 import vmrt
 from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager
-from vmrt.hal.local.plugins.plugin import ImportResolutionError, PluginError, StaticPlugin
+from vmrt import ImportResolutionError, PluginError, StaticPlugin
 
 
 def index(n):

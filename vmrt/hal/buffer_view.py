@@ -9,41 +9,9 @@ from typing import Any
 
 from ..errors import StatusCode, VmError
 from ..vm.types import RefObject, RefType
+from .element_types import dtype_of, element_type_of
 
 BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
-
-_INT_RE = re.compile(r"^(s|u)?i(\d+)$")
-_FLOAT = {"f16": "float16", "f32": "float32", "f64": "float64"}
-
-
-def _dtype(elem: str):
-    import numpy as np
-    if elem == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
-        return np.dtype("uint8")
-    m = _INT_RE.match(elem)
-    if m:
-        bits = int(m.group(2))
-        if bits not in (8, 16, 32, 64):
-            raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.UNIMPLEMENTED)
-        return np.dtype(("u" if m.group(1) == "u" else "i") + str(bits // 8))
-    if elem in _FLOAT:
-        return np.dtype(_FLOAT[elem])
-    raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.INVALID_ARGUMENT)
-
-
-def element_type_of(dtype) -> str:
-    import numpy as np
-    dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return "i1"
-    if dt.kind == "i":      # numpy ints are signed: IREE names them siN (as for .npy)
-        return f"si{dt.itemsize * 8}"
-    if dt.kind == "u":
-        return f"ui{dt.itemsize * 8}"
-    if dt.kind == "f":
-        return f"f{dt.itemsize * 8}"
-    raise VmError(f"unsupported numpy dtype {dt}", StatusCode.UNIMPLEMENTED)
-
 
 class BufferView(RefObject):
     """A shaped, typed view over host memory (a numpy array)."""
@@ -97,7 +65,7 @@ def parse_buffer_view(spec: str) -> BufferView:
             raise VmError(f"invalid shape in '{meta}'", StatusCode.INVALID_ARGUMENT) from None
     else:
         shape, elem = (), meta
-    dt = _dtype(elem)
+    dt = dtype_of(elem)
     count = 1
     for d in shape:
         count *= d

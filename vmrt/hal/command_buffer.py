@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import StatusCode, VmError
-from ..modules.hal.inline import HalBuffer
-from .objects import (BUFFER_ALIGNMENT, COMMAND_BUFFER_TYPE, WHOLE_BUFFER, HalExecutable,
-                          aligned_bytes)
 from ..vm.types import RefObject
+from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
+from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 # iree_hal_command_buffer_mode_t bits
 MODE_ONE_SHOT = 1 << 0

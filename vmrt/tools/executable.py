@@ -19,42 +19,18 @@ import sys
 from typing import Sequence, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
+from .flags import FlagSpec, parse_flags, report_error
 
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
-_LIST = {"executable_plugin", "binding", "constant", "output"}
-_VALUE = {"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
-          "output_max_element_count"}
-
-
-def _parse(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
-    positional: list[str] = []
-    lists: dict[str, list[str]] = {k: [] for k in _LIST}
-    values: dict[str, str] = {}
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        a = args[i]
-        i += 1
-        if not a.startswith("--"):
-            positional.append(a)
-            continue
-        name, eq, value = a[2:].partition("=")
-        if name in ("help", "h"):
-            values["help"] = "1"
-            continue
-        if name not in _LIST and name not in _VALUE:
-            raise UsageError(f"flag '{name}' not recognized")
-        if not eq:
-            if i >= len(args):
-                raise UsageError(f"flag '{name}' needs a value (--{name}=VALUE)")
-            value = args[i]
-            i += 1
-        if name in _LIST:
-            lists[name].append(value)
-        else:
-            values[name] = value
-    return positional, lists, values
+#: the flags of ``vmrt executable list|dispatch``
+EXECUTABLE_FLAGS = FlagSpec(
+    lists=frozenset({"executable_plugin", "binding", "constant", "output"}),
+    values=frozenset({"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
+                      "output_max_element_count"}),
+    bools=frozenset({"help"}),
+    raw=frozenset({"binding"}),
+    positional=True)
 
 
 def _constants(specs: Sequence[str]) -> list[int | float]:
@@ -106,8 +82,9 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         stdout.write(USAGE)
         return 0
     command = argv[0]
-    positional, lists, values = _parse(argv[1:])
-    if "help" in values:
+    flags = parse_flags(argv[1:], EXECUTABLE_FLAGS)
+    positional, lists, values = flags.positional, flags.lists, flags.values
+    if "help" in flags.bools:
         stdout.write(USAGE)
         return 0
     if command not in ("list", "dispatch"):
@@ -180,7 +157,6 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     try:
         return run(argv, stdout)
     except BaseException as e:
-        from .run import report_error
         return report_error(e, stdout, stderr)
 
 

@@ -37,7 +37,7 @@ class ModuleProvider(Protocol):
 
 
 def builtin_providers() -> list:
-    from ..modules.hal.inline import PROVIDER as HAL   # host-only or device hal (vmrt.modules.hal.device), as needed
+    from ..modules.hal.provider import PROVIDER as HAL
     from ..samples.custom import PROVIDER as CUSTOM
     return [HAL, CUSTOM]
 
@@ -168,6 +168,25 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
     except VmError as e:
         what = "dynamic" if kind in ("python", "native") else "bytecode"
         raise e.annotate(f"loading {what} module at '{spec.path}'")
+
+
+def load_user_modules(instance: Instance, specs: Sequence[str], providers: dict[str, Any],
+                      stdin: Any = None) -> list[Module]:
+    """Load the ``--module`` values in order.  Before each bytecode module the
+    providers' types are registered (IREE's REGISTER_TYPES hook), except for
+    providers whose module was given explicitly (its own types win)."""
+    user: list[Module] = []
+    registered: set[str] = set()
+    for text in specs:
+        spec = parse_module_spec(text)
+        if spec.kind in ("bytecode", "stdin"):
+            given = {m.name for m in user}
+            for pname, prov in providers.items():
+                if pname not in given and pname not in registered:
+                    prov.register_types(instance)
+                    registered.add(pname)
+        user.append(load_module_spec(instance, spec, stdin))
+    return user
 
 
 def resolve_modules(instance: Instance, user_modules: Sequence[Module],

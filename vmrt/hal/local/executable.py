@@ -30,25 +30,13 @@ from typing import Any, Mapping, Sequence
 
 from . import library_abi as abi
 from .guest import GuestMemory, import_thunk, sig
-from ...errors import StatusCode, VmError
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
 _WS_BATCH = 4096
-
-
-class ExecutableError(VmError):
-    """An executable could not be loaded, or is used wrongly."""
-
-    default_code = StatusCode.FAILED_PRECONDITION
-
-
-class DispatchError(ExecutableError):
-    """A dispatch was malformed, or its code reported a failure."""
-
-    default_code = StatusCode.INVALID_ARGUMENT
 
 
 @dataclass(frozen=True)
@@ -263,7 +251,7 @@ class Executable:
         if self.plugins is None:
             required = [x for x in names if not abi.is_optional(x)]
             if required:
-                from .plugins.plugin import ImportResolutionError
+                from ...errors import ImportResolutionError
                 raise ImportResolutionError(
                     f"executable '{self.name}' is missing {len(required)} required import(s): "
                     f"{', '.join(required)} (no plugin manager was given: "
@@ -586,80 +574,7 @@ def _u32_words(values: Any, what: str) -> bytes:
     return bytes(out)
 
 
-_FORMAT_SUFFIX = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
-                  "arm": "arm_32", "i386": "x86_32", "riscv32": "riscv_32"}
-
-
-def infer_format(data: bytes) -> str:
-    """IREE's executable format string for library bytes:
-    ``embedded-fatelf`` for a FatELF, ``embedded-elf-<arch>`` for an ELF
-    (``x86_64``, ``arm_64``, ``riscv_64``, ``arm_32``, ``x86_32``,
-    ``riscv_32``, or ``unknown``)."""
-    head = bytes(data[:20])
-    if head[:4] == b"\xfa\x70\x0e\x1f":
-        return "embedded-fatelf"
-    if head[:4] != b"\x7fELF" or len(head) < 20:
-        raise ExecutableError("not an ELF or FatELF executable", StatusCode.INVALID_ARGUMENT)
-    from elfkit import arch as _arch
-    try:
-        a = _arch.from_machine(struct.unpack_from("<H", head, 18)[0], 64 if head[4] == 2 else 32)
-        return "embedded-elf-" + _FORMAT_SUFFIX[a.name]
-    except Exception:
-        return "embedded-elf-unknown"
-
-
-class ExecutableLoader:
-    """What a HAL module needs to run ``hal.executable.create`` and
-    ``hal.command_buffer.dispatch`` on CPUs: one plugin manager built from
-    the ``--executable_plugin`` values (flag order = registration order), and
-    executables loaded from the bytes the compiler embedded in the module.
-
-        loader = ExecutableLoader(options.executable_plugins)
-        exe = loader.load(executable_data, constants)       # hal.executable.create
-        exe.dispatch(ordinal, (x, y, z), [views...], push_constants)
-        loader.close()                                     # at context teardown
-    """
-
-    FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-")
-
-    def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
-                 manager: PluginManager | None = None):
-        from .plugins.manager import register_plugins
-        self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
-        self._own = manager is None
-        self.executables: list[Executable] = []
-
-    def can_load(self, executable_format: str) -> bool:
-        return executable_format.startswith(self.FORMATS)
-
-    def load(self, data: Any, constants: Sequence[int] | None = None,
-             name: str | None = None) -> Executable:
-        exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants, name=name)
-        self.executables.append(exe)
-        return exe
-
-    def close(self) -> None:
-        for exe in reversed(self.executables):
-            exe.close()
-        self.executables.clear()
-        if self._own:
-            self.plugins.close()
-
-    def __enter__(self) -> "ExecutableLoader":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | None = None,
-                    **kwargs: Any) -> Executable:
-    """Shorthand for :meth:`Executable.load`."""
-    return Executable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
-
-
-__all__ = ["DispatchError", "Executable", "ExecutableError", "ExecutableLoader", "ExportInfo",
-           "ImportInfo", "infer_format", "load_executable"]
+__all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo"]
 
 
 def _aliased(arrays: Sequence[Any]) -> set[int]:

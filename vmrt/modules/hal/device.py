@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...hal.buffer_view import BufferView
-from ...vm.buffer import Buffer
 from ...errors import StatusCode, VmError
-from .inline import HalBuffer, HalModule, element_type_name
+from ...hal.buffer import HalBuffer, buffer_range, new_buffer
+from ...hal.buffer_view import BufferView
 from ...hal.command_buffer import CommandBuffer, fill_range
-from ...hal.objects import (ALL_TYPES, Allocator, Device, Fence, HalExecutable, HalFile,
-                          buffer_range, check_waits, new_buffer)
+from ...hal.element_types import ENCODING_DENSE_ROW_MAJOR, element_type_code, element_type_name
+from ...hal.local.device import Device
+from ...hal.objects import ALL_TYPES, Allocator, Fence, HalExecutable, HalFile, check_waits
+from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeState, export
+from .inline import HalModule
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
 
@@ -164,7 +166,6 @@ class HalDeviceModule(HalModule):
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):
-        from .inline import ENCODING_DENSE_ROW_MAJOR, element_type_code
         name = _text(message)
         bv = _need(view, BufferView, f"{name} buffer view")
         have = element_type_code(bv.element_type)
@@ -450,38 +451,4 @@ class HalDeviceModule(HalModule):
         return None if buf is None else _need(buf, HalBuffer, "buffer")
 
 
-def needs_device(modules: Sequence[Any]) -> bool:
-    """Whether any of ``modules`` imports a ``hal`` function the host-only
-    module does not have."""
-    host = {e.name for e in HalModule().exports}
-    for m in modules:
-        for imp in getattr(m, "imports", ()):
-            mod, _, fn = imp.full_name.partition(".")
-            if mod == "hal" and fn not in host:
-                return True
-    return False
-
-
-class _Provider:
-    """The built-in ``hal`` provider: the device module when the run names a
-    device or plugins or a program imports device functions, else the
-    host-only module."""
-
-    name = "hal"
-
-    def register_types(self, instance: Instance) -> None:
-        for t in ALL_TYPES:
-            instance.register_type(t)
-
-    def create(self, instance: Instance, options=None) -> HalModule:
-        devices = list(getattr(options, "devices", None) or [])
-        plugins = list(getattr(options, "executable_plugins", None) or [])
-        dependents = (getattr(options, "extra", None) or {}).get("modules", ())
-        if devices or plugins or needs_device(dependents):
-            return HalDeviceModule(instance, devices, plugins)
-        return HalModule(instance)
-
-
-PROVIDER = _Provider()
-
-__all__ = ["HalDeviceModule", "PROVIDER", "needs_device"]
+__all__ = ["HalDeviceModule", "VERSION"]

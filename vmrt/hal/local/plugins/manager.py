@@ -26,7 +26,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
 from ....errors import StatusCode, VmError
-from .plugin import ExecutablePlugin, ImportResolutionError, ImportSlots, PluginError, _params
+from ....errors import ImportResolutionError, PluginError
+from .plugin import ExecutablePlugin, ImportSlots, normalize_params
 
 
 # ---------------------------------------------------------------------------
@@ -230,7 +231,7 @@ class PluginManager:
     def _from_spec(self, text: str, params: Mapping[str, str] | None, arch: Any) -> Any:
         spec = PluginSpec.parse(text)
         merged = dict(spec.params)
-        merged.update(_params(params))
+        merged.update(normalize_params(params))
         kind = spec.kind
         data: bytes | None = None
         if kind != "system":

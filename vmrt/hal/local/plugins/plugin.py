@@ -1,16 +1,21 @@
-"""Executable plugins (the plugin manager is in ``plugin_manager.py``).
+"""What every executable plugin is (the plugin manager is in ``manager.py``).
 
 A plugin hands out *imports*: functions that compiled dispatch code calls by
 name (IREE's executable-plugin ABI, version 1: one exported query function
 returning a header and load/unload/resolve).  Three mechanisms:
 
 * **embedded** - a bare-metal ELF (``.so``) or a FatELF (``.sos``) loaded with
-  :func:`elfkit.load`, natively or under emulation (:meth:`ExecutablePlugin.load`);
+  :func:`elfkit.load`, natively or under emulation (:meth:`ExecutablePlugin.load`,
+  ``embedded.py``);
 * **system** - a host shared library opened with ``dlopen`` (host only,
-  :meth:`ExecutablePlugin.system`);
+  :meth:`ExecutablePlugin.system`, ``system.py``);
 * **static** - a Python object (or a plain mapping) implementing the resolve
-  protocol (:meth:`ExecutablePlugin.static`, see :class:`StaticPlugin`).
+  protocol (:meth:`ExecutablePlugin.static`, see :class:`StaticPlugin` in
+  ``static.py``).
 
+This file holds the interface they share: :class:`ExecutablePlugin`, the
+import slots a resolve fills in and the :class:`ImportCall` a Python import
+function receives.
 """
 from __future__ import annotations
 
@@ -19,35 +24,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from elfkit.signature import parse as parse_signature
-
 from .. import library_abi as abi
-from ..guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
-from ....errors import StatusCode, VmError
-
-
-# ---------------------------------------------------------------------------
-# Errors
-# ---------------------------------------------------------------------------
-
-class PluginError(VmError):
-    """A plugin could not be loaded, or failed while resolving."""
-
-    default_code = StatusCode.FAILED_PRECONDITION
-
-
-class ImportResolutionError(PluginError):
-    """Required imports that no registered plugin provides.  ``missing`` lists
-    every such name; ``asked`` says which plugins were asked (newest first)
-    and what each answered."""
-
-    default_code = StatusCode.NOT_FOUND
-
-    def __init__(self, message: str, missing: Sequence[str], asked: Sequence[str],
-                 code: int | None = None):
-        super().__init__(message, code)
-        self.missing = list(missing)
-        self.asked = list(asked)
+from ....errors import PluginError, StatusCode
+from ..guest import GuestMemory, code_name
 
 
 # ---------------------------------------------------------------------------
@@ -94,10 +73,6 @@ class ImportSlots:
     def missing_optional(self) -> list[str]:
         return [n for n, f in zip(self.names, self.functions()) if not f and abi.is_optional(n)]
 
-
-# ---------------------------------------------------------------------------
-# Static (Python) plugins
-# ---------------------------------------------------------------------------
 
 class ImportCall:
     """What a Python import function receives: the guest address of the
@@ -147,49 +122,15 @@ class ImportCall:
         self.mem.write(addr, np.ascontiguousarray(values).tobytes())
 
 
-class StaticPlugin:
-    """Base class (optional: any object with ``resolve`` works) for plugins
-    written in Python, the equivalent of IREE's static plugins.
-
-    ``resolve(names)`` gets the unresolved import names (without the ``?``)
-    and returns a mapping from the names it provides to one of:
-
-    * a Python callable ``fn(call: ImportCall) -> int | None`` (0/None = OK);
-    * an int, the address of a function already in the executable's machine;
-    * a tuple ``(callable_or_address, context)``.
-
-    ``load(params)`` and ``unload()`` are optional.  A plain mapping
-    ``{name: value}`` can be registered directly as a static plugin.
-    """
-
-    name = "static"
-    description = ""
-
-    def load(self, params: Mapping[str, str]) -> None:
-        pass
-
-    def resolve(self, names: Sequence[str]) -> Mapping[str, Any]:
-        return {}
-
-    def unload(self) -> None:
-        pass
-
-
-class _MappingPlugin(StaticPlugin):
-    def __init__(self, table: Mapping[str, Any], name: str):
-        self.table = dict(table)
-        self.name = name
-
-    def resolve(self, names: Sequence[str]) -> Mapping[str, Any]:
-        return {n: self.table[n] for n in names if n in self.table}
-
-
 # ---------------------------------------------------------------------------
 # ExecutablePlugin
 # ---------------------------------------------------------------------------
 
 @dataclass
-class _Resolved:
+class Resolved:
+    """What one plugin's resolve answered: its status, IREE's resolution
+    bits and the names it provided."""
+
     status: int
     resolution: int
     provided: list[str] = field(default_factory=list)
@@ -201,6 +142,14 @@ class ExecutablePlugin:
     ``close()`` calls the plugin's ``unload`` and releases it."""
 
     kind: str = ""
+    #: kind -> class; each plugin kind registers itself when its module is
+    #: imported (the ``plugins`` package imports them all)
+    kinds: dict[str, type["ExecutablePlugin"]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind:
+            ExecutablePlugin.kinds[cls.kind] = cls
 
     def __init__(self) -> None:
         self.name = "?"
@@ -220,8 +169,8 @@ class ExecutablePlugin:
              label: str | None = None) -> "ExecutablePlugin":
         """An embedded plugin from a path, bytes or memoryview (ELF or FatELF),
         loaded natively or emulated (``backend``) or into ``machine``."""
-        return _EmbeddedPlugin(source, _params(params), arch=arch, backend=backend,
-                               machine=machine, label=label)
+        return cls.kinds["embedded"](source, normalize_params(params), arch=arch,
+                                     backend=backend, machine=machine, label=label)
 
     @classmethod
     def system(cls, path: "str | os.PathLike[str]",
@@ -229,13 +178,13 @@ class ExecutablePlugin:
                *, machine: Any = None) -> "ExecutablePlugin":
         """A host shared library plugin (``dlopen``); ``machine`` is a native
         machine whose heap backs the host allocator (a private one by default)."""
-        return _SystemPlugin(os.fspath(path), _params(params), machine=machine)
+        return cls.kinds["system"](os.fspath(path), normalize_params(params), machine=machine)
 
     @classmethod
     def static(cls, obj: Any, params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
                *, name: str | None = None) -> "ExecutablePlugin":
         """A plugin implemented in Python (see :class:`StaticPlugin`)."""
-        return _StaticPluginWrapper(obj, _params(params), name=name)
+        return cls.kinds["static"](obj, normalize_params(params), name=name)
 
     # -- interface ------------------------------------------------------------
     @property
@@ -251,7 +200,7 @@ class ExecutablePlugin:
         ``machine``, else the reason why not."""
         raise NotImplementedError
 
-    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
+    def resolve_slots(self, slots: ImportSlots) -> Resolved:
         raise NotImplementedError
 
     def resolve(self, names: Sequence[str], machine: Any = None) -> dict[str, tuple[int, int]]:
@@ -300,7 +249,8 @@ class ExecutablePlugin:
                           f"understand: {abi.Sanitizer.describe(s)}", StatusCode.UNAVAILABLE)
 
 
-def _params(params: Any) -> dict[str, str]:
+def normalize_params(params: Any) -> dict[str, str]:
+    """Plugin parameters as a ``str -> str`` dict (from a mapping or pairs)."""
     if params is None:
         return {}
     items = params.items() if isinstance(params, Mapping) else params
@@ -310,285 +260,4 @@ def _params(params: Any) -> dict[str, str]:
     return out
 
 
-# ---------------------------------------------------------------------------
-# ABI-level plugin (embedded and system share the calling sequence)
-# ---------------------------------------------------------------------------
-
-class _AbiPlugin(ExecutablePlugin):
-    """Runs the v0 sequence: query(1) -> check header -> load -> resolve* -> unload."""
-
-    def _init_abi(self, query: Callable[[int, int], Any], read: Callable[[int, int], bytes],
-                  fn: Callable[[int, str], Callable[..., Any]]) -> None:
-        """``query`` calls the exported query; ``read`` reads plugin memory;
-        ``fn(address, signature)`` makes a callable for a plugin function."""
-        mem = self._mem
-        lay = mem.layout
-        self._read = read
-        v0_ptr = int(query(abi.PLUGIN_VERSION_LATEST, 0) or 0)
-        if not v0_ptr:
-            raise PluginError(f"plugin {self.source} does not support this version of the "
-                              f"runtime ({abi.PLUGIN_VERSION_LATEST:08X}): its query returned NULL",
-                              StatusCode.FAILED_PRECONDITION)
-        header_ptr, load, unload, resolve = lay.plugin_v0(read(v0_ptr, lay.plugin_v0_size))
-        if not header_ptr:
-            raise PluginError(f"plugin {self.source}: query returned a table with a NULL header")
-        h = lay.plugin_header(read(header_ptr, lay.plugin_header_size))
-        self.version, self.features, self.sanitizer = h.version, h.features, h.sanitizer
-        self.name = read_cstr(read, h.name_ptr) or "(unnamed)"
-        self.description = read_cstr(read, h.description_ptr)
-        self._check_header()
-        if not load or not resolve:
-            raise PluginError(f"{self.label}: its v0 table has no "
-                              f"{'load' if not load else 'resolve'} function")
-        w = "u64" if mem.word == 8 else "u32"
-        self._load_fn = fn(load, f"ptr(ptr,{w},ptr,ptr)")
-        self._unload_fn = fn(unload, "void(ptr)") if unload else None
-        self._resolve_fn = fn(resolve, "ptr(ptr,ptr,ptr)")
-        # load(environment, param_count, params, &self)
-        alloc = host_allocator(self._alloc_machine)
-        env = mem.alloc_words([alloc.self_ptr, alloc.ctl])
-        pairs = b""
-        for k, v in self.params.items():
-            kb, vb = k.encode(), v.encode()
-            pairs += lay.string_pair(mem.alloc_bytes(kb or b"\0", 1), len(kb),
-                                     mem.alloc_bytes(vb or b"\0", 1), len(vb))
-        params_ptr = mem.alloc_bytes(pairs, mem.word) if pairs else 0
-        out_self = mem.alloc(mem.word, mem.word)
-        st = status_code(self._load_fn(env, len(self.params), params_ptr, out_self))
-        self.self_ptr = mem.word_at(out_self)
-        if st:
-            raise PluginError(f"{self.label}: load() failed with {code_name(st)}", st)
-        self._loaded = True
-
-    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
-        if self.closed:
-            raise PluginError(f"{self.label} is closed")
-        if slots.count == 0:
-            return _Resolved(0, 0)
-        mem = slots.mem
-        before = slots.functions()
-        params = mem.alloc_bytes(mem.layout.resolve_params(
-            slots.count, slots.names_ptr, slots.functions_ptr, slots.contexts_ptr), mem.word)
-        out = mem.alloc(4, 4)
-        st = status_code(self._resolve_fn(self.self_ptr, params, out))
-        resolution = struct.unpack("<I", mem.read(out, 4))[0]
-        after = slots.functions()
-        provided = [n for n, b, a in zip(slots.names, before, after) if a and not b]
-        return _Resolved(st, resolution, provided)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            if getattr(self, "_loaded", False) and self._unload_fn is not None:
-                self._unload_fn(self.self_ptr)
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        self._mem.free_all()
-
-
-class _EmbeddedPlugin(_AbiPlugin):
-    kind = "embedded"
-
-    def __init__(self, source: Any, params: dict[str, str], *, arch: Any, backend: str,
-                 machine: Any, label: str | None):
-        super().__init__()
-        import elfkit
-        self.params = params
-        self.source = label or (os.fspath(source) if isinstance(source, (str, os.PathLike))
-                                else "<memory>")
-        try:
-            self.module = elfkit.load(source, arch=arch, backend=backend, machine=machine)
-        except elfkit.ElfkitError as e:
-            raise PluginError(f"loading plugin from {self.source}: {e}",
-                              StatusCode.FAILED_PRECONDITION) from e
-        self.machine = self.module.machine
-        self._alloc_machine = self.machine
-        self._mem = GuestMemory(self.machine)
-        try:
-            try:
-                query_addr = self.module.symbol(abi.PLUGIN_QUERY_NAME)
-            except elfkit.ElfkitError:
-                raise PluginError(f"plugin {self.source} does not export "
-                                  f"'{abi.PLUGIN_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
-            m = self.machine
-            query = m.function(query_addr, sig("ptr(u32,ptr)"))
-            self._init_abi(query, m.read, lambda addr, s: m.function(addr, sig(s)))
-        except elfkit.ElfkitError as e:
-            self._abandon()
-            raise PluginError(f"{self.label}: {e}", StatusCode.INTERNAL) from e
-        except BaseException:
-            self._abandon()
-            raise
-
-    def _abandon(self) -> None:
-        self.closed = True
-        self._mem.free_all()
-        self.module.close()
-
-    def available_for(self, machine: Any) -> str | None:
-        if self.closed:
-            return "closed"
-        if machine is self.machine:
-            return None
-        if machine.backend == "native" and self.machine.backend == "native":
-            return None  # one host address space
-        return (f"it lives in another machine ({self.machine.arch.name} {self.machine.backend}); "
-                f"load it into the executable's machine")
-
-    def _release(self) -> None:
-        super()._release()
-        self.module.close()
-
-
-class _SystemPlugin(_AbiPlugin):
-    kind = "system"
-
-    def __init__(self, path: str, params: dict[str, str], *, machine: Any):
-        super().__init__()
-        self.params = params
-        self.source = path
-        import elfkit
-        try:
-            self._lib = elfkit.SystemLibrary(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
-        except elfkit.ElfkitError as e:
-            raise PluginError(f"failed to load dynamic library (possibly not found on any search "
-                              f"path): {e}", StatusCode.NOT_FOUND) from None
-        qfn = self._lib.address(abi.PLUGIN_QUERY_NAME)
-        if not qfn:
-            raise PluginError(f"symbol '{abi.PLUGIN_QUERY_NAME}' not found in library {path}",
-                              StatusCode.NOT_FOUND)
-        if machine is None:
-            from elfkit.exec import create_machine
-            from elfkit.arch import host
-            h = host()
-            if h is None:
-                raise PluginError("system library plugins need a host elfkit can run natively",
-                                  StatusCode.UNAVAILABLE)
-            machine = create_machine(h, "native")
-            self._own_machine = machine
-        elif machine.backend != "native":
-            raise PluginError(f"system library plugin {path} cannot use a {machine.backend} "
-                              f"machine", StatusCode.INVALID_ARGUMENT)
-        self.machine = machine
-        self._alloc_machine = machine
-        self._mem = GuestMemory(machine)
-        query = machine.foreign_function(qfn, parse_signature("ptr(u32,ptr)"))
-        try:
-            self._init_abi(lambda v, r: query(v, r or None), machine.read_unchecked,
-                           self._host_fn)
-        except BaseException:
-            self.closed = True
-            self._mem.free_all()
-            raise
-
-    def _host_fn(self, addr: int, signature: str) -> Callable[..., Any]:
-        return self.machine.foreign_function(addr, parse_signature(signature))
-
-    def available_for(self, machine: Any) -> str | None:
-        if self.closed:
-            return "closed"
-        if machine.backend != "native":
-            return f"a host library cannot serve {machine.backend} {machine.arch.name} code"
-        return None
-
-    def _release(self) -> None:
-        super()._release()
-        own = getattr(self, "_own_machine", None)
-        if own is not None:
-            own.close()
-
-
-class _StaticPluginWrapper(ExecutablePlugin):
-    kind = "static"
-
-    def __init__(self, obj: Any, params: dict[str, str], *, name: str | None):
-        super().__init__()
-        if isinstance(obj, Mapping):
-            obj = _MappingPlugin(obj, name or "static")
-        if not callable(getattr(obj, "resolve", None)):
-            raise PluginError(f"{type(obj).__name__} is not a static plugin: it has no "
-                              f"resolve(names) method", StatusCode.INVALID_ARGUMENT)
-        self.obj = obj
-        self.params = params
-        self.name = name or getattr(obj, "name", None) or type(obj).__name__
-        self.description = getattr(obj, "description", "") or ""
-        self.version = abi.PLUGIN_VERSION_LATEST
-        self._callbacks: dict[tuple[int, str], int] = {}
-        self._machines: list[Any] = []
-        load = getattr(obj, "load", None)
-        if callable(load):
-            try:
-                load(dict(params))
-            except VmError:
-                raise
-            except Exception as e:
-                raise PluginError(f"{self.label}: load() raised {type(e).__name__}: {e}") from e
-
-    def available_for(self, machine: Any) -> str | None:
-        return "closed" if self.closed else None
-
-    def _address(self, machine: Any, name: str, value: Any) -> tuple[int, int]:
-        context = 0
-        if isinstance(value, tuple):
-            value, context = value
-        if isinstance(value, int):
-            return value, int(context)
-        if not callable(value):
-            raise PluginError(f"{self.label}: resolve() returned {type(value).__name__} for "
-                              f"'{name}' (expected a callable, an address or a tuple)")
-        key = (id(machine), name)
-        addr = self._callbacks.get(key)
-        if addr is None:
-            mem = GuestMemory(machine, raw=True)
-            fn = value
-
-            def thunk(params: int, ctx: int, reserved: int) -> int:
-                r = fn(ImportCall(mem, params or 0, ctx or 0, reserved or 0))
-                return int(r or 0)
-            addr = machine.callback(thunk, sig(abi.IMPORT_SIGNATURE), f"{self.name}.{name}")
-            self._callbacks[key] = addr
-            self._machines.append(machine)   # callbacks live as long as the machine
-        return addr, int(context)
-
-    def resolve_slots(self, slots: ImportSlots) -> _Resolved:
-        if self.closed:
-            raise PluginError(f"{self.label} is closed")
-        fns = slots.functions()
-        wanted = [abi.strip_optional(n) for n, f in zip(slots.names, fns) if not f]
-        try:
-            table = self.obj.resolve(list(wanted)) or {} if wanted else {}
-        except VmError:
-            raise
-        except Exception as e:
-            raise PluginError(f"{self.label}: resolve() raised {type(e).__name__}: {e}",
-                              StatusCode.INTERNAL) from e
-        resolution, missing, provided = 0, False, []
-        for i, (n, f) in enumerate(zip(slots.names, fns)):
-            if f:
-                continue
-            bare = abi.strip_optional(n)
-            if bare in table and table[bare] is not None:
-                addr, ctx = self._address(slots.machine, bare, table[bare])
-                slots.set(i, addr, ctx)
-                provided.append(n)
-            elif abi.is_optional(n):
-                resolution |= abi.RESOLUTION_MISSING_OPTIONAL
-            else:
-                missing = True
-        return _Resolved(int(StatusCode.NOT_FOUND) if missing else 0, resolution, provided)
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        unload = getattr(self.obj, "unload", None)
-        if callable(unload):
-            unload()
-
-
-__all__ = ["ExecutablePlugin", "ImportCall", "ImportResolutionError", "ImportSlots", "PluginError",
-           "StaticPlugin"]
+__all__ = ["ExecutablePlugin", "ImportCall", "ImportSlots", "Resolved", "normalize_params"]

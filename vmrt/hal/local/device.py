@@ -1,0 +1,72 @@
+"""The local CPU device (IREE's ``local-sync`` driver; ``local-task`` runs
+synchronously here too): device queries and executable loading through one
+:class:`ExecutableLoader`."""
+from __future__ import annotations
+
+import fnmatch
+from typing import Any, Sequence
+
+from ...errors import StatusCode, VmError
+from ...vm.types import RefObject
+from ..objects import DEVICE_TYPE, Allocator, HalExecutable
+from .loader import ExecutableLoader, supports_format
+
+#: drivers vmrt answers for; both run synchronously here
+DRIVERS = ("local-sync", "local-task")
+
+
+class Device(RefObject):
+    """One synchronous CPU device (``--device=local-sync`` or ``local-task``).
+
+    Executables are loaded through one :class:`vmrt.hal.local.executable.ExecutableLoader`
+    (created on first use from the ``--executable_plugin`` specs) and run
+    natively when they are built for this host, emulated otherwise."""
+
+    vm_type = DEVICE_TYPE
+
+    def __init__(self, uri: str, plugin_specs: Sequence[str] = (), backend: str = "auto"):
+        driver, sep, rest = uri.partition("://")
+        driver = driver.strip() or "local-task"
+        if driver not in DRIVERS:
+            raise VmError(f"no HAL driver '{driver}' is available in vmrt (device URI "
+                          f"'{uri}'); vmrt provides {', '.join(DRIVERS)}", StatusCode.NOT_FOUND)
+        self.uri = uri
+        self.identifier = driver
+        self.plugin_specs = list(plugin_specs)
+        self.backend = backend
+        self.allocator = Allocator(self)
+        self._loader: ExecutableLoader | None = None
+
+    @property
+    def loader(self) -> ExecutableLoader:
+        if self._loader is None:
+            self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend)
+        return self._loader
+
+    def supports_format(self, fmt: str) -> bool:
+        return supports_format(fmt)
+
+    def query_i64(self, category: str, key: str) -> int | None:
+        """What local-sync answers, or None for an unknown key (the import
+        then returns ok=0)."""
+        if category == "hal.device.id":
+            return 1 if fnmatch.fnmatchcase(self.identifier, key) else 0
+        if category == "hal.executable.format":
+            return 1 if self.supports_format(key) else 0
+        if category in ("hal.device", "hal.dispatch") and key == "concurrency":
+            return 1
+        return None
+
+    def load_executable(self, fmt: str, data: Any, constants: Sequence[int] | None) -> HalExecutable:
+        if not self.supports_format(fmt):
+            raise VmError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
+                          "<arch> and embedded-fatelf)", StatusCode.NOT_FOUND)
+        return HalExecutable(self.loader.load(data, constants), fmt)
+
+    def close(self) -> None:
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None
+
+    def __repr__(self) -> str:
+        return f"<hal.device {self.identifier}>"

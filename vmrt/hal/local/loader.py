@@ -1,0 +1,97 @@
+"""The CPU executable loader: what a HAL device needs to turn the bytes
+``hal.executable.create`` passes into a dispatchable :class:`Executable`
+(IREE's ``executable_loader`` with the embedded-ELF and system-ELF formats),
+with one plugin manager resolving every executable's imports."""
+from __future__ import annotations
+
+import struct
+from typing import Any, Mapping, Sequence
+
+from ...errors import ExecutableError, StatusCode
+from .executable import Executable
+from .plugins.manager import PluginManager, register_plugins
+
+
+#: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
+FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
+                  "arm": "arm_32", "i386": "x86_32", "riscv32": "riscv_32"}
+
+
+def infer_format(data: bytes) -> str:
+    """IREE's executable format string for library bytes:
+    ``embedded-fatelf`` for a FatELF, ``embedded-elf-<arch>`` for an ELF
+    (``x86_64``, ``arm_64``, ``riscv_64``, ``arm_32``, ``x86_32``,
+    ``riscv_32``, or ``unknown``)."""
+    head = bytes(data[:20])
+    if head[:4] == b"\xfa\x70\x0e\x1f":
+        return "embedded-fatelf"
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        raise ExecutableError("not an ELF or FatELF executable", StatusCode.INVALID_ARGUMENT)
+    from elfkit import arch as _arch
+    try:
+        a = _arch.from_machine(struct.unpack_from("<H", head, 18)[0], 64 if head[4] == 2 else 32)
+        return "embedded-elf-" + FORMAT_SUFFIXES[a.name]
+    except Exception:
+        return "embedded-elf-unknown"
+
+
+def supports_format(fmt: str) -> bool:
+    """Whether vmrt's CPU loader takes executables of IREE format ``fmt``
+    (``embedded-elf-<arch>``, ``embedded-fatelf``, ``system-elf-<arch>``)."""
+    for prefix in ("embedded-elf-", "system-elf-"):
+        if fmt.startswith(prefix):
+            return fmt[len(prefix):] in FORMAT_SUFFIXES.values()
+    return fmt == "embedded-fatelf"
+
+
+class ExecutableLoader:
+    """What a HAL module needs to run ``hal.executable.create`` and
+    ``hal.command_buffer.dispatch`` on CPUs: one plugin manager built from
+    the ``--executable_plugin`` values (flag order = registration order), and
+    executables loaded from the bytes the compiler embedded in the module.
+
+        loader = ExecutableLoader(options.executable_plugins)
+        exe = loader.load(executable_data, constants)       # hal.executable.create
+        exe.dispatch(ordinal, (x, y, z), [views...], push_constants)
+        loader.close()                                     # at context teardown
+    """
+
+    FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-")
+
+    def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
+                 manager: PluginManager | None = None):
+        self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
+        self._own = manager is None
+        self.executables: list[Executable] = []
+
+    def can_load(self, executable_format: str) -> bool:
+        return executable_format.startswith(self.FORMATS)
+
+    def load(self, data: Any, constants: Sequence[int] | None = None,
+             name: str | None = None) -> Executable:
+        exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants, name=name)
+        self.executables.append(exe)
+        return exe
+
+    def close(self) -> None:
+        for exe in reversed(self.executables):
+            exe.close()
+        self.executables.clear()
+        if self._own:
+            self.plugins.close()
+
+    def __enter__(self) -> "ExecutableLoader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | None = None,
+                    **kwargs: Any) -> Executable:
+    """Shorthand for :meth:`Executable.load`."""
+    return Executable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
+
+
+__all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "infer_format", "load_executable",
+           "supports_format"]

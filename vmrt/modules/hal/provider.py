@@ -1,0 +1,49 @@
+"""The built-in ``hal`` module provider of ``vmrt run`` and :func:`vmrt.load`:
+the device module (:mod:`vmrt.modules.hal.device`) when the run names a
+device or executable plugins or a program imports device functions, the
+host-only module (:mod:`vmrt.modules.hal.inline`) otherwise."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...hal.objects import ALL_TYPES
+from ...vm.instance import Instance
+from .device import HalDeviceModule
+from .inline import HalModule
+
+
+def needs_device(modules: Sequence[Any]) -> bool:
+    """Whether any of ``modules`` imports a ``hal`` function the host-only
+    module does not have."""
+    host = {e.name for e in HalModule().exports}
+    for m in modules:
+        for imp in getattr(m, "imports", ()):
+            mod, _, fn = imp.full_name.partition(".")
+            if mod == "hal" and fn not in host:
+                return True
+    return False
+
+
+class HalProvider:
+    """The built-in ``hal`` provider: the device module when the run names a
+    device or plugins or a program imports device functions, else the
+    host-only module."""
+
+    name = "hal"
+
+    def register_types(self, instance: Instance) -> None:
+        for t in ALL_TYPES:
+            instance.register_type(t)
+
+    def create(self, instance: Instance, options: Any = None) -> HalModule:
+        devices = list(getattr(options, "devices", None) or [])
+        plugins = list(getattr(options, "executable_plugins", None) or [])
+        dependents = (getattr(options, "extra", None) or {}).get("modules", ())
+        if devices or plugins or needs_device(dependents):
+            return HalDeviceModule(instance, devices, plugins)
+        return HalModule(instance)
+
+
+PROVIDER = HalProvider()
+
+__all__ = ["PROVIDER", "HalProvider", "needs_device"]

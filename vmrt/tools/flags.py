@@ -1,0 +1,140 @@
+"""Command-line conventions shared by every ``vmrt`` sub-command: one flag
+parser (IREE's ``--name=value`` / ``--name value`` style, repeatable list
+flags, booleans, ``--flagfile``) and one way to report a failure (one line
+on stderr in IREE's ``CODE; message`` form, exit code 1)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence, TextIO
+
+from ..errors import UsageError, VmError
+
+#: a flagfile may name another flagfile at most this deep
+MAX_FLAGFILE_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """The flags one sub-command accepts.  ``raw`` values keep their
+    whitespace (``--input`` text is data); ``positional`` allows bare
+    arguments (file names)."""
+
+    lists: frozenset[str] = frozenset()
+    values: frozenset[str] = frozenset()
+    bools: frozenset[str] = frozenset({"help", "version"})
+    raw: frozenset[str] = frozenset()
+    positional: bool = False
+
+
+@dataclass
+class Flags:
+    """Parsed flags: list flags in order given, the last value of each value
+    flag, the set of boolean flags that are on, and positional arguments."""
+
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+    bools: set[str] = field(default_factory=set)
+    positional: list[str] = field(default_factory=list)
+
+    def int(self, name: str, default: int | None) -> int | None:
+        """A value flag as an integer (``0x`` prefixes allowed)."""
+        text = self.values.get(name)
+        if text is None:
+            return default
+        try:
+            return int(text, 0)
+        except ValueError:
+            raise UsageError(f"flag --{name} expects an integer, got '{text}'") from None
+
+    def float(self, name: str, default: float | None, what: str = "a number") -> float | None:
+        text = self.values.get(name)
+        if text is None:
+            return default
+        try:
+            return float(text)
+        except ValueError:
+            raise UsageError(f"flag --{name} expects {what}, got '{text}'") from None
+
+
+def parse_flags(argv: Sequence[str], spec: FlagSpec, flags: Flags | None = None,
+                depth: int = 0) -> Flags:
+    """Parse ``argv`` against ``spec``.  Booleans take ``--name``,
+    ``--name=true|1`` or ``--name=false|0``; ``--flagfile=PATH`` reads more
+    flags from PATH, one per line (``#`` starts a comment line)."""
+    if flags is None:
+        flags = Flags(lists={k: [] for k in spec.lists})
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if not arg.startswith("--"):
+            if spec.positional:
+                flags.positional.append(arg)
+                continue
+            raise UsageError(f"unexpected argument '{arg}' (flags are --name=value)")
+        name, eq, value = arg[2:].partition("=")
+        name = name.strip()
+        if name == "h":
+            name = "help"
+        if name in spec.bools:
+            _set_bool(flags, name, value if eq else None)
+            continue
+        if name not in spec.lists and name not in spec.values and name != "flagfile":
+            raise UsageError(f"flag '{name}' not recognized")
+        if not eq:
+            if i >= len(args) or args[i].startswith("--"):
+                raise UsageError(f"flag '{name}' needs a value (--{name}=VALUE)")
+            value = args[i]
+            i += 1
+        if name not in spec.raw:
+            value = value.strip()
+        if name == "flagfile":
+            parse_flags(_read_flagfile(value, depth), spec, flags, depth + 1)
+        elif name in spec.lists:
+            flags.lists[name].append(value)
+        else:
+            flags.values[name] = value
+    return flags
+
+
+def _set_bool(flags: Flags, name: str, text: str | None) -> None:
+    word = (text or "true").strip().lower()
+    if word in ("true", "1", "yes", "on", ""):
+        flags.bools.add(name)
+    elif word in ("false", "0", "no", "off"):
+        flags.bools.discard(name)
+    else:
+        raise UsageError(f"flag --{name} is a boolean (true/false/1/0), got '{text}'")
+
+
+def _read_flagfile(path: str, depth: int) -> list[str]:
+    if depth >= MAX_FLAGFILE_DEPTH:
+        raise UsageError(f"--flagfile nesting deeper than {MAX_FLAGFILE_DEPTH} (at '{path}')")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [ln.strip() for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
+    except OSError as e:
+        raise UsageError(f"cannot read flagfile '{path}': {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"cannot read flagfile '{path}': not UTF-8 text") from None
+
+
+def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
+    """One line on stderr in IREE's ``CODE; message`` style and exit code 1;
+    never a traceback on the command line."""
+    if isinstance(e, (SystemExit, GeneratorExit)):
+        raise e
+    if isinstance(e, VmError):
+        stdout.flush()
+        stderr.write(" ".join(str(e).splitlines()) + "\n")
+    elif isinstance(e, KeyboardInterrupt):
+        stderr.write("CANCELLED; interrupted\n")
+    elif isinstance(e, RecursionError):
+        stderr.write("RESOURCE_EXHAUSTED; call stack exhausted\n")
+    else:
+        stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
+    return 1
+
+
+__all__ = ["FlagSpec", "Flags", "MAX_FLAGFILE_DEPTH", "parse_flags", "report_error"]

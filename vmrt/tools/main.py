@@ -1,0 +1,44 @@
+"""The ``vmrt`` command: ``vmrt run`` (like ``iree-run-module``) and
+``vmrt executable`` (dispatch libraries).  Each sub-command imports only
+what it needs, so the command starts fast."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable, Sequence, TextIO
+
+import elfkit
+
+COMMANDS = ("run", "executable")
+
+
+def main(argv: Sequence[str] | None = None, *, providers: Iterable[Any] = (),
+         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Entry point of the ``vmrt`` console script.
+
+    ``providers`` adds module providers for ``vmrt run`` (objects with
+    ``name``, ``register_types(instance)`` and ``create(instance, options)``),
+    e.g. a HAL module; they override built-in and entry-point providers of
+    the same name.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    if not args or args[0] in ("--help", "-h", "help"):
+        from .run import USAGE
+        out.write(USAGE)
+        return 0 if args else 1
+    if args[0] == "--version":
+        out.write(f"vmrt {elfkit.__version__}\n")
+        return 0
+    if args[0] == "executable":
+        from .executable import main as executable_main
+        return executable_main(args[1:], stdout=out, stderr=err)
+    if args[0] == "run":
+        from .run import main as run_main
+        return run_main(args[1:], providers=providers, stdout=out, stderr=err)
+    err.write(f"INVALID_ARGUMENT; unknown command '{args[0]}' (try 'vmrt --help')\n")
+    return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
