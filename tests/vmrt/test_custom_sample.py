@@ -148,3 +148,67 @@ def test_in_process_api(example, capsys):
             "vm.buffer but expected custom.string")
     assert capsys.readouterr().out == "".join(
         line + "\n" for line in RELEASE.splitlines()[1:-1]) + "CREATE abc\nLENGTH abc = 3\n"
+
+
+# A user's own ``custom`` module, published by an installed package through the
+# ``vmrt.modules`` entry-point group, must replace vmrt's sample of that name.
+USER_PROVIDER = '''
+from vmrt import export
+from vmrt.samples.custom import STRING_TYPE, CustomModule, register_types
+
+
+class UserCustom(CustomModule):
+    @export("string.print", "0r_v", arg_types=(STRING_TYPE,))
+    def string_print(self, state, s):
+        print("USER", s.value)
+
+
+class Provider:
+    name = "custom"
+
+    def register_types(self, instance):
+        register_types(instance)
+
+    def create(self, instance, options=None):
+        return UserCustom(instance)
+
+
+PROVIDER = Provider()
+'''
+
+
+def _install_user_package(root: Path) -> None:
+    """A real (if minimal) installed distribution: a module and a .dist-info
+    whose entry_points.txt publishes its provider as ``custom``."""
+    (root / "user_custom_mod.py").write_text(USER_PROVIDER)
+    info = root / "user_custom-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: user-custom\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[vmrt.modules]\ncustom = user_custom_mod:PROVIDER\n")
+
+
+def test_user_entry_point_replaces_sample(example, tmp_path):
+    _install_user_package(tmp_path)
+    rc, out, err = vmrt_subprocess("run", f"--module={example}",
+                                   env={"PYTHONPATH": str(tmp_path), "VMRT_CUSTOM_DEBUG": "0"})
+    assert (rc, err) == (0, "")
+    expected = _run_lines(RELEASE).replace("PRINT hello", "USER hello") \
+        .replace("PRINT optimized", "USER optimized")
+    assert out == expected
+
+
+@pytest.mark.parametrize("text,value", [("1", True), ("true", True), ("TRUE", True),
+                                        ("0", False), ("false", False), ("", False)])
+def test_sample_boolean_params(text, value):
+    from vmrt.samples.custom import create_module, create_tensor_module
+    inst = vmrt.Instance()
+    assert create_module(inst, {"debug": text}).debug is value
+    # ?static=0 means "not static": the tensor module keeps its ``error`` export
+    names = {e.name for e in create_tensor_module(inst, {"static": text}).exports}
+    assert ("error" in names) is (not value)
+
+
+def test_sample_bad_boolean_param():
+    from vmrt.samples.custom import create_module
+    with pytest.raises(vmrt.UsageError, match="debug.*boolean.*'maybe'"):
+        create_module(vmrt.Instance(), {"debug": "maybe"})

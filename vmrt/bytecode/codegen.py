@@ -134,7 +134,7 @@ class FunctionTranslator:
 
     def __init__(self, mod, ordinal: int, blocks: list[Block], where: str,
                  i32_count: int, ref_count: int):
-        self.mod = mod                     # a _ModuleInfo (see module.py)
+        self.mod = mod                     # a ModuleInfo (see module.py)
         self.ordinal = ordinal
         self.blocks = blocks
         self.where = where
@@ -145,17 +145,20 @@ class FunctionTranslator:
         self.used_r: set[int] = set()
 
     # -- register names ----------------------------------------------------
-    def v(self, raw: int) -> str:
+    def int_reg(self, raw: int) -> str:
+        """The Python name of integer/float register ``raw`` (``i7``)."""
         self.used_i.add(raw)
         return f"i{raw}"
 
-    def r(self, raw: int) -> str:
+    def ref_reg(self, raw: int) -> str:
+        """The Python name of ref register ``raw`` (``r3``; the ref bit is masked off)."""
         n = raw & 0x3FFF
         self.used_r.add(n)
         return f"r{n}"
 
-    def any(self, raw: int) -> str:
-        return self.r(raw) if raw & REF_BIT else self.v(raw)
+    def reg(self, raw: int) -> str:
+        """The Python name of register ``raw``, ref or not."""
+        return self.ref_reg(raw) if raw & REF_BIT else self.int_reg(raw)
 
     def fail(self, ins: Instr, msg: str) -> VerifyError:
         return VerifyError(f"{msg}; at {self.where}+{ins.pc:08X}")
@@ -172,8 +175,8 @@ class FunctionTranslator:
         so computes with the clobbered value.  vmrt implements what the
         block arguments mean (all sources read before any write); see README.
         """
-        srcs = [self.any(src & ~MOVE_BIT) for src, _ in pairs]
-        dsts = [self.any(dst & ~MOVE_BIT) for _, dst in pairs]
+        srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
+        dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
         hazard = any(d in srcs[i + 1:] for i, d in enumerate(dsts))
         if hazard:
             return [f"{ind}{', '.join(dsts)} = {', '.join(srcs)}"]
@@ -198,12 +201,12 @@ class FunctionTranslator:
         rslot = 0
         for c in arg_codes:
             if c in "if":
-                params.append(self.v(islot)); islot += 1
+                params.append(self.int_reg(islot)); islot += 1
             elif c in "IF":
                 islot += islot & 1
-                params.append(self.v(islot)); islot += 2
+                params.append(self.int_reg(islot)); islot += 2
             elif c == "r":
-                params.append(self.r(rslot | REF_BIT)); rslot += 1
+                params.append(self.ref_reg(rslot | REF_BIT)); rslot += 1
             else:
                 raise VerifyError(f"variadic cconv not allowed on internal function; at "
                                   f"{self.where}")
@@ -217,15 +220,15 @@ class FunctionTranslator:
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
                              [f"r{x}" for x in sorted(self.used_r)]) if n not in pset]
-        head = [f"def f{self.ordinal}(S, {', '.join(params)}):" if params
-                else f"def f{self.ordinal}(S):"]
+        head = [f"def f{self.ordinal}(state, {', '.join(params)}):" if params
+                else f"def f{self.ordinal}(state):"]
         ivals = [n for n in inits if n[0] == "i"]
         rvals = [n for n in inits if n[0] == "r"]
         if ivals:
             head.append(f"    {' = '.join(ivals)} = 0")
         if rvals:
             head.append(f"    {' = '.join(rvals)} = None")
-        head += ["    L = S.ctx.limits", "    RW = S.rw", "    GR = S.grefs",
+        head += ["    L = state.ctx.limits", "    RW = state.rw", "    GR = state.grefs",
                  "    b = 0", "    p = 0", "    try:", "        while True:"]
         # names come from the file: they reach the source only via the constant table
         label = self.const(self.where)
@@ -277,7 +280,7 @@ class FunctionTranslator:
                 kind, bank, access = fdef[1], fdef[2], fdef[3]
                 if kind != "register":
                     continue
-                reg = self.r(val) if bank == "ref" else self.v(val)
+                reg = self.ref_reg(val) if bank == "ref" else self.int_reg(val)
                 if access == "write":
                     dst = reg
                 else:
@@ -296,32 +299,32 @@ class FunctionTranslator:
 
     # -- constants -------------------------------------------------------------
     def op_const_i32(self, ins, f, ind):
-        return [f"{ind}{self.v(f[1])} = {int(f[0])}"]
+        return [f"{ind}{self.int_reg(f[1])} = {int(f[0])}"]
 
     op_const_i64 = op_const_i32
 
     def op_const_i32_zero(self, ins, f, ind):
-        return [f"{ind}{self.v(f[0])} = 0"]
+        return [f"{ind}{self.int_reg(f[0])} = 0"]
 
     op_const_i64_zero = op_const_i32_zero
 
     def op_const_f32(self, ins, f, ind):
-        return [f"{ind}{self.v(f[1])} = {self.const(float(f[0]))}"]
+        return [f"{ind}{self.int_reg(f[1])} = {self.const(float(f[0]))}"]
 
     op_const_f64 = op_const_f32
 
     def op_const_f32_zero(self, ins, f, ind):
-        return [f"{ind}{self.v(f[0])} = 0.0"]
+        return [f"{ind}{self.int_reg(f[0])} = 0.0"]
 
     op_const_f64_zero = op_const_f32_zero
 
     def op_const_ref_zero(self, ins, f, ind):
-        return [f"{ind}{self.r(f[0])} = None"]
+        return [f"{ind}{self.ref_reg(f[0])} = None"]
 
     def op_const_ref_rodata(self, ins, f, ind):
         if f[0] >= self.mod.n_rodata:
             raise self.fail(ins, f"rodata ordinal {f[0]} out of range ({self.mod.n_rodata})")
-        return [f"{ind}{self.r(f[1])} = RO[{f[0]}]"]
+        return [f"{ind}{self.ref_reg(f[1])} = RO[{f[0]}]"]
 
     # -- globals ---------------------------------------------------------------
     def _gcheck(self, ins, off, width):
@@ -332,23 +335,23 @@ class FunctionTranslator:
     def _gload(self, w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
-            return [f"{ind}{self.v(f[1])} = UN_{w}(RW, {f[0]})[0]"]
+            return [f"{ind}{self.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
         return op
 
     def _gstore(self, w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
-            return [f"{ind}PK_{w}(RW, {f[0]}, {self.v(f[1])})"]
+            return [f"{ind}PK_{w}(RW, {f[0]}, {self.int_reg(f[1])})"]
         return op
 
     def _gload_ind(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.v(f[1])} = gload(RW, ST_{w}, {self.v(f[0])})"]
+            return [f"{ind}{self.int_reg(f[1])} = gload(RW, ST_{w}, {self.int_reg(f[0])})"]
         return op
 
     def _gstore_ind(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}gstore(RW, ST_{w}, {self.v(f[0])}, {self.v(f[1])})"]
+            return [f"{ind}gstore(RW, ST_{w}, {self.int_reg(f[0])}, {self.int_reg(f[1])})"]
         return op
 
     def _type(self, ins, idx):
@@ -360,61 +363,61 @@ class FunctionTranslator:
         if f[0] >= self.mod.global_refs:
             raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
         self._type(ins, f[1])
-        return [f"{ind}{self.r(f[2])} = GR[{f[0]}]"]
+        return [f"{ind}{self.ref_reg(f[2])} = GR[{f[0]}]"]
 
     def op_global_store_ref(self, ins, f, ind):
         if f[0] >= self.mod.global_refs:
             raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
-        return [f"{ind}refcheck({self.r(f[2])}, {self._type(ins, f[1])})",
-                f"{ind}GR[{f[0]}] = {self.r(f[2])}"]
+        return [f"{ind}refcheck({self.ref_reg(f[2])}, {self._type(ins, f[1])})",
+                f"{ind}GR[{f[0]}] = {self.ref_reg(f[2])}"]
 
     def op_global_load_indirect_ref(self, ins, f, ind):
         self._type(ins, f[1])
-        return [f"{ind}{self.r(f[2])} = grefload(GR, {self.v(f[0])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = grefload(GR, {self.int_reg(f[0])})"]
 
     def op_global_store_indirect_ref(self, ins, f, ind):
-        return [f"{ind}grefstore(GR, {self.v(f[0])}, {self.r(f[2])}, {self._type(ins, f[1])})"]
+        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, {self._type(ins, f[1])})"]
 
     # -- lists -----------------------------------------------------------------
     def op_list_alloc(self, ins, f, ind):
-        return [f"{ind}{self.r(f[2])} = lalloc({self._type(ins, f[0])}, {self.v(f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, {self.int_reg(f[1])})"]
 
     def op_list_reserve(self, ins, f, ind):
-        return [f"{ind}lreserve({self.r(f[0])}, {self.v(f[1])})"]
+        return [f"{ind}lreserve({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
 
     def op_list_size(self, ins, f, ind):
-        return [f"{ind}{self.v(f[1])} = lsize({self.r(f[0])})"]
+        return [f"{ind}{self.int_reg(f[1])} = lsize({self.ref_reg(f[0])})"]
 
     def op_list_resize(self, ins, f, ind):
-        return [f"{ind}lresize({self.r(f[0])}, {self.v(f[1])})"]
+        return [f"{ind}lresize({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
 
     def _lget(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.v(f[2])} = lget({self.r(f[0])}, {self.v(f[1])}, '{w}')"]
+            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}')"]
         return op
 
     def _lset(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}lset({self.r(f[0])}, {self.v(f[1])}, '{w}', {self.v(f[2])})"]
+            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', {self.int_reg(f[2])})"]
         return op
 
     def op_list_get_ref(self, ins, f, ind):
-        return [f"{ind}{self.r(f[3])} = lgetref({self.r(f[0])}, {self.v(f[1])}, "
+        return [f"{ind}{self.ref_reg(f[3])} = lgetref({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
                 f"{self._type(ins, f[2])})"]
 
     def op_list_set_ref(self, ins, f, ind):
-        return [f"{ind}lsetref({self.r(f[0])}, {self.v(f[1])}, {self.r(f[2])})"]
+        return [f"{ind}lsetref({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])})"]
 
     # -- refs ----------------------------------------------------------------
     def op_select_ref(self, ins, f, ind):
         self._type(ins, f[1])
-        return [f"{ind}{self.r(f[4])} = {self.r(f[2])} if {self.v(f[0])} else {self.r(f[3])}"]
+        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else {self.ref_reg(f[3])}"]
 
     def op_cast_any_ref(self, ins, f, ind):
-        return [f"{ind}{self.r(f[2])} = cast_ref({self.r(f[0])}, {self._type(ins, f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, {self._type(ins, f[1])})"]
 
     def op_discard_refs(self, ins, f, ind):
-        regs = [self.r(x) for x in f[0] if x & REF_BIT]
+        regs = [self.ref_reg(x) for x in f[0] if x & REF_BIT]
         return [f"{ind}{' = '.join(regs)} = None"] if regs else []
 
     # -- switch ----------------------------------------------------------------
@@ -424,11 +427,11 @@ class FunctionTranslator:
         n = len(vals)
         if n == 0:
             return [f"{ind}{reg(dst)} = {reg(default)}"]
-        return [f"{ind}{reg(dst)} = ({items},)[{self.v(idx)}] if 0 <= {self.v(idx)} < {n} "
+        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < {n} "
                 f"else {reg(default)}"]
 
     def op_switch_i32(self, ins, f, ind):
-        return self._switch(ins, f, ind, self.v)
+        return self._switch(ins, f, ind, self.int_reg)
 
     op_switch_i64 = op_switch_i32   # NOTE: full 64-bit case values (IREE truncates; see README)
     op_switch_f32 = op_switch_i32
@@ -436,45 +439,45 @@ class FunctionTranslator:
 
     def op_switch_ref(self, ins, f, ind):
         idx, _ty, default, vals, dst = f
-        return self._switch(ins, (idx, default, vals, dst), ind, self.r)
+        return self._switch(ins, (idx, default, vals, dst), ind, self.ref_reg)
 
     # -- buffers ---------------------------------------------------------------
     def _bload(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.v(f[2])} = bload({self.r(f[0])}, '{kind}', {self.v(f[1])})"]
+            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])})"]
         return op
 
     def _bstore(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bstore({self.r(f[0])}, '{kind}', {self.v(f[1])}, {self.v(f[2])})"]
+            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
         return op
 
     def _bfill(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bfill({self.r(f[0])}, '{kind}', {self.v(f[1])}, {self.v(f[2])}, "
-                    f"{self.v(f[3])})"]
+            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+                    f"{self.int_reg(f[3])})"]
         return op
 
     def op_buffer_alloc(self, ins, f, ind):
-        return [f"{ind}{self.r(f[2])} = balloc({self.v(f[0])}, {self.v(f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = balloc({self.int_reg(f[0])}, {self.int_reg(f[1])})"]
 
     def op_buffer_clone(self, ins, f, ind):
-        return [f"{ind}{self.r(f[4])} = bclone({self.r(f[0])}, {self.v(f[1])}, {self.v(f[2])}, "
-                f"{self.v(f[3])})"]
+        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+                f"{self.int_reg(f[3])})"]
 
     def op_buffer_length(self, ins, f, ind):
-        return [f"{ind}{self.v(f[1])} = blen({self.r(f[0])})"]
+        return [f"{ind}{self.int_reg(f[1])} = blen({self.ref_reg(f[0])})"]
 
     def op_buffer_copy(self, ins, f, ind):
-        return [f"{ind}bcopy({self.r(f[0])}, {self.v(f[1])}, {self.r(f[2])}, {self.v(f[3])}, "
-                f"{self.v(f[4])})"]
+        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, {self.int_reg(f[3])}, "
+                f"{self.int_reg(f[4])})"]
 
     def op_buffer_compare(self, ins, f, ind):
-        return [f"{ind}{self.v(f[5])} = bcompare({self.r(f[0])}, {self.v(f[1])}, "
-                f"{self.r(f[2])}, {self.v(f[3])}, {self.v(f[4])})"]
+        return [f"{ind}{self.int_reg(f[5])} = bcompare({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                f"{self.ref_reg(f[2])}, {self.int_reg(f[3])}, {self.int_reg(f[4])})"]
 
     def op_buffer_hash(self, ins, f, ind):
-        return [f"{ind}{self.v(f[3])} = bhash({self.r(f[0])}, {self.v(f[1])}, {self.v(f[2])})"]
+        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
 
     # -- control flow ------------------------------------------------------------
     def op_br(self, ins, f, ind):
@@ -482,14 +485,14 @@ class FunctionTranslator:
 
     def op_cond_br(self, ins, f, ind):
         cond, t, tr, e, er = f
-        out = [f"{ind}if {self.v(cond)}:"]
+        out = [f"{ind}if {self.int_reg(cond)}:"]
         out += self.remap(tr, ind + "    ") + [f"{ind}    b = {t}", f"{ind}else:"]
         out += self.remap(er, ind + "    ") + [f"{ind}    b = {e}", f"{ind}continue"]
         return out
 
     def op_br_table(self, ins, f, ind):
         idx, dflt, dremap, _n, cases = f
-        x = self.v(idx)
+        x = self.int_reg(idx)
         out = []
         for k, (t, rm) in enumerate(cases):
             out.append(f"{ind}{'if' if k == 0 else 'elif'} {x} == {k}:")
@@ -507,7 +510,7 @@ class FunctionTranslator:
 
     def op_cond_break(self, ins, f, ind):
         cond, t, rm = f
-        return [f"{ind}if {self.v(cond)}:"] + self.remap(rm, ind + "    ") + \
+        return [f"{ind}if {self.int_reg(cond)}:"] + self.remap(rm, ind + "    ") + \
             [f"{ind}    b = {t}", f"{ind}    continue"]
 
     def op_yield(self, ins, f, ind):
@@ -520,24 +523,24 @@ class FunctionTranslator:
     op_print = op_trace
 
     def op_fail(self, ins, f, ind):
-        return [f"{ind}raise fail({self.v(f[0])}, {self.const(f[1])})"]
+        return [f"{ind}raise fail({self.int_reg(f[0])}, {self.const(f[1])})"]
 
     def op_return(self, ins, f, ind):
         regs = f[0]
         self.check_regs(ins, regs, self.result_codes, "return")
-        vals = ", ".join(self.any(x & ~MOVE_BIT) for x in regs)
+        vals = ", ".join(self.reg(x & ~MOVE_BIT) for x in regs)
         return [f"{ind}return ({vals}{',' if regs else ''})"]
 
     def op_import_resolved(self, ins, f, ind):
         k = f[0]
         if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= self.mod.n_imports:
             raise self.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
-        return [f"{ind}{self.v(f[1])} = 0 if S.imports[{k & ~IMPORT_BIT}] is None else 1"]
+        return [f"{ind}{self.int_reg(f[1])} = 0 if state.imports[{k & ~IMPORT_BIT}] is None else 1"]
 
     def _results(self, regs) -> str:
         if not regs:
             return ""
-        return ", ".join(self.any(x & ~MOVE_BIT) for x in regs) + ", = "
+        return ", ".join(self.reg(x & ~MOVE_BIT) for x in regs) + ", = "
 
     def _call(self, ins, callee, args, results, ind, segments=None):
         if callee & IMPORT_BIT:
@@ -545,10 +548,10 @@ class FunctionTranslator:
             if k >= self.mod.n_imports:
                 raise self.fail(ins, f"import ordinal {k} out of range ({self.mod.n_imports})")
             a_codes, r_codes = cconv_fragments(self.mod.import_cconv(k))
-            argl = ", ".join(self.any(x & ~MOVE_BIT) for x in args)
+            argl = ", ".join(self.reg(x & ~MOVE_BIT) for x in args)
             if segments is not None:
                 self.check_regs(ins, results, r_codes, "result")
-                return [f"{ind}{self._results(results)}callimp_variadic(S, {k}, "
+                return [f"{ind}{self._results(results)}callimp_variadic(state, {k}, "
                         f"{tuple(s if s < 0x8000 else s - 0x10000 for s in segments)!r}, "
                         f"[{argl}])"]
             if "C" in a_codes:
@@ -556,7 +559,7 @@ class FunctionTranslator:
             if self.mod.import_cconv(k):
                 self.check_regs(ins, args, a_codes, "argument")
                 self.check_regs(ins, results, r_codes, "result")
-            return [f"{ind}{self._results(results)}callimp(S, {k}, [{argl}])"]
+            return [f"{ind}{self._results(results)}callimp(state, {k}, [{argl}])"]
         if segments is not None:
             raise self.fail(ins, "variadic calls only supported for import callees")
         if callee >= self.mod.n_functions:
@@ -565,7 +568,7 @@ class FunctionTranslator:
         a_codes, r_codes = cconv_fragments(self.mod.signature(callee))
         self.check_regs(ins, args, a_codes, "argument")
         self.check_regs(ins, results, r_codes, "result")
-        argl = ", ".join(["S"] + [self.any(x & ~MOVE_BIT) for x in args])
+        argl = ", ".join(["state"] + [self.reg(x & ~MOVE_BIT) for x in args])
         return [f"{ind}{self._results(results)}f{callee}({argl})"]
 
     def _plain_call(self, ins, callee, args, results, ind, segments=None):

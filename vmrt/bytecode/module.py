@@ -32,7 +32,7 @@ class BytecodeState:
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
 
 
-class _Info:
+class ModuleInfo:
     """What the translator needs to know about the module."""
 
     def __init__(self, mod: "BytecodeModule"):
@@ -77,10 +77,10 @@ class BytecodeModule(Module):
         self.types = [self._resolve_type(instance, t) for t in d.types]
         self._imports = [ImportDecl(i.full_name, i.cconv, bool(i.flags & IMPORT_OPTIONAL_FLAG))
                          for i in d.imports]
-        self._import_result_codes = []
+        self._import_results: list[str] = []
         for i in d.imports:
             try:
-                self._import_result_codes.append(cconv_fragments(i.cconv)[1])
+                self._import_results.append(cconv_fragments(i.cconv)[1])
             except VmError as e:
                 raise LoadError(f"import {i.full_name}: {e.message}") from None
         self._exports = [ExportDecl(e.local_name, d.signatures[e.internal_ordinal],
@@ -89,7 +89,7 @@ class BytecodeModule(Module):
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
         self._functions = self._translate()
-        self._result_codes = [cconv_fragments(s)[1] for s in d.signatures]
+        self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
     @classmethod
     def load(cls, instance: Instance, source: "str | os.PathLike | bytes") -> "BytecodeModule":
@@ -124,7 +124,7 @@ class BytecodeModule(Module):
 
     def _translate(self) -> list:
         d = self.definition
-        info = _Info(self)
+        info = ModuleInfo(self)
         code = d.bytecode
         sources = []
         for k, fd in enumerate(d.functions):
@@ -180,7 +180,7 @@ class BytecodeModule(Module):
         k = self._exports[function.ordinal].ordinal
         try:
             res = self._functions[k](state, *args)
-            codes = self._result_codes[k]
+            codes = self._function_results[k]
             if "i" in codes:
                 res = [wrap_i32(_int_bits(v)) if c == "i" else v for v, c in zip(res, codes)]
             return list(res)
@@ -189,6 +189,10 @@ class BytecodeModule(Module):
             # integer, which the register model allows but our typed locals do not).
             raise VmError(f"malformed bytecode in {self.name}.{function.name}: "
                           f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from None
+
+    def import_result_codes(self, ordinal: int) -> str:
+        """The cconv result codes (``"i"``, ``"f"``, ``"r"`` ...) of import ``ordinal``."""
+        return self._import_results[ordinal]
 
     def function_attrs(self, name: str) -> dict:
         """Reflection attributes of an export (e.g. ``iree.abi.declaration``)."""

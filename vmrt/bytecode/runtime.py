@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 from ..vm.buffer import Buffer
 from ..errors import ExecutionError, StatusCode, VmError
@@ -501,13 +502,13 @@ def _convert_results(results, codes: str, name: str) -> tuple:
     return tuple(to_vm(v, c) for v, c in zip(results, codes))
 
 
-def callimp(S, k: int, args: list) -> tuple:
-    bound = S.imports[k]
+def callimp(state: Any, k: int, args: list) -> tuple:
+    bound = state.imports[k]
     if bound is None:
-        decl = S.module.imports[k]
+        decl = state.module.imports[k]
         raise err(StatusCode.NOT_FOUND,
                   f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
-    codes = S.module._import_result_codes[k]
+    codes = state.module.import_result_codes(k)
     try:
         res = bound(args)
     except VmError as e:
@@ -515,11 +516,11 @@ def callimp(S, k: int, args: list) -> tuple:
     return _convert_results(res, codes, bound.name)
 
 
-def callimp_variadic(S, k: int, segments: tuple, flat: list) -> tuple:
+def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
     """Call a variadic import: regroup each ``C…D`` span into a list of tuples."""
-    bound = S.imports[k]
+    bound = state.imports[k]
     if bound is None:
-        decl = S.module.imports[k]
+        decl = state.module.imports[k]
         raise err(StatusCode.NOT_FOUND,
                   f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
     from ..vm.module import cconv_fragments

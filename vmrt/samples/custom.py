@@ -8,8 +8,10 @@ and, in debug mode only, ``string.dprint`` (0r_v) — so a compiled program's
 Ways to get it:
 
 * static: ``vmrt run`` creates it when a program depends on module
-  ``custom`` (provider :data:`PROVIDER`, also published through the
-  ``vmrt.modules`` entry-point group); debug mode via ``VMRT_CUSTOM_DEBUG=1``;
+  ``custom`` and nothing else provides one (provider :data:`PROVIDER`, a
+  built-in with the lowest priority: a ``custom`` provider published by an
+  installed package through the ``vmrt.modules`` entry-point group wins);
+  debug mode via ``VMRT_CUSTOM_DEBUG=1``;
 * dynamic: ``--module=vmrt/samples/custom.py@create_module?debug=1``;
 * from Python: ``CustomModule(instance, debug=True)``.
 """
@@ -25,6 +27,7 @@ from vmrt.errors import StatusCode, VmError
 from vmrt.vm.instance import Instance
 from vmrt.vm.native_module import NativeModule, export
 from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
+from vmrt.tools.flags import parse_bool
 
 STRING_TYPE = RefType("custom.string")
 
@@ -122,14 +125,10 @@ class TensorStringModule(NativeModule):
         raise VmError("Forced failure", StatusCode.UNKNOWN)
 
 
-def _truthy(v: str | None) -> bool:
-    return v is not None and v.lower() not in ("", "0", "false", "no", "off")
-
-
 def create_module(instance: Instance, params: Mapping[str, str] | None = None) -> CustomModule:
     """Dynamic-module entry point: ``--module=custom.py@create_module?debug=1``."""
     params = dict(params or {})
-    return CustomModule(instance, debug=_truthy(params.get("debug")))
+    return CustomModule(instance, debug=parse_bool(params.get("debug"), "parameter debug"))
 
 
 class _StaticProvider:
@@ -141,7 +140,8 @@ class _StaticProvider:
         register_types(instance)
 
     def create(self, instance: Instance, options=None) -> CustomModule:
-        return CustomModule(instance, debug=_truthy(os.environ.get("VMRT_CUSTOM_DEBUG")))
+        return CustomModule(instance, debug=parse_bool(os.environ.get("VMRT_CUSTOM_DEBUG"),
+                                                          "VMRT_CUSTOM_DEBUG"))
 
 
 PROVIDER = _StaticProvider()
@@ -152,4 +152,5 @@ def create_tensor_module(instance: Instance, params: Mapping[str, str] | None = 
     """Dynamic-module entry point for the dynamic/static samples' ``custom``
     (``string.from_tensor``, ``string.print``, ``error``)."""
     params = dict(params or {})
-    return TensorStringModule(instance, with_error=not params.get("static"))
+    return TensorStringModule(instance, with_error=not parse_bool(params.get("static"),
+                                                                  "parameter static"))

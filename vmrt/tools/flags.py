@@ -98,14 +98,29 @@ def parse_flags(argv: Sequence[str], spec: FlagSpec, flags: Flags | None = None,
     return flags
 
 
+TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+FALSE_WORDS = frozenset({"false", "0", "no", "off"})
+
+
+def parse_bool(text: str | None, what: str, default: bool = False) -> bool:
+    """A boolean flag or module parameter: ``true/1/yes/on`` or
+    ``false/0/no/off`` (any case); None or an empty value gives ``default``.
+    Anything else is a :class:`UsageError` naming ``what``."""
+    word = (text or "").strip().lower()
+    if not word:
+        return default
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise UsageError(f"{what} is a boolean (true/false/1/0), got '{text}'")
+
+
 def _set_bool(flags: Flags, name: str, text: str | None) -> None:
-    word = (text or "true").strip().lower()
-    if word in ("true", "1", "yes", "on", ""):
+    if parse_bool(text, f"flag --{name}", default=True):
         flags.bools.add(name)
-    elif word in ("false", "0", "no", "off"):
-        flags.bools.discard(name)
     else:
-        raise UsageError(f"flag --{name} is a boolean (true/false/1/0), got '{text}'")
+        flags.bools.discard(name)
 
 
 def _read_flagfile(path: str, depth: int) -> list[str]:
@@ -137,4 +152,5 @@ def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
     return 1
 
 
-__all__ = ["FlagSpec", "Flags", "MAX_FLAGFILE_DEPTH", "parse_flags", "report_error"]
+__all__ = ["FALSE_WORDS", "FlagSpec", "Flags", "MAX_FLAGFILE_DEPTH", "TRUE_WORDS", "parse_bool",
+           "parse_flags", "report_error"]

@@ -9,10 +9,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..errors import LoadError, StatusCode, VmError
 from ..vm.instance import Instance
+from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..vm.module import DependencyFlags, Module
 
 ENTRY_POINT_GROUP = "vmrt.modules"
@@ -27,40 +28,38 @@ class RunOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class ModuleProvider(Protocol):
-    """Creates a named module on demand (IREE's static/external modules)."""
-    name: str
-
-    def register_types(self, instance: Instance) -> None: ...
-
-    def create(self, instance: Instance, options: RunOptions) -> Module: ...
+#: the distribution vmrt ships in; its own entry points rank lowest
+OWN_DISTRIBUTION = "elfkit"
 
 
-def builtin_providers() -> list:
-    from ..modules.hal.provider import PROVIDER as HAL
-    from ..samples.custom import PROVIDER as CUSTOM
-    return [HAL, CUSTOM]
+def builtin_providers() -> list[Any]:
+    """vmrt's built-in provider: the ``hal`` module (host-only or device)."""
+    return [HAL_PROVIDER]
 
 
-def entry_point_providers() -> list:
-    """Providers published by installed packages in the ``vmrt.modules`` group."""
-    try:
-        from importlib.metadata import entry_points
-        eps = entry_points(group=ENTRY_POINT_GROUP)
-    except Exception:  # pragma: no cover - broken metadata must not break the VM
-        return []
+def entry_point_providers() -> list[Any]:
+    """Providers published in the ``vmrt.modules`` entry-point group, vmrt's
+    own (the samples) first so that any other package's provider of the
+    same name replaces them."""
+    from importlib.metadata import entry_points
+    eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
+                 key=lambda ep: _distribution(ep) != OWN_DISTRIBUTION)
     out = []
     for ep in eps:
         try:
             out.append(ep.load())
-        except Exception as e:
+        except Exception as e:   # any failure of third-party code: report which entry point
             raise LoadError(f"loading module provider entry point '{ep.name}' "
                             f"({ep.value}): {type(e).__name__}: {e}",
                             StatusCode.UNAVAILABLE) from None
     return out
 
 
-def all_providers(extra: Iterable = ()) -> dict[str, Any]:
+def _distribution(ep: Any) -> str | None:
+    return getattr(getattr(ep, "dist", None), "name", None)
+
+
+def all_providers(extra: Iterable[Any] = ()) -> dict[str, Any]:
     """name -> provider; later sources override earlier ones
     (built-in < entry points < explicitly passed)."""
     table: dict[str, Any] = {}

@@ -91,10 +91,6 @@ def make_cconv(args: str, results: str) -> str:
     return f"0{args or 'v'}_{results or 'v'}"
 
 
-def is_variadic(fragment: str) -> bool:
-    return "C" in fragment
-
-
 # ------------------------------------------------------------- module ------
 class Module:
     """Abstract module.  Subclasses: :class:`vmrt.NativeModule`, BytecodeModule."""

@@ -93,30 +93,3 @@ def _variant(x: Any) -> Any:
     if isinstance(x, float):
         return ("f32", round_f32(x))
     return to_vm(x, "r")
-
-
-def expand_cconv(fragment: str, segments: list[int] | None = None) -> str:
-    """Flatten a cconv fragment, repeating each ``C…D`` span per ``segments``."""
-    if "C" not in fragment:
-        return fragment
-    out: list[str] = []
-    i = 0
-    seg_i = 0
-    n = len(fragment)
-    while i < n:
-        ch = fragment[i]
-        if ch == "C":
-            j = fragment.find("D", i)
-            if j < 0:
-                raise VmError(f"unterminated variadic span in cconv '{fragment}'",
-                              StatusCode.INVALID_ARGUMENT)
-            count = segments[seg_i] if segments is not None and seg_i < len(segments) else 0
-            if count < 0:
-                count = 0
-            out.append(fragment[i + 1:j] * count)
-            i = j + 1
-        else:
-            out.append(ch)
-            i += 1
-        seg_i += 1
-    return "".join(out)
