@@ -650,7 +650,7 @@ def test_float_abi_from_eflags():
 
 
 def test_import_elfkit_is_light():
-    code = ("import sys, elfkit, elfkit.exec, elfkit.exec.trace;"
+    code = ("import sys, elfkit, elfkit.exec, elfkit.exec.disasm;"
             "bad=[m for m in ('unicorn','capstone','lief') if m in sys.modules];"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -190,7 +190,7 @@ def _disasm(args: argparse.Namespace) -> int:
     from elftools.elf.elffile import ELFFile
 
     from .. import arch as _arch
-    from .trace import disassemble, format_listing, symbolizer
+    from .disasm import disassemble, format_listing, symbolizer
 
     with open(args.file, "rb") as f:
         data = f.read()

@@ -13,6 +13,7 @@ from ...errors import SignatureError
 from ...signature import CType
 from . import _uc
 from ._cc import Loc, Piece, Plan, reg_size
+from ._layout import SENTINEL
 
 _F = struct.Struct("<f")
 _D = struct.Struct("<d")
@@ -183,13 +184,13 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     # fixed registers: stack pointer, link register, x87 reset on i386
     lay.reg(cc.sp, wcode, word, ["_sp"])
     if cc.lr is not None:
-        lay.reg(cc.lr, wcode, word, [str(m._SENTINEL)])
+        lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
     if arch.name == "i386":
         lay.reg("FPSW", "Q", 8, ["0"])
         lay.reg("FPTAG", "Q", 8, ["0xffff"])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:
-        lay.stk(-argbase, wcode, word, word, [str(m._SENTINEL)])
+        lay.stk(-argbase, wcode, word, word, [str(SENTINEL)])
     sfmt, sexprs = lay.stack_struct(argbase, area)
     ns: dict[str, Any] = {
         "_m": m, "_h": m._h, "_lock": m._lock, "_emu": _uc.lib.uc_emu_start,
@@ -210,15 +211,14 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         src.append("def __call(*args, timeout=None, budget=None):")
         entry_expr = str(entry)
         self_call = "__call"
-    src.append("    try:")
-    if nargs == 1:
-        src.append("        a0, = args")
-    elif nargs:
+    if nargs:
+        src.append("    try:")
         src.append(f"        {params}, = args")
+        src.append("    except ValueError:")
+        src.append("        raise _bad(_plan, args, None) from None")
     else:
-        src.append("        if args: raise ValueError")
-    src.append("    except ValueError:")
-    src.append("        raise _bad(_plan, args, None) from None")
+        src.append("    if args:")
+        src.append("        raise _bad(_plan, args, None)")
     src.append("    with _lock:")
     src.append("        if _m._running or _m._closed:")
     src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
@@ -242,7 +242,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     body.append("_m._running = True")
     body.append("if timeout is None and budget is None and not _m._limited:")
     body.append("    _m._count_mode = False")
-    body.append(f"    err = _emu({'_h'}, {entry_expr}, {m._SENTINEL}, 0, 0)")
+    body.append(f"    err = _emu({'_h'}, {entry_expr}, {SENTINEL}, 0, 0)")
     body.append("else:")
     body.append(f"    err = _m._run_limited({entry_expr}, timeout, budget)")
     body.append("_m._running = False")
