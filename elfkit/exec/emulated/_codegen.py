@@ -200,7 +200,44 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
         "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
     }
-    nargs = len(plan.args)
+    src, entry_expr = _caller_head(entry, len(plan.args))
+    body: list[str] = []
+    if has_ptr:
+        body.append("_cl = []")
+    body.append("try:")
+    body.extend("    " + ln for ln in lines)
+    body.append("    _sp = _m._call_sp - " + str(area))
+    body.append(f"    _pack_regs(_rbuf, 0, {', '.join(lay.reg_exprs)})")
+    if sexprs or area and cc.lr is None:
+        ns["_pack_stack"] = struct.Struct(sfmt).pack_into
+        ns["_sbuf"] = ctypes.create_string_buffer(max(area, 8))
+        body.append(f"    _pack_stack(_sbuf, 0, {', '.join(sexprs)})")
+    body.append("except (TypeError, ValueError, OverflowError, _serr) as e:")
+    body.append("    raise _bad(_plan, args, e) from None")
+    body.append(f"_wb(_h, _rids, _rptrs, {nregs})")
+    if sexprs or cc.lr is None:
+        body.append(f"_mw(_h, _sp, _sbuf, {area})")
+    body.extend(_run_lines(entry_expr))
+    body.extend(_ret_decode(m, plan, ns))
+    if has_ptr:
+        src.append("        try:")
+        src.extend("            " + ln for ln in body)
+        src.append("        finally:")
+        src.append("            if _cl: _m._release_args(_cl)")
+    else:
+        src.extend("        " + ln for ln in body)
+    code = "\n".join(src) + "\n"
+    exec(compile(code, f"<elfkit call {name}>", "exec"), ns)
+    fn = ns["__call"]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
+    fn._source = code  # type: ignore[attr-defined]
+    return fn
+
+
+def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
+    """The caller's ``def`` line, argument unpacking and the detour for
+    nested calls; returns the lines and the expression of the entry address."""
     params = ", ".join(f"a{i}" for i in range(nargs))
     src: list[str] = []
     if entry is None:
@@ -222,47 +259,21 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     src.append("    with _lock:")
     src.append("        if _m._running or _m._closed:")
     src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
-    body: list[str] = []
-    if has_ptr:
-        body.append("_cl = []")
-    body.append("try:")
-    body.extend("    " + ln for ln in lines)
-    body.append("    _sp = _m._call_sp - " + str(area))
-    body.append(f"    _pack_regs(_rbuf, 0, {', '.join(lay.reg_exprs)})")
-    if sexprs or area and cc.lr is None:
-        ns["_pack_stack"] = struct.Struct(sfmt).pack_into
-        ns["_sbuf"] = ctypes.create_string_buffer(max(area, 8))
-        body.append(f"    _pack_stack(_sbuf, 0, {', '.join(sexprs)})")
-    body.append("except (TypeError, ValueError, OverflowError, _serr) as e:")
-    body.append("    raise _bad(_plan, args, e) from None")
-    body.append(f"_wb(_h, _rids, _rptrs, {nregs})")
-    if sexprs or cc.lr is None:
-        body.append(f"_mw(_h, _sp, _sbuf, {area})")
-    body.append("_m._stop = None")
-    body.append("_m._running = True")
-    body.append("if timeout is None and budget is None and not _m._limited:")
-    body.append("    _m._count_mode = False")
-    body.append(f"    err = _emu({'_h'}, {entry_expr}, {SENTINEL}, 0, 0)")
-    body.append("else:")
-    body.append(f"    err = _m._run_limited({entry_expr}, timeout, budget)")
-    body.append("_m._running = False")
-    body.append("if err or _m._stop is not None:")
-    body.append(f"    _m._abnormal(err, {entry_expr}, timeout, budget)")
-    body.extend(_ret_decode(m, plan, ns))
-    if has_ptr:
-        src.append("        try:")
-        src.extend("            " + ln for ln in body)
-        src.append("        finally:")
-        src.append("            if _cl: _m._release_args(_cl)")
-    else:
-        src.extend("        " + ln for ln in body)
-    code = "\n".join(src) + "\n"
-    exec(compile(code, f"<elfkit call {name}>", "exec"), ns)
-    fn = ns["__call"]
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
-    fn._source = code  # type: ignore[attr-defined]
-    return fn
+    return src, entry_expr
+
+
+def _run_lines(entry_expr: str) -> list[str]:
+    """Run the guest code: straight ``uc_emu_start`` unless a limit applies."""
+    return ["_m._stop = None",
+            "_m._running = True",
+            "if timeout is None and budget is None and not _m._limited:",
+            "    _m._count_mode = False",
+            f"    err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",
+            "else:",
+            f"    err = _m._run_limited({entry_expr}, timeout, budget)",
+            "_m._running = False",
+            "if err or _m._stop is not None:",
+            f"    _m._abnormal(err, {entry_expr}, timeout, budget)"]
 
 
 def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
