@@ -197,9 +197,9 @@ def _disasm(args: argparse.Namespace) -> int:
     view = memoryview(data)
     label = ""
     if data[:4] != b"\x7fELF":
-        from ..module import _pick_slice
+        from ..module import pick_slice
         want = _arch.get(args.arch) if args.arch else None
-        view, label = _pick_slice(view, want, "auto" if want is None else "emulated")
+        view, label = pick_slice(view, want, "auto" if want is None else "emulated")
     try:
         ef = ELFFile(io.BytesIO(bytes(view)))
         arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)
