@@ -216,7 +216,7 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
                       f"memoryview")
 
 
-def _pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memoryview, str]:
+def pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memoryview, str]:
     """FatELF: the requested ``arch``; else the host slice by IREE's rules; else
     (unless the backend must be native) the best slice to emulate, as
     ``elfkit.fatelf.best`` defines it.  A plain ELF passes through."""
@@ -229,6 +229,9 @@ def _pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memo
     else:
         rec, view = fatelf.select(fat, fallback=backend != "native")
     return view, f"[{rec.arch}]"
+
+
+_pick_slice = pick_slice   # the old name, until elfkit/loader/cli.py imports pick_slice
 
 
 def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto",
@@ -250,7 +253,7 @@ def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto"
     data, label = _read_source(source)
     if machine is not None:
         backend = machine.backend
-    data, slice_label = _pick_slice(data, want, backend)
+    data, slice_label = pick_slice(data, want, backend)
     elf = parse(data, limits=limits, expect_arch=want)
     if machine is None:
         machine = create_machine(elf.arch, backend, **machine_options)

@@ -22,8 +22,8 @@ pytest.importorskip("capstone")
 from elftools.elf.elffile import ELFFile  # noqa: E402
 
 import elfkit.arch as A  # noqa: E402
-from elfkit.errors import (CallTimeout, EmulationFault, MemoryAccessError,  # noqa: E402
-                           SignatureError)
+from elfkit.errors import (CallTimeout, EmulationFault, ExecutionError,  # noqa: E402
+                           MemoryAccessError, SignatureError)
 from elfkit.exec.base import PROT_EXEC, PROT_READ, PROT_WRITE  # noqa: E402
 
 ARCHES = ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"]
@@ -588,6 +588,19 @@ def test_fault_kinds(env, arch):
     assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
 
 
+def test_fault_report_survives_failing_line_resolver(env):
+    m, k = env
+
+    def broken(addr: int) -> str:
+        raise KeyError("no such line table")
+
+    m.add_line_info(0x7000000, 0x7001000, broken)
+    with pytest.raises(EmulationFault) as ei:
+        m.call(0x7000000, "void()", ())
+    assert ei.value.access == "fetch" and ei.value.source is None
+    assert "note: line information failed: KeyError" in str(ei.value)
+
+
 # ---------------------------------------------------------------- tracing
 def test_trace_to_file(env, tmp_path):
     m, k = env
@@ -603,6 +616,24 @@ def test_trace_to_file(env, tmp_path):
     n = len(text)
     assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
     assert len(path.read_text()) == n                  # off: nothing written
+
+
+def test_trace_write_failure_is_reported(env):
+    m, k = env
+
+    class Full(io.StringIO):
+        def write(self, text: str) -> int:
+            if text.startswith("#"):
+                return super().write(text)
+            raise OSError(28, "No space left on device")
+
+    m.trace(Full())
+    assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3      # the call is not disturbed
+    with pytest.raises(ExecutionError, match="No space left"):
+        m.trace(None)
+    assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
+    with pytest.raises(SignatureError):
+        m.trace(io.StringIO(), mode="verbose")
 
 
 def test_memory_management(env):
@@ -650,7 +681,7 @@ def test_float_abi_from_eflags():
 
 
 def test_import_elfkit_is_light():
-    code = ("import sys, elfkit, elfkit.exec, elfkit.exec.trace;"
+    code = ("import sys, elfkit, elfkit.exec, elfkit.exec.disasm;"
             "bad=[m for m in ('unicorn','capstone','lief') if m in sys.modules];"
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -226,6 +226,26 @@ def test_standalone_plugin_query(plugins, arch):
         assert m.call("iree_hal_executable_plugin_query", 0, None, restype="ptr") == 0
 
 
+def _backends(arch: str) -> list[str]:
+    host = elfkit.arch.host()
+    return ["emulated", "native"] if host is not None and host.name == arch else ["emulated"]
+
+
+def test_null_pointer_result_is_zero_on_every_backend(plugins, arch):
+    # query(0, NULL) returns NULL: an address is an int on both backends,
+    # through call(restype="ptr") and through a typed callable
+    for backend in _backends(arch):
+        with elfkit.load(plugins.path("standalone", arch), backend=backend) as m:
+            assert m.backend == backend
+            r = m.call("iree_hal_executable_plugin_query", 0, None, restype="ptr")
+            assert r == 0 and type(r) is int, (backend, r)
+            query = m.function("iree_hal_executable_plugin_query", "ptr(u32,ptr)")
+            r = query(0, None)
+            assert r == 0 and type(r) is int, (backend, r)
+            hdr = query(1, None)
+            assert type(hdr) is int and hdr != 0
+
+
 def test_cli_run_and_disasm(plugins, arch, tmp_path):
     path = str(plugins.path("kernels", arch))
     run = [sys.executable, "-m", "elfkit", "run", path, "--backend", "emulated"]

@@ -3,7 +3,7 @@
 The loader lays an image out and asks a Machine to reserve, write, protect
 and call; it never touches ctypes calls or unicorn itself.  ``NativeMachine``
 (exec/native.py) maps real host memory; ``EmulatedMachine``
-(exec/emulated.py) maps unicorn guest memory.  Several modules may share one
+(exec/emulated/) maps unicorn guest memory.  Several modules may share one
 machine.
 """
 from __future__ import annotations

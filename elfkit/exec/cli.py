@@ -190,16 +190,16 @@ def _disasm(args: argparse.Namespace) -> int:
     from elftools.elf.elffile import ELFFile
 
     from .. import arch as _arch
-    from .trace import disassemble, format_listing, symbolizer
+    from .disasm import disassemble, format_listing, symbolizer
 
     with open(args.file, "rb") as f:
         data = f.read()
     view = memoryview(data)
     label = ""
     if data[:4] != b"\x7fELF":
-        from ..module import _pick_slice
+        from ..module import pick_slice
         want = _arch.get(args.arch) if args.arch else None
-        view, label = _pick_slice(view, want, "auto" if want is None else "emulated")
+        view, label = pick_slice(view, want, "auto" if want is None else "emulated")
     try:
         ef = ELFFile(io.BytesIO(bytes(view)))
         arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)
@@ -208,31 +208,9 @@ def _disasm(args: argparse.Namespace) -> int:
     if args.arch and _arch.get(args.arch) is not arch:
         raise ElfkitError(f"{args.file}{label}: is {arch.name}, not {args.arch}")
 
-    funcs: dict[str, tuple[int, int]] = {}
-    labels: dict[int, str] = {}
-    for secname in (".symtab", ".dynsym"):
-        sec = ef.get_section_by_name(secname)
-        if sec is None:
-            continue
-        for s in sec.iter_symbols():
-            if not s.name or s.name.startswith("$") or s["st_shndx"] == "SHN_UNDEF":
-                continue
-            if s["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC", "STT_NOTYPE"):
-                continue
-            if s["st_info"]["type"] == "STT_NOTYPE" and s["st_size"] == 0:
-                continue
-            funcs.setdefault(s.name, (s["st_value"], s["st_size"]))
-            labels.setdefault(s["st_value"] & ~1 if arch.name == "arm" else s["st_value"], s.name)
+    funcs, labels = _functions(ef, arch)
     look = symbolizer({a: n for a, n in labels.items()})
-
-    regions: list[tuple[str, int, bytes]] = []
-    for sec in ef.iter_sections():
-        if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and sec["sh_size"]:
-            regions.append((sec.name, sec["sh_addr"], sec.data()))
-    if not regions:
-        for seg in ef.iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1:
-                regions.append((f"segment @{seg['p_vaddr']:#x}", seg["p_vaddr"], seg.data()))
+    regions = _code_regions(ef)
 
     out = sys.stdout
     print(f"{args.file}{label}: {arch.name} ({len(funcs)} functions)", file=out)
@@ -262,6 +240,40 @@ def _disasm(args: argparse.Namespace) -> int:
         print(format_listing(insns, look, show_bytes=not args.no_bytes, labels=labels,
                              addr_width=arch.bits // 4), file=out)
     return 0
+
+
+def _functions(ef: Any, arch: Any) -> tuple[dict[str, tuple[int, int]], dict[int, str]]:
+    """Functions of an ELF (name -> (value, size)) and labels (address -> name)
+    from .symtab, else .dynsym."""
+    funcs: dict[str, tuple[int, int]] = {}
+    labels: dict[int, str] = {}
+    for secname in (".symtab", ".dynsym"):
+        sec = ef.get_section_by_name(secname)
+        if sec is None:
+            continue
+        for s in sec.iter_symbols():
+            if not s.name or s.name.startswith("$") or s["st_shndx"] == "SHN_UNDEF":
+                continue
+            if s["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC", "STT_NOTYPE"):
+                continue
+            if s["st_info"]["type"] == "STT_NOTYPE" and s["st_size"] == 0:
+                continue
+            funcs.setdefault(s.name, (s["st_value"], s["st_size"]))
+            labels.setdefault(s["st_value"] & ~1 if arch.name == "arm" else s["st_value"], s.name)
+    return funcs, labels
+
+
+def _code_regions(ef: Any) -> list[tuple[str, int, bytes]]:
+    """(name, address, bytes) of the executable sections, else segments."""
+    regions: list[tuple[str, int, bytes]] = []
+    for sec in ef.iter_sections():
+        if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and sec["sh_size"]:
+            regions.append((sec.name, sec["sh_addr"], sec.data()))
+    if not regions:
+        for seg in ef.iter_segments():
+            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1:
+                regions.append((f"segment @{seg['p_vaddr']:#x}", seg["p_vaddr"], seg.data()))
+    return regions
 
 
 _EM = {"EM_X86_64": 62, "EM_386": 3, "EM_AARCH64": 183, "EM_ARM": 40, "EM_RISCV": 243}

@@ -69,8 +69,15 @@ _CB = {**_CT, CType.PTR: ctypes.c_void_p}
 
 
 def cfunctype(sig: Signature, callback: bool = False) -> Any:
+    """The ctypes function type of ``sig``.  A ``ptr`` result of a call is
+    read as ``c_size_t``, so NULL is 0 (an int) as under emulation, not the
+    None that ``c_void_p`` gives; a callback returns ``ptr`` as ``c_void_p``
+    (it accepts an int or None)."""
     table = _CB if callback else _CT
-    ret = table[sig.ret] if sig.ret is not CType.PTR else ctypes.c_void_p
+    if sig.ret is CType.PTR:
+        ret = ctypes.c_void_p if callback else ctypes.c_size_t
+    else:
+        ret = table[sig.ret]
     return ctypes.CFUNCTYPE(ret, *(table[p] for p in sig.params))
 
 

@@ -2,9 +2,10 @@
 
 Importing this package imports unicorn; ``import elfkit`` does not.
 """
-from ._cc import Plan, describe as describe_plan, plan
 from ._args import page_aligned_empty
-from ._machine import EmulatedMachine, f80_to_float, float_abi_from_eflags, float_to_f80
+from ._cc import Plan, describe as describe_plan, float_abi_from_eflags, plan
+from ._machine import EmulatedMachine
+from ._x87 import f80_to_float, float_to_f80
 
 __all__ = ["EmulatedMachine", "page_aligned_empty", "float_abi_from_eflags", "plan", "Plan",
            "describe_plan", "f80_to_float", "float_to_f80"]

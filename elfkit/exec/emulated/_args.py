@@ -15,19 +15,15 @@ from typing import Any
 
 from ...errors import MemoryAccessError, SignatureError
 from . import _uc
+from ._layout import PAGE, round_up
 from ._memory import Region
 
 C = _uc.C
 lib = _uc.lib
 
-PAGE = 4096
 _ARENA_SIZE = 1 << 20          # argument arena for small copied buffers
 _ARENA_MAX = 64 << 10          # larger copied buffers get their own mapping
 _ZC_CACHE = 16                 # zero-copy mappings kept (closed) between calls
-
-
-def _round_up(n: int, a: int = PAGE) -> int:
-    return (n + a - 1) & -a
 
 
 class ArgumentMemory:
@@ -222,7 +218,7 @@ def page_aligned_empty(shape: Any, dtype: Any = "float32") -> Any:
     import numpy as np
     dt = np.dtype(dtype)
     count = int(np.prod(shape, dtype=np.int64))
-    size = _round_up(max(count * dt.itemsize, 1))
+    size = round_up(max(count * dt.itemsize, 1))
     mm = mmap.mmap(-1, size)
     c = ctypes.c_char.from_buffer(mm)
     addr = ctypes.addressof(c)
@@ -260,7 +256,7 @@ def _host_span(arr: Any, ptr: int, n: int) -> tuple[int, int] | None:
         return None
     _ref, start, size = entry
     lo = ptr & -PAGE
-    hi = _round_up(ptr + n)
+    hi = round_up(ptr + n)
     if lo < start or hi > start + size:
         return None
     return lo, hi - lo

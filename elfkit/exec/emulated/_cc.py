@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch import Arch
+from ...arch import Arch, get as get_arch
 from ...errors import SignatureError
 from ...signature import CType, Signature
 
@@ -80,7 +80,8 @@ def reg_size(arch: Arch, reg: str) -> int:
     return arch.word
 
 
-def _check_abi(arch: Arch, float_abi: str) -> str:
+def check_abi(arch: Arch, float_abi: str) -> str:
+    """``float_abi`` checked for ``arch``; "hard" becomes the arch's own."""
     if float_abi not in FLOAT_ABIS:
         raise SignatureError(f"unknown float ABI {float_abi!r}; use one of {', '.join(FLOAT_ABIS)}")
     if float_abi == "hard":
@@ -90,8 +91,20 @@ def _check_abi(arch: Arch, float_abi: str) -> str:
     return float_abi
 
 
+def float_abi_from_eflags(arch: "Arch | str", e_flags: int) -> str:
+    """The float ABI a RISC-V ELF declares in ``e_flags`` (EF_RISCV_FLOAT_ABI);
+    "hard" for other architectures."""
+    arch = get_arch(arch)
+    if not arch.name.startswith("riscv"):
+        return "hard"
+    abi = (e_flags >> 1) & 3
+    if abi == 3:
+        raise SignatureError("RISC-V quad-float ABI (EF_RISCV_FLOAT_ABI_QUAD) is not supported")
+    return ("soft", "single", "double")[abi]
+
+
 def plan(arch: Arch, sig: Signature, float_abi: str = "hard") -> Plan:
-    float_abi = _check_abi(arch, float_abi)
+    float_abi = check_abi(arch, float_abi)
     if sig.ret is CType.VOID:
         pass
     for p in sig.params:

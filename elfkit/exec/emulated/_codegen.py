@@ -13,6 +13,7 @@ from ...errors import SignatureError
 from ...signature import CType
 from . import _uc
 from ._cc import Loc, Piece, Plan, reg_size
+from ._layout import SENTINEL
 
 _F = struct.Struct("<f")
 _D = struct.Struct("<d")
@@ -183,13 +184,13 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     # fixed registers: stack pointer, link register, x87 reset on i386
     lay.reg(cc.sp, wcode, word, ["_sp"])
     if cc.lr is not None:
-        lay.reg(cc.lr, wcode, word, [str(m._SENTINEL)])
+        lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
     if arch.name == "i386":
         lay.reg("FPSW", "Q", 8, ["0"])
         lay.reg("FPTAG", "Q", 8, ["0xffff"])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:
-        lay.stk(-argbase, wcode, word, word, [str(m._SENTINEL)])
+        lay.stk(-argbase, wcode, word, word, [str(SENTINEL)])
     sfmt, sexprs = lay.stack_struct(argbase, area)
     ns: dict[str, Any] = {
         "_m": m, "_h": m._h, "_lock": m._lock, "_emu": _uc.lib.uc_emu_start,
@@ -199,29 +200,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
         "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
     }
-    nargs = len(plan.args)
-    params = ", ".join(f"a{i}" for i in range(nargs))
-    src: list[str] = []
-    if entry is None:
-        src.append("def __call(_entry, args, timeout=None, budget=None):")
-        entry_expr = "_entry"
-        self_call = "lambda *a, timeout=None, budget=None: __call(_entry, a, timeout, budget)"
-    else:
-        src.append("def __call(*args, timeout=None, budget=None):")
-        entry_expr = str(entry)
-        self_call = "__call"
-    src.append("    try:")
-    if nargs == 1:
-        src.append("        a0, = args")
-    elif nargs:
-        src.append(f"        {params}, = args")
-    else:
-        src.append("        if args: raise ValueError")
-    src.append("    except ValueError:")
-    src.append("        raise _bad(_plan, args, None) from None")
-    src.append("    with _lock:")
-    src.append("        if _m._running or _m._closed:")
-    src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
+    src, entry_expr = _caller_head(entry, len(plan.args))
     body: list[str] = []
     if has_ptr:
         body.append("_cl = []")
@@ -238,16 +217,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     body.append(f"_wb(_h, _rids, _rptrs, {nregs})")
     if sexprs or cc.lr is None:
         body.append(f"_mw(_h, _sp, _sbuf, {area})")
-    body.append("_m._stop = None")
-    body.append("_m._running = True")
-    body.append("if timeout is None and budget is None and not _m._limited:")
-    body.append("    _m._count_mode = False")
-    body.append(f"    err = _emu({'_h'}, {entry_expr}, {m._SENTINEL}, 0, 0)")
-    body.append("else:")
-    body.append(f"    err = _m._run_limited({entry_expr}, timeout, budget)")
-    body.append("_m._running = False")
-    body.append("if err or _m._stop is not None:")
-    body.append(f"    _m._abnormal(err, {entry_expr}, timeout, budget)")
+    body.extend(_run_lines(entry_expr))
     body.extend(_ret_decode(m, plan, ns))
     if has_ptr:
         src.append("        try:")
@@ -263,6 +233,47 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
     fn._source = code  # type: ignore[attr-defined]
     return fn
+
+
+def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
+    """The caller's ``def`` line, argument unpacking and the detour for
+    nested calls; returns the lines and the expression of the entry address."""
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    src: list[str] = []
+    if entry is None:
+        src.append("def __call(_entry, args, timeout=None, budget=None):")
+        entry_expr = "_entry"
+        self_call = "lambda *a, timeout=None, budget=None: __call(_entry, a, timeout, budget)"
+    else:
+        src.append("def __call(*args, timeout=None, budget=None):")
+        entry_expr = str(entry)
+        self_call = "__call"
+    if nargs:
+        src.append("    try:")
+        src.append(f"        {params}, = args")
+        src.append("    except ValueError:")
+        src.append("        raise _bad(_plan, args, None) from None")
+    else:
+        src.append("    if args:")
+        src.append("        raise _bad(_plan, args, None)")
+    src.append("    with _lock:")
+    src.append("        if _m._running or _m._closed:")
+    src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
+    return src, entry_expr
+
+
+def _run_lines(entry_expr: str) -> list[str]:
+    """Run the guest code: straight ``uc_emu_start`` unless a limit applies."""
+    return ["_m._stop = None",
+            "_m._running = True",
+            "if timeout is None and budget is None and not _m._limited:",
+            "    _m._count_mode = False",
+            f"    err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",
+            "else:",
+            f"    err = _m._run_limited({entry_expr}, timeout, budget)",
+            "_m._running = False",
+            "if err or _m._stop is not None:",
+            f"    _m._abnormal(err, {entry_expr}, timeout, budget)"]
 
 
 def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:

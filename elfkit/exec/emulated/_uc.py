@@ -63,8 +63,20 @@ def open_uc(arch: Arch, cpu: str | int | None = None) -> "unicorn.Uc":
     return uc
 
 
+def handle(uc: "unicorn.Uc") -> int:
+    """The C ``uc_engine *`` behind a ``Uc`` (for the direct ctypes calls)."""
+    return uc._uch
+
+
+def close(uc: "unicorn.Uc") -> None:
+    """Close the engine now instead of at garbage collection."""
+    fin = getattr(uc, "_Uc__finalizer", None)
+    if fin is not None:
+        fin()
+
+
 def strerror(err: int) -> str:
     try:
         return lib.uc_strerror(err).decode("ascii", "replace")
-    except Exception:  # pragma: no cover
+    except (AttributeError, TypeError, ctypes.ArgumentError):  # pragma: no cover - no restype
         return f"unicorn error {err}"

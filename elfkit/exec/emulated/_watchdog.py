@@ -5,7 +5,9 @@ call (measured ~75 us per call here), which would dominate short calls.
 Instead a call registers its deadline with this shared watchdog (a dict
 insert under a lock) and the watchdog calls ``uc_emu_stop`` when it passes,
 repeating every few milliseconds until the call has unregistered -- so a
-stop that lands just before ``uc_emu_start`` began is not lost.
+stop that lands just before ``uc_emu_start`` began is not lost.  If a stop
+function raises, the thread carries on and ``disarm`` hands the error to the
+call, which raises it.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Watchdog:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._entries: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._errors: dict[int, BaseException] = {}
         self._ids = itertools.count(1)
         self._wake = float("inf")
         self._thread: threading.Thread | None = None
@@ -38,9 +41,11 @@ class Watchdog:
                 self._cond.notify()
         return token
 
-    def disarm(self, token: int) -> None:
+    def disarm(self, token: int) -> BaseException | None:
+        """Unregister a deadline; returns the error its stop function raised, if any."""
         with self._cond:
             self._entries.pop(token, None)
+            return self._errors.pop(token, None)
 
     def _loop(self) -> None:
         with self._cond:
@@ -51,8 +56,8 @@ class Watchdog:
                     if deadline <= now:
                         try:
                             fire()
-                        except Exception:   # pragma: no cover - never let the thread die
-                            pass
+                        except Exception as e:  # noqa: BLE001 - returned by disarm()
+                            self._errors.setdefault(token, e)
                         # keep stopping until the call disarms
                         self._entries[token] = (now + _REPEAT, fire)
                         deadline = now + _REPEAT
@@ -68,8 +73,8 @@ def arm(seconds: float, fire: Callable[[], None]) -> int:
     return WATCHDOG.arm(seconds, fire)
 
 
-def disarm(token: int) -> None:
-    WATCHDOG.disarm(token)
+def disarm(token: int) -> BaseException | None:
+    return WATCHDOG.disarm(token)
 
 
 __all__: list[Any] = ["arm", "disarm", "WATCHDOG"]

@@ -1,12 +1,13 @@
-"""Disassembly (capstone) and the opt-in execution trace of emulated code.
+"""Disassembly with capstone: decoding, branch targets, symbolised listings.
 
-capstone and unicorn are imported lazily: ``import elfkit`` stays cheap.
+Used by ``elfkit disasm`` and by the emulated backend's fault reports and
+execution trace.  It knows nothing about machines.  capstone is imported
+lazily: ``import elfkit`` stays cheap.
 """
 from __future__ import annotations
 
 import bisect
 import functools
-import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -141,72 +142,3 @@ def format_listing(insns: list[Instruction], symbols: Any = None, *, show_bytes:
                 text += f"  ; {s}"
         lines.append(text.rstrip())
     return "\n".join(lines).lstrip("\n")
-
-
-class ExecutionTracer:
-    """Writes every executed basic block of a machine to a file.
-
-    A ``UC_HOOK_BLOCK`` hook exists only while tracing (the translation cache
-    is flushed on start and stop so already-translated code is covered and,
-    afterwards, runs hook-free again).  Each block's text is built once and
-    cached by address.
-    """
-
-    def __init__(self, machine: Any, target: Any, mode: str = "block"):
-        from .emulated import _uc
-        if mode not in ("block", "compact"):
-            raise ValueError(f"trace mode must be 'block' or 'compact', not {mode!r}")
-        self.m = machine
-        self.mode = mode
-        if isinstance(target, (str, os.PathLike)):
-            self.file = open(target, "w", encoding="utf-8")
-            self._owns = True
-        else:
-            self.file = target
-            self._owns = False
-        self.cache: dict[int, str] = {}
-        self.blocks = 0
-        self.error: BaseException | None = None
-        self._cfn = _uc.HOOK_CODE(self._on_block)
-        self._handle = machine._add_hook(_uc.C.UC_HOOK_BLOCK, self._cfn, 1, 0)
-        machine._uc.ctl_flush_tb()
-        self.file.write(f"# elfkit execution trace ({machine.arch.name}, {mode})\n")
-
-    def _on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
-        try:
-            text = self.cache.get(address)
-            if text is None:
-                text = self.cache[address] = self._describe(address, size)
-            self.file.write(text)
-            self.blocks += 1
-        except BaseException as e:  # noqa: BLE001 - never raise into unicorn
-            if self.error is None:
-                self.error = e
-
-    def _describe(self, address: int, size: int) -> str:
-        m = self.m
-        head = f"{address:#x} {m.symbolize(address)}"
-        if self.mode == "compact":
-            return head + "\n"
-        code = m._try_read(address, size) if size else None
-        if not code:
-            return head + "\n"
-        thumb = False
-        if m.arch.name == "arm":
-            thumb = bool(m.registers(["CPSR"])["CPSR"] & 0x20)
-        insns = disassemble(code, address, m.arch, m.symbolize, thumb=thumb)
-        body = "".join(f"    {i.address:#x}: {i.text}" + (f"  ; {i.comment}" if i.comment else "")
-                       + "\n" for i in insns)
-        return f"{head} ({len(insns)} insns)\n{body}"
-
-    def close(self) -> None:
-        try:
-            self.m._del_hook(self._handle)
-            if not self.m._closed:
-                self.m._uc.ctl_flush_tb()
-        finally:
-            try:
-                self.file.flush()
-            finally:
-                if self._owns:
-                    self.file.close()

@@ -1,0 +1,187 @@
+"""Debugging support of ``EmulatedMachine`` (a mixin): source lines for fault
+reports (DWARF ``.debug_line`` of attached modules, or resolvers the caller
+registers), register dumps and the execution trace switch.
+
+Reports read the machine through the public accessors defined here and in
+``_machine.py``; ``_faults.py`` and ``_tracer.py`` import nothing from the
+machine.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Any, Callable, Iterable
+
+from . import _uc
+from ._cc import float_abi_from_eflags
+from ._tracer import ExecutionTracer
+
+C = _uc.C
+lib = _uc.lib
+
+
+class DebugSupport:
+    """Uses the machine's ``_line_info``, ``_line_owner``, ``_modules``,
+    ``_tracer`` and hook helpers set up by ``EmulatedMachine.__init__``."""
+
+    def attach(self, module: Any) -> None:
+        """Remember a module: symbols for reports; for RISC-V its float ABI
+        (ELF ``e_flags``); its DWARF line table, if any, for fault reports
+        (read lazily, at the first fault)."""
+        elf = getattr(module, "elf", None)
+        e_flags = getattr(elf, "e_flags", None)
+        image = getattr(module, "_image", None)
+        if e_flags is not None and self.arch.name.startswith("riscv"):
+            abi = float_abi_from_eflags(self.arch, e_flags)
+            if not self._abi_ranges:
+                self.float_abi = abi        # the default for code outside any module
+            if image is not None:
+                lo = getattr(image, "base", 0)
+                self._abi_ranges.append((lo, lo + getattr(image, "size", 0), abi, module))
+            else:
+                self._abi_ranges.append((0, 0, abi, module))
+            self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
+        super().attach(module)  # type: ignore[misc]
+        data = getattr(elf, "data", None)
+        if image is not None and data is not None and _has_debug_line(data):
+            bias = getattr(image, "bias", 0)
+            base = getattr(image, "base", bias)
+            size = getattr(image, "size", 1 << 40)
+            self._line_info.append((base, base + size, DwarfLines(data, bias)))
+            self._line_owner[id(self._line_info[-1][2])] = module
+
+    def detach(self, module: Any) -> None:
+        super().detach(module)  # type: ignore[misc]
+        self._abi_ranges = [r for r in self._abi_ranges if r[3] is not module]
+        self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
+        self._line_info = [li for li in self._line_info
+                           if self._line_owner.get(id(li[2])) is not module]
+
+    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], "str | None"]) -> None:
+        """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
+        self._line_info.append((lo, hi, resolver))
+
+    def add_debug_info(self, bias: int, elf: Any, lo: int = 0, hi: int = 1 << 64) -> None:
+        """Use the DWARF ``.debug_line`` of ``elf`` (bytes or a path), loaded at
+        ``bias``, for file:line in fault reports (parsed lazily, on first fault)."""
+        self.add_line_info(lo, hi, DwarfLines(elf, bias))
+
+    def source_line(self, addr: int) -> str | None:
+        """``file:line`` of a guest address, from registered line information
+        or an attached module's ``_source_line``; None when unknown.  Errors of
+        a resolver propagate (fault reports turn them into a note)."""
+        for lo, hi, resolver in self._line_info:
+            if lo <= addr < hi:
+                s = resolver(addr)
+                if s:
+                    return s
+        for mod in list(self._modules):
+            f = getattr(mod, "_source_line", None)
+            if f is not None:
+                s = f(addr)
+                if s:
+                    return s
+        return None
+
+    def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
+        """Current values of integer registers (``dump_regs`` by default)."""
+        out = {}
+        for n in names or self.arch.dump_regs:
+            lib.uc_reg_read(self._h, self._reg(n), self._word_ref)
+            v = self._word_buf.value
+            out[n] = v & 0xFFFFFFFF if self.arch.bits == 32 else v
+        return out
+
+    def trace(self, target: Any = None, *, mode: str = "block") -> None:
+        """Start writing an execution trace to ``target`` (a path or a text
+        file): every basic block executed, with its disassembly (``mode=
+        "block"``) or its address only (``"compact"``).  ``trace(None)`` stops
+        (and raises ``ExecutionError`` if writing the trace failed).
+        Costs nothing while off: the block hook exists only while tracing
+        (the translation cache is flushed on start and stop so code
+        translated before is covered and, afterwards, runs hook-free again)."""
+        self._stop_trace()
+        if target is not None:
+            self._check_open()
+            tracer = ExecutionTracer(self, target, mode)
+
+            def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:
+                tracer.on_block(address, size)
+            self._trace_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
+            self._tracer = tracer
+            self._uc.ctl_flush_tb()
+
+    def _stop_trace(self) -> None:
+        tracer, self._tracer = self._tracer, None
+        if tracer is None:
+            return
+        try:
+            self._del_hook(self._trace_hook)
+            if not self._closed:
+                self._uc.ctl_flush_tb()
+        finally:
+            tracer.close()
+
+
+def _has_debug_line(data: Any) -> bool:
+    """Cheap check (no parsing): does the ELF image contain a .debug_line name?"""
+    try:
+        return b".debug_line" in bytes(data[-(1 << 20):])
+    except (TypeError, ValueError):     # not a bytes-like image: no line table
+        return False
+
+
+class DwarfLines:
+    """``addr -> "file:line"`` from an ELF's ``.debug_line`` (pyelftools, lazy)."""
+
+    def __init__(self, elf: Any, bias: int):
+        self._elf = elf
+        self._bias = bias
+        self._rows: list[tuple[int, str]] | None = None
+        self._addrs: list[int] = []
+
+    def _load(self) -> None:
+        import io
+
+        from elftools.elf.elffile import ELFFile
+        src = self._elf
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            stream: Any = io.BytesIO(bytes(src))
+        else:
+            stream = open(src, "rb")
+        rows: list[tuple[int, str]] = []
+        try:
+            ef = ELFFile(stream)
+            if ef.has_dwarf_info() and ef.get_section_by_name(".debug_line") is not None:
+                dw = ef.get_dwarf_info(relocate_dwarf_sections=True)
+                for cu in dw.iter_CUs():
+                    lp = dw.line_program_for_CU(cu)
+                    if lp is None:
+                        continue
+                    files = lp["file_entry"]
+                    ver = lp.header.version
+                    for entry in lp.get_entries():
+                        st = entry.state
+                        if st is None or st.end_sequence:
+                            continue
+                        idx = st.file if ver >= 5 else st.file - 1
+                        name = "?"
+                        if 0 <= idx < len(files):
+                            n = files[idx].name
+                            name = n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n)
+                        rows.append((st.address, f"{name}:{st.line}"))
+        finally:
+            if stream is not None and not isinstance(src, (bytes, bytearray, memoryview)):
+                stream.close()
+        rows.sort()
+        self._rows = rows
+        self._addrs = [r[0] for r in rows]
+        self._elf = None
+
+    def __call__(self, addr: int) -> str | None:
+        if self._rows is None:
+            self._load()
+        rel = addr - self._bias
+        i = bisect.bisect_right(self._addrs, rel) - 1
+        if i < 0 or rel - self._addrs[i] > 4096:
+            return None
+        return self._rows[i][1]  # type: ignore[index]

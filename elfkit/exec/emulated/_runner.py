@@ -1,0 +1,236 @@
+"""Running guest calls (a mixin of ``EmulatedMachine``): per-signature
+callers, nested calls from host callbacks, time and instruction limits,
+cancellation, and turning an abnormal stop into the right exception.
+
+The argument packing and result decoding of a call is generated once per
+signature by ``_codegen.build_caller``; it calls back into ``_run_limited``
+(when a limit applies), ``_abnormal`` (when emulation stopped early or with
+an error) and ``_nested`` (when a host callback calls guest code).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
+from ...signature import Signature, parse as parse_signature
+from . import _cc, _codegen, _uc, _watchdog
+from ._faults import build_fault
+from ._layout import SENTINEL
+
+lib = _uc.lib
+
+# why emulation stopped early (set before uc_emu_stop)
+STOP_HOOK = "hook"            # a Python callback raised
+STOP_TIMEOUT = "timeout"
+STOP_CANCEL = "cancel"
+STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
+STOP_BUDGET = "budget"
+
+
+class CallRunner:
+    """Uses the machine's ``_h``, ``_uc``, ``_plans``, ``_callers``,
+    ``_abi_ranges``, ``_stop``, ``_running`` ... set up by
+    ``EmulatedMachine.__init__``."""
+
+    # ------------------------------------------------------------- limits
+    def set_limits(self, *, timeout: float | None = None, instruction_budget: int | None = None) -> None:
+        """Defaults applied to every call that does not pass its own."""
+        self.timeout = timeout
+        self.instruction_budget = instruction_budget
+
+    @property
+    def timeout(self) -> float | None:
+        """Default wall-clock limit (seconds) of every call; None: no limit."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        if value is not None and value < 0:
+            raise SignatureError("a timeout must not be negative")
+        self._timeout = value
+        self._limited = bool(self._timeout or getattr(self, "_budget", None))
+
+    @property
+    def instruction_budget(self) -> int | None:
+        """Default instruction budget of every call; None: unlimited."""
+        return self._budget
+
+    @instruction_budget.setter
+    def instruction_budget(self, value: int | None) -> None:
+        if value is not None and value < 0:
+            raise SignatureError("an instruction budget must not be negative")
+        self._budget = value
+        self._limited = bool(getattr(self, "_timeout", None) or self._budget)
+
+    # -------------------------------------------------------------- calls
+    def plan(self, sig: "Signature | str", float_abi: str | None = None) -> _cc.Plan:
+        """Where arguments and result of ``sig`` live (see ``_cc``)."""
+        sig = parse_signature(sig)
+        abi = float_abi or self._float_abi
+        p = self._plans.get((sig, abi))
+        if p is None:
+            p = self._plans[(sig, abi)] = _cc.plan(self.arch, sig, abi)
+        return p
+
+    def _abi_at(self, addr: int) -> str:
+        for lo, hi, abi, _m in self._abi_ranges:
+            if lo <= addr < hi:
+                return abi
+        return self._float_abi
+
+    def call(self, addr: int, sig: "Signature | str", args: tuple[Any, ...] = (),
+             timeout: float | None = None, budget: int | None = None) -> Any:
+        self._check_open()
+        if not isinstance(sig, Signature):
+            sig = parse_signature(sig)
+        abi = self._abi_at(addr) if self._mixed_abi else self._float_abi
+        f = self._callers.get((sig, abi))
+        if f is None:
+            self._ran = True       # from now on host writes to code invalidate translations
+            f = self._callers[(sig, abi)] = _codegen.build_caller(
+                self, self.plan(sig, abi), None, f"call {sig}")
+        return f(addr, tuple(args), timeout, budget)
+
+    def function(self, addr: int, sig: "Signature | str", name: str = "") -> Callable[..., Any]:
+        """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
+        self._check_open()
+        sig = parse_signature(sig)
+        self._ran = True
+        label = name or self.symbolize(addr)
+        if not label.isidentifier():
+            label = f"guest_{addr:x}"
+        return _codegen.build_caller(self, self.plan(sig, self._abi_at(addr)), addr, label)
+
+    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any, budget: Any) -> Any:
+        """A call made by a host callback while guest code is running: run it
+        on the guest stack below the caller's frame, then restore the CPU."""
+        self._check_open()
+        ctx = self._ctx_pool.pop() if self._ctx_pool else self._uc.context_save()
+        lib.uc_context_save(self._h, ctx.context)
+        lib.uc_reg_read(self._h, self._sp_id, self._word_ref)
+        sp = self._word_buf.value
+        saved_sp = self._call_sp
+        self._call_sp = (sp - self.arch.cc.red_zone - 64) & -16
+        if self._call_sp <= self._stack.map_start + 256:
+            raise ExecutionError("guest stack exhausted by nested calls")
+        self._running = False
+        try:
+            return fn(*args, timeout=timeout, budget=budget)
+        finally:
+            self._running = True
+            self._call_sp = saved_sp
+            lib.uc_context_restore(self._h, ctx.context)
+            self._ctx_pool.append(ctx)
+
+    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...], err: BaseException | None) -> Exception:
+        if isinstance(err, (SignatureError, MemoryAccessError)):
+            return err
+        return _codegen.bad_args(plan, args, err)
+
+    def _bad_result(self, plan: _cc.Plan, name: str, res: Any) -> Exception:
+        return _codegen.bad_result(plan, name, res)
+
+    # ----------------------------------------------- limits, stop, cancel
+    def _run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:
+        count = budget if budget is not None else (self.instruction_budget or 0)
+        t = timeout if timeout is not None else self.timeout
+        if count < 0 or (t is not None and t < 0):
+            raise SignatureError("timeout and instruction budget must not be negative")
+        if count and not self._count_mode:
+            # unicorn adds its counting hook without flushing the translation
+            # cache: blocks translated before would never be counted
+            self._uc.ctl_flush_tb()
+        self._count_mode = bool(count)
+        token = _watchdog.arm(t, self._fire_timeout) if t else None
+        failed: BaseException | None = None
+        try:
+            err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, count)
+        finally:
+            if token is not None:
+                failed = _watchdog.disarm(token)
+        if failed is not None:
+            self._running = False
+            self._stop = None
+            self._reset()
+            raise ExecutionError(f"the watchdog could not stop the call to "
+                                 f"{self.symbolize(entry)}: {failed}") from failed
+        if not err and self._stop is None and count and self._pc() != SENTINEL:
+            self._stop = STOP_BUDGET
+        return err
+
+    def _fire_timeout(self) -> None:
+        self._stop = STOP_TIMEOUT
+        lib.uc_emu_stop(self._h)
+
+    def cancel(self, wait: float = 1.0) -> bool:
+        """Stop the call running in another thread (it raises ``CallTimeout``).
+        Returns False if no call was running."""
+        if not self._running:
+            return False
+        self._stop = STOP_CANCEL
+        end = time.monotonic() + wait
+        while True:
+            lib.uc_emu_stop(self._h)
+            if not self._running or time.monotonic() > end:
+                return True
+            time.sleep(0.001)
+
+    def _pc(self) -> int:
+        lib.uc_reg_read(self._h, self._pc_id, self._word_ref)
+        v = self._word_buf.value
+        return v & 0xFFFFFFFF if self.arch.bits == 32 else v
+
+    def _reset(self) -> None:
+        """Back to the pristine CPU state after a call stopped abnormally."""
+        lib.uc_context_restore(self._h, self._ctx0.context)
+        self._mem_fault = None
+        self._intno = None
+
+    def _abnormal(self, err: int, entry: int, timeout: float | None, budget: int | None) -> None:
+        """Emulation stopped with an error or early; raise, or return if the
+        call completed after all (a stop request that came too late)."""
+        self._ran = True
+        stop, self._stop = self._stop, None
+        if stop == STOP_HOOK:
+            exc, self._hook_exc = self._hook_exc, None
+            self._reset()
+            assert exc is not None
+            raise exc                    # the host callback's own exception
+        pc = self._pc()
+        if not err and pc == SENTINEL and stop != STOP_INTR:
+            return
+        if not err and stop in (STOP_TIMEOUT, STOP_CANCEL, STOP_BUDGET):
+            raise self._stopped(stop, entry, pc, timeout, budget)
+        if not err and stop is None:
+            # a stop request meant for another call (cancel race): carry on
+            self._running = True
+            self._count_mode = False
+            try:
+                err2 = lib.uc_emu_start(self._h, pc, SENTINEL, 0, 0)
+            finally:
+                self._running = False
+            if err2 or self._stop is not None:
+                self._abnormal(err2, entry, timeout, budget)
+            return
+        fault = build_fault(self, err, pc, entry, interrupted=stop == STOP_INTR,
+                            mem_fault=self._mem_fault, intno=self._intno)
+        self._reset()
+        raise fault
+
+    def _stopped(self, stop: str, entry: int, pc: int, timeout: float | None,
+                 budget: int | None) -> CallTimeout:
+        """The ``CallTimeout`` for a call stopped by its timeout, a cancel or
+        its budget; the machine is reset."""
+        where = self.symbolize(pc)
+        target = self.symbolize(entry)
+        self._reset()
+        if stop == STOP_TIMEOUT:
+            t = timeout if timeout is not None else self.timeout
+            return CallTimeout(f"call to {target} timed out after {t} s (stopped at {where}); "
+                               f"the machine was reset and is usable")
+        if stop == STOP_CANCEL:
+            return CallTimeout(f"call to {target} was cancelled (stopped at {where})")
+        n = budget if budget is not None else self.instruction_budget
+        return CallTimeout(f"call to {target} exhausted its instruction budget of {n} "
+                           f"(stopped at {where})")
