@@ -103,6 +103,33 @@ class UsageError(VmError):
     default_code = StatusCode.INVALID_ARGUMENT
 
 
+class ArgumentError(VmError):
+    """A value passed to a function has the wrong type, count or range."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+class FunctionNotFoundError(VmError):
+    """No function of that name is exported by the module or context."""
+
+    default_code = StatusCode.NOT_FOUND
+
+
+class DefinitionError(VmError):
+    """A module or function is defined wrongly (a native module's exports,
+    a calling-convention string)."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
+class HalError(VmError):
+    """A HAL object was used wrongly: out-of-range buffer access, a null or
+    mistyped buffer, buffer view, fence or command buffer, an unknown
+    element type, driver or executable format."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
 class ExecutableError(VmError):
     """An executable could not be loaded, or is used wrongly."""
 
@@ -138,5 +165,6 @@ class ImportResolutionError(PluginError):
 __all__ = [
     "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
     "TypeRegistryError", "ExecutionError", "BudgetExceeded", "UsageError",
+    "ArgumentError", "FunctionNotFoundError", "DefinitionError", "HalError",
     "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
 ]

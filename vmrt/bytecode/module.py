@@ -5,7 +5,7 @@ import os
 from typing import Any, Sequence
 
 from ..vm.buffer import Buffer
-from ..errors import LoadError, StatusCode, VmError
+from ..errors import LoadError, StatusCode, VerifyError, VmError
 from ..vm.instance import Instance
 from ..vm.module import (BoundFunction, Dependency, ExportDecl, Function, ImportDecl, Linkage,
                       Module, cconv_fragments)
@@ -187,7 +187,7 @@ class BytecodeModule(Module):
         except (TypeError, ValueError, OverflowError, IndexError, KeyError, AttributeError) as e:
             # Only a malformed module gets here (e.g. a register written as f32 and read as an
             # integer, which the register model allows but our typed locals do not).
-            raise VmError(f"malformed bytecode in {self.name}.{function.name}: "
+            raise VerifyError(f"malformed bytecode in {self.name}.{function.name}: "
                           f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from None
 
     def import_result_codes(self, ordinal: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import StatusCode, VmError
+from ..errors import HalError, StatusCode, VmError
 from ..vm.types import RefObject, RefType
 
 #: the ``hal.buffer`` ref type (``vmrt.BUFFER_TYPE`` is the VM's ``vm.buffer``)
@@ -21,9 +21,9 @@ def aligned_bytes(size: int, what: str = "allocation") -> Any:
     """A zeroed numpy uint8 array of ``size`` bytes at a 64-byte aligned address."""
     import numpy as np
     if size < 0:
-        raise VmError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
+        raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
     if size > MAX_ALLOCATION:
-        raise VmError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
+        raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
                       StatusCode.RESOURCE_EXHAUSTED)
     raw = np.zeros(size + BUFFER_ALIGNMENT, np.uint8)
     skip = (-raw.ctypes.data) % BUFFER_ALIGNMENT
@@ -40,7 +40,7 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
     if length == WHOLE_BUFFER:
         length = size - offset
     if offset < 0 or length < 0 or offset + length > size:
-        raise VmError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
+        raise HalError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
                       f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
     return buf.bytes[offset:offset + length]
 
@@ -59,5 +59,5 @@ class HalBuffer(RefObject):
 
     def check_range(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0 or offset + length > self.bytes.size:
-            raise VmError(f"out-of-bounds access detected (offset={offset}, length={length}, "
+            raise HalError(f"out-of-bounds access detected (offset={offset}, length={length}, "
                           f"buffer length={self.bytes.size})", StatusCode.OUT_OF_RANGE)

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ..errors import StatusCode, VmError
+from ..errors import StatusCode, UsageError, VmError
 from ..vm.types import RefObject, RefType
 from .element_types import dtype_of, element_type_of
 
@@ -39,12 +39,12 @@ def _parse_int(tok: str, elem: str, signed: bool, bits: int) -> int:
         try:
             v = int(float(tok))
         except ValueError:
-            raise VmError(f"failed to parse element '{tok}' as {elem}",
+            raise UsageError(f"failed to parse element '{tok}' as {elem}",
                           StatusCode.INVALID_ARGUMENT) from None
     lo = -(1 << (bits - 1)) if (signed or elem.startswith("i")) else 0
     hi = (1 << bits) - 1
     if not lo <= v <= hi:
-        raise VmError(f"element '{tok}' out of range for {elem}", StatusCode.OUT_OF_RANGE)
+        raise UsageError(f"element '{tok}' out of range for {elem}", StatusCode.OUT_OF_RANGE)
     v &= (1 << bits) - 1
     if signed and v >= 1 << (bits - 1):
         v -= 1 << bits
@@ -62,7 +62,7 @@ def parse_buffer_view(spec: str) -> BufferView:
         try:
             shape = tuple(int(d) for d in shape_s.split("x")) if shape_s else ()
         except ValueError:
-            raise VmError(f"invalid shape in '{meta}'", StatusCode.INVALID_ARGUMENT) from None
+            raise UsageError(f"invalid shape in '{meta}'", StatusCode.INVALID_ARGUMENT) from None
     else:
         shape, elem = (), meta
     dt = dtype_of(elem)
@@ -71,7 +71,7 @@ def parse_buffer_view(spec: str) -> BufferView:
         count *= d
     from ..vm.buffer import Buffer
     if count * dt.itemsize > Buffer.MAX_ALLOCATION or any(d < 0 for d in shape):
-        raise VmError(f"invalid or too large tensor shape '{meta}'",
+        raise UsageError(f"invalid or too large tensor shape '{meta}'",
                       StatusCode.RESOURCE_EXHAUSTED)
     tokens = [t for t in re.split(r"[\s,\[\]]+", data) if t] if eq else []
     if not tokens:
@@ -81,7 +81,7 @@ def parse_buffer_view(spec: str) -> BufferView:
             try:
                 vals = [float(t) for t in tokens]
             except ValueError as e:
-                raise VmError(f"failed to parse element as {elem}: {e}",
+                raise UsageError(f"failed to parse element as {elem}: {e}",
                               StatusCode.INVALID_ARGUMENT) from None
         elif elem == "i1":
             vals = [_parse_hex_byte(t) for t in tokens]
@@ -90,10 +90,10 @@ def parse_buffer_view(spec: str) -> BufferView:
         if len(vals) == 1:
             arr = np.full(shape, vals[0], dt)
         elif len(vals) < count:
-            raise VmError(f"input data string underflow: dst_i={len(vals)} < "
+            raise UsageError(f"input data string underflow: dst_i={len(vals)} < "
                           f"element_capacity={count}", StatusCode.OUT_OF_RANGE)
         elif len(vals) > count:
-            raise VmError(f"output data buffer overflow: element_capacity={count} < "
+            raise UsageError(f"output data buffer overflow: element_capacity={count} < "
                           f"dst_i={count}+", StatusCode.OUT_OF_RANGE)
         else:
             arr = np.array(vals, dt).reshape(shape)
@@ -103,12 +103,12 @@ def parse_buffer_view(spec: str) -> BufferView:
 def _parse_hex_byte(tok: str) -> int:
     """IREE parses i1 elements as "binary hex": exactly two hex digits each."""
     if len(tok) != 2:
-        raise VmError(f"binary hex element count mismatch: buffer length={len(tok)} < expected=2",
+        raise UsageError(f"binary hex element count mismatch: buffer length={len(tok)} < expected=2",
                       StatusCode.INVALID_ARGUMENT)
     try:
         return int(tok, 16)
     except ValueError:
-        raise VmError(f"failed to parse binary hex element '{tok}'",
+        raise UsageError(f"failed to parse binary hex element '{tok}'",
                       StatusCode.INVALID_ARGUMENT) from None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import StatusCode, VmError
+from ..errors import HalError, StatusCode, VmError
 from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
@@ -68,22 +68,22 @@ def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], what: 
         limit = int(buf.bytes.size)
     else:
         if not 0 <= ref.slot < len(table):
-            raise VmError(f"{what}: binding table slot {ref.slot} out of range (the submission "
+            raise HalError(f"{what}: binding table slot {ref.slot} out of range (the submission "
                           f"provides {len(table)} binding(s))", StatusCode.OUT_OF_RANGE)
         buf, base, tlen = table[ref.slot]
         if buf is None:
-            raise VmError(f"{what}: binding table slot {ref.slot} is null",
+            raise HalError(f"{what}: binding table slot {ref.slot} is null",
                           StatusCode.INVALID_ARGUMENT)
         size = int(buf.bytes.size)
         limit = size if tlen == WHOLE_BUFFER else base + tlen
         if base < 0 or limit > size or base > limit:
-            raise VmError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "
+            raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "
                           f"out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
     start = base + ref.offset
     length = limit - start if ref.length == WHOLE_BUFFER else ref.length
     if ref.offset < 0 or length < 0 or start + length > limit:
         where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
-        raise VmError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of bounds "
+        raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of bounds "
                       f"of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
     return buf, start, length
 
@@ -105,19 +105,19 @@ class CommandBuffer(RefObject):
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
         if self.finalized:
-            raise VmError("command buffer is finalized; no more commands can be recorded",
+            raise HalError("command buffer is finalized; no more commands can be recorded",
                           StatusCode.FAILED_PRECONDITION)
         self.commands.append(command)
 
     def ref(self, slot: int, buffer: HalBuffer | None, offset: int, length: int) -> BufferRef:
         if buffer is None and not 0 <= slot < max(self.binding_capacity, 0):
-            raise VmError(f"indirect buffer slot {slot} exceeds the command buffer's binding "
+            raise HalError(f"indirect buffer slot {slot} exceeds the command buffer's binding "
                           f"capacity {self.binding_capacity}", StatusCode.OUT_OF_RANGE)
         return BufferRef(slot, buffer, offset, length)
 
     def fill(self, target: BufferRef, pattern: int, pattern_length: int) -> None:
         if pattern_length not in (1, 2, 4, 8):
-            raise VmError(f"fill pattern length {pattern_length} must be 1, 2, 4 or 8 bytes",
+            raise HalError(f"fill pattern length {pattern_length} must be 1, 2, 4 or 8 bytes",
                           StatusCode.INVALID_ARGUMENT)
         raw = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
         self._record(Fill(target, raw))
@@ -134,16 +134,16 @@ class CommandBuffer(RefObject):
 
     def finalize(self) -> None:
         if self.finalized:
-            raise VmError("command buffer is already finalized", StatusCode.FAILED_PRECONDITION)
+            raise HalError("command buffer is already finalized", StatusCode.FAILED_PRECONDITION)
         self.finalized = True
 
     # -- execution ------------------------------------------------------------------
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = ()) -> None:
         if not self.finalized:
-            raise VmError("command buffer must be finalized before it is submitted",
+            raise HalError("command buffer must be finalized before it is submitted",
                           StatusCode.FAILED_PRECONDITION)
         if self.modes & MODE_ONE_SHOT and self.submitted:
-            raise VmError("one-shot command buffer submitted twice",
+            raise HalError("one-shot command buffer submitted twice",
                           StatusCode.FAILED_PRECONDITION)
         self.submitted += 1
         for i, cmd in enumerate(self.commands):
@@ -155,21 +155,21 @@ class CommandBuffer(RefObject):
             elif isinstance(cmd, Update):
                 buf, start, length = _resolve(cmd.target, table, what)
                 if length > len(cmd.source):
-                    raise VmError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
+                    raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
                                   "byte source", StatusCode.OUT_OF_RANGE)
                 _writeable(buf, what)[start:start + length] = memoryview(cmd.source)[:length]
             elif isinstance(cmd, Copy):
                 sbuf, s, n = _resolve(cmd.source, table, what)
                 tbuf, t, m = _resolve(cmd.target, table, what)
                 if n != m:
-                    raise VmError(f"{what}: source has {n} bytes, target {m}",
+                    raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
                 _writeable(tbuf, what)[t:t + n] = sbuf.bytes[s:s + n].copy()
 
 
 def _writeable(buf: HalBuffer, what: str) -> Any:
     if not buf.bytes.flags.writeable:
-        raise VmError(f"{what}: the target buffer is read-only (an imported constant)",
+        raise HalError(f"{what}: the target buffer is read-only (an imported constant)",
                       StatusCode.PERMISSION_DENIED)
     return buf.bytes
 
@@ -178,7 +178,7 @@ def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: st
     import numpy as np
     k = len(pattern)
     if start % k or length % k:
-        raise VmError(f"{what}: offset {start} and length {length} must be multiples of the "
+        raise HalError(f"{what}: offset {start} and length {length} must be multiples of the "
                       f"{k}-byte pattern", StatusCode.INVALID_ARGUMENT)
     dst = _writeable(buf, what)[start:start + length]
     dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import StatusCode, VmError
+from ..errors import HalError, StatusCode, VmError
 
 # iree_hal_element_type_t = numerical_type << 24 | bit_count
 _NUMERICAL = {"i": 0x10, "si": 0x11, "ui": 0x12, "b": 0x13, "f": 0x21, "bf": 0x22}
@@ -19,7 +19,7 @@ def element_type_code(name: str) -> int:
     for prefix in ("si", "ui", "bf", "i", "f"):
         if name.startswith(prefix) and name[len(prefix):].isdigit():
             return (_NUMERICAL[prefix] << 24) | int(name[len(prefix):])
-    raise VmError(f"unsupported element type '{name}'", StatusCode.INVALID_ARGUMENT)
+    raise HalError(f"unsupported element type '{name}'", StatusCode.INVALID_ARGUMENT)
 
 
 def element_type_name(code: int) -> str:
@@ -30,7 +30,7 @@ def element_type_name(code: int) -> str:
             if prefix == "b":
                 return "i1"
             return f"{prefix}{bits}"
-    raise VmError(f"unsupported element type {code:#010x}", StatusCode.INVALID_ARGUMENT)
+    raise HalError(f"unsupported element type {code:#010x}", StatusCode.INVALID_ARGUMENT)
 
 
 _INT_RE = re.compile(r"^(s|u)?i(\d+)$")
@@ -46,11 +46,11 @@ def dtype_of(elem: str) -> Any:
     if m:
         bits = int(m.group(2))
         if bits not in (8, 16, 32, 64):
-            raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.UNIMPLEMENTED)
+            raise HalError(f"unhandled element type prefix in '{elem}'", StatusCode.UNIMPLEMENTED)
         return np.dtype(("u" if m.group(1) == "u" else "i") + str(bits // 8))
     if elem in _FLOAT:
         return np.dtype(_FLOAT[elem])
-    raise VmError(f"unhandled element type prefix in '{elem}'", StatusCode.INVALID_ARGUMENT)
+    raise HalError(f"unhandled element type prefix in '{elem}'", StatusCode.INVALID_ARGUMENT)
 
 
 def element_type_of(dtype: Any) -> str:
@@ -65,4 +65,4 @@ def element_type_of(dtype: Any) -> str:
         return f"ui{dt.itemsize * 8}"
     if dt.kind == "f":
         return f"f{dt.itemsize * 8}"
-    raise VmError(f"unsupported numpy dtype {dt}", StatusCode.UNIMPLEMENTED)
+    raise HalError(f"unsupported numpy dtype {dt}", StatusCode.UNIMPLEMENTED)

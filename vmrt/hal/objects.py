@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import StatusCode, VmError
+from ..errors import HalError, StatusCode, VmError
 from .buffer import HAL_BUFFER_TYPE
 from .buffer_view import BUFFER_VIEW_TYPE
 from ..vm.types import RefObject, RefType
@@ -61,10 +61,10 @@ def check_waits(fence: Fence | None, what: str) -> None:
     if fence is None or fence.status == 0:
         return
     if fence.status is None:
-        raise VmError(f"{what} waits on a fence that nothing will signal (vmrt's device is "
+        raise HalError(f"{what} waits on a fence that nothing will signal (vmrt's device is "
                       "synchronous; the operation would never start)",
                       StatusCode.DEADLINE_EXCEEDED)
-    raise VmError(f"{what} waits on a failed fence (status {fence.status})",
+    raise HalError(f"{what} waits on a failed fence (status {fence.status})",
                   StatusCode.from_int(fence.status))
 
 

@@ -130,7 +130,7 @@ def _dispatch(exe, lists, values, stdout: TextIO) -> int:
     exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
-        raise VmError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
+        raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
                       StatusCode.OUT_OF_RANGE)
     for i, b in enumerate(bindings):
         target = outputs[i] if outputs else "+"

@@ -68,7 +68,7 @@ class _NpyStreams:
     def read(self, path: str, fresh: bool):
         import numpy as np
         if not path.endswith(".npy"):
-            raise VmError(f"unsupported input file type '{path}' (only .npy)",
+            raise UsageError(f"unsupported input file type '{path}' (only .npy)",
                           StatusCode.UNIMPLEMENTED)
         fh = self.files.get(path)
         if fresh or fh is None:
@@ -77,13 +77,13 @@ class _NpyStreams:
             try:
                 fh = open(path, "rb")
             except OSError as e:
-                raise VmError(f"failed to open file '{path}': {e.strerror}",
+                raise UsageError(f"failed to open file '{path}': {e.strerror}",
                               StatusCode.NOT_FOUND) from None
             self.files[path] = fh
         try:
             return np.load(fh, allow_pickle=False)
-        except Exception as e:
-            raise VmError(f"failed to read numpy array from '{path}': {e}",
+        except (ValueError, OSError, EOFError) as e:
+            raise UsageError(f"failed to read numpy array from '{path}': {e}",
                           StatusCode.INVALID_ARGUMENT) from None
 
     def read_all(self, path: str) -> list:
@@ -134,7 +134,7 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                         i += 1
                     continue
                 if s[0] == "&":
-                    raise VmError("output storage inputs (&) are not supported",
+                    raise UsageError("output storage inputs (&) are not supported",
                                   StatusCode.UNIMPLEMENTED)
                 if code in "iI":
                     v = strtol(s)
@@ -186,7 +186,7 @@ def format_variant(v: Any, max_elements: int = 1024) -> str:
         return _value_text(v[0], v[1])
     t = type_of(v)
     if t is None:
-        raise VmError(f"cannot format {type(v).__name__}", StatusCode.INTERNAL)
+        raise UsageError(f"cannot format {type(v).__name__}", StatusCode.INTERNAL)
     if isinstance(v, BufferView):
         return f"{t.name}\n{format_buffer_view(v, max_elements)}"
     if isinstance(v, VmList):
@@ -234,7 +234,7 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout) -> N
     elif code in "iIfF":
         arr = np.array(v, {"i": np.int32, "I": np.int64, "f": np.float32, "F": np.float64}[code])
     else:
-        raise VmError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
+        raise UsageError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
     try:
         with open(path, mode) as fh:
             if path.endswith(".npy"):
@@ -242,7 +242,7 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout) -> N
             else:
                 fh.write(np.ascontiguousarray(arr).tobytes())
     except OSError as e:
-        raise VmError(f"failed to write '{path}': {e.strerror}", StatusCode.PERMISSION_DENIED) \
+        raise UsageError(f"failed to write '{path}': {e.strerror}", StatusCode.PERMISSION_DENIED) \
             from None
 
 

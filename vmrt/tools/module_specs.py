@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from ..errors import LoadError, StatusCode, VmError
+from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..vm.instance import Instance
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..vm.module import DependencyFlags, Module
@@ -144,7 +144,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
     except VmError:
         raise
     except Exception as e:
-        raise VmError(f"{fn_name} failed: {type(e).__name__}: {e}", StatusCode.INTERNAL) from None
+        raise LoadError(f"{fn_name} failed: {type(e).__name__}: {e}", StatusCode.INTERNAL) from None
     if not isinstance(module, Module):
         raise LoadError(f"{fn_name} returned {type(module).__name__}, not a vmrt.Module",
                         StatusCode.INTERNAL)
@@ -158,7 +158,7 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
         if kind == "python":
             return load_python_module(instance, spec)
         if kind == "native":
-            raise VmError("native dynamic libraries are not supported by vmrt; write the module "
+            raise LoadError("native dynamic libraries are not supported by vmrt; write the module "
                           "in Python and pass it as FILE.py@create_fn", StatusCode.UNIMPLEMENTED)
         if kind == "stdin":
             data = (stdin or sys.stdin.buffer).read()
@@ -203,7 +203,7 @@ def resolve_modules(instance: Instance, user_modules: Sequence[Module],
             if prov is None:
                 if dep.flags & DependencyFlags.OPTIONAL:
                     continue
-                raise VmError(
+                raise LinkError(
                     f"required module '{dep.name}' not available in the build (modules must be "
                     "registered in order with dependent modules following those they depend "
                     f"upon)", StatusCode.NOT_FOUND).annotate(

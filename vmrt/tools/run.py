@@ -5,7 +5,7 @@ from typing import Any, Iterable, Sequence, TextIO
 
 import elfkit
 
-from ..errors import StatusCode, UsageError, VmError
+from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..vm.context import Context
 from ..vm.instance import Instance
@@ -144,7 +144,7 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, 
         name = _pick_function(main, flags.values.get("function"))
         fn = main.lookup_function(name)
         if fn is None:
-            raise VmError(f"no function `{name}` exported by module", StatusCode.NOT_FOUND) \
+            raise FunctionNotFoundError(f"no function `{name}` exported by module", StatusCode.NOT_FOUND) \
                 .annotate(f"looking up function '{name}'")
     except VmError as e:
         raise e.annotate("creating run context")
@@ -157,7 +157,7 @@ def _write_results(outputs: Sequence[str], results: Sequence[Any], cconv: str,
         stdout.write(format_results(results, cconv, max_elements))
         return
     if len(outputs) != len(results):
-        raise VmError(f"{len(outputs)} outputs specified but the provided variant list "
+        raise UsageError(f"{len(outputs)} outputs specified but the provided variant list "
                       f"only has {len(results)} elements", StatusCode.OUT_OF_RANGE)
     codes = cconv_fragments(cconv)[1]
     for target, v, c in zip(outputs, results, codes):

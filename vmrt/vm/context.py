@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from ..errors import BudgetExceeded, LinkError, StatusCode, VmError
+from ..errors import ArgumentError, BudgetExceeded, ExecutionError, FunctionNotFoundError, LinkError, StatusCode, VmError
 from .instance import Instance
 from .module import (BoundFunction, DependencyFlags, Function, Linkage, Module,
                      cconv_fragments)
@@ -92,13 +92,13 @@ class Context:
         for m, s in zip(reversed(self._modules), reversed(self._states)):
             if m is module:
                 return s
-        raise VmError(f"module '{module.name}' is not registered in this context",
+        raise LinkError(f"module '{module.name}' is not registered in this context",
                       StatusCode.NOT_FOUND)
 
     def register_modules(self, modules: Sequence[Module]) -> None:
         for i, m in enumerate(modules):
             if m is None:
-                raise VmError(f"modules[{i}] is null", StatusCode.INVALID_ARGUMENT)
+                raise ArgumentError(f"modules[{i}] is null", StatusCode.INVALID_ARGUMENT)
         start = len(self._modules)
         try:
             for m in modules:
@@ -177,7 +177,7 @@ class Context:
         """Find ``"module.fn"``; the newest module with that name wins."""
         mod_name, dot, fn_name = full_name.partition(".")
         if not dot or not mod_name or not fn_name:
-            raise VmError(f"function name not fully-qualified (module.func): '{full_name}'",
+            raise ArgumentError(f"function name not fully-qualified (module.func): '{full_name}'",
                           StatusCode.INVALID_ARGUMENT)
         for m, s in zip(reversed(self._modules), reversed(self._states)):
             if m.name == mod_name:
@@ -185,7 +185,7 @@ class Context:
                 if fn is None:
                     break
                 return BoundFunction(fn, s)
-        raise VmError(f"function '{full_name}' not found", StatusCode.NOT_FOUND)
+        raise FunctionNotFoundError(f"function '{full_name}' not found", StatusCode.NOT_FOUND)
 
     def bind(self, function: Function) -> BoundFunction:
         return BoundFunction(function, self.state_of(function.module))
@@ -201,7 +201,7 @@ class Context:
         args = list(args)
         if "C" not in arg_codes:
             if len(arg_codes) != len(args):
-                raise VmError(f"input list and function mismatch; expected {len(arg_codes)} "
+                raise ArgumentError(f"input list and function mismatch; expected {len(arg_codes)} "
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
             args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
         saved = self.limits
@@ -218,7 +218,7 @@ class Context:
         try:
             return bound(args)
         except RecursionError:
-            raise VmError("call stack exhausted (recursion too deep)",
+            raise ExecutionError("call stack exhausted (recursion too deep)",
                           StatusCode.RESOURCE_EXHAUSTED) from None
 
     # ------------------------------------------------------------- teardown --

@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..errors import StatusCode, VmError
+from ..errors import DefinitionError, StatusCode, VmError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
@@ -73,7 +73,7 @@ def cconv_fragments(cconv: str) -> tuple[str, str]:
     if not cconv:
         return "", ""
     if cconv[0] != "0":
-        raise VmError(f"unsupported cconv version {cconv[0]}", StatusCode.UNIMPLEMENTED)
+        raise DefinitionError(f"unsupported cconv version {cconv[0]}", StatusCode.UNIMPLEMENTED)
     body = cconv[1:]
     args, sep, results = body.partition("_")
     if args == "v":
@@ -82,7 +82,7 @@ def cconv_fragments(cconv: str) -> tuple[str, str]:
         results = ""
     for ch in args + results:
         if ch not in _CCONV_CODES:
-            raise VmError(f"unsupported cconv fragment char '{ch}' in '{cconv}'",
+            raise DefinitionError(f"unsupported cconv fragment char '{ch}' in '{cconv}'",
                           StatusCode.INVALID_ARGUMENT)
     return args, results
 
@@ -133,7 +133,7 @@ class Module:
         pass
 
     def resolve_import(self, state: Any, ordinal: int, target: "BoundFunction | None") -> None:
-        raise VmError("module does not support imports", StatusCode.UNIMPLEMENTED)
+        raise DefinitionError("module does not support imports", StatusCode.UNIMPLEMENTED)
 
     def notify(self, state: Any, signal: int) -> None:
         pass

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..errors import StatusCode, VmError
+from ..errors import ArgumentError, DefinitionError, ExecutionError, StatusCode, VmError
 from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
                      ImportDecl, Linkage, Module, cconv_fragments)
 from .types import RefType, type_of
@@ -73,7 +73,7 @@ class NativeModule(Module):
         if version is not None:
             self.version = version
         if not self.name:
-            raise VmError("native module needs a name", StatusCode.INVALID_ARGUMENT)
+            raise DefinitionError("native module needs a name", StatusCode.INVALID_ARGUMENT)
         self._exports: list[_NativeExport] = []
         self._by_name: dict[str, int] = {}
         seen: set[str] = set()
@@ -84,7 +84,7 @@ class NativeModule(Module):
                     continue
                 seen.add(attr)
                 if hasattr(Module, attr):
-                    raise VmError(f"export method '{attr}' of {type(self).__name__} shadows "
+                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} shadows "
                                   "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
                 ename, cconv, arg_types = meta
                 self.add_export(ename, cconv, getattr(self, attr), arg_types)
@@ -94,7 +94,7 @@ class NativeModule(Module):
                    arg_types: Sequence[RefType | None] | None = None) -> None:
         """Add an export at runtime; ``impl(state, *args)``."""
         if name in self._by_name:
-            raise VmError(f"duplicate export '{name}' in module '{self.name}'",
+            raise DefinitionError(f"duplicate export '{name}' in module '{self.name}'",
                           StatusCode.ALREADY_EXISTS)
         decl = ExportDecl(name, cconv, len(self._exports))
         self._by_name[name] = len(self._exports)
@@ -156,7 +156,7 @@ class NativeModule(Module):
                     continue
                 have = type_of(value)
                 if have is not want:
-                    raise VmError(
+                    raise ArgumentError(
                         "parameter contains a reference to the wrong type; have "
                         f"{have.name if have else type(value).__name__} but expected {want.name}",
                         StatusCode.INVALID_ARGUMENT).annotate(
@@ -168,7 +168,7 @@ class NativeModule(Module):
         except RecursionError:
             raise
         except Exception as e:  # a bug in the Python module: report, do not crash the VM
-            raise VmError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
+            raise ExecutionError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
                 f"while invoking native function {self.name}.{ex.decl.name}") from e
         n = ex.n_results
         if n == 0:

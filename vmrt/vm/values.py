@@ -6,7 +6,7 @@ import struct
 from typing import Any
 
 from .buffer import Buffer
-from ..errors import StatusCode, VmError
+from ..errors import ArgumentError, StatusCode, VmError
 from .types import RefObject, type_of
 from .list import VmList
 
@@ -41,7 +41,7 @@ def _as_int(v: Any, code: str) -> int:
             return int(v)
     except ImportError:  # pragma: no cover
         pass
-    raise VmError(f"expected an integer for cconv type `{code}` but got {type(v).__name__}",
+    raise ArgumentError(f"expected an integer for cconv type `{code}` but got {type(v).__name__}",
                   StatusCode.INVALID_ARGUMENT)
 
 
@@ -54,7 +54,7 @@ def _as_float(v: Any, code: str) -> float:
             return float(v)
     except ImportError:  # pragma: no cover
         pass
-    raise VmError(f"expected a number for cconv type `{code}` but got {type(v).__name__}",
+    raise ArgumentError(f"expected a number for cconv type `{code}` but got {type(v).__name__}",
                   StatusCode.INVALID_ARGUMENT)
 
 
@@ -83,8 +83,8 @@ def to_vm(v: Any, code: str) -> Any:
                 return Buffer(bytearray(np.ascontiguousarray(v).tobytes()))
         except ImportError:  # pragma: no cover
             pass
-        raise VmError(f"cannot pass a {type(v).__name__} as a ref", StatusCode.INVALID_ARGUMENT)
-    raise VmError(f"unsupported cconv type `{code}`", StatusCode.INVALID_ARGUMENT)
+        raise ArgumentError(f"cannot pass a {type(v).__name__} as a ref", StatusCode.INVALID_ARGUMENT)
+    raise ArgumentError(f"unsupported cconv type `{code}`", StatusCode.INVALID_ARGUMENT)
 
 
 def _variant(x: Any) -> Any:

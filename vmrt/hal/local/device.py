@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Sequence
 
-from ...errors import StatusCode, VmError
+from ...errors import HalError, StatusCode, VmError
 from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
 from .loader import ExecutableLoader, supports_format
@@ -28,7 +28,7 @@ class Device(RefObject):
         driver, sep, rest = uri.partition("://")
         driver = driver.strip() or "local-task"
         if driver not in DRIVERS:
-            raise VmError(f"no HAL driver '{driver}' is available in vmrt (device URI "
+            raise HalError(f"no HAL driver '{driver}' is available in vmrt (device URI "
                           f"'{uri}'); vmrt provides {', '.join(DRIVERS)}", StatusCode.NOT_FOUND)
         self.uri = uri
         self.identifier = driver
@@ -59,7 +59,7 @@ class Device(RefObject):
 
     def load_executable(self, fmt: str, data: Any, constants: Sequence[int] | None) -> HalExecutable:
         if not self.supports_format(fmt):
-            raise VmError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
+            raise HalError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
                           "<arch> and embedded-fatelf)", StatusCode.NOT_FOUND)
         return HalExecutable(self.loader.load(data, constants), fmt)
 

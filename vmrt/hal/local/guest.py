@@ -8,6 +8,8 @@ every plugin and executable sharing a machine shares them too.
 """
 from __future__ import annotations
 
+from elfkit import ElfkitError
+
 import weakref
 from typing import Any, Callable
 
@@ -65,7 +67,7 @@ class GuestMemory:
         for addr in reversed(owned):
             try:
                 self.machine.free(addr)
-            except Exception:
+            except ElfkitError:       # already released with its machine: nothing to free
                 pass
 
     # -- access -------------------------------------------------------------
@@ -104,7 +106,7 @@ def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -
     while len(out) < limit:
         try:
             chunk = read(addr + len(out), 64)
-        except Exception:
+        except ElfkitError:           # the string ends near the end of a mapping
             chunk = read(addr + len(out), 1)
         nul = chunk.find(b"\0")
         if nul >= 0:

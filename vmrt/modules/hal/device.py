@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...errors import StatusCode, VmError
+from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, new_buffer
 from ...hal.buffer_view import BufferView
 from ...hal.command_buffer import CommandBuffer, fill_range
@@ -35,9 +35,9 @@ VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
 
 def _need(value: Any, cls: type, what: str) -> Any:
     if value is None:
-        raise VmError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
+        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
     if not isinstance(value, cls):
-        raise VmError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
+        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
                       StatusCode.INVALID_ARGUMENT)
     return value
 
@@ -56,7 +56,7 @@ def _vm_bytes(buf: Any, offset: int, length: int, what: str) -> Any:
     if length == -1:
         length = size - offset
     if offset < 0 or length < 0 or offset + length > size:
-        raise VmError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
+        raise HalError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
                       f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
     return np.frombuffer(data, np.uint8, length, offset)
 
@@ -124,7 +124,7 @@ class HalDeviceModule(HalModule):
     @export("devices.get", "0i_r")
     def devices_get(self, state, index):
         if not 0 <= index < len(state.devices):
-            raise VmError(f"device index {index} out of bounds ({len(state.devices)} "
+            raise HalError(f"device index {index} out of bounds ({len(state.devices)} "
                           "device(s) available)", StatusCode.OUT_OF_RANGE)
         return state.devices[index]
 
@@ -156,7 +156,7 @@ class HalDeviceModule(HalModule):
         buf = _need(buffer, HalBuffer, f"{_text(message)} buffer")
         _need(allocator, Allocator, "allocator")
         if len(buf) < minimum_length:
-            raise VmError(f"{_text(message)} buffer byte length {len(buf)} less than expected "
+            raise HalError(f"{_text(message)} buffer byte length {len(buf)} less than expected "
                           f"minimum {minimum_length}", StatusCode.INVALID_ARGUMENT)
 
     @export("buffer.subspan", "0rII_r")
@@ -170,20 +170,20 @@ class HalDeviceModule(HalModule):
         bv = _need(view, BufferView, f"{name} buffer view")
         have = element_type_code(bv.element_type)
         if not _compatible(have, element_type):
-            raise VmError(f"{name} element type mismatch; expected {_type_name(element_type)} "
+            raise HalError(f"{name} element type mismatch; expected {_type_name(element_type)} "
                           f"({element_type:08X}) but have {_type_name(have)} ({have:08X})",
                           StatusCode.INVALID_ARGUMENT)
         if encoding_type != ENCODING_DENSE_ROW_MAJOR:
-            raise VmError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
+            raise HalError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
                           f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
         actual = bv.shape
         shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
         if len(actual) != len(shape):
-            raise VmError(f"{name} shape rank mismatch; expected {len(shape)} but have "
+            raise HalError(f"{name} shape rank mismatch; expected {len(shape)} but have "
                           f"{len(actual)}; {shapes}", StatusCode.INVALID_ARGUMENT)
         for i, (want, got) in enumerate(zip(shape, actual)):
             if want != got:
-                raise VmError(f"{name} shape dimension {i} mismatch; expected {want} but have "
+                raise HalError(f"{name} shape dimension {i} mismatch; expected {want} but have "
                               f"{got}; {shapes}", StatusCode.INVALID_ARGUMENT)
 
     # -- files ---------------------------------------------------------------------
@@ -266,7 +266,7 @@ class HalDeviceModule(HalModule):
         buf = _need(target, HalBuffer, "target buffer")
         data = buffer_range(buf, offset, length, what)
         if pattern_length not in (1, 2, 4, 8):
-            raise VmError(f"{what}: pattern length {pattern_length} must be 1, 2, 4 or 8",
+            raise HalError(f"{what}: pattern length {pattern_length} must be 1, 2, 4 or 8",
                           StatusCode.INVALID_ARGUMENT)
         raw = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
         fill_range(buf, offset, int(data.size), raw, what)
@@ -301,7 +301,7 @@ class HalDeviceModule(HalModule):
         self._queue(device, wait, signal, what)
         f = _need(source_file, HalFile, "source file")
         if source_offset < 0 or length < 0 or source_offset + length > f.data.size:
-            raise VmError(f"{what}: range [{source_offset}, {source_offset + length}) is out "
+            raise HalError(f"{what}: range [{source_offset}, {source_offset + length}) is out "
                           f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
         self._write(target, target_offset, f.data[source_offset:source_offset + length], what)
         if signal is not None:
@@ -316,9 +316,9 @@ class HalDeviceModule(HalModule):
         src = buffer_range(_need(source, HalBuffer, "source buffer"), source_offset, length,
                            f"{what} source")
         if not f.data.flags.writeable:
-            raise VmError(f"{what}: the file is read-only", StatusCode.PERMISSION_DENIED)
+            raise HalError(f"{what}: the file is read-only", StatusCode.PERMISSION_DENIED)
         if target_offset < 0 or target_offset + length > f.data.size:
-            raise VmError(f"{what}: range [{target_offset}, {target_offset + length}) is out "
+            raise HalError(f"{what}: range [{target_offset}, {target_offset + length}) is out "
                           f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
         f.data[target_offset:target_offset + length] = src
         if signal is not None:
@@ -329,7 +329,7 @@ class HalDeviceModule(HalModule):
         buf = _need(target, HalBuffer, "target buffer")
         dst = buffer_range(buf, offset, int(data.size), what)
         if not dst.flags.writeable:
-            raise VmError(f"{what}: the target buffer is read-only", StatusCode.PERMISSION_DENIED)
+            raise HalError(f"{what}: the target buffer is read-only", StatusCode.PERMISSION_DENIED)
         dst[:] = data
 
     @export("device.queue.barrier", "0rIrrI_v")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-from ...errors import StatusCode, VmError
+from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.element_types import (ENCODING_DENSE_ROW_MAJOR, dtype_of, element_type_code,
@@ -30,13 +30,13 @@ def register_types(instance: Instance) -> None:
 
 def _view(bv) -> BufferView:
     if bv is None:
-        raise VmError("buffer_view is null", StatusCode.INVALID_ARGUMENT)
+        raise HalError("buffer_view is null", StatusCode.INVALID_ARGUMENT)
     return bv
 
 
 def _buffer(b) -> HalBuffer:
     if b is None:
-        raise VmError("buffer is null", StatusCode.INVALID_ARGUMENT)
+        raise HalError("buffer is null", StatusCode.INVALID_ARGUMENT)
     return b
 
 
@@ -65,7 +65,7 @@ class HalModule(NativeModule):
     def buffer_view_dim(self, state, bv, index):
         shape = _view(bv).shape
         if not 0 <= index < len(shape):
-            raise VmError(f"dimension index {index} out of bounds (rank {len(shape)})",
+            raise HalError(f"dimension index {index} out of bounds (rank {len(shape)})",
                           StatusCode.OUT_OF_RANGE)
         return shape[index]
 
@@ -87,10 +87,10 @@ class HalModule(NativeModule):
         count = 1
         for d in shape:
             if d < 0:
-                raise VmError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
+                raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
             count *= d
         if count * dt.itemsize != length:
-            raise VmError(f"buffer view of shape {list(shape)} x {name} needs "
+            raise HalError(f"buffer view of shape {list(shape)} x {name} needs "
                           f"{count * dt.itemsize} bytes but the range has {length}",
                           StatusCode.INVALID_ARGUMENT)
         arr = b.bytes[offset:offset + length].view(dt).reshape(tuple(shape))
@@ -105,7 +105,7 @@ class HalModule(NativeModule):
     def buffer_load(self, state, buf, offset, length):
         b = _buffer(buf)
         if length not in (1, 2, 4):
-            raise VmError(f"unsupported load length {length}", StatusCode.INVALID_ARGUMENT)
+            raise HalError(f"unsupported load length {length}", StatusCode.INVALID_ARGUMENT)
         b.check_range(offset, length)
         value = int.from_bytes(b.bytes[offset:offset + length].tobytes(), "little")
         return value - (1 << 32) if value >= 1 << 31 else value
@@ -114,7 +114,7 @@ class HalModule(NativeModule):
     def buffer_store(self, state, value, buf, offset, length):
         b = _buffer(buf)
         if length not in (1, 2, 4):
-            raise VmError(f"unsupported store length {length}", StatusCode.INVALID_ARGUMENT)
+            raise HalError(f"unsupported store length {length}", StatusCode.INVALID_ARGUMENT)
         b.check_range(offset, length)
         raw = struct.pack("<I", value & 0xFFFFFFFF)[:length]
         b.bytes[offset:offset + length] = list(raw)

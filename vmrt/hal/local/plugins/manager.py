@@ -16,6 +16,8 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 """
 from __future__ import annotations
 
+import elfkit
+
 import os
 import struct
 import urllib.parse
@@ -25,7 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
-from ....errors import StatusCode, VmError
+from ....errors import PluginError, StatusCode, VmError
 from ....errors import ImportResolutionError, PluginError
 from .plugin import ExecutablePlugin, ImportSlots, normalize_params
 
@@ -167,7 +169,7 @@ class PluginManager:
 
     def __init__(self, *, backend: str = "auto", capacity: int | None = None):
         if backend not in ("auto", "native", "emulated"):
-            raise VmError(f"unknown backend {backend!r}", StatusCode.INVALID_ARGUMENT)
+            raise PluginError(f"unknown backend {backend!r}", StatusCode.INVALID_ARGUMENT)
         self.backend = backend
         self.capacity = capacity
         self._providers: list[Any] = []          # ExecutablePlugin | _EmbeddedSource
@@ -186,8 +188,8 @@ class PluginManager:
             from elfkit.exec import create_machine
             try:
                 m = create_machine(a, self.backend)
-            except Exception as e:
-                raise VmError(f"cannot create a {self.backend} machine for {a.name}: {e}",
+            except elfkit.ElfkitError as e:
+                raise PluginError(f"cannot create a {self.backend} machine for {a.name}: {e}",
                               StatusCode.UNAVAILABLE) from e
             self._machines[a.name] = m
             self._owned_machines.append(m)
@@ -213,9 +215,9 @@ class PluginManager:
         errors early, and into other machines when executables need them.
         Returns the registered object."""
         if self.closed:
-            raise VmError("the plugin manager is closed", StatusCode.FAILED_PRECONDITION)
+            raise PluginError("the plugin manager is closed", StatusCode.FAILED_PRECONDITION)
         if self.capacity is not None and len(self._providers) >= self.capacity:
-            raise VmError(f"plugin manager capacity of {self.capacity} reached",
+            raise PluginError(f"plugin manager capacity of {self.capacity} reached",
                           StatusCode.RESOURCE_EXHAUSTED)
         if isinstance(plugin, ExecutablePlugin):
             entry: Any = plugin
