@@ -11,9 +11,10 @@ the parts that use them.
 from ._version import __version__
 from .arch import Arch
 from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, EmulationFault,
-                     ExecutionError, FatElfError, LayoutError, LazyImportError, MemoryAccessError,
-                     ModuleClosedError, ParseError, RelocationError, SignatureError,
-                     SymbolNotFoundError, UnresolvedImportError, UnsupportedError)
+                     ExecutionError, FatElfArchError, FatElfError, FatElfFormatError, LayoutError,
+                     LazyImportError, MemoryAccessError, ModuleClosedError, ParseError,
+                     RelocationError, SignatureError, SymbolNotFoundError, UnresolvedImportError,
+                     UnsupportedError, UsageError)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do
@@ -41,5 +42,6 @@ __all__ = [
     "Signature", "ElfkitError", "ParseError", "UnsupportedError", "ArchError", "LayoutError",
     "RelocationError", "UnresolvedImportError", "SymbolNotFoundError", "SignatureError",
     "BackendError", "MemoryAccessError", "ModuleClosedError", "LazyImportError",
-    "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError",
+    "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError", "FatElfFormatError",
+    "FatElfArchError", "UsageError",
 ]

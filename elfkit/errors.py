@@ -93,3 +93,18 @@ class CallTimeout(ExecutionError):
 
 class FatElfError(ElfkitError):
     """A FatELF container is malformed or has no suitable slice."""
+
+
+class FatElfFormatError(FatElfError, ParseError):
+    """The bytes cannot be read as a FatELF or an ELF at all: neither magic,
+    a truncated header or record table, an unsupported FatELF version, an
+    invalid ELF class or data encoding (what ``fatelf.verify`` calls *fatal*)."""
+
+
+class FatElfArchError(FatElfError, ArchError):
+    """An unknown architecture name, or no slice for the requested one."""
+
+
+class UsageError(ElfkitError, TypeError):
+    """An API was called with an argument of the wrong type, or with an
+    impossible combination of arguments (a bug in the caller, not the file)."""

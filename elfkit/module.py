@@ -12,6 +12,7 @@ from .errors import (ElfkitError, ModuleClosedError, SignatureError,
                      SymbolNotFoundError, UnresolvedImportError)
 from .exec import create_machine
 from .exec.base import Machine
+from .fatelf import pick_slice
 from .loader import _tags as T
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
@@ -216,24 +217,6 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
                       f"memoryview")
 
 
-def pick_slice(data: memoryview, arch: Arch | None, backend: str) -> tuple[memoryview, str]:
-    """FatELF: the requested ``arch``; else the host slice by IREE's rules; else
-    (unless the backend must be native) the best slice to emulate, as
-    ``elfkit.fatelf.best`` defines it.  A plain ELF passes through."""
-    from . import fatelf
-    if not fatelf.is_fatelf(data):
-        return data, ""
-    fat = fatelf.read(data)
-    if arch is not None:
-        rec, view = fatelf.select(fat, arch)
-    else:
-        rec, view = fatelf.select(fat, fallback=backend != "native")
-    return view, f"[{rec.arch}]"
-
-
-_pick_slice = pick_slice   # the old name, until elfkit/loader/cli.py imports pick_slice
-
-
 def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto",
          imports: "Imports | dict | None" = None, lazy: bool = False,
          machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
@@ -253,7 +236,8 @@ def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto"
     data, label = _read_source(source)
     if machine is not None:
         backend = machine.backend
-    data, slice_label = pick_slice(data, want, backend)
+    data, rec = pick_slice(data, want, fallback=backend != "native")
+    slice_label = f"[{rec.arch}]" if rec is not None else ""
     elf = parse(data, limits=limits, expect_arch=want)
     if machine is None:
         machine = create_machine(elf.arch, backend, **machine_options)

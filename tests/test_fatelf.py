@@ -815,3 +815,111 @@ def test_import_is_cheap():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "", out
+
+
+# --------------------------------------------------------------------------
+# identify(): what a file is, from its headers
+
+def test_identify_plain_elf_per_arch(tmp_path):
+    for name, (machine, bits) in ARCHES.items():
+        elf = arch_elf(name)
+        want = fatelf.Identity("elf", (name,), (machine,), (bits,))
+        assert fatelf.identify(elf) == want
+        assert fatelf.identify(bytearray(elf)) == want
+        assert fatelf.identify(memoryview(elf)) == want
+        p = tmp_path / f"{name}.so"
+        p.write_bytes(elf)
+        assert fatelf.identify(p) == want and fatelf.identify(str(p)) == want
+
+
+def test_identify_machines_elfkit_does_not_run():
+    # big-endian ppc64 (21) and an unknown 32-bit machine: no elfkit arch
+    assert fatelf.identify(make_elf(21, 64, 300, big_endian=True)) == \
+        fatelf.Identity("elf", (None,), (21,), (64,))
+    assert fatelf.identify(make_elf(999, 32, 300)) == fatelf.Identity("elf", (None,), (999,), (32,))
+    # the header alone is enough: e_machine is at offset 18
+    assert fatelf.identify(arch_elf("riscv32")[:20]) == \
+        fatelf.Identity("elf", ("riscv32",), (243,), (32,))
+
+
+def test_identify_fatelf(tmp_path):
+    names = ["aarch64", "riscv32", "x86_64", "arm"]
+    data = fatelf.pack([arch_elf(n) for n in names] + [make_elf(21, 64, 300, big_endian=True)])
+    want = fatelf.Identity("fatelf", tuple(names) + (None,),
+                           tuple(ARCHES[n][0] for n in names) + (21,),
+                           tuple(ARCHES[n][1] for n in names) + (64,))
+    assert fatelf.identify(data) == want
+    p = tmp_path / "p.sos"
+    p.write_bytes(data)
+    assert fatelf.identify(p) == want
+    with fatelf.read(p) as fat:
+        assert fatelf.identify(fat) == want
+    # only the header and record table are read: the slices need not be there
+    assert fatelf.identify(data[:8 + 24 * 5]) == want
+    assert fatelf.identify(raw_fatelf([])) == fatelf.Identity("fatelf", (), (), ())
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "not an ELF or FatELF file"),
+    (b"MZ\x90\x00 not an elf" * 4, "not an ELF or FatELF file"),
+    (b"\x7fEL", "not an ELF or FatELF file"),
+    (b"\x7fELF\x02\x01\x01", "ELF header truncated"),
+    (arch_elf("x86_64")[:19], "ELF header truncated"),
+    (b"\x7fELF\x03\x01" + bytes(14), "invalid ELF class 3"),
+    (b"\x7fELF\x02\x03" + bytes(14), "invalid ELF data encoding 3"),
+    (b"\xfa\x70\x0e\x1f\x01", "FatELF header truncated"),
+    (raw_fatelf([(62, 0, 0, 2, 1, 4096, 100)], count=2), "FatELF file truncated"),
+    (raw_fatelf([], version=2), "FatELF has version 2"),
+    (raw_fatelf([(62, 0, 0, 3, 1, 4096, 100)]), "record 0: invalid word size 3"),
+])
+def test_identify_errors(data, message, tmp_path):
+    with pytest.raises(FatElfError, match=message) as e:
+        fatelf.identify(data)
+    one_line(e.value)
+    p = tmp_path / "bad.bin"
+    p.write_bytes(data)
+    with pytest.raises(FatElfError, match=message) as e:
+        fatelf.identify(p)
+    assert str(e.value).startswith(f"{p}: ")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200), st.sampled_from([b"", b"\x7fELF", b"\xfa\x70\x0e\x1f"]))
+def test_identify_never_crashes(tail, magic):
+    data = magic + tail
+    try:
+        ident = fatelf.identify(data)
+    except FatElfError:
+        return
+    assert ident.kind in ("elf", "fatelf")
+    assert len(ident.arches) == len(ident.machines) == len(ident.word_sizes)
+    assert set(ident.word_sizes) <= {32, 64}
+
+
+def test_identify_prefixes_of_a_real_fatelf():
+    data = fatelf.pack([arch_elf("x86_64"), arch_elf("i386")])
+    for n in range(len(data) + 1):
+        try:
+            fatelf.identify(data[:n])
+        except FatElfError:
+            assert n < 8 + 24 * 2
+        else:
+            assert n >= 8 + 24 * 2
+
+
+def test_identify_real_plugins_match_pyelftools(request):
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.enums import ENUM_E_MACHINE
+    try:
+        plugins = request.getfixturevalue("plugins")
+    except pytest.FixtureLookupError:
+        pytest.skip("no plugins fixture")
+    seen = 0
+    for name, arch, path in plugins:
+        with open(path, "rb") as f:
+            ef = ELFFile(f)
+            want = fatelf.Identity("elf", (arch,), (ENUM_E_MACHINE[ef["e_machine"]],),
+                                   (ef.elfclass,))
+        assert fatelf.identify(path) == want, (name, arch)
+        seen += 1
+    assert seen

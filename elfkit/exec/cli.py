@@ -194,12 +194,9 @@ def _disasm(args: argparse.Namespace) -> int:
 
     with open(args.file, "rb") as f:
         data = f.read()
-    view = memoryview(data)
-    label = ""
-    if data[:4] != b"\x7fELF":
-        from ..module import pick_slice
-        want = _arch.get(args.arch) if args.arch else None
-        view, label = pick_slice(view, want, "auto" if want is None else "emulated")
+    from ..fatelf import pick_slice
+    view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
+    label = f"[{rec.arch}]" if rec is not None else ""
     try:
         ef = ELFFile(io.BytesIO(bytes(view)))
         arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)

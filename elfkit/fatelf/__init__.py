@@ -11,29 +11,41 @@ FatELF is, as a single record (``FatElf.is_plain``).
     ...     record, data = fatelf.select(fat)            # the host slice
     ...     record, data = fatelf.select(fat, "aarch64")  # a given arch
 
+``identify(data)`` says whether bytes or a file are an ELF or a FatELF and
+for which machines (:class:`Identity`), from the headers alone.
+``pick_slice(data, arch)`` is what the loader loads: a plain ELF as is, else
+the requested, host or best slice.
+
+Files: ``format.py`` (on-disk format, records, names), ``elfheader.py`` (the
+embedded ELF header), ``identify.py``, ``reader.py`` (read, verify, select),
+``checks.py`` (what verify finds), ``selection.py`` (host and best slice
+rules), ``write.py`` (pack, extract, remove, replace, split), ``cli.py``.
+
 "Best" slice (``select(..., fallback=True)`` / :func:`best`): when the host
 has no slice, take a record whose arch elfkit can emulate, preferring osabi
 NONE/Linux/Standalone, then x86_64, aarch64, riscv64, arm, i386, riscv32,
 then file order.
 """
+from ..errors import FatElfArchError, FatElfError, FatElfFormatError  # noqa: F401
 from .format import (  # noqa: F401
     BEST_ORDER, DEFAULT_ALIGN, HEADER_SIZE, IREE_OSABIS, MAGIC, MAGIC_BYTES, MAX_RECORDS,
     PAGE_SIZE, RECORD_SIZE, VERSION,
-    ByteOrder, FatElf, FatElfArchError, OsAbi, Problem, Record, Severity, WordSize,
-    best, host_record, is_fatelf, machine_name, matches_host, osabi_name, read, select,
-    slice_names, verify,
+    ByteOrder, OsAbi, Problem, Record, Severity, WordSize,
+    machine_name, osabi_name, slice_names,
 )
+from .identify import Identity, identify  # noqa: F401
+from .reader import FatElf, is_fatelf, pick_slice, read, select, verify  # noqa: F401
+from .selection import best, host_record, matches_host  # noqa: F401
 from .write import (  # noqa: F401
     extract_to, layout, pack, pack_to, remove_to, replace_to, split,
 )
-from ..errors import FatElfError  # noqa: F401
 
 __all__ = [
     "BEST_ORDER", "DEFAULT_ALIGN", "HEADER_SIZE", "IREE_OSABIS", "MAGIC", "MAGIC_BYTES",
     "MAX_RECORDS", "PAGE_SIZE", "RECORD_SIZE", "VERSION",
-    "ByteOrder", "FatElf", "FatElfArchError", "FatElfError", "OsAbi", "Problem", "Record",
-    "Severity", "WordSize",
-    "best", "extract_to", "host_record", "is_fatelf", "layout", "machine_name", "matches_host",
-    "osabi_name", "pack", "pack_to", "read", "remove_to", "replace_to", "select",
-    "slice_names", "split", "verify",
+    "ByteOrder", "FatElf", "FatElfArchError", "FatElfError", "FatElfFormatError", "Identity",
+    "OsAbi", "Problem", "Record", "Severity", "WordSize",
+    "best", "extract_to", "host_record", "identify", "is_fatelf", "layout", "machine_name",
+    "matches_host", "osabi_name", "pack", "pack_to", "pick_slice", "read", "remove_to",
+    "replace_to", "select", "slice_names", "split", "verify",
 ]

@@ -196,7 +196,7 @@ def cmd_pack(args: Any) -> int:
 
 
 def cmd_list(args: Any) -> int:
-    from .format import read
+    from .reader import read
     with read(args.file) as fat:
         if args.json:
             print(fat.to_json())
@@ -238,7 +238,7 @@ def cmd_split(args: Any) -> int:
 
 
 def cmd_select(args: Any) -> int:
-    from .format import read, select
+    from .reader import read, select
     from .write import extract_to
     with read(args.file) as fat:
         r, _view = select(fat, args.arch, fallback=args.fallback)
@@ -251,7 +251,7 @@ def cmd_select(args: Any) -> int:
 
 
 def cmd_remove(args: Any) -> int:
-    from .format import read
+    from .reader import read
     from .write import remove_to
     with read(args.file) as fat:
         gone = fat.find(args.arch, index=args.index)
@@ -270,7 +270,8 @@ def cmd_replace(args: Any) -> int:
 
 
 def cmd_verify(args: Any) -> int:
-    from .format import Severity, verify
+    from .format import Severity
+    from .reader import verify
     problems = verify(args.file)
     fatal = [p for p in problems if p.severity is Severity.FATAL]
     if args.json:

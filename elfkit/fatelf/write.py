@@ -3,7 +3,7 @@
 Inputs are streamed (copy_file_range / sendfile / 1 MiB chunks), never read
 whole, and every output path is written atomically (a temporary file in the
 same directory, then ``os.replace``): an error leaves no partial file.
-Reading, validation and slice selection live in ``format.py``.
+Reading and slice selection live in ``reader.py``, the format in ``format.py``.
 """
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import FatElfError
-from .format import (DEFAULT_ALIGN, HEADER_SIZE, MAGIC, MAGIC_BYTES, MAX_ALIGN, MAX_RECORDS,
-                     PAGE_SIZE, RECORD_SIZE, VERSION, FatElf, Record, _CHUNK, _ElfInfo, _Fatal,
-                     _HEADER, _elf_info, _fd_reader, _is_path, _opened, _view_reader, slice_names)
+from ..errors import FatElfError, FatElfFormatError, UsageError
+from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
+from .format import (DEFAULT_ALIGN, HEADER_SIZE, HEADER_STRUCT, MAGIC, MAGIC_BYTES, MAX_ALIGN,
+                     MAX_RECORDS, PAGE_SIZE, RECORD_SIZE, VERSION, Record, slice_names)
+from .reader import FatElf, is_path, opened
+
+_CHUNK = 1 << 20
 
 
 @dataclass(slots=True)
@@ -26,7 +29,7 @@ class _Piece:
 
     name: str
     size: int
-    info: _ElfInfo
+    info: ElfHeader
     fd: int | None = None
     offset: int = 0
     view: memoryview | None = None
@@ -40,9 +43,9 @@ def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:
     if os.pread(fd, 4, 0) == MAGIC_BYTES:
         raise FatElfError(f"{name}: is a FatELF; pack takes plain ELF files (split it first)")
     try:
-        info = _elf_info(_fd_reader(fd), size)
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
+        info = read_elf_header(fd_reader(fd), size)
+    except FatElfFormatError as e:
+        raise FatElfFormatError(f"{name}: {e}") from None
     if info.phdr_error:
         raise FatElfError(f"{name}: {info.phdr_error}")
     return _Piece(name, size, info, fd=fd)
@@ -55,9 +58,9 @@ def _piece_from_view(data: Any, name: str) -> _Piece:
     if bytes(view[:4]) == MAGIC_BYTES:
         raise FatElfError(f"{name}: is a FatELF; pack takes plain ELF files (split it first)")
     try:
-        info = _elf_info(_view_reader(view), len(view))
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
+        info = read_elf_header(view_reader(view), len(view))
+    except FatElfFormatError as e:
+        raise FatElfFormatError(f"{name}: {e}") from None
     if info.phdr_error:
         raise FatElfError(f"{name}: {info.phdr_error}")
     return _Piece(name, len(view), info, view=view)
@@ -67,18 +70,19 @@ def _piece_from_record(fat: FatElf, r: Record) -> _Piece:
     view = fat.slice(r)
     name = f"{fat.name or '<FatELF>'}[record {r.index}]"
     try:
-        info = _elf_info(_view_reader(view), len(view))
-    except _Fatal as e:
-        raise FatElfError(f"{name}: {e.message}") from None
-    if fat._file is not None:
-        return _Piece(name, r.size, info, fd=fat._file.fileno(), offset=r.offset)
+        info = read_elf_header(view_reader(view), len(view))
+    except FatElfFormatError as e:
+        raise FatElfFormatError(f"{name}: {e}") from None
+    fd = fat.fileno()
+    if fd is not None:
+        return _Piece(name, r.size, info, fd=fd, offset=r.offset)
     return _Piece(name, r.size, info, view=view)
 
 
 def _pieces(inputs: Iterable[Any], stack: ExitStack) -> list[_Piece]:
     out = []
     for i, x in enumerate(inputs):
-        if _is_path(x):
+        if is_path(x):
             out.append(_piece_from_path(x, stack))
         elif isinstance(x, _Piece):
             out.append(x)
@@ -232,7 +236,7 @@ def _pread_into(fd: int, into: memoryview, offset: int) -> int:
 
 
 def _emit(sink: _Sink, records: list[Record], pieces: list[_Piece]) -> None:
-    head = bytearray(_HEADER.pack(MAGIC, VERSION, len(records), 0))
+    head = bytearray(HEADER_STRUCT.pack(MAGIC, VERSION, len(records), 0))
     for r in records:
         head += r.pack()
     sink.write(head)
@@ -290,7 +294,7 @@ def _atomic_fd(path: str) -> Iterator[int]:
 
 
 def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
-    if _is_path(out):
+    if is_path(out):
         with _atomic_fd(os.fspath(out)) as fd:
             body(_Sink(fd=fd))
     elif hasattr(out, "write"):
@@ -298,7 +302,7 @@ def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
         if hasattr(out, "flush"):
             out.flush()
     else:
-        raise TypeError(f"output must be a path or a binary file object, not {type(out).__name__}")
+        raise UsageError(f"output must be a path or a binary file object, not {type(out).__name__}")
 
 
 def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
@@ -333,7 +337,7 @@ def pack(inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> bytes:
 def extract_to(out: Any, source: Any, arch: Any = None, *, index: int | None = None,
                record: Record | None = None) -> Record:
     """Write one slice (by ``arch``, ``index`` or ``record``) to ``out``."""
-    with _opened(source) as fat:
+    with opened(source) as fat:
         r = record if record is not None else fat.find(arch, index=index)
         piece = _piece_from_record(fat, r)
         _write_out(out, lambda sink: _write_single(sink, piece))
@@ -344,11 +348,11 @@ def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = No
               align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
     """Write ``source`` without one record: the same bytes as packing the
     remaining slices in their order.  Removing the only record is refused."""
-    with _opened(source) as fat:
+    with opened(source) as fat:
         gone = fat.find(arch, index=index)
         keep = [r for r in fat.records if r.index != gone.index]
         if not keep:
-            raise FatElfError(f"{fat._where()}record {gone.index} ({gone.label}) is the only "
+            raise FatElfError(f"{fat.where}record {gone.index} ({gone.label}) is the only "
                               f"record; removing it would leave an empty FatELF")
         return pack_to(out, [_piece_from_record(fat, r) for r in keep], align)
 
@@ -358,14 +362,14 @@ def replace_to(out: Any, source: Any, elf: Any, *,
     """Write ``source`` with the record whose target (machine, osabi,
     abiversion, class, byte order) matches ``elf``'s ELF header replaced by
     ``elf`` (a path or bytes), repacked.  Returns (old record, new records)."""
-    with _opened(source) as fat, ExitStack() as stack:
+    with opened(source) as fat, ExitStack() as stack:
         new = _pieces([elf], stack)[0]
         i = new.info
         target = (i.machine, i.osabi, i.osabi_version, i.word_size, i.byte_order)
         match = [r for r in fat.records if r.target == target]
         if not match:
             t = Record(0, *target, 0, 0)
-            raise FatElfError(f"{fat._where()}no record matches {new.name} "
+            raise FatElfError(f"{fat.where}no record matches {new.name} "
                               f"({t.describe()}); the file has {fat.summary()}")
         old = match[0]
         pieces = [new if r.index == old.index else _piece_from_record(fat, r) for r in fat.records]
@@ -380,7 +384,7 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
     ``directory`` defaults to the file's own and is created if missing).
     The whole file is checked before anything is written, and each output
     is written atomically.  Returns ``[(record, path), ...]``."""
-    with _opened(source) as fat:
+    with opened(source) as fat:
         if directory is None:
             directory = os.path.dirname(fat.name) if fat.name else "."
         directory = os.fspath(directory) or "."

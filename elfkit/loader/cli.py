@@ -49,12 +49,12 @@ def sections(data: Any) -> dict[str, Any]:
 def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
     """A JSON-able description of an ELF plugin (or FatELF slice)."""
     from .. import arch as _arch
-    from ..module import _pick_slice
+    from ..fatelf import pick_slice
     from .parse import parse
     from .relocate import relative_name, relr_offsets
 
     want = _arch.get(arch) if arch else None
-    view, label = _pick_slice(memoryview(data), want, "auto" if want is None else "emulated")
+    view, rec = pick_slice(data, want)
     elf = parse(view)
     counts: dict[str, int] = {}
     unknown: list[str] = []
@@ -97,7 +97,7 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
         problems.append("DT_NEEDED lists " + ", ".join(elf.needed)
                         + ": these libraries are not loaded; their symbols must come from providers")
     return {
-        "slice": label.strip("[]") or None,
+        "slice": rec.arch if rec is not None else None,
         "arch": elf.arch.name, "class": f"ELF{elf.arch.bits}", "machine": elf.arch.machine,
         "osabi": elf.osabi, "e_flags": elf.e_flags,
         "segments": [{"type": T.PT_NAMES.get(s.type, hex(s.type)), "offset": s.offset,
@@ -126,10 +126,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         info = describe(data, args.arch)
         if args.sections:
-            from ..module import _pick_slice
-            from .. import arch as _arch
-            view, _ = _pick_slice(memoryview(data), _arch.get(args.arch) if args.arch else None,
-                                  "auto" if not args.arch else "emulated")
+            from ..fatelf import pick_slice
+            view, _ = pick_slice(data, args.arch or None)
             info.update(sections(view))
     except ElfkitError as e:
         if args.json:

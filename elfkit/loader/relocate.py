@@ -19,7 +19,9 @@ import numpy as np
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
 from . import _tags as T
-from .parse import TLS_MESSAGE, ElfFile, RelocTable
+from .headers import TLS_MESSAGE
+from .parse import ElfFile
+from .reloc_tables import RelocTable
 
 BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy
 
