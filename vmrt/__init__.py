@@ -9,6 +9,13 @@ module first; functions are invoked with Python/numpy values.
     mod = vmrt.BytecodeModule.load(inst, "prog.vmfb")
     with vmrt.Context(inst, [mod]) as ctx:
         print(ctx.invoke("module.main", [5]))
+
+:func:`load` does all of that the way ``vmrt run`` does (HAL device,
+executable plugins, extra modules) and returns a :class:`Program` whose
+exports are called like Python functions, numpy arrays in and out:
+
+    with vmrt.load("prog.vmfb", device="local-sync") as prog:
+        print(prog.main(np.ones(4, np.float32)))
 """
 from __future__ import annotations
 
@@ -47,6 +54,9 @@ _LAZY = {
     "StaticPlugin": "hal.local.plugins.static",
     "Executable": "hal.local.executable",
     "ExecutableLoader": "hal.local.loader",
+    "load": "tools.program",
+    "Program": "tools.program",
+    "FunctionNotFound": "tools.program",
 }
 __all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError"]
 
