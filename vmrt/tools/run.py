@@ -129,11 +129,15 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, 
         ctx, user = create_context(specs, options, providers, stdin=stdin, budget=budget,
                                    timeout=timeout)
         main = user[-1]
-        name = _pick_function(main, flags.values.get("function"))
-        fn = main.lookup_function(name)
-        if fn is None:
-            raise VmError(f"no function `{name}` exported by module", StatusCode.NOT_FOUND) \
-                .annotate(f"looking up function '{name}'")
+        try:
+            name = _pick_function(main, flags.values.get("function"))
+            fn = main.lookup_function(name)
+            if fn is None:
+                raise VmError(f"no function `{name}` exported by module",
+                              StatusCode.NOT_FOUND).annotate(f"looking up function '{name}'")
+        except BaseException:
+            ctx.close()
+            raise
     except VmError as e:
         raise e.annotate("creating run context")
     return ctx, main, name, fn
