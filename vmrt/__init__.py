@@ -9,6 +9,13 @@ module first; functions are invoked with Python/numpy values.
     mod = vmrt.BytecodeModule.load(inst, "prog.vmfb")
     with vmrt.Context(inst, [mod]) as ctx:
         print(ctx.invoke("module.main", [5]))
+
+:func:`load` does all of that the way ``vmrt run`` does (HAL device,
+executable plugins, extra modules) and returns a :class:`Program` whose
+exports are called like Python functions, numpy arrays in and out:
+
+    with vmrt.load("prog.vmfb", device="local-sync") as prog:
+        print(prog.main(np.ones(4, np.float32)))
 """
 from __future__ import annotations
 
@@ -16,7 +23,8 @@ from typing import Any
 
 from .vm.buffer import Buffer
 from .vm.context import Context, ExecutionLimits
-from .errors import (BudgetExceeded, DispatchError, ExecutableError, ExecutionError,
+from .errors import (ArgumentError, BudgetExceeded, DefinitionError, DispatchError,
+                     ExecutableError, ExecutionError, FunctionNotFoundError, HalError,
                      ImportResolutionError, LinkError, LoadError, PluginError, StatusCode,
                      TypeRegistryError, UsageError, VerifyError, VmError)
 from .vm.instance import Instance
@@ -27,7 +35,7 @@ from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
 from .vm.list import VmList
 
 __all__ = [
-    "Buffer", "BudgetExceeded", "BoundFunction", "BytecodeModule", "BufferView", "Context",
+    "Buffer", "BudgetExceeded", "BoundFunction", "Context",
     "Dependency", "DependencyFlags", "ExecutionError", "ExecutionLimits", "ExportDecl",
     "Function", "ImportDecl", "Instance", "LinkError", "Linkage", "LoadError", "Module",
     "NativeModule", "NativeState", "RefObject", "RefType", "StatusCode", "TypeRegistryError",
@@ -47,8 +55,11 @@ _LAZY = {
     "StaticPlugin": "hal.local.plugins.static",
     "Executable": "hal.local.executable",
     "ExecutableLoader": "hal.local.loader",
+    "load": "tools.program",
+    "Program": "tools.program",
 }
-__all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError"]
+__all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
+            "ArgumentError", "DefinitionError", "FunctionNotFoundError", "HalError"]
 
 
 def __getattr__(name: str) -> Any:

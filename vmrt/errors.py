@@ -109,8 +109,10 @@ class ArgumentError(VmError):
     default_code = StatusCode.INVALID_ARGUMENT
 
 
-class FunctionNotFoundError(VmError):
-    """No function of that name is exported by the module or context."""
+class FunctionNotFoundError(VmError, KeyError, AttributeError):
+    """No function of that name is exported by the module or context (also a
+    ``KeyError`` for ``program[name]`` and an ``AttributeError`` for
+    ``program.name``, so ``hasattr`` and ``getattr(..., default)`` work)."""
 
     default_code = StatusCode.NOT_FOUND
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
+from ..hal.buffer_view import BUFFER_VIEW_TYPE
+from ..vm.context import Context
 from ..vm.instance import Instance
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..vm.module import DependencyFlags, Module
@@ -169,22 +171,49 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
         raise e.annotate(f"loading {what} module at '{spec.path}'")
 
 
-def load_user_modules(instance: Instance, specs: Sequence[str], providers: dict[str, Any],
+def _load_user_module(instance: Instance, item: Any, stdin: Any) -> Module:
+    if isinstance(item, str):
+        return load_module_spec(instance, parse_module_spec(item), stdin)
+    from ..bytecode.module import BytecodeModule
+    try:
+        return BytecodeModule.load(instance, item)
+    except VmError as e:
+        where = "<memory>" if isinstance(item, (bytes, bytearray, memoryview)) \
+            else os.fspath(item)
+        raise e.annotate(f"loading bytecode module at '{where}'")
+
+
+def _is_bytecode(item: Any) -> bool:
+    if isinstance(item, str):
+        return parse_module_spec(item).kind in ("bytecode", "stdin")
+    return not isinstance(item, Module)
+
+
+def load_user_modules(instance: Instance, specs: Sequence[Any], providers: dict[str, Any],
                       stdin: Any = None) -> list[Module]:
-    """Load the ``--module`` values in order.  Before each bytecode module the
-    providers' types are registered (IREE's REGISTER_TYPES hook), except for
-    providers whose module was given explicitly (its own types win)."""
+    """Load the ``--module`` values in order.  An item may also be a module
+    already loaded (used as is) or bytecode as a path object or bytes (a
+    path object is never parsed as a spec: ``@`` and ``?`` stay literal).
+    Before each bytecode module the providers' types are registered (IREE's
+    REGISTER_TYPES hook), except for providers whose module was given
+    explicitly (its own types win)."""
     user: list[Module] = []
     registered: set[str] = set()
-    for text in specs:
-        spec = parse_module_spec(text)
-        if spec.kind in ("bytecode", "stdin"):
+    for item in specs:
+        if _is_bytecode(item):
             given = {m.name for m in user}
             for pname, prov in providers.items():
                 if pname not in given and pname not in registered:
                     prov.register_types(instance)
                     registered.add(pname)
-        user.append(load_module_spec(instance, spec, stdin))
+        if isinstance(item, Module):
+            user.append(item)
+        elif isinstance(item, (str, os.PathLike, bytes, bytearray, memoryview)):
+            user.append(_load_user_module(instance, item, stdin))
+        else:
+            raise VmError(f"cannot use a {type(item).__name__} as a module (expected a "
+                          "vmrt.Module, a module spec string, a path or bytes)",
+                          StatusCode.INVALID_ARGUMENT)
     return user
 
 
@@ -218,3 +247,26 @@ def resolve_modules(instance: Instance, user_modules: Sequence[Module],
 
 def _create(prov: Any, instance: Instance, options: RunOptions) -> Module:
     return prov.create(instance, options)
+
+
+def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable[Any] = (),
+                   *, stdin: Any = None, budget: int | None = None,
+                   timeout: float | None = None) -> tuple[Context, list[Module]]:
+    """What ``vmrt run`` and :func:`vmrt.load` share: a fresh instance, the
+    ``user`` modules loaded in order (the last is the main one), provider
+    modules (``hal`` with ``options``' devices and plugins ...) inserted for
+    their dependencies, and the context over all of them.  Returns the
+    context and the user modules."""
+    instance = Instance()
+    instance.register_type(BUFFER_VIEW_TYPE)
+    table = all_providers(providers)
+    try:
+        loaded = load_user_modules(instance, user, table, stdin)
+    except VmError as e:
+        raise e.annotate("loading modules and dependencies")
+    try:
+        modules = resolve_modules(instance, loaded, table, options)
+        ctx = Context(instance, modules, budget=budget, timeout=timeout)
+    except VmError as e:
+        raise e.annotate("creating VM context")
+    return ctx, loaded

@@ -6,13 +6,11 @@ from typing import Any, Iterable, Sequence, TextIO
 import elfkit
 
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
-from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..vm.context import Context
-from ..vm.instance import Instance
 from ..vm.module import Module, cconv_fragments
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
-from .module_specs import RunOptions, all_providers, load_user_modules, resolve_modules
+from .module_specs import RunOptions, create_context
 
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]
@@ -127,25 +125,19 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, 
     specs = flags.lists["module"]
     if not specs:
         raise UsageError("no --module= specified")
-    instance = Instance()
-    instance.register_type(BUFFER_VIEW_TYPE)
-    table = all_providers(providers)
     try:
-        try:
-            user = load_user_modules(instance, specs, table, stdin)
-        except VmError as e:
-            raise e.annotate("loading modules and dependencies")
+        ctx, user = create_context(specs, options, providers, stdin=stdin, budget=budget,
+                                   timeout=timeout)
         main = user[-1]
         try:
-            modules = resolve_modules(instance, user, table, options)
-            ctx = Context(instance, modules, budget=budget, timeout=timeout)
-        except VmError as e:
-            raise e.annotate("creating VM context")
-        name = _pick_function(main, flags.values.get("function"))
-        fn = main.lookup_function(name)
-        if fn is None:
-            raise FunctionNotFoundError(f"no function `{name}` exported by module", StatusCode.NOT_FOUND) \
-                .annotate(f"looking up function '{name}'")
+            name = _pick_function(main, flags.values.get("function"))
+            fn = main.lookup_function(name)
+            if fn is None:
+                raise FunctionNotFoundError(f"no function `{name}` exported by module",
+                              StatusCode.NOT_FOUND).annotate(f"looking up function '{name}'")
+        except BaseException:
+            ctx.close()
+            raise
     except VmError as e:
         raise e.annotate("creating run context")
     return ctx, main, name, fn

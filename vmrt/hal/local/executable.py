@@ -28,6 +28,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import elfkit
+from elfkit import fatelf
+
 from . import library_abi as abi
 from .guest import GuestMemory, import_thunk, sig
 from ...errors import DispatchError, ExecutableError, StatusCode, VmError
@@ -73,10 +76,9 @@ class ImportInfo:
 
 
 def _arch_of(data: bytes, arch: Any, backend: str) -> str:
-    from elfkit import fatelf
     try:
         rec, _view = fatelf.select(data, arch, fallback=backend != "native")
-    except Exception as e:
+    except elfkit.ElfkitError as e:
         raise ExecutableError(f"{e}", StatusCode.INVALID_ARGUMENT) from e
     if rec.arch is None:
         raise ExecutableError("the executable is for an architecture elfkit does not know",
@@ -110,7 +112,6 @@ class Executable:
     def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
               machine: Any, name: str | None, constants: Sequence[int] | None,
               processor_data: Sequence[int] | None) -> None:
-        import elfkit
         if isinstance(source, (str, os.PathLike)):
             self.source = os.fspath(source)
             try:
@@ -151,7 +152,6 @@ class Executable:
 
     def _query(self, label: str, constants: Sequence[int] | None,
                processor_data: Sequence[int] | None) -> None:
-        import elfkit
         mem, lay, m = self._mem, self._mem.layout, self.machine
         try:
             query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
@@ -536,7 +536,6 @@ def _runtime_imports() -> Any:
     """Symbols compiled dispatch code may reference without calling: the ARM
     EHABI personality routines named by .ARM.exidx entries (armv7a
     executables reference __aeabi_unwind_cpp_pr0)."""
-    import elfkit
     return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
                            for i in range(3)})
 

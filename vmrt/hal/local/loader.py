@@ -4,8 +4,9 @@
 with one plugin manager resolving every executable's imports."""
 from __future__ import annotations
 
-import struct
 from typing import Any, Mapping, Sequence
+
+from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
 from .executable import Executable
@@ -22,17 +23,14 @@ def infer_format(data: bytes) -> str:
     ``embedded-fatelf`` for a FatELF, ``embedded-elf-<arch>`` for an ELF
     (``x86_64``, ``arm_64``, ``riscv_64``, ``arm_32``, ``x86_32``,
     ``riscv_32``, or ``unknown``)."""
-    head = bytes(data[:20])
-    if head[:4] == b"\xfa\x70\x0e\x1f":
-        return "embedded-fatelf"
-    if head[:4] != b"\x7fELF" or len(head) < 20:
-        raise ExecutableError("not an ELF or FatELF executable", StatusCode.INVALID_ARGUMENT)
-    from elfkit import arch as _arch
     try:
-        a = _arch.from_machine(struct.unpack_from("<H", head, 18)[0], 64 if head[4] == 2 else 32)
-        return "embedded-elf-" + FORMAT_SUFFIXES[a.name]
-    except Exception:
-        return "embedded-elf-unknown"
+        ident = fatelf.identify(data)
+    except FatElfError as e:
+        raise ExecutableError(f"not an ELF or FatELF executable: {e}",
+                              StatusCode.INVALID_ARGUMENT) from None
+    if ident.kind == "fatelf":
+        return "embedded-fatelf"
+    return "embedded-elf-" + FORMAT_SUFFIXES.get(ident.arches[0] or "", "unknown")
 
 
 def supports_format(fmt: str) -> bool:

@@ -17,6 +17,8 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 from __future__ import annotations
 
 import elfkit
+from elfkit import fatelf
+from elfkit.arch import host
 
 import os
 import struct
@@ -82,13 +84,20 @@ class _EmbeddedSource:
             p.close()
 
 
-def _slice_arches(data: bytes) -> list[str]:
-    from elfkit import fatelf
+def _identify(data: bytes) -> fatelf.Identity | None:
+    """What the file is, or None when it is neither ELF nor FatELF (loading
+    it then fails with elfkit's own message)."""
     try:
-        with fatelf.read(data) as fat:
-            return [r.arch for r in fat.records if r.arch]
-    except Exception:
-        return []
+        return fatelf.identify(data)
+    except elfkit.FatElfError:
+        return None
+
+
+def _slice_arches(data: bytes) -> list[str]:
+    """The architectures elfkit can load from a plugin file: every known
+    slice of a FatELF, the one of a plain ELF."""
+    ident = _identify(data)
+    return [] if ident is None else [a for a in ident.arches if a]
 
 
 # ---------------------------------------------------------------------------
@@ -125,13 +134,10 @@ class PluginSpec:
 
 
 def _is_host_elf(data: bytes) -> bool:
-    from elfkit.arch import host
     h = host()
-    if h is None or len(data) < 20 or data[:4] != b"\x7fELF":
-        return False
-    bits = 64 if data[4] == 2 else 32
-    machine = struct.unpack_from("<H", data, 18)[0]
-    return machine == h.machine and bits == h.bits
+    ident = _identify(data)
+    return (h is not None and ident is not None and ident.kind == "elf"
+            and ident.machines[0] == h.machine and ident.word_sizes[0] == h.bits)
 
 
 # ---------------------------------------------------------------------------
@@ -247,7 +253,6 @@ class PluginManager:
                     else "embedded"
         if kind == "system":
             native = None
-            from elfkit.arch import host
             h = host()
             if h is not None and self.backend != "emulated":
                 native = self.machine(h)
@@ -321,7 +326,6 @@ class PluginManager:
         """Resolve ``names`` for code running in ``machine`` (default: the
         manager's machine for ``arch``, else the host's)."""
         if machine is None:
-            from elfkit.arch import host
             machine = self.machine(arch or host())
         mem = GuestMemory(machine)
         try:

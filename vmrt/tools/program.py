@@ -1,0 +1,231 @@
+"""``vmrt.load``: a ``.vmfb`` program whose exports are called like Python
+functions, set up the way ``vmrt run`` sets it up.
+
+    prog = vmrt.load("m.vmfb", device="local-sync",
+                     executable_plugins=["plugin.sos"])
+    out = prog["main"](a, b)          # or prog.main(a, b)
+
+Arguments follow each function's calling convention: numpy arrays (and
+numpy scalars) are copied into ``hal.buffer_view`` s for ref arguments,
+Python/numpy numbers are converted to i32/i64/f32/f64 (wrapping and
+rounding like the VM does).  Results come back like ``iree.runtime``'s
+functions return them: ``None`` for none, the value for one, a tuple for
+several; buffer views as numpy arrays (copies owned by the caller; ``i1``
+as ``bool``), i32/i64 as ``int``, f32/f64 as ``float``, ``vm.list`` s as
+Python lists.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
+from ..hal.buffer_view import BufferView
+from ..vm.context import Context
+from ..vm.list import VmList
+from ..vm.module import Module, cconv_fragments
+from .module_specs import RunOptions, create_context
+
+__all__ = ["Program", "ProgramFunction", "load"]
+
+
+# ------------------------------------------------------------ conversions ---
+def _array_arg(v: Any) -> Any:
+    """A numpy array or scalar becomes a buffer view over a copy (programs
+    may write to their arguments; iree.runtime copies them to the device
+    too); anything else is left to the context's conversion (refs, None,
+    lists, bytes)."""
+    if isinstance(v, (np.ndarray, np.generic)):
+        return BufferView(np.array(v, order="C"))
+    return v
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+def to_host(v: Any) -> Any:
+    """A VM result as a host value: buffer views as numpy arrays (copies),
+    lists as Python lists, typed list elements as plain numbers; any other
+    ref as it is."""
+    if isinstance(v, BufferView):
+        arr = v.array.copy()
+        if v.element_type == "i1":
+            arr = arr.astype(bool)
+        return arr
+    if isinstance(v, VmList):
+        return [to_host(x) for x in v.items]
+    if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str):   # a variant (type, value)
+        return v[1]
+    return v
+
+
+# -------------------------------------------------------------- functions ---
+class ProgramFunction:
+    """One export of a :class:`Program`; call it with host values."""
+
+    __slots__ = ("program", "name", "cconv", "bound", "arity", "_convert", "_results")
+
+    def __init__(self, program: "Program", name: str, bound: Any):
+        self.program = program
+        self.name = name
+        self.bound = bound
+        self.cconv = bound.cconv
+        args, results = cconv_fragments(self.cconv)
+        self.arity: int | None = None if "C" in args else len(args)   # C...D: a variadic span
+        self._convert: list[Callable[[Any], Any]] = [
+            _array_arg if c == "r" else _same for c in args]
+        self._results = results
+
+    @property
+    def declaration(self) -> str | None:
+        """The MLIR signature recorded by the compiler (``iree.abi.declaration``)."""
+        return self.program.module.function_attrs(self.name).get("iree.abi.declaration")
+
+    def __call__(self, *args: Any) -> Any:
+        prog = self.program
+        if prog.closed:
+            raise VmError(f"cannot call '{self.name}': the program is closed",
+                          StatusCode.FAILED_PRECONDITION)
+        if self.arity is not None:
+            if len(args) != self.arity:
+                raise UsageError(
+                    f"function '{self.name}' takes {self.arity} argument"
+                    f"{'' if self.arity == 1 else 's'} but {len(args)} "
+                    f"{'was' if len(args) == 1 else 'were'} given "
+                    f"(signature {self.declaration or self.cconv})")
+            values = [conv(a) for conv, a in zip(self._convert, args)]
+        else:
+            values = [_array_arg(a) for a in args]
+        try:
+            results = prog.context.invoke(self.bound, values)
+        except VmError as e:
+            e.annotate(f"invoking function '{self.name}'")
+            decl = self.declaration
+            if decl:
+                e.annotate(f"`{decl}`")
+            raise
+        if not results:
+            return None
+        if len(results) == 1:
+            return to_host(results[0])
+        return tuple(to_host(r) for r in results)
+
+    def __repr__(self) -> str:
+        return f"<vmrt function {self.program.module.name}.{self.name} {self.cconv}>"
+
+
+# ---------------------------------------------------------------- program ---
+class Program:
+    """A loaded program: its context (``.context``), main module
+    (``.module``) and exports (``.exports``, ``prog[name]``, ``prog.name``,
+    ``name in prog``).  Close it (or use ``with``) to run ``__deinit`` and
+    release the device."""
+
+    def __init__(self, context: Context, module: Module):
+        self.context = context
+        self.module = module
+        self._functions: dict[str, ProgramFunction] = {}
+
+    @property
+    def closed(self) -> bool:
+        return self.context is None
+
+    @property
+    def exports(self) -> tuple[str, ...]:
+        """The public exports of the main module (no ``__init``-style internal
+        functions, no ``$async`` variants; those are still reachable by
+        ``prog[name]``)."""
+        return tuple(e.name for e in self.module.exports
+                     if not e.name.startswith("__") and "$" not in e.name)
+
+    def function(self, name: str) -> ProgramFunction:
+        fn = self._functions.get(name)
+        if fn is not None:
+            return fn
+        if self.closed:
+            raise VmError(f"cannot look up '{name}': the program is closed",
+                          StatusCode.FAILED_PRECONDITION)
+        f = self.module.lookup_function(name) if isinstance(name, str) else None
+        if f is None:
+            listed = ", ".join(self.exports) or "(none)"
+            raise FunctionNotFoundError(f"module '{self.module.name}' exports no function "
+                                   f"{name!r}; its exports are: {listed}")
+        fn = self._functions[name] = ProgramFunction(self, name, self.context.bind(f))
+        return fn
+
+    def __getitem__(self, name: str) -> ProgramFunction:
+        return self.function(name)
+
+    def __getattr__(self, name: str) -> ProgramFunction:
+        if name.startswith("__") or name in ("context", "module", "_functions"):
+            raise AttributeError(name)
+        return self.function(name)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.module.lookup_function(name) is not None
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *(n for n in self.exports if n.isidentifier())})
+
+    def close(self) -> None:
+        """Run the modules' ``__deinit`` and free their states (idempotent)."""
+        ctx, self.context = self.context, None
+        self._functions.clear()
+        if ctx is not None:
+            ctx.close()
+
+    def __enter__(self) -> "Program":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<vmrt.Program {self.module.name!r}{state} exports={list(self.exports)}>"
+
+
+def _listify(value: Any, single: tuple) -> list:
+    if value is None:
+        return []
+    if isinstance(value, single):
+        return [value]
+    return list(value)
+
+
+def load(source: "str | os.PathLike | bytes | Module", *, device: "str | Sequence[str] | None"
+         = "local-sync", executable_plugins: Iterable["str | os.PathLike"] = (),
+         modules: Iterable[Any] = (), providers: Iterable[Any] = (),
+         budget: int | None = None, timeout: float | None = None) -> Program:
+    """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
+    --module=M... --module=SOURCE`` does and return a :class:`Program`.
+
+    ``source``: a ``.vmfb`` path, its bytes, or a module already loaded.
+    ``device``: the HAL device URI (``local-sync``, ``local-task``), several,
+    or None for programs that need no device (``--iree-execution-model=
+    host-only``; a program that does need one then gets the default).
+    ``executable_plugins``: ``--executable_plugin`` values, last asked first.
+    ``modules``: extra modules registered before the main one, as
+    ``vmrt.Module`` objects or ``--module`` spec strings (``lib.vmfb``,
+    ``mods.py@create``).  ``providers``: extra module providers (the
+    ``vmrt.modules`` entry points and the built-in ``hal`` are always there).
+    ``budget`` / ``timeout``: ``--instruction_budget`` / ``--timeout``.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        main: Any = Path(source)
+    elif isinstance(source, (bytes, bytearray, memoryview, Module)):
+        main = source
+    else:
+        raise UsageError(f"cannot load a program from a {type(source).__name__} (expected a "
+                         "path, bytes or a vmrt.Module)")
+    options = RunOptions(
+        devices=[str(d) for d in _listify(device, (str,))],
+        executable_plugins=[os.fspath(p) for p in
+                            _listify(executable_plugins, (str, os.PathLike))])
+    user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
+    ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout)
+    return Program(ctx, loaded[-1])
