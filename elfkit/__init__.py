@@ -13,7 +13,8 @@ from .arch import Arch
 from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, EmulationFault,
                      ExecutionError, FatElfError, LayoutError, LazyImportError, MemoryAccessError,
                      ModuleClosedError, ParseError, RelocationError, SignatureError,
-                     SymbolNotFoundError, UnresolvedImportError, UnsupportedError)
+                     SymbolNotFoundError, ToolchainError, UnresolvedImportError,
+                     UnsupportedError)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do
@@ -22,7 +23,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Limits": "loader"}
 
 
-_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli")
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
 
 
 def __getattr__(name: str):
@@ -41,5 +42,5 @@ __all__ = [
     "Signature", "ElfkitError", "ParseError", "UnsupportedError", "ArchError", "LayoutError",
     "RelocationError", "UnresolvedImportError", "SymbolNotFoundError", "SignatureError",
     "BackendError", "MemoryAccessError", "ModuleClosedError", "LazyImportError",
-    "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError",
+    "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError", "ToolchainError",
 ]

@@ -93,3 +93,8 @@ class CallTimeout(ExecutionError):
 
 class FatElfError(ElfkitError):
     """A FatELF container is malformed or has no suitable slice."""
+
+
+class ToolchainError(ElfkitError):
+    """A plugin could not be built (elfkit.toolchain): names the command that
+    failed and carries the end of its output."""
