@@ -5,7 +5,9 @@ their flags from the same place (elfkit/arch/).
   what ``elfkit_arch_cflags()`` returns for every arch and flavor;
 * ``compile_plugin`` and ``elfkit_add_plugin`` build byte-identical plugins;
 * ``compile_plugin`` reuses its output until a source, a header it includes
-  or a flag changes, and names the failing command.
+  or a flag changes, and names the failing command;
+* ``elfkit_add_plugin`` per-arch targets do not clash with a user's
+  ``<name>_<arch>`` target.
 """
 from __future__ import annotations
 
@@ -177,3 +179,55 @@ def test_compile_plugin_names_the_failure(tmp_path):
         compile_plugin(src, "riscv32", tmp_path / "bad.so", ldflags=["--no-undefined"])
     with pytest.raises(ToolchainError, match="hash style"):
         compile_plugin(src, "riscv32", tmp_path / "bad.so", hash_style="fast")
+
+
+# --------------------------------------------------------------------------
+# elfkit_add_plugin target names
+
+
+def _clash_project(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "foo.c").write_text('__attribute__((visibility("default"))) int foo(void) '
+                               "{ return 7; }\n")
+    (src / "CMakeLists.txt").write_text(f"""\
+cmake_minimum_required(VERSION 3.20)
+project(clash LANGUAGES C)
+list(APPEND CMAKE_MODULE_PATH "{CMAKE_MODULES.as_posix()}")
+include(ElfkitPlugin)
+# the user's own targets, named like elfkit_add_plugin's old per-arch targets
+add_custom_target(foo_x86_64 ALL COMMAND "${{CMAKE_COMMAND}}" -E touch "${{CMAKE_BINARY_DIR}}/mine")
+add_custom_target(foo_riscv32_objects)
+elfkit_add_plugin(foo SOURCES foo.c ARCHS x86_64 riscv32 LINK_FLAGS --no-undefined)
+get_target_property(t foo ELFKIT_PLUGIN_TARGETS)
+file(WRITE "${{CMAKE_BINARY_DIR}}/targets.txt" "${{t}}")
+""")
+    return src
+
+
+def test_per_arch_targets_do_not_clash_with_user_targets(tmp_path):
+    src = _clash_project(tmp_path)
+    bdir = tmp_path / "b"
+    r = _configure(src, bdir)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (bdir / "targets.txt").read_text() == "elfkit_foo_x86_64;elfkit_foo_riscv32"
+    cmake, _ = _cmake()
+    r = subprocess.run([cmake, "--build", str(bdir)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (bdir / "mine").is_file()
+    for arch in ("x86_64", "riscv32"):
+        assert (bdir / "plugins" / arch / "foo.so").is_file()
+    # one per-arch target builds one arch
+    (bdir / "plugins" / "riscv32" / "foo.so").unlink()
+    r = subprocess.run([cmake, "--build", str(bdir), "--target", "elfkit_foo_riscv32"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and (bdir / "plugins" / "riscv32" / "foo.so").is_file()
+
+    # the prefix is a cache variable; a name that is taken anyway is a clear error
+    r = _configure(src, tmp_path / "b2", "-DELFKIT_PLUGIN_TARGET_PREFIX=")
+    assert r.returncode != 0
+    assert "per-arch target name 'foo_x86_64' is taken" in r.stderr
+    assert "ELFKIT_PLUGIN_TARGET_PREFIX" in r.stderr
+    r = _configure(src, tmp_path / "b3", "-DELFKIT_PLUGIN_TARGET_PREFIX=p_")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "b3" / "targets.txt").read_text() == "p_foo_x86_64;p_foo_riscv32"

@@ -14,9 +14,16 @@
 #     [NO_PACK])
 #
 # Produces <OUTPUT_DIR>/<arch>/<name>.so for every arch and, when packing is
-# enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them;
-# <name>_<arch> builds one architecture.  The target property
-# ELFKIT_PLUGIN_FILES of <name> lists the per-arch .so files (in ARCHS order).
+# enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them.
+#
+# Per-arch targets: elfkit_<name>_<arch> links one architecture's .so, and
+# elfkit_<name>_<arch>_objects (an OBJECT library) compiles it.  The prefix
+# keeps them apart from your own targets (a target called <name>_<arch> of
+# yours is fine); it is the cache variable ELFKIT_PLUGIN_TARGET_PREFIX
+# (default "elfkit_"), and a name that is taken anyway is a configure error
+# that says so.  Target properties of <name>: ELFKIT_PLUGIN_FILES lists the
+# per-arch .so files and ELFKIT_PLUGIN_TARGETS the per-arch targets (both in
+# ARCHS order).
 #
 # ARCHS defaults to the toolchain file's architecture when a per-arch
 # toolchain file is in use, otherwise to ELFKIT_ARCHS (all six by default).
@@ -52,6 +59,8 @@ set(ELFKIT_PLUGIN_OUTPUT_DIR "${CMAKE_BINARY_DIR}/plugins" CACHE PATH
     "Default OUTPUT_DIR of elfkit_add_plugin()")
 set(ELFKIT_PACK AUTO CACHE STRING "Pack per-arch plugins into NAME.sos: AUTO, ON or OFF")
 set_property(CACHE ELFKIT_PACK PROPERTY STRINGS AUTO ON OFF)
+set(ELFKIT_PLUGIN_TARGET_PREFIX "elfkit_" CACHE STRING
+    "Prefix of the per-arch targets of elfkit_add_plugin(): <prefix><name>_<arch>")
 
 get_property(_elfkit_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
 if(NOT "C" IN_LIST _elfkit_langs)
@@ -143,8 +152,15 @@ function(elfkit_add_plugin name)
         "(toolchain file); it cannot build ${arch}.  Configure another build directory with "
         "toolchain/cmake/${arch}.cmake, or one for all arches with toolchain/cmake/multiarch.cmake.")
     endif()
-    set(_tgt "${name}_${arch}")
+    set(_tgt "${ELFKIT_PLUGIN_TARGET_PREFIX}${name}_${arch}")
     set(_obj "${_tgt}_objects")
+    foreach(_t IN ITEMS ${_tgt} ${_obj})
+      if(TARGET ${_t})
+        message(FATAL_ERROR
+          "elfkit_add_plugin(${name}): the per-arch target name '${_t}' is taken; rename that "
+          "target or set ELFKIT_PLUGIN_TARGET_PREFIX (now '${ELFKIT_PLUGIN_TARGET_PREFIX}')")
+      endif()
+    endforeach()
     add_library(${_obj} OBJECT ${P_SOURCES})
     if(NOT ELFKIT_TOOLCHAIN_ARCH)
       # multiarch tree: the compiler has no default target, add this arch's
@@ -185,4 +201,5 @@ function(elfkit_add_plugin name)
   add_custom_target(${name} ALL DEPENDS ${_outputs})
   add_dependencies(${name} ${_targets})
   set_property(TARGET ${name} PROPERTY ELFKIT_PLUGIN_FILES "${_sofiles}")
+  set_property(TARGET ${name} PROPERTY ELFKIT_PLUGIN_TARGETS "${_targets}")
 endfunction()
