@@ -22,9 +22,6 @@ from ..arch import Arch
 from .flags import ldflags as base_ldflags
 from .tools import run, version, zig
 
-_OBJ = "<obj>"
-
-
 def compile_plugin(sources: "str | os.PathLike | Iterable[str | os.PathLike]", arch: "str | Arch",
                    out: "str | os.PathLike", *, cflags: Iterable[str] = (),
                    ldflags: Iterable[str] = (), include_dirs: Iterable["str | os.PathLike"] = (),
@@ -56,11 +53,15 @@ def compile_plugin(sources: "str | os.PathLike | Iterable[str | os.PathLike]", a
     for k, v in (defines or {}).items():
         flags.append(f"-D{k}" if v is None else f"-D{k}={v}")
     flags += cflags
-    compiles = [[*zig("cc", python=python), *flags, "-c", str(s), "-o", f"{_OBJ}{i}.o"]
-                for i, s in enumerate(srcs)]
-    link = [*zig("ld.lld", python=python), *base_ldflags(hash_style), *ldflags,
-            *(f"{_OBJ}{i}.o" for i in range(len(srcs))), "-o", "<out>"]
-    key = _digest(json.dumps([compiles, link, version("ziglang")]))
+    cc = [*zig("cc", python=python), *flags]
+    ld = [*zig("ld.lld", python=python), *base_ldflags(hash_style), *ldflags]
+
+    def compile_cmd(i: int, obj: str, dep: str) -> list[str]:
+        return [*cc, "-MD", "-MF", dep, "-c", str(srcs[i]), "-o", obj]
+
+    # the key: every command, with placeholders for the temporary paths
+    placeholders = [compile_cmd(i, f"<obj{i}>", f"<dep{i}>") for i in range(len(srcs))]
+    key = _digest(json.dumps([placeholders, ld, version("ziglang")]))
     record = out.with_name(out.name + ".inputs.json")
     if _up_to_date(out, record, key):
         return out
@@ -72,16 +73,13 @@ def compile_plugin(sources: "str | os.PathLike | Iterable[str | os.PathLike]", a
     try:
         inputs: set[Path] = set(srcs)
         objs = []
-        for i, cmd in enumerate(compiles):
+        for i, src in enumerate(srcs):
             obj, dep = tmp / f"{i}.o", tmp / f"{i}.d"
-            cmd = [c.replace(f"{_OBJ}{i}.o", str(obj)) for c in cmd]
-            cmd[-3:-3] = ["-MD", "-MF", str(dep)]
-            run(cmd, f"compiling {srcs[i].name} for {a.name}")
+            run(compile_cmd(i, str(obj), str(dep)), f"compiling {src.name} for {a.name}")
             inputs.update(_depfile(dep))
             objs.append(str(obj))
         so = tmp / out.name
-        cmd = [*link[:-2 - len(srcs)], *objs, "-o", str(so)]
-        run(cmd, f"linking {out.name} for {a.name}")
+        run([*ld, *objs, "-o", str(so)], f"linking {out.name} for {a.name}")
         os.replace(so, out)
         _write_record(record, key, inputs)
     finally:
