@@ -1,66 +1,66 @@
-"""Inputs the benchmarks need, built on demand and cached under build/bench/.
+"""Inputs the benchmarks need, built on demand and cached.
 
-* the sample/test plugins, by the CMake project in plugin_src/
-  (``build/bench/plugins/<arch>/<name>.so``; ninja rebuilds what changed);
+Every plugin goes through ``elfkit.toolchain`` (the project's one builder):
+
+* the sample/test plugins: the CMake project in plugin_src/, built by
+  ``build_plugin_project`` into the same hash-keyed cache the tests use
+  (``build/plugins/<hash>/<arch>/<name>.so``);
 * synthetic shared objects with N dynamic relocations
-  (``build/bench/data/relocs_<kind>_<N>.so``), assembled and linked with
-  zig's clang and ld.lld;
+  (``build/bench/data/relocs_<kind>_<N>.so``), assembled and linked by
+  ``compile_plugin``;
 * a large x86_64 ELF for the FatELF measures;
 * a loop-heavy ``.vmfb`` compiled with the pip ``iree-compile``.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from elfkit.toolchain import ToolchainError, build_plugin_project, compile_plugin
+
 from ._timing import REPO
 
-ZIG = [sys.executable, "-m", "ziglang"]
+#: Same configure options as the tests' catalogue (tests/plugins.py), so the
+#: benchmarks reuse the tests' cached build and the other way round.
+PLUGIN_DEFINITIONS = {"ELFKIT_SYSTEM_PLUGIN": "ON"}
 
 
 class BuildError(RuntimeError):
     pass
 
 
-def _env() -> dict[str, str]:
-    # Host compiler flags must not leak into the cross builds.
-    return {k: v for k, v in os.environ.items()
-            if k not in ("CFLAGS", "CPPFLAGS", "LDFLAGS", "ASMFLAGS")}
-
-
 def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
-    p = subprocess.run(cmd, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
+    # Host compiler flags must not leak into the builds.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CFLAGS", "CPPFLAGS", "LDFLAGS", "ASMFLAGS")}
+    p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if p.returncode != 0:
         raise BuildError(f"{what} failed ({' '.join(map(str, cmd))}):\n"
                          f"{p.stdout.decode(errors='replace')[-3000:]}")
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-    if not found:
-        raise BuildError(f"{name} not found; pip install -e '.[test]'")
-    return found
+@functools.lru_cache(maxsize=None)
+def _plugin_dir() -> Path:
+    root = Path(os.environ.get("ELFKIT_PLUGIN_BUILD_DIR", REPO / "build" / "plugins"))
+    try:
+        return build_plugin_project(REPO / "plugin_src", root, definitions=PLUGIN_DEFINITIONS)
+    except ToolchainError as e:
+        raise BuildError(str(e)) from None
 
 
 def plugins(work: Path) -> Path:
-    """Build (or bring up to date) every plugin; returns the directory that
-    holds ``<arch>/<name>.so``."""
-    cmake, ninja = _tool("cmake"), _tool("ninja")
-    if not (work / "build.ninja").is_file():
-        work.mkdir(parents=True, exist_ok=True)
-        _run([cmake, "-G", "Ninja", "-S", str(REPO / "plugin_src"), "-B", str(work),
-              f"-DCMAKE_MAKE_PROGRAM={ninja}", f"-DELFKIT_PYTHON={sys.executable}",
-              "-DELFKIT_PACK=OFF"], "configuring plugin_src/")
-    _run([cmake, "--build", str(work)], "building plugin_src/")
-    return work / "plugins"
+    """Build (or reuse) every plugin; returns the directory that holds
+    ``<arch>/<name>.so``.  (``work`` is not used: the plugins live in the
+    shared cache.)"""
+    return _plugin_dir()
 
 
 def plugin(work: Path, name: str, arch: str) -> Path:
-    p = work / "plugins" / arch / f"{name}.so"
+    p = _plugin_dir() / arch / f"{name}.so"
     if not p.is_file():
         raise BuildError(f"{p} was not built")
     return p
@@ -73,23 +73,17 @@ def _data(work: Path) -> Path:
 
 
 def _assemble_link(asm: str, out: Path, target: str = "x86_64") -> Path:
-    """Assemble ``asm`` for ``<target>-freestanding-none`` and link it into a
-    shared object at ``out`` (cached: rebuilt when the source changes)."""
+    """Assemble ``asm`` for ``target`` and link it into a shared object at
+    ``out`` (compile_plugin reuses ``out`` while the source is unchanged)."""
     src = out.with_suffix(".s")
-    if out.is_file() and src.is_file() and src.read_text() == asm:
-        return out
-    tmp_src = out.with_suffix(f".{os.getpid()}.s")
-    tmp_src.write_text(asm)
-    obj = out.with_suffix(f".{os.getpid()}.o")
-    tmp_out = out.with_suffix(f".{os.getpid()}.so")
-    _run(ZIG + ["cc", "-target", f"{target}-freestanding-none", "-c", "-x", "assembler",
-                str(tmp_src), "-o", str(obj)], f"assembling {out.name}")
-    _run(ZIG + ["ld.lld", "-shared", "-nostdlib", "-z", "now", "--hash-style=sysv",
-                str(obj), "-o", str(tmp_out)], f"linking {out.name}")
-    obj.unlink(missing_ok=True)
-    tmp_out.replace(out)
-    tmp_src.replace(src)
-    return out
+    if not src.is_file() or src.read_text() != asm:
+        tmp_src = out.with_suffix(f".{os.getpid()}.s")
+        tmp_src.write_text(asm)
+        tmp_src.replace(src)
+    try:
+        return compile_plugin(src, target, out)
+    except ToolchainError as e:
+        raise BuildError(str(e)) from None
 
 
 def reloc_object(work: Path, n: int, kind: str = "relative") -> Path:

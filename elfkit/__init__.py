@@ -14,7 +14,7 @@ from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, Emulatio
                      ExecutionError, FatElfArchError, FatElfError, FatElfFormatError, LayoutError,
                      LazyImportError, MemoryAccessError, ModuleClosedError, ParseError,
                      RelocationError, SignatureError, SymbolNotFoundError, UnresolvedImportError,
-                     UnsupportedError, UsageError)
+                     UnsupportedError, ToolchainError, UsageError)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do
@@ -23,7 +23,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Limits": "loader"}
 
 
-_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli")
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
 
 
 def __getattr__(name: str):
@@ -43,5 +43,5 @@ __all__ = [
     "RelocationError", "UnresolvedImportError", "SymbolNotFoundError", "SignatureError",
     "BackendError", "MemoryAccessError", "ModuleClosedError", "LazyImportError",
     "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError", "FatElfFormatError",
-    "FatElfArchError", "UsageError",
+    "FatElfArchError", "UsageError", "ToolchainError",
 ]

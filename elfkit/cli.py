@@ -2,8 +2,8 @@
 
 Each command family lives next to its concept and registers itself here:
 ``inspect`` (elfkit/loader/cli.py), ``run`` and ``disasm`` (elfkit/exec/cli.py),
-``fatelf`` (elfkit/fatelf/cli.py).  Registration imports nothing heavy, so
-``elfkit fatelf list`` starts fast.
+``fatelf`` (elfkit/fatelf/cli.py), ``toolchain`` (elfkit/toolchain/cli.py).
+Registration imports nothing heavy, so ``elfkit fatelf list`` starts fast.
 """
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ _FAMILIES = (
     ("elfkit.loader.cli", "register"),
     ("elfkit.exec.cli", "register"),
     ("elfkit.fatelf.cli", "register"),
+    ("elfkit.toolchain.cli", "register"),
 )
 # which family defines each command: only that one is imported to run it
 _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
-             "disasm": "elfkit.exec.cli", "fatelf": "elfkit.fatelf.cli"}
+             "disasm": "elfkit.exec.cli", "fatelf": "elfkit.fatelf.cli",
+             "toolchain": "elfkit.toolchain.cli"}
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -108,3 +108,8 @@ class FatElfArchError(FatElfError, ArchError):
 class UsageError(ElfkitError, TypeError):
     """An API was called with an argument of the wrong type, or with an
     impossible combination of arguments (a bug in the caller, not the file)."""
+
+
+class ToolchainError(ElfkitError):
+    """A plugin could not be built (elfkit.toolchain): names the command that
+    failed and carries the end of its output."""

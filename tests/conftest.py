@@ -11,9 +11,18 @@ build/plugins/<hash>/ (see tests/plugins.py for the catalogue):
 
 ``system_plugin`` (session): the host build of plugin_src/system_plugin.c
 (skips the test when there is no host C compiler).
+
+``sos`` (session): packs FatELF files with the ``elfkit fatelf pack``
+command line: ``sos([path, ...], "name.sos") -> Path``.
+``standalone_sos`` (session): the standalone plugin for x86_64, aarch64 and
+riscv64 in one .sos (what IREE's sample builds).
+
+Plugins other than the catalogue are built with
+``elfkit.toolchain.compile_plugin`` (the project's one builder).
 """
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,3 +45,32 @@ def system_plugin(plugins: PluginSet) -> Path:
     if plugins.system_plugin is None:
         pytest.skip("no host C compiler: system_plugin.so was not built")
     return plugins.system_plugin
+
+
+class Packer:
+    """Packs FatELF files through the CLI, into one session directory."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.count = 0
+
+    def __call__(self, inputs: list[Path], name: str | None = None) -> Path:
+        self.count += 1
+        out = self.root / (name or f"pack{self.count}.sos")
+        proc = subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
+                               *map(str, inputs)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return out
+
+
+@pytest.fixture(scope="session")
+def sos(tmp_path_factory) -> Packer:
+    return Packer(tmp_path_factory.mktemp("sos"))
+
+
+@pytest.fixture(scope="session")
+def standalone_sos(plugins: PluginSet, sos: Packer) -> Path:
+    """Our standalone plugin for x86_64, aarch64 and riscv64 in one .sos (the
+    IREE sample's CMake builds the same three)."""
+    return sos([plugins.path("standalone", a) for a in ("x86_64", "aarch64", "riscv64")],
+               "standalone_plugin.sos")

@@ -8,23 +8,19 @@ independent Python reference (``ref``) that says what the plugin returns for
 given arguments, so tests compare against a formula and never against output
 recorded from the code under test.
 
-``build_plugins()`` configures ``plugin_src/`` once with
-``toolchain/cmake/multiarch.cmake`` and builds every plugin for all six
-architectures under ``build/plugins/<hash>/``, where ``<hash>`` covers the
-plugin sources, the toolchain files, this file and the tool versions, so an
-unchanged tree reuses the previous build (also across sessions).  The
-``plugins`` fixture in ``tests/conftest.py`` returns its result.
+``build_plugins()`` builds the CMake project ``plugin_src/`` for all six
+architectures through ``elfkit.toolchain.build_plugin_project`` (the one
+plugin builder), cached under ``build/plugins/<hash>/``, where ``<hash>``
+covers the plugin sources, the CMake modules, the flags' source
+(``elfkit/arch/``), and the tool versions, so an unchanged tree reuses the
+previous build (also across sessions).  The ``plugins`` fixture in
+``tests/conftest.py`` returns its result.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
-import shutil
 import struct
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
@@ -357,178 +353,20 @@ def _host_arch() -> str:
             "riscv64": "riscv64", "i686": "i386", "i386": "i386"}.get(m, m)
 
 
-def _tool(name: str) -> str:
-    """cmake / ninja: from PATH (the pip wheels install them there), else the
-    wheels' bin directories next to the running interpreter."""
-    found = shutil.which(name)
-    if not found:
-        found = shutil.which(name, path=str(Path(sys.executable).parent))
-    if not found:
-        try:
-            if name == "cmake":
-                import cmake  # type: ignore[import-not-found]
-                found = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
-            elif name == "ninja":
-                import ninja  # type: ignore[import-not-found]
-                found = str(Path(ninja.BIN_DIR) / "ninja")
-        except (ImportError, AttributeError):
-            found = None
-    if not found:
-        raise PluginBuildError(f"{name} not found; install the test extras: pip install -e '.[test]'")
-    return found
-
-
-def _host_cc() -> str | None:
-    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if cc and shutil.which(cc):
-            return shutil.which(cc)
-    return None
-
-
-def _version(dist: str) -> str:
-    try:
-        from importlib.metadata import version
-        return version(dist)
-    except Exception:
-        return "?"
-
-
-def source_hash() -> str:
-    """Hash of everything that determines the built plugins."""
-    h = hashlib.sha256()
-    files = [p for root in (PLUGIN_SRC, TOOLCHAIN) for p in root.rglob("*") if p.is_file()]
-    files.append(Path(__file__))
-    for p in sorted(files):
-        if "__pycache__" in p.parts:
-            continue
-        h.update(str(p.relative_to(REPO)).encode() + b"\0")
-        h.update(p.read_bytes() + b"\0")
-    for extra in (sys.executable, _version("ziglang"), _version("cmake"), _version("ninja"),
-                  str(_host_cc())):
-        h.update(extra.encode() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def _run(cmd: list[str], log, cwd: Path | None = None) -> int:
-    log.write(("$ " + " ".join(cmd) + "\n").encode())
-    log.flush()
-    # Host compiler flags from the environment must not leak into cross builds.
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CFLAGS", "CPPFLAGS", "LDFLAGS", "ASMFLAGS")}
-    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    log.write(f"[exit {proc.returncode}]\n".encode())
-    log.flush()
-    return proc.returncode
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(text[-lines:])
-
-
-def _failures(path: Path, limit: int = 80) -> str:
-    """The FAILED: blocks of a ninja log (the compiler/linker messages), or
-    the log's tail when there are none."""
-    try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    out: list[str] = []
-    inside = False
-    for line in text:
-        if line.startswith("FAILED:"):
-            inside = True
-        elif line.startswith("[") and "/" in line.split("]")[0] or line.startswith("ninja:"):
-            inside = False
-        if inside:
-            out.append(line)
-    return "\n".join(out[:limit]) if out else _tail(path)
+#: Configure options of the catalogue build (bench/_build.py passes the same,
+#: so both reuse one cached build).
+DEFINITIONS = {"ELFKIT_SYSTEM_PLUGIN": "ON"}
 
 
 def build_plugins(build_root: Path | None = None) -> PluginSet:
     """Build (or reuse) every plugin for every architecture; see module doc."""
+    from elfkit.toolchain import build_plugin_project
     build_root = Path(os.environ.get("ELFKIT_PLUGIN_BUILD_DIR", build_root or BUILD_ROOT))
-    key = source_hash()
-    root = build_root / key
-    stamp = root / "complete"
-    build_root.mkdir(parents=True, exist_ok=True)
-    with open(build_root / f"{key}.lock", "wb") as lockf:
-        _lock(lockf)
-        try:
-            if not stamp.is_file():
-                _build_into(root)
-                stamp.write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"))
-            else:
-                os.utime(stamp)  # most recently used
-        finally:
-            _unlock(lockf)
-    _prune(build_root, key)
+    root = build_plugin_project(
+        PLUGIN_SRC, build_root, definitions=DEFINITIONS,
+        expect=[f"{arch}/{name}.so" for name in NAMES for arch in ARCHES])
     sp = root / "host" / "system_plugin.so"
     return PluginSet(root=root, system_plugin=sp if sp.is_file() else None)
-
-
-def _prune(build_root: Path, current: str, keep: int = 4, min_age: float = 3600.0) -> None:
-    """Remove old builds: all but the `keep` most recently used, and only
-    those unused for `min_age` seconds (another session may still use them)."""
-    now = time.time()
-    done = []
-    for d in build_root.iterdir():
-        stamp = d / "complete"
-        if d.is_dir() and d.name != current and stamp.is_file():
-            done.append((stamp.stat().st_mtime, d))
-    done.sort(reverse=True)
-    for mtime, d in done[max(keep - 1, 0):]:
-        if now - mtime >= min_age:
-            shutil.rmtree(d, ignore_errors=True)
-            (build_root / f"{d.name}.lock").unlink(missing_ok=True)
-
-
-def _build_into(root: Path) -> None:
-    if root.exists():
-        shutil.rmtree(root)  # a previous build that did not finish
-    (root / "cmake").mkdir(parents=True)
-    cmake, ninja = _tool("cmake"), _tool("ninja")
-    cc = _host_cc()
-    cmd = [cmake, "-G", "Ninja", "-S", str(PLUGIN_SRC), "-B", str(root / "cmake"),
-           f"-DCMAKE_MAKE_PROGRAM={ninja}",
-           f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN / 'cmake' / 'multiarch.cmake'}",
-           f"-DELFKIT_PYTHON={sys.executable}",
-           f"-DELFKIT_PLUGIN_OUTPUT_DIR={root}",
-           # Packing runs the code under test; tests pack for themselves.
-           "-DELFKIT_PACK=OFF"]
-    if cc:
-        cmd += ["-DELFKIT_SYSTEM_PLUGIN=ON", f"-DELFKIT_HOST_CC={cc}"]
-    log_path = root / "build.log"
-    with open(log_path, "wb") as log:
-        if _run(cmd, log) != 0:
-            raise PluginBuildError(
-                f"configuring plugin_src/ failed (log: {log_path}):\n{_tail(log_path)}")
-        rc = _run([cmake, "--build", str(root / "cmake"), "--", "-k", "0"], log)
-    missing = [f"{name}/{arch}" for name in NAMES for arch in ARCHES
-               if not (root / arch / f"{name}.so").is_file()]
-    if rc != 0 or missing:
-        raise PluginBuildError(
-            f"building plugins failed; not built: {', '.join(missing) or '(none)'}"
-            f" (log: {log_path}):\n{_failures(log_path)}")
-
-
-def _lock(f) -> None:
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no concurrent sessions supported
-        return
-    fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-
-
-def _unlock(f) -> None:
-    try:
-        import fcntl
-    except ImportError:
-        return
-    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":  # python tests/plugins.py: build and list

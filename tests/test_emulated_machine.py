@@ -25,6 +25,7 @@ import elfkit.arch as A  # noqa: E402
 from elfkit.errors import (CallTimeout, EmulationFault, ExecutionError,  # noqa: E402
                            MemoryAccessError, SignatureError)
 from elfkit.exec.base import PROT_EXEC, PROT_READ, PROT_WRITE  # noqa: E402
+from elfkit.toolchain import compile_plugin  # noqa: E402
 
 ARCHES = ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"]
 
@@ -121,22 +122,13 @@ int32_t div_i32(int32_t a, int32_t b) { return a / b; }
 #endif
 """
 
-_ZIG = {"i386": "x86"}
-
-
 def _build(arch_name: str, tmp, source: str = SOURCE, visibility: str = "hidden") -> bytes:
-    arch = A.get(arch_name)
     src = tmp / "k.c"
     src.write_text(source)
-    obj = tmp / f"k_{arch_name}.o"
     so = tmp / f"k_{arch_name}.so"
-    cmd = [sys.executable, "-m", "ziglang", "cc", "-target", f"{arch.zig_target}-freestanding-none",
-           "-O2", "-ffreestanding", "-fno-sanitize=undefined", "-fPIC", f"-fvisibility={visibility}", "-g",
-           *arch.zig_cflags, "-c", str(src), "-o", str(obj)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "ziglang", "ld.lld", "-shared", "-nostdlib", "-z", "now",
-                    "--hash-style=sysv", "--no-undefined", str(obj), "-o", str(so)],
-                   check=True, capture_output=True)
+    # -g: DWARF for the file:line in fault reports
+    compile_plugin(src, arch_name, so, cflags=["-g", f"-fvisibility={visibility}"],
+                   ldflags=["--no-undefined"])
     return so.read_bytes()
 
 
@@ -711,13 +703,8 @@ def test_riscv_float_abis(tmp_path, arch_name, cpu, abi):
     src = tmp_path / "f.c"
     src.write_text(FABI_SOURCE)
     arch = A.get(arch_name)
-    subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target",
-                    f"{arch.zig_target}-freestanding-none", "-O2", "-ffreestanding",
-                    "-fno-sanitize=undefined", "-fPIC", "-fvisibility=hidden", *cpu.split(), "-c",
-                    str(src), "-o", str(tmp_path / "f.o")], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "ziglang", "ld.lld", "-shared", "-nostdlib", "-z", "now",
-                    "--no-undefined", str(tmp_path / "f.o"), "-o", str(tmp_path / "f.so")],
-                   check=True, capture_output=True)
+    # the CPU flags given last override the arch's default float ABI
+    compile_plugin(src, arch, tmp_path / "f.so", cflags=cpu.split(), ldflags=["--no-undefined"])
     data = (tmp_path / "f.so").read_bytes()
     e_flags = ELFFile(io.BytesIO(data))["e_flags"]
     assert float_abi_from_eflags(arch, e_flags) == abi

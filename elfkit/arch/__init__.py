@@ -10,7 +10,8 @@ import platform
 import sys
 
 from ..errors import ArchError
-from ._base import Arch, CallingConvention, Check, Formula, RelocType
+from ._base import (FLAVORS, PLUGIN_CFLAGS, PLUGIN_LDFLAGS, Arch, CallingConvention, Check,
+                    Formula, RelocType)
 
 _MODULES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
@@ -61,4 +62,5 @@ def host() -> Arch | None:
 
 
 __all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "RelocType",
-           "MACHINE_NAMES", "get", "from_machine", "host"]
+           "MACHINE_NAMES", "get", "from_machine", "host",
+           "FLAVORS", "PLUGIN_CFLAGS", "PLUGIN_LDFLAGS"]

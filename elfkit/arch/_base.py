@@ -4,6 +4,20 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from ..errors import ArchError
+
+#: Compiler flags of every bare-metal plugin, after the per-arch ones:
+#: position independent, no libc, symbols hidden unless exported explicitly,
+#: no sanitizer runtime (zig turns UBSan on by default and its handlers do
+#: not exist in a plugin), no debug info (small plugins).
+PLUGIN_CFLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-ffreestanding", "-fvisibility=hidden",
+                                  "-fno-sanitize=undefined", "-g0")
+#: ld.lld flags of every plugin (the hash style is chosen per plugin).
+PLUGIN_LDFLAGS: tuple[str, ...] = ("-shared", "-nostdlib", "-z", "now", "-z", "relro")
+#: Spellings of the target flags: ``zig`` for ``python -m ziglang cc`` (zig's
+#: triples and CPU-feature syntax), ``clang`` for a plain (system) clang.
+FLAVORS: tuple[str, ...] = ("zig", "clang")
+
 
 class Formula(enum.Enum):
     """What a relocation writes.  S = symbol address, A = addend,
@@ -76,8 +90,13 @@ class Arch:
     rela: bool                # True: RELA tables (explicit addend); False: REL (addend in place)
     relocs: dict[int, RelocType] = field(repr=False)
     cc: CallingConvention = field(repr=False)
-    zig_target: str = ""      # the arch part of zig's target triple
-    zig_cflags: tuple[str, ...] = ()
+    # --- building plugins (the one source of these flags: elfkit.toolchain and
+    # toolchain/cmake/ElfkitArchs.cmake both read them from here) ------------
+    zig_target: str = ""      # the arch part of zig's target triple (<arch>-freestanding-none)
+    zig_cflags: tuple[str, ...] = ()    # CPU/ABI flags in zig's spelling
+    clang_target: str = ""    # full clang triple (--target=...)
+    clang_cflags: tuple[str, ...] = ()  # CPU/ABI flags in plain clang's spelling
+    lld_emulation: str = ""   # ld.lld -m emulation
     uc_arch: str = ""         # unicorn constant names (imported only by elfkit.exec)
     uc_mode: tuple[str, ...] = ()
     cs_arch: str = ""         # capstone constant names
@@ -108,6 +127,18 @@ class Arch:
     @property
     def elfclass(self) -> int:
         return 1 if self.bits == 32 else 2
+
+    def plugin_cflags(self, flavor: str = "zig") -> tuple[str, ...]:
+        """Every compiler flag a plugin for this CPU is built with: target,
+        CPU/ABI flags (zig's or plain clang's spelling), then PLUGIN_CFLAGS."""
+        if flavor == "zig":
+            target: tuple[str, ...] = ("-target", f"{self.zig_target}-freestanding-none",
+                                       *self.zig_cflags)
+        elif flavor == "clang":
+            target = (f"--target={self.clang_target}", *self.clang_cflags)
+        else:
+            raise ArchError(f"unknown compiler flavor {flavor!r} (known: {', '.join(FLAVORS)})")
+        return target + PLUGIN_CFLAGS
 
     def reloc_name(self, rtype: int) -> str:
         r = self.relocs.get(rtype)

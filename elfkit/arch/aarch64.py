@@ -33,6 +33,7 @@ ARCH = Arch(
         fp="X29", frame=(0, 8),
     ),
     zig_target="aarch64", zig_cflags=(),
+    clang_target="aarch64-unknown-none-elf", lld_emulation="aarch64elf",
     uc_arch="UC_ARCH_ARM64", uc_mode=("UC_MODE_ARM",),
     cs_arch="CS_ARCH_ARM64", cs_mode=("CS_MODE_ARM",),
     aliases=("arm64", "arm_64"),

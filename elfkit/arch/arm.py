@@ -29,7 +29,15 @@ ARCH = Arch(
         sp="SP", pc="PC", lr="LR", stack_align=8, stack_slot=4,
         fp="R11", frame=(0, 4), pair_align=True,
     ),
-    zig_target="arm", zig_cflags=("-mcpu=generic+v7a", "-mfloat-abi=hard"),
+    # No unwind tables: with them clang references __aeabi_unwind_cpp_pr0 from
+    # .ARM.exidx, an undefined symbol no bare-metal host provides.
+    zig_target="arm",
+    zig_cflags=("-mcpu=generic+v7a", "-mfloat-abi=hard",
+                "-fno-unwind-tables", "-fno-asynchronous-unwind-tables"),
+    clang_target="armv7a-unknown-none-eabihf",
+    clang_cflags=("-mfloat-abi=hard", "-mfpu=vfpv3-d16", "-marm",
+                  "-fno-unwind-tables", "-fno-asynchronous-unwind-tables"),
+    lld_emulation="armelf",
     uc_arch="UC_ARCH_ARM", uc_mode=("UC_MODE_ARM",),
     cs_arch="CS_ARCH_ARM", cs_mode=("CS_MODE_ARM",),
     aliases=("arm_32", "armv7", "armv7a", "arm32"),

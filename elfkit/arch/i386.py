@@ -28,6 +28,9 @@ ARCH = Arch(
         fp="EBP", frame=(0, 4),
     ),
     zig_target="x86", zig_cflags=(),
+    # plain clang: the same baseline as zig (pentium4): SSE2 math, no x87 excess precision
+    clang_target="i686-unknown-none-elf", clang_cflags=("-march=pentium4", "-mfpmath=sse"),
+    lld_emulation="elf_i386",
     uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_32",),
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_32",),
     aliases=("x86", "i686", "x86_32", "ia32"),

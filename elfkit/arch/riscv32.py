@@ -32,6 +32,8 @@ ARCH = Arch(
         fp="S0", frame=(-8, -4), float_abi="double",
     ),
     zig_target="riscv32", zig_cflags=("-mcpu=generic_rv32+m+a+f+d+c",),
+    clang_target="riscv32-unknown-none-elf", clang_cflags=("-march=rv32imafdc", "-mabi=ilp32d"),
+    lld_emulation="elf32lriscv",
     uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV32",),
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV32", "CS_MODE_RISCVC"),
     aliases=("riscv_32", "rv32"),

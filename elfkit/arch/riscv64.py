@@ -36,6 +36,8 @@ ARCH = Arch(
         fp="S0", frame=(-16, -8), float_abi="double",
     ),
     zig_target="riscv64", zig_cflags=("-mcpu=generic_rv64+m+a+f+d+c",),
+    clang_target="riscv64-unknown-none-elf", clang_cflags=("-march=rv64imafdc", "-mabi=lp64d"),
+    lld_emulation="elf64lriscv",
     uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV64",),
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV64", "CS_MODE_RISCVC"),
     aliases=("riscv_64", "rv64"),

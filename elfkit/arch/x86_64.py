@@ -34,6 +34,7 @@ ARCH = Arch(
         fp="RBP", frame=(0, 8), red_zone=128,
     ),
     zig_target="x86_64", zig_cflags=(),
+    clang_target="x86_64-unknown-none-elf", lld_emulation="elf_x86_64",
     uc_arch="UC_ARCH_X86", uc_mode=("UC_MODE_64",),
     cs_arch="CS_ARCH_X86", cs_mode=("CS_MODE_64",),
     aliases=("amd64", "x86-64", "x64"),

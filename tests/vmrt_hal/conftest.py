@@ -6,15 +6,14 @@
   tests/vmrt_plugins/data; results are cached under ``build/vmrt_hal/<hash>/``
   keyed by the source, the flags and the compiler version.
 * ``hal_sos`` (session): our standalone plugin for x86_64, aarch64 and
-  riscv64 packed by ``elfkit fatelf pack`` (what the IREE sample builds).
+  riscv64 packed by ``elfkit fatelf pack`` (what the IREE sample builds):
+  the ``standalone_sos`` fixture of tests/conftest.py.
 * ``both``: runs the same flags through the pip ``iree-run-module`` and
   through ``vmrt.tools.main.main`` in process; returns both ``Run`` results.
 * ``emulation``: skips when the emulated backend cannot run code.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,8 @@ def iree_run_module() -> str:
 
 
 @pytest.fixture(scope="session")
-def hal_sos(plugins, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("hal_sos") / "standalone_plugin.sos"
-    slices = [str(plugins.path("standalone", a)) for a in ("x86_64", "aarch64", "riscv64")]
-    proc = subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
-                           *slices], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return out
+def hal_sos(standalone_sos) -> Path:
+    return standalone_sos
 
 
 @pytest.fixture

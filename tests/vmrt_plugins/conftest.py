@@ -5,9 +5,11 @@
   (``--iree-hal-dump-executable-binaries-to``); results are cached under
   ``build/vmrt_plugins/<hash>/`` keyed by the source, the flags and the
   compiler version, so a rerun does not recompile.
-* ``variants`` (session): ``data/variant_plugin.c`` built with zig for several
-  CPUs and compile-time settings (``variants.path(arch, **defines)``).
-* ``sos`` (session): FatELF packs made with ``elfkit fatelf pack`` (the CLI).
+* ``variants`` (session): ``data/variant_plugin.c`` built by
+  ``elfkit.toolchain.compile_plugin`` for several CPUs and compile-time
+  settings (``variants.path(arch, **defines)``).
+* ``standalone_sos_all`` (session): the standalone plugin for all six CPUs,
+  packed by the ``sos`` fixture of tests/conftest.py (``elfkit fatelf pack``).
 
 Every binary is produced here from text sources; nothing is committed.
 """
@@ -17,7 +19,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -115,12 +116,8 @@ def iree_run_module() -> str:
 
 
 # ---------------------------------------------------------------------------
-# variant plugins (zig)
+# variant plugins (built by elfkit.toolchain.compile_plugin)
 # ---------------------------------------------------------------------------
-
-def _zig(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ziglang", *args]
-
 
 class Variants:
     """``path(arch, **defines)``: data/variant_plugin.c built for ``arch``
@@ -129,35 +126,17 @@ class Variants:
     def __init__(self) -> None:
         self.src = DATA / "variant_plugin.c"
         self.include = REPO / "plugin_src" / "include"
-        self.version = _tool_version(_zig("version"))
 
     def path(self, arch: str = "x86_64", **defines: object) -> Path:
-        import elfkit.arch
-        a = elfkit.arch.get(arch)
-        dflags = []
+        from elfkit.toolchain import compile_plugin
+        dflags = {}
         for k, v in sorted(defines.items()):
             val = f'"{v}"' if isinstance(v, str) else (f"{v}f" if isinstance(v, float) else str(v))
-            dflags.append(f"-DVARIANT_{k.upper()}={val}")
-        cflags = ["-target", f"{a.zig_target}-freestanding-none", "-O2", "-fPIC",
-                  "-ffreestanding", "-fno-builtin", "-fvisibility=hidden",
-                  "-fno-sanitize=undefined", *a.zig_cflags, "-I", str(self.include), *dflags]
-        key = _hash(self.src.read_bytes(), (self.include / "elfkit_plugin.h").read_bytes(),
-                    " ".join(cflags), self.version)
-        out = CACHE / "variants" / key / f"variant_{arch}.so"
-        if not out.is_file():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            obj = out.with_suffix(f".{os.getpid()}.o")
-            for cmd in (_zig("cc", *cflags, "-c", str(self.src), "-o", str(obj)),
-                        _zig("ld.lld", "-shared", "-nostdlib", "-z", "now", "-z", "relro",
-                             "--hash-style=sysv", "--no-undefined", str(obj), "-o",
-                             f"{out}.{os.getpid()}.tmp")):
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"building the variant plugin failed: {' '.join(cmd)}\n"
-                                       f"{proc.stdout}{proc.stderr}")
-            os.replace(f"{out}.{os.getpid()}.tmp", out)
-            obj.unlink(missing_ok=True)
-        return out
+            dflags[f"VARIANT_{k.upper()}"] = val
+        # one file per variant; compile_plugin rebuilds it when a source or flag changes
+        out = CACHE / "variants" / _hash(repr(sorted(dflags.items()))) / f"variant_{arch}.so"
+        return compile_plugin(self.src, arch, out, include_dirs=[self.include], defines=dflags,
+                              cflags=["-fno-builtin"], ldflags=["--no-undefined"])
 
 
 @pytest.fixture(scope="session")
@@ -167,37 +146,6 @@ def variants() -> Variants:
     except ImportError:
         pytest.skip("the ziglang package is not installed (pip install -e '.[test]')")
     return Variants()
-
-
-# ---------------------------------------------------------------------------
-# FatELF packs through the elfkit CLI
-# ---------------------------------------------------------------------------
-
-class Packer:
-    def __init__(self, root: Path):
-        self.root = root
-        self.count = 0
-
-    def __call__(self, inputs: list[Path], name: str | None = None) -> Path:
-        self.count += 1
-        out = self.root / (name or f"pack{self.count}.sos")
-        proc = subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
-                               *map(str, inputs)], capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        return out
-
-
-@pytest.fixture(scope="session")
-def sos(tmp_path_factory) -> Packer:
-    return Packer(tmp_path_factory.mktemp("sos"))
-
-
-@pytest.fixture(scope="session")
-def standalone_sos(plugins, sos) -> Path:
-    """Our standalone plugin for x86_64, aarch64 and riscv64 in one .sos (the
-    sample's CMake builds the same three)."""
-    return sos([plugins.path("standalone", a) for a in ("x86_64", "aarch64", "riscv64")],
-               "standalone_plugin.sos")
 
 
 @pytest.fixture(scope="session")

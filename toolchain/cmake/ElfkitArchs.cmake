@@ -1,84 +1,109 @@
 # Per-architecture facts for building bare-metal plugins.
 #
-# One place that knows, for each of the six supported CPUs, which target
-# triple and code-generation flags produce a plugin the elfkit loader (and
-# IREE's embedded ELF loader) accepts.  Included by the per-arch toolchain
-# files and by ElfkitPlugin.cmake; it defines no targets.
+# Which target triple and code-generation flags produce a plugin the elfkit
+# loader (and IREE's embedded ELF loader) accepts is written down once, in
+# Python: elfkit/arch/<arch>.py (zig_target, zig_cflags, clang_target,
+# clang_cflags, lld_emulation) and elfkit/arch/_base.py (PLUGIN_CFLAGS,
+# PLUGIN_LDFLAGS).  This file reads them at configure time by running
+#   <ELFKIT_PYTHON> -m elfkit toolchain cmake
+# with the elfkit package next to this file first on PYTHONPATH (so the
+# flags always match this checkout), and evaluating what it prints.
+# Included by the per-arch toolchain files and by ElfkitPlugin.cmake; it
+# defines no targets.
 include_guard(GLOBAL)
 
-set(ELFKIT_ALL_ARCHS x86_64 aarch64 riscv64 arm i386 riscv32)
+# _elfkit_load_arch_facts()
+#
+# Run `elfkit toolchain cmake` once per configure (it records the facts as
+# GLOBAL properties: ELFKIT_ALL_ARCHS, ELFKIT_CFLAGS_<zig|clang>_<arch>,
+# ELFKIT_LLD_EMULATION_<arch>, ELFKIT_PLUGIN_BASE_LINK_FLAGS,
+# ELFKIT_ARCH_SOURCES).  Needs ELFKIT_PYTHON (see _elfkit_resolve_tools).
+function(_elfkit_load_arch_facts)
+  get_property(_done GLOBAL PROPERTY ELFKIT_ALL_ARCHS SET)
+  if(_done)
+    return()
+  endif()
+  if(NOT ELFKIT_PYTHON)
+    message(FATAL_ERROR "elfkit: ELFKIT_PYTHON is not set (call _elfkit_resolve_tools() first)")
+  endif()
+  get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../.." ABSOLUTE)
+  set(_had_path FALSE)
+  if(DEFINED ENV{PYTHONPATH})
+    set(_had_path TRUE)
+    set(_old_path "$ENV{PYTHONPATH}")
+  endif()
+  if(EXISTS "${_root}/elfkit/arch/__init__.py")
+    if(CMAKE_HOST_WIN32)
+      set(_sep ";")
+    else()
+      set(_sep ":")
+    endif()
+    if(_had_path AND NOT _old_path STREQUAL "")
+      set(ENV{PYTHONPATH} "${_root}${_sep}${_old_path}")
+    else()
+      set(ENV{PYTHONPATH} "${_root}")
+    endif()
+  endif()
+  execute_process(
+    COMMAND "${ELFKIT_PYTHON}" -m elfkit toolchain cmake
+    RESULT_VARIABLE _rc OUTPUT_VARIABLE _script ERROR_VARIABLE _err)
+  if(_had_path)
+    set(ENV{PYTHONPATH} "${_old_path}")
+  else()
+    unset(ENV{PYTHONPATH})
+  endif()
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR
+      "elfkit: could not read the per-arch build flags: `${ELFKIT_PYTHON} -m elfkit toolchain "
+      "cmake` failed (${_rc}):\n${_err}\nELFKIT_PYTHON must be a Python (>= 3.10) that can "
+      "import elfkit (pip install -e <repo>), or this file must stay in its checkout.")
+  endif()
+  cmake_language(EVAL CODE "${_script}")
+endfunction()
+
+# elfkit_all_archs(<out-var>): the supported architectures, in elfkit's order.
+function(elfkit_all_archs out)
+  _elfkit_load_arch_facts()
+  get_property(_a GLOBAL PROPERTY ELFKIT_ALL_ARCHS)
+  set(${out} "${_a}" PARENT_SCOPE)
+endfunction()
 
 # elfkit_arch_cflags(<arch> <out-var> [FLAVOR zig|clang])
 #
-# Target and code-generation flags for <arch>.  FLAVOR zig (the default when
-# compiling with `python -m ziglang cc`) uses zig's target triples and CPU
-# feature syntax; FLAVOR clang is for a plain (system) clang.
+# Every compile flag of a plugin for <arch>: target, CPU/ABI flags, then the
+# flags common to all plugins (-O2 -fPIC -ffreestanding -fvisibility=hidden
+# -fno-sanitize=undefined -g0).  FLAVOR zig (the default, for `python -m
+# ziglang cc`) uses zig's target triples and CPU feature syntax; FLAVOR clang
+# is for a plain (system) clang.  Same list as Arch.plugin_cflags(flavor) and
+# `elfkit toolchain flags --arch <arch> --flavor <flavor>`.
 function(elfkit_arch_cflags arch out)
   cmake_parse_arguments(PARSE_ARGV 2 A "" "FLAVOR" "")
   if(NOT A_FLAVOR)
     set(A_FLAVOR zig)
   endif()
-  if(A_FLAVOR STREQUAL "zig")
-    if(arch STREQUAL "x86_64")
-      set(f -target x86_64-freestanding-none)
-    elseif(arch STREQUAL "aarch64")
-      set(f -target aarch64-freestanding-none)
-    elseif(arch STREQUAL "riscv64")
-      set(f -target riscv64-freestanding-none -mcpu=generic_rv64+m+a+f+d+c)
-    elseif(arch STREQUAL "arm")
-      # No unwind tables: with them clang references __aeabi_unwind_cpp_pr0
-      # from .ARM.exidx, an undefined symbol no bare-metal host provides.
-      set(f -target arm-freestanding-none -mcpu=generic+v7a -mfloat-abi=hard
-            -fno-unwind-tables -fno-asynchronous-unwind-tables)
-    elseif(arch STREQUAL "i386")
-      set(f -target x86-freestanding-none)
-    elseif(arch STREQUAL "riscv32")
-      set(f -target riscv32-freestanding-none -mcpu=generic_rv32+m+a+f+d+c)
-    else()
-      message(FATAL_ERROR "elfkit: unknown architecture '${arch}' (known: ${ELFKIT_ALL_ARCHS})")
-    endif()
-  elseif(A_FLAVOR STREQUAL "clang")
-    if(arch STREQUAL "x86_64")
-      set(f --target=x86_64-unknown-none-elf)
-    elseif(arch STREQUAL "aarch64")
-      set(f --target=aarch64-unknown-none-elf)
-    elseif(arch STREQUAL "riscv64")
-      set(f --target=riscv64-unknown-none-elf -march=rv64imafdc -mabi=lp64d)
-    elseif(arch STREQUAL "arm")
-      set(f --target=armv7a-unknown-none-eabihf -mfloat-abi=hard -mfpu=vfpv3-d16 -marm
-            -fno-unwind-tables -fno-asynchronous-unwind-tables)
-    elseif(arch STREQUAL "i386")
-      # Same baseline as zig (pentium4): SSE2 math, no x87 excess precision.
-      set(f --target=i686-unknown-none-elf -march=pentium4 -mfpmath=sse)
-    elseif(arch STREQUAL "riscv32")
-      set(f --target=riscv32-unknown-none-elf -march=rv32imafdc -mabi=ilp32d)
-    else()
-      message(FATAL_ERROR "elfkit: unknown architecture '${arch}' (known: ${ELFKIT_ALL_ARCHS})")
-    endif()
-  else()
-    message(FATAL_ERROR "elfkit: unknown compiler flavor '${A_FLAVOR}' (zig or clang)")
+  _elfkit_load_arch_facts()
+  get_property(_archs GLOBAL PROPERTY ELFKIT_ALL_ARCHS)
+  get_property(_flavors GLOBAL PROPERTY ELFKIT_COMPILER_FLAVORS)
+  if(NOT arch IN_LIST _archs)
+    message(FATAL_ERROR "elfkit: unknown architecture '${arch}' (known: ${_archs})")
   endif()
-  # Common to every arch: position independent, no libc, hidden by default
-  # (plugins export explicitly), no sanitizer runtime (zig enables UBSan by
-  # default and its handlers do not exist in a bare-metal plugin), no debug
-  # info (keeps the plugins small).
-  list(APPEND f -O2 -fPIC -ffreestanding -fvisibility=hidden -fno-sanitize=undefined -g0)
-  set(${out} "${f}" PARENT_SCOPE)
+  if(NOT A_FLAVOR IN_LIST _flavors)
+    message(FATAL_ERROR "elfkit: unknown compiler flavor '${A_FLAVOR}' (known: ${_flavors})")
+  endif()
+  get_property(_f GLOBAL PROPERTY ELFKIT_CFLAGS_${A_FLAVOR}_${arch})
+  set(${out} "${_f}" PARENT_SCOPE)
 endfunction()
 
 # The ld.lld emulation for <arch> (only needed when linking without objects
 # that already say which machine they are for; kept for completeness).
 function(elfkit_arch_lld_emulation arch out)
-  set(_m_x86_64 elf_x86_64)
-  set(_m_aarch64 aarch64elf)
-  set(_m_riscv64 elf64lriscv)
-  set(_m_arm armelf)
-  set(_m_i386 elf_i386)
-  set(_m_riscv32 elf32lriscv)
-  if(NOT DEFINED _m_${arch})
-    message(FATAL_ERROR "elfkit: unknown architecture '${arch}' (known: ${ELFKIT_ALL_ARCHS})")
+  _elfkit_load_arch_facts()
+  get_property(_archs GLOBAL PROPERTY ELFKIT_ALL_ARCHS)
+  if(NOT arch IN_LIST _archs)
+    message(FATAL_ERROR "elfkit: unknown architecture '${arch}' (known: ${_archs})")
   endif()
-  set(${out} "${_m_${arch}}" PARENT_SCOPE)
+  get_property(_m GLOBAL PROPERTY ELFKIT_LLD_EMULATION_${arch})
+  set(${out} "${_m}" PARENT_SCOPE)
 endfunction()
 
 # _elfkit_resolve_tools()

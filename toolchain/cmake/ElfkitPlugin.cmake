@@ -14,9 +14,16 @@
 #     [NO_PACK])
 #
 # Produces <OUTPUT_DIR>/<arch>/<name>.so for every arch and, when packing is
-# enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them;
-# <name>_<arch> builds one architecture.  The target property
-# ELFKIT_PLUGIN_FILES of <name> lists the per-arch .so files (in ARCHS order).
+# enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them.
+#
+# Per-arch targets: elfkit_<name>_<arch> links one architecture's .so, and
+# elfkit_<name>_<arch>_objects (an OBJECT library) compiles it.  The prefix
+# keeps them apart from your own targets (a target called <name>_<arch> of
+# yours is fine); it is the cache variable ELFKIT_PLUGIN_TARGET_PREFIX
+# (default "elfkit_"), and a name that is taken anyway is a configure error
+# that says so.  Target properties of <name>: ELFKIT_PLUGIN_FILES lists the
+# per-arch .so files and ELFKIT_PLUGIN_TARGETS the per-arch targets (both in
+# ARCHS order).
 #
 # ARCHS defaults to the toolchain file's architecture when a per-arch
 # toolchain file is in use, otherwise to ELFKIT_ARCHS (all six by default).
@@ -27,7 +34,9 @@
 # ELFKIT_PACK=AUTO (default) packs when that command is available at configure
 # time, ON requires it, OFF never packs.
 #
-# Every plugin is compiled with the flags of ElfkitArchs.cmake and linked with
+# Every plugin is compiled with the flags of ElfkitArchs.cmake (which reads
+# them from elfkit/arch/: `elfkit toolchain flags --arch <arch>` prints them)
+# and linked with
 #   ld.lld -shared -nostdlib -z now -z relro --hash-style=<HASH_STYLE> <LINK_FLAGS>
 include_guard(GLOBAL)
 if(CMAKE_VERSION VERSION_LESS 3.20)
@@ -36,6 +45,10 @@ endif()
 include(${CMAKE_CURRENT_LIST_DIR}/ElfkitArchs.cmake)
 
 _elfkit_resolve_tools()
+elfkit_all_archs(ELFKIT_ALL_ARCHS)
+# Re-configure when the flags' source changes.
+get_property(_elfkit_arch_sources GLOBAL PROPERTY ELFKIT_ARCH_SOURCES)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_elfkit_arch_sources})
 
 get_filename_component(_ELFKIT_DEFAULT_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/../../plugin_src/include" ABSOLUTE)
 set(ELFKIT_PLUGIN_INCLUDE_DIR "${_ELFKIT_DEFAULT_INCLUDE}" CACHE PATH
@@ -46,7 +59,8 @@ set(ELFKIT_PLUGIN_OUTPUT_DIR "${CMAKE_BINARY_DIR}/plugins" CACHE PATH
     "Default OUTPUT_DIR of elfkit_add_plugin()")
 set(ELFKIT_PACK AUTO CACHE STRING "Pack per-arch plugins into NAME.sos: AUTO, ON or OFF")
 set_property(CACHE ELFKIT_PACK PROPERTY STRINGS AUTO ON OFF)
-set(ELFKIT_PLUGIN_BASE_LINK_FLAGS -shared -nostdlib -z now -z relro)
+set(ELFKIT_PLUGIN_TARGET_PREFIX "elfkit_" CACHE STRING
+    "Prefix of the per-arch targets of elfkit_add_plugin(): <prefix><name>_<arch>")
 
 get_property(_elfkit_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
 if(NOT "C" IN_LIST _elfkit_langs)
@@ -124,11 +138,13 @@ function(elfkit_add_plugin name)
     set(P_OUTPUT_DIR "${ELFKIT_PLUGIN_OUTPUT_DIR}")
   endif()
 
+  elfkit_all_archs(_all_archs)
+  get_property(_base_link_flags GLOBAL PROPERTY ELFKIT_PLUGIN_BASE_LINK_FLAGS)
   set(_sofiles)
   set(_targets)
   foreach(arch IN LISTS P_ARCHS)
-    if(NOT arch IN_LIST ELFKIT_ALL_ARCHS)
-      message(FATAL_ERROR "elfkit_add_plugin(${name}): unknown arch '${arch}' (known: ${ELFKIT_ALL_ARCHS})")
+    if(NOT arch IN_LIST _all_archs)
+      message(FATAL_ERROR "elfkit_add_plugin(${name}): unknown arch '${arch}' (known: ${_all_archs})")
     endif()
     if(ELFKIT_TOOLCHAIN_ARCH AND NOT arch STREQUAL ELFKIT_TOOLCHAIN_ARCH)
       message(FATAL_ERROR
@@ -136,7 +152,15 @@ function(elfkit_add_plugin name)
         "(toolchain file); it cannot build ${arch}.  Configure another build directory with "
         "toolchain/cmake/${arch}.cmake, or one for all arches with toolchain/cmake/multiarch.cmake.")
     endif()
-    set(_obj "${name}_${arch}_objects")
+    set(_tgt "${ELFKIT_PLUGIN_TARGET_PREFIX}${name}_${arch}")
+    set(_obj "${_tgt}_objects")
+    foreach(_t IN ITEMS ${_tgt} ${_obj})
+      if(TARGET ${_t})
+        message(FATAL_ERROR
+          "elfkit_add_plugin(${name}): the per-arch target name '${_t}' is taken; rename that "
+          "target or set ELFKIT_PLUGIN_TARGET_PREFIX (now '${ELFKIT_PLUGIN_TARGET_PREFIX}')")
+      endif()
+    endforeach()
     add_library(${_obj} OBJECT ${P_SOURCES})
     if(NOT ELFKIT_TOOLCHAIN_ARCH)
       # multiarch tree: the compiler has no default target, add this arch's
@@ -151,15 +175,15 @@ function(elfkit_add_plugin name)
     add_custom_command(
       OUTPUT "${_so}"
       COMMAND "${CMAKE_COMMAND}" -E make_directory "${P_OUTPUT_DIR}/${arch}"
-      COMMAND ${ELFKIT_LLD_COMMAND} ${ELFKIT_PLUGIN_BASE_LINK_FLAGS}
+      COMMAND ${ELFKIT_LLD_COMMAND} ${_base_link_flags}
               --hash-style=${P_HASH_STYLE} ${P_LINK_FLAGS}
               -o "${_so}" "$<TARGET_OBJECTS:${_obj}>"
       DEPENDS ${_obj} "$<TARGET_OBJECTS:${_obj}>"
       COMMENT "Linking ${arch} plugin ${name}.so"
       COMMAND_EXPAND_LISTS VERBATIM)
-    add_custom_target(${name}_${arch} DEPENDS "${_so}")
+    add_custom_target(${_tgt} DEPENDS "${_so}")
     list(APPEND _sofiles "${_so}")
-    list(APPEND _targets ${name}_${arch})
+    list(APPEND _targets ${_tgt})
   endforeach()
 
   set(_outputs ${_sofiles})
@@ -177,4 +201,5 @@ function(elfkit_add_plugin name)
   add_custom_target(${name} ALL DEPENDS ${_outputs})
   add_dependencies(${name} ${_targets})
   set_property(TARGET ${name} PROPERTY ELFKIT_PLUGIN_FILES "${_sofiles}")
+  set_property(TARGET ${name} PROPERTY ELFKIT_PLUGIN_TARGETS "${_targets}")
 endfunction()

@@ -1,0 +1,25 @@
+"""Building bare-metal plugins: the one place that knows how.
+
+* ``compile_plugin(sources, arch, out, *, cflags=(), ldflags=(), include_dirs=(),
+  defines=None, hash_style="sysv")``: one plugin from C/assembly sources with
+  zig's clang and ld.lld (the ``ziglang`` wheel); skipped when ``out`` is
+  up to date.
+* ``build_plugin_project(source_dir, build_root, *, definitions=None,
+  expect=(), pack=False)``: a CMake project of ``elfkit_add_plugin()`` calls
+  (such as ``plugin_src/``) for all six CPUs, cached under
+  ``build_root/<content hash>/``.
+* ``cflags(arch, flavor)``, ``ldflags(hash_style)``: the flags themselves,
+  from ``elfkit.arch`` (the single source); ``elfkit toolchain flags|cmake``
+  prints them for build systems, and ``toolchain/cmake/ElfkitArchs.cmake``
+  reads them from there at configure time.
+
+Nothing here is imported by ``import elfkit``.
+"""
+from ..errors import ToolchainError
+from .compile import compile_plugin
+from .flags import HASH_STYLES, cflags, cmake_script, format_flags, ldflags
+from .project import build_plugin_project, cmake_modules_dir
+from .tools import find_tool, zig
+
+__all__ = ["ToolchainError", "compile_plugin", "build_plugin_project", "cmake_modules_dir",
+           "cflags", "ldflags", "cmake_script", "format_flags", "HASH_STYLES", "find_tool", "zig"]
