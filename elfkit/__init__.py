@@ -14,7 +14,7 @@ from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, Emulatio
                      ExecutionError, FatElfArchError, FatElfError, FatElfFormatError, LayoutError,
                      LazyImportError, MemoryAccessError, ModuleClosedError, ParseError,
                      RelocationError, SignatureError, SymbolNotFoundError, UnresolvedImportError,
-                     UnsupportedError, ToolchainError, UsageError)
+                     ToolchainError, UnsupportedError, InvalidArgumentError)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do
@@ -43,5 +43,5 @@ __all__ = [
     "RelocationError", "UnresolvedImportError", "SymbolNotFoundError", "SignatureError",
     "BackendError", "MemoryAccessError", "ModuleClosedError", "LazyImportError",
     "ExecutionError", "EmulationFault", "CallTimeout", "FatElfError", "FatElfFormatError",
-    "FatElfArchError", "UsageError", "ToolchainError",
+    "FatElfArchError", "InvalidArgumentError", "ToolchainError",
 ]

@@ -105,7 +105,7 @@ class FatElfArchError(FatElfError, ArchError):
     """An unknown architecture name, or no slice for the requested one."""
 
 
-class UsageError(ElfkitError, TypeError):
+class InvalidArgumentError(ElfkitError, TypeError):
     """An API was called with an argument of the wrong type, or with an
     impossible combination of arguments (a bug in the caller, not the file)."""
 

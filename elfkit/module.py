@@ -80,7 +80,7 @@ class Module:
                 continue
             if s.type in (T.STT_SECTION, T.STT_FILE):
                 continue
-            addr = s.value if s.shndx == 0xFFF1 else bias + s.value
+            addr = s.value if s.absolute else bias + s.value
             if s.type == T.STT_GNU_IFUNC:
                 addr = self.machine.call(addr, parse_signature("ptr()"), ())
             if s.name not in self.exports or s.bind == T.STB_GLOBAL:
@@ -255,7 +255,7 @@ def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto"
         def symbol_address(i: int, bias: int) -> int:
             s = elf.symbols[i]
             if s.defined:
-                if s.shndx == 0xFFF1:
+                if s.absolute:
                     return s.value
                 if s.type == T.STT_GNU_IFUNC:
                     return -1 - (bias + s.value)

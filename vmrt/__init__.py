@@ -24,7 +24,7 @@ from typing import Any
 from .vm.buffer import Buffer
 from .vm.context import Context, ExecutionLimits
 from .errors import (ArgumentError, BudgetExceeded, DefinitionError, DispatchError,
-                     ExecutableError, ExecutionError, FunctionNotFoundError, HalError,
+                     ExecutableError, InvocationError, FunctionNotFoundError, HalError,
                      ImportResolutionError, LinkError, LoadError, PluginError, StatusCode,
                      TypeRegistryError, UsageError, VerifyError, VmError)
 from .vm.instance import Instance
@@ -36,7 +36,7 @@ from .vm.list import VmList
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "Context",
-    "Dependency", "DependencyFlags", "ExecutionError", "ExecutionLimits", "ExportDecl",
+    "Dependency", "DependencyFlags", "InvocationError", "ExecutionLimits", "ExportDecl",
     "Function", "ImportDecl", "Instance", "LinkError", "Linkage", "LoadError", "Module",
     "NativeModule", "NativeState", "RefObject", "RefType", "StatusCode", "TypeRegistryError",
     "UsageError", "VerifyError", "VmError", "VmList", "BUFFER_TYPE", "LIST_TYPE",

@@ -85,13 +85,15 @@ class TypeRegistryError(VmError):
     default_code = StatusCode.NOT_FOUND
 
 
-class ExecutionError(VmError):
-    """A failure while running code (vm.fail, out-of-bounds access ...)."""
+class InvocationError(VmError):
+    """A failure while a function runs in the VM (``vm.fail``, an
+    out-of-bounds buffer access, a native function's bug).  Failures of
+    guest machine code are elfkit's ``ExecutionError``."""
 
     default_code = StatusCode.UNKNOWN
 
 
-class BudgetExceeded(ExecutionError):
+class BudgetExceeded(InvocationError):
     """The instruction budget or the wall-clock deadline ran out."""
 
     default_code = StatusCode.DEADLINE_EXCEEDED
@@ -166,7 +168,7 @@ class ImportResolutionError(PluginError):
 
 __all__ = [
     "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
-    "TypeRegistryError", "ExecutionError", "BudgetExceeded", "UsageError",
+    "TypeRegistryError", "InvocationError", "BudgetExceeded", "UsageError",
     "ArgumentError", "FunctionNotFoundError", "DefinitionError", "HalError",
     "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
 ]

@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import FatElfFormatError, UsageError
+from ..errors import FatElfFormatError, InvalidArgumentError
 from .elfheader import ELF_MAGIC
 from .format import (HEADER_SIZE, MAGIC_BYTES, MAX_RECORDS, RECORD_SIZE, Record, arch_name,
                      hex_prefix, parse_header)
@@ -90,7 +90,7 @@ def identify(data: Any) -> Identity:
         try:
             head = memoryview(data)
         except TypeError:
-            raise UsageError(f"identify() takes bytes, a memoryview, a path or a FatElf, "
+            raise InvalidArgumentError(f"identify() takes bytes, a memoryview, a path or a FatElf, "
                              f"not {type(data).__name__}") from None
         if head.ndim != 1 or head.format != "B":
             head = head.cast("B")

@@ -14,7 +14,7 @@ import stat as _stat
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Iterator
 
-from ..errors import FatElfArchError, FatElfError, FatElfFormatError, UsageError
+from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
 from .format import (HEADER_SIZE, IREE_OSABIS, MAGIC_BYTES, RECORD_SIZE, Problem, Record,
@@ -158,7 +158,7 @@ class FatElf:
         alias or Arch), preferring osabi NONE/Linux/Standalone when several
         records have that arch."""
         if (arch is None) == (index is None):
-            raise UsageError("give exactly one of arch and index")
+            raise InvalidArgumentError("give exactly one of arch and index")
         if index is not None:
             if not 0 <= index < len(self.records):
                 raise FatElfError(f"{self.where}no record {index}: "
@@ -230,11 +230,11 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
                 f.close()
             raise
     if isinstance(source, FatElf):
-        raise UsageError("already a FatElf")
+        raise InvalidArgumentError("already a FatElf")
     try:
         view = memoryview(source)
     except TypeError:
-        raise UsageError(f"expected a path, bytes, bytearray or memoryview, "
+        raise InvalidArgumentError(f"expected a path, bytes, bytearray or memoryview, "
                          f"not {type(source).__name__}") from None
     if view.ndim != 1 or view.itemsize != 1 or view.format not in ("B", "b", "c"):
         view = view.cast("B")
@@ -429,7 +429,7 @@ def pick_slice(data: Any, arch: Any = None, *,
     """
     if not isinstance(data, FatElf):
         if is_path(data):
-            raise UsageError("pick_slice takes bytes or a FatElf, not a path")
+            raise InvalidArgumentError("pick_slice takes bytes or a FatElf, not a path")
         view = memoryview(data)
         if view.ndim != 1 or view.format != "B":
             view = view.cast("B")

@@ -14,7 +14,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import FatElfError, FatElfFormatError, UsageError
+from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .format import (DEFAULT_ALIGN, HEADER_SIZE, HEADER_STRUCT, MAGIC, MAGIC_BYTES, MAX_ALIGN,
                      MAX_RECORDS, PAGE_SIZE, RECORD_SIZE, VERSION, Record, slice_names)
@@ -302,7 +302,7 @@ def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
         if hasattr(out, "flush"):
             out.flush()
     else:
-        raise UsageError(f"output must be a path or a binary file object, not {type(out).__name__}")
+        raise InvalidArgumentError(f"output must be a path or a binary file object, not {type(out).__name__}")
 
 
 def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> list[Record]:

@@ -22,6 +22,12 @@ SysvHash = tuple[int, tuple[int, ...], tuple[int, ...]]
 GnuHash = dict[str, Any]
 
 
+#: st_shndx of an undefined symbol
+SHN_UNDEF = 0
+#: st_shndx of an absolute symbol: its value is an address, not relative to the load base
+SHN_ABS = 0xFFF1
+
+
 @dataclass(frozen=True, slots=True)
 class Symbol:
     index: int
@@ -37,7 +43,12 @@ class Symbol:
 
     @property
     def defined(self) -> bool:
-        return self.shndx != 0
+        return self.shndx != SHN_UNDEF
+
+    @property
+    def absolute(self) -> bool:
+        """An absolute symbol (``SHN_ABS``): ``value`` is not relocated by the load base."""
+        return self.shndx == SHN_ABS
 
     @property
     def weak(self) -> bool:

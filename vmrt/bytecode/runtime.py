@@ -12,7 +12,7 @@ import struct
 from typing import Any
 
 from ..vm.buffer import Buffer
-from ..errors import ExecutionError, StatusCode, VmError
+from ..errors import InvocationError, StatusCode, VmError
 from ..vm.types import OPAQUE_TYPE, RefType, type_of
 from ..vm.values import round_f32 as rf32, to_vm, wrap_i32, wrap_i64
 from ..vm.list import VmList
@@ -31,7 +31,7 @@ _pq = struct.Struct("<q")
 
 
 def err(code: StatusCode, msg: str) -> VmError:
-    return ExecutionError(msg, code)
+    return InvocationError(msg, code)
 
 
 # ------------------------------------------------------------ integers ----
@@ -490,7 +490,7 @@ def fail(status: int, msg: str) -> VmError:
     if code == 0:
         return err(StatusCode.INTERNAL,
                    f"vm.fail with OK status (message '{msg}'); refusing to run past it")
-    return ExecutionError(msg, StatusCode.from_int(code))
+    return InvocationError(msg, StatusCode.from_int(code))
 
 
 def _convert_results(results, codes: str, name: str) -> tuple:

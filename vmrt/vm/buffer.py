@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import ExecutionError, StatusCode
+from ..errors import InvocationError, StatusCode
 from .types import BUFFER_TYPE, RefObject
 
 _FORMATS = {
@@ -15,8 +15,8 @@ _FORMATS = {
 }
 
 
-def _oob(offset: int, length: int, align: int, size: int) -> ExecutionError:
-    return ExecutionError(
+def _oob(offset: int, length: int, align: int, size: int) -> InvocationError:
+    return InvocationError(
         f"out-of-bounds access detected (offset={offset & 0xFFFFFFFFFFFFFFFF}, "
         f"length={length & 0xFFFFFFFFFFFFFFFF}, "
         f"alignment={align}, buffer length={size})", StatusCode.OUT_OF_RANGE)
@@ -43,9 +43,9 @@ class Buffer(RefObject):
     @classmethod
     def alloc(cls, length: int) -> "Buffer":
         if length < 0:
-            raise ExecutionError(f"invalid buffer length {length}", StatusCode.INVALID_ARGUMENT)
+            raise InvocationError(f"invalid buffer length {length}", StatusCode.INVALID_ARGUMENT)
         if length > cls.MAX_ALLOCATION:
-            raise ExecutionError(f"buffer allocation of {length} bytes exceeds the limit of "
+            raise InvocationError(f"buffer allocation of {length} bytes exceeds the limit of "
                           f"{cls.MAX_ALLOCATION} bytes (vmrt.Buffer.MAX_ALLOCATION)",
                           StatusCode.RESOURCE_EXHAUSTED)
         return cls(bytearray(length))
@@ -67,7 +67,7 @@ class Buffer(RefObject):
 
     def writable(self) -> bytearray:
         if self.readonly:
-            raise ExecutionError("buffer is read-only and cannot be mapped for mutation",
+            raise InvocationError("buffer is read-only and cannot be mapped for mutation",
                           StatusCode.PERMISSION_DENIED)
         return self.data  # type: ignore[return-value]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any, Iterable, Sequence
 
-from ..errors import ArgumentError, BudgetExceeded, ExecutionError, FunctionNotFoundError, LinkError, StatusCode, VmError
+from ..errors import ArgumentError, BudgetExceeded, InvocationError, FunctionNotFoundError, LinkError, StatusCode, VmError
 from .instance import Instance
 from .module import (BoundFunction, DependencyFlags, Function, Linkage, Module,
                      cconv_fragments)
@@ -218,7 +218,7 @@ class Context:
         try:
             return bound(args)
         except RecursionError:
-            raise ExecutionError("call stack exhausted (recursion too deep)",
+            raise InvocationError("call stack exhausted (recursion too deep)",
                           StatusCode.RESOURCE_EXHAUSTED) from None
 
     # ------------------------------------------------------------- teardown --

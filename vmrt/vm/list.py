@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..errors import ExecutionError, StatusCode
+from ..errors import InvocationError, StatusCode
 from .types import LIST_TYPE, RefObject, RefType, type_of
 
 _MAX_LIST = 1 << 24
@@ -57,7 +57,7 @@ class VmList(RefObject):
 
     def resize(self, n: int) -> None:
         if n < 0 or n > _MAX_LIST:
-            raise ExecutionError(f"invalid list size {n}", StatusCode.OUT_OF_RANGE)
+            raise InvocationError(f"invalid list size {n}", StatusCode.OUT_OF_RANGE)
         items = self.items
         if n < len(items):
             del items[n:]
@@ -68,7 +68,7 @@ class VmList(RefObject):
 
     def _check(self, i: int) -> None:
         if i < 0 or i >= len(self.items):
-            raise ExecutionError(f"index {i & 0xFFFFFFFF} out of bounds ({len(self.items)})",
+            raise InvocationError(f"index {i & 0xFFFFFFFF} out of bounds ({len(self.items)})",
                           StatusCode.OUT_OF_RANGE)
 
     def get_value(self, i: int, kind: str):
@@ -79,7 +79,7 @@ class VmList(RefObject):
             return _convert(v, et, kind)
         if et is None and isinstance(v, tuple):
             return _convert(v[1], v[0], kind)
-        raise ExecutionError(f"variant at index {i} is not a value type", StatusCode.FAILED_PRECONDITION)
+        raise InvocationError(f"variant at index {i} is not a value type", StatusCode.FAILED_PRECONDITION)
 
     def set_value(self, i: int, kind: str, value) -> None:
         self._check(i)
@@ -89,7 +89,7 @@ class VmList(RefObject):
         elif et is None:
             self.items[i] = (kind, value)
         else:
-            raise ExecutionError("list does not store values", StatusCode.FAILED_PRECONDITION)
+            raise InvocationError("list does not store values", StatusCode.FAILED_PRECONDITION)
 
     def get_ref(self, i: int, want: RefType | None):
         self._check(i)
@@ -104,9 +104,9 @@ class VmList(RefObject):
         self._check(i)
         et = self.element_type
         if isinstance(et, str):
-            raise ExecutionError("list does not store refs", StatusCode.FAILED_PRECONDITION)
+            raise InvocationError("list does not store refs", StatusCode.FAILED_PRECONDITION)
         if isinstance(et, RefType) and value is not None and type_of(value) is not et:
-            raise ExecutionError("source ref type mismatch", StatusCode.INVALID_ARGUMENT)
+            raise InvocationError("source ref type mismatch", StatusCode.INVALID_ARGUMENT)
         self.items[i] = value
 
     # Python-side convenience

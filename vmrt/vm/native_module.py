@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..errors import ArgumentError, DefinitionError, ExecutionError, StatusCode, VmError
+from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
 from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
                      ImportDecl, Linkage, Module, cconv_fragments)
 from .types import RefType, type_of
@@ -168,7 +168,7 @@ class NativeModule(Module):
         except RecursionError:
             raise
         except Exception as e:  # a bug in the Python module: report, do not crash the VM
-            raise ExecutionError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
+            raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
                 f"while invoking native function {self.name}.{ex.decl.name}") from e
         n = ex.n_results
         if n == 0:
