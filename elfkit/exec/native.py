@@ -65,14 +65,15 @@ _CT = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
        CType.I32: ctypes.c_int32, CType.I64: ctypes.c_int64, CType.U8: ctypes.c_uint8,
        CType.U16: ctypes.c_uint16, CType.U32: ctypes.c_uint32, CType.U64: ctypes.c_uint64,
        CType.F32: ctypes.c_float, CType.F64: ctypes.c_double, CType.PTR: _Ptr}
-_CB = {**_CT, CType.PTR: ctypes.c_void_p}
+# a callback receives ``ptr`` arguments as ints (NULL is 0, as under emulation)
+_CB = {**_CT, CType.PTR: ctypes.c_size_t}
 
 
 def cfunctype(sig: Signature, callback: bool = False) -> Any:
     """The ctypes function type of ``sig``.  A ``ptr`` result of a call is
     read as ``c_size_t``, so NULL is 0 (an int) as under emulation, not the
-    None that ``c_void_p`` gives; a callback returns ``ptr`` as ``c_void_p``
-    (it accepts an int or None)."""
+    None that ``c_void_p`` gives; a callback gets ``ptr`` arguments the same
+    way and returns ``ptr`` as ``c_void_p`` (it accepts an int or None)."""
     table = _CB if callback else _CT
     if sig.ret is CType.PTR:
         ret = ctypes.c_void_p if callback else ctypes.c_size_t
