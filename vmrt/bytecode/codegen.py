@@ -79,19 +79,12 @@ class FunctionTranslator:
 
     # -- code for one remap list ---------------------------------------------
     def remap(self, pairs, ind: str) -> list[str]:
-        """Block-argument copies, with parallel-copy semantics.
-
-        The pip compiler can emit remap lists where a destination is read by
-        a later entry (e.g. ``i4->i2, i2->i0``); IREE copies sequentially and
-        so computes with the clobbered value.  vmrt implements what the
-        block arguments mean (all sources read before any write); see README.
-        """
+        """Block-argument copies, one after another in list order, as IREE's
+        VM does them: the compiler relies on it (it swaps registers through a
+        scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""
         srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
         dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
-        hazard = any(d in srcs[i + 1:] for i, d in enumerate(dsts))
-        if hazard:
-            return [f"{ind}{', '.join(dsts)} = {', '.join(srcs)}"]
-        return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs)]
+        return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
 
     def check_regs(self, ins: Instr, regs, codes: str, what: str) -> None:
         if len(regs) != len(codes):
