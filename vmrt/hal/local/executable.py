@@ -32,6 +32,7 @@ import elfkit
 from elfkit import fatelf
 
 from . import library_abi as abi
+from .bindings import StagedBindings
 from .guest import GuestMemory, import_thunk, sig
 from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from .plugins.manager import PluginManager
@@ -92,7 +93,7 @@ class Executable:
     def __init__(self) -> None:
         self.closed = True
         # emulated dispatch: (binding index, reservation, data address, size, span)
-        self._guards: list[tuple[int, int, int, int, int]] = []
+        self._staged: StagedBindings | None = None
 
     # -- loading ----------------------------------------------------------------
     @classmethod
@@ -344,16 +345,11 @@ class Executable:
         if self.backend != "native":
             threads = 1
         mem = GuestMemory(self.machine)     # per-dispatch allocations
-        self._guards = []
         native = self.backend == "native"
+        self._staged = None if native else StagedBindings(self.machine, arrays)
         try:
-            if native:
-                ptrs = [a.ctypes.data for a in arrays]
-            else:
-                aliased = _aliased(arrays)
-                staged = [a.reshape(-1).view(np.uint8).copy() if i in aliased else None
-                          for i, a in enumerate(arrays)]
-                ptrs = [self._stage_binding(i, a) for i, a in enumerate(arrays)]
+            ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
+                else self._staged.stage()
             lay = mem.layout
             cbytes = _u32_words(constants, f"{where}: constants")
             cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
@@ -370,55 +366,14 @@ class Executable:
                 self._run(fn, ds, exp, wc, range(total), processor_id, mem, where)
             else:
                 self._run_threads(fn, ds, exp, wc, total, threads, where)
-            if not native:
-                # Bindings were staged as separate guest copies.  Where two of them
-                # alias in host memory (e.g. an in-place op binding one buffer twice),
-                # copying back an unchanged copy would overwrite what the other one
-                # wrote, so only copies the code actually changed go back.
-                for i, (a, p) in enumerate(zip(arrays, ptrs)):
-                    if not a.flags.writeable:
-                        continue
-                    out = np.frombuffer(self.machine.read(p, a.nbytes), np.uint8)
-                    if i in aliased and np.array_equal(out, staged[i]):
-                        continue
-                    a.reshape(-1).view(np.uint8)[:] = out
+            if self._staged is not None:
+                self._staged.copy_back()
         finally:
             mem.free_all()
-            for _i, base, _addr, _n, span in self._guards:
-                self.machine.release(base, span)
-            self._guards = []
+            if self._staged is not None:
+                self._staged.release()
+                self._staged = None
         return bindings
-
-    def _stage_binding(self, index: int, array: Any) -> int:
-        """Copy a binding into guest memory (emulated dispatch), placed so
-        that it ends at a page boundary followed by an unmapped guard page:
-        an access past its end faults and is reported against the binding.
-        The start is 64-byte aligned, so up to 63 bytes of slack can precede
-        the guard."""
-        from elfkit.exec.base import PROT_NONE
-        m = self.machine
-        page = m.arch.page_size
-        n = array.nbytes
-        data_span = -(-(n + 63) // page) * page
-        base = m.reserve(data_span + page, page)
-        self._guards.append((index, base, 0, n, data_span + page))
-        m.protect(base + data_span, page, PROT_NONE)
-        addr = (base + data_span - n) & ~63
-        m.write(addr, array.tobytes())
-        self._guards[-1] = (index, base, addr, n, data_span + page)
-        return addr
-
-    def _explain_fault(self, e: BaseException) -> str | None:
-        addr = getattr(e, "address", None)
-        if addr is None:
-            return None
-        page = self.machine.arch.page_size
-        for index, base, data, n, span in self._guards:
-            guard = base + span - page
-            if guard <= addr < base + span:
-                return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
-                        f"{addr - data} (is the binding smaller than the dispatch expects?)")
-        return None
 
     def _ws_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
                     local_memory: int, local_size: int) -> Any:
@@ -467,7 +422,7 @@ class Executable:
                 raise
             except Exception as e:
                 x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
-                why = self._explain_fault(e)
+                why = None if self._staged is None else self._staged.explain_fault(e)
                 if why is not None:
                     raise DispatchError(f"{where}, workgroup ({x}, {y}, {z}): {why}",
                                         StatusCode.OUT_OF_RANGE) from e
@@ -574,14 +529,3 @@ def _u32_words(values: Any, what: str) -> bytes:
 
 
 __all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo"]
-
-
-def _aliased(arrays: Sequence[Any]) -> set[int]:
-    """Indices of bindings that share host memory with another binding."""
-    import numpy as np
-    out: set[int] = set()
-    for i in range(len(arrays)):
-        for j in range(i + 1, len(arrays)):
-            if np.shares_memory(arrays[i], arrays[j]):
-                out.update((i, j))
-    return out

@@ -102,6 +102,8 @@ class HalDeviceModule(HalModule):
     def init_state(self, state: NativeState, context) -> None:
         state.devices = [Device(u, self.executable_plugins, self.backend)
                          for u in self.device_uris]
+        # (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
+        state.imported = {}
         # like IREE, plugins load when the device is created: a bad
         # --executable_plugin fails here even if no executable needs it
         try:
@@ -146,9 +148,24 @@ class HalDeviceModule(HalModule):
     @export("allocator.import", "0riIiirII_r")
     def allocator_import(self, state, allocator, try_, affinity, memory_types, usage,
                          source, offset, length):
+        """Host memory is device memory here.  A mutable ``vm.buffer`` is
+        imported zero-copy.  Module rodata is imported as this context's own
+        aligned, writable copy, made once per range: a dispatch may write
+        into an imported constant in place (sorts, scatters, inserts into a
+        constant tensor) and later reads in the same context see it, as in
+        IREE, but the module's bytes and every other context stay as loaded."""
         _need(allocator, Allocator, "allocator")
-        # host memory is device memory here: a zero-copy view of the rodata
-        return HalBuffer(_vm_bytes(source, offset, length, "hal.allocator.import source"))
+        view = _vm_bytes(source, offset, length, "hal.allocator.import source")
+        if not source.readonly:
+            return HalBuffer(view)
+        cache = getattr(state, "imported", {})         # no state: called outside a context
+        key = (id(source), offset, int(view.size))
+        hit = cache.get(key)
+        if hit is None:
+            copy = new_buffer(int(view.size), "hal.allocator.import")
+            copy.bytes[:] = view
+            hit = cache[key] = (source, copy)          # the source keeps its id alive
+        return hit[1]
 
     @export("buffer.assert", "0rrrIii_v")
     def buffer_assert(self, state, buffer, message, allocator, minimum_length, memory_types,
