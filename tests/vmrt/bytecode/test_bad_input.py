@@ -102,11 +102,12 @@ def test_random_bytecode_corruption_never_escapes(sample, data):
 
 
 def _patch_version(sample: bytes, version: int) -> bytes:
-    from vmrt.bytecode.flatbuf import FlatBuffer
-    size = struct.unpack_from("<I", sample, 0x40)[0]
-    fb = FlatBuffer(sample[0x44:0x44 + size])
-    root = fb.root()
-    pos = 0x44 + root._field(13)
+    # the FlatBuffer starts at 0x44; its root table's vtable gives field 13
+    # (the bytecode version) an offset inside the table
+    fb = 0x44
+    root = fb + struct.unpack_from("<I", sample, fb)[0]
+    vtable = root - struct.unpack_from("<i", sample, root)[0]
+    pos = root + struct.unpack_from("<H", sample, vtable + 4 + 2 * 13)[0]
     assert struct.unpack_from("<I", sample, pos)[0] == 0x00110000
     return sample[:pos] + struct.pack("<I", version) + sample[pos + 4:]
 

@@ -131,7 +131,7 @@ def test_help_and_version():
     assert rc == 0 and "vmrt run" in out and "--module" in out and err == ""
     rc, out, err = vmrt_subprocess("run", "--help")
     assert rc == 0 and "--input" in out
-    from elfkit._version import __version__
+    from elfkit import __version__
     rc, out, err = vmrt_subprocess("--version")
     assert (rc, out, err) == (0, f"vmrt {__version__}\n", "")
     exe = shutil.which("vmrt")

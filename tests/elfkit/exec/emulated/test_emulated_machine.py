@@ -168,7 +168,7 @@ class Image:
                 self.funcs[sym.name] = (base + sym["st_value"], sym["st_size"])
         self.closed = False
         m.attach(self)
-        if m._line_info is not None and b".debug_line" in data:
+        if b".debug_line" in data:
             m.add_debug_info(base, data, base, base + self.size)
 
     def __getitem__(self, name: str) -> int:
@@ -513,12 +513,12 @@ def test_cancel_from_another_thread(env):
             result["e"] = e
     th = threading.Thread(target=run)
     th.start()
-    for _ in range(200):
-        if m._running:
+    for _ in range(400):              # cancel() is False until the call is running
+        if m.cancel() is True:
             break
         time.sleep(0.005)
-    time.sleep(0.02)
-    assert m.cancel() is True
+    else:
+        pytest.fail("the call never started")
     th.join(5)
     assert not th.is_alive()
     assert isinstance(result.get("e"), CallTimeout) and "cancelled" in str(result["e"])
