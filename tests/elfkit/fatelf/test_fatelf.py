@@ -635,7 +635,7 @@ def test_slice_names_disambiguate():
 
 
 # --------------------------------------------------------------------------
-# real plugins, when the session provides them (tests/conftest.py `plugins`)
+# real plugins (the `plugins` fixture of tests/conftest.py)
 
 def test_real_standalone_plugin_round_trip(plugins, tmp_path):
     paths = [plugins.path("standalone", name) for name in ARCHES]
@@ -779,13 +779,9 @@ def test_identify_prefixes_of_a_real_fatelf():
             assert n >= 8 + 24 * 2
 
 
-def test_identify_real_plugins_match_pyelftools(request):
+def test_identify_real_plugins_match_pyelftools(plugins):
     from elftools.elf.elffile import ELFFile
     from elftools.elf.enums import ENUM_E_MACHINE
-    try:
-        plugins = request.getfixturevalue("plugins")
-    except pytest.FixtureLookupError:
-        pytest.skip("no plugins fixture")
     seen = 0
     for name, arch, path in plugins:
         with open(path, "rb") as f:
