@@ -28,11 +28,7 @@ from pathlib import Path
 
 import pytest
 
-_TESTS = Path(__file__).resolve().parent
-if str(_TESTS) not in sys.path:
-    sys.path.insert(0, str(_TESTS))
-
-from plugins import PluginSet, build_plugins  # noqa: E402
+from tests.plugins import PluginSet, build_plugins
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,75 @@
+"""Large relocation tables (the numpy bulk path) on every architecture, in
+RELA, REL and DT_RELR form, checked against pyelftools like the test plugins."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+import elfkit
+from elfkit.exec.memory import MemoryMachine
+from elfkit.loader import parse
+from elfkit.toolchain import compile_plugin
+from tests.elfkit.loader.reloc_oracle import check_plugin
+
+ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
+
+
+def _build(tmp_path, arch, n, relr=False, unaligned=False):
+    word = ".quad" if arch in ("x86_64", "aarch64", "riscv64") else ".long"
+    align = 3 if word == ".quad" else 2
+    src = tmp_path / f"big_{arch}.s"
+    # n pointers to a local symbol (RELATIVE), with a gap every 100 words (several RELR runs),
+    # and one pointer to an exported symbol (a symbolic relocation) in the middle.
+    body = [".data", f".p2align {align}", "local_sym: .zero 16", ".globl exported",
+            "exported: .zero 8", *([".byte 0"] if unaligned else []), ".globl table", "table:"]
+    for i in range(n):
+        body.append(f"{word} local_sym+{i % 7}")
+        if i % 100 == 99:
+            body.append(f".zero {8 * 70}")
+    body.append(f"{word} exported")
+    src.write_text("\n".join(body) + "\n")
+    so = tmp_path / f"big_{arch}{'_relr' if relr else ''}{'_unaligned' if unaligned else ''}.so"
+    compile_plugin(src, arch, so, ldflags=["-z", "pack-relative-relocs"] if relr else [])
+    return so
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("relr", [False, True])
+def test_bulk_relocations_match_pyelftools(tmp_path, arch, relr):
+    so = _build(tmp_path, arch, 3000, relr)
+    elf = parse(so.read_bytes())
+    assert max(t.count for t in elf.reloc_tables) >= 256 or relr
+    assert check_plugin(so, arch) >= 3000
+
+
+def test_bulk_errors_name_every_offender(tmp_path):
+    so = _build(tmp_path, "x86_64", 1000)
+    data = bytearray(so.read_bytes())
+    elf = parse(bytes(data))
+    t = next(t for t in elf.reloc_tables if t.count >= 256)
+    bad = [5, 500, 999]
+    for i in bad:
+        o = t.file_offset + 24 * i + 8
+        struct.pack_into("<Q", data, o, 250)                  # unknown type
+    struct.pack_into("<Q", data, t.file_offset + 24 * 7, 0)   # RELATIVE into the ELF header
+    with pytest.raises(elfkit.RelocationError) as ei:
+        elfkit.load(bytes(data), machine=MemoryMachine(elfkit.arch.get("x86_64")), init=False)
+    msg = str(ei.value)
+    assert len(ei.value.problems) == 4
+    for i in bad:
+        assert f"DT_RELA[{i}]" in msg
+    assert "DT_RELA[7] at offset 0x0: RELATIVE: the place is not inside a writable segment" in msg
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_bulk_path_handles_unaligned_places(tmp_path, arch):
+    """Every pointer of the table one byte off its natural alignment: the
+    bulk path reads (REL: the addend is in the place) and writes words at
+    unaligned places, and the result still matches pyelftools."""
+    so = _build(tmp_path, arch, 1000, unaligned=True)
+    elf = parse(so.read_bytes())
+    table = next(t for t in elf.reloc_tables if t.count >= 256)
+    w = 8 if arch in ("x86_64", "aarch64", "riscv64") else 4
+    assert sum(1 for o in table.offsets if o % w) >= 1000     # the places really are unaligned
+    assert check_plugin(so, arch) >= 1000
