@@ -116,3 +116,15 @@ def test_narrowing_ops_match_iree(tmp_path_factory, fn, value):
         assemble((PROGRAMS / "narrow.vmasm").read_text(), out)
     args = [f"--module={out}", f"--function={fn}", f"--input={value}"]
     assert vmrt_run(*args) == iree_run(*args)[:2] + ("",)
+
+
+@pytest.mark.parametrize("n", ["0", "1", "2", "3", "7"])
+def test_branch_operand_copies_are_sequential(compile_mlir, n):
+    """The compiler rotates loop-carried registers through a scratch register
+    (``i4->i7, i3->i4, i5->i3, i7->i5``) and relies on the copies happening
+    one after another in list order, as IREE's VM does them."""
+    vmfb = compile_mlir("branch_swap.mlir", *VM)
+    args = (f"--module={vmfb}", "--function=run", f"--input={n}")
+    expected = iree_run(*args)
+    assert expected[0] == 0
+    assert vmrt_run(*args) == expected

@@ -246,6 +246,20 @@ def test_null_pointer_result_is_zero_on_every_backend(plugins, arch):
             assert type(hdr) is int and hdr != 0
 
 
+def test_null_pointer_argument_is_zero_on_every_backend(plugins, arch):
+    # a Python callback receives a NULL ptr argument as 0 (an int), natively
+    # and emulated alike, and other pointers as ints
+    from elfkit.signature import parse
+    sig = parse("i64(ptr,ptr)")
+    for backend in _backends(arch):
+        with elfkit.load(plugins.path("kernels", arch), backend=backend) as m:
+            got: list = []
+            addr = m.machine.callback(lambda p, q: got.append((p, q)) or 7, sig)
+            call = m.machine.foreign_function if backend == "native" else m.machine.function
+            assert call(addr, sig)(0, 0x1234) == 7
+            assert got == [(0, 0x1234)] and all(type(x) is int for x in got[0]), (backend, got)
+
+
 def test_cli_run_and_disasm(plugins, arch, tmp_path):
     path = str(plugins.path("kernels", arch))
     run = [sys.executable, "-m", "elfkit", "run", path, "--backend", "emulated"]
