@@ -1,6 +1,6 @@
 """Fuzz targets: each takes bytes and must either succeed or raise the
 package's own error.  Anything else (IndexError, struct.error, MemoryError,
-a crash, a hang) is a bug.  Used by tests/test_fuzz.py (bounded) and by
+a crash, a hang) is a bug.  Used by tests/integration/test_fuzz.py (bounded) and by
 fuzz/run.py (for hours)."""
 from __future__ import annotations
 
