@@ -9,9 +9,10 @@ elements), mapped like the C module maps it: the byte range
 operand is a strided numpy view of that range — no copies, writes land in
 the buffer.
 
-The 4-D operands of ``mmt4d``/``pack``/``unpack`` are row-major with only
-the outermost stride free, as in IREE's ukernels; the ukernel ``flags`` word
-carries the element types (``TYPE`` enum in the low byte) and option bits.
+The 4-D operands of ``mmt4d``/``pack``/``unpack`` are (outer0, outer1,
+tile0, tile1) with dense tiles and free outer strides (``mmt4d`` passes only
+the outermost one); the ukernel ``flags`` word carries the element types
+(``TYPE`` enum in the low byte) and option bits.
 """
 from __future__ import annotations
 
