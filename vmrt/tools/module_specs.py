@@ -16,6 +16,7 @@ from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..vm.context import Context
 from ..vm.instance import Instance
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
+from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.module import DependencyFlags, Module
 
 ENTRY_POINT_GROUP = "vmrt.modules"
@@ -35,8 +36,9 @@ OWN_DISTRIBUTION = "elfkit"
 
 
 def builtin_providers() -> list[Any]:
-    """vmrt's built-in provider: the ``hal`` module (host-only or device)."""
-    return [HAL_PROVIDER]
+    """vmrt's built-in providers: the ``hal`` module (host-only or device)
+    and the ``vmvx`` module."""
+    return [HAL_PROVIDER, VMVX_PROVIDER]
 
 
 def entry_point_providers() -> list[Any]:

@@ -60,8 +60,9 @@ class Device(RefObject):
     def load_executable(self, fmt: str, data: Any, constants: Sequence[int] | None) -> HalExecutable:
         if not self.supports_format(fmt):
             raise HalError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
-                          "<arch> and embedded-fatelf)", StatusCode.NOT_FOUND)
-        return HalExecutable(self.loader.load(data, constants), fmt)
+                          "<arch>, embedded-fatelf, system-elf-<arch> and vmvx-bytecode-fb)",
+                          StatusCode.NOT_FOUND)
+        return HalExecutable(self.loader.load(data, constants, executable_format=fmt), fmt)
 
     def close(self) -> None:
         if self._loader is not None:

@@ -1,7 +1,9 @@
 """The CPU executable loader: what a HAL device needs to turn the bytes
 ``hal.executable.create`` passes into a dispatchable :class:`Executable`
 (IREE's ``executable_loader`` with the embedded-ELF and system-ELF formats),
-with one plugin manager resolving every executable's imports."""
+with one plugin manager resolving every executable's imports, or into a
+:class:`~vmrt.hal.local.vmvx_executable.VmvxExecutable` (format
+``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -11,6 +13,7 @@ from elfkit import FatElfError, fatelf
 from ...errors import ExecutableError, StatusCode
 from .executable import Executable
 from .plugins.manager import PluginManager, register_plugins
+from .vmvx_executable import FORMAT as VMVX_FORMAT, VmvxExecutable
 
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
@@ -35,7 +38,10 @@ def infer_format(data: bytes) -> str:
 
 def supports_format(fmt: str) -> bool:
     """Whether vmrt's CPU loader takes executables of IREE format ``fmt``
-    (``embedded-elf-<arch>``, ``embedded-fatelf``, ``system-elf-<arch>``)."""
+    (``embedded-elf-<arch>``, ``embedded-fatelf``, ``system-elf-<arch>``,
+    ``vmvx-bytecode-fb``)."""
+    if fmt == VMVX_FORMAT:
+        return True
     for prefix in ("embedded-elf-", "system-elf-"):
         if fmt.startswith(prefix):
             return fmt[len(prefix):] in FORMAT_SUFFIXES.values()
@@ -54,7 +60,7 @@ class ExecutableLoader:
         loader.close()                                     # at context teardown
     """
 
-    FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-")
+    FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-", VMVX_FORMAT)
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
                  manager: PluginManager | None = None):
@@ -66,8 +72,16 @@ class ExecutableLoader:
         return executable_format.startswith(self.FORMATS)
 
     def load(self, data: Any, constants: Sequence[int] | None = None,
-             name: str | None = None) -> Executable:
-        exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants, name=name)
+             name: str | None = None, executable_format: str | None = None
+             ) -> "Executable | VmvxExecutable":
+        """Load executable bytes; ``executable_format`` ``vmvx-bytecode-fb``
+        selects the vmvx loader (else the bytes are an ELF or FatELF)."""
+        exe: Any
+        if executable_format == VMVX_FORMAT:
+            exe = VmvxExecutable.load(bytes(data), constants, name=name)
+        else:
+            exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants,
+                                  name=name)
         self.executables.append(exe)
         return exe
 
@@ -91,5 +105,5 @@ def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | No
     return Executable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "infer_format", "load_executable",
-           "supports_format"]
+__all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "VMVX_FORMAT", "infer_format",
+           "load_executable", "supports_format"]

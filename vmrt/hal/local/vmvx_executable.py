@@ -1,0 +1,201 @@
+"""vmvx executables (IREE format ``vmvx-bytecode-fb``): dispatch code that is
+itself a VM bytecode module, run by vmrt's own VM — no native code and no
+emulator, on any host.
+
+Loading one (IREE's ``vmvx_module_loader``) is: parse the ``.vmfb`` the
+compiler embedded (a :class:`~vmrt.bytecode.module.BytecodeModule`), link it
+in a private :class:`~vmrt.vm.context.Context` after the ``vmvx`` module
+(:class:`~vmrt.hal.local.vmvx.VmvxModule`, the numpy microkernels it may
+import), check every entry point's cconv, and hand executable-level
+constants to its ``__set_constants`` export if it has one.
+
+Each export is an entry point with IREE's vmvx dispatch ABI, cconv
+``0rrriiiiiiiii_v``::
+
+    entry(local_memory: vm.buffer,        # the export's "local_memory" attr bytes
+          constants: vm.buffer,           # the dispatch's u32 push constants (read-only)
+          bindings: vm.list<vm.buffer>,   # one mutable buffer per binding range
+          workgroup_id_x, _y, _z,
+          workgroup_size_x, _y, _z,       # 1, 1, 1 (vmvx exports declare none)
+          workgroup_count_x, _y, _z)
+
+:meth:`VmvxExecutable.dispatch` calls it once per workgroup, x fastest, with
+binding buffers that are zero-copy views of the HAL buffers' bytes.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Sequence
+
+from ...bytecode.module import BytecodeModule
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from ...vm.buffer import Buffer
+from ...vm.context import Context
+from ...vm.instance import Instance
+from ...vm.list import VmList
+from ...vm.types import BUFFER_TYPE
+from .executable import ExportInfo
+from .vmvx import VmvxModule
+
+FORMAT = "vmvx-bytecode-fb"
+ENTRY_CCONV = "0rrriiiiiiiii_v"
+SET_CONSTANTS = "__set_constants"
+
+
+def buffer_over(array: Any) -> Buffer:
+    """A ``vm.buffer`` sharing the bytes of a C-contiguous numpy array (what
+    IREE does with a binding pointer + length): writes land in the array."""
+    buf = Buffer.__new__(Buffer)
+    buf.data = memoryview(array.reshape(-1).view("u1"))
+    buf.readonly = not array.flags.writeable
+    return buf
+
+
+def _attr_int(attrs: dict, key: str, default: int = 0) -> int:
+    try:
+        return int(attrs.get(key, default))
+    except (TypeError, ValueError):
+        return default
+
+
+class VmvxExecutable:
+    """A loaded vmvx executable.  Use :meth:`load`."""
+
+    backend = "vmvx"
+
+    def __init__(self, module: BytecodeModule, context: Context, name: str):
+        self.module = module
+        self.context = context
+        self.name = name
+        self.closed = False
+        self.exports: list[ExportInfo] = []
+        self.local_memory: list[int] = []
+        self._entries: list[Any] = []
+
+    # -- loading ----------------------------------------------------------------
+    @classmethod
+    def load(cls, data: Any, constants: Sequence[int] | None = None,
+             name: str | None = None, instance: Instance | None = None) -> "VmvxExecutable":
+        instance = instance or Instance()
+        try:
+            module = BytecodeModule(instance, bytes(data), source=name or "<vmvx executable>")
+        except VmError as e:
+            raise e.annotate("loading vmvx executable bytecode")
+        context = Context(instance, [VmvxModule(instance), module])
+        self = cls(module, context, name or module.name)
+        try:
+            self._read_exports()
+            self._set_constants(constants)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _read_exports(self) -> None:
+        for decl in self.module.exports:
+            if decl.name == SET_CONSTANTS:
+                continue
+            if decl.cconv != ENTRY_CCONV:
+                raise ExecutableError(
+                    "executable entry point does not match the expected calling convention; "
+                    f"expected '{ENTRY_CCONV}' but got '{decl.cconv}', possible ABI version "
+                    "mismatch", StatusCode.INVALID_ARGUMENT)
+            attrs = self.module.function_attrs(decl.name)
+            ordinal = len(self.exports)
+            self.exports.append(ExportInfo(
+                ordinal, decl.name, 0, 0, _attr_int(attrs, "binding_count"),
+                _attr_int(attrs, "constant_count"), (1, 1, 1),
+                _attr_int(attrs, "local_memory"), 0,
+                has_attrs="binding_count" in attrs))
+            self.local_memory.append(_attr_int(attrs, "local_memory"))
+            self._entries.append(self.context.resolve_function(
+                f"{self.module.name}.{decl.name}"))
+        self._by_name = {e.name: e for e in self.exports}
+
+    def _set_constants(self, constants: Sequence[int] | None) -> None:
+        fn = self.module.lookup_function(SET_CONSTANTS)
+        count = len(constants or ())
+        if fn is None:
+            if count:
+                raise ExecutableError(f"executable has no executable-level constants but "
+                                      f"{count} constants were provided",
+                                      StatusCode.INVALID_ARGUMENT)
+            return
+        if not count:
+            raise ExecutableError("executable requires executable-level constants but none "
+                                  "were provided", StatusCode.INVALID_ARGUMENT)
+        words = struct.pack(f"<{count}I", *[c & 0xFFFFFFFF for c in constants or ()])
+        self.context.invoke(fn, [Buffer(words)])
+
+    # -- queries ----------------------------------------------------------------
+    def export(self, which: "str | int | ExportInfo") -> ExportInfo:
+        if isinstance(which, ExportInfo):
+            return which
+        if isinstance(which, int):
+            if 0 <= which < len(self.exports):
+                return self.exports[which]
+            raise DispatchError(f"executable '{self.name}': entry point ordinal {which} out of "
+                                f"bounds (it has {len(self.exports)})")
+        e = self._by_name.get(str(which).lstrip("@"))
+        if e is None:
+            raise DispatchError(f"executable '{self.name}' has no export '{which}' (exports: "
+                                f"{', '.join(x.name for x in self.exports) or 'none'})",
+                                StatusCode.NOT_FOUND)
+        return e
+
+    def describe(self) -> str:
+        lines = [f"executable '{self.name}' ({FORMAT}, VM bytecode)",
+                 f"  exports ({len(self.exports)}):"]
+        lines += [f"    {e.describe()}" for e in self.exports]
+        imports = [i.full_name for i in self.module.imports]
+        lines.append(f"  imports ({len(imports)}):")
+        lines += [f"    {n} -> vmvx" for n in imports]
+        return "\n".join(lines)
+
+    # -- dispatch ---------------------------------------------------------------
+    def dispatch(self, export: "str | int | ExportInfo", workgroup_count: Any = (1, 1, 1),
+                 bindings: Sequence[Any] = (), constants: Sequence[Any] = (),
+                 **_ignored: Any) -> list[Any]:
+        """Run every workgroup of ``export`` over ``bindings`` (C-contiguous
+        numpy arrays, in binding order) with ``constants`` (u32 words)."""
+        if self.closed:
+            raise DispatchError(f"executable '{self.name}' is closed",
+                                StatusCode.FAILED_PRECONDITION)
+        exp = self.export(export)
+        where = f"executable '{self.name}' export '{exp.name}'"
+        if isinstance(workgroup_count, int):
+            workgroup_count = (workgroup_count, 1, 1)
+        wx, wy, wz = (list(workgroup_count) + [1, 1])[:3]
+        bindings = list(bindings)
+        if exp.has_attrs and len(bindings) != exp.binding_count:
+            raise DispatchError(f"{where} takes {exp.binding_count} binding(s), "
+                                f"{len(bindings)} given")
+        words = [int(c) & 0xFFFFFFFF if not isinstance(c, float)
+                 else struct.unpack("<I", struct.pack("<f", c))[0] for c in constants]
+        const_buf = Buffer(struct.pack(f"<{len(words)}I", *words))
+        binding_list = VmList(BUFFER_TYPE, [buffer_over(b) for b in bindings])
+        local = Buffer.alloc(self.local_memory[exp.ordinal])
+        entry = self._entries[exp.ordinal]
+        for z in range(wz):
+            for y in range(wy):
+                for x in range(wx):
+                    self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
+                                                1, 1, 1, wx, wy, wz])
+        return bindings
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.context.close()
+
+    def __enter__(self) -> "VmvxExecutable":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<VmvxExecutable {self.name!r} exports={len(self.exports)}>"
+
+
+__all__ = ["ENTRY_CCONV", "FORMAT", "VmvxExecutable", "buffer_over"]
