@@ -1,62 +1,124 @@
-"""IREE's HAL element types: names (``f32``, ``si8``, ``i1``), their
-``iree_hal_element_type_t`` values and the numpy dtypes that hold them."""
+"""IREE's HAL element types: names (``f32``, ``si8``, ``i1``, ``i4``,
+``bf16``, ``f8E4M3FN``, ``cf64`` ...), their ``iree_hal_element_type_t``
+values, how many bits they take, and the numpy dtypes that hold them
+(ml_dtypes' for bf16, the f8 types and the sub-byte integers).
+
+Sub-byte integers (``i4``, ``ui2`` ...) are packed in storage as IREE packs
+them: the first element in the low bits of the first byte."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from ..errors import HalError, StatusCode, VmError
+from ..errors import HalError, StatusCode
 
 # iree_hal_element_type_t = numerical_type << 24 | bit_count
-_NUMERICAL = {"i": 0x10, "si": 0x11, "ui": 0x12, "b": 0x13, "f": 0x21, "bf": 0x22}
+_NUMERICAL = {"i": 0x10, "si": 0x11, "ui": 0x12, "b": 0x13, "f": 0x21, "bf": 0x22,
+              "cf": 0x23}
+#: the 8-bit float types: name -> (numerical type, ml_dtypes name)
+FLOAT8 = {"f8E5M2": (0x24, "float8_e5m2"), "f8E4M3FN": (0x25, "float8_e4m3fn"),
+          "f8E5M2FNUZ": (0x26, "float8_e5m2fnuz"), "f8E4M3FNUZ": (0x27, "float8_e4m3fnuz")}
 ENCODING_DENSE_ROW_MAJOR = 1
+
+_NAME_RE = re.compile(r"^(si|ui|i|bf|cf|f)(\d+)$")
+_FLOAT = {16: "float16", 32: "float32", 64: "float64"}
+_COMPLEX = {64: "complex64", 128: "complex128"}
+_SUB_BYTE = {("i", 4): "int4", ("si", 4): "int4", ("ui", 4): "uint4",
+             ("i", 2): "int2", ("si", 2): "int2", ("ui", 2): "uint2"}
+
+
+def _unhandled(name: str, code: StatusCode = StatusCode.UNIMPLEMENTED) -> HalError:
+    """A known prefix with a width vmrt has no dtype for is UNIMPLEMENTED; an
+    unknown prefix is INVALID_ARGUMENT (as iree-run-module says)."""
+    return HalError(f"unhandled element type prefix in '{name}'", code)
+
+
+def _split(name: str) -> tuple[str, int]:
+    m = _NAME_RE.match(name)
+    if m is None:
+        raise _unhandled(name, StatusCode.INVALID_ARGUMENT)
+    return m.group(1), int(m.group(2))
 
 
 def element_type_code(name: str) -> int:
     """IREE's element type value for a name like ``f32``, ``i8``, ``ui16``, ``i1``."""
     if name == "i1":
         return (_NUMERICAL["b"] << 24) | 8
-    for prefix in ("si", "ui", "bf", "i", "f"):
-        if name.startswith(prefix) and name[len(prefix):].isdigit():
-            return (_NUMERICAL[prefix] << 24) | int(name[len(prefix):])
-    raise HalError(f"unsupported element type '{name}'", StatusCode.INVALID_ARGUMENT)
+    if name in FLOAT8:
+        return (FLOAT8[name][0] << 24) | 8
+    m = _NAME_RE.match(name)
+    if m is None:
+        raise HalError(f"unsupported element type '{name}'", StatusCode.INVALID_ARGUMENT)
+    return (_NUMERICAL[m.group(1)] << 24) | int(m.group(2))
 
 
 def element_type_name(code: int) -> str:
-    """The name (``f32``, ``i1`` ...) of an IREE element type value."""
+    """The name (``f32``, ``i1``, ``f8E4M3FN`` ...) of an IREE element type value."""
     numerical, bits = code >> 24, code & 0xFFFFFF
+    for name, (value, _) in FLOAT8.items():
+        if value == numerical and bits == 8:
+            return name
     for prefix, value in _NUMERICAL.items():
         if value == numerical:
-            if prefix == "b":
-                return "i1"
-            return f"{prefix}{bits}"
+            return "i1" if prefix == "b" else f"{prefix}{bits}"
     raise HalError(f"unsupported element type {code:#010x}", StatusCode.INVALID_ARGUMENT)
 
 
-_INT_RE = re.compile(r"^(s|u)?i(\d+)$")
-_FLOAT = {"f16": "float16", "f32": "float32", "f64": "float64"}
+def element_bits(name: str) -> int:
+    """How many bits one element of ``name`` takes in storage (``i1``: 8)."""
+    if name == "i1" or name in FLOAT8:
+        return 8
+    return _split(name)[1]
 
 
-def dtype_of(elem: str) -> Any:
-    """The numpy dtype that holds elements of ``elem`` (``f32``, ``si8``, ``i1`` ...)."""
+def is_packed(name: str) -> bool:
+    """Sub-byte integers, stored several to a byte."""
+    return element_bits(name) < 8
+
+
+def storage_size(name: str, count: int) -> int:
+    """Bytes of storage for ``count`` elements of ``name``."""
+    return -(-count * element_bits(name) // 8)
+
+
+def is_binary_hex(name: str) -> bool:
+    """Types iree-run-module reads and prints as raw bytes in hex: ``i1``,
+    the packed sub-byte integers (a token per storage byte) and the complex
+    types (a token per element)."""
+    return name == "i1" or is_packed(name) or name.startswith("cf")
+
+
+def dtype_of(name: str) -> Any:
+    """The numpy dtype of one (unpacked) element of ``name``."""
     import numpy as np
-    if elem == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
+    if name == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
         return np.dtype("uint8")
-    m = _INT_RE.match(elem)
-    if m:
-        bits = int(m.group(2))
-        if bits not in (8, 16, 32, 64):
-            raise HalError(f"unhandled element type prefix in '{elem}'", StatusCode.UNIMPLEMENTED)
-        return np.dtype(("u" if m.group(1) == "u" else "i") + str(bits // 8))
-    if elem in _FLOAT:
-        return np.dtype(_FLOAT[elem])
-    raise HalError(f"unhandled element type prefix in '{elem}'", StatusCode.INVALID_ARGUMENT)
+    if name in FLOAT8:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, FLOAT8[name][1]))
+    prefix, bits = _split(name)
+    if (prefix, bits) in _SUB_BYTE:
+        import ml_dtypes
+        return np.dtype(getattr(ml_dtypes, _SUB_BYTE[prefix, bits]))
+    if prefix in ("i", "si", "ui") and bits in (8, 16, 32, 64):
+        return np.dtype(("u" if prefix == "ui" else "i") + str(bits // 8))
+    if prefix == "f" and bits in _FLOAT:
+        return np.dtype(_FLOAT[bits])
+    if prefix == "bf" and bits == 16:
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    if prefix == "cf" and bits in _COMPLEX:
+        return np.dtype(_COMPLEX[bits])
+    raise _unhandled(name)
 
 
 def element_type_of(dtype: Any) -> str:
     """IREE's element type name for a numpy dtype (numpy ints are signed: ``siN``)."""
     import numpy as np
     dt = np.dtype(dtype)
+    named = _ML_DTYPE_NAMES().get(dt.name)
+    if named is not None:
+        return named
     if dt.kind == "b":
         return "i1"
     if dt.kind == "i":      # numpy ints are signed: IREE names them siN (as for .npy)
@@ -65,4 +127,32 @@ def element_type_of(dtype: Any) -> str:
         return f"ui{dt.itemsize * 8}"
     if dt.kind == "f":
         return f"f{dt.itemsize * 8}"
+    if dt.kind == "c":
+        return f"cf{dt.itemsize * 8}"
     raise HalError(f"unsupported numpy dtype {dt}", StatusCode.UNIMPLEMENTED)
+
+
+def _ML_DTYPE_NAMES() -> dict[str, str]:
+    """ml_dtypes dtype names -> IREE names (``int4`` -> ``si4``)."""
+    names = {ml: name for name, (_, ml) in FLOAT8.items()}
+    names.update({"bfloat16": "bf16", "int4": "si4", "uint4": "ui4", "int2": "si2",
+                  "uint2": "ui2"})
+    return names
+
+
+def to_float8(values: Any, name: str) -> Any:
+    """f32 values as ``name`` the way IREE's runtime converts them: like
+    ml_dtypes (round to nearest even, no infinity in the FN/FNUZ types),
+    except that a magnitude below the smallest subnormal becomes zero."""
+    import numpy as np
+    dt = dtype_of(name)
+    x = np.asarray(values, np.float32)
+    import ml_dtypes
+    tiny = float(ml_dtypes.finfo(dt).smallest_subnormal)
+    x = np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+    return x.astype(dt)
+
+
+__all__ = ["ENCODING_DENSE_ROW_MAJOR", "FLOAT8", "dtype_of", "element_bits", "element_type_code",
+           "element_type_name", "element_type_of", "is_binary_hex", "is_packed", "storage_size",
+           "to_float8"]

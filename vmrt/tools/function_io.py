@@ -8,7 +8,8 @@ import re
 from typing import Any, Sequence
 
 from ..vm.buffer import Buffer
-from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
+from ..hal.buffer_view import BufferView, format_buffer_view, is_float_type, parse_buffer_view
+from ..hal.element_types import is_binary_hex
 from ..errors import StatusCode, UsageError, VmError
 from ..vm.module import cconv_fragments
 from ..vm.types import type_of
@@ -261,10 +262,15 @@ def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str
             f"  actual:\n{format_buffer_view(actual, max_elements)}")
     if _meta(actual) != exp_meta:
         return f"metadata is {_meta(actual)}; expected that the view matches {exp_meta}; {tail}"
-    a = actual.array.reshape(-1)
-    e = expected.array.reshape(-1)
-    if a.dtype.kind == "f":
-        thr = thresholds.get(actual.element_type, 0.0)
+    floats = is_float_type(actual.element_type)
+    if is_binary_hex(actual.element_type):       # raw bytes compare as raw bytes
+        a, e = actual.storage, expected.storage
+    else:
+        a = actual.array.reshape(-1)
+        e = expected.array.reshape(-1)
+    if floats:
+        # bf16 and the f8 types use the f16 threshold (as wide as IREE's is)
+        thr = thresholds.get(actual.element_type, thresholds.get("f16", 0.0))
         af, ef = a.astype(np.float64), e.astype(np.float64)
         both_nan = np.isnan(af) & np.isnan(ef)
         with np.errstate(invalid="ignore"):
@@ -275,9 +281,8 @@ def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str
     if idx.size == 0:
         return None
     i = int(idx[0])
-    kind = a.dtype.kind
-    fa = format_g(float(a[i])) if kind == "f" else str(int(a[i]))
-    fe = format_g(float(e[i])) if kind == "f" else str(int(e[i]))
+    fa = format_g(float(a[i])) if floats else str(int(a[i]))
+    fe = format_g(float(e[i])) if floats else str(int(e[i]))
     return f"element at index {i} ({fa}) does not match the expected ({fe}); {tail}"
 
 

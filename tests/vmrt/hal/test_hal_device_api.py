@@ -97,7 +97,8 @@ def test_device_queries():
     assert d.query_i64("hal.device.id", "cuda*") == 0
     assert d.query_i64("hal.executable.format", "embedded-elf-x86_64") == 1
     assert d.query_i64("hal.executable.format", "embedded-elf-arm_64") == 1   # emulated
-    assert d.query_i64("hal.executable.format", "vmvx-bytecode-fb") == 0
+    assert d.query_i64("hal.executable.format", "vmvx-bytecode-fb") == 1
+    assert d.query_i64("hal.executable.format", "spirv-fb") == 0
     assert d.query_i64("hal.device", "concurrency") == 1
     assert d.query_i64("hal.nonsense", "key") is None
     assert Device("local-task://").identifier == "local-task"
@@ -181,8 +182,11 @@ def test_aligned_allocations():
 def test_bad_executables_are_vm_errors(hal_compile):
     d = Device("local-sync")
     try:
-        with pytest.raises(VmError) as e:
+        with pytest.raises(VmError) as e:       # a vmvx executable is a VM module
             d.load_executable("vmvx-bytecode-fb", b"\0" * 64, None)
+        assert e.value.code == StatusCode.INVALID_ARGUMENT
+        with pytest.raises(VmError) as e:
+            d.load_executable("spirv-fb", b"\0" * 64, None)
         assert e.value.code == StatusCode.NOT_FOUND
         with pytest.raises(VmError):
             d.load_executable("embedded-elf-x86_64", b"\x7fELF" + b"\0" * 60, None)

@@ -17,7 +17,7 @@ from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.element_types import (ENCODING_DENSE_ROW_MAJOR, dtype_of, element_type_code,
-                                  element_type_name)
+                                  element_type_name, storage_size)
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, export
 
@@ -54,12 +54,11 @@ class HalModule(NativeModule):
     # -- buffer views ------------------------------------------------------
     @export("buffer_view.buffer", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_buffer(self, state, bv):
-        arr = _view(bv).array
-        return HalBuffer(arr.reshape(-1).view("uint8"))
+        return HalBuffer(_view(bv).storage)
 
     @export("buffer_view.rank", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_rank(self, state, bv):
-        return _view(bv).array.ndim
+        return len(_view(bv).shape)
 
     @export("buffer_view.dim", "0ri_I", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_dim(self, state, bv, index):
@@ -83,18 +82,18 @@ class HalModule(NativeModule):
         b = _buffer(buf)
         b.check_range(offset, length)
         name = element_type_name(element_type)
-        dt = dtype_of(name)
+        dtype_of(name)                          # an element type vmrt cannot hold fails here
         count = 1
         for d in shape:
             if d < 0:
                 raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
             count *= d
-        if count * dt.itemsize != length:
+        need = storage_size(name, count)
+        if need != length:
             raise HalError(f"buffer view of shape {list(shape)} x {name} needs "
-                          f"{count * dt.itemsize} bytes but the range has {length}",
-                          StatusCode.INVALID_ARGUMENT)
-        arr = b.bytes[offset:offset + length].view(dt).reshape(tuple(shape))
-        return BufferView(arr, name)
+                           f"{need} bytes but the range has {length}",
+                           StatusCode.INVALID_ARGUMENT)
+        return BufferView.over(b.bytes[offset:offset + length], name, tuple(shape))
 
     # -- buffers -----------------------------------------------------------
     @export("buffer.length", "0r_I", arg_types=(HAL_BUFFER_TYPE,))
