@@ -1,5 +1,6 @@
-"""The ``vmrt`` command: ``vmrt run`` (like ``iree-run-module``) and
-``vmrt executable`` (dispatch libraries).  Each sub-command imports only
+"""The ``vmrt`` command: ``vmrt run`` (like ``iree-run-module``), ``vmrt
+test`` (like ``iree-check-module``) and ``vmrt executable`` (dispatch
+libraries).  Each sub-command imports only
 what it needs, so the command starts fast."""
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, Iterable, Sequence, TextIO
 
 import elfkit
 
-COMMANDS = ("run", "executable")
+COMMANDS = ("run", "test", "executable")
 
 
 def main(argv: Sequence[str] | None = None, *, providers: Iterable[Any] = (),
@@ -36,6 +37,9 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable[Any] = (),
     if args[0] == "run":
         from .run import main as run_main
         return run_main(args[1:], providers=providers, stdout=out, stderr=err)
+    if args[0] == "test":
+        from .test import main as test_main
+        return test_main(args[1:], providers=providers, stdout=out, stderr=err)
     err.write(f"INVALID_ARGUMENT; unknown command '{args[0]}' (try 'vmrt --help')\n")
     return 1
 

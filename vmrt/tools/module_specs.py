@@ -15,6 +15,7 @@ from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..vm.context import Context
 from ..vm.instance import Instance
+from ..modules.check import PROVIDER as CHECK_PROVIDER
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.module import DependencyFlags, Module
@@ -31,14 +32,42 @@ class RunOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class ContextSettings:
+    """What ``vmrt run`` and ``vmrt test`` read from their shared flags to
+    set up a context: ``--module`` specs, providers' options (``--device``,
+    ``--executable_plugin``), ``--instruction_budget`` and ``--timeout``."""
+    modules: list[str]
+    options: RunOptions
+    budget: int | None = None
+    timeout: float | None = None
+
+
+def context_settings(flags: Any) -> ContextSettings:
+    """:class:`ContextSettings` from parsed flags (``vmrt.tools.flags.Flags``)."""
+    from ..errors import UsageError
+    mode = flags.values.get("module_mode", "preload")
+    if mode not in ("preload", "mmap"):
+        raise UsageError(f"unrecognized --module_mode= value '{mode}'")
+    budget = flags.int("instruction_budget", None)
+    timeout = flags.float("timeout", None, "seconds")
+    specs = list(flags.lists["module"])
+    if not specs:
+        raise UsageError("no --module= specified")
+    return ContextSettings(specs, RunOptions(
+        devices=list(flags.lists["device"]),
+        executable_plugins=list(flags.lists["executable_plugin"])), budget, timeout)
+
+
 #: the distribution vmrt ships in; its own entry points rank lowest
 OWN_DISTRIBUTION = "elfkit"
 
 
 def builtin_providers() -> list[Any]:
     """vmrt's built-in providers: the ``hal`` module (host-only or device)
-    and the ``vmvx`` module."""
-    return [HAL_PROVIDER, VMVX_PROVIDER]
+    the ``vmvx`` module and the ``check`` module (its imports are optional:
+    a program runs without it, its expectations are then skipped)."""
+    return [HAL_PROVIDER, VMVX_PROVIDER, CHECK_PROVIDER]
 
 
 def entry_point_providers() -> list[Any]:
@@ -251,14 +280,20 @@ def _create(prov: Any, instance: Instance, options: RunOptions) -> Module:
     return prov.create(instance, options)
 
 
-def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable[Any] = (),
-                   *, stdin: Any = None, budget: int | None = None,
-                   timeout: float | None = None) -> tuple[Context, list[Module]]:
-    """What ``vmrt run`` and :func:`vmrt.load` share: a fresh instance, the
-    ``user`` modules loaded in order (the last is the main one), provider
-    modules (``hal`` with ``options``' devices and plugins ...) inserted for
-    their dependencies, and the context over all of them.  Returns the
-    context and the user modules."""
+@dataclass
+class LoadedModules:
+    """The user modules loaded on a fresh instance, with the provider table
+    that resolves their dependencies (what :func:`new_context` needs to make
+    any number of contexts over them, as iree-check-module does per test)."""
+    instance: Instance
+    user: list[Module]
+    providers: dict[str, Any]
+
+
+def load_modules(user: Sequence[Any], providers: Iterable[Any] = (), *,
+                 stdin: Any = None) -> LoadedModules:
+    """A fresh instance and the ``user`` modules loaded in order (the last is
+    the main one), provider types registered before each bytecode module."""
     instance = Instance()
     instance.register_type(BUFFER_VIEW_TYPE)
     table = all_providers(providers)
@@ -266,9 +301,26 @@ def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable
         loaded = load_user_modules(instance, user, table, stdin)
     except VmError as e:
         raise e.annotate("loading modules and dependencies")
+    return LoadedModules(instance, loaded, table)
+
+
+def new_context(loaded: LoadedModules, options: RunOptions, *, budget: int | None = None,
+                timeout: float | None = None) -> Context:
+    """A context over ``loaded.user`` with fresh provider modules (``hal``
+    with ``options``' devices and plugins ...) inserted for their
+    dependencies."""
     try:
-        modules = resolve_modules(instance, loaded, table, options)
-        ctx = Context(instance, modules, budget=budget, timeout=timeout)
+        modules = resolve_modules(loaded.instance, loaded.user, loaded.providers, options)
+        return Context(loaded.instance, modules, budget=budget, timeout=timeout)
     except VmError as e:
         raise e.annotate("creating VM context")
-    return ctx, loaded
+
+
+def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable[Any] = (),
+                   *, stdin: Any = None, budget: int | None = None,
+                   timeout: float | None = None) -> tuple[Context, list[Module]]:
+    """What ``vmrt run`` and :func:`vmrt.load` share: :func:`load_modules`
+    then :func:`new_context`.  Returns the context and the user modules."""
+    loaded = load_modules(user, providers, stdin=stdin)
+    ctx = new_context(loaded, options, budget=budget, timeout=timeout)
+    return ctx, loaded.user

@@ -10,10 +10,11 @@ from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
-from .module_specs import RunOptions, create_context
+from .module_specs import context_settings, create_context
 
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]
+       vmrt test --module=PATH [FLAGS]         (test functions; see 'vmrt test --help')
        vmrt executable (list|dispatch) ...   (dispatch libraries; see 'vmrt executable --help')
 
 Run a function of a VM bytecode module (.vmfb), like iree-run-module.
@@ -76,9 +77,6 @@ def _pick_function(main: Module, name: str | None) -> str:
 
 def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any = None) -> int:
     """Execute ``vmrt run``; raises VmError on failure, returns the exit code."""
-    mode = flags.values.get("module_mode", "preload")
-    if mode not in ("preload", "mmap"):
-        raise UsageError(f"unrecognized --module_mode= value '{mode}'")
     max_elements = flags.int("output_max_element_count", 1024) or 0
     thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
                   for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
@@ -118,16 +116,10 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
 
 def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, Module, str, Any]:
     """Load the modules, make the context and find the function to run."""
-    budget = flags.int("instruction_budget", None)
-    timeout = flags.float("timeout", None, "seconds")
-    options = RunOptions(devices=flags.lists["device"],
-                         executable_plugins=flags.lists["executable_plugin"])
-    specs = flags.lists["module"]
-    if not specs:
-        raise UsageError("no --module= specified")
+    settings = context_settings(flags)
     try:
-        ctx, user = create_context(specs, options, providers, stdin=stdin, budget=budget,
-                                   timeout=timeout)
+        ctx, user = create_context(settings.modules, settings.options, providers, stdin=stdin,
+                                   budget=settings.budget, timeout=settings.timeout)
         main = user[-1]
         try:
             name = _pick_function(main, flags.values.get("function"))

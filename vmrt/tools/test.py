@@ -1,0 +1,290 @@
+"""``vmrt test``: runs every test function of a program with the ``check``
+module, like ``iree-check-module``.
+
+Each public export of the main (last) module (no ``__`` prefix, no ``$``)
+must take and return nothing; each runs in a fresh context (fresh device)
+with a :class:`vmrt.modules.check.CheckModule` registered first.  The
+output is googletest's, as iree-check-module prints it (failure locations
+are ``check.expect_eq`` and the like instead of ``file:line``; times are
+real).  From Python, :func:`run_tests` returns the results::
+
+    run = vmrt.tools.test.run_tests("tests.vmfb")
+    for r in run.results:
+        print(r.name, r.passed, [str(f) for f in r.failures])
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+import elfkit
+
+from ..errors import StatusCode, UsageError, VmError
+from ..modules.check import CheckFailure, CheckModule
+from ..vm.module import Module, cconv_fragments
+from .flags import FlagSpec, parse_flags, report_error
+from .module_specs import (ContextSettings, LoadedModules, RunOptions, context_settings,
+                           load_modules, new_context)
+
+__all__ = ["TEST_FLAGS", "TestResult", "TestRun", "main", "run_tests", "find_test_functions"]
+
+USAGE = """\
+usage: vmrt test --module=PATH [--module=PATH ...] [FLAGS]
+
+Run every test function of the last module with the 'check' module, like
+iree-check-module: each export (no '__' prefix, no '$') must take and return
+nothing and runs in a fresh context; googletest's output; exit 1 if any
+expectation failed or any function failed.
+
+vmrt test flags (--flag=value or --flag value; list flags may repeat):
+  --module=PATH[@FN][?K=V&...]  module to load, as for 'vmrt run'
+  --device=URI                  HAL device: local-sync or local-task
+  --executable_plugin=PATH      executable plugin, as for 'vmrt run'
+  --expect_failure              exit 0 only if some test fails
+  --module_mode=preload|mmap    accepted for compatibility
+  --instruction_budget=N        per test function (vmrt extension)
+  --timeout=SECONDS             per test function (vmrt extension)
+  --flagfile=PATH               read more flags from PATH, one per line
+  --trace_execution, --print_statistics   accepted, ignored
+  --help                        show this help
+"""
+
+#: the flags of ``vmrt test`` (iree-check-module's, plus vmrt's extensions)
+TEST_FLAGS = FlagSpec(
+    lists=frozenset({"module", "device", "executable_plugin"}),
+    values=frozenset({"module_mode", "instruction_budget", "timeout"}),
+    bools=frozenset({"help", "version", "expect_failure", "trace_execution",
+                     "print_statistics"}))
+
+#: what googletest shows as the expression of the failed invocation
+INVOKE_EXPRESSION = ("iree_vm_invoke(context_, function_, IREE_VM_INVOCATION_FLAG_NONE, "
+                     "nullptr, nullptr, nullptr, iree_vm_instance_allocator(instance_))")
+
+
+@dataclass
+class TestResult:
+    """One test function: its export ``name`` and ``ordinal``, the failed
+    expectations, the error that ended it (if any) and its time."""
+
+    __test__ = False        # not a pytest class
+
+    name: str
+    ordinal: int
+    failures: list[CheckFailure] = field(default_factory=list)
+    error: VmError | None = None
+    elapsed_ms: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and self.error is None
+
+
+@dataclass
+class TestRun:
+    """All test functions of one program, in export order; ``suite`` is the
+    main module's name."""
+
+    __test__ = False
+
+    suite: str
+    results: list[TestResult] = field(default_factory=list)
+    elapsed_ms: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> list[TestResult]:
+        return [r for r in self.results if not r.passed]
+
+
+def find_test_functions(main: Module) -> list[tuple[int, str]]:
+    """``(ordinal, name)`` of each test function of ``main``; an export that
+    takes or returns values is iree-check-module's ``INVALID_ARGUMENT``."""
+    out = []
+    for ordinal, decl in enumerate(main.exports):
+        if decl.name.startswith("__") or "$" in decl.name:
+            continue
+        args, results = cconv_fragments(decl.cconv)
+        if args or results:
+            raise UsageError(f"expected function with no inputs or outputs, but export "
+                             f"'{decl.name}' has signature '{decl.cconv}'")
+        out.append((ordinal, decl.name))
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+class GtestPrinter:
+    """googletest's default printer, as iree-check-module's output shows it."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+
+    def _w(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def begin(self, suite: str, count: int) -> None:
+        suites = 1 if count else 0
+        self._w(f"[==========] Running {_plural(count, 'test')} from "
+                f"{_plural(suites, 'test suite')}.\n"
+                "[----------] Global test environment set-up.\n")
+        if count:
+            self._w(f"[----------] {_plural(count, 'test')} from {suite}\n")
+
+    def test_start(self, suite: str, result: TestResult) -> None:
+        self._w(f"[ RUN      ] {suite}.{result.name}\n")
+
+    def failure(self, failure: CheckFailure) -> None:
+        self._w(f"{failure}\n")
+
+    def invoke_error(self, suite: str, result: TestResult, error: VmError) -> None:
+        self._w(f"{suite}.{result.name}: Failure\nValue of: {INVOKE_EXPRESSION}\n"
+                f"Expected: error code OK\n  Actual: whose error code is "
+                f"{error.code.name}: {' '.join(str(error).splitlines())}\n")
+
+    def test_end(self, suite: str, result: TestResult) -> None:
+        if result.passed:
+            self._w(f"[       OK ] {suite}.{result.name} ({result.elapsed_ms} ms)\n")
+        else:
+            self._w(f"[  FAILED  ] {suite}.{result.name}, where GetParam() = "
+                    f"{result.ordinal} ({result.elapsed_ms} ms)\n")
+
+    def end(self, run: TestRun) -> None:
+        n = len(run.results)
+        if n:
+            suite_ms = sum(r.elapsed_ms for r in run.results)
+            self._w(f"[----------] {_plural(n, 'test')} from {run.suite} ({suite_ms} ms total)"
+                    "\n\n")
+        passed = sum(1 for r in run.results if r.passed)
+        text = ("[----------] Global test environment tear-down\n"
+                f"[==========] {_plural(n, 'test')} from {_plural(1 if n else 0, 'test suite')}"
+                f" ran. ({run.elapsed_ms} ms total)\n"
+                f"[  PASSED  ] {_plural(passed, 'test')}.\n")
+        failed = run.failed
+        if failed:
+            text += f"[  FAILED  ] {_plural(len(failed), 'test')}, listed below:\n"
+            for r in failed:
+                text += f"[  FAILED  ] {run.suite}.{r.name}, where GetParam() = {r.ordinal}\n"
+            text += "\n%2d FAILED %s\n" % (len(failed), "TEST" if len(failed) == 1 else "TESTS")
+        self._w(text)
+
+
+class _QuietPrinter(GtestPrinter):
+    def __init__(self) -> None:
+        super().__init__(None)  # type: ignore[arg-type]
+
+    def _w(self, text: str) -> None:
+        pass
+
+
+def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
+               printer: GtestPrinter, *, budget: int | None = None,
+               timeout: float | None = None) -> TestRun:
+    """Run the test functions of ``loaded.user[-1]`` (``check`` must be among
+    ``loaded.user``), one fresh context each."""
+    main = loaded.user[-1]
+    tests = find_test_functions(main)
+    run = TestRun(main.name)
+    start = time.monotonic()
+    printer.begin(run.suite, len(tests))
+    for ordinal, name in tests:
+        result = TestResult(name, ordinal)
+        run.results.append(result)
+        printer.test_start(run.suite, result)
+        t0 = time.monotonic()
+        check.on_failure = printer.failure
+        ctx = new_context(loaded, options, budget=budget, timeout=timeout)
+        try:
+            try:
+                ctx.invoke(main.lookup_function(name), [])
+            except VmError as e:
+                result.error = e.annotate(f"invoking function '{name}'")
+                printer.invoke_error(run.suite, result, e)
+            result.failures = list(ctx.state_of(check).failures)
+        finally:
+            check.on_failure = None
+            ctx.close()
+        result.elapsed_ms = int((time.monotonic() - t0) * 1000)
+        printer.test_end(run.suite, result)
+    run.elapsed_ms = int((time.monotonic() - start) * 1000)
+    printer.end(run)
+    return run
+
+
+def _listify(value: Any, single: tuple) -> list:
+    if value is None:
+        return []
+    if isinstance(value, single):
+        return [value]
+    return list(value)
+
+
+def run_tests(source: "str | os.PathLike | bytes | Module", *,
+              device: "str | Sequence[str] | None" = None,
+              executable_plugins: Iterable["str | os.PathLike"] = (),
+              modules: Iterable[Any] = (), providers: Iterable[Any] = (),
+              budget: int | None = None, timeout: float | None = None,
+              stdout: TextIO | None = None) -> TestRun:
+    """Run the test functions of a program like ``vmrt test`` and return
+    the per-function results (arguments as for :func:`vmrt.load`; ``device``
+    None picks the default device).  ``stdout``, if given, gets the
+    googletest output."""
+    main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
+    options = RunOptions(
+        devices=[str(d) for d in _listify(device, (str,))],
+        executable_plugins=[os.fspath(p) for p in
+                            _listify(executable_plugins, (str, os.PathLike))])
+    check = CheckModule()
+    user = [check, *_listify(modules, (str, Module, bytes, os.PathLike)), main]
+    loaded = load_modules(user, providers)
+    printer = GtestPrinter(stdout) if stdout is not None else _QuietPrinter()
+    return run_loaded(loaded, check, options, printer, budget=budget, timeout=timeout)
+
+
+def _run_cli(settings: ContextSettings, providers: Iterable[Any], stdout: TextIO,
+             stdin: Any = None) -> int:
+    check = CheckModule()
+    loaded = load_modules([check, *settings.modules], providers, stdin=stdin)
+    run = run_loaded(loaded, check, settings.options, GtestPrinter(stdout),
+                     budget=settings.budget, timeout=settings.timeout)
+    return 0 if run.passed else 1
+
+
+def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
+         stderr: TextIO, stdin: Any = None) -> int:
+    """``vmrt test FLAGS`` (``argv`` without the leading 'test')."""
+    try:
+        flags = parse_flags(argv, TEST_FLAGS)
+    except BaseException as e:
+        return report_error(e, stdout, stderr)
+    if "help" in flags.bools:
+        stdout.write(USAGE)
+        return 0
+    if "version" in flags.bools:
+        stdout.write(f"vmrt {elfkit.__version__}\n")
+        return 0
+    error: BaseException | None = None
+    try:
+        code = _run_cli(context_settings(flags), providers, stdout, stdin)
+    except (VmError, RecursionError, KeyboardInterrupt) as e:
+        code, error = 1, e
+    stdout.flush()
+    if "expect_failure" in flags.bools:
+        stdout.write("Test failed as expected\n" if code else "Test passed but expected failure\n")
+        return 0 if code else 1
+    if code:
+        stdout.write("Test failed\n")
+        if error is None:
+            stdout.write("OK\n")
+        else:
+            stdout.flush()
+            report_error(error, stdout, stdout)
+    return code
