@@ -90,7 +90,7 @@ def build_fault(m: Any, err: int, pc: int, entry: int, *, interrupted: bool = Fa
     frames = backtrace(m, pc, regs)
     notes: list[str] = []
     src = _source_line(m, pc, notes)
-    slid = _zero_run_note(m, pc, cause)
+    slid = _zero_run_note(m, pc)
     if slid:
         notes.append(slid)
     headline = f"{cause.kind}"
@@ -128,17 +128,15 @@ def build_fault(m: Any, err: int, pc: int, entry: int, *, interrupted: bool = Fa
 _MIN_INSN = {"x86_64": 1, "i386": 1, "riscv64": 2, "riscv32": 2, "aarch64": 4, "arm": 2}
 
 
-def _zero_run_note(m: Any, pc: int, cause: _Cause) -> str | None:
+def _zero_run_note(m: Any, pc: int) -> str | None:
     """When the guest executed zero bytes up to ``pc``: where that run of
     zeros starts.  Code that reaches zeros called or jumped to a place with no
     code: a function compiled to zero bytes (a body the compiler reduced to
     ``unreachable``, which then runs into whatever follows) or a bad code
     pointer.  The fault itself comes later (a zero instruction's memory
     access, or the end of the executable pages) and names a misleading pc."""
-    if cause.kind.startswith("trap instruction"):
-        return None
     align = _MIN_INSN.get(m.arch.name, 1)
-    head = m.try_read(pc, 2)
+    head = m.try_read(pc, 4)
     if head is None or any(head):
         return None
     start, limit = pc, 1 << 16
@@ -155,10 +153,11 @@ def _zero_run_note(m: Any, pc: int, cause: _Cause) -> str | None:
     start = -(-start // align) * align
     if not m.is_code(start):
         return None
-    return (f"the code at pc is zero bytes, and so is all code back to {start:#x} "
-            f"{m.symbolize(start)}: execution ran into padding or unwritten memory (a call to a "
-            f"function compiled to zero bytes, e.g. one whose body is `unreachable`, or a bad "
-            f"code pointer)")
+    sym = m.symbolize(start)
+    where = f"{start:#x}" + ("" if sym.startswith("0x") else f" {sym}")
+    return (f"the code at pc is zero bytes, and so is all code back to {where}: execution ran "
+            f"into padding or unwritten memory (a call to a function compiled to zero bytes, "
+            f"e.g. one whose body is `unreachable`, or a bad code pointer)")
 
 
 def _classify(arch: Any, err: int, interrupted: bool, pc: int,
