@@ -90,6 +90,9 @@ def build_fault(m: Any, err: int, pc: int, entry: int, *, interrupted: bool = Fa
     frames = backtrace(m, pc, regs)
     notes: list[str] = []
     src = _source_line(m, pc, notes)
+    slid = _zero_run_note(m, pc)
+    if slid:
+        notes.append(slid)
     headline = f"{cause.kind}"
     if cause.address is not None and cause.access != "fetch":
         headline += f" at {cause.address:#x}" + (f" ({cause.size} bytes)" if cause.size else "")
@@ -120,6 +123,41 @@ def build_fault(m: Any, err: int, pc: int, entry: int, *, interrupted: bool = Fa
     for k, v in fields.items():
         setattr(exc, k, v)
     return exc
+
+
+_MIN_INSN = {"x86_64": 1, "i386": 1, "riscv64": 2, "riscv32": 2, "aarch64": 4, "arm": 2}
+
+
+def _zero_run_note(m: Any, pc: int) -> str | None:
+    """When the guest executed zero bytes up to ``pc``: where that run of
+    zeros starts.  Code that reaches zeros called or jumped to a place with no
+    code: a function compiled to zero bytes (a body the compiler reduced to
+    ``unreachable``, which then runs into whatever follows) or a bad code
+    pointer.  The fault itself comes later (a zero instruction's memory
+    access, or the end of the executable pages) and names a misleading pc."""
+    align = _MIN_INSN.get(m.arch.name, 1)
+    head = m.try_read(pc, 4)
+    if head is None or any(head):
+        return None
+    start, limit = pc, 1 << 16
+    while pc - start < limit:
+        lo = max(start - 256, pc - limit)
+        chunk = m.try_read(lo, start - lo) if lo < start else None
+        if not chunk:
+            break
+        nz = len(chunk.rstrip(b"\0"))
+        if nz:
+            start = lo + nz
+            break
+        start = lo
+    start = -(-start // align) * align
+    if not m.is_code(start):
+        return None
+    sym = m.symbolize(start)
+    where = f"{start:#x}" + ("" if sym.startswith("0x") else f" {sym}")
+    return (f"the code at pc is zero bytes, and so is all code back to {where}: execution ran "
+            f"into padding or unwritten memory (a call to a function compiled to zero bytes, "
+            f"e.g. one whose body is `unreachable`, or a bad code pointer)")
 
 
 def _classify(arch: Any, err: int, interrupted: bool, pc: int,
