@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / "build" / "vmrt_archmath"
 
 #: Copied from tests/iree_tools.py IREE_TARGET_FLAGS (llvm-cpu target flags per elfkit arch).
