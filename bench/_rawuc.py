@@ -12,7 +12,8 @@ needs.  Buffers are mapped zero-copy once with ``mem_map_ptr``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 PAGE = 0x1000
 SENTINEL = 0x10000          # the same sentinel page address elfkit uses

@@ -172,8 +172,9 @@ def _loops(cfg: Config, arch: str, native: dict) -> list[Row]:
 
 
 def _imports_rt(cfg: Config, arch: str, native: dict) -> list[Row]:
-    import elfkit
     import struct
+
+    import elfkit
     m = elfkit.load(_build.plugin(cfg.work, "imports", arch), backend="emulated",
                     imports=_imports())
     raw = RawMirror(m)
@@ -207,10 +208,11 @@ def _imports_rt(cfg: Config, arch: str, native: dict) -> list[Row]:
 
 
 def _creation(cfg: Config) -> list[Row]:
-    import elfkit
-    from elfkit.exec.emulated import EmulatedMachine
-    from elfkit.arch import get as get_arch
     from unicorn import unicorn_const as C
+
+    import elfkit
+    from elfkit.arch import get as get_arch
+    from elfkit.exec.emulated import EmulatedMachine
     rows = []
     for arch_name in ARCHES:
         arch = get_arch(arch_name)

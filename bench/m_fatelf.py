@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 from . import _build
-from ._timing import (Config, Row, bytecode_env, compare_commands, fmt_bytes, fmt_rate,
-                      fmt_time)
+from ._timing import Config, Row, bytecode_env, compare_commands, fmt_bytes, fmt_rate, fmt_time
 
 _WORKER = r"""
 import json, os, resource, sys, time

@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 from . import _build
-from ._timing import (Config, Row, bytecode_env, compare_commands, compare_many, fmt_time,
-                      na_row)
+from ._timing import Config, Row, bytecode_env, compare_commands, compare_many, fmt_time, na_row
 
 WORK_MLIR = """\
 // Compute-bound dispatch for the threading benchmark: workgroup i runs a
@@ -98,6 +97,7 @@ def dispatch_threads(cfg: Config) -> list[Row]:
     name = "native dispatch, 2 threads vs 1 (64 workgroups)"
     try:
         import numpy as np
+
         from vmrt.hal.local.executable import Executable
     except Exception as e:  # noqa: BLE001
         return [na_row("9", name, goal, f"vmrt.hal.local.executable does not import: {e}")]
@@ -137,6 +137,7 @@ def _ctypes_threads(cfg: Config, seconds: float) -> float | None:
     (the GIL is released during the call): the machine's ceiling right now."""
     import ctypes
     import threading
+
     import elfkit
     try:
         m = elfkit.load(_build.plugin(cfg.work, "kernels", "x86_64"), backend="native")

@@ -24,8 +24,9 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _build
 from ._timing import REPO, Config, Row, na_row

@@ -10,11 +10,29 @@ the parts that use them.
 """
 from ._version import __version__
 from .arch import Arch
-from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, EmulationFault,
-                     ExecutionError, FatElfArchError, FatElfError, FatElfFormatError, LayoutError,
-                     LazyImportError, MemoryAccessError, ModuleClosedError, ParseError,
-                     RelocationError, SignatureError, SymbolNotFoundError, UnresolvedImportError,
-                     ToolchainError, UnsupportedError, InvalidArgumentError)
+from .errors import (
+    ArchError,
+    BackendError,
+    CallTimeout,
+    ElfkitError,
+    EmulationFault,
+    ExecutionError,
+    FatElfArchError,
+    FatElfError,
+    FatElfFormatError,
+    InvalidArgumentError,
+    LayoutError,
+    LazyImportError,
+    MemoryAccessError,
+    ModuleClosedError,
+    ParseError,
+    RelocationError,
+    SignatureError,
+    SymbolNotFoundError,
+    ToolchainError,
+    UnresolvedImportError,
+    UnsupportedError,
+)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do

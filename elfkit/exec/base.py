@@ -9,7 +9,8 @@ machine.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..arch import Arch
 from ..signature import Signature

@@ -84,6 +84,7 @@ def _parse_value(text: str, t: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import elfkit
+
     from ..signature import ctype, parse
 
     sig = parse(args.sig) if args.sig else None

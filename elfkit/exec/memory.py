@@ -8,7 +8,8 @@ running any of its code.  ``call`` refuses.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..arch import Arch
 from ..errors import BackendError, MemoryAccessError

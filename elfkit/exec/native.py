@@ -10,7 +10,8 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import arch as _arch
 from ..errors import BackendError, MemoryAccessError, SignatureError

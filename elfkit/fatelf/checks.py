@@ -13,8 +13,18 @@ from typing import TYPE_CHECKING
 
 from ..errors import FatElfFormatError
 from .elfheader import read_elf_header, view_reader
-from .format import (HEADER_SIZE, PAGE_SIZE, RECORD_SIZE, Problem, Record, Severity,
-                     byte_order_text, machine_name, osabi_name, word_size_text)
+from .format import (
+    HEADER_SIZE,
+    PAGE_SIZE,
+    RECORD_SIZE,
+    Problem,
+    Record,
+    Severity,
+    byte_order_text,
+    machine_name,
+    osabi_name,
+    word_size_text,
+)
 
 if TYPE_CHECKING:
     from .reader import FatElf

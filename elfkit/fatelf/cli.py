@@ -161,7 +161,7 @@ def _err(message: str) -> None:
     print(f"elfkit: error: {message}", file=sys.stderr)
 
 
-def _align(value: str) -> "int | str":
+def _align(value: str) -> int | str:
     if value == "auto":
         return "auto"
     try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import FatElfFormatError
 from .format import hex_prefix

@@ -7,7 +7,8 @@ and :func:`~elfkit.fatelf.pick_slice` (``reader.py``) apply them to one.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .format import BEST_ORDER, IREE_OSABIS, ByteOrder, Record, WordSize, resolve_arch
 

@@ -10,14 +10,27 @@ from __future__ import annotations
 import errno
 import io
 import os
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
-from .format import (DEFAULT_ALIGN, HEADER_SIZE, HEADER_STRUCT, MAGIC, MAGIC_BYTES, MAX_ALIGN,
-                     MAX_RECORDS, PAGE_SIZE, RECORD_SIZE, VERSION, Record, slice_names)
+from .format import (
+    DEFAULT_ALIGN,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    MAGIC,
+    MAGIC_BYTES,
+    MAX_ALIGN,
+    MAX_RECORDS,
+    PAGE_SIZE,
+    RECORD_SIZE,
+    VERSION,
+    Record,
+    slice_names,
+)
 from .reader import FatElf, is_path, opened
 
 _CHUNK = 1 << 20
@@ -305,7 +318,7 @@ def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
         raise InvalidArgumentError(f"output must be a path or a binary file object, not {type(out).__name__}")
 
 
-def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
+def pack_to(out: Any, inputs: Iterable[Any], align: int | str = DEFAULT_ALIGN) -> list[Record]:
     """Write a FatELF of ``inputs`` (paths or bytes-like ELFs, in order) to
     ``out`` (a path, written atomically through a temporary file in the
     same directory, or a binary file object).  Inputs are streamed, never
@@ -327,7 +340,7 @@ def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN)
     return records
 
 
-def pack(inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> bytes:
+def pack(inputs: Iterable[Any], align: int | str = DEFAULT_ALIGN) -> bytes:
     """The bytes of a FatELF of ``inputs``; see :func:`pack_to`."""
     buf = io.BytesIO()
     pack_to(buf, inputs, align)
@@ -345,7 +358,7 @@ def extract_to(out: Any, source: Any, arch: Any = None, *, index: int | None = N
 
 
 def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = None,
-              align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
+              align: int | str = DEFAULT_ALIGN) -> list[Record]:
     """Write ``source`` without one record: the same bytes as packing the
     remaining slices in their order.  Removing the only record is refused."""
     with opened(source) as fat:
@@ -358,7 +371,7 @@ def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = No
 
 
 def replace_to(out: Any, source: Any, elf: Any, *,
-               align: "int | str" = DEFAULT_ALIGN) -> tuple[Record, list[Record]]:
+               align: int | str = DEFAULT_ALIGN) -> tuple[Record, list[Record]]:
     """Write ``source`` with the record whose target (machine, osabi,
     abiversion, class, byte order) matches ``elf``'s ELF header replaced by
     ``elf`` (a path or bytes), repacked.  Returns (old record, new records)."""

@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from ..arch import Arch
 from . import _tags as T
 from .dynamic import check_dynamic_flags, cstr, dynamic_array, read_dynamic, string_table
-from .headers import (DEFAULT_LIMITS, TLS_MESSAGE, Limits, Segment, check_segments,
-                      read_header, read_segments, vaddr_to_offset)
+from .headers import (
+    DEFAULT_LIMITS,
+    TLS_MESSAGE,
+    Limits,
+    Segment,
+    check_segments,
+    read_header,
+    read_segments,
+    vaddr_to_offset,
+)
 from .reloc_tables import RelocTable, read_reloc_tables
 from .symbols import GnuHash, Symbol, SysvHash, gnu_lookup, read_symbols, sysv_lookup
 

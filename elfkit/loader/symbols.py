@@ -10,8 +10,7 @@ from typing import Any
 from ..errors import ParseError, UnsupportedError
 from . import _tags as T
 from .dynamic import cstr
-from .headers import (TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct,
-                      vaddr_to_offset)
+from .headers import TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct, vaddr_to_offset
 
 __all__ = ["Symbol", "SysvHash", "GnuHash", "sysv_hash", "gnu_hash", "read_symbols",
            "sysv_lookup", "gnu_lookup"]

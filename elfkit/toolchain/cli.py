@@ -20,7 +20,7 @@ shell prints shell-quoted words, lines one flag per line.
 """
 
 
-def register(sub: "argparse._SubParsersAction") -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("toolchain", help="flags for building plugins (for CMake and scripts)",
                        description="Print the compiler and linker flags elfkit builds plugins with.")
     tsub = p.add_subparsers(dest="toolchain_command", metavar="SUBCOMMAND")

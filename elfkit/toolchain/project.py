@@ -17,8 +17,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ..errors import ToolchainError
 from .tools import find_tool, run, version
@@ -51,8 +51,8 @@ def project_hash(source_dir: Path, definitions: Mapping[str, str], python: str) 
     return h.hexdigest()[:16]
 
 
-def build_plugin_project(source_dir: "str | os.PathLike", build_root: "str | os.PathLike", *,
-                         definitions: "Mapping[str, str] | None" = None,
+def build_plugin_project(source_dir: str | os.PathLike, build_root: str | os.PathLike, *,
+                         definitions: Mapping[str, str] | None = None,
                          expect: Iterable[str] = (), pack: bool = False,
                          python: str | None = None, keep: int = 4) -> Path:
     """Configure and build ``source_dir`` (or reuse an identical earlier

@@ -10,13 +10,13 @@ and floats go through the constant table ``K``.
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import StatusCode, VerifyError, VmError
 from ..vm.module import cconv_fragments
 from . import runtime
-from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
 IMPORT_BIT = 0x80000000
 

@@ -11,11 +11,12 @@ import math
 import struct
 from typing import Any
 
-from ..vm.buffer import Buffer
 from ..errors import InvocationError, StatusCode, VmError
-from ..vm.types import OPAQUE_TYPE, RefType, type_of
-from ..vm.values import round_f32 as rf32, to_vm, wrap_i32, wrap_i64
+from ..vm.buffer import Buffer
 from ..vm.list import VmList
+from ..vm.types import OPAQUE_TYPE, RefType, type_of
+from ..vm.values import round_f32 as rf32
+from ..vm.values import to_vm, wrap_i32, wrap_i64
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF

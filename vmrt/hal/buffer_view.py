@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-from ..errors import StatusCode, UsageError, VmError
+from ..errors import StatusCode, UsageError
 from ..vm.types import RefObject, RefType
 from .element_types import dtype_of, element_type_of
 

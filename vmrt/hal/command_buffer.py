@@ -13,10 +13,11 @@ buffer so that aliasing bindings still alias.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from ..errors import HalError, StatusCode, VmError
+from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable

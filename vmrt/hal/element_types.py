@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import HalError, StatusCode, VmError
+from ..errors import HalError, StatusCode
 
 # iree_hal_element_type_t = numerical_type << 24 | bit_count
 _NUMERICAL = {"i": 0x10, "si": 0x11, "ui": 0x12, "b": 0x13, "f": 0x21, "bf": 0x22}

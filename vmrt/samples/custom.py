@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
-from vmrt.vm.buffer import Buffer
-from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
 from vmrt.errors import StatusCode, VmError
+from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
+from vmrt.tools.flags import parse_bool
+from vmrt.vm.buffer import Buffer
 from vmrt.vm.instance import Instance
 from vmrt.vm.native_module import NativeModule, export
 from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
-from vmrt.tools.flags import parse_bool
 
 STRING_TYPE = RefType("custom.string")
 

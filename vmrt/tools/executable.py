@@ -16,7 +16,8 @@ empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 from __future__ import annotations
 
 import sys
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from .flags import FlagSpec, parse_flags, report_error
@@ -60,6 +61,7 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 
 def _bindings(specs: Sequence[str]) -> list:
     import numpy as np
+
     from ..hal.buffer_view import parse_buffer_view
     out = []
     for s in specs:
@@ -109,6 +111,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 def _dispatch(exe, lists, values, stdout: TextIO) -> int:
     import numpy as np
+
     from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")

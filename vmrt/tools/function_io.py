@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ..vm.buffer import Buffer
-from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
 from ..errors import StatusCode, UsageError, VmError
+from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
+from ..vm.buffer import Buffer
+from ..vm.list import VmList
 from ..vm.module import cconv_fragments
 from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
-from ..vm.list import VmList
-
 
 # ------------------------------------------------------------------ inputs ---
 _INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")

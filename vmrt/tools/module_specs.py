@@ -8,14 +8,15 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
+from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..vm.context import Context
 from ..vm.instance import Instance
-from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..vm.module import DependencyFlags, Module
 
 ENTRY_POINT_GROUP = "vmrt.modules"

@@ -17,8 +17,9 @@ Python lists.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class ProgramFunction:
 
     __slots__ = ("program", "name", "cconv", "bound", "arity", "_convert", "_results")
 
-    def __init__(self, program: "Program", name: str, bound: Any):
+    def __init__(self, program: Program, name: str, bound: Any):
         self.program = program
         self.name = name
         self.bound = bound
@@ -178,7 +179,7 @@ class Program:
         if ctx is not None:
             ctx.close()
 
-    def __enter__(self) -> "Program":
+    def __enter__(self) -> Program:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -197,8 +198,8 @@ def _listify(value: Any, single: tuple) -> list:
     return list(value)
 
 
-def load(source: "str | os.PathLike | bytes | Module", *, device: "str | Sequence[str] | None"
-         = "local-sync", executable_plugins: Iterable["str | os.PathLike"] = (),
+def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
+         = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...

@@ -1,7 +1,8 @@
 """``vmrt run``: behaves like ``iree-run-module``."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 import elfkit
 

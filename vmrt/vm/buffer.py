@@ -41,7 +41,7 @@ class Buffer(RefObject):
                 self.data = bytearray(self.data)
 
     @classmethod
-    def alloc(cls, length: int) -> "Buffer":
+    def alloc(cls, length: int) -> Buffer:
         if length < 0:
             raise InvocationError(f"invalid buffer length {length}", StatusCode.INVALID_ARGUMENT)
         if length > cls.MAX_ALLOCATION:
@@ -102,17 +102,17 @@ class Buffer(RefObject):
             pattern = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
         data[off:off + length] = pattern * element_count
 
-    def copy_to(self, src_off: int, dst: "Buffer", dst_off: int, length: int) -> None:
+    def copy_to(self, src_off: int, dst: Buffer, dst_off: int, length: int) -> None:
         self.check_range(src_off, length)
         target = dst.writable()
         dst.check_range(dst_off, length)
         target[dst_off:dst_off + length] = self.data[src_off:src_off + length]
 
-    def compare(self, off: int, other: "Buffer", other_off: int, length: int) -> int:
+    def compare(self, off: int, other: Buffer, other_off: int, length: int) -> int:
         self.check_range(off, length)
         other.check_range(other_off, length)
         return int(self.data[off:off + length] == other.data[other_off:other_off + length])
 
-    def clone(self, off: int, length: int) -> "Buffer":
+    def clone(self, off: int, length: int) -> Buffer:
         self.check_range(off, length)
         return Buffer(bytearray(self.data[off:off + length]))

@@ -17,11 +17,21 @@ context binds them into ``state.imports`` (None for missing optional ones).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
-from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
-                     ImportDecl, Linkage, Module, cconv_fragments)
+from .module import (
+    BoundFunction,
+    Dependency,
+    DependencyFlags,
+    ExportDecl,
+    Function,
+    ImportDecl,
+    Linkage,
+    Module,
+    cconv_fragments,
+)
 from .types import RefType, type_of
 
 _EXPORT_ATTR = "_vmrt_export"

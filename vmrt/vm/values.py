@@ -5,10 +5,10 @@ import math
 import struct
 from typing import Any
 
+from ..errors import ArgumentError, StatusCode
 from .buffer import Buffer
-from ..errors import ArgumentError, StatusCode, VmError
-from .types import RefObject, type_of
 from .list import VmList
+from .types import RefObject, type_of
 
 _F32 = struct.Struct("<f")
 

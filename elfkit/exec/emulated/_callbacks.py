@@ -8,10 +8,12 @@ function stops emulation and is re-raised by the call that ran the guest code.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import ExecutionError, MemoryAccessError, SignatureError
-from ...signature import Signature, parse as parse_signature
+from ...signature import Signature
+from ...signature import parse as parse_signature
 from . import _codegen, _uc
 from ._layout import SENTINEL, STUB_BASE, STUB_SIZE
 from ._runner import STOP_HOOK
@@ -23,7 +25,7 @@ class Callbacks:
     """Uses the machine's ``_stubs``, ``_stub_defs``, ``_stub_names``,
     ``_hook_exc`` and ``_stop`` set up by ``EmulatedMachine.__init__``."""
 
-    def callback(self, fn: Callable[..., Any], sig: "Signature | str", name: str = "") -> int:
+    def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
         self._check_open()
         if not callable(fn):
             raise SignatureError(f"callback {name!r}: {fn!r} is not callable")

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch import Arch, get as get_arch
+from ...arch import Arch
+from ...arch import get as get_arch
 from ...errors import SignatureError
 from ...signature import CType, Signature
 
@@ -91,7 +92,7 @@ def check_abi(arch: Arch, float_abi: str) -> str:
     return float_abi
 
 
-def float_abi_from_eflags(arch: "Arch | str", e_flags: int) -> str:
+def float_abi_from_eflags(arch: Arch | str, e_flags: int) -> str:
     """The float ABI a RISC-V ELF declares in ``e_flags`` (EF_RISCV_FLOAT_ABI);
     "hard" for other architectures."""
     arch = get_arch(arch)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import SignatureError
 from ...signature import CType

@@ -9,7 +9,8 @@ machine.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from . import _uc
 from ._cc import float_abi_from_eflags
@@ -56,7 +57,7 @@ class DebugSupport:
         self._line_info = [li for li in self._line_info
                            if self._line_owner.get(id(li[2])) is not module]
 
-    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], "str | None"]) -> None:
+    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], str | None]) -> None:
         """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
         self._line_info.append((lo, hi, resolver))
 

@@ -18,9 +18,11 @@ import ctypes
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ...arch import Arch, get as get_arch
+from ...arch import Arch
+from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
 from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
@@ -52,10 +54,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     backend = "emulated"
 
-    def __init__(self, arch: "Arch | str", *, memory_limit: int | None = None,
+    def __init__(self, arch: Arch | str, *, memory_limit: int | None = None,
                  stack_size: int = 1 << 20, instruction_budget: int | None = None,
                  timeout: float | None = None, float_abi: str | None = None,
-                 cpu: "str | int | None" = None, max_callbacks: int = 4096,
+                 cpu: str | int | None = None, max_callbacks: int = 4096,
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
         self._closed = False
@@ -96,7 +98,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._heap = Heap(self._heap_range, self._heap_drop)
         self._arena: Region | None = None
         self._shared: dict[int, tuple[list, Any]] = {}
-        self._zc: "OrderedDict[tuple[int, int], Region]" = OrderedDict()
+        self._zc: OrderedDict[tuple[int, int], Region] = OrderedDict()
         self._arena_top = 0
         self._sp_id = self._reg(arch.cc.sp)
         self._pc_id = self._reg(arch.cc.pc)
@@ -373,7 +375,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             _uc.close(uc)
             self._uc = None  # type: ignore[assignment]
 
-    def __enter__(self) -> "EmulatedMachine":
+    def __enter__(self) -> EmulatedMachine:
         return self
 
     def __exit__(self, *exc: Any) -> None:

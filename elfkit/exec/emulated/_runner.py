@@ -10,10 +10,12 @@ an error) and ``_nested`` (when a host callback calls guest code).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
-from ...signature import Signature, parse as parse_signature
+from ...signature import Signature
+from ...signature import parse as parse_signature
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
@@ -64,7 +66,7 @@ class CallRunner:
         self._limited = bool(getattr(self, "_timeout", None) or self._budget)
 
     # -------------------------------------------------------------- calls
-    def plan(self, sig: "Signature | str", float_abi: str | None = None) -> _cc.Plan:
+    def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
         """Where arguments and result of ``sig`` live (see ``_cc``)."""
         sig = parse_signature(sig)
         abi = float_abi or self._float_abi
@@ -79,7 +81,7 @@ class CallRunner:
                 return abi
         return self._float_abi
 
-    def call(self, addr: int, sig: "Signature | str", args: tuple[Any, ...] = (),
+    def call(self, addr: int, sig: Signature | str, args: tuple[Any, ...] = (),
              timeout: float | None = None, budget: int | None = None) -> Any:
         self._check_open()
         if not isinstance(sig, Signature):
@@ -92,7 +94,7 @@ class CallRunner:
                 self, self.plan(sig, abi), None, f"call {sig}")
         return f(addr, tuple(args), timeout, budget)
 
-    def function(self, addr: int, sig: "Signature | str", name: str = "") -> Callable[..., Any]:
+    def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
         self._check_open()
         sig = parse_signature(sig)

@@ -50,7 +50,7 @@ def reg(arch: Arch, name: str) -> int:
     return getattr(consts(arch), _REG_PREFIX[arch.uc_arch] + name)
 
 
-def open_uc(arch: Arch, cpu: str | int | None = None) -> "unicorn.Uc":
+def open_uc(arch: Arch, cpu: str | int | None = None) -> unicorn.Uc:
     mode = 0
     for m in arch.uc_mode:
         mode |= getattr(C, m)
@@ -63,12 +63,12 @@ def open_uc(arch: Arch, cpu: str | int | None = None) -> "unicorn.Uc":
     return uc
 
 
-def handle(uc: "unicorn.Uc") -> int:
+def handle(uc: unicorn.Uc) -> int:
     """The C ``uc_engine *`` behind a ``Uc`` (for the direct ctypes calls)."""
     return uc._uch
 
 
-def close(uc: "unicorn.Uc") -> None:
+def close(uc: unicorn.Uc) -> None:
     """Close the engine now instead of at garbage collection."""
     fin = getattr(uc, "_Uc__finalizer", None)
     if fin is not None:

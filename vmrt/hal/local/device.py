@@ -4,9 +4,10 @@ synchronously here too): device queries and executable loading through one
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ...errors import HalError, StatusCode, VmError
+from ...errors import HalError, StatusCode
 from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
 from .loader import ExecutableLoader, supports_format

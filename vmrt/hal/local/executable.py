@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import elfkit
 from elfkit import fatelf
 
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from . import library_abi as abi
 from .guest import GuestMemory, import_thunk, sig
-from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 
@@ -99,7 +100,7 @@ class Executable:
     def load(cls, source: Any, *, plugins: PluginManager | None = None, arch: Any = None,
              backend: str = "auto", machine: Any = None, name: str | None = None,
              constants: Sequence[int] | None = None,
-             processor_data: Sequence[int] | None = None) -> "Executable":
+             processor_data: Sequence[int] | None = None) -> Executable:
         """Load a dispatch library from a path, bytes or memoryview (ELF or
         FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
         given, provides the machine for its architecture).  ``constants`` are
@@ -267,7 +268,7 @@ class Executable:
                         [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
 
     # -- queries --------------------------------------------------------------------
-    def export(self, which: "str | int | ExportInfo") -> ExportInfo:
+    def export(self, which: str | int | ExportInfo) -> ExportInfo:
         """An export by name (with or without a leading '@') or ordinal."""
         if isinstance(which, ExportInfo):
             return which
@@ -295,7 +296,7 @@ class Executable:
         return "\n".join(lines)
 
     # -- dispatch -------------------------------------------------------------------
-    def dispatch(self, export: "str | int | ExportInfo", workgroup_count: Any = (1, 1, 1),
+    def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
                  workgroup_size: Sequence[int] | None = None, threads: int = 1,
                  processor_id: int = 0) -> list[Any]:
@@ -483,8 +484,9 @@ class Executable:
 
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
                      total: int, threads: int, where: str) -> None:
-        import numpy as np
         from concurrent.futures import ThreadPoolExecutor
+
+        import numpy as np
         parts = [p for p in np.array_split(np.arange(total), threads) if len(p)]
         mems = [GuestMemory(self.machine) for _ in parts]
         try:
@@ -513,7 +515,7 @@ class Executable:
             self._mem.free_all()
             self.module.close()
 
-    def __enter__(self) -> "Executable":
+    def __enter__(self) -> Executable:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -4,14 +4,14 @@
 with one plugin manager resolving every executable's imports."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
 from .executable import Executable
 from .plugins.manager import PluginManager, register_plugins
-
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
 FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
@@ -78,7 +78,7 @@ class ExecutableLoader:
         if self._own:
             self.plugins.close()
 
-    def __enter__(self) -> "ExecutableLoader":
+    def __enter__(self) -> ExecutableLoader:
         return self
 
     def __exit__(self, *exc: Any) -> None:

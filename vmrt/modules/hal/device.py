@@ -16,7 +16,8 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, new_buffer
