@@ -130,7 +130,8 @@ class RawMirror:
                     for v in (reg_read(r) for r in regs)]
             reg_write(ret, fn(*vals) & mask)
         self._keep.append(on_code)
-        uc.hook_add(C.UC_HOOK_CODE, on_code, begin=address, end=address + len(self.arch.ret_insn) - 1)
+        uc.hook_add(C.UC_HOOK_CODE, on_code, begin=address,
+                    end=address + len(self.arch.ret_insn) - 1)
 
     def close(self) -> None:
         fin = getattr(self.uc, "_Uc__finalizer", None)

@@ -217,10 +217,10 @@ def _creation(cfg: Config) -> list[Row]:
     for arch_name in ARCHES:
         arch = get_arch(arch_name)
 
-        def ours():
+        def ours(arch=arch):
             EmulatedMachine(arch).close()
 
-        def peer():
+        def peer(arch=arch):
             uc = new_uc(arch)
             uc.mem_map(0x7F000000 - (1 << 20), 1 << 20, C.UC_PROT_READ | C.UC_PROT_WRITE)
             fin = getattr(uc, "_Uc__finalizer", None)
@@ -230,7 +230,7 @@ def _creation(cfg: Config) -> list[Row]:
         path = _build.plugin(cfg.work, "kernels", arch_name)
         data = path.read_bytes()
 
-        def load():
+        def load(data=data):
             elfkit.load(data, backend="emulated").close()
         res = compare_many({"ours": ours, "peer": peer, "load": load}, cfg, number=5)
         rows.append(Row("6m", f"emulated machine creation ({arch_name}) vs Uc()+mem_map",

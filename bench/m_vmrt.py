@@ -87,7 +87,8 @@ def _dispatch_library(work: Path) -> Path:
                         f"--iree-hal-dump-executable-binaries-to={d / 'bin'}",
                         "-o", str(d / "work.vmfb")], capture_output=True, text=True)
     if p.returncode != 0 or not lib.is_file():
-        raise _build.BuildError(f"iree-compile of the dispatch benchmark failed:\n{p.stderr[-2000:]}")
+        raise _build.BuildError(f"iree-compile of the dispatch benchmark "
+                                f"failed:\n{p.stderr[-2000:]}")
     tmp.replace(src)
     return lib
 

@@ -95,7 +95,8 @@ class Module:
                 self.exports.setdefault(f"{s.name}@{s.version}", addr)
         mode_bit = self.arch.func_mode_bit     # arm: bit 0 marks Thumb code, not an address
         for s in self.elf.symbols[1:]:
-            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE, T.STT_OBJECT):
+            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE,
+                                                   T.STT_OBJECT):
                 v = s.value & ~1 if mode_bit and s.type == T.STT_FUNC else s.value
                 funcs.append((bias + v, max(s.size, 1), s.name))
         funcs.sort()
@@ -126,7 +127,8 @@ class Module:
             return a if a is not None else self.symbol(name_or_address)
         if isinstance(name_or_address, int):
             if not self._image.contains(name_or_address):
-                raise ElfkitError(f"{self.name}: address {name_or_address:#x} is outside the module "
+                raise ElfkitError(f"{self.name}: address {name_or_address:#x} is outside the "
+                                  "module "
                                   f"image [{self._image.base:#x}, "
                                   f"{self._image.base + self._image.size:#x})")
             return name_or_address
@@ -195,7 +197,7 @@ def _call_signature(ret: str | CType, params: tuple[CType, ...]) -> Signature:
 
 
 def _infer(a: Any, word: CType) -> CType:
-    if isinstance(a, bool) or isinstance(a, int):
+    if isinstance(a, (bool, int)):
         return word
     if isinstance(a, float):
         return CType.F64

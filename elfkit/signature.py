@@ -72,7 +72,8 @@ def parse(text: str | Signature) -> Signature:
     if isinstance(text, Signature):
         return text
     if not isinstance(text, str):
-        raise SignatureError(f"a signature is a string like 'i32(ptr,i64)', not {type(text).__name__}")
+        raise SignatureError(f"a signature is a string like 'i32(ptr,i64)', not "
+                             f"{type(text).__name__}")
     s = text.replace(" ", "")
     if not s.endswith(")") or s.count("(") != 1:
         raise SignatureError(f"malformed signature {text!r}: expected 'ret(arg,...)'")

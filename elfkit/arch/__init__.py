@@ -62,7 +62,8 @@ def host() -> Arch | None:
     m = platform.machine().lower()
     bits = 64 if sys.maxsize > 2**32 else 32
     table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm", "riscv32": "riscv32"}
+             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm",
+             "riscv32": "riscv32"}
     name = table.get(m)
     if name == "x86_64" and bits == 32:
         name = "i386"

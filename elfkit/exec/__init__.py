@@ -20,7 +20,8 @@ def choose_backend(arch: Arch, backend: str) -> str:
     if backend == "native" and arch is not host():
         h = host()
         raise BackendError(f"cannot run a {arch.name} plugin natively on this "
-                           f"{h.name if h else 'unsupported'} host; use backend='emulated' or 'auto'")
+                           f"{h.name if h else 'unsupported'} host; use backend='emulated' or "
+                           "'auto'")
     return backend
 
 

@@ -221,7 +221,7 @@ def _disasm(args: argparse.Namespace) -> int:
         value, size = funcs[args.symbol]
         thumb = arch.name == "arm" and bool(value & 1)
         start = value & ~1 if arch.name == "arm" else value
-        for name, addr, code in regions:
+        for _name, addr, code in regions:
             if addr <= start < addr + len(code):
                 size = size or min(256, addr + len(code) - start)
                 chunk = code[start - addr:start - addr + size]

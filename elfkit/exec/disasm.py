@@ -97,7 +97,10 @@ def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *
     md = _cs(arch.name, thumb)
     look = symbolizer(symbols)
     out: list[Instruction] = []
-    step = 2 if (thumb or arch.name.startswith("riscv")) else (4 if arch.name in ("arm", "aarch64") else 1)
+    if thumb or arch.name.startswith("riscv"):
+        step = 2
+    else:
+        step = 4 if arch.name in ("arm", "aarch64") else 1
     pos = 0
     code = bytes(code)
     while pos < len(code):

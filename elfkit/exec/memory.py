@@ -49,7 +49,8 @@ class MemoryMachine(Machine):
             b = self._blocks[i]
             if addr + size <= b[0] + len(b[1]):
                 return b
-        raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every mapped range")
+        raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every mapped "
+                                "range")
 
     def reserve(self, size: int, align: int) -> int:
         start = self._carve(size, max(align, self.arch.page_size))

@@ -90,7 +90,8 @@ def read_elf_header(readat: ReadAt, size: int) -> ElfHeader:
             phdr_error = f"e_phentsize {phentsize} is smaller than a program header ({min_ent})"
         elif phoff + phnum * phentsize > size:
             phdr_error = (f"program headers {phoff}..{phoff + phnum * phentsize - 1} "
-                          f"({phnum} x {phentsize} bytes) extend past the end of the ELF ({size} bytes)")
+                          f"({phnum} x {phentsize} bytes) extend past the end of the ELF ({size} "
+                          "bytes)")
         else:
             table = bytes(readat(phoff, phnum * phentsize))
             for i in range(phnum):

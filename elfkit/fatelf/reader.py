@@ -224,7 +224,7 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
     bytes-like object (viewed as unsigned bytes)."""
     if is_path(source):
         name = os.fspath(source)
-        f = open(name, "rb")
+        f = open(name, "rb")  # noqa: SIM115 - returned open, or closed on error
         try:
             st = os.fstat(f.fileno())
             if _stat.S_ISDIR(st.st_mode):
@@ -410,7 +410,8 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
                     raise FatElfArchError(f"{fat.where}ELF is {fat.records[0].describe()}, "
                                           f"not for the {hostname}")
                 raise FatElfArchError(f"{fat.where}no ELFs matching the runtime architecture or "
-                                      f"Linux ABI found in the FatELF ({hostname}; {fat.summary()})")
+                                      f"Linux ABI found in the FatELF ({hostname}; "
+                                      f"{fat.summary()})")
         view = fat.slice(rec)
         if not fat.is_plain:
             bad = [p for p in check_slice(fat, rec, f"record {rec.index} ({rec.label}) at offset "

@@ -71,5 +71,6 @@ def best(source: Any, available: Iterable[str] | None = None) -> Record | None:
     cands = [r for r in records if r.arch is not None and r.arch in allowed]
     if not cands:
         return None
-    return min(cands, key=lambda r: (r.osabi not in IREE_OSABIS, rank.get(r.arch or "", 99), r.index))
+    return min(cands, key=lambda r: (r.osabi not in IREE_OSABIS, rank.get(r.arch or "", 99),
+                                     r.index))
 

@@ -50,7 +50,7 @@ class _Piece:
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:
     name = os.fspath(path)
-    f = stack.enter_context(open(name, "rb"))
+    f = stack.enter_context(open(name, "rb"))  # noqa: SIM115 - closed by the ExitStack
     fd = f.fileno()
     size = os.fstat(fd).st_size
     if os.pread(fd, 4, 0) == MAGIC_BYTES:
@@ -128,7 +128,8 @@ def _check_align(align: Any) -> int:
         try:
             align = int(align, 0)
         except ValueError:
-            raise FatElfError(f"invalid alignment {align!r}: give a power of two or 'auto'") from None
+            raise FatElfError(f"invalid alignment {align!r}: give a power of two or "
+                              "'auto'") from None
     if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1) \
             or align > MAX_ALIGN:
         raise FatElfError(f"invalid alignment {align!r}: give a power of two from 1 to {MAX_ALIGN} "
@@ -155,7 +156,8 @@ def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
     if not pieces:
         raise FatElfError("nothing to pack: give at least one ELF")
     if len(pieces) > MAX_RECORDS:
-        raise FatElfError(f"too many inputs ({len(pieces)}): a FatELF holds at most {MAX_RECORDS} ELFs")
+        raise FatElfError(f"too many inputs ({len(pieces)}): a FatELF holds at most {MAX_RECORDS} "
+                          "ELFs")
     a = _align_value(align, pieces)
     seen: dict[tuple[int, ...], _Piece] = {}
     records = []
@@ -165,7 +167,8 @@ def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
                    info.byte_order, off, p.size)
         first = seen.setdefault(r.target, p)
         if first is not p:
-            raise FatElfError(f"{first.name!r} and {p.name!r} are for the same target: {r.describe()}")
+            raise FatElfError(f"{first.name!r} and {p.name!r} are for the same target: "
+                              f"{r.describe()}")
         records.append(r)
     return a, records
 
@@ -315,7 +318,8 @@ def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
         if hasattr(out, "flush"):
             out.flush()
     else:
-        raise InvalidArgumentError(f"output must be a path or a binary file object, not {type(out).__name__}")
+        raise InvalidArgumentError(f"output must be a path or a binary file object, not "
+                                   f"{type(out).__name__}")
 
 
 def pack_to(out: Any, inputs: Iterable[Any], align: int | str = DEFAULT_ALIGN) -> list[Record]:
@@ -409,6 +413,6 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise FatElfError(f"{directory}: not a directory")
         os.makedirs(directory, exist_ok=True)
-        for (r, path), piece in zip(plan, pieces):
+        for (_r, path), piece in zip(plan, pieces):
             _write_out(path, lambda sink, p=piece: _write_single(sink, p))
         return plan

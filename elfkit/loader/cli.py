@@ -16,7 +16,8 @@ def register(sub: Any) -> None:
                        description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way "
                        "the loader sees it, and say why it cannot be loaded if it cannot.")
     p.add_argument("file")
-    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the first)")
+    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the "
+                                  "first)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--sections", action="store_true",
                    help="also list section headers and the static symbol table (read with "
@@ -95,7 +96,8 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
         problems.append("TLS is not supported in bare-metal plugins")
     if elf.needed:
         problems.append("DT_NEEDED lists " + ", ".join(elf.needed)
-                        + ": these libraries are not loaded; their symbols must come from providers")
+                        + ": these libraries are not loaded; their symbols must come "
+                          "from providers")
     return {
         "slice": rec.arch if rec is not None else None,
         "arch": elf.arch.name, "class": f"ELF{elf.arch.bits}", "machine": elf.arch.machine,

@@ -57,11 +57,12 @@ class Imports:
             self.register(p)
 
     def register(self, provider: Any) -> Any:
-        if isinstance(provider, ctypes.CDLL) or isinstance(provider, str):
+        if isinstance(provider, (ctypes.CDLL, str)):
             provider = SystemLibrary(provider)
         elif not (isinstance(provider, (Mapping, SystemLibrary)) or _is_module(provider)):
-            raise ElfkitError(f"cannot use {type(provider).__name__} as an import provider: expected a "
-                              f"mapping of name -> (callable, signature), a Module or a SystemLibrary")
+            raise ElfkitError(f"cannot use {type(provider).__name__} as an import provider: "
+                              "expected a mapping of name -> (callable, signature), a Module or "
+                              "a SystemLibrary")
         if isinstance(provider, Mapping):
             for name, v in provider.items():
                 _check_entry(name, v)

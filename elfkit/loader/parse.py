@@ -111,8 +111,10 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
     soname = cstr(data, strtab, dyn[T.DT_SONAME], "DT_SONAME") if T.DT_SONAME in dyn else ""
     symbols, sysv, gnu = read_symbols(data, segments, dyn, strtab, header.is64, limits)
     tables = read_reloc_tables(data, segments, dyn, header.is64, limits)
-    init_array = dynamic_array(dyn, T.DT_INIT_ARRAY, T.DT_INIT_ARRAYSZ, w, "DT_INIT_ARRAY", segments)
-    fini_array = dynamic_array(dyn, T.DT_FINI_ARRAY, T.DT_FINI_ARRAYSZ, w, "DT_FINI_ARRAY", segments)
+    init_array = dynamic_array(dyn, T.DT_INIT_ARRAY, T.DT_INIT_ARRAYSZ, w, "DT_INIT_ARRAY",
+                               segments)
+    fini_array = dynamic_array(dyn, T.DT_FINI_ARRAY, T.DT_FINI_ARRAYSZ, w, "DT_FINI_ARRAY",
+                               segments)
     return ElfFile(
         data=data, arch=header.arch, elfclass=header.elfclass, e_type=header.e_type,
         e_flags=header.e_flags, osabi=header.osabi, abiversion=header.abiversion,

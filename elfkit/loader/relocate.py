@@ -111,14 +111,17 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
                 tls.append(_desc(elf, t, i, rt))
                 continue
             if f is Formula.COPY:
-                problems.append(f"{_desc(elf, t, i, rt)}: COPY relocations belong in executables, not plugins")
+                problems.append(f"{_desc(elf, t, i, rt)}: COPY relocations belong in executables, "
+                                "not plugins")
                 continue
             nbytes = rt.width // 8
             if not _inside(writable, off, off + nbytes):
-                problems.append(f"{_desc(elf, t, i, rt)}: the place is not inside a writable segment")
+                problems.append(f"{_desc(elf, t, i, rt)}: the place is not inside a writable "
+                                "segment")
                 continue
             if sym >= nsyms:
-                problems.append(f"{_desc(elf, t, i, rt)}: symbol index {sym} is out of range ({nsyms} symbols)")
+                problems.append(f"{_desc(elf, t, i, rt)}: symbol index {sym} is out of range "
+                                f"({nsyms} symbols)")
                 continue
             pos = off - lo
             fmt = _FMT[(rt.width, False)]
@@ -158,10 +161,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
 
 
 def _inside(ranges: list[tuple[int, int]], lo: int, hi: int) -> bool:
-    for a, b in ranges:
-        if a <= lo and hi <= b:
-            return True
-    return False
+    return any(a <= lo and hi <= b for a, b in ranges)
 
 
 _RELATIVE: dict[tuple[str, int], frozenset[int]] = {}
@@ -246,7 +246,8 @@ def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image
     ok = _place_ok(offs.astype(np.int64), w, writable)
     if not ok.all():
         for j in np.nonzero(~ok)[0][:1000].tolist():
-            problems.append(f"{t.tag}[{int(idx[j])}] at offset {int(offs[j]):#x}: RELATIVE: the place "
+            problems.append(f"{t.tag}[{int(idx[j])}] at offset {int(offs[j]):#x}: RELATIVE: the "
+                            "place "
                             f"is not inside a writable segment")
         offs, idx = offs[ok], idx[ok]
     pos = offs.astype(np.int64) - lo

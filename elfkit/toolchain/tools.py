@@ -45,7 +45,7 @@ def version(dist: str) -> str:
     try:
         from importlib.metadata import version as v
         return v(dist)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a version string for a report only
         return "?"
 
 

@@ -112,12 +112,15 @@ class FunctionTranslator:
         rslot = 0
         for c in arg_codes:
             if c in "if":
-                params.append(self.int_reg(islot)); islot += 1
+                params.append(self.int_reg(islot))
+                islot += 1
             elif c in "IF":
                 islot += islot & 1
-                params.append(self.int_reg(islot)); islot += 2
+                params.append(self.int_reg(islot))
+                islot += 2
             elif c == "r":
-                params.append(self.ref_reg(rslot | REF_BIT)); rslot += 1
+                params.append(self.ref_reg(rslot | REF_BIT))
+                rslot += 1
             else:
                 raise VerifyError(f"variadic cconv not allowed on internal function; at "
                                   f"{self.where}")
@@ -187,7 +190,7 @@ class FunctionTranslator:
         if tmpl is not None:
             reads = []
             dst = None
-            for (name, val), fdef in zip(zip(ins.names, f), ins.defs):
+            for (_name, val), fdef in zip(zip(ins.names, f), ins.defs):
                 kind, bank, access = fdef[1], fdef[2], fdef[3]
                 if kind != "register":
                     continue
@@ -287,11 +290,13 @@ class FunctionTranslator:
         return [f"{ind}{self.ref_reg(f[2])} = grefload(GR, {self.int_reg(f[0])})"]
 
     def op_global_store_indirect_ref(self, ins, f, ind):
-        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, {self._type(ins, f[1])})"]
+        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, "
+                f"{self._type(ins, f[1])})"]
 
     # -- lists -----------------------------------------------------------------
     def op_list_alloc(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, {self.int_reg(f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, "
+                f"{self.int_reg(f[1])})"]
 
     def op_list_reserve(self, ins, f, ind):
         return [f"{ind}lreserve({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
@@ -304,12 +309,14 @@ class FunctionTranslator:
 
     def _lget(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}')"]
+            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                    f"'{w}')"]
         return op
 
     def _lset(self, w):
         def op(self, ins, f, ind):
-            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', {self.int_reg(f[2])})"]
+            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', "
+                    f"{self.int_reg(f[2])})"]
         return op
 
     def op_list_get_ref(self, ins, f, ind):
@@ -322,10 +329,12 @@ class FunctionTranslator:
     # -- refs ----------------------------------------------------------------
     def op_select_ref(self, ins, f, ind):
         self._type(ins, f[1])
-        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else {self.ref_reg(f[3])}"]
+        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else "
+                f"{self.ref_reg(f[3])}"]
 
     def op_cast_any_ref(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, {self._type(ins, f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, "
+                f"{self._type(ins, f[1])})"]
 
     def op_discard_refs(self, ins, f, ind):
         regs = [self.ref_reg(x) for x in f[0] if x & REF_BIT]
@@ -338,7 +347,8 @@ class FunctionTranslator:
         n = len(vals)
         if n == 0:
             return [f"{ind}{reg(dst)} = {reg(default)}"]
-        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < {n} "
+        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < "
+                f"{n} "
                 f"else {reg(default)}"]
 
     def op_switch_i32(self, ins, f, ind):
@@ -355,17 +365,20 @@ class FunctionTranslator:
     # -- buffers ---------------------------------------------------------------
     def _bload(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])})"]
+            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', "
+                    f"{self.int_reg(f[1])})"]
         return op
 
     def _bstore(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
+            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
+                    f"{self.int_reg(f[2])})"]
         return op
 
     def _bfill(self, kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
+                    f"{self.int_reg(f[2])}, "
                     f"{self.int_reg(f[3])})"]
         return op
 
@@ -373,14 +386,16 @@ class FunctionTranslator:
         return [f"{ind}{self.ref_reg(f[2])} = balloc({self.int_reg(f[0])}, {self.int_reg(f[1])})"]
 
     def op_buffer_clone(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                f"{self.int_reg(f[2])}, "
                 f"{self.int_reg(f[3])})"]
 
     def op_buffer_length(self, ins, f, ind):
         return [f"{ind}{self.int_reg(f[1])} = blen({self.ref_reg(f[0])})"]
 
     def op_buffer_copy(self, ins, f, ind):
-        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, {self.int_reg(f[3])}, "
+        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, "
+                f"{self.int_reg(f[3])}, "
                 f"{self.int_reg(f[4])})"]
 
     def op_buffer_compare(self, ins, f, ind):
@@ -388,7 +403,8 @@ class FunctionTranslator:
                 f"{self.ref_reg(f[2])}, {self.int_reg(f[3])}, {self.int_reg(f[4])})"]
 
     def op_buffer_hash(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
+        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                f"{self.int_reg(f[2])})"]
 
     # -- control flow ------------------------------------------------------------
     def op_br(self, ins, f, ind):

@@ -198,5 +198,5 @@ def parse_module(data: bytes | bytearray | memoryview,
                 d.ref_register_count > 0x3FFF:
             raise LoadError(f"function {i} register counts out of range")
     return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
-                     tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs, tuple(descs),
-                     bv, bytecode)
+                     tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs,
+                     tuple(descs), bv, bytecode)

@@ -223,5 +223,6 @@ def _int_bits(v: Any) -> Any:
         try:
             return struct.unpack("<i", struct.pack("<f", v))[0]
         except OverflowError:
-            return struct.unpack("<i", struct.pack("<f", float("inf") if v > 0 else float("-inf")))[0]
+            inf = float("inf") if v > 0 else float("-inf")
+            return struct.unpack("<i", struct.pack("<f", inf))[0]
     return v

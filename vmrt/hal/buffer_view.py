@@ -103,7 +103,8 @@ def parse_buffer_view(spec: str) -> BufferView:
 def _parse_hex_byte(tok: str) -> int:
     """IREE parses i1 elements as "binary hex": exactly two hex digits each."""
     if len(tok) != 2:
-        raise UsageError(f"binary hex element count mismatch: buffer length={len(tok)} < expected=2",
+        raise UsageError(f"binary hex element count mismatch: buffer length={len(tok)} < "
+                         "expected=2",
                       StatusCode.INVALID_ARGUMENT)
     try:
         return int(tok, 16)
@@ -117,7 +118,7 @@ def _fmt_elem(v, kind: str) -> str:
         v = float(v)
         if v != v:
             return "-NAN" if math.copysign(1.0, v) < 0 else "NAN"
-        return "%G" % v
+        return f"{v:G}"
     if kind == "x":          # i1: raw bytes in hex, as iree-run-module prints them
         return "%02X" % (int(v) & 0xFF)
     return str(int(v))

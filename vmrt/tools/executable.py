@@ -71,7 +71,8 @@ def _bindings(specs: Sequence[str]) -> list:
             else:
                 out.append(np.ascontiguousarray(parse_buffer_view(s).array))
         except VmError as e:
-            raise e.annotate(f"parsing binding `{s}`")
+            e.annotate(f"parsing binding `{s}`")
+            raise
         except (OSError, ValueError) as e:
             raise UsageError(f"parsing binding `{s}`: {e}") from None
     return out
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     try:
         return run(argv, stdout)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
         return report_error(e, stdout, stderr)
 
 

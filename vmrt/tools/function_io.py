@@ -75,7 +75,7 @@ class _NpyStreams:
             if fh is not None:
                 fh.close()
             try:
-                fh = open(path, "rb")
+                fh = open(path, "rb")  # noqa: SIM115 - kept in self.files, closed by close()
             except OSError as e:
                 raise UsageError(f"failed to open file '{path}': {e.strerror}",
                               StatusCode.NOT_FOUND) from None
@@ -139,12 +139,14 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                 if code in "iI":
                     v = strtol(s)
                     if v is None:
-                        raise UsageError(f"parsing value `{s}` as {'i32' if code == 'i' else 'i64'}")
+                        raise UsageError(f"parsing value `{s}` as "
+                                         f"{'i32' if code == 'i' else 'i64'}")
                     values.append(wrap_i32(v) if code == "i" else wrap_i64(v))
                 elif code in "fF":
                     v = strtod(s)
                     if v is None:
-                        raise UsageError(f"parsing value `{s}` as {'f32' if code == 'f' else 'f64'}")
+                        raise UsageError(f"parsing value `{s}` as "
+                                         f"{'f32' if code == 'f' else 'f64'}")
                     values.append(round_f32(v) if code == "f" else v)
                 elif code == "r":
                     if "=" not in s and "x" not in s:
@@ -155,9 +157,11 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                     raise UsageError(f"unsupported argument cconv type `{code}`")
                 i += 1
             except VmError as e:
-                raise e.annotate(f"parsing input `{spec}`")
+                e.annotate(f"parsing input `{spec}`")
+                raise
     except VmError as e:
-        raise e.annotate("parsing function inputs")
+        e.annotate("parsing function inputs")
+        raise
     finally:
         streams.close()
     return values
@@ -289,9 +293,11 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
         try:
             expected = parse_inputs(list(specs), "0" + codes + "_v")
         except VmError as e:
-            raise e.annotate("parsing expected function outputs")
+            e.annotate("parsing expected function outputs")
+            raise
     except VmError as e:
-        raise e.annotate("processing function outputs")
+        e.annotate("processing function outputs")
+        raise
     lines = []
     ok = True
     for i, (spec, want, got, code) in enumerate(zip(specs, expected, results, codes)):

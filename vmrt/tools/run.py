@@ -140,7 +140,8 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, 
             ctx.close()
             raise
     except VmError as e:
-        raise e.annotate("creating run context")
+        e.annotate("creating run context")
+        raise
     return ctx, main, name, fn
 
 
@@ -169,5 +170,5 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
             stdout.write(f"vmrt {elfkit.__version__}\n")
             return 0
         return run(flags, stdout, providers)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
         return report_error(e, stdout, stderr)

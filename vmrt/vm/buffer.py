@@ -57,7 +57,8 @@ class Buffer(RefObject):
         return bytes(self.data)
 
     def __repr__(self) -> str:
-        return f"Buffer({bytes(self.data)[:32]!r}{'...' if len(self.data) > 32 else ''}, readonly={self.readonly})"
+        more = "..." if len(self.data) > 32 else ""
+        return f"Buffer({bytes(self.data)[:32]!r}{more}, readonly={self.readonly})"
 
     # -- checked access ------------------------------------------------------
     def check_range(self, offset: int, length: int, align: int = 1) -> None:

@@ -116,7 +116,8 @@ class Context:
                 try:
                     self._resolve_imports(m, state, start_count=len(self._modules) - 1)
                 except VmError as e:
-                    raise e.annotate(f"resolving module '{m.name}' imports")
+                    e.annotate(f"resolving module '{m.name}' imports")
+                    raise
                 init = m.lookup_function("__init", Linkage.EXPORT_OPTIONAL)
                 if init is not None:
                     self._call(BoundFunction(init, state), [])

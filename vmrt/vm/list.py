@@ -79,7 +79,8 @@ class VmList(RefObject):
             return _convert(v, et, kind)
         if et is None and isinstance(v, tuple):
             return _convert(v[1], v[0], kind)
-        raise InvocationError(f"variant at index {i} is not a value type", StatusCode.FAILED_PRECONDITION)
+        raise InvocationError(f"variant at index {i} is not a value "
+                              "type", StatusCode.FAILED_PRECONDITION)
 
     def set_value(self, i: int, kind: str, value) -> None:
         self._check(i)
@@ -94,7 +95,7 @@ class VmList(RefObject):
     def get_ref(self, i: int, want: RefType | None):
         self._check(i)
         v = self.items[i]
-        if v is None or isinstance(v, tuple) or isinstance(v, (int, float)):
+        if v is None or isinstance(v, (tuple, int, float)):
             return None
         if want is not None and type_of(v) is not want:
             return None    # IREE semantics: a type mismatch yields null

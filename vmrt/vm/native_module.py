@@ -94,7 +94,8 @@ class NativeModule(Module):
                     continue
                 seen.add(attr)
                 if hasattr(Module, attr):
-                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} shadows "
+                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} "
+                                          "shadows "
                                   "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
                 ename, cconv, arg_types = meta
                 self.add_export(ename, cconv, getattr(self, attr), arg_types)
@@ -116,7 +117,8 @@ class NativeModule(Module):
             return
         del self._exports[idx]
         self._by_name = {e.decl.name: i for i, e in enumerate(self._exports)}
-        self._exports = [_NativeExport(ExportDecl(e.decl.name, e.decl.cconv, i), e.impl, e.arg_types)
+        self._exports = [_NativeExport(ExportDecl(e.decl.name, e.decl.cconv, i), e.impl,
+                                       e.arg_types)
                          for i, e in enumerate(self._exports)]
 
     @property
@@ -161,7 +163,7 @@ class NativeModule(Module):
     def call(self, state: Any, function: Function, args: list) -> list:
         ex = self._exports[function.ordinal]
         if ex.arg_types:
-            for i, (want, value) in enumerate(zip(ex.arg_types, args)):
+            for want, value in zip(ex.arg_types, args):
                 if want is None or value is None:
                     continue
                 have = type_of(value)
@@ -174,7 +176,8 @@ class NativeModule(Module):
         try:
             result = ex.impl(state, *args)
         except VmError as e:
-            raise e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
+            e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
+            raise
         except RecursionError:
             raise
         except Exception as e:  # a bug in the Python module: report, do not crash the VM

@@ -66,7 +66,8 @@ class ArgumentMemory:
             region = self._new_region(max(n, 1), PAGE, "buffer", "(copied numpy)", perms=perms)
         if n:
             src = data.__array_interface__["data"][0]
-            lib.uc_mem_write(self._h, region.start, ctypes.cast(src, ctypes.POINTER(ctypes.c_char)), n)
+            lib.uc_mem_write(self._h, region.start,
+                             ctypes.cast(src, ctypes.POINTER(ctypes.c_char)), n)
         cleanup.append((region, arr, data, writable))
         return region.start
 

@@ -88,7 +88,8 @@ def check_abi(arch: Arch, float_abi: str) -> str:
     if float_abi == "hard":
         float_abi = arch.cc.float_abi
     if not arch.name.startswith("riscv") and float_abi != "hard":
-        raise SignatureError(f"{arch.name}: only the hard-float ABI is supported, not {float_abi!r}")
+        raise SignatureError(f"{arch.name}: only the hard-float ABI is supported, not "
+                             f"{float_abi!r}")
     return float_abi
 
 

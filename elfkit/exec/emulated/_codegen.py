@@ -137,7 +137,8 @@ def _encode_piece(m: Any, lay: _Layout, loc: Loc, p: Piece, var: str, signed: bo
         lay.stk(p.offset, code, n, p.size, exprs)
 
 
-def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str, lines: list[str]) -> tuple[str, bool]:
+def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str,
+                 lines: list[str]) -> tuple[str, bool]:
     """Emit code turning argument ``src`` into its normalised value; return
     (variable, signed)."""
     word = m.arch.word
@@ -327,7 +328,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     k = 0
     stack_pieces: list[tuple[int, str, int, str]] = []
     reg_vars: list[str] = []
-    for i, loc in enumerate(plan.args):
+    for loc in plan.args:
         names = []
         for p in loc.pieces:
             var = f"r{k}"
@@ -372,10 +373,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     args = []
     for loc, names in zip(plan.args, raw):
         t = loc.type
-        if len(names) == 2:
-            val = f"({names[0]} | {names[1]} << 32)"
-        else:
-            val = names[0]
+        val = f"({names[0]} | {names[1]} << 32)" if len(names) == 2 else names[0]
         if t.is_float:
             if loc.as_int:
                 val = f"_i2f({val})" if t is CType.F32 else f"_q2d({val})"

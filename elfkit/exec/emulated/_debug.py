@@ -148,7 +148,7 @@ class DwarfLines:
         if isinstance(src, (bytes, bytearray, memoryview)):
             stream: Any = io.BytesIO(bytes(src))
         else:
-            stream = open(src, "rb")
+            stream = open(src, "rb")  # noqa: SIM115 - closed by the finally below
         rows: list[tuple[int, str]] = []
         try:
             ef = ELFFile(stream)

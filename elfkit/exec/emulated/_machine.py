@@ -247,8 +247,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._check_open()
         r = self._space.at(addr)
         if addr % PAGE or r is None or addr + size > r.end or r.kind == "runtime":
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range inside "
-                                    f"a reservation")
+            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
+                                    "inside a reservation")
         if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):
             raise MemoryAccessError(f"protect: unknown protection bits {prot:#x}")
         size = round_up(size)
@@ -288,7 +288,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         buf = ctypes.create_string_buffer(size)
         err = lib.uc_mem_read(self._h, addr, buf, size)
         if err:
-            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: {self.describe_address(addr, size)}")
+            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
+                                    f"{self.describe_address(addr, size)}")
         return buf.raw
 
     def try_read(self, addr: int, size: int) -> bytes | None:

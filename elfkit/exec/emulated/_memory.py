@@ -54,8 +54,8 @@ class AddressSpace:
             cur = max(cur, r.end + page)
         start = (cur + align - 1) & -align
         if start + size > self.hi:
-            raise LayoutError(f"guest address space exhausted: no free {size:#x}-byte range aligned "
-                              f"to {align:#x} below {self.hi:#x}")
+            raise LayoutError(f"guest address space exhausted: no free {size:#x}-byte range "
+                              f"aligned to {align:#x} below {self.hi:#x}")
         return start
 
     def add(self, region: Region) -> Region:

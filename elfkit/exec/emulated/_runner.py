@@ -36,7 +36,8 @@ class CallRunner:
     ``EmulatedMachine.__init__``."""
 
     # ------------------------------------------------------------- limits
-    def set_limits(self, *, timeout: float | None = None, instruction_budget: int | None = None) -> None:
+    def set_limits(self, *, timeout: float | None = None,
+                   instruction_budget: int | None = None) -> None:
         """Defaults applied to every call that does not pass its own."""
         self.timeout = timeout
         self.instruction_budget = instruction_budget
@@ -104,7 +105,8 @@ class CallRunner:
             label = f"guest_{addr:x}"
         return _codegen.build_caller(self, self.plan(sig, self._abi_at(addr)), addr, label)
 
-    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any, budget: Any) -> Any:
+    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
+                budget: Any) -> Any:
         """A call made by a host callback while guest code is running: run it
         on the guest stack below the caller's frame, then restore the CPU."""
         self._check_open()
@@ -125,7 +127,8 @@ class CallRunner:
             lib.uc_context_restore(self._h, ctx.context)
             self._ctx_pool.append(ctx)
 
-    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...], err: BaseException | None) -> Exception:
+    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...],
+                  err: BaseException | None) -> Exception:
         if isinstance(err, (SignatureError, MemoryAccessError)):
             return err
         return _codegen.bad_args(plan, args, err)

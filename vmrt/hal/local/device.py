@@ -58,7 +58,8 @@ class Device(RefObject):
             return 1
         return None
 
-    def load_executable(self, fmt: str, data: Any, constants: Sequence[int] | None) -> HalExecutable:
+    def load_executable(self, fmt: str, data: Any,
+                        constants: Sequence[int] | None) -> HalExecutable:
         if not self.supports_format(fmt):
             raise HalError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
                           "<arch> and embedded-fatelf)", StatusCode.NOT_FOUND)

@@ -452,13 +452,11 @@ class Executable:
         for start in range(0, n, _WS_BATCH):
             chunk = indices[start:start + _WS_BATCH]
             rec = self._ws_records(wc, chunk, processor_id, local, exp.local_memory_size)
-            if native:
-                base = rec.ctypes.data
-            else:
-                base = mem.alloc_bytes(rec.tobytes(), 16)
+            base = rec.ctypes.data if native else mem.alloc_bytes(rec.tobytes(), 16)
             k = -1
             try:
-                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):
+                # k names the failing workgroup in the except below
+                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
                     r = fn(env, ds, addr)
                     if r:
                         break

@@ -186,7 +186,7 @@ class HostAllocator:
                 mem.write_words(inout_ptr, [0])
                 return 0
             return int(StatusCode.UNIMPLEMENTED)
-        except Exception as e:   # never unwind through guest frames
+        except Exception as e:  # noqa: BLE001 - never unwind through guest frames
             self.last_error = e
             return int(StatusCode.RESOURCE_EXHAUSTED)
 

@@ -108,7 +108,7 @@ class HalDeviceModule(HalModule):
         try:
             for d in state.devices:
                 if d.plugin_specs:
-                    d.loader
+                    _ = d.loader  # the property loads the plugins
         except BaseException:
             self.free_state(state)
             raise
@@ -384,7 +384,8 @@ class HalDeviceModule(HalModule):
         try:
             return dev.load_executable(fmt, data, consts)
         except VmError as e:
-            raise e.annotate(f"creating {fmt} executable")
+            e.annotate(f"creating {fmt} executable")
+            raise
 
     @export("executable.lookup.function", "0rr_I")
     def executable_lookup_function(self, state, executable, name):

@@ -344,13 +344,13 @@ class PluginManager:
         for entry in reversed(self._providers):
             try:
                 entry.close()
-            except BaseException as e:  # keep unloading the others
+            except BaseException as e:  # noqa: BLE001 - keep unloading the others
                 errors.append(e)
         self._providers.clear()
         for m in self._owned_machines:
             try:
                 m.close()
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - keep closing the others
                 errors.append(e)
         self._owned_machines.clear()
         self._machines.clear()
@@ -379,7 +379,8 @@ def register_plugins(specs: Iterable[str], manager: PluginManager | None = None,
         except VmError as e:
             if manager is None:
                 mgr.close()
-            raise e.annotate(f"registering executable plugin '{spec}'")
+            e.annotate(f"registering executable plugin '{spec}'")
+            raise
     return mgr
 
 
