@@ -33,6 +33,7 @@ import elfkit
 from elfkit import fatelf
 
 from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from . import dispatch_args as dargs
 from . import library_abi as abi
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
@@ -234,7 +235,7 @@ class Executable:
             raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
                                   f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
         if need:
-            addr = self._mem.alloc_bytes(_u32_words(given, "executable constants"), 4)
+            addr = self._mem.alloc_bytes(dargs.u32_words(given, "executable constants"), 4)
             self._mem.write_words(self.env, [addr])
 
     def _resolve_imports(self, lib: abi.LibraryV0) -> None:
@@ -310,31 +311,10 @@ class Executable:
         self._check_open()
         exp = self.export(export)
         where = f"executable '{self.name}' export '{exp.name}'"
-        wc = _xyz(workgroup_count, where, "workgroup_count")
-        if wc[2] > 0xFFFF:
-            raise DispatchError(f"{where}: workgroup_count z={wc[2]} exceeds 65535")
-        if workgroup_size is None:
-            ws3 = tuple(max(v, 1) for v in exp.workgroup_size)
-        else:
-            ws3 = _xyz(workgroup_size, where, "workgroup_size")
-            if 0 in ws3:
-                raise DispatchError(f"{where}: workgroup_size must be at least 1 in every "
-                                    f"dimension, got {ws3}")
+        wc, ws3 = dargs.grid(workgroup_count, workgroup_size, exp.workgroup_size, where)
         bindings = list(bindings)
-        if exp.has_attrs and len(bindings) != exp.binding_count:
-            raise DispatchError(f"{where} takes {exp.binding_count} binding(s), "
-                                f"{len(bindings)} given")
-        arrays = []
-        for i, b in enumerate(bindings):
-            if not isinstance(b, np.ndarray):
-                raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected a "
-                                    f"numpy array")
-            if not b.flags.c_contiguous:
-                raise DispatchError(f"{where}: binding {i} is not C-contiguous "
-                                    f"(use np.ascontiguousarray)")
-            if b.nbytes == 0:
-                raise DispatchError(f"{where}: binding {i} is empty")
-            arrays.append(b)
+        arrays = dargs.binding_arrays(bindings, exp.binding_count if exp.has_attrs else None,
+                                     where)
         constants = list(constants) if not isinstance(constants, np.ndarray) else constants
         if exp.has_attrs and len(constants) != exp.constant_count:
             raise DispatchError(f"{where} takes {exp.constant_count} constant(s), "
@@ -356,7 +336,7 @@ class Executable:
                           for i, a in enumerate(arrays)]
                 ptrs = [self._stage_binding(i, a) for i, a in enumerate(arrays)]
             lay = mem.layout
-            cbytes = _u32_words(constants, f"{where}: constants")
+            cbytes = dargs.u32_words(constants, f"{where}: constants")
             cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
             bptr = mem.alloc_words(ptrs) if ptrs else 0
             lptr = mem.alloc_words([a.nbytes for a in arrays]) if arrays else 0
@@ -372,23 +352,29 @@ class Executable:
             else:
                 self._run_threads(fn, ds, exp, wc, total, threads, where)
             if not native:
-                # Bindings were staged as separate guest copies.  Where two of them
-                # alias in host memory (e.g. an in-place op binding one buffer twice),
-                # copying back an unchanged copy would overwrite what the other one
-                # wrote, so only copies the code actually changed go back.
-                for i, (a, p) in enumerate(zip(arrays, ptrs)):
-                    if not a.flags.writeable:
-                        continue
-                    out = np.frombuffer(self.machine.read(p, a.nbytes), np.uint8)
-                    if i in aliased and np.array_equal(out, staged[i]):
-                        continue
-                    a.reshape(-1).view(np.uint8)[:] = out
+                self._copy_back(arrays, ptrs, aliased, staged)
         finally:
             mem.free_all()
             for _i, base, _addr, _n, span in self._guards:
                 self.machine.release(base, span)
             self._guards = []
         return bindings
+
+    def _copy_back(self, arrays: list[Any], ptrs: list[int], aliased: set[int],
+                   staged: list[Any]) -> None:
+        """After an emulated dispatch, copy the guest copies of the bindings
+        back into the arrays.  Where two of them alias in host memory (e.g.
+        an in-place op binding one buffer twice), copying back an unchanged
+        copy would overwrite what the other one wrote, so only copies the
+        code actually changed go back."""
+        import numpy as np
+        for i, (a, p) in enumerate(zip(arrays, ptrs)):
+            if not a.flags.writeable:
+                continue
+            out = np.frombuffer(self.machine.read(p, a.nbytes), np.uint8)
+            if i in aliased and np.array_equal(out, staged[i]):
+                continue
+            a.reshape(-1).view(np.uint8)[:] = out
 
     def _stage_binding(self, index: int, array: Any) -> int:
         """Copy a binding into guest memory (emulated dispatch), placed so
@@ -538,39 +524,6 @@ def _runtime_imports() -> Any:
     executables reference __aeabi_unwind_cpp_pr0)."""
     return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
                            for i in range(3)})
-
-
-def _xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
-    if isinstance(value, int):
-        value = (value, 1, 1)
-    v = tuple(int(x) for x in value)
-    if len(v) > 3 or len(v) == 0:
-        raise DispatchError(f"{where}: {what} must have 1 to 3 dimensions, got {len(v)}")
-    v = v + (1,) * (3 - len(v))
-    for x in v:
-        if x < 0 or x > 0xFFFFFFFF:
-            raise DispatchError(f"{where}: {what} {v} out of range")
-    return v  # type: ignore[return-value]
-
-
-def _u32_words(values: Any, what: str) -> bytes:
-    import numpy as np
-    if isinstance(values, np.ndarray):
-        if values.dtype.itemsize != 4:
-            raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")
-        return np.ascontiguousarray(values).tobytes()
-    out = bytearray()
-    for v in values:
-        if isinstance(v, (float, np.floating)):
-            out += struct.pack("<f", float(v))
-        elif isinstance(v, (int, np.integer)):
-            iv = int(v)
-            if not -(1 << 31) <= iv < (1 << 32):
-                raise DispatchError(f"{what}: {iv} does not fit in 32 bits")
-            out += struct.pack("<I", iv & 0xFFFFFFFF)
-        else:
-            raise DispatchError(f"{what}: {type(v).__name__} is not an int or float")
-    return bytes(out)
 
 
 __all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo"]
