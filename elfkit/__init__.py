@@ -8,6 +8,8 @@
 ``import elfkit`` is cheap: lief, unicorn and capstone are imported only by
 the parts that use them.
 """
+from typing import Any
+
 from ._version import __version__
 from .arch import Arch
 from .errors import (
@@ -44,7 +46,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
 _SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     import importlib
     if name in _SUBPACKAGES:      # ``elfkit.loader.parse(...)`` without importing it first
         return importlib.import_module(f"{__name__}.{name}")

@@ -5,6 +5,8 @@ touches unicorn.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..arch import Arch, host
 from ..errors import BackendError
 from .base import Machine
@@ -25,7 +27,7 @@ def choose_backend(arch: Arch, backend: str) -> str:
     return backend
 
 
-def create_machine(arch: Arch, backend: str = "auto", **options) -> Machine:
+def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine:
     """A new machine for ``arch``; ``backend`` is native, emulated or auto."""
     backend = choose_backend(arch, backend)
     if backend == "native":

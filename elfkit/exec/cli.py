@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             raise ElfkitError("--trace and --budget need the emulated backend")
         backend = "emulated"
     mod = elfkit.load(args.file, arch=args.arch, backend=backend, lazy=True, **options)
-    machine = getattr(mod, "machine", None)
+    machine: Any = getattr(mod, "machine", None)
     try:
         if args.trace:
             machine.trace(args.trace, mode=args.trace_mode)

@@ -61,7 +61,7 @@ class _Ptr:
                              f"array or a bytearray)")
 
 
-_CT = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
+_CT: dict[CType, Any] = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
        CType.I32: ctypes.c_int32, CType.I64: ctypes.c_int64, CType.U8: ctypes.c_uint8,
        CType.U16: ctypes.c_uint16, CType.U32: ctypes.c_uint32, CType.U64: ctypes.c_uint64,
        CType.F32: ctypes.c_float, CType.F64: ctypes.c_double, CType.PTR: _Ptr}
@@ -74,6 +74,7 @@ def cfunctype(sig: Signature, callback: bool = False) -> Any:
     None that ``c_void_p`` gives; a callback returns ``ptr`` as ``c_void_p``
     (it accepts an int or None)."""
     table = _CB if callback else _CT
+    ret: Any
     if sig.ret is CType.PTR:
         ret = ctypes.c_void_p if callback else ctypes.c_size_t
     else:

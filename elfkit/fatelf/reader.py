@@ -390,6 +390,7 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
         fat, own = source, False
     else:
         fat, own = read(source), True
+    rec: Record | None
     try:
         if arch is not None:
             rec = fat.find(arch)

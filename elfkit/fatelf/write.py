@@ -414,5 +414,7 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
             raise FatElfError(f"{directory}: not a directory")
         os.makedirs(directory, exist_ok=True)
         for (_r, path), piece in zip(plan, pieces):
-            _write_out(path, lambda sink, p=piece: _write_single(sink, p))
+            def body(sink: _Sink, p: _Piece = piece) -> None:
+                _write_single(sink, p)
+            _write_out(path, body)
         return plan

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import IO, Any
 
 from ..errors import ToolchainError
 from .tools import find_tool, run, version
@@ -160,7 +161,7 @@ def _failures(path: Path, limit: int = 80) -> str:
     return "\n".join(out[:limit]) if out else _tail(path)
 
 
-def _lock(f) -> None:
+def _lock(f: IO[Any]) -> None:
     try:
         import fcntl
     except ImportError:  # not POSIX: no concurrent sessions supported
@@ -168,7 +169,7 @@ def _lock(f) -> None:
     fcntl.flock(f.fileno(), fcntl.LOCK_EX)
 
 
-def _unlock(f) -> None:
+def _unlock(f: IO[Any]) -> None:
     try:
         import fcntl
     except ImportError:

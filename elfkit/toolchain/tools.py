@@ -28,10 +28,10 @@ def find_tool(name: str) -> str:
     if not found:
         try:
             if name == "cmake":
-                import cmake  # type: ignore[import-not-found]
+                import cmake
                 found = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
             elif name == "ninja":
-                import ninja  # type: ignore[import-not-found]
+                import ninja
                 found = str(Path(ninja.BIN_DIR) / "ninja")
         except (ImportError, AttributeError):
             found = None

@@ -130,7 +130,7 @@ def _align(v: int, a: int) -> int:
 
 
 # --- x86_64 -----------------------------------------------------------------
-def _sysv64(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _sysv64(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     ni = nf = 0
     off = 0
@@ -157,7 +157,7 @@ def _ret_sysv64(arch: Arch, t: CType, _abi: str) -> Loc:
 
 
 # --- aarch64 ----------------------------------------------------------------
-def _aapcs64(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _aapcs64(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     return _sysv64(arch, params, _abi)      # same shape: 8 + 8 registers, 8-byte slots
 
 
@@ -169,7 +169,7 @@ def _flen(abi: str) -> int:
     return {"double": 8, "single": 4, "soft": 0}[abi]
 
 
-def _riscv(arch: Arch, params: tuple[CType, ...], abi: str):
+def _riscv(arch: Arch, params: tuple[CType, ...], abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     xlen = arch.word
     flen = _flen(abi)
@@ -222,7 +222,7 @@ def _ret_riscv(arch: Arch, t: CType, abi: str) -> Loc:
 
 
 # --- arm (AAPCS-VFP) ----------------------------------------------------------
-def _aapcs_vfp(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _aapcs_vfp(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     ncrn = 0
     nsaa = 0
@@ -293,7 +293,7 @@ def _ret_aapcs_vfp(arch: Arch, t: CType, _abi: str) -> Loc:
 
 
 # --- i386 cdecl ---------------------------------------------------------------
-def _cdecl(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _cdecl(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     off = 0
     out = []
     for t in params:

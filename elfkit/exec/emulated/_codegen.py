@@ -233,7 +233,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     fn = ns["__call"]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
-    fn._source = code  # type: ignore[attr-defined]
+    fn._source = code
     return fn
 
 
@@ -303,6 +303,7 @@ def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
     # double-word in two registers
     lay = _Layout(m)
     for p in loc.pieces:
+        assert p.reg is not None    # both halves are registers
         lay.reg(p.reg, "I", 4, [])
     buf, ids, ptrs, n = lay.buffers()
     ns.update(_retbuf=buf, _retids=ids, _retptrs=ptrs,
@@ -385,7 +386,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     code = "\n".join(src) + "\n"
     exec(compile(code, f"<elfkit callback {name}>", "exec"), ns)
     cb = ns["__cb"]
-    cb._source = code  # type: ignore[attr-defined]
+    cb._source = code
     return cb
 
 

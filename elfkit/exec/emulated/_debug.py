@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _uc
 from ._cc import float_abi_from_eflags
 from ._tracer import ExecutionTracer
 
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
+
 C = _uc.C
 lib = _uc.lib
 
 
-class DebugSupport:
+class DebugSupport(MachineState):
     """Uses the machine's ``_line_info``, ``_line_owner``, ``_modules``,
     ``_tracer`` and hook helpers set up by ``EmulatedMachine.__init__``."""
 
@@ -41,7 +46,7 @@ class DebugSupport:
             else:
                 self._abi_ranges.append((0, 0, abi, module))
             self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
-        super().attach(module)  # type: ignore[misc]
+        super().attach(module)
         data = getattr(elf, "data", None)
         if image is not None and data is not None and _has_debug_line(data):
             bias = getattr(image, "bias", 0)
@@ -51,7 +56,7 @@ class DebugSupport:
             self._line_owner[id(self._line_info[-1][2])] = module
 
     def detach(self, module: Any) -> None:
-        super().detach(module)  # type: ignore[misc]
+        super().detach(module)
         self._abi_ranges = [r for r in self._abi_ranges if r[3] is not module]
         self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
         self._line_info = [li for li in self._line_info

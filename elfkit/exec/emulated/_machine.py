@@ -262,6 +262,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _write_raw(self, addr: int, data: Any) -> None:
         n = len(data)
+        buf: Any
         if isinstance(data, bytes):
             buf = data
         else:
@@ -318,7 +319,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             return f"stack guard page below the stack [{st.map_start:#x}, {self._stack_top:#x}) " \
                    f"(stack overflow?)"
         r = self._space.at(addr)
-        if r is not None and r.kind == "zerocopy" and not r.extra[0]:  # type: ignore[index]
+        if r is not None and r.kind == "zerocopy" and not r.extra[0]:
             return (f"a numpy buffer passed to an earlier call [{r.start:#x}, {r.end:#x}) "
                     f"(closed after that call)")
         if r is not None:
@@ -374,7 +375,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             self._stubs = []
             self._callers.clear()
             _uc.close(uc)
-            self._uc = None  # type: ignore[assignment]
+            self._uc = None
 
     def __enter__(self) -> EmulatedMachine:
         return self

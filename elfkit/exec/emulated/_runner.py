@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
@@ -19,6 +19,11 @@ from ...signature import parse as parse_signature
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
+
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
 
 lib = _uc.lib
 
@@ -30,7 +35,7 @@ STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
 STOP_BUDGET = "budget"
 
 
-class CallRunner:
+class CallRunner(MachineState):
     """Uses the machine's ``_h``, ``_uc``, ``_plans``, ``_callers``,
     ``_abi_ranges``, ``_stop``, ``_running`` ... set up by
     ``EmulatedMachine.__init__``."""

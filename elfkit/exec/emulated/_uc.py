@@ -8,6 +8,7 @@ buffers; the Python ``Uc`` object is kept for rarely used conveniences
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import unicorn
 from unicorn import unicorn_const as C
@@ -41,7 +42,7 @@ MEM_ACCESS = {C.UC_MEM_READ: "read", C.UC_MEM_WRITE: "write", C.UC_MEM_FETCH: "f
 MEM_PROT_KINDS = (C.UC_MEM_READ_PROT, C.UC_MEM_WRITE_PROT, C.UC_MEM_FETCH_PROT)
 
 
-def consts(arch: Arch):
+def consts(arch: Arch) -> Any:
     import importlib
     return importlib.import_module(f"unicorn.{_CONST_MODULES[arch.uc_arch]}")
 
@@ -64,7 +65,7 @@ def open_uc(arch: Arch, cpu: str | int | None = None) -> unicorn.Uc:
     return uc
 
 
-def handle(uc: unicorn.Uc) -> int:
+def handle(uc: unicorn.Uc) -> Any:
     """The C ``uc_engine *`` behind a ``Uc`` (for the direct ctypes calls)."""
     return uc._uch
 
