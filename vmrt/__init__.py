@@ -100,7 +100,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load_module(instance: Instance, source) -> Module:
+def load_module(instance: Instance, source: Any) -> Module:
     """Load a ``.vmfb`` from a path or bytes."""
     from .bytecode.module import BytecodeModule
     return BytecodeModule.load(instance, source)

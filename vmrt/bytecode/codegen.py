@@ -246,24 +246,28 @@ class FunctionTranslator:
             raise self.fail(ins, f"global byte_offset out of range: {off} "
                                  f"(rwdata={self.mod.global_bytes})")
 
-    def _gload(self, w):
+    @staticmethod
+    def _gload(w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
             return [f"{ind}{self.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
         return op
 
-    def _gstore(self, w):
+    @staticmethod
+    def _gstore(w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
             return [f"{ind}PK_{w}(RW, {f[0]}, {self.int_reg(f[1])})"]
         return op
 
-    def _gload_ind(self, w):
+    @staticmethod
+    def _gload_ind(w):
         def op(self, ins, f, ind):
             return [f"{ind}{self.int_reg(f[1])} = gload(RW, ST_{w}, {self.int_reg(f[0])})"]
         return op
 
-    def _gstore_ind(self, w):
+    @staticmethod
+    def _gstore_ind(w):
         def op(self, ins, f, ind):
             return [f"{ind}gstore(RW, ST_{w}, {self.int_reg(f[0])}, {self.int_reg(f[1])})"]
         return op
@@ -307,13 +311,15 @@ class FunctionTranslator:
     def op_list_resize(self, ins, f, ind):
         return [f"{ind}lresize({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
 
-    def _lget(self, w):
+    @staticmethod
+    def _lget(w):
         def op(self, ins, f, ind):
             return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
                     f"'{w}')"]
         return op
 
-    def _lset(self, w):
+    @staticmethod
+    def _lset(w):
         def op(self, ins, f, ind):
             return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', "
                     f"{self.int_reg(f[2])})"]
@@ -363,19 +369,22 @@ class FunctionTranslator:
         return self._switch(ins, (idx, default, vals, dst), ind, self.ref_reg)
 
     # -- buffers ---------------------------------------------------------------
-    def _bload(self, kind):
+    @staticmethod
+    def _bload(kind):
         def op(self, ins, f, ind):
             return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', "
                     f"{self.int_reg(f[1])})"]
         return op
 
-    def _bstore(self, kind):
+    @staticmethod
+    def _bstore(kind):
         def op(self, ins, f, ind):
             return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
                     f"{self.int_reg(f[2])})"]
         return op
 
-    def _bfill(self, kind):
+    @staticmethod
+    def _bfill(kind):
         def op(self, ins, f, ind):
             return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
                     f"{self.int_reg(f[2])}, "
@@ -520,20 +529,20 @@ class FunctionTranslator:
 
 # per-width generated ops
 for _w in ("i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(None, _w))
-    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(None, _w))
+    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(_w))
+    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(_w))
     setattr(FunctionTranslator, f"op_global_load_indirect_{_w}",
-            FunctionTranslator._gload_ind(None, _w))
+            FunctionTranslator._gload_ind(_w))
     setattr(FunctionTranslator, f"op_global_store_indirect_{_w}",
-            FunctionTranslator._gstore_ind(None, _w))
-    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(None, _w))
-    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(None, _w))
+            FunctionTranslator._gstore_ind(_w))
+    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(_w))
+    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(_w))
 for _k, _name in (("i8.u", "i8_u"), ("i8.s", "i8_s"), ("i16.u", "i16_u"), ("i16.s", "i16_s"),
                   ("i32", "i32"), ("i64", "i64"), ("f32", "f32"), ("f64", "f64")):
-    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(None, _k))
+    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(_k))
 for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(None, _k))
-    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(None, _k))
+    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(_k))
+    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(_k))
 
 
 def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:

@@ -61,12 +61,12 @@ class ModuleDef:
     exports: tuple[ExportDef, ...]
     signatures: tuple[str, ...]
     signature_attrs: tuple[dict, ...]
-    rodata: tuple[memoryview, ...]
+    rodata: tuple[memoryview | bytes, ...]
     global_bytes: int
     global_refs: int
     functions: tuple[FunctionDescriptor, ...]
     bytecode_version: int
-    bytecode: memoryview
+    bytecode: memoryview | bytes
 
 
 def _payload_start(data: memoryview) -> int:
@@ -208,11 +208,12 @@ def _exports(root: Table, nfuncs: int) -> list[ExportDef]:
     return exports
 
 
-def _rodata(root: Table, fb: FlatBuffer, data: memoryview, fb_end: int) -> list[memoryview]:
+def _rodata(root: Table, fb: FlatBuffer, data: memoryview,
+            fb_end: int) -> list[memoryview | bytes]:
     """Rodata segments: embedded in the FlatBuffer or external, after it
     (64-aligned)."""
     rodata_base = (fb_end + 63) & ~63
-    rodata = []
+    rodata: list[memoryview | bytes] = []
     for i, t in enumerate(root.vector_tables(9)):
         emb = t.vector_bytes(2)
         if emb is not None:

@@ -62,7 +62,7 @@ class ModuleInfo:
     def import_cconv(self, k: int) -> str:
         return self._d.imports[k].cconv
 
-    def const(self, value) -> str:
+    def const(self, value: Any) -> str:
         key = (type(value), repr(value))
         idx = self._const_idx.get(key)
         if idx is None:
@@ -115,7 +115,7 @@ class BytecodeModule(Module):
 
     # -- loading -------------------------------------------------------------
     @staticmethod
-    def _resolve_type(instance: Instance, name: str):
+    def _resolve_type(instance: Instance, name: str) -> Any:
         if name in VALUE_TYPES:
             return name
         if name == "!vm.opaque":

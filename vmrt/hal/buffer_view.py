@@ -113,7 +113,7 @@ def _parse_hex_byte(tok: str) -> int:
                       StatusCode.INVALID_ARGUMENT) from None
 
 
-def _fmt_elem(v, kind: str) -> str:
+def _fmt_elem(v: Any, kind: str) -> str:
     if kind == "f":
         v = float(v)
         if v != v:
@@ -137,7 +137,7 @@ def format_buffer_view(bv: BufferView, max_elements: int = 1024) -> str:
     def rec(dims: tuple) -> str:
         if len(dims) == 1:
             n = dims[0]
-            out = []
+            out: list[str] = []
             for _ in range(n):
                 if budget[0] <= 0:
                     pos[0] += n - len(out)

@@ -62,8 +62,9 @@ class Dispatch:
     bindings: tuple[BufferRef, ...]
 
 
-def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> Any:
-    """The numpy byte range a command operand names."""
+def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
+             what: str) -> tuple[HalBuffer, int, int]:
+    """The byte range ``(buffer, start, length)`` a command operand names."""
     if ref.buffer is not None:
         buf, base = ref.buffer, 0
         limit = int(buf.bytes.size)

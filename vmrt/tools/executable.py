@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from .flags import FlagSpec, parse_flags, report_error
+
+if TYPE_CHECKING:
+    from ..hal.local.executable import Executable
 
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
@@ -110,7 +113,8 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         mgr.close()
 
 
-def _dispatch(exe, lists, values, stdout: TextIO) -> int:
+def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
+              stdout: TextIO) -> int:
     import numpy as np
 
     from ..hal.buffer_view import BufferView, format_buffer_view

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
@@ -65,7 +65,7 @@ class _NpyStreams:
     def __init__(self) -> None:
         self.files: dict[str, Any] = {}
 
-    def read(self, path: str, fresh: bool):
+    def read(self, path: str, fresh: bool) -> Any:
         import numpy as np
         if not path.endswith(".npy"):
             raise UsageError(f"unsupported input file type '{path}' (only .npy)",
@@ -143,11 +143,11 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                                          f"{'i32' if code == 'i' else 'i64'}")
                     values.append(wrap_i32(v) if code == "i" else wrap_i64(v))
                 elif code in "fF":
-                    v = strtod(s)
-                    if v is None:
+                    fv = strtod(s)
+                    if fv is None:
                         raise UsageError(f"parsing value `{s}` as "
                                          f"{'f32' if code == 'f' else 'f64'}")
-                    values.append(round_f32(v) if code == "f" else v)
+                    values.append(round_f32(fv) if code == "f" else fv)
                 elif code == "r":
                     if "=" not in s and "x" not in s:
                         raise UsageError("invalid tensor specification, requires at least a "
@@ -176,7 +176,7 @@ def format_g(v: float, upper: bool = False) -> str:
     return ("%G" if upper else "%g") % v
 
 
-def _value_text(kind: str, v) -> str:
+def _value_text(kind: str, v: Any) -> str:
     if kind in ("f32", "f64"):
         return f"{kind}=" + format_g(v)
     return f"{kind}={int(v)}"
@@ -219,7 +219,7 @@ def format_result(v: Any, code: str, max_elements: int = 1024) -> str:
     return format_variant(v, max_elements)
 
 
-def write_output(target: str, v: Any, code: str, max_elements: int, stdout) -> None:
+def write_output(target: str, v: Any, code: str, max_elements: int, stdout: TextIO) -> None:
     """``--output=`` handling: '' discards, '-' prints, @/+file.npy|.bin writes/appends."""
     if target == "":
         return
@@ -315,8 +315,9 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
             continue
         if not isinstance(got, BufferView) or not isinstance(want, BufferView):
             ok = False
+            got_type = type_of(got)
             lines.append(f"[FAILED] result[{i}]: cannot compare "
-                         f"{type_of(got).name if type_of(got) else '(null)'} with the expected "
+                         f"{got_type.name if got_type else '(null)'} with the expected "
                          "buffer view")
             continue
         msg = _compare_view(got, want, thresholds, max_elements)

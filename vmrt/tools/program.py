@@ -87,8 +87,8 @@ class ProgramFunction:
         return self.program.module.function_attrs(self.name).get("iree.abi.declaration")
 
     def __call__(self, *args: Any) -> Any:
-        prog = self.program
-        if prog.closed:
+        ctx = self.program.context
+        if ctx is None:
             raise VmError(f"cannot call '{self.name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
         if self.arity is not None:
@@ -102,7 +102,7 @@ class ProgramFunction:
         else:
             values = [_array_arg(a) for a in args]
         try:
-            results = prog.context.invoke(self.bound, values)
+            results = ctx.invoke(self.bound, values)
         except VmError as e:
             e.annotate(f"invoking function '{self.name}'")
             decl = self.declaration
@@ -127,7 +127,7 @@ class Program:
     release the device."""
 
     def __init__(self, context: Context, module: Module):
-        self.context = context
+        self.context: Context | None = context
         self.module = module
         self._functions: dict[str, ProgramFunction] = {}
 
@@ -147,7 +147,8 @@ class Program:
         fn = self._functions.get(name)
         if fn is not None:
             return fn
-        if self.closed:
+        ctx = self.context
+        if ctx is None:
             raise VmError(f"cannot look up '{name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
         f = self.module.lookup_function(name) if isinstance(name, str) else None
@@ -155,7 +156,7 @@ class Program:
             listed = ", ".join(self.exports) or "(none)"
             raise FunctionNotFoundError(f"module '{self.module.name}' exports no function "
                                    f"{name!r}; its exports are: {listed}")
-        fn = self._functions[name] = ProgramFunction(self, name, self.context.bind(f))
+        fn = self._functions[name] = ProgramFunction(self, name, ctx.bind(f))
         return fn
 
     def __getitem__(self, name: str) -> ProgramFunction:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from ..errors import InvocationError, StatusCode
 from .types import BUFFER_TYPE, RefObject
@@ -31,6 +32,7 @@ class Buffer(RefObject):
     MAX_ALLOCATION = 256 << 20
 
     def __init__(self, data: bytes | bytearray | memoryview = b"", readonly: bool | None = None):
+        self.data: bytearray | memoryview
         if isinstance(data, bytearray):
             self.data = data
             self.readonly = bool(readonly)
@@ -66,19 +68,19 @@ class Buffer(RefObject):
         if offset < 0 or length < 0 or offset + length > size:
             raise _oob(offset, length, align, size)
 
-    def writable(self) -> bytearray:
+    def writable(self) -> bytearray | memoryview:
         if self.readonly:
             raise InvocationError("buffer is read-only and cannot be mapped for mutation",
                           StatusCode.PERMISSION_DENIED)
-        return self.data  # type: ignore[return-value]
+        return self.data
 
-    def load(self, kind: str, element_offset: int):
+    def load(self, kind: str, element_offset: int) -> int | float:
         s = _FORMATS[kind]
         off = element_offset * s.size
         self.check_range(off, s.size, s.size)
         return s.unpack_from(self.data, off)[0]
 
-    def store(self, kind: str, element_offset: int, value) -> None:
+    def store(self, kind: str, element_offset: int, value: Any) -> None:
         s = _FORMATS[kind]
         off = element_offset * s.size
         data = self.writable()
@@ -92,7 +94,8 @@ class Buffer(RefObject):
                 value -= 1 << bits
             struct.pack_into("<" + {1: "b", 2: "h", 4: "i", 8: "q"}[s.size], data, off, value)
 
-    def fill(self, kind: str, element_offset: int, element_count: int, value) -> None:
+    def fill(self, kind: str, element_offset: int, element_count: int,
+             value: Any) -> None:
         size = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}[kind]
         off, length = element_offset * size, element_count * size
         data = self.writable()

@@ -255,5 +255,5 @@ class Context:
     def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -20,7 +20,7 @@ def _to_i32(v: int) -> int:
     return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
-def _convert(value, src: str, dst: str):
+def _convert(value: Any, src: str, dst: str) -> Any:
     """Convert a stored value of type ``src`` to the requested ``dst``."""
     if src == dst:
         return value
@@ -71,7 +71,7 @@ class VmList(RefObject):
             raise InvocationError(f"index {i & 0xFFFFFFFF} out of bounds ({len(self.items)})",
                           StatusCode.OUT_OF_RANGE)
 
-    def get_value(self, i: int, kind: str):
+    def get_value(self, i: int, kind: str) -> Any:
         self._check(i)
         v = self.items[i]
         et = self.element_type
@@ -82,7 +82,7 @@ class VmList(RefObject):
         raise InvocationError(f"variant at index {i} is not a value "
                               "type", StatusCode.FAILED_PRECONDITION)
 
-    def set_value(self, i: int, kind: str, value) -> None:
+    def set_value(self, i: int, kind: str, value: Any) -> None:
         self._check(i)
         et = self.element_type
         if isinstance(et, str):
@@ -92,7 +92,7 @@ class VmList(RefObject):
         else:
             raise InvocationError("list does not store values", StatusCode.FAILED_PRECONDITION)
 
-    def get_ref(self, i: int, want: RefType | None):
+    def get_ref(self, i: int, want: RefType | None) -> Any:
         self._check(i)
         v = self.items[i]
         if v is None or isinstance(v, (tuple, int, float)):
@@ -101,7 +101,7 @@ class VmList(RefObject):
             return None    # IREE semantics: a type mismatch yields null
         return v
 
-    def set_ref(self, i: int, value) -> None:
+    def set_ref(self, i: int, value: Any) -> None:
         self._check(i)
         et = self.element_type
         if isinstance(et, str):

@@ -18,7 +18,7 @@ context binds them into ``state.imports`` (None for missing optional ones).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
 from .module import (
@@ -37,7 +37,8 @@ from .types import RefType, type_of
 _EXPORT_ATTR = "_vmrt_export"
 
 
-def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None):
+def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None
+           ) -> Callable[[Callable], Callable]:
     """Mark a method as a module export with the given cconv."""
     cconv_fragments(cconv)  # validate early
 
@@ -53,6 +54,10 @@ class NativeState:
     def __init__(self, imports: int):
         self.imports: list[BoundFunction | None] = [None] * imports
 
+    if TYPE_CHECKING:   # attributes are added freely
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     def __repr__(self) -> str:
         return f"NativeState({self.__dict__!r})"
 
@@ -60,7 +65,8 @@ class NativeState:
 class _NativeExport:
     __slots__ = ("decl", "impl", "arg_codes", "n_results", "arg_types")
 
-    def __init__(self, decl: ExportDecl, impl: Callable, arg_types):
+    def __init__(self, decl: ExportDecl, impl: Callable,
+                 arg_types: tuple[RefType | None, ...] | None):
         self.decl = decl
         self.impl = impl
         args, results = cconv_fragments(decl.cconv)
@@ -148,12 +154,12 @@ class NativeModule(Module):
         return Function(self, Linkage.EXPORT, idx, d.name, d.cconv)
 
     # -- state ----------------------------------------------------------
-    def alloc_state(self, context) -> Any:
+    def alloc_state(self, context: Any) -> Any:
         state = NativeState(len(self.import_decls))
         self.init_state(state, context)
         return state
 
-    def init_state(self, state: NativeState, context) -> None:
+    def init_state(self, state: NativeState, context: Any) -> None:
         """Hook: fill in per-context state."""
 
     def resolve_import(self, state: Any, ordinal: int, target: BoundFunction | None) -> None:

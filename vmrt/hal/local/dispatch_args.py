@@ -25,15 +25,15 @@ def xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
 
 def grid(workgroup_count: Any, workgroup_size: Sequence[int] | None,
          default_size: Sequence[int], where: str
-         ) -> tuple[tuple[int, int, int], tuple[int, ...]]:
+         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """The workgroup count and size of a dispatch (the size defaults to the
     export's, each dimension at least 1)."""
     wc = xyz(workgroup_count, where, "workgroup_count")
     if wc[2] > 0xFFFF:
         raise DispatchError(f"{where}: workgroup_count z={wc[2]} exceeds 65535")
-    ws3: tuple[int, ...]
     if workgroup_size is None:
-        ws3 = tuple(max(v, 1) for v in default_size)
+        x, y, z = (max(v, 1) for v in default_size)
+        ws3 = (x, y, z)
     else:
         ws3 = xyz(workgroup_size, where, "workgroup_size")
         if 0 in ws3:

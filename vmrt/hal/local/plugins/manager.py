@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,7 +152,7 @@ class Resolution:
     providers: list[str | None]      # plugin name per import (None: unresolved optional)
     asked: list[str]                 # what each plugin asked answered, newest first
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, int, int, str | None]]:
         return iter(zip(self.names, self.functions, self.contexts, self.providers))
 
 

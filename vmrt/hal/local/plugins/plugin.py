@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,7 +144,7 @@ class ExecutablePlugin:
     kind: str = ""
     #: kind -> class; each plugin kind registers itself when its module is
     #: imported (the ``plugins`` package imports them all)
-    kinds: dict[str, type[ExecutablePlugin]] = {}
+    kinds: dict[str, Callable[..., ExecutablePlugin]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
