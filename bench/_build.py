@@ -43,7 +43,7 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None) -> None:
                          f"{p.stdout.decode(errors='replace')[-3000:]}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plugin_dir() -> Path:
     root = Path(os.environ.get("ELFKIT_PLUGIN_BUILD_DIR", REPO / "build" / "plugins"))
     try:

@@ -12,7 +12,8 @@ needs.  Buffers are mapped zero-copy once with ``mem_map_ptr``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 PAGE = 0x1000
 SENTINEL = 0x10000          # the same sentinel page address elfkit uses
@@ -129,7 +130,8 @@ class RawMirror:
                     for v in (reg_read(r) for r in regs)]
             reg_write(ret, fn(*vals) & mask)
         self._keep.append(on_code)
-        uc.hook_add(C.UC_HOOK_CODE, on_code, begin=address, end=address + len(self.arch.ret_insn) - 1)
+        uc.hook_add(C.UC_HOOK_CODE, on_code, begin=address,
+                    end=address + len(self.arch.ret_insn) - 1)
 
     def close(self) -> None:
         fin = getattr(self.uc, "_Uc__finalizer", None)

@@ -15,9 +15,10 @@ import re
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +33,7 @@ class Config:
 
     @classmethod
     def make(cls, quick: bool, repeat: int | None = None, work: Path | None = None,
-             verbose: bool = True) -> "Config":
+             verbose: bool = True) -> Config:
         return cls(quick=quick, repeat=repeat or (5 if quick else 21),
                    target=0.002 if quick else 0.02,
                    work=work or REPO / "build" / "bench", verbose=verbose)

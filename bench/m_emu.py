@@ -172,8 +172,9 @@ def _loops(cfg: Config, arch: str, native: dict) -> list[Row]:
 
 
 def _imports_rt(cfg: Config, arch: str, native: dict) -> list[Row]:
-    import elfkit
     import struct
+
+    import elfkit
     m = elfkit.load(_build.plugin(cfg.work, "imports", arch), backend="emulated",
                     imports=_imports())
     raw = RawMirror(m)
@@ -207,18 +208,19 @@ def _imports_rt(cfg: Config, arch: str, native: dict) -> list[Row]:
 
 
 def _creation(cfg: Config) -> list[Row]:
-    import elfkit
-    from elfkit.exec.emulated import EmulatedMachine
-    from elfkit.arch import get as get_arch
     from unicorn import unicorn_const as C
+
+    import elfkit
+    from elfkit.arch import get as get_arch
+    from elfkit.exec.emulated import EmulatedMachine
     rows = []
     for arch_name in ARCHES:
         arch = get_arch(arch_name)
 
-        def ours():
+        def ours(arch=arch):
             EmulatedMachine(arch).close()
 
-        def peer():
+        def peer(arch=arch):
             uc = new_uc(arch)
             uc.mem_map(0x7F000000 - (1 << 20), 1 << 20, C.UC_PROT_READ | C.UC_PROT_WRITE)
             fin = getattr(uc, "_Uc__finalizer", None)
@@ -228,7 +230,7 @@ def _creation(cfg: Config) -> list[Row]:
         path = _build.plugin(cfg.work, "kernels", arch_name)
         data = path.read_bytes()
 
-        def load():
+        def load(data=data):
             elfkit.load(data, backend="emulated").close()
         res = compare_many({"ours": ours, "peer": peer, "load": load}, cfg, number=5)
         rows.append(Row("6m", f"emulated machine creation ({arch_name}) vs Uc()+mem_map",

@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 from . import _build
-from ._timing import (Config, Row, bytecode_env, compare_commands, fmt_bytes, fmt_rate,
-                      fmt_time)
+from ._timing import Config, Row, bytecode_env, compare_commands, fmt_bytes, fmt_rate, fmt_time
 
 _WORKER = r"""
 import json, os, resource, sys, time
@@ -121,7 +120,8 @@ def fatelf(cfg: Config) -> list[Row]:
     d.mkdir(parents=True, exist_ok=True)
     sos, sos_copy = d / "fat.sos", d / "fat_copy.sos"
     pid = os.getpid()
-    out_pack, out_sel, out_cp = d / f"packed.{pid}.sos", d / f"selected.{pid}.so", d / f"cp.{pid}.out"
+    out_pack, out_sel = d / f"packed.{pid}.sos", d / f"selected.{pid}.so"
+    out_cp = d / f"cp.{pid}.out"
     import elfkit.fatelf as F
     F.pack_to(sos, [big, small])
     tmp = sos_copy.with_suffix(f".{pid}.tmp")
@@ -160,13 +160,15 @@ def fatelf(cfg: Config) -> list[Row]:
     return [
         Row("7a", f"FatELF pack of {mib} MiB vs cp",
             f"{fmt_time(o1)} ({fmt_rate(nbytes_pack / o1, 'B')}){rss_o}",
-            f"{fmt_time(p1)} ({fmt_rate(nbytes_pack / p1, 'B')}){rss_p}", o1 / p1, "≤ 1.5× peer time",
+            f"{fmt_time(p1)} "
+            f"({fmt_rate(nbytes_pack / p1, 'B')}){rss_p}", o1 / p1, "≤ 1.5× peer time",
             o1 / p1 <= 1.5, note=f"pack_to in-process vs cp spawn-to-exit; {mem}",
             data={"ours_s": o1, "peer_s": p1, "bytes": nbytes_pack, "rss_base": base,
                   "rss_peak": peak, "cp_rss": cp_rss, "repeat": repeat}),
         Row("7b", f"FatELF select (extract) of the {mib} MiB slice vs cp",
             f"{fmt_time(o2)} ({fmt_rate(nbytes_sel / o2, 'B')}){rss_o}",
-            f"{fmt_time(p2)} ({fmt_rate(nbytes_sel / p2, 'B')}){rss_p}", o2 / p2, "≤ 1.5× peer time",
+            f"{fmt_time(p2)} "
+            f"({fmt_rate(nbytes_sel / p2, 'B')}){rss_p}", o2 / p2, "≤ 1.5× peer time",
             o2 / p2 <= 1.5, note=f"extract_to in-process vs cp spawn-to-exit; {mem}",
             data={"ours_s": o2, "peer_s": p2, "bytes": nbytes_sel, "rss_base": base,
                   "rss_peak": peak, "cp_rss": cp_rss, "repeat": repeat}),

@@ -52,7 +52,7 @@ def cle_python(cfg: Config) -> str | None:
     try:
         import cle  # noqa: F401
         return sys.executable
-    except Exception:
+    except Exception:  # noqa: BLE001 - any broken cle install: look for another one
         pass
     for cand in (os.environ.get("BENCH_CLE_PYTHON"), str(cfg.work / CLE_VENV / "bin" / "python")):
         if cand and Path(cand).is_file():
@@ -167,6 +167,11 @@ def full_load(cfg: Config) -> list[Row]:
     return rows + [parse_row]
 
 
+def _marginal(s: dict) -> float:
+    """Marginal cost per relocation between the 10k and 100k files."""
+    return (s[100000] - s[10000]) / 90000
+
+
 def reloc_scaling(cfg: Config) -> tuple[list[Row], dict]:
     sizes = (1000, 10000, 100000)
     series: dict[str, dict[int, float]] = {"elfkit": {}, "elfkit (symbolic)": {}, "LIEF": {},
@@ -213,10 +218,10 @@ def reloc_scaling(cfg: Config) -> tuple[list[Row], dict]:
                         note=(f"ratio = t(100k)/t(10k); 10× = exactly linear; marginal cost "
                               f"per relocation (t(100k)-t(10k))/90k: "
                               f"{fmt_time((s[100000] - s[10000]) / 90000)} (LIEF "
-                              f"{fmt_time((series['LIEF'][100000] - series['LIEF'][10000]) / 90000)}"
-                              f", pyelftools "
-                              f"{fmt_time((series['pyelftools'][100000] - series['pyelftools'][10000]) / 90000)})"
+                              f"{fmt_time(_marginal(series['LIEF']))}, pyelftools "
+                              f"{fmt_time(_marginal(series['pyelftools']))})"
                               f"{fault_note}"),
                         data={"growth_1k_10k": g1, "growth_10k_100k": g2,
-                              "lief_growth_10k_100k": series["LIEF"][100000] / series["LIEF"][10000]}))
+                              "lief_growth_10k_100k":
+                                  series["LIEF"][100000] / series["LIEF"][10000]}))
     return rows, series

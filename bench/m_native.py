@@ -14,7 +14,7 @@ import ctypes
 import sys
 
 from . import _build
-from ._timing import (Config, Row, bytecode_env, compare, compare_commands, fmt_time)
+from ._timing import Config, Row, bytecode_env, compare, compare_commands, fmt_time
 
 
 def native_calls(cfg: Config) -> list[Row]:

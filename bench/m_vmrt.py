@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 
 from . import _build
-from ._timing import (Config, Row, bytecode_env, compare_commands, compare_many, fmt_time,
-                      na_row)
+from ._timing import Config, Row, bytecode_env, compare_commands, compare_many, fmt_time, na_row
 
 WORK_MLIR = """\
 // Compute-bound dispatch for the threading benchmark: workgroup i runs a
@@ -88,7 +87,8 @@ def _dispatch_library(work: Path) -> Path:
                         f"--iree-hal-dump-executable-binaries-to={d / 'bin'}",
                         "-o", str(d / "work.vmfb")], capture_output=True, text=True)
     if p.returncode != 0 or not lib.is_file():
-        raise _build.BuildError(f"iree-compile of the dispatch benchmark failed:\n{p.stderr[-2000:]}")
+        raise _build.BuildError(f"iree-compile of the dispatch benchmark "
+                                f"failed:\n{p.stderr[-2000:]}")
     tmp.replace(src)
     return lib
 
@@ -98,6 +98,7 @@ def dispatch_threads(cfg: Config) -> list[Row]:
     name = "native dispatch, 2 threads vs 1 (64 workgroups)"
     try:
         import numpy as np
+
         from vmrt.hal.local.executable import Executable
     except Exception as e:  # noqa: BLE001
         return [na_row("9", name, goal, f"vmrt.hal.local.executable does not import: {e}")]
@@ -137,6 +138,7 @@ def _ctypes_threads(cfg: Config, seconds: float) -> float | None:
     (the GIL is released during the call): the machine's ceiling right now."""
     import ctypes
     import threading
+
     import elfkit
     try:
         m = elfkit.load(_build.plugin(cfg.work, "kernels", "x86_64"), backend="native")

@@ -24,8 +24,9 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _build
 from ._timing import REPO, Config, Row, na_row
@@ -216,11 +217,10 @@ def why(r: Row) -> str:
     text = WHY.get(r.id, "")
     text = text[:1].upper() + text[1:]
     lg = r.data.get("lief_growth_10k_100k")
-    if lg is not None:
-        if lg > 11.5:
-            text = (f"In this run LIEF, linear by construction, grew {lg:.1f}× on the same "
-                    f"files: the excess is the machine (caches, memory bandwidth, other jobs), "
-                    f"not the algorithm. " + text)
+    if lg is not None and lg > 11.5:
+        text = (f"In this run LIEF, linear by construction, grew {lg:.1f}× on the same "
+                f"files: the excess is the machine (caches, memory bandwidth, other jobs), "
+                f"not the algorithm. " + text)
     if r.id == "9" and r.data.get("peer_speedup") and r.data["peer_speedup"] < 1.8:
         text = (f"In this run the machine itself allowed only {r.data['peer_speedup']:.2f}× "
                 f"(bare ctypes peer): the goal could not be shown here. " + text)
@@ -397,7 +397,8 @@ def _history_lines() -> list[str]:
             continue
         d = m10["data"]
         out.append(f"| {h.get('date', '?')} | {h.get('commit', '?')} | "
-                   f"{d['ours_s']:.3f} s | {d['peer_s']:.3f} s | {d['ours_s'] / d['peer_s']:.1f}× | "
+                   f"{d['ours_s']:.3f} s | {d['peer_s']:.3f} s | "
+                   f"{d['ours_s'] / d['peer_s']:.1f}× | "
                    f"{d['ours_iter_s'] * 1e9:.0f} ns vs {d['peer_iter_s'] * 1e9:.1f} ns |")
     return out
 

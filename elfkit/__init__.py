@@ -8,13 +8,33 @@
 ``import elfkit`` is cheap: lief, unicorn and capstone are imported only by
 the parts that use them.
 """
+from typing import Any
+
 from ._version import __version__
 from .arch import Arch
-from .errors import (ArchError, BackendError, CallTimeout, ElfkitError, EmulationFault,
-                     ExecutionError, FatElfArchError, FatElfError, FatElfFormatError, LayoutError,
-                     LazyImportError, MemoryAccessError, ModuleClosedError, ParseError,
-                     RelocationError, SignatureError, SymbolNotFoundError, UnresolvedImportError,
-                     ToolchainError, UnsupportedError, InvalidArgumentError)
+from .errors import (
+    ArchError,
+    BackendError,
+    CallTimeout,
+    ElfkitError,
+    EmulationFault,
+    ExecutionError,
+    FatElfArchError,
+    FatElfError,
+    FatElfFormatError,
+    InvalidArgumentError,
+    LayoutError,
+    LazyImportError,
+    MemoryAccessError,
+    ModuleClosedError,
+    ParseError,
+    RelocationError,
+    SignatureError,
+    SymbolNotFoundError,
+    ToolchainError,
+    UnresolvedImportError,
+    UnsupportedError,
+)
 from .signature import CType, Signature
 
 # The loader and Module are imported on first use, so that commands that do
@@ -26,7 +46,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
 _SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     import importlib
     if name in _SUBPACKAGES:      # ``elfkit.loader.parse(...)`` without importing it first
         return importlib.import_module(f"{__name__}.{name}")

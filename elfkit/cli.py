@@ -31,7 +31,8 @@ _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="elfkit",
-        description="Inspect, pack, load and run bare-metal ELF plugins (natively or under emulation).")
+        description="Inspect, pack, load and run bare-metal ELF plugins (natively or under "
+                    "emulation).")
     p.add_argument("--version", action="version", version=f"elfkit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     first = argv[0] if argv else None
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(e))
     except BrokenPipeError:        # `elfkit ... | head`: the reader went away
         try:
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
         except OSError:
             pass
         return 0

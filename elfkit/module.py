@@ -4,20 +4,26 @@ from __future__ import annotations
 import bisect
 import functools
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import arch as _arch
 from .arch import Arch
-from .errors import (ElfkitError, ModuleClosedError, SignatureError,
-                     SymbolNotFoundError, UnresolvedImportError)
+from .errors import (
+    ElfkitError,
+    ModuleClosedError,
+    SignatureError,
+    SymbolNotFoundError,
+    UnresolvedImportError,
+)
 from .exec import create_machine
 from .exec.base import Machine
 from .fatelf import pick_slice
 from .loader import _tags as T
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .signature import CType, Signature, ctype, parse as parse_signature
-
+from .signature import CType, Signature, ctype
+from .signature import parse as parse_signature
 
 
 class Module:
@@ -63,7 +69,7 @@ class Module:
         state = "closed" if self.closed else f"base={self.base:#x}"
         return f"<elfkit.Module {self.name!r} {self.arch.name} {self.backend} {state}>"
 
-    def __enter__(self) -> "Module":
+    def __enter__(self) -> Module:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -89,7 +95,8 @@ class Module:
                 self.exports.setdefault(f"{s.name}@{s.version}", addr)
         mode_bit = self.arch.func_mode_bit     # arm: bit 0 marks Thumb code, not an address
         for s in self.elf.symbols[1:]:
-            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE, T.STT_OBJECT):
+            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE,
+                                                   T.STT_OBJECT):
                 v = s.value & ~1 if mode_bit and s.type == T.STT_FUNC else s.value
                 funcs.append((bias + v, max(s.size, 1), s.name))
         funcs.sort()
@@ -114,20 +121,21 @@ class Module:
         return f"{self.name}+{addr - self._image.bias:#x}"
 
     # -- calls -----------------------------------------------------------------
-    def _address(self, name_or_address: "str | int") -> int:
+    def _address(self, name_or_address: str | int) -> int:
         if isinstance(name_or_address, str):
             a = self.exports.get(name_or_address)
             return a if a is not None else self.symbol(name_or_address)
         if isinstance(name_or_address, int):
             if not self._image.contains(name_or_address):
-                raise ElfkitError(f"{self.name}: address {name_or_address:#x} is outside the module "
+                raise ElfkitError(f"{self.name}: address {name_or_address:#x} is outside the "
+                                  "module "
                                   f"image [{self._image.base:#x}, "
                                   f"{self._image.base + self._image.size:#x})")
             return name_or_address
         raise SignatureError(f"call target must be a symbol name or an address, not "
                              f"{type(name_or_address).__name__}")
 
-    def call(self, name_or_address: "str | int", *args: Any, restype: str | None = None,
+    def call(self, name_or_address: str | int, *args: Any, restype: str | None = None,
              timeout: float | None = None) -> Any:
         """Call an export.  Argument types are inferred: int -> a pointer-sized
         signed integer, float -> f64, numpy array / bytearray / None -> ptr.
@@ -140,7 +148,7 @@ class Module:
         return self.machine.call(addr, _call_signature(word if restype is None else restype,
                                                        params), args, timeout)
 
-    def function(self, name: "str | int", signature: "str | Signature") -> Callable[..., Any]:
+    def function(self, name: str | int, signature: str | Signature) -> Callable[..., Any]:
         """A fast typed callable, e.g. ``m.function("dot", "f64(ptr,ptr,i64)")``."""
         self._check_open()
         return self.machine.function(self._address(name), parse_signature(signature))
@@ -183,13 +191,13 @@ class Module:
 
 
 @functools.lru_cache(maxsize=256)
-def _call_signature(ret: "str | CType", params: tuple[CType, ...]) -> Signature:
+def _call_signature(ret: str | CType, params: tuple[CType, ...]) -> Signature:
     """The Signature ``call()`` infers, made once per shape of call."""
     return Signature(ctype(ret), params)
 
 
 def _infer(a: Any, word: CType) -> CType:
-    if isinstance(a, bool) or isinstance(a, int):
+    if isinstance(a, (bool, int)):
         return word
     if isinstance(a, float):
         return CType.F64
@@ -217,8 +225,8 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
                       f"memoryview")
 
 
-def load(source: Any, *, arch: "str | Arch | None" = None, backend: str = "auto",
-         imports: "Imports | dict | None" = None, lazy: bool = False,
+def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
+         imports: Imports | dict | None = None, lazy: bool = False,
          machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
          name: str | None = None, init: bool = True, **machine_options: Any) -> Module:
     """Load a bare-metal ELF plugin (or pick a FatELF slice) and return a Module.

@@ -56,7 +56,7 @@ class Signature:
         return f"{self.ret.value}({','.join(p.value for p in self.params)})"
 
 
-def ctype(name: "str | CType") -> CType:
+def ctype(name: str | CType) -> CType:
     if isinstance(name, CType):
         return name
     try:
@@ -67,12 +67,13 @@ def ctype(name: "str | CType") -> CType:
 
 
 @functools.lru_cache(maxsize=512)
-def parse(text: "str | Signature") -> Signature:
+def parse(text: str | Signature) -> Signature:
     """Parse ``"ret(arg,arg,...)"``.  ``"void()"`` and ``"i32(void)"`` take no arguments."""
     if isinstance(text, Signature):
         return text
     if not isinstance(text, str):
-        raise SignatureError(f"a signature is a string like 'i32(ptr,i64)', not {type(text).__name__}")
+        raise SignatureError(f"a signature is a string like 'i32(ptr,i64)', not "
+                             f"{type(text).__name__}")
     s = text.replace(" ", "")
     if not s.endswith(")") or s.count("(") != 1:
         raise SignatureError(f"malformed signature {text!r}: expected 'ret(arg,...)'")

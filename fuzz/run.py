@@ -12,6 +12,7 @@ import hashlib
 import random
 import sys
 import time
+from pathlib import Path
 
 from fuzz.targets import TARGETS
 
@@ -44,7 +45,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     fn = TARGETS[args.target]
-    seeds = [open(p, "rb").read() for p in args.seeds]
+    seeds = [Path(p).read_bytes() for p in args.seeds]
     try:
         import atheris  # type: ignore[import-not-found]
     except ImportError:
@@ -62,9 +63,9 @@ def main() -> int:
         data = mutate(rng, rng.choice(seeds))
         try:
             fn(data)
-        except Exception as e:  # a finding
+        except Exception as e:  # noqa: BLE001 - any exception is a finding
             name = f"fuzz-crash-{hashlib.sha1(data).hexdigest()[:12]}.bin"
-            open(name, "wb").write(data)
+            Path(name).write_bytes(data)
             print(f"finding after {n} inputs: {type(e).__name__}: {e} (saved {name})")
             return 1
         n += 1

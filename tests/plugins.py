@@ -21,9 +21,9 @@ from __future__ import annotations
 import os
 import platform
 import struct
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_SRC = REPO / "plugin_src"

@@ -21,18 +21,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import (
+    ArgumentError,
+    BudgetExceeded,
+    DefinitionError,
+    DispatchError,
+    ExecutableError,
+    FunctionNotFoundError,
+    HalError,
+    ImportResolutionError,
+    InvocationError,
+    LinkError,
+    LoadError,
+    PluginError,
+    StatusCode,
+    TypeRegistryError,
+    UsageError,
+    VerifyError,
+    VmError,
+)
 from .vm.buffer import Buffer
 from .vm.context import Context, ExecutionLimits
-from .errors import (ArgumentError, BudgetExceeded, DefinitionError, DispatchError,
-                     ExecutableError, InvocationError, FunctionNotFoundError, HalError,
-                     ImportResolutionError, LinkError, LoadError, PluginError, StatusCode,
-                     TypeRegistryError, UsageError, VerifyError, VmError)
 from .vm.instance import Instance
-from .vm.module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
-                     ImportDecl, Linkage, Module, cconv_fragments, make_cconv)
+from .vm.list import VmList
+from .vm.module import (
+    BoundFunction,
+    Dependency,
+    DependencyFlags,
+    ExportDecl,
+    Function,
+    ImportDecl,
+    Linkage,
+    Module,
+    cconv_fragments,
+    make_cconv,
+)
 from .vm.native_module import NativeModule, NativeState, export
 from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
-from .vm.list import VmList
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "Context",
@@ -75,7 +100,7 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def load_module(instance: Instance, source) -> Module:
+def load_module(instance: Instance, source: Any) -> Module:
     """Load a ``.vmfb`` from a path or bytes."""
     from .bytecode.module import BytecodeModule
     return BytecodeModule.load(instance, source)

@@ -8,7 +8,7 @@ prints without its ``file:line:`` prefix.
 from __future__ import annotations
 
 import enum
-from typing import Sequence
+from collections.abc import Sequence
 
 
 class StatusCode(enum.IntEnum):
@@ -33,7 +33,7 @@ class StatusCode(enum.IntEnum):
     INCOMPATIBLE = 18
 
     @classmethod
-    def from_int(cls, value: int) -> "StatusCode":
+    def from_int(cls, value: int) -> StatusCode:
         try:
             return cls(value)
         except ValueError:
@@ -52,7 +52,7 @@ class VmError(Exception):
         self.code = StatusCode.from_int(int(code)) if code is not None else self.default_code
         self.annotations: list[str] = list(annotations or [])
 
-    def annotate(self, note: str) -> "VmError":
+    def annotate(self, note: str) -> VmError:
         """Append context (innermost first, like IREE) and return self."""
         self.annotations.append(note)
         return self

@@ -10,8 +10,16 @@ import platform
 import sys
 
 from ..errors import ArchError
-from ._base import (FLAVORS, PLUGIN_CFLAGS, PLUGIN_LDFLAGS, Arch, CallingConvention, Check,
-                    Formula, RelocType)
+from ._base import (
+    FLAVORS,
+    PLUGIN_CFLAGS,
+    PLUGIN_LDFLAGS,
+    Arch,
+    CallingConvention,
+    Check,
+    Formula,
+    RelocType,
+)
 
 _MODULES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
@@ -30,7 +38,7 @@ MACHINE_NAMES = {a.machine: a.name for a in ARCHES.values()}
 MACHINE_NAMES[243] = "riscv"
 
 
-def get(name: "str | Arch") -> Arch:
+def get(name: str | Arch) -> Arch:
     """Look an architecture up by name or alias (``x86_64``, ``arm64`` ...)."""
     if isinstance(name, Arch):
         return name
@@ -54,7 +62,8 @@ def host() -> Arch | None:
     m = platform.machine().lower()
     bits = 64 if sys.maxsize > 2**32 else 32
     table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm", "riscv32": "riscv32"}
+             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm",
+             "riscv32": "riscv32"}
     name = table.get(m)
     if name == "x86_64" and bits == 32:
         name = "i386"

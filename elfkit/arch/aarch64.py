@@ -1,7 +1,8 @@
 """aarch64: AAPCS64, RELA."""
 import struct
 
-from ._base import Arch, CallingConvention, Check, Formula as F, table
+from ._base import Arch, CallingConvention, Check, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_AARCH64_",

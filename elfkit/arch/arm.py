@@ -1,7 +1,8 @@
 """arm: armv7-a, AAPCS-VFP (hard float), REL."""
 import struct
 
-from ._base import Arch, CallingConvention, Formula as F, table
+from ._base import Arch, CallingConvention, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_ARM_",

@@ -1,5 +1,6 @@
 """i386: System V i386 ABI (cdecl), REL."""
-from ._base import Arch, CallingConvention, Formula as F, table
+from ._base import Arch, CallingConvention, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_386_",

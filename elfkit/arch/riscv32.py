@@ -1,7 +1,8 @@
 """riscv32: RISC-V ILP32 (float ABI from e_flags), RELA."""
 import struct
 
-from ._base import Arch, CallingConvention, Formula as F, table
+from ._base import Arch, CallingConvention, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_RISCV_",

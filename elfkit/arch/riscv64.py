@@ -1,7 +1,8 @@
 """riscv64: RISC-V LP64D, RELA."""
 import struct
 
-from ._base import Arch, CallingConvention, Check, Formula as F, table
+from ._base import Arch, CallingConvention, Check, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_RISCV_",
@@ -41,7 +42,8 @@ ARCH = Arch(
     uc_arch="UC_ARCH_RISCV", uc_mode=("UC_MODE_RISCV64",),
     cs_arch="CS_ARCH_RISCV", cs_mode=("CS_MODE_RISCV64", "CS_MODE_RISCVC"),
     aliases=("riscv_64", "rv64"),
-    ret_insn=bytes.fromhex("67800000"), trap_insn=bytes.fromhex("73001000"),  # jalr x0,0(ra) ; ebreak
+    ret_insn=bytes.fromhex("67800000"),   # jalr x0,0(ra)
+    trap_insn=bytes.fromhex("73001000"),  # ebreak
     # mv t0,a0; mv a0,a1; mv a1,a2; mv a2,a3; jr t0
     call_through3=struct.pack("<5I", 0x00050293, 0x00058513, 0x00060593, 0x00068613, 0x00028067),
     # mstatus.FS = dirty: FP instructions enabled; no thread pointer

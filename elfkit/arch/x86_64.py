@@ -1,5 +1,6 @@
 """x86_64: SysV AMD64 ABI, RELA."""
-from ._base import Arch, CallingConvention, Check, Formula as F, table
+from ._base import Arch, CallingConvention, Check, table
+from ._base import Formula as F
 
 RELOCS = table(
     "R_X86_64_",

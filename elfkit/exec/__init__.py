@@ -5,6 +5,8 @@ touches unicorn.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..arch import Arch, host
 from ..errors import BackendError
 from .base import Machine
@@ -20,11 +22,12 @@ def choose_backend(arch: Arch, backend: str) -> str:
     if backend == "native" and arch is not host():
         h = host()
         raise BackendError(f"cannot run a {arch.name} plugin natively on this "
-                           f"{h.name if h else 'unsupported'} host; use backend='emulated' or 'auto'")
+                           f"{h.name if h else 'unsupported'} host; use backend='emulated' or "
+                           "'auto'")
     return backend
 
 
-def create_machine(arch: Arch, backend: str = "auto", **options) -> Machine:
+def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine:
     """A new machine for ``arch``; ``backend`` is native, emulated or auto."""
     backend = choose_backend(arch, backend)
     if backend == "native":

@@ -9,7 +9,8 @@ machine.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..arch import Arch
 from ..signature import Signature
@@ -81,9 +82,10 @@ class Machine(abc.ABC):
 
     def attach(self, module: Any) -> None:
         """Remember a module living in this machine (for symbolization)."""
-        mods = getattr(self, "_modules", None)
+        mods: list[Any] | None = getattr(self, "_modules", None)
         if mods is None:
-            mods = self._modules = []  # type: ignore[attr-defined]
+            mods = []
+            self._modules = mods
         mods.append(module)
 
     def detach(self, module: Any) -> None:

@@ -84,6 +84,7 @@ def _parse_value(text: str, t: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     import elfkit
+
     from ..signature import ctype, parse
 
     sig = parse(args.sig) if args.sig else None
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             raise ElfkitError("--trace and --budget need the emulated backend")
         backend = "emulated"
     mod = elfkit.load(args.file, arch=args.arch, backend=backend, lazy=True, **options)
-    machine = getattr(mod, "machine", None)
+    machine: Any = getattr(mod, "machine", None)
     try:
         if args.trace:
             machine.trace(args.trace, mode=args.trace_mode)
@@ -220,7 +221,7 @@ def _disasm(args: argparse.Namespace) -> int:
         value, size = funcs[args.symbol]
         thumb = arch.name == "arm" and bool(value & 1)
         start = value & ~1 if arch.name == "arm" else value
-        for name, addr, code in regions:
+        for _name, addr, code in regions:
             if addr <= start < addr + len(code):
                 size = size or min(256, addr + len(code) - start)
                 chunk = code[start - addr:start - addr + size]

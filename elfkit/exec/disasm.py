@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import bisect
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from ..arch import Arch, get as get_arch
+from ..arch import Arch
+from ..arch import get as get_arch
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +35,7 @@ class Instruction:
         return f"{s}  ; {self.comment}" if self.comment else s
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cs(arch_name: str, thumb: bool = False) -> Any:
     import capstone
     arch = get_arch(arch_name)
@@ -86,7 +88,7 @@ def _target(arch: Arch, ins: Any) -> int | None:
     return imm & ((1 << arch.bits) - 1)
 
 
-def disassemble(code: bytes, addr: int, arch: "Arch | str", symbols: Any = None, *,
+def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *,
                 thumb: bool = False, count: int = 0) -> list[Instruction]:
     """Disassemble ``code`` loaded at ``addr``.  Undecodable bytes become
     ``.byte`` entries and decoding resumes after them.  ``symbols`` (see
@@ -95,7 +97,10 @@ def disassemble(code: bytes, addr: int, arch: "Arch | str", symbols: Any = None,
     md = _cs(arch.name, thumb)
     look = symbolizer(symbols)
     out: list[Instruction] = []
-    step = 2 if (thumb or arch.name.startswith("riscv")) else (4 if arch.name in ("arm", "aarch64") else 1)
+    if thumb or arch.name.startswith("riscv"):
+        step = 2
+    else:
+        step = 4 if arch.name in ("arm", "aarch64") else 1
     pos = 0
     code = bytes(code)
     while pos < len(code):

@@ -8,7 +8,8 @@ running any of its code.  ``call`` refuses.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..arch import Arch
 from ..errors import BackendError, MemoryAccessError
@@ -48,7 +49,8 @@ class MemoryMachine(Machine):
             b = self._blocks[i]
             if addr + size <= b[0] + len(b[1]):
                 return b
-        raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every mapped range")
+        raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every mapped "
+                                "range")
 
     def reserve(self, size: int, align: int) -> int:
         start = self._carve(size, max(align, self.arch.page_size))

@@ -10,7 +10,8 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import arch as _arch
 from ..errors import BackendError, MemoryAccessError, SignatureError
@@ -54,14 +55,13 @@ class _Ptr:
             return ctypes.c_void_p(iface["data"][0])
         if isinstance(v, (bytearray, memoryview)):
             return ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(v)))
-        if isinstance(v, ctypes._SimpleCData) or isinstance(v, ctypes.Array) or \
-                isinstance(v, ctypes.Structure):
+        if isinstance(v, (ctypes._SimpleCData, ctypes.Array, ctypes.Structure)):
             return ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
         raise SignatureError(f"cannot pass {type(v).__name__} as ptr (use an int address, a numpy "
                              f"array or a bytearray)")
 
 
-_CT = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
+_CT: dict[CType, Any] = {CType.VOID: None, CType.I8: ctypes.c_int8, CType.I16: ctypes.c_int16,
        CType.I32: ctypes.c_int32, CType.I64: ctypes.c_int64, CType.U8: ctypes.c_uint8,
        CType.U16: ctypes.c_uint16, CType.U32: ctypes.c_uint32, CType.U64: ctypes.c_uint64,
        CType.F32: ctypes.c_float, CType.F64: ctypes.c_double, CType.PTR: _Ptr}
@@ -75,6 +75,7 @@ def cfunctype(sig: Signature, callback: bool = False) -> Any:
     None that ``c_void_p`` gives; a callback gets ``ptr`` arguments the same
     way and returns ``ptr`` as ``c_void_p`` (it accepts an int or None)."""
     table = _CB if callback else _CT
+    ret: Any
     if sig.ret is CType.PTR:
         ret = ctypes.c_void_p if callback else ctypes.c_size_t
     else:
@@ -122,8 +123,8 @@ class NativeMachine(Machine):
     def _check(self, addr: int, size: int, need: int, what: str) -> None:
         r = self._find(addr, size)
         if r is None:
-            raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every range this "
-                                    f"machine mapped or allocated")
+            raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x} is outside every range "
+                                    "this machine mapped or allocated")
         prots = self._prot.get(r[0])
         if prots is not None and size:
             page = self.arch.page_size
@@ -165,7 +166,8 @@ class NativeMachine(Machine):
         if r is None or r[0] not in self._prot:
             raise MemoryAccessError(f"protect {addr:#x}+{size:#x}: not inside a reservation")
         if _mprotect(addr, size, _os_prot(prot)) != 0:
-            raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno {ctypes.get_errno()}")
+            raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
+                                    f"{ctypes.get_errno()}")
         page = self.arch.page_size
         prots = self._prot[r[0]]
         for i in range((addr - r[0]) // page, (addr + size - r[0]) // page):
@@ -212,7 +214,8 @@ class NativeMachine(Machine):
     def call(self, addr: int, sig: Signature, args: tuple[Any, ...],
              timeout: float | None = None) -> Any:
         if timeout is not None:
-            raise BackendError("native calls cannot be interrupted; timeouts need backend='emulated'")
+            raise BackendError("native calls cannot be interrupted; timeouts need "
+                               "backend='emulated'")
         if len(args) != len(sig.params):
             raise SignatureError(f"{sig} takes {len(sig.params)} argument(s), got {len(args)}")
         if not self._find(addr, 1):
@@ -282,7 +285,7 @@ class NativeMachine(Machine):
         def tramp(*args: Any) -> Any:
             try:
                 r = fn(*args)
-            except BaseException as e:  # surfaced when the outer call returns
+            except BaseException as e:  # noqa: BLE001 - surfaced when the outer call returns
                 if machine.pending is None:
                     machine.pending = e
                 return None if is_void else (0.0 if is_float else 0)

@@ -26,18 +26,39 @@ has no slice, take a record whose arch elfkit can emulate, preferring osabi
 NONE/Linux/Standalone, then x86_64, aarch64, riscv64, arm, i386, riscv32,
 then file order.
 """
-from ..errors import FatElfArchError, FatElfError, FatElfFormatError  # noqa: F401
-from .format import (  # noqa: F401
-    BEST_ORDER, DEFAULT_ALIGN, HEADER_SIZE, IREE_OSABIS, MAGIC, MAGIC_BYTES, MAX_RECORDS,
-    PAGE_SIZE, RECORD_SIZE, VERSION,
-    ByteOrder, OsAbi, Problem, Record, Severity, WordSize,
-    machine_name, osabi_name, slice_names,
+from ..errors import FatElfArchError, FatElfError, FatElfFormatError
+from .format import (
+    BEST_ORDER,
+    DEFAULT_ALIGN,
+    HEADER_SIZE,
+    IREE_OSABIS,
+    MAGIC,
+    MAGIC_BYTES,
+    MAX_RECORDS,
+    PAGE_SIZE,
+    RECORD_SIZE,
+    VERSION,
+    ByteOrder,
+    OsAbi,
+    Problem,
+    Record,
+    Severity,
+    WordSize,
+    machine_name,
+    osabi_name,
+    slice_names,
 )
-from .identify import Identity, identify  # noqa: F401
-from .reader import FatElf, is_fatelf, pick_slice, read, select, verify  # noqa: F401
-from .selection import best, host_record, matches_host  # noqa: F401
-from .write import (  # noqa: F401
-    extract_to, layout, pack, pack_to, remove_to, replace_to, split,
+from .identify import Identity, identify
+from .reader import FatElf, is_fatelf, pick_slice, read, select, verify
+from .selection import best, host_record, matches_host
+from .write import (
+    extract_to,
+    layout,
+    pack,
+    pack_to,
+    remove_to,
+    replace_to,
+    split,
 )
 
 __all__ = [

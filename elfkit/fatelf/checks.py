@@ -13,8 +13,18 @@ from typing import TYPE_CHECKING
 
 from ..errors import FatElfFormatError
 from .elfheader import read_elf_header, view_reader
-from .format import (HEADER_SIZE, PAGE_SIZE, RECORD_SIZE, Problem, Record, Severity,
-                     byte_order_text, machine_name, osabi_name, word_size_text)
+from .format import (
+    HEADER_SIZE,
+    PAGE_SIZE,
+    RECORD_SIZE,
+    Problem,
+    Record,
+    Severity,
+    byte_order_text,
+    machine_name,
+    osabi_name,
+    word_size_text,
+)
 
 if TYPE_CHECKING:
     from .reader import FatElf
@@ -82,7 +92,8 @@ def check_container(fat: FatElf) -> list[Problem]:
         return check_slice(fat, fat.records[0], "ELF")
 
     if fat.reserved:
-        problems.append(Problem(W, f"FatELF header reserved byte is {fat.reserved}, not 0", None, 7))
+        problems.append(Problem(W, f"FatELF header reserved byte is {fat.reserved}, not 0",
+                                None, 7))
     count = len(fat.records)
     if count == 0:
         problems.append(Problem(E, "FatELF has no records", None, 6))
@@ -107,8 +118,9 @@ def check_container(fat: FatElf) -> list[Problem]:
             problems.append(Problem(E, f"{where}: the slice starts inside the FatELF header and "
                                     f"records (which end at {header_end})", r.index, r.offset))
         elif r.end > n:
-            problems.append(Problem(E, f"{where}: ELF file range out of bounds; {r.offset}-{r.end - 1} "
-                                    f"({r.size}) specified out of {n} valid bytes", r.index, r.offset))
+            problems.append(Problem(E, f"{where}: ELF file range out of bounds; "
+                                       f"{r.offset}-{r.end - 1} ({r.size}) specified out of "
+                                       f"{n} valid bytes", r.index, r.offset))
         else:
             in_bounds.append(r)
         if r.offset % PAGE_SIZE:
@@ -119,8 +131,8 @@ def check_container(fat: FatElf) -> list[Problem]:
     prev: Record | None = None
     for r in ordered:
         if prev is not None and r.offset < prev.end:
-            problems.append(Problem(E, f"records {prev.index} (bytes {prev.offset}-{prev.end - 1}) and "
-                                    f"{r.index} (bytes {r.offset}-{r.end - 1}) overlap",
+            problems.append(Problem(E, f"records {prev.index} (bytes {prev.offset}-{prev.end - 1}) "
+                                    f"and {r.index} (bytes {r.offset}-{r.end - 1}) overlap",
                                     r.index, r.offset))
         if prev is None or r.end > prev.end:
             prev = r

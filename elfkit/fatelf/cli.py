@@ -58,56 +58,75 @@ def _which_args(p: argparse.ArgumentParser, verb: str) -> None:
     g.add_argument("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')")
 
 
+_FMT = argparse.RawDescriptionHelpFormatter
+
+
 def register(subparsers: Any) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
     top = subparsers.add_parser(
         "fatelf", help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
         description="Pack ELF plugins for several CPUs into one FatELF (.sos) file, inspect it, "
                     "and take slices out of it.  Compatible with IREE's FatELF support.",
         epilog="Exit status: 0 success, 1 'verify' found problems, 2 error.",
-        formatter_class=fmt)
+        formatter_class=_FMT)
     top.set_defaults(func=lambda args: _no_command(top))
     sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND")
+    for add in (_add_pack, _add_list, _add_extract, _add_split, _add_select, _add_remove,
+                _add_replace, _add_verify):
+        add(sub)
 
+
+def _add_pack(sub: Any) -> None:
     p = sub.add_parser("pack", help="pack ELF files into a FatELF",
-                       description="Pack ELF files (one per target) into a FatELF, in the order given.",
-                       epilog=_EPILOG_PACK, formatter_class=fmt)
+                       description="Pack ELF files (one per target) into a FatELF, in the "
+                                   "order given.",
+                       epilog=_EPILOG_PACK, formatter_class=_FMT)
     _output_arg(p, "the FatELF to write")
     _align_arg(p)
-    p.add_argument("inputs", nargs="+", metavar="IN", help="ELF files (at most 255, distinct targets)")
+    p.add_argument("inputs", nargs="+", metavar="IN",
+                   help="ELF files (at most 255, distinct targets)")
     p.set_defaults(func=cmd_pack)
 
+
+def _add_list(sub: Any) -> None:
     p = sub.add_parser("list", help="list the records of a FatELF",
-                       description="List the records of a FatELF (a plain ELF shows as one record).",
-                       formatter_class=fmt)
+                       description="List the records of a FatELF (a plain ELF shows as one "
+                                   "record).",
+                       formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_list)
 
+
+def _add_extract(sub: Any) -> None:
     p = sub.add_parser("extract", help="write one slice (by arch or index) to a file",
                        description="Write the exact bytes of one record's ELF.",
-                       epilog=_EPILOG_ARCH, formatter_class=fmt)
+                       epilog=_EPILOG_ARCH, formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     _which_args(p, "extract")
     _output_arg(p, "the ELF to write")
     p.set_defaults(func=cmd_extract)
 
+
+def _add_split(sub: Any) -> None:
     p = sub.add_parser("split", help="write every slice to its own file",
-                       description="Write every record's ELF to DIR/<stem>.<name>.so, where <stem> is "
-                                   "FILE's name up to its last dot and <name> is the arch "
-                                   "(x86_64, aarch64, riscv64, arm, i386, riscv32; other machines as "
-                                   "e.g. ppc-64bit, big-endian with -be), extended by osabi, "
-                                   "abiversion and index only when two records would clash.",
-                       formatter_class=fmt)
+                       description="Write every record's ELF to DIR/<stem>.<name>.so, where "
+                                   "<stem> is FILE's name up to its last dot and <name> is the "
+                                   "arch (x86_64, aarch64, riscv64, arm, i386, riscv32; other "
+                                   "machines as e.g. ppc-64bit, big-endian with -be), extended "
+                                   "by osabi, abiversion and index only when two records would "
+                                   "clash.",
+                       formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     p.add_argument("-d", "--directory", metavar="DIR",
                    help="output directory (default: the directory of FILE)")
     p.set_defaults(func=cmd_split)
 
+
+def _add_select(sub: Any) -> None:
     p = sub.add_parser("select", help="write the slice this host would load (or --arch)",
                        description="Write the slice IREE's runtime would pick on this host, or the "
                                    "first slice of --arch.",
-                       epilog=_EPILOG_SELECT + "\n" + _EPILOG_ARCH, formatter_class=fmt)
+                       epilog=_EPILOG_SELECT + "\n" + _EPILOG_ARCH, formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     p.add_argument("--arch", metavar="ARCH", help="take this architecture instead of the host's")
     p.add_argument("--fallback", action="store_true",
@@ -115,36 +134,42 @@ def register(subparsers: Any) -> None:
     _output_arg(p, "the ELF to write")
     p.set_defaults(func=cmd_select)
 
+
+def _add_remove(sub: Any) -> None:
     p = sub.add_parser("remove", help="write a FatELF without one record",
                        description="Write FILE without one record, repacked (the same bytes as "
                                    "packing the remaining slices in order).",
-                       epilog=_EPILOG_ARCH, formatter_class=fmt)
+                       epilog=_EPILOG_ARCH, formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     _which_args(p, "remove")
     _output_arg(p, "the FatELF to write")
     _align_arg(p)
     p.set_defaults(func=cmd_remove)
 
+
+def _add_replace(sub: Any) -> None:
     p = sub.add_parser("replace", help="write a FatELF with one slice replaced",
                        description="Write FILE with the record whose target (machine, osabi, "
-                                   "abiversion, class, byte order) matches IN's ELF header replaced "
-                                   "by IN, repacked.",
-                       formatter_class=fmt)
+                                   "abiversion, class, byte order) matches IN's ELF header "
+                                   "replaced by IN, repacked.",
+                       formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     p.add_argument("new", metavar="IN", help="the ELF to put in")
     _output_arg(p, "the FatELF to write")
     _align_arg(p)
     p.set_defaults(func=cmd_replace)
 
+
+def _add_verify(sub: Any) -> None:
     p = sub.add_parser("verify", help="check a FatELF thoroughly",
-                       description="Check the header, the record table, bounds, overlaps, alignment, "
-                                   "duplicate targets and each slice's ELF header against its record; "
-                                   "print every problem found.",
+                       description="Check the header, the record table, bounds, overlaps, "
+                                   "alignment, duplicate targets and each slice's ELF header "
+                                   "against its record; print every problem found.",
                        epilog="Exit status: 0 clean (notes only), 1 problems found (errors or "
                               "warnings), "
                               "2 unusable input (not a FatELF/ELF, unknown version, truncated "
                               "table, unreadable file).",
-                       formatter_class=fmt)
+                       formatter_class=_FMT)
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
     p.set_defaults(func=cmd_verify)
@@ -161,7 +186,7 @@ def _err(message: str) -> None:
     print(f"elfkit: error: {message}", file=sys.stderr)
 
 
-def _align(value: str) -> "int | str":
+def _align(value: str) -> int | str:
     if value == "auto":
         return "auto"
     try:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import FatElfFormatError
 from .format import hex_prefix
@@ -89,7 +90,8 @@ def read_elf_header(readat: ReadAt, size: int) -> ElfHeader:
             phdr_error = f"e_phentsize {phentsize} is smaller than a program header ({min_ent})"
         elif phoff + phnum * phentsize > size:
             phdr_error = (f"program headers {phoff}..{phoff + phnum * phentsize - 1} "
-                          f"({phnum} x {phentsize} bytes) extend past the end of the ELF ({size} bytes)")
+                          f"({phnum} x {phentsize} bytes) extend past the end of the ELF ({size} "
+                          "bytes)")
         else:
             table = bytes(readat(phoff, phnum * phentsize))
             for i in range(phnum):

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 

@@ -11,8 +11,16 @@ from typing import Any
 
 from ..errors import FatElfFormatError, InvalidArgumentError
 from .elfheader import ELF_MAGIC
-from .format import (HEADER_SIZE, MAGIC_BYTES, MAX_RECORDS, RECORD_SIZE, Record, arch_name,
-                     hex_prefix, parse_header)
+from .format import (
+    HEADER_SIZE,
+    MAGIC_BYTES,
+    MAX_RECORDS,
+    RECORD_SIZE,
+    Record,
+    arch_name,
+    hex_prefix,
+    parse_header,
+)
 from .reader import FatElf, is_path
 
 __all__ = ["Identity", "identify"]

@@ -11,15 +11,28 @@ import json
 import mmap
 import os
 import stat as _stat
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
-from .format import (HEADER_SIZE, IREE_OSABIS, MAGIC_BYTES, RECORD_SIZE, Problem, Record,
-                     Severity, arch_name, hex_prefix, machine_name, parse_header, resolve_arch,
-                     slice_names)
+from .format import (
+    HEADER_SIZE,
+    IREE_OSABIS,
+    MAGIC_BYTES,
+    RECORD_SIZE,
+    Problem,
+    Record,
+    Severity,
+    arch_name,
+    hex_prefix,
+    machine_name,
+    parse_header,
+    resolve_arch,
+    slice_names,
+)
 from .selection import best, host_record, host_target
 
 __all__ = ["FatElf", "is_path", "is_fatelf", "read", "opened", "verify", "select",
@@ -76,7 +89,7 @@ class FatElf:
     def __getitem__(self, index: int) -> Record:
         return self.records[index]
 
-    def __enter__(self) -> "FatElf":
+    def __enter__(self) -> FatElf:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -137,12 +150,12 @@ class FatElf:
         from memory, or closed): lets writers copy slices in the kernel."""
         return None if self._file is None else self._file.fileno()
 
-    def _record(self, record: "Record | int") -> Record:
+    def _record(self, record: Record | int) -> Record:
         if isinstance(record, Record):
             return record
         return self.find(index=record)
 
-    def slice(self, record: "Record | int") -> memoryview:
+    def slice(self, record: Record | int) -> memoryview:
         """The bytes of one record's ELF (zero-copy), bounds-checked."""
         self._check_open()
         r = self._record(record)
@@ -211,7 +224,7 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
     bytes-like object (viewed as unsigned bytes)."""
     if is_path(source):
         name = os.fspath(source)
-        f = open(name, "rb")
+        f = open(name, "rb")  # noqa: SIM115 - returned open, or closed on error
         try:
             st = os.fstat(f.fileno())
             if _stat.S_ISDIR(st.st_mode):
@@ -377,6 +390,7 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
         fat, own = source, False
     else:
         fat, own = read(source), True
+    rec: Record | None
     try:
         if arch is not None:
             rec = fat.find(arch)
@@ -397,7 +411,8 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
                     raise FatElfArchError(f"{fat.where}ELF is {fat.records[0].describe()}, "
                                           f"not for the {hostname}")
                 raise FatElfArchError(f"{fat.where}no ELFs matching the runtime architecture or "
-                                      f"Linux ABI found in the FatELF ({hostname}; {fat.summary()})")
+                                      f"Linux ABI found in the FatELF ({hostname}; "
+                                      f"{fat.summary()})")
         view = fat.slice(rec)
         if not fat.is_plain:
             bad = [p for p in check_slice(fat, rec, f"record {rec.index} ({rec.label}) at offset "

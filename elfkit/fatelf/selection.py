@@ -7,7 +7,8 @@ and :func:`~elfkit.fatelf.pick_slice` (``reader.py``) apply them to one.
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .format import BEST_ORDER, IREE_OSABIS, ByteOrder, Record, WordSize, resolve_arch
 
@@ -70,5 +71,6 @@ def best(source: Any, available: Iterable[str] | None = None) -> Record | None:
     cands = [r for r in records if r.arch is not None and r.arch in allowed]
     if not cands:
         return None
-    return min(cands, key=lambda r: (r.osabi not in IREE_OSABIS, rank.get(r.arch or "", 99), r.index))
+    return min(cands, key=lambda r: (r.osabi not in IREE_OSABIS, rank.get(r.arch or "", 99),
+                                     r.index))
 

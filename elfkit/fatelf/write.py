@@ -10,14 +10,27 @@ from __future__ import annotations
 import errno
 import io
 import os
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
-from .format import (DEFAULT_ALIGN, HEADER_SIZE, HEADER_STRUCT, MAGIC, MAGIC_BYTES, MAX_ALIGN,
-                     MAX_RECORDS, PAGE_SIZE, RECORD_SIZE, VERSION, Record, slice_names)
+from .format import (
+    DEFAULT_ALIGN,
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    MAGIC,
+    MAGIC_BYTES,
+    MAX_ALIGN,
+    MAX_RECORDS,
+    PAGE_SIZE,
+    RECORD_SIZE,
+    VERSION,
+    Record,
+    slice_names,
+)
 from .reader import FatElf, is_path, opened
 
 _CHUNK = 1 << 20
@@ -37,7 +50,7 @@ class _Piece:
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:
     name = os.fspath(path)
-    f = stack.enter_context(open(name, "rb"))
+    f = stack.enter_context(open(name, "rb"))  # noqa: SIM115 - closed by the ExitStack
     fd = f.fileno()
     size = os.fstat(fd).st_size
     if os.pread(fd, 4, 0) == MAGIC_BYTES:
@@ -115,7 +128,8 @@ def _check_align(align: Any) -> int:
         try:
             align = int(align, 0)
         except ValueError:
-            raise FatElfError(f"invalid alignment {align!r}: give a power of two or 'auto'") from None
+            raise FatElfError(f"invalid alignment {align!r}: give a power of two or "
+                              "'auto'") from None
     if isinstance(align, bool) or not isinstance(align, int) or align < 1 or align & (align - 1) \
             or align > MAX_ALIGN:
         raise FatElfError(f"invalid alignment {align!r}: give a power of two from 1 to {MAX_ALIGN} "
@@ -142,7 +156,8 @@ def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
     if not pieces:
         raise FatElfError("nothing to pack: give at least one ELF")
     if len(pieces) > MAX_RECORDS:
-        raise FatElfError(f"too many inputs ({len(pieces)}): a FatELF holds at most {MAX_RECORDS} ELFs")
+        raise FatElfError(f"too many inputs ({len(pieces)}): a FatELF holds at most {MAX_RECORDS} "
+                          "ELFs")
     a = _align_value(align, pieces)
     seen: dict[tuple[int, ...], _Piece] = {}
     records = []
@@ -152,7 +167,8 @@ def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
                    info.byte_order, off, p.size)
         first = seen.setdefault(r.target, p)
         if first is not p:
-            raise FatElfError(f"{first.name!r} and {p.name!r} are for the same target: {r.describe()}")
+            raise FatElfError(f"{first.name!r} and {p.name!r} are for the same target: "
+                              f"{r.describe()}")
         records.append(r)
     return a, records
 
@@ -302,10 +318,11 @@ def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
         if hasattr(out, "flush"):
             out.flush()
     else:
-        raise InvalidArgumentError(f"output must be a path or a binary file object, not {type(out).__name__}")
+        raise InvalidArgumentError(f"output must be a path or a binary file object, not "
+                                   f"{type(out).__name__}")
 
 
-def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
+def pack_to(out: Any, inputs: Iterable[Any], align: int | str = DEFAULT_ALIGN) -> list[Record]:
     """Write a FatELF of ``inputs`` (paths or bytes-like ELFs, in order) to
     ``out`` (a path, written atomically through a temporary file in the
     same directory, or a binary file object).  Inputs are streamed, never
@@ -327,7 +344,7 @@ def pack_to(out: Any, inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN)
     return records
 
 
-def pack(inputs: Iterable[Any], align: "int | str" = DEFAULT_ALIGN) -> bytes:
+def pack(inputs: Iterable[Any], align: int | str = DEFAULT_ALIGN) -> bytes:
     """The bytes of a FatELF of ``inputs``; see :func:`pack_to`."""
     buf = io.BytesIO()
     pack_to(buf, inputs, align)
@@ -345,7 +362,7 @@ def extract_to(out: Any, source: Any, arch: Any = None, *, index: int | None = N
 
 
 def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = None,
-              align: "int | str" = DEFAULT_ALIGN) -> list[Record]:
+              align: int | str = DEFAULT_ALIGN) -> list[Record]:
     """Write ``source`` without one record: the same bytes as packing the
     remaining slices in their order.  Removing the only record is refused."""
     with opened(source) as fat:
@@ -358,7 +375,7 @@ def remove_to(out: Any, source: Any, arch: Any = None, *, index: int | None = No
 
 
 def replace_to(out: Any, source: Any, elf: Any, *,
-               align: "int | str" = DEFAULT_ALIGN) -> tuple[Record, list[Record]]:
+               align: int | str = DEFAULT_ALIGN) -> tuple[Record, list[Record]]:
     """Write ``source`` with the record whose target (machine, osabi,
     abiversion, class, byte order) matches ``elf``'s ELF header replaced by
     ``elf`` (a path or bytes), repacked.  Returns (old record, new records)."""
@@ -396,6 +413,8 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise FatElfError(f"{directory}: not a directory")
         os.makedirs(directory, exist_ok=True)
-        for (r, path), piece in zip(plan, pieces):
-            _write_out(path, lambda sink, p=piece: _write_single(sink, p))
+        for (_r, path), piece in zip(plan, pieces):
+            def body(sink: _Sink, p: _Piece = piece) -> None:
+                _write_single(sink, p)
+            _write_out(path, body)
         return plan

@@ -16,7 +16,8 @@ def register(sub: Any) -> None:
                        description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way "
                        "the loader sees it, and say why it cannot be loaded if it cannot.")
     p.add_argument("file")
-    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the first)")
+    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the "
+                                  "first)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--sections", action="store_true",
                    help="also list section headers and the static symbol table (read with "
@@ -33,7 +34,8 @@ def sections(data: Any) -> dict[str, Any]:
     import lief  # only for this view
 
     lief.logging.disable()
-    binary = lief.parse(bytes(data))
+    # lief.parse is typed as returning any format's Binary: this is an ELF one
+    binary: Any = lief.parse(bytes(data))
     if binary is None:
         raise ElfkitError("LIEF could not read the section headers of this file")
     secs = [{"name": sec.name, "type": str(sec.type).split(".")[-1].rstrip("_"),
@@ -95,7 +97,8 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
         problems.append("TLS is not supported in bare-metal plugins")
     if elf.needed:
         problems.append("DT_NEEDED lists " + ", ".join(elf.needed)
-                        + ": these libraries are not loaded; their symbols must come from providers")
+                        + ": these libraries are not loaded; their symbols must come "
+                          "from providers")
     return {
         "slice": rec.arch if rec is not None else None,
         "arch": elf.arch.name, "class": f"ELF{elf.arch.bits}", "machine": elf.arch.machine,
@@ -155,9 +158,9 @@ def run(args: argparse.Namespace) -> int:
     for d in info["dynamic"]:
         out.append(f"  {d['tag']:<20} {d['value']:#x}")
     out.append(f"exports ({len(info['exports'])}):")
-    for e in info["exports"]:
-        out.append(f"  {e['value']:>#12x} {e['size']:>6} {e['type']:<6} {e['bind']:<6} {e['name']}"
-                   + (f"@{e['version']}" if e.get("version") else ""))
+    for ex in info["exports"]:
+        out.append(f"  {ex['value']:>#12x} {ex['size']:>6} {ex['type']:<6} {ex['bind']:<6} "
+                   f"{ex['name']}" + (f"@{ex['version']}" if ex.get("version") else ""))
     out.append(f"imports ({len(info['imports'])}):")
     for i in info["imports"]:
         out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))

@@ -216,8 +216,8 @@ def check_segments(segments: list[Segment], n: int, limits: Limits, w: int) -> N
     for a, b in zip(ordered, ordered[1:]):
         if b.vaddr < a.vaddr + a.memsz:
             raise LayoutError(f"PT_LOAD segments overlap: program header {a.index} "
-                              f"[{a.vaddr:#x}, {a.vaddr + a.memsz:#x}) and program header {b.index} "
-                              f"[{b.vaddr:#x}, {b.vaddr + b.memsz:#x})")
+                              f"[{a.vaddr:#x}, {a.vaddr + a.memsz:#x}) and program header "
+                              f"{b.index} [{b.vaddr:#x}, {b.vaddr + b.memsz:#x})")
     span = ordered[-1].vaddr + ordered[-1].memsz - ordered[0].vaddr
     if span > limits.max_image_size:
         raise LayoutError(f"PT_LOAD segments span {span:#x} bytes, more than the image size limit "

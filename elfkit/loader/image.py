@@ -7,15 +7,15 @@ loads into host memory (native) or into an emulator (emulated).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..arch import Check, Formula
 from ..errors import ElfkitError, LayoutError, RelocationError
 from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
-from ..signature import parse as _parse_sig
 from .relocate import Deferred, Stats, apply, store
 
 

@@ -25,7 +25,7 @@ from ..signature import parse as parse_signature
 class SystemLibrary:
     """A host shared library as an import provider (native backend only)."""
 
-    def __init__(self, name_or_cdll: "str | ctypes.CDLL", *, mode: int = ctypes.DEFAULT_MODE):
+    def __init__(self, name_or_cdll: str | ctypes.CDLL, *, mode: int = ctypes.DEFAULT_MODE):
         if isinstance(name_or_cdll, ctypes.CDLL):
             self.cdll = name_or_cdll
         else:
@@ -57,13 +57,12 @@ class Imports:
             self.register(p)
 
     def register(self, provider: Any) -> Any:
-        if isinstance(provider, ctypes.CDLL):
-            provider = SystemLibrary(provider)
-        elif isinstance(provider, str):
+        if isinstance(provider, (ctypes.CDLL, str)):
             provider = SystemLibrary(provider)
         elif not (isinstance(provider, (Mapping, SystemLibrary)) or _is_module(provider)):
-            raise ElfkitError(f"cannot use {type(provider).__name__} as an import provider: expected a "
-                              f"mapping of name -> (callable, signature), a Module or a SystemLibrary")
+            raise ElfkitError(f"cannot use {type(provider).__name__} as an import provider: "
+                              "expected a mapping of name -> (callable, signature), a Module or "
+                              "a SystemLibrary")
         if isinstance(provider, Mapping):
             for name, v in provider.items():
                 _check_entry(name, v)

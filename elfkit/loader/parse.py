@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from ..arch import Arch
 from . import _tags as T
 from .dynamic import check_dynamic_flags, cstr, dynamic_array, read_dynamic, string_table
-from .headers import (DEFAULT_LIMITS, TLS_MESSAGE, Limits, Segment, check_segments,
-                      read_header, read_segments, vaddr_to_offset)
+from .headers import (
+    DEFAULT_LIMITS,
+    TLS_MESSAGE,
+    Limits,
+    Segment,
+    check_segments,
+    read_header,
+    read_segments,
+    vaddr_to_offset,
+)
 from .reloc_tables import RelocTable, read_reloc_tables
 from .symbols import GnuHash, Symbol, SysvHash, gnu_lookup, read_symbols, sysv_lookup
 
@@ -103,8 +111,10 @@ def parse(source: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LI
     soname = cstr(data, strtab, dyn[T.DT_SONAME], "DT_SONAME") if T.DT_SONAME in dyn else ""
     symbols, sysv, gnu = read_symbols(data, segments, dyn, strtab, header.is64, limits)
     tables = read_reloc_tables(data, segments, dyn, header.is64, limits)
-    init_array = dynamic_array(dyn, T.DT_INIT_ARRAY, T.DT_INIT_ARRAYSZ, w, "DT_INIT_ARRAY", segments)
-    fini_array = dynamic_array(dyn, T.DT_FINI_ARRAY, T.DT_FINI_ARRAYSZ, w, "DT_FINI_ARRAY", segments)
+    init_array = dynamic_array(dyn, T.DT_INIT_ARRAY, T.DT_INIT_ARRAYSZ, w, "DT_INIT_ARRAY",
+                               segments)
+    fini_array = dynamic_array(dyn, T.DT_FINI_ARRAY, T.DT_FINI_ARRAYSZ, w, "DT_FINI_ARRAY",
+                               segments)
     return ElfFile(
         data=data, arch=header.arch, elfclass=header.elfclass, e_type=header.e_type,
         e_flags=header.e_flags, osabi=header.osabi, abiversion=header.abiversion,

@@ -53,7 +53,8 @@ def read_reloc_tables(data: memoryview, segments: list[Segment], dyn: dict[int, 
         if ent != want_ent:
             raise ParseError(f"{tag_name}ENT is {ent}, expected {want_ent}")
         if size % want_ent:
-            raise ParseError(f"{tag_name} size {size} is not a multiple of the entry size {want_ent}")
+            raise ParseError(f"{tag_name} size {size} is not a multiple of the entry size "
+                             f"{want_ent}")
         count = size // want_ent
         if count > limits.max_relocations:
             raise LayoutError(f"{tag_name} has {count} entries, more than the limit "
@@ -70,7 +71,8 @@ def read_reloc_tables(data: memoryview, segments: list[Segment], dyn: dict[int, 
         if pltrel not in (T.DT_RELA, T.DT_REL):
             raise ParseError(f"DT_PLTREL is {pltrel}, expected DT_RELA (7) or DT_REL (17)")
         rela = pltrel == T.DT_RELA
-        table("DT_JMPREL", T.DT_JMPREL, T.DT_PLTRELSZ, None, relasz_ent if rela else relsz_ent, rela)
+        table("DT_JMPREL", T.DT_JMPREL, T.DT_PLTRELSZ, None,
+              relasz_ent if rela else relsz_ent, rela)
     if T.DT_RELR in dyn:
         size = dyn.get(T.DT_RELRSZ, 0)
         ent = dyn.get(T.DT_RELRENT, w)

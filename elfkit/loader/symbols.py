@@ -10,8 +10,7 @@ from typing import Any
 from ..errors import ParseError, UnsupportedError
 from . import _tags as T
 from .dynamic import cstr
-from .headers import (TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct,
-                      vaddr_to_offset)
+from .headers import TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct, vaddr_to_offset
 
 __all__ = ["Symbol", "SysvHash", "GnuHash", "sysv_hash", "gnu_hash", "read_symbols",
            "sysv_lookup", "gnu_lookup"]
@@ -97,7 +96,8 @@ def _read_gnu_hash(data: memoryview, segments: list[Segment], addr: int, w: int,
     off = vaddr_to_offset(segments, n, addr, 16, "DT_GNU_HASH")
     nbuckets, symoffset, bloom_size, shift = struct.unpack_from("<IIII", data, off)
     if nbuckets > limits.max_symbols or bloom_size > limits.max_symbols:
-        raise ParseError(f"DT_GNU_HASH at {addr:#x} claims {nbuckets} buckets and {bloom_size} bloom "
+        raise ParseError(f"DT_GNU_HASH at {addr:#x} claims {nbuckets} buckets and {bloom_size} "
+                         "bloom "
                          f"words (limit {limits.max_symbols})")
     if shift >= 8 * w:
         raise ParseError(f"DT_GNU_HASH at {addr:#x}: bloom shift {shift} is not below {8 * w}")
@@ -217,7 +217,8 @@ def read_symbols(data: memoryview, segments: list[Segment], dyn: dict[int, int],
             if end < 0:
                 raise ParseError(f"dynamic symbol {i}: name offset {st_name} is "
                                  + ("outside the dynamic string table (DT_STRSZ "
-                                    f"{strsz})" if end == -2 else "not NUL-terminated within DT_STRSZ"))
+                                    f"{strsz})" if end == -2 else "not NUL-terminated within "
+                                                                  "DT_STRSZ"))
             name = strbytes[st_name:end].decode("utf-8", "replace")
         else:
             name = ""

@@ -20,9 +20,10 @@ shell prints shell-quoted words, lines one flag per line.
 """
 
 
-def register(sub: "argparse._SubParsersAction") -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("toolchain", help="flags for building plugins (for CMake and scripts)",
-                       description="Print the compiler and linker flags elfkit builds plugins with.")
+                       description="Print the compiler and linker flags elfkit builds plugins "
+                                   "with.")
     tsub = p.add_subparsers(dest="toolchain_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -39,7 +40,8 @@ def register(sub: "argparse._SubParsersAction") -> None:
                    help="output format (default cmake)")
     f.set_defaults(func=_flags)
 
-    c = tsub.add_parser("cmake", help="every arch's flags as CMake code (used by ElfkitArchs.cmake)")
+    c = tsub.add_parser("cmake", help="every arch's flags as CMake code (used by "
+                                      "ElfkitArchs.cmake)")
     c.set_defaults(func=_cmake)
 
 

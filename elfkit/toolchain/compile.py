@@ -14,18 +14,19 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from .. import arch as arch_mod
 from ..arch import Arch
 from .flags import ldflags as base_ldflags
 from .tools import run, version, zig
 
-def compile_plugin(sources: "str | os.PathLike | Iterable[str | os.PathLike]", arch: "str | Arch",
-                   out: "str | os.PathLike", *, cflags: Iterable[str] = (),
-                   ldflags: Iterable[str] = (), include_dirs: Iterable["str | os.PathLike"] = (),
-                   defines: "Mapping[str, object] | None" = None, hash_style: str = "sysv",
+
+def compile_plugin(sources: str | os.PathLike | Iterable[str | os.PathLike], arch: str | Arch,
+                   out: str | os.PathLike, *, cflags: Iterable[str] = (),
+                   ldflags: Iterable[str] = (), include_dirs: Iterable[str | os.PathLike] = (),
+                   defines: Mapping[str, object] | None = None, hash_style: str = "sysv",
                    python: str | None = None) -> Path:
     """Build the plugin ``out`` (a shared object) for ``arch`` from ``sources``.
 
@@ -87,7 +88,7 @@ def compile_plugin(sources: "str | os.PathLike | Iterable[str | os.PathLike]", a
     return out
 
 
-def _digest(data: "str | bytes") -> str:
+def _digest(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 

@@ -9,8 +9,8 @@ by ``elfkit toolchain cmake``, at configure time).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .. import arch as arch_mod
 from ..arch import FLAVORS, PLUGIN_LDFLAGS, Arch
@@ -19,7 +19,7 @@ from ..errors import ToolchainError
 HASH_STYLES = ("sysv", "gnu", "both")
 
 
-def cflags(arch: "str | Arch", flavor: str = "zig") -> tuple[str, ...]:
+def cflags(arch: str | Arch, flavor: str = "zig") -> tuple[str, ...]:
     """Every compiler flag a plugin for ``arch`` is built with (target first)."""
     return arch_mod.get(arch).plugin_cflags(flavor)
 

@@ -17,8 +17,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import IO, Any
 
 from ..errors import ToolchainError
 from .tools import find_tool, run, version
@@ -51,8 +52,8 @@ def project_hash(source_dir: Path, definitions: Mapping[str, str], python: str) 
     return h.hexdigest()[:16]
 
 
-def build_plugin_project(source_dir: "str | os.PathLike", build_root: "str | os.PathLike", *,
-                         definitions: "Mapping[str, str] | None" = None,
+def build_plugin_project(source_dir: str | os.PathLike, build_root: str | os.PathLike, *,
+                         definitions: Mapping[str, str] | None = None,
                          expect: Iterable[str] = (), pack: bool = False,
                          python: str | None = None, keep: int = 4) -> Path:
     """Configure and build ``source_dir`` (or reuse an identical earlier
@@ -160,7 +161,7 @@ def _failures(path: Path, limit: int = 80) -> str:
     return "\n".join(out[:limit]) if out else _tail(path)
 
 
-def _lock(f) -> None:
+def _lock(f: IO[Any]) -> None:
     try:
         import fcntl
     except ImportError:  # not POSIX: no concurrent sessions supported
@@ -168,7 +169,7 @@ def _lock(f) -> None:
     fcntl.flock(f.fileno(), fcntl.LOCK_EX)
 
 
-def _unlock(f) -> None:
+def _unlock(f: IO[Any]) -> None:
     try:
         import fcntl
     except ImportError:

@@ -6,8 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 from ..errors import ToolchainError
 
@@ -27,10 +28,10 @@ def find_tool(name: str) -> str:
     if not found:
         try:
             if name == "cmake":
-                import cmake  # type: ignore[import-not-found]
+                import cmake
                 found = str(Path(cmake.CMAKE_BIN_DIR) / "cmake")
             elif name == "ninja":
-                import ninja  # type: ignore[import-not-found]
+                import ninja
                 found = str(Path(ninja.BIN_DIR) / "ninja")
         except (ImportError, AttributeError):
             found = None
@@ -44,7 +45,7 @@ def version(dist: str) -> str:
     try:
         from importlib.metadata import version as v
         return v(dist)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a version string for a report only
         return "?"
 
 

@@ -3,7 +3,8 @@ end in our own errors (the long-running version is fuzz/run.py)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from elfkit import fatelf
 from fuzz.targets import elf_load, fatelf_read

@@ -67,7 +67,7 @@ def cache_key(*parts: bytes | str) -> str:
 def _tool_version(cmd: list[str]) -> str:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
-    except Exception:
+    except (OSError, subprocess.SubprocessError):
         return "?"
 
 

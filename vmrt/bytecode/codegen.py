@@ -10,13 +10,13 @@ and floats go through the constant table ``K``.
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import StatusCode, VerifyError, VmError
 from ..vm.module import cconv_fragments
 from . import runtime
-from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
 IMPORT_BIT = 0x80000000
 
@@ -105,12 +105,15 @@ class FunctionTranslator:
         rslot = 0
         for c in arg_codes:
             if c in "if":
-                params.append(self.int_reg(islot)); islot += 1
+                params.append(self.int_reg(islot))
+                islot += 1
             elif c in "IF":
                 islot += islot & 1
-                params.append(self.int_reg(islot)); islot += 2
+                params.append(self.int_reg(islot))
+                islot += 2
             elif c == "r":
-                params.append(self.ref_reg(rslot | REF_BIT)); rslot += 1
+                params.append(self.ref_reg(rslot | REF_BIT))
+                rslot += 1
             else:
                 raise VerifyError(f"variadic cconv not allowed on internal function; at "
                                   f"{self.where}")
@@ -180,7 +183,7 @@ class FunctionTranslator:
         if tmpl is not None:
             reads = []
             dst = None
-            for (name, val), fdef in zip(zip(ins.names, f), ins.defs):
+            for (_name, val), fdef in zip(zip(ins.names, f), ins.defs):
                 kind, bank, access = fdef[1], fdef[2], fdef[3]
                 if kind != "register":
                     continue
@@ -236,24 +239,28 @@ class FunctionTranslator:
             raise self.fail(ins, f"global byte_offset out of range: {off} "
                                  f"(rwdata={self.mod.global_bytes})")
 
-    def _gload(self, w):
+    @staticmethod
+    def _gload(w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
             return [f"{ind}{self.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
         return op
 
-    def _gstore(self, w):
+    @staticmethod
+    def _gstore(w):
         def op(self, ins, f, ind):
             self._gcheck(ins, f[0], _WIDTH[w].size)
             return [f"{ind}PK_{w}(RW, {f[0]}, {self.int_reg(f[1])})"]
         return op
 
-    def _gload_ind(self, w):
+    @staticmethod
+    def _gload_ind(w):
         def op(self, ins, f, ind):
             return [f"{ind}{self.int_reg(f[1])} = gload(RW, ST_{w}, {self.int_reg(f[0])})"]
         return op
 
-    def _gstore_ind(self, w):
+    @staticmethod
+    def _gstore_ind(w):
         def op(self, ins, f, ind):
             return [f"{ind}gstore(RW, ST_{w}, {self.int_reg(f[0])}, {self.int_reg(f[1])})"]
         return op
@@ -280,11 +287,13 @@ class FunctionTranslator:
         return [f"{ind}{self.ref_reg(f[2])} = grefload(GR, {self.int_reg(f[0])})"]
 
     def op_global_store_indirect_ref(self, ins, f, ind):
-        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, {self._type(ins, f[1])})"]
+        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, "
+                f"{self._type(ins, f[1])})"]
 
     # -- lists -----------------------------------------------------------------
     def op_list_alloc(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, {self.int_reg(f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, "
+                f"{self.int_reg(f[1])})"]
 
     def op_list_reserve(self, ins, f, ind):
         return [f"{ind}lreserve({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
@@ -295,14 +304,18 @@ class FunctionTranslator:
     def op_list_resize(self, ins, f, ind):
         return [f"{ind}lresize({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
 
-    def _lget(self, w):
+    @staticmethod
+    def _lget(w):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}')"]
+            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                    f"'{w}')"]
         return op
 
-    def _lset(self, w):
+    @staticmethod
+    def _lset(w):
         def op(self, ins, f, ind):
-            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', {self.int_reg(f[2])})"]
+            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', "
+                    f"{self.int_reg(f[2])})"]
         return op
 
     def op_list_get_ref(self, ins, f, ind):
@@ -315,10 +328,12 @@ class FunctionTranslator:
     # -- refs ----------------------------------------------------------------
     def op_select_ref(self, ins, f, ind):
         self._type(ins, f[1])
-        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else {self.ref_reg(f[3])}"]
+        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else "
+                f"{self.ref_reg(f[3])}"]
 
     def op_cast_any_ref(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, {self._type(ins, f[1])})"]
+        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, "
+                f"{self._type(ins, f[1])})"]
 
     def op_discard_refs(self, ins, f, ind):
         regs = [self.ref_reg(x) for x in f[0] if x & REF_BIT]
@@ -331,7 +346,8 @@ class FunctionTranslator:
         n = len(vals)
         if n == 0:
             return [f"{ind}{reg(dst)} = {reg(default)}"]
-        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < {n} "
+        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < "
+                f"{n} "
                 f"else {reg(default)}"]
 
     def op_switch_i32(self, ins, f, ind):
@@ -346,19 +362,25 @@ class FunctionTranslator:
         return self._switch(ins, (idx, default, vals, dst), ind, self.ref_reg)
 
     # -- buffers ---------------------------------------------------------------
-    def _bload(self, kind):
+    @staticmethod
+    def _bload(kind):
         def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])})"]
+            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', "
+                    f"{self.int_reg(f[1])})"]
         return op
 
-    def _bstore(self, kind):
+    @staticmethod
+    def _bstore(kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
+            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
+                    f"{self.int_reg(f[2])})"]
         return op
 
-    def _bfill(self, kind):
+    @staticmethod
+    def _bfill(kind):
         def op(self, ins, f, ind):
-            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
+                    f"{self.int_reg(f[2])}, "
                     f"{self.int_reg(f[3])})"]
         return op
 
@@ -366,14 +388,16 @@ class FunctionTranslator:
         return [f"{ind}{self.ref_reg(f[2])} = balloc({self.int_reg(f[0])}, {self.int_reg(f[1])})"]
 
     def op_buffer_clone(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])}, "
+        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                f"{self.int_reg(f[2])}, "
                 f"{self.int_reg(f[3])})"]
 
     def op_buffer_length(self, ins, f, ind):
         return [f"{ind}{self.int_reg(f[1])} = blen({self.ref_reg(f[0])})"]
 
     def op_buffer_copy(self, ins, f, ind):
-        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, {self.int_reg(f[3])}, "
+        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, "
+                f"{self.int_reg(f[3])}, "
                 f"{self.int_reg(f[4])})"]
 
     def op_buffer_compare(self, ins, f, ind):
@@ -381,7 +405,8 @@ class FunctionTranslator:
                 f"{self.ref_reg(f[2])}, {self.int_reg(f[3])}, {self.int_reg(f[4])})"]
 
     def op_buffer_hash(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.int_reg(f[2])})"]
+        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
+                f"{self.int_reg(f[2])})"]
 
     # -- control flow ------------------------------------------------------------
     def op_br(self, ins, f, ind):
@@ -497,20 +522,20 @@ class FunctionTranslator:
 
 # per-width generated ops
 for _w in ("i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(None, _w))
-    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(None, _w))
+    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(_w))
+    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(_w))
     setattr(FunctionTranslator, f"op_global_load_indirect_{_w}",
-            FunctionTranslator._gload_ind(None, _w))
+            FunctionTranslator._gload_ind(_w))
     setattr(FunctionTranslator, f"op_global_store_indirect_{_w}",
-            FunctionTranslator._gstore_ind(None, _w))
-    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(None, _w))
-    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(None, _w))
+            FunctionTranslator._gstore_ind(_w))
+    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(_w))
+    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(_w))
 for _k, _name in (("i8.u", "i8_u"), ("i8.s", "i8_s"), ("i16.u", "i16_u"), ("i16.s", "i16_s"),
                   ("i32", "i32"), ("i64", "i64"), ("f32", "f32"), ("f64", "f64")):
-    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(None, _k))
+    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(_k))
 for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(None, _k))
-    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(None, _k))
+    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(_k))
+    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(_k))
 
 
 def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:

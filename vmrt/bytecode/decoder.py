@@ -73,75 +73,162 @@ class _Reader:
             self.need(1)
 
 
-def decode_function(code: bytes, where: str, i32_count: int, ref_count: int,
-                    ext_f64: bool = True) -> list[Block]:
-    """Split ``code`` into blocks; register operands are range-checked."""
-    rd = _Reader(code, where)
-    # round the i32 register count up to a power of two, as the reference VM does
-    i32_cap = 1
-    while i32_cap < i32_count:
-        i32_cap <<= 1
-    if i32_count == 0:
-        i32_cap = 0
+class _Decoder(_Reader):
+    """A :class:`_Reader` that knows the function's register counts: decodes
+    opcodes and operand fields, range-checking every register."""
+    __slots__ = ("i32_count", "i32_cap", "ref_count", "ext_f64")
 
-    def reg(bank: str | None, raw: int, pc: int) -> int:
+    def __init__(self, code: bytes, where: str, i32_count: int, ref_count: int,
+                 ext_f64: bool):
+        super().__init__(code, where)
+        self.i32_count = i32_count
+        self.ref_count = ref_count
+        self.ext_f64 = ext_f64
+        # round the i32 register count up to a power of two, as the reference VM does
+        i32_cap = 1
+        while i32_cap < i32_count:
+            i32_cap <<= 1
+        self.i32_cap = 0 if i32_count == 0 else i32_cap
+
+    def reg(self, bank: str | None, raw: int, pc: int) -> int:
+        """``raw`` checked as a register of ``bank`` ("any": the ref bit decides)."""
+        i32_cap = self.i32_cap
         if bank == "ref":
             if not raw & REF_BIT:
-                raise rd.fail(f"register {raw:#06x} is not a ref register", pc)
-            if (raw & 0x3FFF) >= ref_count:
-                raise rd.fail(f"ref register r{raw & 0x3FFF} out of range "
-                              f"(function has {ref_count})", pc)
+                raise self.fail(f"register {raw:#06x} is not a ref register", pc)
+            if (raw & 0x3FFF) >= self.ref_count:
+                raise self.fail(f"ref register r{raw & 0x3FFF} out of range "
+                                f"(function has {self.ref_count})", pc)
             return raw
         if bank in ("i32", "f32"):
             if raw & REF_BIT or raw >= i32_cap:
-                raise rd.fail(f"i32 register {raw:#06x} out of range (function has {i32_count})",
-                              pc)
+                raise self.fail(f"i32 register {raw:#06x} out of range "
+                                f"(function has {self.i32_count})", pc)
             return raw
         if bank in ("i64", "f64"):
             if raw & REF_BIT or raw & 1 or raw + 1 >= i32_cap:
-                raise rd.fail(f"64-bit register {raw:#06x} invalid (must be even and < "
-                              f"{i32_cap - 1})", pc)
+                raise self.fail(f"64-bit register {raw:#06x} invalid (must be even and < "
+                                f"{i32_cap - 1})", pc)
             return raw
         # "any": bank decided by the ref bit
         if raw & REF_BIT:
-            return reg("ref", raw, pc)
+            return self.reg("ref", raw, pc)
         if raw >= i32_cap:
-            raise rd.fail(f"register {raw:#06x} out of range", pc)
+            raise self.fail(f"register {raw:#06x} out of range", pc)
         return raw
 
-    def remap(pc: int) -> tuple:
-        rd.align2()
-        n = rd.u16()
+    def remap(self, pc: int) -> tuple:
+        """A branch's operand list: (src, dst) register pairs, same bank."""
+        self.align2()
+        n = self.u16()
         out = []
         for _ in range(n):
-            src, dst = rd.u16(), rd.u16()
+            src, dst = self.u16(), self.u16()
             if (src & REF_BIT) != (dst & REF_BIT):
-                raise rd.fail("branch operand remaps between register banks", pc)
-            reg("any", src, pc)
-            reg("any", dst & ~MOVE_BIT, pc)
+                raise self.fail("branch operand remaps between register banks", pc)
+            self.reg("any", src, pc)
+            self.reg("any", dst & ~MOVE_BIT, pc)
             out.append((src, dst))
         return tuple(out)
 
+    def opcode(self, pc: int) -> tuple:
+        """The opcode table entry ``(mnemonic, fields)`` of the instruction at pc."""
+        op = self.u8()
+        entry = CORE.get(op)
+        if entry is not None and entry[0].startswith("<prefix:"):
+            set_name = entry[0][8:-1]
+            if set_name == "ext_f64" and not self.ext_f64:
+                raise self.fail("f64 extension not enabled", pc)
+            op2 = self.u8()
+            entry = OPCODE_SETS[set_name].get(op2)
+            if entry is None:
+                raise self.fail(f"unknown opcode {op:#04x} {op2:#04x}", pc)
+        elif entry is None:
+            raise self.fail(f"unknown opcode {op:#04x}", pc)
+        return entry
+
+    def attribute(self, bank: str | None, pc: int) -> int | float:
+        code = self.code
+        if bank in ("i32",):
+            return _I32(code, self.need(4))[0]
+        if bank == "f32":
+            return _F32(code, self.need(4))[0]
+        if bank == "i64":
+            return _I64(code, self.need(8))[0]
+        if bank == "f64":
+            return _F64(code, self.need(8))[0]
+        raise self.fail(f"unsupported attribute type {bank}", pc)
+
+    def variadic(self, name: str, bank: str | None, pc: int) -> tuple:
+        self.align2()
+        n = self.u16()
+        regs = []
+        for _ in range(n):
+            raw = self.u16()
+            if bank == "i32" and name == "segment_sizes":
+                regs.append(raw)            # counts, not registers
+            elif raw & REF_BIT:
+                self.reg("ref" if bank in ("ref", "any", None) else bank, raw & ~MOVE_BIT, pc)
+                regs.append(raw)
+            else:
+                regs.append(self.reg(bank if bank in ("i32", "i64", "f32", "f64", "ref")
+                                     else "any", raw, pc))
+        return tuple(regs)
+
+    def field(self, fdef: tuple, vals: list, pc: int) -> object:
+        """Decode one operand field; ``vals`` holds the fields decoded so far."""
+        name, kind, bank, _access, move_ok = fdef
+        if kind == "register":
+            raw = self.u16()
+            v = self.reg(bank, raw, pc)
+            if bank == "ref" and raw & MOVE_BIT and not move_ok:
+                v = raw & ~MOVE_BIT   # tolerated: treated as a plain use
+            return v
+        if kind == "attribute":
+            return self.attribute(bank, pc)
+        if kind in ("global_attr", "rodata_attr", "func_attr", "type_of", "branch_target"):
+            return self.u32()
+        if kind == "string_attr":
+            n = self.u16()
+            s = self.need(n)
+            return bytes(self.code[s:s + n]).decode("utf-8", "replace")
+        if kind in ("variadic_operands", "variadic_results"):
+            return self.variadic(name, bank, pc)
+        if kind == "branch_operands":
+            return self.remap(pc)
+        if kind == "const_i16":
+            return self.u16()
+        if kind == "branch_table_cases":
+            return tuple((self.u32(), self.remap(pc)) for _ in range(vals[-1]))
+        # table and decoder out of sync
+        raise self.fail(f"unsupported field kind {kind}", pc)  # pragma: no cover
+
+    def check_targets(self, blocks: list[Block]) -> None:
+        """Every branch target must be the start of a block."""
+        starts = {b.pc for b in blocks}
+        for b in blocks:
+            for ins in b.instrs:
+                for name, v in zip(ins.names, ins.fields):
+                    if name.endswith("dest_pc") and v not in starts:
+                        raise self.fail(f"branch target {v:#x} is not the start of a block",
+                                        ins.pc)
+                    if name == "cases":
+                        for t, _ in v:
+                            if t not in starts:
+                                raise self.fail(f"branch target {t:#x} is not the start of a "
+                                                "block", ins.pc)
+
+
+def decode_function(code: bytes, where: str, i32_count: int, ref_count: int,
+                    ext_f64: bool = True) -> list[Block]:
+    """Split ``code`` into blocks; register operands are range-checked."""
+    rd = _Decoder(code, where, i32_count, ref_count, ext_f64)
     blocks: list[Block] = []
     cur: list[Instr] | None = None
     cur_pc = 0
     while rd.pc < rd.end:
         pc = rd.pc
-        op = rd.u8()
-        table = CORE
-        entry = table.get(op)
-        if entry is not None and entry[0].startswith("<prefix:"):
-            set_name = entry[0][8:-1]
-            if set_name == "ext_f64" and not ext_f64:
-                raise rd.fail("f64 extension not enabled", pc)
-            table = OPCODE_SETS[set_name]
-            op2 = rd.u8()
-            entry = table.get(op2)
-            if entry is None:
-                raise rd.fail(f"unknown opcode {op:#04x} {op2:#04x}", pc)
-        elif entry is None:
-            raise rd.fail(f"unknown opcode {op:#04x}", pc)
-        mnem, fields = entry
+        mnem, fields = rd.opcode(pc)
         if mnem == "<block>":
             if cur is not None:
                 if not cur or cur[-1].mnemonic not in TERMINATORS:
@@ -152,74 +239,14 @@ def decode_function(code: bytes, where: str, i32_count: int, ref_count: int,
             continue
         if cur is None:
             raise rd.fail("function does not start with a block marker", pc)
-        vals = []
-        for (_name, kind, bank, _access, move_ok) in fields:
-            if kind == "register":
-                raw = rd.u16()
-                v = reg(bank, raw, pc)
-                if bank == "ref" and raw & MOVE_BIT and not move_ok:
-                    v = raw & ~MOVE_BIT   # tolerated: treated as a plain use
-                vals.append(v)
-            elif kind == "attribute":
-                if bank in ("i32",):
-                    vals.append(_I32(code, rd.need(4))[0])
-                elif bank == "f32":
-                    vals.append(_F32(code, rd.need(4))[0])
-                elif bank == "i64":
-                    vals.append(_I64(code, rd.need(8))[0])
-                elif bank == "f64":
-                    vals.append(_F64(code, rd.need(8))[0])
-                else:
-                    raise rd.fail(f"unsupported attribute type {bank}", pc)
-            elif kind in ("global_attr", "rodata_attr", "func_attr", "type_of", "branch_target"):
-                vals.append(rd.u32())
-            elif kind == "string_attr":
-                n = rd.u16()
-                s = rd.need(n)
-                vals.append(bytes(code[s:s + n]).decode("utf-8", "replace"))
-            elif kind in ("variadic_operands", "variadic_results"):
-                rd.align2()
-                n = rd.u16()
-                regs = []
-                for _ in range(n):
-                    raw = rd.u16()
-                    if bank == "i32" and _name == "segment_sizes":
-                        regs.append(raw)            # counts, not registers
-                    elif raw & REF_BIT:
-                        reg("ref" if bank in ("ref", "any", None) else bank, raw & ~MOVE_BIT, pc)
-                        regs.append(raw)
-                    else:
-                        regs.append(reg(bank if bank in ("i32", "i64", "f32", "f64", "ref")
-                                        else "any", raw, pc))
-                vals.append(tuple(regs))
-            elif kind == "branch_operands":
-                vals.append(remap(pc))
-            elif kind == "const_i16":
-                vals.append(rd.u16())
-            elif kind == "branch_table_cases":
-                n = vals[-1]
-                cases = []
-                for _ in range(n):
-                    t = rd.u32()
-                    cases.append((t, remap(pc)))
-                vals.append(tuple(cases))
-            else:  # pragma: no cover - table and decoder out of sync
-                raise rd.fail(f"unsupported field kind {kind}", pc)
+        vals: list = []
+        for fdef in fields:
+            vals.append(rd.field(fdef, vals, pc))
         cur.append(Instr(pc, mnem, tuple(vals), fields))
     if cur is None:
         raise rd.fail("function has no blocks", 0)
     if not cur or cur[-1].mnemonic not in TERMINATORS:
         raise rd.fail("function does not end in a terminator", cur_pc)
     blocks.append(Block(cur_pc, tuple(cur)))
-    starts = {b.pc for b in blocks}
-    for b in blocks:
-        for ins in b.instrs:
-            for name, v in zip(ins.names, ins.fields):
-                if name.endswith("dest_pc") and v not in starts:
-                    raise rd.fail(f"branch target {v:#x} is not the start of a block", ins.pc)
-                if name == "cases":
-                    for t, _ in v:
-                        if t not in starts:
-                            raise rd.fail(f"branch target {t:#x} is not the start of a block",
-                                          ins.pc)
+    rd.check_targets(blocks)
     return blocks

@@ -53,7 +53,7 @@ class FlatBuffer:
     def u64(self, pos: int) -> int:
         return self._read(_U64, pos)
 
-    def root(self) -> "Table":
+    def root(self) -> Table:
         return Table(self, self.u32(0))
 
     def identifier(self) -> bytes:
@@ -116,7 +116,7 @@ class Table:
             return None
         return read_string(self.fb, self.fb.deref(p))
 
-    def table(self, slot: int) -> "Table | None":
+    def table(self, slot: int) -> Table | None:
         p = self._field(slot)
         return None if p == 0 else Table(self.fb, self.fb.deref(p))
 
@@ -135,7 +135,7 @@ class Table:
             return None
         return self._vector(slot, 1)
 
-    def vector_tables(self, slot: int) -> list["Table"]:
+    def vector_tables(self, slot: int) -> list[Table]:
         start, n = self._vector(slot, 4)
         fb = self.fb
         return [Table(fb, fb.deref(start + 4 * i)) for i in range(n)]

@@ -6,7 +6,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import LoadError, StatusCode
-from .flatbuf import FlatBuffer
+from .flatbuf import FlatBuffer, Table
 from .isa import BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR
 
 FEATURE_EXT_F32 = 1
@@ -61,12 +61,12 @@ class ModuleDef:
     exports: tuple[ExportDef, ...]
     signatures: tuple[str, ...]
     signature_attrs: tuple[dict, ...]
-    rodata: tuple[memoryview, ...]
+    rodata: tuple[memoryview | bytes, ...]
     global_bytes: int
     global_refs: int
     functions: tuple[FunctionDescriptor, ...]
     bytecode_version: int
-    bytecode: memoryview
+    bytecode: memoryview | bytes
 
 
 def _payload_start(data: memoryview) -> int:
@@ -96,6 +96,40 @@ def parse_module(data: bytes | bytearray | memoryview,
     yieldable calls and ``vm.yield`` run synchronously (a yield resumes at
     once), which is what programs compiled for a HAL device need."""
     data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data.cast("B")
+    fb, fb_end = _open_flatbuffer(data)
+    root = fb.root()
+    name = root.string(0)
+    if not name:
+        raise LoadError("module missing name field")
+    version = root.scalar(1, "u32")
+    requirements = root.scalar(2, "u32")
+    _check_features(requirements, available_features)
+    types = _types(root)
+    deps = _dependencies(root)
+    imports = _imports(root)
+    sigs, sig_attrs = _signatures(root)
+    descs = [FunctionDescriptor(o, ln, req, bc, ic, rc)
+             for (o, ln, req, _res, bc, ic, rc) in root.vector_structs(12, _DESC)]
+    if len(sigs) != len(descs):
+        raise LoadError(f"function signature and descriptor table length mismatch "
+                        f"({len(sigs)} vs {len(descs)})")
+    exports = _exports(root, len(descs))
+    rodata = _rodata(root, fb, data, fb_end)
+    gbytes, grefs = _state_size(root)
+    bv = root.scalar(13, "u32")
+    _check_bytecode_version(bv)
+    bc = root.vector_bytes(14)
+    bc_start, bc_len = bc if bc is not None else (0, 0)
+    bytecode = fb.data[bc_start:bc_start + bc_len] if bc is not None else memoryview(b"")
+    _check_descriptors(descs, bc_len)
+    return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
+                     tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs,
+                     tuple(descs), bv, bytecode)
+
+
+def _open_flatbuffer(data: memoryview) -> tuple[FlatBuffer, int]:
+    """The module's FlatBuffer (after any archive header and the length
+    prefix) and the offset in ``data`` where it ends."""
     start = _payload_start(data)
     remaining = len(data) - start
     if remaining < 16:
@@ -108,30 +142,38 @@ def parse_module(data: bytes | bytearray | memoryview,
     fb = FlatBuffer(data[fb_start:fb_start + size], "module FlatBuffer")
     if fb.identifier() != b"IREE":
         raise LoadError(f"FlatBuffer identifier is {fb.identifier()!r}, expected b'IREE'")
-    root = fb.root()
-    name = root.string(0)
-    if not name:
-        raise LoadError("module missing name field")
-    version = root.scalar(1, "u32")
-    requirements = root.scalar(2, "u32")
-    missing = requirements & ~available_features
-    if missing:
+    return fb, fb_start + size
+
+
+def _check_features(requirements: int, available_features: int) -> None:
+    if requirements & ~available_features:
         raise LoadError(
             f"required module features [{_features(requirements)}] are not available in this "
             f"runtime configuration; have [{_features(available_features)}] while module "
             f"requires [{_features(requirements)}]", StatusCode.INVALID_ARGUMENT)
+
+
+def _types(root: Table) -> list[str]:
     types = []
     for i, t in enumerate(root.vector_tables(4)):
         n = t.string(0)
         if not n:
             raise LoadError(f"types[{i}] missing name")
         types.append(n)
+    return types
+
+
+def _dependencies(root: Table) -> list[DependencyDef]:
     deps = []
     for i, t in enumerate(root.vector_tables(5)):
         n = t.string(0)
         if not n:
             raise LoadError(f"dependencies[{i}] missing name")
         deps.append(DependencyDef(n, t.scalar(1, "u32"), t.scalar(2, "u32", 1)))
+    return deps
+
+
+def _imports(root: Table) -> list[ImportDef]:
     imports = []
     for i, t in enumerate(root.vector_tables(6)):
         n = t.string(0)
@@ -140,28 +182,38 @@ def parse_module(data: bytes | bytearray | memoryview,
         sig = t.table(1)
         cconv = (sig.string(0) or "") if sig is not None else ""
         imports.append(ImportDef(n, cconv, t.scalar(2, "u32", 1)))
+    return imports
+
+
+def _signatures(root: Table) -> tuple[list[str], list[dict[str, str]]]:
+    """Each internal function's calling convention and its attributes."""
     sigs = []
     sig_attrs = []
     for t in root.vector_tables(8):
         sigs.append(t.string(0) or "")
         sig_attrs.append({a.string(0) or "": a.string(1) or "" for a in t.vector_tables(1)})
-    descs = [FunctionDescriptor(o, ln, req, bc, ic, rc)
-             for (o, ln, req, _res, bc, ic, rc) in root.vector_structs(12, _DESC)]
-    if len(sigs) != len(descs):
-        raise LoadError(f"function signature and descriptor table length mismatch "
-                        f"({len(sigs)} vs {len(descs)})")
+    return sigs, sig_attrs
+
+
+def _exports(root: Table, nfuncs: int) -> list[ExportDef]:
     exports = []
     for i, t in enumerate(root.vector_tables(7)):
         n = t.string(0)
         if not n:
             raise LoadError(f"exports[{i}] missing local_name")
         ordinal = t.scalar(1, "i32")
-        if ordinal < 0 or ordinal >= len(descs):
+        if ordinal < 0 or ordinal >= nfuncs:
             raise LoadError(f"exports[{i}] internal_ordinal out of bounds ({ordinal})")
         exports.append(ExportDef(n, ordinal))
-    # rodata: embedded in the FlatBuffer or external, after it (64-aligned)
-    rodata_base = (fb_start + size + 63) & ~63
-    rodata = []
+    return exports
+
+
+def _rodata(root: Table, fb: FlatBuffer, data: memoryview,
+            fb_end: int) -> list[memoryview | bytes]:
+    """Rodata segments: embedded in the FlatBuffer or external, after it
+    (64-aligned)."""
+    rodata_base = (fb_end + 63) & ~63
+    rodata: list[memoryview | bytes] = []
     for i, t in enumerate(root.vector_tables(9)):
         emb = t.vector_bytes(2)
         if emb is not None:
@@ -175,19 +227,27 @@ def parse_module(data: bytes | bytearray | memoryview,
                 raise LoadError(f"rodata_segments[{i}] external data out of bounds "
                                 f"(offset {off}, length {length}, file {len(data)} bytes)")
             rodata.append(data[lo:lo + length])
+    return rodata
+
+
+def _state_size(root: Table) -> tuple[int, int]:
+    """The module state's global byte and ref counts."""
     state = root.table(11)
     gbytes = state.scalar(0, "i32") if state is not None else 0
     grefs = state.scalar(1, "i32") if state is not None else 0
     if gbytes < 0 or grefs < 0 or gbytes > (64 << 20) or grefs > (1 << 20):
         raise LoadError(f"module state size out of range ({gbytes} bytes, {grefs} refs)")
-    bv = root.scalar(13, "u32")
+    return gbytes, grefs
+
+
+def _check_bytecode_version(bv: int) -> None:
     major, minor = bv >> 16, bv & 0xFFFF
     if major != BYTECODE_VERSION_MAJOR or minor > BYTECODE_VERSION_MINOR:
         raise LoadError(f"bytecode version mismatch; runtime supports {BYTECODE_VERSION_MAJOR}."
                         f"{BYTECODE_VERSION_MINOR}, module has {major}.{minor}")
-    bc = root.vector_bytes(14)
-    bc_start, bc_len = bc if bc is not None else (0, 0)
-    bytecode = fb.data[bc_start:bc_start + bc_len] if bc is not None else memoryview(b"")
+
+
+def _check_descriptors(descs: list[FunctionDescriptor], bc_len: int) -> None:
     for i, d in enumerate(descs):
         if d.block_count <= 0 or d.bytecode_length <= 0:
             raise LoadError(f"function {i} has no blocks or no code")
@@ -197,6 +257,3 @@ def parse_module(data: bytes | bytearray | memoryview,
         if d.i32_register_count < 0 or d.ref_register_count < 0 or \
                 d.ref_register_count > 0x3FFF:
             raise LoadError(f"function {i} register counts out of range")
-    return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
-                     tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs, tuple(descs),
-                     bv, bytecode)

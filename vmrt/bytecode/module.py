@@ -2,13 +2,22 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ..vm.buffer import Buffer
 from ..errors import LoadError, StatusCode, VerifyError, VmError
+from ..vm.buffer import Buffer
 from ..vm.instance import Instance
-from ..vm.module import (BoundFunction, Dependency, ExportDecl, Function, ImportDecl, Linkage,
-                      Module, cconv_fragments)
+from ..vm.module import (
+    BoundFunction,
+    Dependency,
+    ExportDecl,
+    Function,
+    ImportDecl,
+    Linkage,
+    Module,
+    cconv_fragments,
+)
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from .codegen import FunctionTranslator, compile_functions
@@ -23,7 +32,7 @@ class BytecodeState:
 
     __slots__ = ("module", "ctx", "rw", "grefs", "imports")
 
-    def __init__(self, module: "BytecodeModule", ctx: Any):
+    def __init__(self, module: BytecodeModule, ctx: Any):
         d = module.definition
         self.module = module
         self.ctx = ctx
@@ -35,7 +44,7 @@ class BytecodeState:
 class ModuleInfo:
     """What the translator needs to know about the module."""
 
-    def __init__(self, mod: "BytecodeModule"):
+    def __init__(self, mod: BytecodeModule):
         d = mod.definition
         self.n_rodata = len(d.rodata)
         self.n_types = len(d.types)
@@ -53,7 +62,7 @@ class ModuleInfo:
     def import_cconv(self, k: int) -> str:
         return self._d.imports[k].cconv
 
-    def const(self, value) -> str:
+    def const(self, value: Any) -> str:
         key = (type(value), repr(value))
         idx = self._const_idx.get(key)
         if idx is None:
@@ -92,7 +101,7 @@ class BytecodeModule(Module):
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
     @classmethod
-    def load(cls, instance: Instance, source: "str | os.PathLike | bytes") -> "BytecodeModule":
+    def load(cls, instance: Instance, source: str | os.PathLike | bytes) -> BytecodeModule:
         if isinstance(source, (bytes, bytearray, memoryview)):
             return cls(instance, source)
         path = os.fspath(source)
@@ -106,7 +115,7 @@ class BytecodeModule(Module):
 
     # -- loading -------------------------------------------------------------
     @staticmethod
-    def _resolve_type(instance: Instance, name: str):
+    def _resolve_type(instance: Instance, name: str) -> Any:
         if name in VALUE_TYPES:
             return name
         if name == "!vm.opaque":
@@ -214,5 +223,6 @@ def _int_bits(v: Any) -> Any:
         try:
             return struct.unpack("<i", struct.pack("<f", v))[0]
         except OverflowError:
-            return struct.unpack("<i", struct.pack("<f", float("inf") if v > 0 else float("-inf")))[0]
+            inf = float("inf") if v > 0 else float("-inf")
+            return struct.unpack("<i", struct.pack("<f", inf))[0]
     return v

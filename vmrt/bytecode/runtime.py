@@ -11,11 +11,12 @@ import math
 import struct
 from typing import Any
 
-from ..vm.buffer import Buffer
 from ..errors import InvocationError, StatusCode, VmError
-from ..vm.types import OPAQUE_TYPE, RefType, type_of
-from ..vm.values import round_f32 as rf32, to_vm, wrap_i32, wrap_i64
+from ..vm.buffer import Buffer
 from ..vm.list import VmList
+from ..vm.types import OPAQUE_TYPE, RefType, type_of
+from ..vm.values import round_f32 as rf32
+from ..vm.values import to_vm, wrap_i32, wrap_i64
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
@@ -413,11 +414,11 @@ def siphash24(data: bytes, k0: int = 0x0706050403020100, k1: int = 0x0F0E0D0C0B0
 
     def rounds(n):
         nonlocal v0, v1, v2, v3
-        for _ in range(n):
-            v0 = (v0 + v1) & M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)
-            v2 = (v2 + v3) & M64; v3 = _rotl(v3, 16); v3 ^= v2
-            v0 = (v0 + v3) & M64; v3 = _rotl(v3, 21); v3 ^= v0
-            v2 = (v2 + v1) & M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)
+        for _ in range(n):  # one SipRound: one half-round per line, as in the reference
+            v0 = (v0 + v1) & M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
+            v2 = (v2 + v3) & M64; v3 = _rotl(v3, 16); v3 ^= v2  # noqa: E702
+            v0 = (v0 + v3) & M64; v3 = _rotl(v3, 21); v3 ^= v0  # noqa: E702
+            v2 = (v2 + v1) & M64; v1 = _rotl(v1, 17); v1 ^= v2; v2 = _rotl(v2, 32)  # noqa: E702
     n = len(data)
     end = n - (n % 8)
     for i in range(0, end, 8):
@@ -512,7 +513,8 @@ def callimp(state: Any, k: int, args: list) -> tuple:
     try:
         res = bound(args)
     except VmError as e:
-        raise e.annotate("while calling import")
+        e.annotate("while calling import")
+        raise
     return _convert_results(res, codes, bound.name)
 
 
@@ -550,5 +552,6 @@ def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
     try:
         res = bound(args)
     except VmError as e:
-        raise e.annotate("while calling import")
+        e.annotate("while calling import")
+        raise
     return _convert_results(res, res_codes, bound.name)

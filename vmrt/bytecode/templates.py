@@ -51,7 +51,7 @@ SIMPLE_OPS.update({
 })
 # float ops, f32 rounds every result, f64 does not
 for _w, _R in (("f32", "rf32"), ("f64", "")):
-    def _r(x: str, _R=_R) -> str:
+    def _r(x: str, _R: str = _R) -> str:
         return f"{_R}({x})" if _R else f"({x})"
     SIMPLE_OPS.update({
         f"add.{_w}": _r("{a} + {b}"), f"sub.{_w}": _r("{a} - {b}"),

@@ -7,10 +7,18 @@ import math
 import re
 from typing import Any
 
-from ..errors import StatusCode, UsageError, VmError
+from ..errors import StatusCode, UsageError
 from ..vm.types import RefObject, RefType
-from .element_types import (FLOAT8, dtype_of, element_bits, element_type_of, is_binary_hex,
-                            is_packed, storage_size, to_float8)
+from .element_types import (
+    FLOAT8,
+    dtype_of,
+    element_bits,
+    element_type_of,
+    is_binary_hex,
+    is_packed,
+    storage_size,
+    to_float8,
+)
 
 BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
 
@@ -39,7 +47,7 @@ class BufferView(RefObject):
             self._packed = None
 
     @classmethod
-    def over(cls, storage: Any, element_type: str, shape: tuple[int, ...]) -> "BufferView":
+    def over(cls, storage: Any, element_type: str, shape: tuple[int, ...]) -> BufferView:
         """A view of ``storage`` (a uint8 numpy array holding exactly the
         elements, packed for sub-byte types) without copying it."""
         view = cls.__new__(cls)
@@ -63,6 +71,7 @@ class BufferView(RefObject):
         """The elements' memory as a flat uint8 numpy array (zero-copy)."""
         if self._packed is not None:
             return self._packed
+        assert self._array is not None
         return self._array.reshape(-1).view("uint8")
 
     def __repr__(self) -> str:
@@ -221,7 +230,7 @@ def _fmt_elem(v: Any, kind: str) -> str:
         v = float(v)
         if v != v:          # IREE prints an f8 NaN unsigned (FNUZ's only NaN is 0x80)
             return "-NAN" if kind == "f" and math.copysign(1.0, v) < 0 else "NAN"
-        return "%G" % v
+        return f"{v:G}"
     if kind == "x":          # binary hex: raw bytes in memory order, as iree-run-module prints
         return bytes(v).hex().upper()
     return str(int(v))

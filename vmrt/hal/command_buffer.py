@@ -13,10 +13,11 @@ buffer so that aliasing bindings still alias.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
-from ..errors import HalError, StatusCode, VmError
+from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
@@ -61,8 +62,9 @@ class Dispatch:
     bindings: tuple[BufferRef, ...]
 
 
-def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> Any:
-    """The numpy byte range a command operand names."""
+def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
+             what: str) -> tuple[HalBuffer, int, int]:
+    """The byte range ``(buffer, start, length)`` a command operand names."""
     if ref.buffer is not None:
         buf, base = ref.buffer, 0
         limit = int(buf.bytes.size)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 
 from ..bytecode.module import BytecodeModule
-from ..vm.context import Context
 from ..errors import VmError
+from ..vm.context import Context
 from ..vm.instance import Instance
 from .custom import CustomModule
 

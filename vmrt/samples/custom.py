@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from vmrt.vm.buffer import Buffer
-from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
 from vmrt.errors import StatusCode, VmError
-from vmrt.vm.instance import Instance
-from vmrt.vm.native_module import NativeModule, export
-from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
+from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
 from vmrt.tools.flags import parse_bool
+from vmrt.vm.buffer import Buffer
+from vmrt.vm.instance import Instance
+from vmrt.vm.native_module import NativeModule, NativeState, export
+from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
 
 STRING_TYPE = RefType("custom.string")
 
@@ -68,14 +69,14 @@ class CustomModule(NativeModule):
             self.remove_export("string.dprint")
 
     @export("string.create", "0r_r", arg_types=(BUFFER_TYPE,))
-    def string_create(self, state, buf: Buffer | None) -> CustomString:
+    def string_create(self, state: NativeState, buf: Buffer | None) -> CustomString:
         text = bytes(buf.data).decode("utf-8", "replace") if buf is not None else ""
         s = CustomString(text)
         _emit(f"CREATE {s.value}")
         return s
 
     @export("string.length", "0r_I", arg_types=(STRING_TYPE,))
-    def string_length(self, state, s: CustomString | None) -> int:
+    def string_length(self, state: NativeState, s: CustomString | None) -> int:
         if s is None:
             raise VmError("null string arg", StatusCode.INVALID_ARGUMENT)
         n = len(s.value.encode("utf-8"))
@@ -83,12 +84,12 @@ class CustomModule(NativeModule):
         return n
 
     @export("string.print", "0r_v", arg_types=(STRING_TYPE,))
-    def string_print(self, state, s: CustomString | None) -> None:
+    def string_print(self, state: NativeState, s: CustomString | None) -> None:
         if s is not None:
             _emit(f"PRINT {s.value}")
 
     @export("string.dprint", "0r_v", arg_types=(STRING_TYPE,))
-    def string_dprint(self, state, s: CustomString | None) -> None:
+    def string_dprint(self, state: NativeState, s: CustomString | None) -> None:
         if s is not None:
             _emit(f"PRINT {s.value}")
 
@@ -108,7 +109,7 @@ class TensorStringModule(NativeModule):
             self.remove_export("error")
 
     @export("string.from_tensor", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))
-    def from_tensor(self, state, bv: BufferView | None) -> CustomString:
+    def from_tensor(self, state: NativeState, bv: BufferView | None) -> CustomString:
         if bv is None:
             raise VmError("null buffer view", StatusCode.INVALID_ARGUMENT)
         s = CustomString(format_buffer_view(bv, 128)[:511])
@@ -116,12 +117,12 @@ class TensorStringModule(NativeModule):
         return s
 
     @export("string.print", "0r_v", arg_types=(STRING_TYPE,))
-    def string_print(self, state, s: CustomString | None) -> None:
+    def string_print(self, state: NativeState, s: CustomString | None) -> None:
         if s is not None:
             _emit(f"PRINT {s.value}")
 
     @export("error", "0v_v")
-    def error(self, state) -> None:
+    def error(self, state: NativeState) -> None:
         raise VmError("Forced failure", StatusCode.UNKNOWN)
 
 
@@ -139,7 +140,7 @@ class _StaticProvider:
     def register_types(self, instance: Instance) -> None:
         register_types(instance)
 
-    def create(self, instance: Instance, options=None) -> CustomModule:
+    def create(self, instance: Instance, options: Any = None) -> CustomModule:
         return CustomModule(instance, debug=parse_bool(os.environ.get("VMRT_CUSTOM_DEBUG"),
                                                           "VMRT_CUSTOM_DEBUG"))
 

@@ -16,10 +16,14 @@ empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 from __future__ import annotations
 
 import sys
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from .flags import FlagSpec, parse_flags, report_error
+
+if TYPE_CHECKING:
+    from ..hal.local.executable import Executable
 
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
@@ -60,6 +64,7 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 
 def _bindings(specs: Sequence[str]) -> list:
     import numpy as np
+
     from ..hal.buffer_view import parse_buffer_view
     out = []
     for s in specs:
@@ -69,7 +74,8 @@ def _bindings(specs: Sequence[str]) -> list:
             else:
                 out.append(np.ascontiguousarray(parse_buffer_view(s).array))
         except VmError as e:
-            raise e.annotate(f"parsing binding `{s}`")
+            e.annotate(f"parsing binding `{s}`")
+            raise
         except (OSError, ValueError) as e:
             raise UsageError(f"parsing binding `{s}`: {e}") from None
     return out
@@ -107,8 +113,10 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         mgr.close()
 
 
-def _dispatch(exe, lists, values, stdout: TextIO) -> int:
+def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
+              stdout: TextIO) -> int:
     import numpy as np
+
     from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
@@ -156,7 +164,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     try:
         return run(argv, stdout)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
         return report_error(e, stdout, stderr)
 
 

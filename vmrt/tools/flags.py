@@ -4,8 +4,9 @@ flags, booleans, ``--flagfile``) and one way to report a failure (one line
 on stderr in IREE's ``CODE; message`` form, exit code 1)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, TextIO
+from typing import TextIO
 
 from ..errors import UsageError, VmError
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, TextIO
 
-from ..vm.buffer import Buffer
+from ..errors import StatusCode, UsageError, VmError
 from ..hal.buffer_view import BufferView, format_buffer_view, is_float_type, parse_buffer_view
 from ..hal.element_types import is_binary_hex
-from ..errors import StatusCode, UsageError, VmError
+from ..vm.buffer import Buffer
+from ..vm.list import VmList
 from ..vm.module import cconv_fragments
 from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
-from ..vm.list import VmList
-
 
 # ------------------------------------------------------------------ inputs ---
 _INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
@@ -66,7 +66,7 @@ class _NpyStreams:
     def __init__(self) -> None:
         self.files: dict[str, Any] = {}
 
-    def read(self, path: str, fresh: bool):
+    def read(self, path: str, fresh: bool) -> Any:
         import numpy as np
         if not path.endswith(".npy"):
             raise UsageError(f"unsupported input file type '{path}' (only .npy)",
@@ -76,7 +76,7 @@ class _NpyStreams:
             if fh is not None:
                 fh.close()
             try:
-                fh = open(path, "rb")
+                fh = open(path, "rb")  # noqa: SIM115 - kept in self.files, closed by close()
             except OSError as e:
                 raise UsageError(f"failed to open file '{path}': {e.strerror}",
                               StatusCode.NOT_FOUND) from None
@@ -140,13 +140,15 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                 if code in "iI":
                     v = strtol(s)
                     if v is None:
-                        raise UsageError(f"parsing value `{s}` as {'i32' if code == 'i' else 'i64'}")
+                        raise UsageError(f"parsing value `{s}` as "
+                                         f"{'i32' if code == 'i' else 'i64'}")
                     values.append(wrap_i32(v) if code == "i" else wrap_i64(v))
                 elif code in "fF":
-                    v = strtod(s)
-                    if v is None:
-                        raise UsageError(f"parsing value `{s}` as {'f32' if code == 'f' else 'f64'}")
-                    values.append(round_f32(v) if code == "f" else v)
+                    fv = strtod(s)
+                    if fv is None:
+                        raise UsageError(f"parsing value `{s}` as "
+                                         f"{'f32' if code == 'f' else 'f64'}")
+                    values.append(round_f32(fv) if code == "f" else fv)
                 elif code == "r":
                     if "=" not in s and "x" not in s:
                         raise UsageError("invalid tensor specification, requires at least a "
@@ -156,9 +158,11 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                     raise UsageError(f"unsupported argument cconv type `{code}`")
                 i += 1
             except VmError as e:
-                raise e.annotate(f"parsing input `{spec}`")
+                e.annotate(f"parsing input `{spec}`")
+                raise
     except VmError as e:
-        raise e.annotate("parsing function inputs")
+        e.annotate("parsing function inputs")
+        raise
     finally:
         streams.close()
     return values
@@ -173,7 +177,7 @@ def format_g(v: float, upper: bool = False) -> str:
     return ("%G" if upper else "%g") % v
 
 
-def _value_text(kind: str, v) -> str:
+def _value_text(kind: str, v: Any) -> str:
     if kind in ("f32", "f64"):
         return f"{kind}=" + format_g(v)
     return f"{kind}={int(v)}"
@@ -216,7 +220,7 @@ def format_result(v: Any, code: str, max_elements: int = 1024) -> str:
     return format_variant(v, max_elements)
 
 
-def write_output(target: str, v: Any, code: str, max_elements: int, stdout) -> None:
+def write_output(target: str, v: Any, code: str, max_elements: int, stdout: TextIO) -> None:
     """``--output=`` handling: '' discards, '-' prints, @/+file.npy|.bin writes/appends."""
     if target == "":
         return
@@ -294,9 +298,11 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
         try:
             expected = parse_inputs(list(specs), "0" + codes + "_v")
         except VmError as e:
-            raise e.annotate("parsing expected function outputs")
+            e.annotate("parsing expected function outputs")
+            raise
     except VmError as e:
-        raise e.annotate("processing function outputs")
+        e.annotate("processing function outputs")
+        raise
     lines = []
     ok = True
     for i, (spec, want, got, code) in enumerate(zip(specs, expected, results, codes)):
@@ -314,8 +320,9 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
             continue
         if not isinstance(got, BufferView) or not isinstance(want, BufferView):
             ok = False
+            got_type = type_of(got)
             lines.append(f"[FAILED] result[{i}]: cannot compare "
-                         f"{type_of(got).name if type_of(got) else '(null)'} with the expected "
+                         f"{got_type.name if got_type else '(null)'} with the expected "
                          "buffer view")
             continue
         msg = _compare_view(got, want, thresholds, max_elements)

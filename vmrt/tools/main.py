@@ -5,7 +5,8 @@ what it needs, so the command starts fast."""
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 import elfkit
 

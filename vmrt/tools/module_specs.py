@@ -8,16 +8,17 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
-from ..vm.context import Context
-from ..vm.instance import Instance
 from ..modules.check import PROVIDER as CHECK_PROVIDER
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
 from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
+from ..vm.context import Context
+from ..vm.instance import Instance
 from ..vm.module import DependencyFlags, Module
 
 ENTRY_POINT_GROUP = "vmrt.modules"
@@ -81,7 +82,7 @@ def entry_point_providers() -> list[Any]:
     for ep in eps:
         try:
             out.append(ep.load())
-        except Exception as e:   # any failure of third-party code: report which entry point
+        except Exception as e:  # noqa: BLE001 - any failure of third-party code: say which entry point
             raise LoadError(f"loading module provider entry point '{ep.name}' "
                             f"({ep.value}): {type(e).__name__}: {e}",
                             StatusCode.UNAVAILABLE) from None
@@ -166,7 +167,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
         pyspec.loader.exec_module(pymod)
     except VmError:
         raise
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any failure of the user's module file
         raise LoadError(f"failed to load dynamic module: {type(e).__name__}: {e}",
                         StatusCode.NOT_FOUND) from None
     create = getattr(pymod, fn_name, None)
@@ -176,7 +177,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
         module = create(instance, dict(spec.params))
     except VmError:
         raise
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - any failure of the user's create function
         raise LoadError(f"{fn_name} failed: {type(e).__name__}: {e}", StatusCode.INTERNAL) from None
     if not isinstance(module, Module):
         raise LoadError(f"{fn_name} returned {type(module).__name__}, not a vmrt.Module",
@@ -199,7 +200,8 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
         return BytecodeModule.load(instance, spec.path)
     except VmError as e:
         what = "dynamic" if kind in ("python", "native") else "bytecode"
-        raise e.annotate(f"loading {what} module at '{spec.path}'")
+        e.annotate(f"loading {what} module at '{spec.path}'")
+        raise
 
 
 def _load_user_module(instance: Instance, item: Any, stdin: Any) -> Module:
@@ -211,7 +213,8 @@ def _load_user_module(instance: Instance, item: Any, stdin: Any) -> Module:
     except VmError as e:
         where = "<memory>" if isinstance(item, (bytes, bytearray, memoryview)) \
             else os.fspath(item)
-        raise e.annotate(f"loading bytecode module at '{where}'")
+        e.annotate(f"loading bytecode module at '{where}'")
+        raise
 
 
 def _is_bytecode(item: Any) -> bool:
@@ -271,7 +274,8 @@ def resolve_modules(instance: Instance, user_modules: Sequence[Module],
             try:
                 resolved.append(_create(prov, instance, options))
             except VmError as e:
-                raise e.annotate(f"resolving dependencies for '{m.name}'")
+                e.annotate(f"resolving dependencies for '{m.name}'")
+                raise
         resolved.append(m)
     return resolved
 
@@ -300,7 +304,8 @@ def load_modules(user: Sequence[Any], providers: Iterable[Any] = (), *,
     try:
         loaded = load_user_modules(instance, user, table, stdin)
     except VmError as e:
-        raise e.annotate("loading modules and dependencies")
+        e.annotate("loading modules and dependencies")
+        raise
     return LoadedModules(instance, loaded, table)
 
 
@@ -313,7 +318,8 @@ def new_context(loaded: LoadedModules, options: RunOptions, *, budget: int | Non
         modules = resolve_modules(loaded.instance, loaded.user, loaded.providers, options)
         return Context(loaded.instance, modules, budget=budget, timeout=timeout)
     except VmError as e:
-        raise e.annotate("creating VM context")
+        e.annotate("creating VM context")
+        raise
 
 
 def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable[Any] = (),

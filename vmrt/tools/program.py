@@ -17,8 +17,9 @@ Python lists.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class ProgramFunction:
 
     __slots__ = ("program", "name", "cconv", "bound", "arity", "_convert", "_results")
 
-    def __init__(self, program: "Program", name: str, bound: Any):
+    def __init__(self, program: Program, name: str, bound: Any):
         self.program = program
         self.name = name
         self.bound = bound
@@ -86,8 +87,8 @@ class ProgramFunction:
         return self.program.module.function_attrs(self.name).get("iree.abi.declaration")
 
     def __call__(self, *args: Any) -> Any:
-        prog = self.program
-        if prog.closed:
+        ctx = self.program.context
+        if ctx is None:
             raise VmError(f"cannot call '{self.name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
         if self.arity is not None:
@@ -101,7 +102,7 @@ class ProgramFunction:
         else:
             values = [_array_arg(a) for a in args]
         try:
-            results = prog.context.invoke(self.bound, values)
+            results = ctx.invoke(self.bound, values)
         except VmError as e:
             e.annotate(f"invoking function '{self.name}'")
             decl = self.declaration
@@ -126,7 +127,7 @@ class Program:
     release the device."""
 
     def __init__(self, context: Context, module: Module):
-        self.context = context
+        self.context: Context | None = context
         self.module = module
         self._functions: dict[str, ProgramFunction] = {}
 
@@ -146,7 +147,8 @@ class Program:
         fn = self._functions.get(name)
         if fn is not None:
             return fn
-        if self.closed:
+        ctx = self.context
+        if ctx is None:
             raise VmError(f"cannot look up '{name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
         f = self.module.lookup_function(name) if isinstance(name, str) else None
@@ -154,7 +156,7 @@ class Program:
             listed = ", ".join(self.exports) or "(none)"
             raise FunctionNotFoundError(f"module '{self.module.name}' exports no function "
                                    f"{name!r}; its exports are: {listed}")
-        fn = self._functions[name] = ProgramFunction(self, name, self.context.bind(f))
+        fn = self._functions[name] = ProgramFunction(self, name, ctx.bind(f))
         return fn
 
     def __getitem__(self, name: str) -> ProgramFunction:
@@ -178,7 +180,7 @@ class Program:
         if ctx is not None:
             ctx.close()
 
-    def __enter__(self) -> "Program":
+    def __enter__(self) -> Program:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -197,8 +199,8 @@ def _listify(value: Any, single: tuple) -> list:
     return list(value)
 
 
-def load(source: "str | os.PathLike | bytes | Module", *, device: "str | Sequence[str] | None"
-         = "local-sync", executable_plugins: Iterable["str | os.PathLike"] = (),
+def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
+         = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...

@@ -1,7 +1,8 @@
 """``vmrt run``: behaves like ``iree-run-module``."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 import elfkit
 
@@ -131,7 +132,8 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, 
             ctx.close()
             raise
     except VmError as e:
-        raise e.annotate("creating run context")
+        e.annotate("creating run context")
+        raise
     return ctx, main, name, fn
 
 
@@ -160,5 +162,5 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
             stdout.write(f"vmrt {elfkit.__version__}\n")
             return 0
         return run(flags, stdout, providers)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
         return report_error(e, stdout, stderr)

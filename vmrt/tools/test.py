@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, TextIO
 
 import elfkit
 
-from ..errors import StatusCode, UsageError, VmError
+from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule
 from ..vm.module import Module, cconv_fragments
 from .flags import FlagSpec, parse_flags, report_error
-from .module_specs import (ContextSettings, LoadedModules, RunOptions, context_settings,
-                           load_modules, new_context)
+from .module_specs import (
+    ContextSettings,
+    LoadedModules,
+    RunOptions,
+    context_settings,
+    load_modules,
+    new_context,
+)
 
 __all__ = ["TEST_FLAGS", "TestResult", "TestRun", "main", "run_tests", "find_test_functions"]
 
@@ -173,7 +180,8 @@ class GtestPrinter:
             text += f"[  FAILED  ] {_plural(len(failed), 'test')}, listed below:\n"
             for r in failed:
                 text += f"[  FAILED  ] {run.suite}.{r.name}, where GetParam() = {r.ordinal}\n"
-            text += "\n%2d FAILED %s\n" % (len(failed), "TEST" if len(failed) == 1 else "TESTS")
+            noun = "TEST" if len(failed) == 1 else "TESTS"
+            text += f"\n{len(failed):2d} FAILED {noun}\n"
         self._w(text)
 
 
@@ -204,7 +212,9 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
         ctx = new_context(loaded, options, budget=budget, timeout=timeout)
         try:
             try:
-                ctx.invoke(main.lookup_function(name), [])
+                fn = main.lookup_function(name)
+                assert fn is not None            # name came from main's exports
+                ctx.invoke(fn, [])
             except VmError as e:
                 result.error = e.annotate(f"invoking function '{name}'")
                 printer.invoke_error(run.suite, result, e)
@@ -227,9 +237,9 @@ def _listify(value: Any, single: tuple) -> list:
     return list(value)
 
 
-def run_tests(source: "str | os.PathLike | bytes | Module", *,
-              device: "str | Sequence[str] | None" = None,
-              executable_plugins: Iterable["str | os.PathLike"] = (),
+def run_tests(source: str | os.PathLike | bytes | Module, *,
+              device: str | Sequence[str] | None = None,
+              executable_plugins: Iterable[str | os.PathLike] = (),
               modules: Iterable[Any] = (), providers: Iterable[Any] = (),
               budget: int | None = None, timeout: float | None = None,
               stdout: TextIO | None = None) -> TestRun:
@@ -263,7 +273,7 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
     """``vmrt test FLAGS`` (``argv`` without the leading 'test')."""
     try:
         flags = parse_flags(argv, TEST_FLAGS)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the command line reports every failure
         return report_error(e, stdout, stderr)
     if "help" in flags.bools:
         stdout.write(USAGE)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from ..errors import InvocationError, StatusCode
 from .types import BUFFER_TYPE, RefObject
@@ -31,6 +32,7 @@ class Buffer(RefObject):
     MAX_ALLOCATION = 256 << 20
 
     def __init__(self, data: bytes | bytearray | memoryview = b"", readonly: bool | None = None):
+        self.data: bytearray | memoryview
         if isinstance(data, bytearray):
             self.data = data
             self.readonly = bool(readonly)
@@ -41,7 +43,7 @@ class Buffer(RefObject):
                 self.data = bytearray(self.data)
 
     @classmethod
-    def alloc(cls, length: int) -> "Buffer":
+    def alloc(cls, length: int) -> Buffer:
         if length < 0:
             raise InvocationError(f"invalid buffer length {length}", StatusCode.INVALID_ARGUMENT)
         if length > cls.MAX_ALLOCATION:
@@ -57,7 +59,8 @@ class Buffer(RefObject):
         return bytes(self.data)
 
     def __repr__(self) -> str:
-        return f"Buffer({bytes(self.data)[:32]!r}{'...' if len(self.data) > 32 else ''}, readonly={self.readonly})"
+        more = "..." if len(self.data) > 32 else ""
+        return f"Buffer({bytes(self.data)[:32]!r}{more}, readonly={self.readonly})"
 
     # -- checked access ------------------------------------------------------
     def check_range(self, offset: int, length: int, align: int = 1) -> None:
@@ -65,19 +68,19 @@ class Buffer(RefObject):
         if offset < 0 or length < 0 or offset + length > size:
             raise _oob(offset, length, align, size)
 
-    def writable(self) -> bytearray:
+    def writable(self) -> bytearray | memoryview:
         if self.readonly:
             raise InvocationError("buffer is read-only and cannot be mapped for mutation",
                           StatusCode.PERMISSION_DENIED)
-        return self.data  # type: ignore[return-value]
+        return self.data
 
-    def load(self, kind: str, element_offset: int):
+    def load(self, kind: str, element_offset: int) -> int | float:
         s = _FORMATS[kind]
         off = element_offset * s.size
         self.check_range(off, s.size, s.size)
         return s.unpack_from(self.data, off)[0]
 
-    def store(self, kind: str, element_offset: int, value) -> None:
+    def store(self, kind: str, element_offset: int, value: Any) -> None:
         s = _FORMATS[kind]
         off = element_offset * s.size
         data = self.writable()
@@ -91,7 +94,8 @@ class Buffer(RefObject):
                 value -= 1 << bits
             struct.pack_into("<" + {1: "b", 2: "h", 4: "i", 8: "q"}[s.size], data, off, value)
 
-    def fill(self, kind: str, element_offset: int, element_count: int, value) -> None:
+    def fill(self, kind: str, element_offset: int, element_count: int,
+             value: Any) -> None:
         size = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}[kind]
         off, length = element_offset * size, element_count * size
         data = self.writable()
@@ -102,17 +106,17 @@ class Buffer(RefObject):
             pattern = (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
         data[off:off + length] = pattern * element_count
 
-    def copy_to(self, src_off: int, dst: "Buffer", dst_off: int, length: int) -> None:
+    def copy_to(self, src_off: int, dst: Buffer, dst_off: int, length: int) -> None:
         self.check_range(src_off, length)
         target = dst.writable()
         dst.check_range(dst_off, length)
         target[dst_off:dst_off + length] = self.data[src_off:src_off + length]
 
-    def compare(self, off: int, other: "Buffer", other_off: int, length: int) -> int:
+    def compare(self, off: int, other: Buffer, other_off: int, length: int) -> int:
         self.check_range(off, length)
         other.check_range(other_off, length)
         return int(self.data[off:off + length] == other.data[other_off:other_off + length])
 
-    def clone(self, off: int, length: int) -> "Buffer":
+    def clone(self, off: int, length: int) -> Buffer:
         self.check_range(off, length)
         return Buffer(bytearray(self.data[off:off + length]))

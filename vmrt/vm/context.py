@@ -8,12 +8,20 @@ same-named modules; NOT_FOUND on an optional import leaves the slot null.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from ..errors import ArgumentError, BudgetExceeded, InvocationError, FunctionNotFoundError, LinkError, StatusCode, VmError
+from ..errors import (
+    ArgumentError,
+    BudgetExceeded,
+    FunctionNotFoundError,
+    InvocationError,
+    LinkError,
+    StatusCode,
+    VmError,
+)
 from .instance import Instance
-from .module import (BoundFunction, DependencyFlags, Function, Linkage, Module,
-                     cconv_fragments)
+from .module import BoundFunction, DependencyFlags, Function, Linkage, Module, cconv_fragments
 from .values import to_vm
 
 
@@ -108,7 +116,8 @@ class Context:
                 try:
                     self._resolve_imports(m, state, start_count=len(self._modules) - 1)
                 except VmError as e:
-                    raise e.annotate(f"resolving module '{m.name}' imports")
+                    e.annotate(f"resolving module '{m.name}' imports")
+                    raise
                 init = m.lookup_function("__init", Linkage.EXPORT_OPTIONAL)
                 if init is not None:
                     self._call(BoundFunction(init, state), [])
@@ -190,7 +199,7 @@ class Context:
     def bind(self, function: Function) -> BoundFunction:
         return BoundFunction(function, self.state_of(function.module))
 
-    def invoke(self, function: "BoundFunction | Function | str", args: Sequence[Any] = (), *,
+    def invoke(self, function: BoundFunction | Function | str, args: Sequence[Any] = (), *,
                budget: int | None = None, timeout: float | None = None) -> list:
         """Call a function with host values; returns the list of results."""
         if isinstance(function, str):
@@ -243,8 +252,8 @@ class Context:
         self._modules.clear()
         self._states.clear()
 
-    def __enter__(self) -> "Context":
+    def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -20,7 +20,7 @@ def _to_i32(v: int) -> int:
     return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
 
 
-def _convert(value, src: str, dst: str):
+def _convert(value: Any, src: str, dst: str) -> Any:
     """Convert a stored value of type ``src`` to the requested ``dst``."""
     if src == dst:
         return value
@@ -71,7 +71,7 @@ class VmList(RefObject):
             raise InvocationError(f"index {i & 0xFFFFFFFF} out of bounds ({len(self.items)})",
                           StatusCode.OUT_OF_RANGE)
 
-    def get_value(self, i: int, kind: str):
+    def get_value(self, i: int, kind: str) -> Any:
         self._check(i)
         v = self.items[i]
         et = self.element_type
@@ -79,9 +79,10 @@ class VmList(RefObject):
             return _convert(v, et, kind)
         if et is None and isinstance(v, tuple):
             return _convert(v[1], v[0], kind)
-        raise InvocationError(f"variant at index {i} is not a value type", StatusCode.FAILED_PRECONDITION)
+        raise InvocationError(f"variant at index {i} is not a value "
+                              "type", StatusCode.FAILED_PRECONDITION)
 
-    def set_value(self, i: int, kind: str, value) -> None:
+    def set_value(self, i: int, kind: str, value: Any) -> None:
         self._check(i)
         et = self.element_type
         if isinstance(et, str):
@@ -91,16 +92,16 @@ class VmList(RefObject):
         else:
             raise InvocationError("list does not store values", StatusCode.FAILED_PRECONDITION)
 
-    def get_ref(self, i: int, want: RefType | None):
+    def get_ref(self, i: int, want: RefType | None) -> Any:
         self._check(i)
         v = self.items[i]
-        if v is None or isinstance(v, tuple) or isinstance(v, (int, float)):
+        if v is None or isinstance(v, (tuple, int, float)):
             return None
         if want is not None and type_of(v) is not want:
             return None    # IREE semantics: a type mismatch yields null
         return v
 
-    def set_ref(self, i: int, value) -> None:
+    def set_ref(self, i: int, value: Any) -> None:
         self._check(i)
         et = self.element_type
         if isinstance(et, str):

@@ -6,10 +6,11 @@ per-context *state* object that :meth:`Module.alloc_state` returns.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import DefinitionError, StatusCode, VmError
+from ..errors import DefinitionError, StatusCode
 
 if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
@@ -53,7 +54,7 @@ class ExportDecl:
 @dataclass(frozen=True, slots=True)
 class Function:
     """A handle to one function of one module."""
-    module: "Module"
+    module: Module
     linkage: Linkage
     ordinal: int
     name: str
@@ -126,13 +127,13 @@ class Module:
         return Function(self, Linkage.EXPORT, ordinal, e.name, e.cconv)
 
     # state and calls -----------------------------------------------------
-    def alloc_state(self, context: "Context") -> Any:
+    def alloc_state(self, context: Context) -> Any:
         return None
 
     def free_state(self, state: Any) -> None:
         pass
 
-    def resolve_import(self, state: Any, ordinal: int, target: "BoundFunction | None") -> None:
+    def resolve_import(self, state: Any, ordinal: int, target: BoundFunction | None) -> None:
         raise DefinitionError("module does not support imports", StatusCode.UNIMPLEMENTED)
 
     def notify(self, state: Any, signal: int) -> None:

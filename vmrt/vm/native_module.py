@@ -17,17 +17,28 @@ context binds them into ``state.imports`` (None for missing optional ones).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
-from .module import (BoundFunction, Dependency, DependencyFlags, ExportDecl, Function,
-                     ImportDecl, Linkage, Module, cconv_fragments)
+from .module import (
+    BoundFunction,
+    Dependency,
+    DependencyFlags,
+    ExportDecl,
+    Function,
+    ImportDecl,
+    Linkage,
+    Module,
+    cconv_fragments,
+)
 from .types import RefType, type_of
 
 _EXPORT_ATTR = "_vmrt_export"
 
 
-def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None):
+def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None
+           ) -> Callable[[Callable], Callable]:
     """Mark a method as a module export with the given cconv."""
     cconv_fragments(cconv)  # validate early
 
@@ -43,6 +54,10 @@ class NativeState:
     def __init__(self, imports: int):
         self.imports: list[BoundFunction | None] = [None] * imports
 
+    if TYPE_CHECKING:   # attributes are added freely
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
     def __repr__(self) -> str:
         return f"NativeState({self.__dict__!r})"
 
@@ -50,7 +65,8 @@ class NativeState:
 class _NativeExport:
     __slots__ = ("decl", "impl", "arg_codes", "n_results", "arg_types")
 
-    def __init__(self, decl: ExportDecl, impl: Callable, arg_types):
+    def __init__(self, decl: ExportDecl, impl: Callable,
+                 arg_types: tuple[RefType | None, ...] | None):
         self.decl = decl
         self.impl = impl
         args, results = cconv_fragments(decl.cconv)
@@ -84,7 +100,8 @@ class NativeModule(Module):
                     continue
                 seen.add(attr)
                 if hasattr(Module, attr):
-                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} shadows "
+                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} "
+                                          "shadows "
                                   "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
                 ename, cconv, arg_types = meta
                 self.add_export(ename, cconv, getattr(self, attr), arg_types)
@@ -106,7 +123,8 @@ class NativeModule(Module):
             return
         del self._exports[idx]
         self._by_name = {e.decl.name: i for i, e in enumerate(self._exports)}
-        self._exports = [_NativeExport(ExportDecl(e.decl.name, e.decl.cconv, i), e.impl, e.arg_types)
+        self._exports = [_NativeExport(ExportDecl(e.decl.name, e.decl.cconv, i), e.impl,
+                                       e.arg_types)
                          for i, e in enumerate(self._exports)]
 
     @property
@@ -136,12 +154,12 @@ class NativeModule(Module):
         return Function(self, Linkage.EXPORT, idx, d.name, d.cconv)
 
     # -- state ----------------------------------------------------------
-    def alloc_state(self, context) -> Any:
+    def alloc_state(self, context: Any) -> Any:
         state = NativeState(len(self.import_decls))
         self.init_state(state, context)
         return state
 
-    def init_state(self, state: NativeState, context) -> None:
+    def init_state(self, state: NativeState, context: Any) -> None:
         """Hook: fill in per-context state."""
 
     def resolve_import(self, state: Any, ordinal: int, target: BoundFunction | None) -> None:
@@ -151,7 +169,7 @@ class NativeModule(Module):
     def call(self, state: Any, function: Function, args: list) -> list:
         ex = self._exports[function.ordinal]
         if ex.arg_types:
-            for i, (want, value) in enumerate(zip(ex.arg_types, args)):
+            for want, value in zip(ex.arg_types, args):
                 if want is None or value is None:
                     continue
                 have = type_of(value)
@@ -164,7 +182,8 @@ class NativeModule(Module):
         try:
             result = ex.impl(state, *args)
         except VmError as e:
-            raise e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
+            e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
+            raise
         except RecursionError:
             raise
         except Exception as e:  # a bug in the Python module: report, do not crash the VM

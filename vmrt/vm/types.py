@@ -8,7 +8,8 @@ collector owns object lifetime; ``RefType.destroy`` (if given) is invoked by
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class RefType:

@@ -5,10 +5,10 @@ import math
 import struct
 from typing import Any
 
+from ..errors import ArgumentError, StatusCode
 from .buffer import Buffer
-from ..errors import ArgumentError, StatusCode, VmError
-from .types import RefObject, type_of
 from .list import VmList
+from .types import RefObject, type_of
 
 _F32 = struct.Struct("<f")
 
@@ -50,7 +50,8 @@ def _as_float(v: Any, code: str) -> float:
         return float(v)
     try:
         import numpy as np
-        if isinstance(v, (np.floating, np.integer)) or (isinstance(v, np.ndarray) and v.shape == ()):
+        if isinstance(v, (np.floating, np.integer)) or \
+                (isinstance(v, np.ndarray) and v.shape == ()):
             return float(v)
     except ImportError:  # pragma: no cover
         pass
@@ -83,13 +84,16 @@ def to_vm(v: Any, code: str) -> Any:
                 return Buffer(bytearray(np.ascontiguousarray(v).tobytes()))
         except ImportError:  # pragma: no cover
             pass
-        raise ArgumentError(f"cannot pass a {type(v).__name__} as a ref", StatusCode.INVALID_ARGUMENT)
+        raise ArgumentError(f"cannot pass a {type(v).__name__} as a "
+                            "ref", StatusCode.INVALID_ARGUMENT)
     raise ArgumentError(f"unsupported cconv type `{code}`", StatusCode.INVALID_ARGUMENT)
 
 
 def _variant(x: Any) -> Any:
-    if isinstance(x, bool) or isinstance(x, int):
-        return ("i64", wrap_i64(int(x))) if not -(1 << 31) <= int(x) < (1 << 31) else ("i32", int(x))
+    if isinstance(x, (bool, int)):
+        if -(1 << 31) <= int(x) < (1 << 31):
+            return ("i32", int(x))
+        return ("i64", wrap_i64(int(x)))
     if isinstance(x, float):
         return ("f32", round_f32(x))
     return to_vm(x, "r")

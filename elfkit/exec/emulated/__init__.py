@@ -3,7 +3,8 @@
 Importing this package imports unicorn; ``import elfkit`` does not.
 """
 from ._args import page_aligned_empty
-from ._cc import Plan, describe as describe_plan, float_abi_from_eflags, plan
+from ._cc import Plan, float_abi_from_eflags, plan
+from ._cc import describe as describe_plan
 from ._machine import EmulatedMachine
 from ._x87 import f80_to_float, float_to_f80
 

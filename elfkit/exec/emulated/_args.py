@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import MemoryAccessError, SignatureError
 from . import _uc
 from ._layout import PAGE, round_up
 from ._memory import Region
+
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
 
 C = _uc.C
 lib = _uc.lib
@@ -26,7 +31,7 @@ _ARENA_MAX = 64 << 10          # larger copied buffers get their own mapping
 _ZC_CACHE = 16                 # zero-copy mappings kept (closed) between calls
 
 
-class ArgumentMemory:
+class ArgumentMemory(MachineState):
     """Mapping and copying of buffer arguments; uses the machine's ``_uc``,
     address space and arena set up by ``EmulatedMachine.__init__``."""
 
@@ -66,7 +71,8 @@ class ArgumentMemory:
             region = self._new_region(max(n, 1), PAGE, "buffer", "(copied numpy)", perms=perms)
         if n:
             src = data.__array_interface__["data"][0]
-            lib.uc_mem_write(self._h, region.start, ctypes.cast(src, ctypes.POINTER(ctypes.c_char)), n)
+            lib.uc_mem_write(self._h, region.start,
+                             ctypes.cast(src, ctypes.POINTER(ctypes.c_char)), n)
         cleanup.append((region, arr, data, writable))
         return region.start
 
@@ -82,7 +88,7 @@ class ArgumentMemory:
         region = self._zc.get(key)
         if region is not None:
             self._zc.move_to_end(key)
-            uses, cur = region.extra  # type: ignore[misc]
+            uses, cur = region.extra
             want = perms | (cur if uses else 0)
             if want != cur:
                 lib.uc_mem_protect(self._h, region.start, host_size, want)
@@ -110,7 +116,7 @@ class ArgumentMemory:
             return
         for key in list(self._zc):
             r = self._zc[key]
-            if r.extra[0] == 0:  # type: ignore[index]
+            if r.extra[0] == 0:
                 del self._zc[key]
                 self._space.remove(r.start)
                 lib.uc_mem_unmap(self._h, r.map_start, r.mapped)
@@ -167,7 +173,7 @@ class ArgumentMemory:
                 if self._closed:
                     pass
                 elif region.kind == "zerocopy":
-                    uses, cur = region.extra  # type: ignore[misc]
+                    uses, cur = region.extra
                     if uses <= 1:
                         lib.uc_mem_protect(self._h, region.start, region.size, 0)
                         region.extra = (0, 0)
@@ -176,7 +182,7 @@ class ArgumentMemory:
                 elif region.kind == "arena":
                     if region.size:
                         lib.uc_mem_write(self._h, region.start, bytes(region.size), region.size)
-                    self._arena_top = min(self._arena_top, region.extra)  # type: ignore[type-var]
+                    self._arena_top = min(self._arena_top, region.extra)
                 else:
                     self._space.remove(region.start)
                     lib.uc_mem_unmap(self._h, region.map_start, region.mapped)
@@ -224,7 +230,10 @@ def page_aligned_empty(shape: Any, dtype: Any = "float32") -> Any:
     addr = ctypes.addressof(c)
     del c
     key = id(mm)
-    _BLOCKS[key] = (weakref.ref(mm, lambda _r, k=key: _BLOCKS.pop(k, None)), addr, size)
+
+    def forget(_r: Any, k: int = key) -> None:
+        _BLOCKS.pop(k, None)
+    _BLOCKS[key] = (weakref.ref(mm, forget), addr, size)
     return np.frombuffer(mm, dtype=dt, count=count).reshape(shape)
 
 

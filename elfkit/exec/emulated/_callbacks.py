@@ -8,22 +8,29 @@ function stops emulation and is re-raised by the call that ran the guest code.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ExecutionError, MemoryAccessError, SignatureError
-from ...signature import Signature, parse as parse_signature
+from ...signature import Signature
+from ...signature import parse as parse_signature
 from . import _codegen, _uc
 from ._layout import SENTINEL, STUB_BASE, STUB_SIZE
 from ._runner import STOP_HOOK
 
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
+
 lib = _uc.lib
 
 
-class Callbacks:
+class Callbacks(MachineState):
     """Uses the machine's ``_stubs``, ``_stub_defs``, ``_stub_names``,
     ``_hook_exc`` and ``_stop`` set up by ``EmulatedMachine.__init__``."""
 
-    def callback(self, fn: Callable[..., Any], sig: "Signature | str", name: str = "") -> int:
+    def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
         self._check_open()
         if not callable(fn):
             raise SignatureError(f"callback {name!r}: {fn!r} is not callable")
@@ -50,7 +57,8 @@ class Callbacks:
             if not 0 <= i < len(self._stubs):
                 raise ExecutionError(f"guest code called {address:#x}, an unassigned callback stub")
             if self._mixed_abi:       # the calling code's float ABI, found by its return address
-                lib.uc_reg_read(self._h, self._reg(self.arch.cc.lr), self._word_ref)
+                lr = self.arch.cc.lr    # set: mixed float ABIs are RISC-V only
+                lib.uc_reg_read(self._h, self._reg(lr), self._word_ref)  # type: ignore[arg-type]
                 abi = self._abi_at(self._word_buf.value)
             else:
                 abi = self._float_abi
@@ -79,4 +87,4 @@ class Callbacks:
         if s is not None:
             off = (addr - STUB_BASE) % STUB_SIZE
             return f"<callback {s}>" + (f"+{off:#x}" if off else "")
-        return super().symbolize(addr)  # type: ignore[misc]
+        return super().symbolize(addr)

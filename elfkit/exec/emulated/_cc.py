@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...arch import Arch, get as get_arch
+from ...arch import Arch
+from ...arch import get as get_arch
 from ...errors import SignatureError
 from ...signature import CType, Signature
 
@@ -87,11 +88,12 @@ def check_abi(arch: Arch, float_abi: str) -> str:
     if float_abi == "hard":
         float_abi = arch.cc.float_abi
     if not arch.name.startswith("riscv") and float_abi != "hard":
-        raise SignatureError(f"{arch.name}: only the hard-float ABI is supported, not {float_abi!r}")
+        raise SignatureError(f"{arch.name}: only the hard-float ABI is supported, not "
+                             f"{float_abi!r}")
     return float_abi
 
 
-def float_abi_from_eflags(arch: "Arch | str", e_flags: int) -> str:
+def float_abi_from_eflags(arch: Arch | str, e_flags: int) -> str:
     """The float ABI a RISC-V ELF declares in ``e_flags`` (EF_RISCV_FLOAT_ABI);
     "hard" for other architectures."""
     arch = get_arch(arch)
@@ -128,7 +130,7 @@ def _align(v: int, a: int) -> int:
 
 
 # --- x86_64 -----------------------------------------------------------------
-def _sysv64(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _sysv64(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     ni = nf = 0
     off = 0
@@ -155,7 +157,7 @@ def _ret_sysv64(arch: Arch, t: CType, _abi: str) -> Loc:
 
 
 # --- aarch64 ----------------------------------------------------------------
-def _aapcs64(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _aapcs64(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     return _sysv64(arch, params, _abi)      # same shape: 8 + 8 registers, 8-byte slots
 
 
@@ -167,7 +169,7 @@ def _flen(abi: str) -> int:
     return {"double": 8, "single": 4, "soft": 0}[abi]
 
 
-def _riscv(arch: Arch, params: tuple[CType, ...], abi: str):
+def _riscv(arch: Arch, params: tuple[CType, ...], abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     xlen = arch.word
     flen = _flen(abi)
@@ -220,7 +222,7 @@ def _ret_riscv(arch: Arch, t: CType, abi: str) -> Loc:
 
 
 # --- arm (AAPCS-VFP) ----------------------------------------------------------
-def _aapcs_vfp(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _aapcs_vfp(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     cc = arch.cc
     ncrn = 0
     nsaa = 0
@@ -291,7 +293,7 @@ def _ret_aapcs_vfp(arch: Arch, t: CType, _abi: str) -> Loc:
 
 
 # --- i386 cdecl ---------------------------------------------------------------
-def _cdecl(arch: Arch, params: tuple[CType, ...], _abi: str):
+def _cdecl(arch: Arch, params: tuple[CType, ...], _abi: str) -> tuple[list[Loc], int]:
     off = 0
     out = []
     for t in params:

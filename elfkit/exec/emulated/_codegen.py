@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import SignatureError
 from ...signature import CType
@@ -136,7 +137,8 @@ def _encode_piece(m: Any, lay: _Layout, loc: Loc, p: Piece, var: str, signed: bo
         lay.stk(p.offset, code, n, p.size, exprs)
 
 
-def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str, lines: list[str]) -> tuple[str, bool]:
+def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str,
+                 lines: list[str]) -> tuple[str, bool]:
     """Emit code turning argument ``src`` into its normalised value; return
     (variable, signed)."""
     word = m.arch.word
@@ -231,7 +233,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     fn = ns["__call"]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
-    fn._source = code  # type: ignore[attr-defined]
+    fn._source = code
     return fn
 
 
@@ -301,6 +303,7 @@ def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
     # double-word in two registers
     lay = _Layout(m)
     for p in loc.pieces:
+        assert p.reg is not None    # both halves are registers
         lay.reg(p.reg, "I", 4, [])
     buf, ids, ptrs, n = lay.buffers()
     ns.update(_retbuf=buf, _retids=ids, _retptrs=ptrs,
@@ -326,7 +329,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     k = 0
     stack_pieces: list[tuple[int, str, int, str]] = []
     reg_vars: list[str] = []
-    for i, loc in enumerate(plan.args):
+    for loc in plan.args:
         names = []
         for p in loc.pieces:
             var = f"r{k}"
@@ -371,10 +374,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     args = []
     for loc, names in zip(plan.args, raw):
         t = loc.type
-        if len(names) == 2:
-            val = f"({names[0]} | {names[1]} << 32)"
-        else:
-            val = names[0]
+        val = f"({names[0]} | {names[1]} << 32)" if len(names) == 2 else names[0]
         if t.is_float:
             if loc.as_int:
                 val = f"_i2f({val})" if t is CType.F32 else f"_q2d({val})"
@@ -386,7 +386,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     code = "\n".join(src) + "\n"
     exec(compile(code, f"<elfkit callback {name}>", "exec"), ns)
     cb = ns["__cb"]
-    cb._source = code  # type: ignore[attr-defined]
+    cb._source = code
     return cb
 
 

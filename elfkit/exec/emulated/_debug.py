@@ -9,17 +9,23 @@ machine.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import _uc
 from ._cc import float_abi_from_eflags
 from ._tracer import ExecutionTracer
 
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
+
 C = _uc.C
 lib = _uc.lib
 
 
-class DebugSupport:
+class DebugSupport(MachineState):
     """Uses the machine's ``_line_info``, ``_line_owner``, ``_modules``,
     ``_tracer`` and hook helpers set up by ``EmulatedMachine.__init__``."""
 
@@ -40,7 +46,7 @@ class DebugSupport:
             else:
                 self._abi_ranges.append((0, 0, abi, module))
             self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
-        super().attach(module)  # type: ignore[misc]
+        super().attach(module)
         data = getattr(elf, "data", None)
         if image is not None and data is not None and _has_debug_line(data):
             bias = getattr(image, "bias", 0)
@@ -50,13 +56,13 @@ class DebugSupport:
             self._line_owner[id(self._line_info[-1][2])] = module
 
     def detach(self, module: Any) -> None:
-        super().detach(module)  # type: ignore[misc]
+        super().detach(module)
         self._abi_ranges = [r for r in self._abi_ranges if r[3] is not module]
         self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
         self._line_info = [li for li in self._line_info
                            if self._line_owner.get(id(li[2])) is not module]
 
-    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], "str | None"]) -> None:
+    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], str | None]) -> None:
         """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
         self._line_info.append((lo, hi, resolver))
 
@@ -147,7 +153,7 @@ class DwarfLines:
         if isinstance(src, (bytes, bytearray, memoryview)):
             stream: Any = io.BytesIO(bytes(src))
         else:
-            stream = open(src, "rb")
+            stream = open(src, "rb")  # noqa: SIM115 - closed by the finally below
         rows: list[tuple[int, str]] = []
         try:
             ef = ELFFile(stream)

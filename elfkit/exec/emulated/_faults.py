@@ -173,10 +173,10 @@ def _classify(arch: Any, err: int, interrupted: bool, pc: int,
     if err == 10:
         return _Cause("invalid instruction")
     if err == 21 or interrupted:
-        kind = _INTR.get(arch.name, {}).get(intno if intno is not None else -1)
-        if kind is None:
-            kind = f"CPU exception {intno}" if intno is not None else "unhandled CPU exception"
-        return _Cause(kind)
+        intr = _INTR.get(arch.name, {}).get(intno if intno is not None else -1)
+        if intr is None:
+            intr = f"CPU exception {intno}" if intno is not None else "unhandled CPU exception"
+        return _Cause(intr)
     return _Cause(f"emulation error: {strerror(err)}")
 
 

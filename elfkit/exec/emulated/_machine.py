@@ -18,9 +18,11 @@ import ctypes
 import threading
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ...arch import Arch, get as get_arch
+from ...arch import Arch
+from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
 from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
@@ -52,10 +54,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     backend = "emulated"
 
-    def __init__(self, arch: "Arch | str", *, memory_limit: int | None = None,
+    def __init__(self, arch: Arch | str, *, memory_limit: int | None = None,
                  stack_size: int = 1 << 20, instruction_budget: int | None = None,
                  timeout: float | None = None, float_abi: str | None = None,
-                 cpu: "str | int | None" = None, max_callbacks: int = 4096,
+                 cpu: str | int | None = None, max_callbacks: int = 4096,
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
         self._closed = False
@@ -96,7 +98,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._heap = Heap(self._heap_range, self._heap_drop)
         self._arena: Region | None = None
         self._shared: dict[int, tuple[list, Any]] = {}
-        self._zc: "OrderedDict[tuple[int, int], Region]" = OrderedDict()
+        self._zc: OrderedDict[tuple[int, int], Region] = OrderedDict()
         self._arena_top = 0
         self._sp_id = self._reg(arch.cc.sp)
         self._pc_id = self._reg(arch.cc.pc)
@@ -245,8 +247,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._check_open()
         r = self._space.at(addr)
         if addr % PAGE or r is None or addr + size > r.end or r.kind == "runtime":
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range inside "
-                                    f"a reservation")
+            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
+                                    "inside a reservation")
         if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):
             raise MemoryAccessError(f"protect: unknown protection bits {prot:#x}")
         size = round_up(size)
@@ -260,6 +262,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _write_raw(self, addr: int, data: Any) -> None:
         n = len(data)
+        buf: Any
         if isinstance(data, bytes):
             buf = data
         else:
@@ -286,7 +289,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         buf = ctypes.create_string_buffer(size)
         err = lib.uc_mem_read(self._h, addr, buf, size)
         if err:
-            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: {self.describe_address(addr, size)}")
+            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
+                                    f"{self.describe_address(addr, size)}")
         return buf.raw
 
     def try_read(self, addr: int, size: int) -> bytes | None:
@@ -315,7 +319,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             return f"stack guard page below the stack [{st.map_start:#x}, {self._stack_top:#x}) " \
                    f"(stack overflow?)"
         r = self._space.at(addr)
-        if r is not None and r.kind == "zerocopy" and not r.extra[0]:  # type: ignore[index]
+        if r is not None and r.kind == "zerocopy" and not r.extra[0]:
             return (f"a numpy buffer passed to an earlier call [{r.start:#x}, {r.end:#x}) "
                     f"(closed after that call)")
         if r is not None:
@@ -371,9 +375,9 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             self._stubs = []
             self._callers.clear()
             _uc.close(uc)
-            self._uc = None  # type: ignore[assignment]
+            self._uc = None
 
-    def __enter__(self) -> "EmulatedMachine":
+    def __enter__(self) -> EmulatedMachine:
         return self
 
     def __exit__(self, *exc: Any) -> None:

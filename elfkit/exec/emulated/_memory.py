@@ -8,7 +8,9 @@ out of arenas obtained from the address space.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...errors import LayoutError, MemoryAccessError
 
@@ -22,7 +24,7 @@ class Region:
     mapped: int = 0           # bytes actually mapped (stack: size minus its guard)
     map_start: int = 0
     exec_ever: bool = False   # code may have been translated from it
-    extra: object = None
+    extra: Any = None         # per kind: zerocopy (uses, prot); arena: the previous top
 
     @property
     def end(self) -> int:
@@ -40,7 +42,7 @@ class AddressSpace:
         self._regions: list[Region] = []
         self.used = 0
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Region]:
         return iter(list(self._regions))
 
     def find(self, size: int, align: int) -> int:
@@ -54,8 +56,8 @@ class AddressSpace:
             cur = max(cur, r.end + page)
         start = (cur + align - 1) & -align
         if start + size > self.hi:
-            raise LayoutError(f"guest address space exhausted: no free {size:#x}-byte range aligned "
-                              f"to {align:#x} below {self.hi:#x}")
+            raise LayoutError(f"guest address space exhausted: no free {size:#x}-byte range "
+                              f"aligned to {align:#x} below {self.hi:#x}")
         return start
 
     def add(self, region: Region) -> Region:
@@ -107,7 +109,8 @@ class Heap:
     ARENA = 256 * 1024
     BIG = 64 * 1024
 
-    def __init__(self, new_range, drop_range):
+    def __init__(self, new_range: Callable[[int, int], int],
+                 drop_range: Callable[[int], None]) -> None:
         self._new_range = new_range          # (size) -> base
         self._drop_range = drop_range        # (base) -> None
         self._arenas: list[_Arena] = []

@@ -10,13 +10,20 @@ an error) and ``_nested`` (when a host callback calls guest code).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
-from ...signature import Signature, parse as parse_signature
+from ...signature import Signature
+from ...signature import parse as parse_signature
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
+
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
 
 lib = _uc.lib
 
@@ -28,13 +35,14 @@ STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
 STOP_BUDGET = "budget"
 
 
-class CallRunner:
+class CallRunner(MachineState):
     """Uses the machine's ``_h``, ``_uc``, ``_plans``, ``_callers``,
     ``_abi_ranges``, ``_stop``, ``_running`` ... set up by
     ``EmulatedMachine.__init__``."""
 
     # ------------------------------------------------------------- limits
-    def set_limits(self, *, timeout: float | None = None, instruction_budget: int | None = None) -> None:
+    def set_limits(self, *, timeout: float | None = None,
+                   instruction_budget: int | None = None) -> None:
         """Defaults applied to every call that does not pass its own."""
         self.timeout = timeout
         self.instruction_budget = instruction_budget
@@ -64,7 +72,7 @@ class CallRunner:
         self._limited = bool(getattr(self, "_timeout", None) or self._budget)
 
     # -------------------------------------------------------------- calls
-    def plan(self, sig: "Signature | str", float_abi: str | None = None) -> _cc.Plan:
+    def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
         """Where arguments and result of ``sig`` live (see ``_cc``)."""
         sig = parse_signature(sig)
         abi = float_abi or self._float_abi
@@ -79,7 +87,7 @@ class CallRunner:
                 return abi
         return self._float_abi
 
-    def call(self, addr: int, sig: "Signature | str", args: tuple[Any, ...] = (),
+    def call(self, addr: int, sig: Signature | str, args: tuple[Any, ...] = (),
              timeout: float | None = None, budget: int | None = None) -> Any:
         self._check_open()
         if not isinstance(sig, Signature):
@@ -92,7 +100,7 @@ class CallRunner:
                 self, self.plan(sig, abi), None, f"call {sig}")
         return f(addr, tuple(args), timeout, budget)
 
-    def function(self, addr: int, sig: "Signature | str", name: str = "") -> Callable[..., Any]:
+    def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
         self._check_open()
         sig = parse_signature(sig)
@@ -102,7 +110,8 @@ class CallRunner:
             label = f"guest_{addr:x}"
         return _codegen.build_caller(self, self.plan(sig, self._abi_at(addr)), addr, label)
 
-    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any, budget: Any) -> Any:
+    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
+                budget: Any) -> Any:
         """A call made by a host callback while guest code is running: run it
         on the guest stack below the caller's frame, then restore the CPU."""
         self._check_open()
@@ -123,7 +132,8 @@ class CallRunner:
             lib.uc_context_restore(self._h, ctx.context)
             self._ctx_pool.append(ctx)
 
-    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...], err: BaseException | None) -> Exception:
+    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...],
+                  err: BaseException | None) -> Exception:
         if isinstance(err, (SignatureError, MemoryAccessError)):
             return err
         return _codegen.bad_args(plan, args, err)

@@ -26,7 +26,7 @@ class ExecutionTracer:
         self.mode = mode
         if isinstance(target, (str, os.PathLike)):
             try:
-                self.file = open(target, "w", encoding="utf-8")
+                self.file = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
             except OSError as e:
                 raise ExecutionError(f"cannot write an execution trace to {target}: {e}") from e
             self._owns = True

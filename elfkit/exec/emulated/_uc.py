@@ -8,6 +8,7 @@ buffers; the Python ``Uc`` object is kept for rarely used conveniences
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import unicorn
 from unicorn import unicorn_const as C
@@ -28,7 +29,8 @@ _REG_PREFIX = {"UC_ARCH_X86": "UC_X86_REG_", "UC_ARCH_ARM": "UC_ARM_REG_",
                "UC_ARCH_ARM64": "UC_ARM64_REG_", "UC_ARCH_RISCV": "UC_RISCV_REG_"}
 
 # native callback types (see unicorn.h)
-HOOK_CODE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p)
+HOOK_CODE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                             ctypes.c_void_p)
 HOOK_INTR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)
 HOOK_MEM_INVALID = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                     ctypes.c_int, ctypes.c_int64, ctypes.c_void_p)
@@ -40,7 +42,7 @@ MEM_ACCESS = {C.UC_MEM_READ: "read", C.UC_MEM_WRITE: "write", C.UC_MEM_FETCH: "f
 MEM_PROT_KINDS = (C.UC_MEM_READ_PROT, C.UC_MEM_WRITE_PROT, C.UC_MEM_FETCH_PROT)
 
 
-def consts(arch: Arch):
+def consts(arch: Arch) -> Any:
     import importlib
     return importlib.import_module(f"unicorn.{_CONST_MODULES[arch.uc_arch]}")
 
@@ -50,7 +52,7 @@ def reg(arch: Arch, name: str) -> int:
     return getattr(consts(arch), _REG_PREFIX[arch.uc_arch] + name)
 
 
-def open_uc(arch: Arch, cpu: str | int | None = None) -> "unicorn.Uc":
+def open_uc(arch: Arch, cpu: str | int | None = None) -> unicorn.Uc:
     mode = 0
     for m in arch.uc_mode:
         mode |= getattr(C, m)
@@ -63,12 +65,12 @@ def open_uc(arch: Arch, cpu: str | int | None = None) -> "unicorn.Uc":
     return uc
 
 
-def handle(uc: "unicorn.Uc") -> int:
+def handle(uc: unicorn.Uc) -> Any:
     """The C ``uc_engine *`` behind a ``Uc`` (for the direct ctypes calls)."""
     return uc._uch
 
 
-def close(uc: "unicorn.Uc") -> None:
+def close(uc: unicorn.Uc) -> None:
     """Close the engine now instead of at garbage collection."""
     fin = getattr(uc, "_Uc__finalizer", None)
     if fin is not None:

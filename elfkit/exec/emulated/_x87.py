@@ -6,8 +6,14 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
+from typing import TYPE_CHECKING
 
 from . import _uc
+
+if TYPE_CHECKING:
+    from ._state import MachineState
+else:
+    MachineState = object
 
 lib = _uc.lib
 
@@ -40,7 +46,7 @@ def float_to_f80(x: float) -> tuple[int, int]:
     return int(mant * (1 << 64)), sign | (exp - 1 + 16383)
 
 
-class X87Stack:
+class X87Stack(MachineState):
     """Uses the machine's ``_h``, ``_reg`` and ``_word_buf``/``_word_ref``."""
 
     def _x87_pop(self) -> float:

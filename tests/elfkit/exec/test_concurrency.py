@@ -16,7 +16,7 @@ def _run_threads(fns):
     def wrap(f):
         try:
             f()
-        except BaseException as e:  # reported below
+        except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
     ts = [threading.Thread(target=wrap, args=(f,)) for f in fns]
     for t in ts:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,8 +17,19 @@ from hypothesis import strategies as st
 
 from elfkit import fatelf
 from elfkit.errors import ArchError, ElfkitError, FatElfError
-from tests.elfkit.fatelf.fatelf_inputs import (A64, ARCHES, BAD, X64, arch_elf, good_two, make_elf,
-                                               place, raw_fatelf, reference_fatelf)
+from tests.elfkit.fatelf.fatelf_inputs import (
+    A64,
+    ARCHES,
+    BAD,
+    X64,
+    arch_elf,
+    good_two,
+    make_elf,
+    place,
+    raw_fatelf,
+    reference_fatelf,
+)
+
 
 def one_line(e: BaseException) -> str:
     msg = str(e)
@@ -621,7 +633,7 @@ def test_split_names_are_unique(tmp_path):
     names = [os.path.basename(p) for _r, p in plan]
     assert names == [f"plugin.v2.{n}.so" for n in ARCHES]
     for (_r, p), e in zip(plan, elfs):
-        assert open(p, "rb").read() == e
+        assert Path(p).read_bytes() == e
     # default directory: the file's own
     plan = fatelf.split(src)
     assert all(os.path.dirname(p) == str(tmp_path) for _r, p in plan)
@@ -641,7 +653,7 @@ def test_real_standalone_plugin_round_trip(plugins, tmp_path):
     paths = [plugins.path("standalone", name) for name in ARCHES]
     out = tmp_path / "standalone.sos"
     fatelf.pack_to(out, paths)
-    blobs = [open(p, "rb").read() for p in paths]
+    blobs = [Path(p).read_bytes() for p in paths]
     assert out.read_bytes() == reference_fatelf(blobs)
     with fatelf.read(out) as fat:
         assert [r.arch for r in fat.records] == list(ARCHES)

@@ -9,9 +9,16 @@ import sys
 import pytest
 
 from elfkit import cli, fatelf
-
-from tests.elfkit.fatelf.fatelf_inputs import (A64, ARCHES, BAD, X64, arch_elf, place, raw_fatelf,
-                                               reference_fatelf)
+from tests.elfkit.fatelf.fatelf_inputs import (
+    A64,
+    ARCHES,
+    BAD,
+    X64,
+    arch_elf,
+    place,
+    raw_fatelf,
+    reference_fatelf,
+)
 
 SUBCOMMANDS = ["pack", "list", "extract", "split", "select", "remove", "replace", "verify"]
 

@@ -9,8 +9,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import elfkit
-from elfkit import (LayoutError, ParseError, RelocationError, UnresolvedImportError,
-                    UnsupportedError)
+from elfkit import LayoutError, ParseError, RelocationError, UnresolvedImportError, UnsupportedError
 from elfkit.exec.memory import MemoryMachine
 from elfkit.loader import parse
 from tests.elfkit.loader.reloc_oracle import dynamic_relocations

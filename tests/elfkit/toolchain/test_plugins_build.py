@@ -18,8 +18,20 @@ import pytest
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.elffile import ELFFile
 
-from tests.plugins import (ARCHES, IMPORTS_HOST_FUNCTIONS, MACHINE, NAMES, PLUGINS, REPO,
-                     TOOLCHAIN, WORD, bss_sum_after_fill, f32, i32, recurse_ref)
+from tests.plugins import (
+    ARCHES,
+    IMPORTS_HOST_FUNCTIONS,
+    MACHINE,
+    NAMES,
+    PLUGINS,
+    REPO,
+    TOOLCHAIN,
+    WORD,
+    bss_sum_after_fill,
+    f32,
+    i32,
+    recurse_ref,
+)
 
 # Relocation type numbers from each psABI (pyelftools has no RISC-V table).
 RELOC_NUMBERS: dict[str, dict[str, int]] = {

@@ -5,12 +5,13 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import vmrt
+from tests.vmrt.vmrt_testutil import assemble, iree_run, needs_iree, status_head, vmrt_run
 from vmrt import StatusCode, VmError
 from vmrt.bytecode.format import parse_module
-from tests.vmrt.vmrt_testutil import assemble, iree_run, needs_iree, status_head, vmrt_run
 
 pytestmark = needs_iree
 

@@ -8,7 +8,8 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import vmrt
 from tests.vmrt.vmrt_testutil import iree_run, needs_iree, vmrt_run
@@ -66,7 +67,8 @@ def test_i32_division(ctx, a, b):
     rem = int(np.fmod(A, B)[0])                 # C remainder: sign of the dividend
     quo = (a - rem) // b
     ua, ub = a & 0xFFFFFFFF, b & 0xFFFFFFFF
-    w = lambda v: v - (1 << 32) if v >= 1 << 31 else v
+    def w(v: int) -> int:
+        return v - (1 << 32) if v >= 1 << 31 else v
     assert ctx[0].invoke("module.divrem32", [a, b]) == [quo, rem, w(ua // ub), w(ua % ub)]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import vmrt
-from vmrt import NativeModule, export
 from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run
+from vmrt import NativeModule, export
 
 pytestmark = needs_iree
 

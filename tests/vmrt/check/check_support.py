@@ -123,6 +123,7 @@ def oracle_calls(vmfb: Path, names: list[str]) -> dict[str, list]:
 def to_view(spec: dict):
     """An oracle buffer view as a vmrt BufferView."""
     import numpy as np
+
     from vmrt.hal.buffer_view import BufferView
     from vmrt.hal.element_types import dtype_of, element_type_name
     name = element_type_name(spec["type"])

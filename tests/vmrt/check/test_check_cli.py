@@ -12,10 +12,16 @@ import sys
 
 import pytest
 
-from tests.vmrt.check.check_support import (PROGRAMS, ROOT, compile_program, expected_outcome, normalize_times,
-                           oracle_calls, vmrt_test)
-
 import vmrt
+from tests.vmrt.check.check_support import (
+    PROGRAMS,
+    ROOT,
+    compile_program,
+    expected_outcome,
+    normalize_times,
+    oracle_calls,
+    vmrt_test,
+)
 from vmrt.modules.check import failures
 from vmrt.tools.test import run_tests
 
@@ -96,7 +102,7 @@ def test_load_errors_and_bad_flags(tmp_path):
     missing = tmp_path / "none.vmfb"
     proc = vmrt_test(f"--module={missing}")
     assert proc.returncode == 1
-    assert proc.stdout.startswith(f"Test failed\nNOT_FOUND; ")
+    assert proc.stdout.startswith("Test failed\nNOT_FOUND; ")
     assert str(missing) in proc.stdout
     proc = vmrt_test("--function=x")
     assert (proc.returncode, proc.stdout) == (1, "")

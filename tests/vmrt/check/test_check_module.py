@@ -9,9 +9,13 @@ import pytest
 import vmrt
 from vmrt.hal.buffer_view import BufferView
 from vmrt.modules.check import CheckModule, failures
-from vmrt.modules.check.compare import (expect_all_true_message, expect_almost_eq_message,
-                                        expect_eq_message, expect_true_message,
-                                        first_not_close)
+from vmrt.modules.check.compare import (
+    expect_all_true_message,
+    expect_almost_eq_message,
+    expect_eq_message,
+    expect_true_message,
+    first_not_close,
+)
 
 
 def bv(values, elem):

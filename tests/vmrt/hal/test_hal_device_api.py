@@ -7,18 +7,17 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.hal.buffer_view import BufferView
+from tests.vmrt.hal.hal_testutil import run_args, vmrt_run
 from vmrt.errors import StatusCode, VmError
-from vmrt.modules.hal.inline import HalModule
-from vmrt.hal.command_buffer import CommandBuffer
-from vmrt.modules.hal.device import HalDeviceModule
-from vmrt.modules.hal.provider import PROVIDER, needs_device
 from vmrt.hal.buffer import aligned_bytes, new_buffer
+from vmrt.hal.buffer_view import BufferView
+from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence
+from vmrt.modules.hal.device import HalDeviceModule
+from vmrt.modules.hal.inline import HalModule
+from vmrt.modules.hal.provider import PROVIDER, needs_device
 from vmrt.tools.module_specs import RunOptions
-
-from tests.vmrt.hal.hal_testutil import run_args, vmrt_run
 
 
 def _context(vmfb, plugins=(), devices=("local-sync",)):
@@ -233,6 +232,7 @@ def compile_host_only(tmp_path_factory):
     """tests/vmrt's host-only buffer-view program, compiled host-only."""
     import shutil
     import subprocess
+
     from tests.vmrt.vmrt_testutil import PROGRAMS
     if shutil.which("iree-compile") is None:
         pytest.skip("iree-compile is not installed")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import vmrt
+from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run
 from vmrt.hal.buffer_view import BufferView
 from vmrt.hal.element_types import element_type_code, element_type_name
 from vmrt.modules.hal.inline import HalModule
-from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run
 
 pytestmark = needs_iree
 

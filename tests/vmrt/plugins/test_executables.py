@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import vmrt
+from vmrt.errors import DispatchError, ExecutableError, ImportResolutionError
 from vmrt.hal.local import library_abi as abi
-from vmrt.errors import DispatchError, ExecutableError
 from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager
-from vmrt.errors import ImportResolutionError
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 EMULATED = ARCHES[1:]
@@ -350,10 +349,9 @@ def test_system_plugin_dispatch(iree, system_plugin, capfd, manager):
 
 
 def test_backend_conflict(iree):
-    with PluginManager() as mgr:
-        with pytest.raises(ExecutableError):
-            Executable.load(iree.compile("codegen", "x86_64").library, plugins=mgr,
-                            backend="emulated")
+    with PluginManager() as mgr, pytest.raises(ExecutableError):
+        Executable.load(iree.compile("codegen", "x86_64").library, plugins=mgr,
+                        backend="emulated")
 
 
 def test_emulated_host_arch(iree, standalone_sos_all, emulation, rng):

@@ -8,9 +8,9 @@ import struct
 import pytest
 
 import vmrt
+from vmrt.errors import ImportResolutionError, PluginError
 from vmrt.hal.local import library_abi as abi
 from vmrt.hal.local.plugins.manager import PluginManager, PluginSpec
-from vmrt.errors import ImportResolutionError, PluginError
 from vmrt.hal.local.plugins.plugin import ExecutablePlugin
 from vmrt.hal.local.plugins.static import StaticPlugin
 
@@ -234,8 +234,8 @@ def test_static_plugin_lifecycle():
     r = Recorder()
     p = ExecutablePlugin.static(r, {"a": "b"})
     assert r.loaded == {"a": "b"} and p.name == "recorder" and p.kind == "static"
-    from elfkit.exec import create_machine
     import elfkit
+    from elfkit.exec import create_machine
     m = create_machine(elfkit.arch.host(), "native")
     try:
         got = p.resolve(["?other", "simple_mul_workgroup", "x"], machine=m)

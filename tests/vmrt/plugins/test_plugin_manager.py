@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import vmrt
+from vmrt import ImportResolutionError, PluginError, StaticPlugin
 from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager
-from vmrt import ImportResolutionError, PluginError, StaticPlugin
 
 
 def index(n):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import vmrt
-from vmrt.samples.custom import STRING_TYPE, CustomModule, CustomString
 from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run, vmrt_subprocess
+from vmrt.samples.custom import STRING_TYPE, CustomModule, CustomString
 
 pytestmark = needs_iree
 

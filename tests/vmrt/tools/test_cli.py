@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run, vmrt_subprocess
 from vmrt.hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
 from vmrt.tools.function_io import strtol
 from vmrt.tools.module_specs import parse_module_spec, split_params
-from tests.vmrt.vmrt_testutil import iree_run, needs_iree, status_head, vmrt_run, vmrt_subprocess
 
 TID = """
 func.func @f32_1(%a: tensor<?xf32>) -> tensor<?xf32> { return %a : tensor<?xf32> }
@@ -185,8 +185,9 @@ def test_console_script_output_matches_byte_for_byte(compile_mlir):
 @needs_iree
 def test_tensor_sample_transcripts(compile_mlir):
     """The dynamic/static samples' module against a host-only program."""
-    import vmrt
     from pathlib import Path
+
+    import vmrt
     vmfb = compile_mlir("tensor_string.mlir")
     custom = Path(vmrt.__file__).parent / "samples" / "custom.py"
     rc, out, err = vmrt_subprocess("run", f"--module={custom}@create_tensor_module",
@@ -242,7 +243,8 @@ def test_expected_scalar_outputs_are_compared(compile_mlir):
         "")
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from vmrt import VmError  # noqa: E402
 from vmrt.tools.function_io import parse_inputs  # noqa: E402

@@ -56,7 +56,7 @@ class Compiler:
         self.version = subprocess.run([exe, "--version"], capture_output=True, text=True,
                                       timeout=60).stdout
 
-    def __call__(self, source: "Path | str", flags: list[str], name: str) -> Path:
+    def __call__(self, source: Path | str, flags: list[str], name: str) -> Path:
         text = source.read_text() if isinstance(source, Path) else source
         h = hashlib.sha256("\0".join([text, " ".join(flags), self.version]).encode())
         out = CACHE / h.hexdigest()[:16] / f"{name}.vmfb"
@@ -73,12 +73,12 @@ class Compiler:
             os.replace(tmp, out)
         return out
 
-    def cpu(self, source: "Path | str", arch: str = "x86_64", name: str = "prog") -> Path:
+    def cpu(self, source: Path | str, arch: str = "x86_64", name: str = "prog") -> Path:
         return self(source, ["--iree-hal-target-device=local",
                              "--iree-hal-local-target-device-backends=llvm-cpu",
                              *IREE_TARGET_FLAGS[arch]], f"{name}-{arch}")
 
-    def host(self, source: "Path | str", name: str = "prog") -> Path:
+    def host(self, source: Path | str, name: str = "prog") -> Path:
         return self(source, HOST_ONLY, f"{name}-host")
 
 
@@ -311,9 +311,9 @@ def test_program_needing_a_plugin(iree_compile, plugins, standalone_sos, tmp_pat
     with vmrt.load(vmfb, device="local-sync", executable_plugins=[standalone_sos]) as prog:
         same(prog.mixed_invocation(lhs, rhs), expected)
         np.testing.assert_allclose(prog.plugin_mul(lhs, rhs), lhs * rhs, rtol=1e-6)
-    with pytest.raises(vmrt.VmError):                   # without the plugin: unresolved import
-        with vmrt.load(vmfb) as prog:
-            prog.mixed_invocation(lhs, rhs)
+    # without the plugin: an unresolved import
+    with pytest.raises(vmrt.VmError), vmrt.load(vmfb) as prog:
+        prog.mixed_invocation(lhs, rhs)
 
 
 # ---------------------------------------------------- foreign CPU (emulated) ---
@@ -419,9 +419,9 @@ def test_wrong_argument_kinds(elementwise, iree_compile):
             prog.add(np.ones(8, np.float32), np.ones(5, np.float32))   # wrong shape
         assert "invoking function 'add'" in str(e.value)
     vmfb = iree_compile.host(SCALARS, name="scalars")
-    with vmrt.load(vmfb, device=None) as prog:
-        with pytest.raises(vmrt.VmError, match="expected an integer"):
-            prog.add_i32("2", 3)
+    with vmrt.load(vmfb, device=None) as prog, \
+            pytest.raises(vmrt.VmError, match="expected an integer"):
+        prog.add_i32("2", 3)
 
 
 def test_bad_device_and_plugin(elementwise, tmp_path):

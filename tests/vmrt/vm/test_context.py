@@ -6,9 +6,19 @@ from __future__ import annotations
 import pytest
 
 import vmrt
-from vmrt import (Context, Dependency, DependencyFlags, ImportDecl, Instance, NativeModule,
-                  RefType, StatusCode, VmError, export)
 from tests.vmrt.vmrt_testutil import PROGRAMS, iree_run, needs_iree, vmrt_run
+from vmrt import (
+    Context,
+    Dependency,
+    DependencyFlags,
+    ImportDecl,
+    Instance,
+    NativeModule,
+    RefType,
+    StatusCode,
+    VmError,
+    export,
+)
 
 
 class Provider(NativeModule):

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import vmrt
+from tests.vmrt.vmvx.vmvx_testutil import REPO, compile_vmvx, iree_run, needs_iree, vmrt_run
 from vmrt.errors import VmError
 from vmrt.hal.local.device import Device
 from vmrt.hal.local.loader import ExecutableLoader, supports_format
 from vmrt.hal.local.vmvx import VmvxModule
 from vmrt.hal.local.vmvx_executable import VmvxExecutable, buffer_over
-from tests.vmrt.vmvx.vmvx_testutil import REPO, compile_vmvx, iree_run, needs_iree, vmrt_run
 
 F32, S8S8S32, I32I32 = 0x01, 0x02, 0x03
 

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.vmrt.vmvx.vmvx_testutil import MODES, compile_vmvx, iree_run, needs_iree, status_code, vmrt_run
+from tests.vmrt.vmvx.vmvx_testutil import (
+    MODES,
+    compile_vmvx,
+    iree_run,
+    needs_iree,
+    status_code,
+    vmrt_run,
+)
 
 pytestmark = needs_iree
 

@@ -10,7 +10,8 @@ against its binding.  Only the bytes of the bindings are copied in; nothing
 else of the host is reachable from the guest."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from elfkit.exec.base import PROT_NONE
 

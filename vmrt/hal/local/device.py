@@ -4,9 +4,10 @@ synchronously here too): device queries and executable loading through one
 from __future__ import annotations
 
 import fnmatch
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from ...errors import HalError, StatusCode, VmError
+from ...errors import HalError, StatusCode
 from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
 from .loader import ExecutableLoader, supports_format
@@ -57,7 +58,8 @@ class Device(RefObject):
             return 1
         return None
 
-    def load_executable(self, fmt: str, data: Any, constants: Sequence[int] | None) -> HalExecutable:
+    def load_executable(self, fmt: str, data: Any,
+                        constants: Sequence[int] | None) -> HalExecutable:
         if not self.supports_format(fmt):
             raise HalError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
                           "<arch>, embedded-fatelf, system-elf-<arch> and vmvx-bytecode-fb)",

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import elfkit
 from elfkit import fatelf
 
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
 from .guest import GuestMemory, import_thunk, sig
-from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 
@@ -100,7 +102,7 @@ class Executable:
     def load(cls, source: Any, *, plugins: PluginManager | None = None, arch: Any = None,
              backend: str = "auto", machine: Any = None, name: str | None = None,
              constants: Sequence[int] | None = None,
-             processor_data: Sequence[int] | None = None) -> "Executable":
+             processor_data: Sequence[int] | None = None) -> Executable:
         """Load a dispatch library from a path, bytes or memoryview (ELF or
         FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
         given, provides the machine for its architecture).  ``constants`` are
@@ -234,7 +236,7 @@ class Executable:
             raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
                                   f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
         if need:
-            addr = self._mem.alloc_bytes(_u32_words(given, "executable constants"), 4)
+            addr = self._mem.alloc_bytes(dargs.u32_words(given, "executable constants"), 4)
             self._mem.write_words(self.env, [addr])
 
     def _resolve_imports(self, lib: abi.LibraryV0) -> None:
@@ -268,7 +270,7 @@ class Executable:
                         [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
 
     # -- queries --------------------------------------------------------------------
-    def export(self, which: "str | int | ExportInfo") -> ExportInfo:
+    def export(self, which: str | int | ExportInfo) -> ExportInfo:
         """An export by name (with or without a leading '@') or ordinal."""
         if isinstance(which, ExportInfo):
             return which
@@ -296,7 +298,7 @@ class Executable:
         return "\n".join(lines)
 
     # -- dispatch -------------------------------------------------------------------
-    def dispatch(self, export: "str | int | ExportInfo", workgroup_count: Any = (1, 1, 1),
+    def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
                  workgroup_size: Sequence[int] | None = None, threads: int = 1,
                  processor_id: int = 0) -> list[Any]:
@@ -310,31 +312,10 @@ class Executable:
         self._check_open()
         exp = self.export(export)
         where = f"executable '{self.name}' export '{exp.name}'"
-        wc = _xyz(workgroup_count, where, "workgroup_count")
-        if wc[2] > 0xFFFF:
-            raise DispatchError(f"{where}: workgroup_count z={wc[2]} exceeds 65535")
-        if workgroup_size is None:
-            ws3 = tuple(max(v, 1) for v in exp.workgroup_size)
-        else:
-            ws3 = _xyz(workgroup_size, where, "workgroup_size")
-            if 0 in ws3:
-                raise DispatchError(f"{where}: workgroup_size must be at least 1 in every "
-                                    f"dimension, got {ws3}")
+        wc, ws3 = dargs.grid(workgroup_count, workgroup_size, exp.workgroup_size, where)
         bindings = list(bindings)
-        if exp.has_attrs and len(bindings) != exp.binding_count:
-            raise DispatchError(f"{where} takes {exp.binding_count} binding(s), "
-                                f"{len(bindings)} given")
-        arrays = []
-        for i, b in enumerate(bindings):
-            if not isinstance(b, np.ndarray):
-                raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected a "
-                                    f"numpy array")
-            if not b.flags.c_contiguous:
-                raise DispatchError(f"{where}: binding {i} is not C-contiguous "
-                                    f"(use np.ascontiguousarray)")
-            if b.nbytes == 0:
-                raise DispatchError(f"{where}: binding {i} is empty")
-            arrays.append(b)
+        arrays = dargs.binding_arrays(bindings, exp.binding_count if exp.has_attrs else None,
+                                     where)
         constants = list(constants) if not isinstance(constants, np.ndarray) else constants
         if exp.has_attrs and len(constants) != exp.constant_count:
             raise DispatchError(f"{where} takes {exp.constant_count} constant(s), "
@@ -351,7 +332,7 @@ class Executable:
             ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
                 else self._staged.stage()
             lay = mem.layout
-            cbytes = _u32_words(constants, f"{where}: constants")
+            cbytes = dargs.u32_words(constants, f"{where}: constants")
             cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
             bptr = mem.alloc_words(ptrs) if ptrs else 0
             lptr = mem.alloc_words([a.nbytes for a in arrays]) if arrays else 0
@@ -406,13 +387,11 @@ class Executable:
         for start in range(0, n, _WS_BATCH):
             chunk = indices[start:start + _WS_BATCH]
             rec = self._ws_records(wc, chunk, processor_id, local, exp.local_memory_size)
-            if native:
-                base = rec.ctypes.data
-            else:
-                base = mem.alloc_bytes(rec.tobytes(), 16)
+            base = rec.ctypes.data if native else mem.alloc_bytes(rec.tobytes(), 16)
             k = -1
             try:
-                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):
+                # k names the failing workgroup in the except below
+                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
                     r = fn(env, ds, addr)
                     if r:
                         break
@@ -438,8 +417,9 @@ class Executable:
 
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
                      total: int, threads: int, where: str) -> None:
-        import numpy as np
         from concurrent.futures import ThreadPoolExecutor
+
+        import numpy as np
         parts = [p for p in np.array_split(np.arange(total), threads) if len(p)]
         mems = [GuestMemory(self.machine) for _ in parts]
         try:
@@ -468,7 +448,7 @@ class Executable:
             self._mem.free_all()
             self.module.close()
 
-    def __enter__(self) -> "Executable":
+    def __enter__(self) -> Executable:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -493,39 +473,6 @@ def _runtime_imports() -> Any:
     executables reference __aeabi_unwind_cpp_pr0)."""
     return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
                            for i in range(3)})
-
-
-def _xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
-    if isinstance(value, int):
-        value = (value, 1, 1)
-    v = tuple(int(x) for x in value)
-    if len(v) > 3 or len(v) == 0:
-        raise DispatchError(f"{where}: {what} must have 1 to 3 dimensions, got {len(v)}")
-    v = v + (1,) * (3 - len(v))
-    for x in v:
-        if x < 0 or x > 0xFFFFFFFF:
-            raise DispatchError(f"{where}: {what} {v} out of range")
-    return v  # type: ignore[return-value]
-
-
-def _u32_words(values: Any, what: str) -> bytes:
-    import numpy as np
-    if isinstance(values, np.ndarray):
-        if values.dtype.itemsize != 4:
-            raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")
-        return np.ascontiguousarray(values).tobytes()
-    out = bytearray()
-    for v in values:
-        if isinstance(v, (float, np.floating)):
-            out += struct.pack("<f", float(v))
-        elif isinstance(v, (int, np.integer)):
-            iv = int(v)
-            if not -(1 << 31) <= iv < (1 << 32):
-                raise DispatchError(f"{what}: {iv} does not fit in 32 bits")
-            out += struct.pack("<I", iv & 0xFFFFFFFF)
-        else:
-            raise DispatchError(f"{what}: {type(v).__name__} is not an int or float")
-    return bytes(out)
 
 
 __all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo"]

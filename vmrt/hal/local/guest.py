@@ -8,16 +8,17 @@ every plugin and executable sharing a machine shares them too.
 """
 from __future__ import annotations
 
-from elfkit import ElfkitError
-
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from elfkit import ElfkitError
 from elfkit.exec.base import PROT_EXEC, PROT_READ
-from elfkit.signature import Signature, parse as parse_signature
+from elfkit.signature import Signature
+from elfkit.signature import parse as parse_signature
 
-from . import library_abi as abi
 from ...errors import StatusCode, VmError
+from . import library_abi as abi
 
 _SIGS: dict[str, Signature] = {}
 
@@ -120,8 +121,8 @@ def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -
 # Per-machine singletons
 # ---------------------------------------------------------------------------
 
-_THUNKS: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
-_ALLOCATORS: "weakref.WeakKeyDictionary[Any, HostAllocator]" = weakref.WeakKeyDictionary()
+_THUNKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_ALLOCATORS: weakref.WeakKeyDictionary[Any, HostAllocator] = weakref.WeakKeyDictionary()
 
 
 def import_thunk(machine: Any) -> int:
@@ -185,7 +186,7 @@ class HostAllocator:
                 mem.write_words(inout_ptr, [0])
                 return 0
             return int(StatusCode.UNIMPLEMENTED)
-        except Exception as e:   # never unwind through guest frames
+        except Exception as e:  # noqa: BLE001 - never unwind through guest frames
             self.last_error = e
             return int(StatusCode.RESOURCE_EXHAUSTED)
 

@@ -248,7 +248,7 @@ def layout(word: int) -> Layout:
 # (or calls) to the function.
 
 def _thunks() -> dict[str, bytes]:
-    from elfkit.arch import ARCHES     # the code lives with each architecture's facts
+    from elfkit.arch import ARCHES  # the code lives with each architecture's facts
     return {name: a.call_through3 for name, a in ARCHES.items() if a.call_through3}
 
 

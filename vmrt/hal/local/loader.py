@@ -6,15 +6,16 @@ with one plugin manager resolving every executable's imports, or into a
 ``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader)."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
 from .executable import Executable
 from .plugins.manager import PluginManager, register_plugins
-from .vmvx_executable import FORMAT as VMVX_FORMAT, VmvxExecutable
-
+from .vmvx_executable import FORMAT as VMVX_FORMAT
+from .vmvx_executable import VmvxExecutable
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
 FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
@@ -73,7 +74,7 @@ class ExecutableLoader:
 
     def load(self, data: Any, constants: Sequence[int] | None = None,
              name: str | None = None, executable_format: str | None = None
-             ) -> "Executable | VmvxExecutable":
+             ) -> Executable | VmvxExecutable:
         """Load executable bytes; ``executable_format`` ``vmvx-bytecode-fb``
         selects the vmvx loader (else the bytes are an ELF or FatELF)."""
         exe: Any
@@ -92,7 +93,7 @@ class ExecutableLoader:
         if self._own:
             self.plugins.close()
 
-    def __enter__(self) -> "ExecutableLoader":
+    def __enter__(self) -> ExecutableLoader:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -25,7 +25,8 @@ binding buffers that are zero-copy views of the HAL buffers' bytes.
 from __future__ import annotations
 
 import struct
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...bytecode.module import BytecodeModule
 from ...errors import DispatchError, ExecutableError, StatusCode, VmError
@@ -75,12 +76,13 @@ class VmvxExecutable:
     # -- loading ----------------------------------------------------------------
     @classmethod
     def load(cls, data: Any, constants: Sequence[int] | None = None,
-             name: str | None = None, instance: Instance | None = None) -> "VmvxExecutable":
+             name: str | None = None, instance: Instance | None = None) -> VmvxExecutable:
         instance = instance or Instance()
         try:
             module = BytecodeModule(instance, bytes(data), source=name or "<vmvx executable>")
         except VmError as e:
-            raise e.annotate("loading vmvx executable bytecode")
+            e.annotate("loading vmvx executable bytecode")
+            raise
         context = Context(instance, [VmvxModule(instance), module])
         self = cls(module, context, name or module.name)
         try:
@@ -128,7 +130,7 @@ class VmvxExecutable:
         self.context.invoke(fn, [Buffer(words)])
 
     # -- queries ----------------------------------------------------------------
-    def export(self, which: "str | int | ExportInfo") -> ExportInfo:
+    def export(self, which: str | int | ExportInfo) -> ExportInfo:
         if isinstance(which, ExportInfo):
             return which
         if isinstance(which, int):
@@ -153,7 +155,7 @@ class VmvxExecutable:
         return "\n".join(lines)
 
     # -- dispatch ---------------------------------------------------------------
-    def dispatch(self, export: "str | int | ExportInfo", workgroup_count: Any = (1, 1, 1),
+    def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (),
                  **_ignored: Any) -> list[Any]:
         """Run every workgroup of ``export`` over ``bindings`` (C-contiguous
@@ -188,7 +190,7 @@ class VmvxExecutable:
             self.closed = True
             self.context.close()
 
-    def __enter__(self) -> "VmvxExecutable":
+    def __enter__(self) -> VmvxExecutable:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -66,7 +66,7 @@ def _c_char_literal(code: int) -> tuple[str, bool]:
         return special[code], False
     if 0x20 <= code < 0x7F:
         return chr(code), False
-    return "\\x%X" % code, True
+    return f"\\x{code:X}", True
 
 
 def _print_char(value: int, signed: bool) -> str:
@@ -89,10 +89,10 @@ def _print_float(value: float, digits: int) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     for precision in range(1, digits + 1):
-        text = "%.*g" % (precision, value)
+        text = f"{value:.{precision}g}"
         if float(text) == value:
             return text
-    return "%.*g" % (digits, value)
+    return f"{value:.{digits}g}"
 
 
 def _print_element(value: Any, element_type: str) -> str:
@@ -170,14 +170,14 @@ def _g(value: float) -> str:
     """C++ ostream's default formatting of a float/double (``%g``)."""
     if math.isnan(value):
         return "-nan" if math.copysign(1.0, value) < 0 else "nan"
-    return "%g" % value
+    return f"{value:g}"
 
 
 def _e3(value: float) -> str:
     """``std::scientific`` with precision 3 (``%.3e``)."""
     if math.isnan(value):
         return "-nan" if math.copysign(1.0, value) < 0 else "nan"
-    return "%.3e" % value
+    return f"{value:.3e}"
 
 
 def expect_almost_eq_message(lhs: BufferView, rhs: BufferView, atol: float,

@@ -12,16 +12,21 @@ are then skipped, as under iree-run-module).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.objects import DEVICE_TYPE
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, NativeState, export
-from .compare import (expect_all_true_message, expect_almost_eq_message, expect_eq_message,
-                      expect_true_message)
+from .compare import (
+    expect_all_true_message,
+    expect_almost_eq_message,
+    expect_eq_message,
+    expect_true_message,
+)
 
 _VIEWS = (DEVICE_TYPE, BUFFER_VIEW_TYPE, BUFFER_VIEW_TYPE)
 

@@ -16,7 +16,8 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, new_buffer
@@ -109,7 +110,7 @@ class HalDeviceModule(HalModule):
         try:
             for d in state.devices:
                 if d.plugin_specs:
-                    d.loader
+                    _ = d.loader  # the property loads the plugins
         except BaseException:
             self.free_state(state)
             raise
@@ -400,7 +401,8 @@ class HalDeviceModule(HalModule):
         try:
             return dev.load_executable(fmt, data, consts)
         except VmError as e:
-            raise e.annotate(f"creating {fmt} executable")
+            e.annotate(f"creating {fmt} executable")
+            raise
 
     @export("executable.lookup.function", "0rr_I")
     def executable_lookup_function(self, state, executable, name):

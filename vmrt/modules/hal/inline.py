@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import struct
 
-from ...errors import HalError, StatusCode, VmError
+from ...errors import HalError, StatusCode
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
-from ...hal.element_types import (ENCODING_DENSE_ROW_MAJOR, dtype_of, element_type_code,
-                                  element_type_name, storage_size)
+from ...hal.element_types import (
+    ENCODING_DENSE_ROW_MAJOR,
+    dtype_of,
+    element_type_code,
+    element_type_name,
+    storage_size,
+)
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, export
-
 
 
 def register_types(instance: Instance) -> None:

@@ -4,7 +4,8 @@ device or executable plugins or a program imports device functions, the
 host-only module (:mod:`vmrt.modules.hal.inline`) otherwise."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...hal.objects import ALL_TYPES
 from ...vm.instance import Instance

@@ -22,8 +22,13 @@ pytest.importorskip("capstone")
 from elftools.elf.elffile import ELFFile  # noqa: E402
 
 import elfkit.arch as A  # noqa: E402
-from elfkit.errors import (CallTimeout, EmulationFault, ExecutionError,  # noqa: E402
-                           MemoryAccessError, SignatureError)
+from elfkit.errors import (  # noqa: E402
+    CallTimeout,
+    EmulationFault,
+    ExecutionError,
+    MemoryAccessError,
+    SignatureError,
+)
 from elfkit.exec.base import PROT_EXEC, PROT_READ, PROT_WRITE  # noqa: E402
 from elfkit.toolchain import compile_plugin  # noqa: E402
 
@@ -648,8 +653,8 @@ def test_memory_management(env):
 
 
 def test_memory_limit(arch):
-    from elfkit.exec.emulated import EmulatedMachine
     from elfkit.errors import ElfkitError
+    from elfkit.exec.emulated import EmulatedMachine
     with EmulatedMachine(arch, memory_limit=4 << 20) as m:
         m.reserve(1 << 20, 4096)
         with pytest.raises(ElfkitError):

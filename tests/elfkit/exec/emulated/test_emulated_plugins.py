@@ -17,7 +17,7 @@ from elfkit.errors import CallTimeout, EmulationFault
 
 pytest.importorskip("unicorn")
 
-from tests.plugins import ARCHES, PLUGINS, bss_sum_after_fill, f32  # noqa: E402
+from tests.plugins import ARCHES, PLUGINS, bss_sum_after_fill, f32
 
 HOST_IMPORTS = {"host_add": "i32(i32,i32)", "host_log": "void(i32)", "host_scale": "f64(f64,f32)"}
 
@@ -254,7 +254,7 @@ def test_null_pointer_argument_is_zero_on_every_backend(plugins, arch):
     for backend in _backends(arch):
         with elfkit.load(plugins.path("kernels", arch), backend=backend) as m:
             got: list = []
-            addr = m.machine.callback(lambda p, q: got.append((p, q)) or 7, sig)
+            addr = m.machine.callback(lambda p, q, got=got: got.append((p, q)) or 7, sig)
             call = m.machine.foreign_function if backend == "native" else m.machine.function
             assert call(addr, sig)(0, 0x1234) == 7
             assert got == [(0, 0x1234)] and all(type(x) is int for x in got[0]), (backend, got)
@@ -289,7 +289,7 @@ def test_cli_run_and_disasm(plugins, arch, tmp_path):
 
 def test_signature_parameters_cover_the_plugins():
     # every kernel export with a reference formula takes scalar args only
-    for name, ex in PLUGINS["kernels"].exports.items():
+    for ex in PLUGINS["kernels"].exports.values():
         if ex.ref is not None and "ptr" not in ex.signature and ex.signature != "data":
             n = len(_sample_args(ex.signature))
             assert len(inspect.signature(ex.ref).parameters) in (n, 0) or \

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ....errors import PluginError, StatusCode
 from .. import library_abi as abi

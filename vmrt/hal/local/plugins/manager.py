@@ -16,23 +16,21 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 """
 from __future__ import annotations
 
+import os
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import elfkit
 from elfkit import fatelf
 from elfkit.arch import host
 
-import os
-import struct
-import urllib.parse
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
-
+from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
-from ....errors import PluginError, StatusCode, VmError
-from ....errors import ImportResolutionError, PluginError
 from .plugin import ExecutablePlugin, ImportSlots, normalize_params
-
 
 # ---------------------------------------------------------------------------
 # Lazily instantiated embedded plugins (one instance per machine)
@@ -45,7 +43,7 @@ class _EmbeddedSource:
 
     kind = "embedded"
 
-    def __init__(self, manager: "PluginManager", data: bytes, params: dict[str, str], label: str):
+    def __init__(self, manager: PluginManager, data: bytes, params: dict[str, str], label: str):
         self.manager = manager
         self.data = data
         self.params = params
@@ -113,7 +111,7 @@ class PluginSpec:
     params: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def parse(cls, spec: str) -> "PluginSpec":
+    def parse(cls, spec: str) -> PluginSpec:
         kind = "auto"
         for prefix in ("embedded:", "system:"):
             if spec.startswith(prefix):
@@ -154,7 +152,7 @@ class Resolution:
     providers: list[str | None]      # plugin name per import (None: unresolved optional)
     asked: list[str]                 # what each plugin asked answered, newest first
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, int, int, str | None]]:
         return iter(zip(self.names, self.functions, self.contexts, self.providers))
 
 
@@ -346,20 +344,20 @@ class PluginManager:
         for entry in reversed(self._providers):
             try:
                 entry.close()
-            except BaseException as e:  # keep unloading the others
+            except BaseException as e:  # noqa: BLE001 - keep unloading the others
                 errors.append(e)
         self._providers.clear()
         for m in self._owned_machines:
             try:
                 m.close()
-            except BaseException as e:
+            except BaseException as e:  # noqa: BLE001 - keep closing the others
                 errors.append(e)
         self._owned_machines.clear()
         self._machines.clear()
         if errors:
             raise errors[0]
 
-    def __enter__(self) -> "PluginManager":
+    def __enter__(self) -> PluginManager:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -381,7 +379,8 @@ def register_plugins(specs: Iterable[str], manager: PluginManager | None = None,
         except VmError as e:
             if manager is None:
                 mgr.close()
-            raise e.annotate(f"registering executable plugin '{spec}'")
+            e.annotate(f"registering executable plugin '{spec}'")
+            raise
     return mgr
 
 

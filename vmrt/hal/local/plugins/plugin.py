@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from .. import library_abi as abi
 from ....errors import PluginError, StatusCode
+from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
-
 
 # ---------------------------------------------------------------------------
 # Import slots: the host's live arrays a resolve writes into
@@ -144,7 +144,7 @@ class ExecutablePlugin:
     kind: str = ""
     #: kind -> class; each plugin kind registers itself when its module is
     #: imported (the ``plugins`` package imports them all)
-    kinds: dict[str, type["ExecutablePlugin"]] = {}
+    kinds: dict[str, Callable[..., ExecutablePlugin]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -166,23 +166,23 @@ class ExecutablePlugin:
     @classmethod
     def load(cls, source: Any, params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
              *, arch: Any = None, backend: str = "auto", machine: Any = None,
-             label: str | None = None) -> "ExecutablePlugin":
+             label: str | None = None) -> ExecutablePlugin:
         """An embedded plugin from a path, bytes or memoryview (ELF or FatELF),
         loaded natively or emulated (``backend``) or into ``machine``."""
         return cls.kinds["embedded"](source, normalize_params(params), arch=arch,
                                      backend=backend, machine=machine, label=label)
 
     @classmethod
-    def system(cls, path: "str | os.PathLike[str]",
+    def system(cls, path: str | os.PathLike[str],
                params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-               *, machine: Any = None) -> "ExecutablePlugin":
+               *, machine: Any = None) -> ExecutablePlugin:
         """A host shared library plugin (``dlopen``); ``machine`` is a native
         machine whose heap backs the host allocator (a private one by default)."""
         return cls.kinds["system"](os.fspath(path), normalize_params(params), machine=machine)
 
     @classmethod
     def static(cls, obj: Any, params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-               *, name: str | None = None) -> "ExecutablePlugin":
+               *, name: str | None = None) -> ExecutablePlugin:
         """A plugin implemented in Python (see :class:`StaticPlugin`)."""
         return cls.kinds["static"](obj, normalize_params(params), name=name)
 
@@ -225,7 +225,7 @@ class ExecutablePlugin:
     def close(self) -> None:
         self.closed = True
 
-    def __enter__(self) -> "ExecutablePlugin":
+    def __enter__(self) -> ExecutablePlugin:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -3,7 +3,8 @@ resolve imports to Python callables or guest addresses, the equivalent of
 IREE's static plugins."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ....errors import PluginError, StatusCode, VmError
 from .. import library_abi as abi

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from elfkit.signature import parse as parse_signature
 
@@ -31,8 +32,8 @@ class SystemPlugin(AbiPlugin):
             raise PluginError(f"symbol '{abi.PLUGIN_QUERY_NAME}' not found in library {path}",
                               StatusCode.NOT_FOUND)
         if machine is None:
-            from elfkit.exec import create_machine
             from elfkit.arch import host
+            from elfkit.exec import create_machine
             h = host()
             if h is None:
                 raise PluginError("system library plugins need a host elfkit can run natively",

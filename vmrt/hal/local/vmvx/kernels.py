@@ -109,7 +109,7 @@ def _trunc_div(a: np.ndarray, b: np.ndarray, unsigned: bool) -> np.ndarray:
     return q.astype(np.int32)       # INT_MIN / -1 wraps to INT_MIN
 
 
-BINARY_OPS = {
+BINARY_OPS: dict[str, tuple[str, Any]] = {
     "add.2d.f32": ("f", np.add), "sub.2d.f32": ("f", np.subtract),
     "mul.2d.f32": ("f", np.multiply), "div.2d.f32": ("f", np.divide),
     "add.2d.i32": ("i", np.add), "sub.2d.i32": ("i", np.subtract),
@@ -161,6 +161,8 @@ def binary(op: str, args: tuple) -> None:
 
 def unary(op: str, args: tuple) -> None:
     (ib, io, is0, is1, ob, oo, os0, os1, n0, n1) = args
+    dt: Any
+    fn: Any
     if op in COPY_SIZES:
         dt, fn = COPY_SIZES[op], None
     else:

@@ -1,0 +1,85 @@
+"""Checks and conversions of :meth:`Executable.dispatch`'s arguments: the
+grid, the bindings and the push constants."""
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from ...errors import DispatchError
+
+
+def xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
+    """An int or a 1- to 3-tuple as an (x, y, z) triple of u32 values."""
+    if isinstance(value, int):
+        value = (value, 1, 1)
+    v = tuple(int(x) for x in value)
+    if len(v) > 3 or len(v) == 0:
+        raise DispatchError(f"{where}: {what} must have 1 to 3 dimensions, got {len(v)}")
+    v = v + (1,) * (3 - len(v))
+    for x in v:
+        if x < 0 or x > 0xFFFFFFFF:
+            raise DispatchError(f"{where}: {what} {v} out of range")
+    return v[0], v[1], v[2]
+
+
+def grid(workgroup_count: Any, workgroup_size: Sequence[int] | None,
+         default_size: Sequence[int], where: str
+         ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The workgroup count and size of a dispatch (the size defaults to the
+    export's, each dimension at least 1)."""
+    wc = xyz(workgroup_count, where, "workgroup_count")
+    if wc[2] > 0xFFFF:
+        raise DispatchError(f"{where}: workgroup_count z={wc[2]} exceeds 65535")
+    if workgroup_size is None:
+        x, y, z = (max(v, 1) for v in default_size)
+        ws3 = (x, y, z)
+    else:
+        ws3 = xyz(workgroup_size, where, "workgroup_size")
+        if 0 in ws3:
+            raise DispatchError(f"{where}: workgroup_size must be at least 1 in every "
+                                f"dimension, got {ws3}")
+    return wc, ws3
+
+
+def binding_arrays(bindings: list[Any], expected: int | None, where: str) -> list[Any]:
+    """``bindings`` checked: ``expected`` of them (None: any number), each a
+    non-empty C-contiguous numpy array."""
+    import numpy as np
+    if expected is not None and len(bindings) != expected:
+        raise DispatchError(f"{where} takes {expected} binding(s), "
+                            f"{len(bindings)} given")
+    arrays = []
+    for i, b in enumerate(bindings):
+        if not isinstance(b, np.ndarray):
+            raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected a "
+                                f"numpy array")
+        if not b.flags.c_contiguous:
+            raise DispatchError(f"{where}: binding {i} is not C-contiguous "
+                                f"(use np.ascontiguousarray)")
+        if b.nbytes == 0:
+            raise DispatchError(f"{where}: binding {i} is empty")
+        arrays.append(b)
+    return arrays
+
+
+def u32_words(values: Any, what: str) -> bytes:
+    """Push constants as little-endian 32-bit words: ints as u32 (or i32),
+    floats as f32 bits; a numpy array of 32-bit elements as is."""
+    import numpy as np
+    if isinstance(values, np.ndarray):
+        if values.dtype.itemsize != 4:
+            raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")
+        return np.ascontiguousarray(values).tobytes()
+    out = bytearray()
+    for v in values:
+        if isinstance(v, (float, np.floating)):
+            out += struct.pack("<f", float(v))
+        elif isinstance(v, (int, np.integer)):
+            iv = int(v)
+            if not -(1 << 31) <= iv < (1 << 32):
+                raise DispatchError(f"{what}: {iv} does not fit in 32 bits")
+            out += struct.pack("<I", iv & 0xFFFFFFFF)
+        else:
+            raise DispatchError(f"{what}: {type(v).__name__} is not an int or float")
+    return bytes(out)
