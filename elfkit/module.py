@@ -65,6 +65,17 @@ class Module:
     def relocation_counts(self) -> dict[str, int]:
         return dict(self._image.stats.by_type)
 
+    @property
+    def address_range(self) -> tuple[int, int]:
+        """``[start, end)`` of the guest addresses the image occupies."""
+        return self._image.base, self._image.base + self._image.size
+
+    @property
+    def unapplied_relocations(self) -> list[str]:
+        """IFUNC relocations left unapplied because the machine cannot run
+        code (a ``MemoryMachine``): ``"INDEX (IFUNC resolver at 0x...)"``."""
+        return list(self._image.unapplied)
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"base={self.base:#x}"
         return f"<elfkit.Module {self.name!r} {self.arch.name} {self.backend} {state}>"
@@ -110,7 +121,9 @@ class Module:
             raise SymbolNotFoundError(f"{self.name}: no exported symbol {name!r}")
         return self.exports.get(s.name, self._image.bias + s.value)
 
-    def _symbolize(self, addr: int) -> str:
+    def symbolize(self, addr: int) -> str:
+        """``function+0xoff`` (or ``module+0xoff``) for an address inside this
+        module's image, ``""`` for any other address."""
         if self.closed or not self._image.contains(addr):
             return ""
         i = bisect.bisect_right(self._funcs, (addr, 1 << 64, "")) - 1

@@ -75,7 +75,7 @@ class Machine(abc.ABC):
     def symbolize(self, addr: int) -> str:
         """``symbol+0xoff`` for an address, if a module registered with the machine knows it."""
         for mod in list(getattr(self, "_modules", ())):
-            s = mod._symbolize(addr)
+            s = mod.symbolize(addr)
             if s:
                 return s
         return hex(addr)

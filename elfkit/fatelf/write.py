@@ -173,7 +173,7 @@ def _plan(pieces: list[_Piece], align: Any) -> tuple[int, list[Record]]:
     return a, records
 
 
-class _Sink:
+class Sink:
     """Sequential binary output: a raw fd (fast paths) or a file object."""
 
     def __init__(self, fd: int | None = None, fileobj: Any = None):
@@ -251,7 +251,7 @@ def _pread_into(fd: int, into: memoryview, offset: int) -> int:
     return len(data)
 
 
-def _emit(sink: _Sink, records: list[Record], pieces: list[_Piece]) -> None:
+def _emit(sink: Sink, records: list[Record], pieces: list[_Piece]) -> None:
     head = bytearray(HEADER_STRUCT.pack(MAGIC, VERSION, len(records), 0))
     for r in records:
         head += r.pack()
@@ -267,7 +267,7 @@ def _emit(sink: _Sink, records: list[Record], pieces: list[_Piece]) -> None:
         pos = r.offset + r.size
 
 
-def _write_single(sink: _Sink, piece: _Piece) -> None:
+def _write_single(sink: Sink, piece: _Piece) -> None:
     if piece.view is not None:
         sink.write(piece.view)
     else:
@@ -309,12 +309,12 @@ def _atomic_fd(path: str) -> Iterator[int]:
         raise
 
 
-def _write_out(out: Any, body: Callable[[_Sink], None]) -> None:
+def _write_out(out: Any, body: Callable[[Sink], None]) -> None:
     if is_path(out):
         with _atomic_fd(os.fspath(out)) as fd:
-            body(_Sink(fd=fd))
+            body(Sink(fd=fd))
     elif hasattr(out, "write"):
-        body(_Sink(fileobj=out))
+        body(Sink(fileobj=out))
         if hasattr(out, "flush"):
             out.flush()
     else:
@@ -414,7 +414,7 @@ def split(source: Any, directory: Any = None) -> list[tuple[Record, str]]:
             raise FatElfError(f"{directory}: not a directory")
         os.makedirs(directory, exist_ok=True)
         for (_r, path), piece in zip(plan, pieces):
-            def body(sink: _Sink, p: _Piece = piece) -> None:
+            def body(sink: Sink, p: _Piece = piece) -> None:
                 _write_single(sink, p)
             _write_out(path, body)
         return plan

@@ -35,6 +35,12 @@ class ArgumentMemory(MachineState):
     """Mapping and copying of buffer arguments; uses the machine's ``_uc``,
     address space and arena set up by ``EmulatedMachine.__init__``."""
 
+    @property
+    def cached_mappings(self) -> int:
+        """How many zero-copy mappings of host arrays are kept between calls
+        (at most 16; reused when the same array is passed again)."""
+        return len(self._zc)
+
     def _ptr_arg(self, obj: Any, cleanup: list) -> int:
         if obj is None:
             return 0

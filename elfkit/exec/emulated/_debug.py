@@ -29,30 +29,33 @@ class DebugSupport(MachineState):
     """Uses the machine's ``_line_info``, ``_line_owner``, ``_modules``,
     ``_tracer`` and hook helpers set up by ``EmulatedMachine.__init__``."""
 
+    @property
+    def mixed_float_abi(self) -> bool:
+        """Whether attached modules use more than one float ABI (RISC-V), so
+        each Python callback finds its caller's ABI by the return address."""
+        return self._mixed_abi
+
     def attach(self, module: Any) -> None:
         """Remember a module: symbols for reports; for RISC-V its float ABI
         (ELF ``e_flags``); its DWARF line table, if any, for fault reports
         (read lazily, at the first fault)."""
         elf = getattr(module, "elf", None)
         e_flags = getattr(elf, "e_flags", None)
-        image = getattr(module, "_image", None)
+        span = getattr(module, "address_range", None)
         if e_flags is not None and self.arch.name.startswith("riscv"):
             abi = float_abi_from_eflags(self.arch, e_flags)
             if not self._abi_ranges:
                 self.float_abi = abi        # the default for code outside any module
-            if image is not None:
-                lo = getattr(image, "base", 0)
-                self._abi_ranges.append((lo, lo + getattr(image, "size", 0), abi, module))
+            if span is not None:
+                self._abi_ranges.append((span[0], span[1], abi, module))
             else:
                 self._abi_ranges.append((0, 0, abi, module))
             self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
         super().attach(module)
         data = getattr(elf, "data", None)
-        if image is not None and data is not None and _has_debug_line(data):
-            bias = getattr(image, "bias", 0)
-            base = getattr(image, "base", bias)
-            size = getattr(image, "size", 1 << 40)
-            self._line_info.append((base, base + size, DwarfLines(data, bias)))
+        if span is not None and data is not None and _has_debug_line(data):
+            bias = getattr(module, "base", 0)        # a Module's base is its load bias
+            self._line_info.append((span[0], span[1], DwarfLines(data, bias)))
             self._line_owner[id(self._line_info[-1][2])] = module
 
     def detach(self, module: Any) -> None:
@@ -73,17 +76,12 @@ class DebugSupport(MachineState):
 
     def source_line(self, addr: int) -> str | None:
         """``file:line`` of a guest address, from registered line information
-        or an attached module's ``_source_line``; None when unknown.  Errors of
-        a resolver propagate (fault reports turn them into a note)."""
+        (``add_line_info``; attached modules register theirs); None when
+        unknown.  Errors of a resolver propagate (fault reports turn them
+        into a note)."""
         for lo, hi, resolver in self._line_info:
             if lo <= addr < hi:
                 s = resolver(addr)
-                if s:
-                    return s
-        for mod in list(self._modules):
-            f = getattr(mod, "_source_line", None)
-            if f is not None:
-                s = f(addr)
                 if s:
                     return s
         return None

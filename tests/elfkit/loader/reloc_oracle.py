@@ -71,7 +71,7 @@ def check_plugin(path, arch_name) -> int:
                 continue
             elif rtype in IRELATIVE.get(emach, ()):
                 # a memory-only machine cannot call the resolver: it records it
-                assert m._image.unapplied
+                assert m.unapplied_relocations
                 continue
             else:
                 sym = dynsym.get_symbol(symidx)

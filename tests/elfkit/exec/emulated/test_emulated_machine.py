@@ -179,7 +179,7 @@ class Image:
     def __getitem__(self, name: str) -> int:
         return self.funcs[name][0]
 
-    def _symbolize(self, addr: int) -> str:
+    def symbolize(self, addr: int) -> str:
         for n, (a, sz) in self.funcs.items():
             if a <= addr < a + max(sz, 1):
                 return n if addr == a else f"{n}+{addr - a:#x}"
@@ -368,7 +368,7 @@ def test_numpy_zero_copy(env):
     for i, arr in enumerate(arrays):
         arr[:] = i
         assert call(m, k, "sum_i32", "i64(ptr,i32)", arr, 1024) == 1024 * i
-    assert len(m._zc) <= 16
+    assert m.cached_mappings <= 16
     # the same array twice in one call (both uses see the same memory)
     ro = np.arange(8, dtype=np.int32)
     ro.setflags(write=False)
@@ -716,7 +716,7 @@ def test_riscv_float_abis(tmp_path, arch_name, cpu, abi):
     with EmulatedMachine(arch_name) as m:
         cb = m.callback(lambda x, y: x * 10 + y, "f64(f64,f32)", "cb")   # generated lazily
         m.attach(SimpleNamespace(elf=SimpleNamespace(e_flags=e_flags, data=b""),
-                                 _symbolize=lambda a: ""))
+                                 symbolize=lambda a: ""))
         assert m.float_abi == abi
         k = Image(m, data)
         assert m.call(k["pass_f"], "f32(f32,f32)", (1.5, 2.5)) == 2.5
@@ -727,15 +727,15 @@ def test_riscv_float_abis(tmp_path, arch_name, cpu, abi):
         other = "double" if abi != "double" else "soft"
         flags = {"soft": 0x1, "single": 0x3, "double": 0x5}[other]
         fake = SimpleNamespace(elf=SimpleNamespace(e_flags=flags, data=b""),
-                               _image=SimpleNamespace(base=0x7000000, size=0x1000, bias=0x7000000),
-                               _symbolize=lambda a: "")
+                               address_range=(0x7000000, 0x7001000),
+                               symbolize=lambda a: "")
         m.attach(fake)
-        assert m._mixed_abi
+        assert m.mixed_float_abi
         assert m.call(k["pick"], "f64(i32,f64,f64)", (1, 1.25, 2.5)) == 1.25
         assert m.call(k["call_cb"], "f64(ptr)", (cb,)) == 25.5      # caller's ABI via ra
         assert m.plan("f64(f64)", other).args[0].pieces != m.plan("f64(f64)", abi).args[0].pieces
         m.detach(fake)
-        assert not m._mixed_abi
+        assert not m.mixed_float_abi
 
 
 def test_self_patching_host_write_invalidates_code(env):
