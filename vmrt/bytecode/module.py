@@ -199,6 +199,11 @@ class BytecodeModule(Module):
             raise VerifyError(f"malformed bytecode in {self.name}.{function.name}: "
                           f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from None
 
+    @property
+    def rodata_segments(self) -> list[memoryview]:
+        """The module's read-only data segments (embedded executables among them)."""
+        return [memoryview(b.data) for b in self.rodata]
+
     def import_result_codes(self, ordinal: int) -> str:
         """The cconv result codes (``"i"``, ``"f"``, ``"r"`` ...) of import ``ordinal``."""
         return self._import_results[ordinal]

@@ -193,6 +193,41 @@ def test_plugin_program_without_plugin(hal_compile, both):
     assert "Traceback" not in got.stderr
 
 
+@pytest.fixture(scope="module")
+def aarch64_only_sos(plugins, tmp_path_factory):
+    """The standalone plugin packed with its aarch64 slice only."""
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp("a64") / "a64.sos"
+    subprocess.run([sys.executable, "-m", "elfkit", "fatelf", "pack", "-o", str(out),
+                    str(plugins.path("standalone", "aarch64"))], check=True, capture_output=True)
+    return str(out)
+
+
+def test_plugin_without_a_slice_for_the_program_fails_like_iree(hal_compile, both,
+                                                                 aarch64_only_sos):
+    """An x86_64 program with an aarch64-only plugin: IREE fails when the
+    plugin loads (device creation), INVALID_ARGUMENT, and so does vmrt."""
+    ref, got = both(run_args(hal_compile("simple_mul.mlir"), "mixed_invocation",
+                             ["8xf32=2", "8xf32=4"], [aarch64_only_sos]))
+    assert ref.rc == got.rc == 1
+    assert got.stdout == ref.stdout == ""
+    assert ref.status == got.status == ("INVALID_ARGUMENT; no ELFs matching the runtime "
+                                        "architecture or Linux ABI found in the FatELF")
+    assert "it has code for aarch64; the program's executables are for x86_64" in got.stderr
+
+
+def test_aarch64_program_with_an_aarch64_only_plugin(hal_compile, both, hal_sos,
+                                                     aarch64_only_sos, emulation):
+    """The same plugin serves a program built for its CPU (emulated here)."""
+    from tests.vmrt.hal.hal_testutil import vmrt_run
+    args = ["8xf32=2", "8xf32=4"]
+    ref, _ = both(run_args(hal_compile("simple_mul.mlir"), "mixed_invocation", args, [hal_sos]))
+    got = vmrt_run(run_args(hal_compile("simple_mul.mlir", "aarch64"), "mixed_invocation", args,
+                            [aarch64_only_sos]))
+    _same(ref, got)
+
+
 # ---------------------------------------------------------------------------
 # other CPUs, emulated (iree-run-module refuses them: compare with x86_64)
 # ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ with one plugin manager resolving every executable's imports, or into a
 ``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader)."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from elfkit import FatElfError, fatelf
@@ -35,6 +35,21 @@ def infer_format(data: bytes) -> str:
     if ident.kind == "fatelf":
         return "embedded-fatelf"
     return "embedded-elf-" + FORMAT_SUFFIXES.get(ident.arches[0] or "", "unknown")
+
+
+def executable_arches(segments: Iterable[Any]) -> set[str]:
+    """The CPUs of the ELF and FatELF executables among ``segments`` (a
+    program's rodata: llvm-cpu embeds each executable library as one)."""
+    arches: set[str] = set()
+    for seg in segments:
+        head = bytes(memoryview(seg)[:4])
+        if head not in (b"\x7fELF", fatelf.MAGIC_BYTES):
+            continue
+        try:
+            arches.update(a for a in fatelf.identify(seg).arches if a)
+        except FatElfError:
+            continue            # rodata that merely starts like an ELF
+    return arches
 
 
 def supports_format(fmt: str) -> bool:

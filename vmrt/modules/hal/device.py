@@ -16,7 +16,7 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
@@ -87,7 +87,8 @@ class HalDeviceModule(HalModule):
     version = VERSION
 
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
-                 executable_plugins: Sequence[str] = (), backend: str = "auto"):
+                 executable_plugins: Sequence[str] = (), backend: str = "auto",
+                 program_arches: Iterable[str] = ()):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
@@ -95,6 +96,9 @@ class HalDeviceModule(HalModule):
         self.device_uris = list(devices) or ["local-task"]
         self.executable_plugins = list(executable_plugins)
         self.backend = backend
+        #: the CPUs of the program's embedded executables: a plugin with code
+        #: for none of them fails when the device is created, as in IREE
+        self.program_arches = set(program_arches)
         # fail early on a device URI vmrt cannot provide
         for uri in self.device_uris:
             Device(uri)
@@ -110,7 +114,7 @@ class HalDeviceModule(HalModule):
         try:
             for d in state.devices:
                 if d.plugin_specs:
-                    _ = d.loader  # the property loads the plugins
+                    d.loader.plugins.require_arches(self.program_arches)
         except BaseException:
             self.free_state(state)
             raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ...hal.local.loader import executable_arches
 from ...hal.objects import ALL_TYPES
 from ...vm.instance import Instance
 from .device import HalDeviceModule
@@ -41,7 +42,9 @@ class HalProvider:
         plugins = list(getattr(options, "executable_plugins", None) or [])
         dependents = (getattr(options, "extra", None) or {}).get("modules", ())
         if devices or plugins or needs_device(dependents):
-            return HalDeviceModule(instance, devices, plugins)
+            arches = executable_arches(
+                seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
+            return HalDeviceModule(instance, devices, plugins, program_arches=arches)
         return HalModule(instance)
 
 

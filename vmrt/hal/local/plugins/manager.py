@@ -234,6 +234,22 @@ class PluginManager:
         self._providers.append(entry)
         return entry
 
+    def require_arches(self, arches: Iterable[str]) -> None:
+        """Fail now, like IREE's runtime when it loads an embedded plugin,
+        if an embedded plugin has code for none of ``arches`` (the CPUs of
+        the program's executables): it could never serve an import."""
+        wanted = set(arches)
+        if not wanted:
+            return
+        for entry in self._providers:
+            have = getattr(entry, "arches", None)
+            if have is not None and not wanted & set(have):
+                raise PluginError(
+                    f"no ELFs matching the runtime architecture or Linux ABI found in the "
+                    f"FatELF; loading plugin from file '{entry.source}' (it has code for "
+                    f"{', '.join(have) or 'no known CPU'}; the program's executables are for "
+                    f"{', '.join(sorted(wanted))})", StatusCode.INVALID_ARGUMENT)
+
     def _from_spec(self, text: str, params: Mapping[str, str] | None, arch: Any) -> Any:
         spec = PluginSpec.parse(text)
         merged = dict(spec.params)
