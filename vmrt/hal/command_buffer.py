@@ -140,7 +140,10 @@ class CommandBuffer(RefObject):
         self.finalized = True
 
     # -- execution ------------------------------------------------------------------
-    def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = ()) -> None:
+    def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,
+                deadline: float | None = None) -> None:
+        """Run the recorded commands; dispatches stop at ``deadline``
+        (``time.monotonic()`` seconds) with DEADLINE_EXCEEDED."""
         if not self.finalized:
             raise HalError("command buffer must be finalized before it is submitted",
                           StatusCode.FAILED_PRECONDITION)
@@ -151,7 +154,7 @@ class CommandBuffer(RefObject):
         for i, cmd in enumerate(self.commands):
             what = f"command {i} ({type(cmd).__name__.lower()})"
             if isinstance(cmd, Dispatch):
-                run_dispatch(cmd, table, what)
+                run_dispatch(cmd, table, what, deadline)
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern, what)
             elif isinstance(cmd, Update):
@@ -186,7 +189,8 @@ def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: st
     dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")
 
 
-def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> None:
+def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
+                 deadline: float | None = None) -> None:
     """Execute one recorded dispatch through :meth:`vmrt.Executable.dispatch`."""
     import numpy as np
     if 0 in cmd.workgroups:
@@ -208,7 +212,7 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
             arrays.append(data[start:start + length])
     exe = cmd.executable.exe
     try:
-        exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants))
+        exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants), deadline=deadline)
     finally:
         for buf, copy in staged.values():
             if buf.bytes.flags.writeable:

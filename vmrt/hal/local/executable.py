@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 import elfkit
 from elfkit import fatelf
 
-from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
@@ -301,13 +302,15 @@ class Executable:
     def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
                  workgroup_size: Sequence[int] | None = None, threads: int = 1,
-                 processor_id: int = 0) -> list[Any]:
+                 processor_id: int = 0, deadline: float | None = None) -> list[Any]:
         """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
         tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
         binding order; what the code writes lands in them) with ``constants``
         (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
         independent workgroups on several host threads (native only).
-        Returns ``bindings``."""
+        ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
+        DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
+        between workgroups.  Returns ``bindings``."""
         import numpy as np
         self._check_open()
         exp = self.export(export)
@@ -344,9 +347,9 @@ class Executable:
             fn = self.machine.function(exp.function, sig(f"i32({w},{w},{w})"))
             total = wc[0] * wc[1] * wc[2]
             if threads == 1 or total == 1:
-                self._run(fn, ds, exp, wc, range(total), processor_id, mem, where)
+                self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
             else:
-                self._run_threads(fn, ds, exp, wc, total, threads, where)
+                self._run_threads(fn, ds, exp, wc, total, threads, where, deadline)
             if self._staged is not None:
                 self._staged.copy_back()
         finally:
@@ -378,7 +381,8 @@ class Executable:
         return rec
 
     def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
-             processor_id: int, mem: GuestMemory, where: str) -> None:
+             processor_id: int, mem: GuestMemory, where: str,
+             deadline: float | None = None) -> None:
         native = self.backend == "native"
         local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
         env = self.env
@@ -392,13 +396,19 @@ class Executable:
             try:
                 # k names the failing workgroup in the except below
                 for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
-                    r = fn(env, ds, addr)
+                    if deadline is None:
+                        r = fn(env, ds, addr)
+                    else:
+                        r = self._call_before(deadline, fn, env, ds, addr, native)
                     if r:
                         break
                 else:
                     r = 0
             except VmError:
                 raise
+            except elfkit.CallTimeout:
+                raise BudgetExceeded(f"{where}: execution timed out",
+                                     StatusCode.DEADLINE_EXCEEDED) from None
             except Exception as e:
                 x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
                 why = None if self._staged is None else self._staged.explain_fault(e)
@@ -412,11 +422,21 @@ class Executable:
                 raise DispatchError(f"{where} returned catastrophic error {r} in workgroup "
                                     f"({x}, {y}, {z})", StatusCode.INTERNAL)
             if not native:
-                mem.machine.free(base)
-                mem._owned.remove(base)
+                mem.free(base)
+
+    @staticmethod
+    def _call_before(deadline: float, fn: Any, env: int, ds: int, addr: int,
+                     native: bool) -> int:
+        """One workgroup, started only before ``deadline``; an emulated one
+        is also stopped at it."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise elfkit.CallTimeout("the deadline passed before the workgroup started")
+        return int(fn(env, ds, addr) if native else fn(env, ds, addr, timeout=left))
 
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
-                     total: int, threads: int, where: str) -> None:
+                     total: int, threads: int, where: str,
+                     deadline: float | None = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
@@ -424,7 +444,7 @@ class Executable:
         mems = [GuestMemory(self.machine) for _ in parts]
         try:
             with ThreadPoolExecutor(len(parts)) as pool:
-                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where)
+                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline)
                            for t, p in enumerate(parts)]
                 errors = [f.exception() for f in futures]
         finally:

@@ -63,6 +63,11 @@ class GuestMemory:
         return self.alloc_bytes(self.layout.pack_words(*values) if values else b"",
                                 self.word)
 
+    def free(self, addr: int) -> None:
+        """Release one allocation made here, before the others."""
+        self._owned.remove(addr)
+        self.machine.free(addr)
+
     def free_all(self) -> None:
         owned, self._owned = self._owned, []
         for addr in reversed(owned):

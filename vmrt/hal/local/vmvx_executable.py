@@ -25,11 +25,12 @@ binding buffers that are zero-copy views of the HAL buffers' bytes.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from ...bytecode.module import BytecodeModule
-from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
 from ...vm.buffer import Buffer
 from ...vm.context import Context
 from ...vm.instance import Instance
@@ -157,7 +158,7 @@ class VmvxExecutable:
     # -- dispatch ---------------------------------------------------------------
     def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (),
-                 **_ignored: Any) -> list[Any]:
+                 deadline: float | None = None, **_ignored: Any) -> list[Any]:
         """Run every workgroup of ``export`` over ``bindings`` (C-contiguous
         numpy arrays, in binding order) with ``constants`` (u32 words)."""
         if self.closed:
@@ -181,8 +182,12 @@ class VmvxExecutable:
         for z in range(wz):
             for y in range(wy):
                 for x in range(wx):
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise BudgetExceeded(f"{where}: execution timed out",
+                                             StatusCode.DEADLINE_EXCEEDED)
                     self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
-                                                1, 1, 1, wx, wy, wz])
+                                                1, 1, 1, wx, wy, wz], timeout=left)
         return bindings
 
     def close(self) -> None:

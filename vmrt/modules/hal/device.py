@@ -105,6 +105,8 @@ class HalDeviceModule(HalModule):
 
     # -- state ---------------------------------------------------------------------
     def init_state(self, state: NativeState, context) -> None:
+        # the context's limits (replaced per invocation) bound every dispatch
+        state.context = context
         state.devices = [Device(u, self.executable_plugins, self.backend)
                          for u in self.device_uris]
         # (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
@@ -362,7 +364,8 @@ class HalDeviceModule(HalModule):
 
     @export("device.queue.execute", "0rIrrrI_v")
     def queue_execute(self, state, device, affinity, wait, signal, command_buffer, flags):
-        self._submit(device, wait, signal, command_buffer, (), "hal.device.queue.execute")
+        self._submit(state, device, wait, signal, command_buffer, (),
+                     "hal.device.queue.execute")
 
     @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
     def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
@@ -371,15 +374,16 @@ class HalDeviceModule(HalModule):
         for i, (buf, offset, length) in enumerate(table):
             entries.append((None if buf is None else _need(buf, HalBuffer, f"binding {i}"),
                             offset, length))
-        self._submit(device, wait, signal, command_buffer, entries,
+        self._submit(state, device, wait, signal, command_buffer, entries,
                      "hal.device.queue.execute.indirect")
 
-    def _submit(self, device, wait, signal, command_buffer, table, what: str) -> None:
+    def _submit(self, state, device, wait, signal, command_buffer, table, what: str) -> None:
         self._queue(device, wait, signal, what)
         if command_buffer is not None:
             cb = _need(command_buffer, CommandBuffer, "command buffer")
+            limits = getattr(getattr(state, "context", None), "limits", None)
             try:
-                cb.execute(table)
+                cb.execute(table, deadline=getattr(limits, "deadline", None))
             except VmError:
                 if signal is not None:
                     signal.fail(int(StatusCode.ABORTED))
