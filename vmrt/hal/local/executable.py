@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ import elfkit
 from elfkit import fatelf
 
 from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
+from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
@@ -95,8 +97,11 @@ class Executable:
 
     def __init__(self) -> None:
         self.closed = True
-        # emulated dispatch: (binding index, reservation, data address, size, span)
+        # emulated dispatch: the guest copies of the bindings of the dispatch running
         self._staged: StagedBindings | None = None
+        self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        self._ws_dtype: Any = None                  # numpy dtype of a workgroup state
+        self._scratch = threading.local()           # native: a reusable dispatch-state block
 
     # -- loading ----------------------------------------------------------------
     @classmethod
@@ -334,17 +339,13 @@ class Executable:
         try:
             ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
                 else self._staged.stage()
-            lay = mem.layout
             cbytes = dargs.u32_words(constants, f"{where}: constants")
-            cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
-            bptr = mem.alloc_words(ptrs) if ptrs else 0
-            lptr = mem.alloc_words([a.nbytes for a in arrays]) if arrays else 0
-            ds = mem.alloc_bytes(lay.dispatch_state(
-                ws3, len(cbytes) // 4, wc, threads, len(arrays), cptr, bptr, lptr), 16)
-            # pointers passed as word-sized integers: the same registers, and
-            # a native call converts them in C instead of per-argument Python
-            w = f"u{mem.word * 8}"
-            fn = self.machine.function(exp.function, sig(f"i32({w},{w},{w})"))
+            sizes = [a.nbytes for a in arrays]
+            if native:          # host memory: one reusable block per thread, no allocations
+                ds = self._host_state(cbytes, ptrs, sizes, ws3, wc, threads)
+            else:
+                ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
+            fn = self._entry(exp)
             total = wc[0] * wc[1] * wc[2]
             if threads == 1 or total == 1:
                 self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
@@ -359,17 +360,63 @@ class Executable:
                 self._staged = None
         return bindings
 
+    def _entry(self, exp: ExportInfo) -> Any:
+        """The callable of an export's dispatch function (made once): pointers
+        are passed as word-sized integers (the same registers; a native call
+        converts them in C instead of per argument in Python)."""
+        fn = self._entries.get(exp.ordinal)
+        if fn is None:
+            w = f"u{self._mem.word * 8}"
+            fn = self._entries[exp.ordinal] = self.machine.function(
+                exp.function, sig(f"i32({w},{w},{w})"))
+        return fn
+
+    def _guest_state(self, mem: GuestMemory, cbytes: bytes, ptrs: list[int], sizes: list[int],
+                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
+        """The dispatch state and what it points to, in guest memory."""
+        cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
+        bptr = mem.alloc_words(ptrs) if ptrs else 0
+        lptr = mem.alloc_words(sizes) if sizes else 0
+        return mem.alloc_bytes(mem.layout.dispatch_state(
+            ws3, len(cbytes) // 4, wc, threads, len(ptrs), cptr, bptr, lptr), 16)
+
+    def _host_state(self, cbytes: bytes, ptrs: list[int], sizes: list[int],
+                    ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
+        """The same in this thread's reusable host block (native executables):
+        constants at 0, binding pointers at 256, lengths after them, the
+        dispatch state last (16-byte aligned)."""
+        lay = self._mem.layout
+        w = lay.word
+        block = getattr(self._scratch, "block", None)
+        if block is None:
+            block = self._scratch.block = aligned_bytes(256 + 128 * w + 64, "dispatch state")
+        base = int(block.ctypes.data)
+        word = "Q" if w == 8 else "I"
+        b_off, l_off, d_off = 256, 256 + 64 * w, 256 + 128 * w
+        view = memoryview(block)
+        view[:len(cbytes)] = cbytes
+        n = len(ptrs)
+        struct.pack_into(f"<{n}{word}", view, b_off, *ptrs)
+        struct.pack_into(f"<{n}{word}", view, l_off, *sizes)
+        state = lay.dispatch_state(ws3, len(cbytes) // 4, wc, threads, n,
+                                   base if cbytes else 0, base + b_off if n else 0,
+                                   base + l_off if n else 0)
+        view[d_off:d_off + len(state)] = state
+        return base + d_off
+
     def _ws_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
                     local_memory: int, local_size: int) -> Any:
         """Workgroup states for linear workgroup ``indices`` (x fastest), as one
         numpy byte array."""
         import numpy as np
-        lay = self._mem.layout
-        word = lay.word
-        dt = np.dtype({"names": ["x", "y", "z", "pid", "mem", "memsz"],
-                       "formats": ["<u4", "<u4", "<u2", "<u4", f"<u{word}", "<u4"],
-                       "offsets": [0, 4, 8, 12, 16, 16 + word],
-                       "itemsize": lay.ws_size})
+        dt = self._ws_dtype
+        if dt is None:
+            lay = self._mem.layout
+            word = lay.word
+            dt = self._ws_dtype = np.dtype({
+                "names": ["x", "y", "z", "pid", "mem", "memsz"],
+                "formats": ["<u4", "<u4", "<u2", "<u4", f"<u{word}", "<u4"],
+                "offsets": [0, 4, 8, 12, 16, 16 + word], "itemsize": lay.ws_size})
         idx = np.asarray(indices, dtype=np.int64)
         rec = np.zeros(len(idx), dtype=dt)
         rec["x"] = idx % wc[0]
