@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.buffer import Buffer
 from ..vm.list import VmList
+from ..vm.module import cconv_fragments
 from ..vm.types import OPAQUE_TYPE, RefType, type_of
 from ..vm.values import round_f32 as rf32
 from ..vm.values import to_vm, wrap_i32, wrap_i64
@@ -518,37 +519,51 @@ def callimp(state: Any, k: int, args: list) -> tuple:
     return _convert_results(res, codes, bound.name)
 
 
+_VARIADIC_PLANS: dict[str, tuple[tuple[int, ...], str]] = {}
+
+
+def _variadic_plan(cconv: str) -> tuple[tuple[int, ...], str]:
+    """Per argument fragment: 0 for a plain value, else the length of a
+    ``C…D`` span's tuple; and the result codes (made once per cconv)."""
+    plan = _VARIADIC_PLANS.get(cconv)
+    if plan is None:
+        arg_codes, res_codes = cconv_fragments(cconv)
+        spans: list[int] = []
+        i = 0
+        while i < len(arg_codes):
+            if arg_codes[i] == "C":
+                j = arg_codes.index("D", i)
+                spans.append(j - i - 1)
+                i = j + 1
+            else:
+                spans.append(0)
+                i += 1
+        plan = _VARIADIC_PLANS[cconv] = (tuple(spans), res_codes)
+    return plan
+
+
 def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
-    """Call a variadic import: regroup each ``C…D`` span into a list of tuples."""
+    """Call a variadic import: regroup each ``C…D`` span into a list (of
+    tuples when a span holds more than one value)."""
     bound = state.imports[k]
     if bound is None:
         decl = state.module.imports[k]
         raise err(StatusCode.NOT_FOUND,
                   f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
-    from ..vm.module import cconv_fragments
-    arg_codes, res_codes = cconv_fragments(bound.cconv)
-    args = []
+    spans, res_codes = _variadic_plan(bound.cconv)
+    args: list[Any] = []
     pos = 0
-    i = 0
-    seg = 0
-    while i < len(arg_codes):
-        ch = arg_codes[i]
-        if ch == "C":
-            j = arg_codes.index("D", i)
-            span = arg_codes[i + 1:j]
-            count = segments[seg] if seg < len(segments) else 0
-            items = []
-            for _ in range(max(count, 0)):
-                t = tuple(flat[pos:pos + len(span)])
-                pos += len(span)
-                items.append(t[0] if len(span) == 1 else t)
-            args.append(items)
-            i = j + 1
-        else:
+    for seg, n in enumerate(spans):
+        if n == 0:
             args.append(flat[pos])
             pos += 1
-            i += 1
-        seg += 1
+            continue
+        count = max(segments[seg] if seg < len(segments) else 0, 0)
+        if n == 1:
+            args.append(flat[pos:pos + count])
+        else:
+            args.append([tuple(flat[pos + i * n:pos + (i + 1) * n]) for i in range(count)])
+        pos += count * n
     try:
         res = bound(args)
     except VmError as e:
