@@ -23,9 +23,9 @@ from elftools.elf.elffile import ELFFile
 import elfkit.arch as A
 from elfkit.errors import ToolchainError
 from elfkit.toolchain import cflags, compile_plugin, ldflags
-from tests.plugins import ARCHES, REPO, TOOLCHAIN
+from tests.plugins import ARCHES, CMAKE_DIR, INCLUDE_DIR, REPO
 
-CMAKE_MODULES = TOOLCHAIN / "cmake"
+CMAKE_MODULES = CMAKE_DIR
 
 
 def _cmake() -> tuple[str, str]:
@@ -122,7 +122,7 @@ def test_compile_plugin_matches_the_cmake_build(plugins, tmp_path, arch):
     """The Python builder and elfkit_add_plugin() produce the same bytes."""
     out = compile_plugin(REPO / "plugin_src" / "standalone_plugin.c", arch,
                          tmp_path / arch / "standalone.so",
-                         include_dirs=[REPO / "plugin_src" / "include"], ldflags=["--no-undefined"])
+                         include_dirs=[INCLUDE_DIR], ldflags=["--no-undefined"])
     assert out.read_bytes() == plugins.path("standalone", arch).read_bytes()
 
 
