@@ -20,11 +20,11 @@ from elftools.elf.elffile import ELFFile
 
 from tests.plugins import (
     ARCHES,
+    CMAKE_DIR,
     IMPORTS_HOST_FUNCTIONS,
     MACHINE,
     NAMES,
     PLUGINS,
-    CMAKE_DIR,
     REPO,
     WORD,
     bss_sum_after_fill,
