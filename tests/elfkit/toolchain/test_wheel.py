@@ -22,9 +22,9 @@ outside the repository:
 Offline: the wheel is built with ``--no-build-isolation`` when this
 interpreter has setuptools >= 64 and either ``wheel`` or setuptools >= 70.1
 (``pip install -e '.[test]'`` installs them); otherwise pip builds it in an
-isolated environment, which needs PyPI.  Slow (about 20-40 s: zig's cache is
-shared with the rest of the suite, and only two CPUs are built), but part of
-the normal run.
+isolated environment, which needs PyPI.  Marked slow (about 6 s with zig's
+cache warm from the rest of the suite, more on a cold one; only two CPUs are
+built), but part of the normal run.
 """
 from __future__ import annotations
 
