@@ -4,6 +4,8 @@ Each command family lives next to its concept and registers itself here:
 ``inspect`` (elfkit/loader/cli.py), ``run`` and ``disasm`` (elfkit/exec/cli.py),
 ``fatelf`` (elfkit/fatelf/cli.py), ``toolchain`` (elfkit/toolchain/cli.py).
 Registration imports nothing heavy, so ``elfkit fatelf list`` starts fast.
+``--cmake-dir`` and ``--include-dir`` print where the CMake package and the
+plugin ABI header are (elfkit/toolchain/paths.py), as pybind11's do.
 """
 from __future__ import annotations
 
@@ -28,12 +30,35 @@ _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
              "toolchain": "elfkit.toolchain.cli"}
 
 
+class _PrintDir(argparse.Action):
+    """``--cmake-dir`` / ``--include-dir``: print the directory and exit (like ``--version``)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help=str(kwargs.get("help", "")))
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from .toolchain import paths
+        try:
+            where = paths.cmake_dir() if self.dest == "cmake_dir" else paths.include_dir()
+        except ElfkitError as e:
+            parser.exit(fail(str(e), 1))
+        print(where)
+        parser.exit(0)
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="elfkit",
         description="Inspect, pack, load and run bare-metal ELF plugins (natively or under "
                     "emulation).")
     p.add_argument("--version", action="version", version=f"elfkit {__version__}")
+    p.add_argument("--cmake-dir", action=_PrintDir,
+                   help="print the directory of elfkit's CMake package (elfkitConfig.cmake, "
+                        "toolchain files) for find_package(elfkit CONFIG) and exit")
+    p.add_argument("--include-dir", action=_PrintDir,
+                   help="print the directory of elfkit_plugin.h (the plugin ABI header) and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     first = argv[0] if argv else None
     wanted = _COMMANDS.get(first) if first else None

@@ -27,7 +27,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN_SRC = REPO / "plugin_src"
-TOOLCHAIN = REPO / "toolchain"
+#: elfkit's CMake package (toolchain files, elfkit_add_plugin) and the plugin ABI header,
+#: shipped inside the package (elfkit.toolchain.cmake_dir() / include_dir()).
+CMAKE_DIR = REPO / "elfkit" / "share" / "cmake" / "elfkit"
+INCLUDE_DIR = REPO / "elfkit" / "include"
 BUILD_ROOT = REPO / "build" / "plugins"
 
 #: Architecture names (elfkit.Arch.name), in build order.

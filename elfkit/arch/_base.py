@@ -91,7 +91,7 @@ class Arch:
     relocs: dict[int, RelocType] = field(repr=False)
     cc: CallingConvention = field(repr=False)
     # --- building plugins (the one source of these flags: elfkit.toolchain and
-    # toolchain/cmake/ElfkitArchs.cmake both read them from here) ------------
+    # share/cmake/elfkit/ElfkitArchs.cmake both read them from here) ---------
     zig_target: str = ""      # the arch part of zig's target triple (<arch>-freestanding-none)
     zig_cflags: tuple[str, ...] = ()    # CPU/ABI flags in zig's spelling
     clang_target: str = ""    # full clang triple (--target=...)

@@ -10,16 +10,22 @@
   ``build_root/<content hash>/``.
 * ``cflags(arch, flavor)``, ``ldflags(hash_style)``: the flags themselves,
   from ``elfkit.arch`` (the single source); ``elfkit toolchain flags|cmake``
-  prints them for build systems, and ``toolchain/cmake/ElfkitArchs.cmake``
-  reads them from there at configure time.
+  prints them for build systems, and ``ElfkitArchs.cmake`` reads them from
+  there at configure time.
+* ``cmake_dir()``, ``include_dir()``: elfkit's CMake package
+  (``find_package(elfkit CONFIG)``, toolchain files) and the plugin ABI
+  header, shipped inside the package; ``python -m elfkit --cmake-dir`` and
+  ``--include-dir`` print them.
 
 Nothing here is imported by ``import elfkit``.
 """
 from ..errors import ToolchainError
 from .compile import compile_plugin
 from .flags import HASH_STYLES, cflags, cmake_script, format_flags, ldflags
-from .project import build_plugin_project, cmake_modules_dir
+from .paths import cmake_dir, cmake_modules_dir, include_dir
+from .project import build_plugin_project
 from .tools import find_tool, zig
 
-__all__ = ["ToolchainError", "compile_plugin", "build_plugin_project", "cmake_modules_dir",
-           "cflags", "ldflags", "cmake_script", "format_flags", "HASH_STYLES", "find_tool", "zig"]
+__all__ = ["ToolchainError", "compile_plugin", "build_plugin_project", "cmake_dir",
+           "include_dir", "cmake_modules_dir", "cflags", "ldflags", "cmake_script",
+           "format_flags", "HASH_STYLES", "find_tool", "zig"]

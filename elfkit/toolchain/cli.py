@@ -2,7 +2,7 @@
 
     elfkit toolchain flags --arch arm [--flavor zig|clang] [--format cmake|shell|lines]
     elfkit toolchain flags --link [--hash-style sysv|gnu|both]
-    elfkit toolchain cmake          # what toolchain/cmake/ElfkitArchs.cmake evaluates
+    elfkit toolchain cmake          # what elfkit/share/cmake/elfkit/ElfkitArchs.cmake evaluates
 
 The flags are those of ``elfkit.arch`` (one frozen ``Arch`` per CPU), so the
 CMake modules and the Python builder (``elfkit.toolchain.compile_plugin``)

@@ -3,8 +3,8 @@
 Everything comes from ``elfkit.arch`` (per-CPU fields of ``Arch`` plus
 ``PLUGIN_CFLAGS``/``PLUGIN_LDFLAGS``); this module only spells it out for
 the consumers: Python builders (``compile_plugin``) and CMake
-(``toolchain/cmake/ElfkitArchs.cmake`` evaluates ``cmake_script()``, printed
-by ``elfkit toolchain cmake``, at configure time).
+(``elfkit/share/cmake/elfkit/ElfkitArchs.cmake`` evaluates ``cmake_script()``,
+printed by ``elfkit toolchain cmake``, at configure time).
 """
 from __future__ import annotations
 

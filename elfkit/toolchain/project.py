@@ -3,12 +3,13 @@ configured with elfkit's multiarch toolchain file and built with ninja, once
 per content hash.
 
 The output directory is ``<build_root>/<hash>/``, where the hash covers the
-project's sources, the CMake modules (``toolchain/cmake/``), the flags'
-source (``elfkit/arch/``, ``elfkit/toolchain/``), the tool versions and the
+project's sources, elfkit's CMake package (``elfkit/share/cmake/elfkit/``)
+and plugin ABI header (``elfkit/include/``), the flags' source
+(``elfkit/arch/``, ``elfkit/toolchain/``), the tool versions and the
 configure options, so an unchanged tree reuses the previous build, also
 across sessions and processes (a file lock serialises builders; old builds
-are pruned).  The CMake modules live in the source checkout, next to the
-``elfkit`` package.
+are pruned).  The CMake files ship inside the package (``paths.py``), so this
+works from an installed elfkit too.
 """
 from __future__ import annotations
 
@@ -22,25 +23,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ToolchainError
+from .paths import PACKAGE_DIR, cmake_dir, include_dir
 from .tools import find_tool, run, version
-
-PACKAGE_DIR = Path(__file__).resolve().parent.parent          # elfkit/
-SOURCE_ROOT = PACKAGE_DIR.parent                                # the checkout
-CMAKE_MODULES = SOURCE_ROOT / "toolchain" / "cmake"
-
-
-def cmake_modules_dir() -> Path:
-    """``toolchain/cmake`` of the checkout this elfkit comes from."""
-    if not (CMAKE_MODULES / "ElfkitPlugin.cmake").is_file():
-        raise ToolchainError(f"elfkit's CMake modules are not in {CMAKE_MODULES}: they ship "
-                             "with the source checkout (pip install -e .)")
-    return CMAKE_MODULES
 
 
 def project_hash(source_dir: Path, definitions: Mapping[str, str], python: str) -> str:
     """Hash of everything that determines what the project builds."""
     h = hashlib.sha256()
-    roots = (source_dir, cmake_modules_dir(), PACKAGE_DIR / "arch", PACKAGE_DIR / "toolchain")
+    roots = (source_dir, cmake_dir(), include_dir(), PACKAGE_DIR / "arch",
+             PACKAGE_DIR / "toolchain")
     for root in roots:
         for p in sorted(q for q in root.rglob("*") if q.is_file()):
             if "__pycache__" in p.parts:
@@ -111,7 +102,7 @@ def _build_into(root: Path, source_dir: Path, definitions: dict[str, str], pack:
     cmake, ninja = find_tool("cmake"), find_tool("ninja")
     cmd = [cmake, "-G", "Ninja", "-S", str(source_dir), "-B", str(root / "cmake"),
            f"-DCMAKE_MAKE_PROGRAM={ninja}",
-           f"-DCMAKE_TOOLCHAIN_FILE={cmake_modules_dir() / 'multiarch.cmake'}",
+           f"-DCMAKE_TOOLCHAIN_FILE={cmake_dir() / 'multiarch.cmake'}",
            f"-DELFKIT_PYTHON={python}", f"-DELFKIT_PLUGIN_OUTPUT_DIR={root}",
            f"-DELFKIT_PACK={'ON' if pack else 'OFF'}",
            *(f"-D{k}={v}" for k, v in sorted(definitions.items()))]

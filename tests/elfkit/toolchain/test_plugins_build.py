@@ -20,12 +20,12 @@ from elftools.elf.elffile import ELFFile
 
 from tests.plugins import (
     ARCHES,
+    CMAKE_DIR,
     IMPORTS_HOST_FUNCTIONS,
     MACHINE,
     NAMES,
     PLUGINS,
     REPO,
-    TOOLCHAIN,
     WORD,
     bss_sum_after_fill,
     f32,
@@ -566,7 +566,7 @@ def test_system_plugin_natively(system_plugin, capfd):
 # The CMake pieces on their own: a per-arch toolchain file, and packing.
 
 def test_per_arch_toolchain_and_pack(plugins, tmp_path):
-    """toolchain/cmake/riscv64.cmake builds the same standalone.so as the
+    """The riscv64.cmake toolchain file builds the same standalone.so as the
     multiarch tree; with `elfkit fatelf pack` available, NAME.sos is packed
     and holds the .so bytes."""
     cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
@@ -577,7 +577,7 @@ def test_per_arch_toolchain_and_pack(plugins, tmp_path):
     bdir = tmp_path / "b"
     cfg = [cmake, "-G", "Ninja", "-S", str(REPO / "plugin_src"), "-B", str(bdir),
            f"-DCMAKE_MAKE_PROGRAM={ninja}",
-           f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN / 'cmake' / 'riscv64.cmake'}",
+           f"-DCMAKE_TOOLCHAIN_FILE={CMAKE_DIR / 'riscv64.cmake'}",
            f"-DELFKIT_PYTHON={sys.executable}", f"-DELFKIT_PACK={'ON' if pack else 'OFF'}"]
     r = subprocess.run(cfg, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -618,7 +618,7 @@ def test_system_clang_and_lld_override(plugins, tmp_path):
     r = subprocess.run(
         [cmake, "-G", "Ninja", "-S", str(REPO / "plugin_src"), "-B", str(bdir),
          f"-DCMAKE_MAKE_PROGRAM={ninja}",
-         f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN / 'cmake' / 'multiarch.cmake'}",
+         f"-DCMAKE_TOOLCHAIN_FILE={CMAKE_DIR / 'multiarch.cmake'}",
          f"-DELFKIT_PYTHON={sys.executable}", "-DELFKIT_PACK=OFF",
          f"-DELFKIT_CLANG={clang}", f"-DELFKIT_LLD={lld}"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

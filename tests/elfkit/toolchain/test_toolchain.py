@@ -23,9 +23,9 @@ from elftools.elf.elffile import ELFFile
 import elfkit.arch as A
 from elfkit.errors import ToolchainError
 from elfkit.toolchain import cflags, compile_plugin, ldflags
-from tests.plugins import ARCHES, REPO, TOOLCHAIN
+from tests.plugins import ARCHES, CMAKE_DIR, INCLUDE_DIR, REPO
 
-CMAKE_MODULES = TOOLCHAIN / "cmake"
+CMAKE_MODULES = CMAKE_DIR
 
 
 def _cmake() -> tuple[str, str]:
@@ -122,7 +122,7 @@ def test_compile_plugin_matches_the_cmake_build(plugins, tmp_path, arch):
     """The Python builder and elfkit_add_plugin() produce the same bytes."""
     out = compile_plugin(REPO / "plugin_src" / "standalone_plugin.c", arch,
                          tmp_path / arch / "standalone.so",
-                         include_dirs=[REPO / "plugin_src" / "include"], ldflags=["--no-undefined"])
+                         include_dirs=[INCLUDE_DIR], ldflags=["--no-undefined"])
     assert out.read_bytes() == plugins.path("standalone", arch).read_bytes()
 
 
@@ -231,3 +231,61 @@ def test_per_arch_targets_do_not_clash_with_user_targets(tmp_path):
     r = _configure(src, tmp_path / "b3", "-DELFKIT_PLUGIN_TARGET_PREFIX=p_")
     assert r.returncode == 0, r.stdout + r.stderr
     assert (tmp_path / "b3" / "targets.txt").read_text() == "p_foo_x86_64;p_foo_riscv32"
+
+
+# --------------------------------------------------------------------------
+# find_package(elfkit CONFIG): the package in elfkit/share/cmake/elfkit
+# (tests/elfkit/toolchain/test_wheel.py uses it from an installed wheel)
+
+def _package_project(tmp_path: Path, body: str) -> Path:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "foo.c").write_text('#include "elfkit_plugin.h"\n'
+                               "ELFKIT_PLUGIN_EXPORT int foo(void) { return 7; }\n")
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\n" + body)
+    return src
+
+
+def test_find_package_after_project_needs_the_toolchain_file(tmp_path):
+    body = """\
+project(after LANGUAGES C)
+find_package(elfkit CONFIG REQUIRED)
+elfkit_add_plugin(foo SOURCES foo.c ARCHS riscv32)
+"""
+    src = _package_project(tmp_path, body)
+    r = _configure(src, tmp_path / "ok", f"-Delfkit_DIR={CMAKE_DIR}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    cmake, _ = _cmake()
+    r = subprocess.run([cmake, "--build", str(tmp_path / "ok")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "ok" / "plugins" / "riscv32" / "foo.so").is_file()
+
+    # the host compiler cannot build plugins (unless it is a clang): the error says what to do
+    host_cc = shutil.which("gcc")
+    if host_cc:
+        r = subprocess.run([cmake, "-S", str(src), "-B", str(tmp_path / "gcc"),
+                            f"-DCMAKE_C_COMPILER={host_cc}", f"-Delfkit_DIR={CMAKE_DIR}"],
+                           capture_output=True, text=True)
+        assert r.returncode != 0
+        assert "plugins need clang" in r.stderr and "before project()" in r.stderr
+        assert f"{CMAKE_DIR.as_posix()}/multiarch.cmake" in " ".join(r.stderr.split())
+
+
+# 0.x: a request naming a minor version wants that one (0.0.1 is not met by 0.1.0)
+@pytest.mark.parametrize("request_version,found", [("0.1", True), ("0", True), ("0.1.0", True),
+                                                   ("0.0.1", False), ("0.2", False),
+                                                   ("1.0", False)])
+def test_find_package_version_check(tmp_path, request_version, found):
+    from elfkit._version import __version__
+    assert __version__.startswith("0.1."), "update the cases for the new version"
+    src = _package_project(tmp_path, f"""\
+find_package(elfkit {request_version} CONFIG QUIET NO_DEFAULT_PATH PATHS "{CMAKE_DIR.as_posix()}")
+project(v LANGUAGES NONE)
+file(WRITE "${{CMAKE_BINARY_DIR}}/found.txt" "${{elfkit_FOUND}};${{elfkit_VERSION}}")
+""")
+    cmake, _ = _cmake()
+    r = subprocess.run([cmake, "-S", str(src), "-B", str(tmp_path / "b")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = (tmp_path / "b" / "found.txt").read_text().split(";")
+    assert (got[0] == "1", got[1]) == (found, __version__ if found else "")

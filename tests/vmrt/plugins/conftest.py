@@ -34,7 +34,7 @@ class Variants:
 
     def __init__(self) -> None:
         self.src = DATA / "variant_plugin.c"
-        self.include = REPO / "plugin_src" / "include"
+        self.include = REPO / "elfkit" / "include"
 
     def path(self, arch: str = "x86_64", **defines: object) -> Path:
         from elfkit.toolchain import compile_plugin

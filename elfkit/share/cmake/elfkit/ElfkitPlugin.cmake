@@ -1,8 +1,8 @@
 # elfkit_add_plugin(): build a bare-metal plugin for several CPUs and pack the
 # per-architecture shared objects into one FatELF file (NAME.sos).
 #
-#   list(APPEND CMAKE_MODULE_PATH <repo>/toolchain/cmake)
-#   include(ElfkitPlugin)
+#   find_package(elfkit CONFIG REQUIRED)   # elfkitConfig.cmake includes this file
+#   # or: list(APPEND CMAKE_MODULE_PATH <elfkit>/share/cmake/elfkit) + include(ElfkitPlugin)
 #   elfkit_add_plugin(my_plugin
 #     SOURCES my_plugin.c
 #     [ARCHS x86_64 aarch64 riscv64 arm i386 riscv32]
@@ -12,6 +12,10 @@
 #     [OUTPUT_DIR <dir>]                     # default: ELFKIT_PLUGIN_OUTPUT_DIR
 #                                            #   (cache, default ${CMAKE_BINARY_DIR}/plugins)
 #     [NO_PACK])
+#
+# This file may be included before project() (elfkitConfig.cmake is, when
+# find_package(elfkit) comes first so that it can pick the toolchain file):
+# the set-up below then runs at the first elfkit_add_plugin() call.
 #
 # Produces <OUTPUT_DIR>/<arch>/<name>.so for every arch and, when packing is
 # enabled, <OUTPUT_DIR>/<name>.sos.  The target <name> builds all of them.
@@ -28,7 +32,7 @@
 # ARCHS defaults to the toolchain file's architecture when a per-arch
 # toolchain file is in use, otherwise to ELFKIT_ARCHS (all six by default).
 # With a per-arch toolchain file only that architecture can be built; use
-# toolchain/cmake/multiarch.cmake to build several in one tree.
+# multiarch.cmake (next to this file) to build several in one tree.
 #
 # Packing runs `<python> -m elfkit fatelf pack -o <name>.sos <so files>`.
 # ELFKIT_PACK=AUTO (default) packs when that command is available at configure
@@ -36,6 +40,7 @@
 #
 # Every plugin is compiled with the flags of ElfkitArchs.cmake (which reads
 # them from elfkit/arch/: `elfkit toolchain flags --arch <arch>` prints them)
+# and -I<elfkit>/include (elfkit_plugin.h; cache ELFKIT_PLUGIN_INCLUDE_DIR),
 # and linked with
 #   ld.lld -shared -nostdlib -z now -z relro --hash-style=<HASH_STYLE> <LINK_FLAGS>
 include_guard(GLOBAL)
@@ -44,40 +49,65 @@ if(CMAKE_VERSION VERSION_LESS 3.20)
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/ElfkitArchs.cmake)
 
-_elfkit_resolve_tools()
-elfkit_all_archs(ELFKIT_ALL_ARCHS)
-# Re-configure when the flags' source changes.
-get_property(_elfkit_arch_sources GLOBAL PROPERTY ELFKIT_ARCH_SOURCES)
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_elfkit_arch_sources})
+# This directory (share/cmake/elfkit) and the package's include directory
+# (elfkit/include), for the set-up wherever it runs.
+get_filename_component(_elfkit_inc "${CMAKE_CURRENT_LIST_DIR}/../../../include" ABSOLUTE)
+set_property(GLOBAL PROPERTY _ELFKIT_DEFAULT_INCLUDE "${_elfkit_inc}")
+set_property(GLOBAL PROPERTY _ELFKIT_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
-get_filename_component(_ELFKIT_DEFAULT_INCLUDE "${CMAKE_CURRENT_LIST_DIR}/../../plugin_src/include" ABSOLUTE)
-set(ELFKIT_PLUGIN_INCLUDE_DIR "${_ELFKIT_DEFAULT_INCLUDE}" CACHE PATH
-    "Directory with elfkit_plugin.h (the executable-plugin ABI header)")
-set(ELFKIT_ARCHS "${ELFKIT_ALL_ARCHS}" CACHE STRING
-    "Architectures elfkit_add_plugin() builds by default (multiarch toolchain)")
-set(ELFKIT_PLUGIN_OUTPUT_DIR "${CMAKE_BINARY_DIR}/plugins" CACHE PATH
-    "Default OUTPUT_DIR of elfkit_add_plugin()")
-set(ELFKIT_PACK AUTO CACHE STRING "Pack per-arch plugins into NAME.sos: AUTO, ON or OFF")
-set_property(CACHE ELFKIT_PACK PROPERTY STRINGS AUTO ON OFF)
-set(ELFKIT_PLUGIN_TARGET_PREFIX "elfkit_" CACHE STRING
-    "Prefix of the per-arch targets of elfkit_add_plugin(): <prefix><name>_<arch>")
+# _elfkit_plugin_setup(): everything elfkit_add_plugin() needs that depends on
+# the project's C compiler: the tools (ELFKIT_PYTHON, ELFKIT_LLD_COMMAND), the
+# arch facts (ELFKIT_ALL_ARCHS), the cache options and ELFKIT_COMPILER_FLAVOR.
+# A macro, so these land in the caller's scope; cheap to repeat.
+macro(_elfkit_plugin_setup)
+  get_property(_elfkit_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "C" IN_LIST _elfkit_langs)
+    message(FATAL_ERROR "elfkit: elfkit_add_plugin() needs project(... LANGUAGES C) first")
+  endif()
+  get_property(_elfkit_dir GLOBAL PROPERTY _ELFKIT_CMAKE_DIR)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR
+      "elfkit: plugins need clang (the C compiler is ${CMAKE_C_COMPILER_ID}); call "
+      "find_package(elfkit CONFIG) before project(), or configure with -DCMAKE_TOOLCHAIN_FILE="
+      "${_elfkit_dir}/multiarch.cmake (or <arch>.cmake from that directory)")
+  endif()
+  _elfkit_resolve_tools()
+  elfkit_all_archs(ELFKIT_ALL_ARCHS)
+  # Re-configure when the flags' source changes.
+  get_property(_elfkit_deps_added GLOBAL PROPERTY _ELFKIT_CONFIGURE_DEPENDS SET)
+  if(NOT _elfkit_deps_added)
+    get_property(_elfkit_arch_sources GLOBAL PROPERTY ELFKIT_ARCH_SOURCES)
+    set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY
+                 CMAKE_CONFIGURE_DEPENDS ${_elfkit_arch_sources})
+    set_property(GLOBAL PROPERTY _ELFKIT_CONFIGURE_DEPENDS TRUE)
+  endif()
 
+  get_property(_elfkit_inc GLOBAL PROPERTY _ELFKIT_DEFAULT_INCLUDE)
+  set(ELFKIT_PLUGIN_INCLUDE_DIR "${_elfkit_inc}" CACHE PATH
+      "Directory with elfkit_plugin.h (the executable-plugin ABI header)")
+  set(ELFKIT_ARCHS "${ELFKIT_ALL_ARCHS}" CACHE STRING
+      "Architectures elfkit_add_plugin() builds by default (multiarch toolchain)")
+  set(ELFKIT_PLUGIN_OUTPUT_DIR "${CMAKE_BINARY_DIR}/plugins" CACHE PATH
+      "Default OUTPUT_DIR of elfkit_add_plugin()")
+  set(ELFKIT_PACK AUTO CACHE STRING "Pack per-arch plugins into NAME.sos: AUTO, ON or OFF")
+  set_property(CACHE ELFKIT_PACK PROPERTY STRINGS AUTO ON OFF)
+  set(ELFKIT_PLUGIN_TARGET_PREFIX "elfkit_" CACHE STRING
+      "Prefix of the per-arch targets of elfkit_add_plugin(): <prefix><name>_<arch>")
+
+  # Which spelling of the target flags the compiler takes: zig's (`python -m
+  # ziglang cc`, `zig cc`) or plain clang's (a system clang, however chosen).
+  if("${CMAKE_C_COMPILER} ${CMAKE_C_COMPILER_ARG1}" MATCHES "ziglang|zig( |$)")
+    set(ELFKIT_COMPILER_FLAVOR zig)
+  else()
+    set(ELFKIT_COMPILER_FLAVOR clang)
+  endif()
+endmacro()
+
+# Included after project(... LANGUAGES C): set up now, so the cache options
+# and ELFKIT_ALL_ARCHS are there from here on.
 get_property(_elfkit_langs GLOBAL PROPERTY ENABLED_LANGUAGES)
-if(NOT "C" IN_LIST _elfkit_langs)
-  message(FATAL_ERROR "elfkit: include(ElfkitPlugin) after project(... LANGUAGES C)")
-endif()
-if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
-  message(FATAL_ERROR
-    "elfkit: plugins need clang (the C compiler is ${CMAKE_C_COMPILER_ID}); configure with "
-    "-DCMAKE_TOOLCHAIN_FILE=<repo>/toolchain/cmake/<arch>.cmake or multiarch.cmake")
-endif()
-
-# Which spelling of the target flags the compiler takes: zig's (`python -m
-# ziglang cc`, `zig cc`) or plain clang's (a system clang, however chosen).
-if("${CMAKE_C_COMPILER} ${CMAKE_C_COMPILER_ARG1}" MATCHES "ziglang|zig( |$)")
-  set(ELFKIT_COMPILER_FLAVOR zig)
-else()
-  set(ELFKIT_COMPILER_FLAVOR clang)
+if("C" IN_LIST _elfkit_langs)
+  _elfkit_plugin_setup()
 endif()
 
 # Decide once per configure whether `elfkit fatelf pack` can be used.
@@ -107,6 +137,7 @@ function(_elfkit_pack_enabled out)
 endfunction()
 
 function(elfkit_add_plugin name)
+  _elfkit_plugin_setup()
   cmake_parse_arguments(PARSE_ARGV 1 P "NO_PACK" "OUTPUT_DIR;HASH_STYLE"
     "SOURCES;ARCHS;LINK_FLAGS;COMPILE_OPTIONS;COMPILE_DEFINITIONS;INCLUDE_DIRECTORIES")
   if(P_UNPARSED_ARGUMENTS)
@@ -150,7 +181,7 @@ function(elfkit_add_plugin name)
       message(FATAL_ERROR
         "elfkit_add_plugin(${name}): this build tree targets ${ELFKIT_TOOLCHAIN_ARCH} "
         "(toolchain file); it cannot build ${arch}.  Configure another build directory with "
-        "toolchain/cmake/${arch}.cmake, or one for all arches with toolchain/cmake/multiarch.cmake.")
+        "${_elfkit_dir}/${arch}.cmake, or one for all arches with multiarch.cmake.")
     endif()
     set(_tgt "${ELFKIT_PLUGIN_TARGET_PREFIX}${name}_${arch}")
     set(_obj "${_tgt}_objects")

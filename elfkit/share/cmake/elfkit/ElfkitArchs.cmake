@@ -6,8 +6,10 @@
 # clang_cflags, lld_emulation) and elfkit/arch/_base.py (PLUGIN_CFLAGS,
 # PLUGIN_LDFLAGS).  This file reads them at configure time by running
 #   <ELFKIT_PYTHON> -m elfkit toolchain cmake
-# with the elfkit package next to this file first on PYTHONPATH (so the
-# flags always match this checkout), and evaluating what it prints.
+# with the elfkit package this file belongs to (it lives in
+# elfkit/share/cmake/elfkit/) first on PYTHONPATH, so the flags always match
+# this copy of elfkit (a checkout or an installed wheel), and evaluating what
+# it prints.
 # Included by the per-arch toolchain files and by ElfkitPlugin.cmake; it
 # defines no targets.
 include_guard(GLOBAL)
@@ -26,7 +28,8 @@ function(_elfkit_load_arch_facts)
   if(NOT ELFKIT_PYTHON)
     message(FATAL_ERROR "elfkit: ELFKIT_PYTHON is not set (call _elfkit_resolve_tools() first)")
   endif()
-  get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../.." ABSOLUTE)
+  # <root>/elfkit/share/cmake/elfkit/ElfkitArchs.cmake: <root> holds the package
+  get_filename_component(_root "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../../../.." ABSOLUTE)
   set(_had_path FALSE)
   if(DEFINED ENV{PYTHONPATH})
     set(_had_path TRUE)
@@ -55,8 +58,9 @@ function(_elfkit_load_arch_facts)
   if(NOT _rc EQUAL 0)
     message(FATAL_ERROR
       "elfkit: could not read the per-arch build flags: `${ELFKIT_PYTHON} -m elfkit toolchain "
-      "cmake` failed (${_rc}):\n${_err}\nELFKIT_PYTHON must be a Python (>= 3.10) that can "
-      "import elfkit (pip install -e <repo>), or this file must stay in its checkout.")
+      "cmake` failed (${_rc}):\n${_err}\nELFKIT_PYTHON must be a Python (>= 3.10), best the one "
+      "elfkit and ziglang are installed in, and this file must stay in its elfkit package "
+      "(elfkit/share/cmake/elfkit/).")
   endif()
   cmake_language(EVAL CODE "${_script}")
 endfunction()

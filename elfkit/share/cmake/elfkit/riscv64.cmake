@@ -1,7 +1,7 @@
 # CMake toolchain file: bare-metal plugins for riscv64 (RV64IMAFDC, LP64D).
 #
-#   cmake -G Ninja -S plugin_src -B build/riscv64 \
-#         -DCMAKE_TOOLCHAIN_FILE=$PWD/toolchain/cmake/riscv64.cmake [-DELFKIT_PYTHON=...]
+#   cmake -G Ninja -S <project> -B build/riscv64 \
+#         -DCMAKE_TOOLCHAIN_FILE=$(python -m elfkit --cmake-dir)/riscv64.cmake [-DELFKIT_PYTHON=...]
 #
 # Compiles with `python -m ziglang cc` and links with `python -m ziglang ld.lld`;
 # -DELFKIT_CLANG=/usr/bin/clang -DELFKIT_LLD=/usr/bin/ld.lld use system tools.

@@ -1,7 +1,7 @@
 # CMake toolchain file: one build tree for all six architectures.
 #
-#   cmake -G Ninja -S plugin_src -B build/plugins \
-#         -DCMAKE_TOOLCHAIN_FILE=$PWD/toolchain/cmake/multiarch.cmake
+#   cmake -G Ninja -S <project> -B build/plugins \
+#         -DCMAKE_TOOLCHAIN_FILE=$(python -m elfkit --cmake-dir)/multiarch.cmake
 #
 # The compiler is configured without a target; elfkit_add_plugin() adds the
 # per-architecture target flags to each per-arch object library, so a single

@@ -1,7 +1,7 @@
 # CMake toolchain file: bare-metal plugins for arm (ARMv7-A, ARM state, hard-float AAPCS-VFP).
 #
-#   cmake -G Ninja -S plugin_src -B build/arm \
-#         -DCMAKE_TOOLCHAIN_FILE=$PWD/toolchain/cmake/arm.cmake [-DELFKIT_PYTHON=...]
+#   cmake -G Ninja -S <project> -B build/arm \
+#         -DCMAKE_TOOLCHAIN_FILE=$(python -m elfkit --cmake-dir)/arm.cmake [-DELFKIT_PYTHON=...]
 #
 # Compiles with `python -m ziglang cc` and links with `python -m ziglang ld.lld`;
 # -DELFKIT_CLANG=/usr/bin/clang -DELFKIT_LLD=/usr/bin/ld.lld use system tools.
