@@ -351,3 +351,66 @@ func.func @sum_and_argmin_dim0_i32() {
   check.expect_eq_const(%r#2, dense<[1, 2, 2, 2]> : tensor<4xi32>) : tensor<4xi32>
   return
 }
+
+// ---- aliasing and constants written in place ----
+// one tensor as both operands of a dispatch (a matmul of a matrix with itself)
+func.func @same_operand_twice() {
+  %a = util.unfoldable_constant dense<[[1, 2], [3, -4]]> : tensor<2x2xi32>
+  %z = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<2x2xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<2x2xi32>) -> tensor<2x2xi32>
+  %m = linalg.matmul ins(%a, %a : tensor<2x2xi32>, tensor<2x2xi32>) outs(%f : tensor<2x2xi32>) -> tensor<2x2xi32>
+  %s = arith.subi %m, %a : tensor<2x2xi32>
+  check.expect_eq_const(%m, dense<[[7, -6], [-9, 22]]> : tensor<2x2xi32>) : tensor<2x2xi32>
+  check.expect_eq_const(%s, dense<[[6, -8], [-12, 26]]> : tensor<2x2xi32>) : tensor<2x2xi32>
+  return
+}
+
+// a slice inserted into a constant; the constant itself is still intact
+func.func @insert_slice_into_constant() {
+  %c = arith.constant dense<[[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3]]> : tensor<3x4xi32>
+  %u = util.unfoldable_constant dense<[[-5, -6], [-7, -8]]> : tensor<2x2xi32>
+  %r = tensor.insert_slice %u into %c[1, 2] [2, 2] [1, 1] : tensor<2x2xi32> into tensor<3x4xi32>
+  %d = arith.addi %c, %c : tensor<3x4xi32>
+  check.expect_eq_const(%r, dense<[[1, 1, 1, 1], [2, 2, -5, -6], [3, 3, -7, -8]]> : tensor<3x4xi32>) : tensor<3x4xi32>
+  check.expect_eq_const(%d, dense<[[2, 2, 2, 2], [4, 4, 4, 4], [6, 6, 6, 6]]> : tensor<3x4xi32>) : tensor<3x4xi32>
+  return
+}
+
+// a loop-carried tensor that starts as a constant, updated in every iteration
+func.func @loop_updates_constant_init() {
+  %init = arith.constant dense<[10, 20, 30, 40, 50]> : tensor<5xi32>
+  %n = util.unfoldable_constant 4 : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%t = %init) -> (tensor<5xi32>) {
+    %j = arith.addi %i, %c1 : index
+    %a = tensor.extract %t[%i] : tensor<5xi32>
+    %b = tensor.extract %t[%j] : tensor<5xi32>
+    %s = arith.addi %a, %b : i32
+    %u = tensor.insert %s into %t[%j] : tensor<5xi32>
+    scf.yield %u : tensor<5xi32>
+  }
+  check.expect_eq_const(%r, dense<[10, 30, 60, 100, 150]> : tensor<5xi32>) : tensor<5xi32>
+  check.expect_eq_const(%init, dense<[10, 20, 30, 40, 50]> : tensor<5xi32>) : tensor<5xi32>
+  return
+}
+
+// two results of one dispatch, then each used by a further dispatch
+func.func @two_results_then_combined() {
+  %x = util.unfoldable_constant dense<[1.0, -2.0, 3.0, -4.0, 5.0, -6.0]> : tensor<6xf32>
+  %e = tensor.empty() : tensor<6xf32>
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                         iterator_types = ["parallel"]} ins(%x : tensor<6xf32>) outs(%e, %e : tensor<6xf32>, tensor<6xf32>) {
+  ^bb0(%v: f32, %o0: f32, %o1: f32):
+    %z = arith.constant 0.0 : f32
+    %p = arith.maximumf %v, %z : f32
+    %q = arith.minimumf %v, %z : f32
+    linalg.yield %p, %q : f32, f32
+  } -> (tensor<6xf32>, tensor<6xf32>)
+  %s = arith.subf %r#0, %r#1 : tensor<6xf32>
+  check.expect_almost_eq_const(%r#0, dense<[1.0, 0.0, 3.0, 0.0, 5.0, 0.0]> : tensor<6xf32>) : tensor<6xf32>
+  check.expect_almost_eq_const(%r#1, dense<[0.0, -2.0, 0.0, -4.0, 0.0, -6.0]> : tensor<6xf32>) : tensor<6xf32>
+  check.expect_almost_eq_const(%s, dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]> : tensor<6xf32>) : tensor<6xf32>
+  return
+}
