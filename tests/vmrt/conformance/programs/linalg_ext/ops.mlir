@@ -4,7 +4,9 @@
 // imported constants, so several tests sort/scatter into constants.
 // Keys are "x + unfoldable 0", not an unfoldable constant itself: IREE
 // 3.13 sorts/scatters an unfoldable constant in place, in the read-only
-// rodata, and its own runtime crashes (SIGSEGV) on such a program.
+// rodata, and its own runtime crashes (SIGSEGV) on such a program when the
+// module is mmapped read-only, as the harness loads it (from a writable copy
+// IREE and vmrt both run it and change the constant for later calls).
 
 // ---- sort ----
 func.func @sort_1d_i32() {
