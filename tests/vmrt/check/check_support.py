@@ -116,7 +116,8 @@ def oracle_calls(vmfb: Path, names: list[str]) -> dict[str, list]:
         pytest.skip("iree.runtime is not installed (pip install iree-base-runtime)")
     proc = subprocess.run([sys.executable, "-c", _ORACLE, str(vmfb), *names],
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, \
+        f"IREE's runtime exited with {proc.returncode}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout)
 
 
