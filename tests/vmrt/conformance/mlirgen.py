@@ -23,7 +23,13 @@ def _scalar(x: Any, ety: str) -> str:
     v = float(x)
     if not np.isfinite(v):
         raise ValueError(f"non-finite {v} in a dense literal")
-    return repr(v)
+    return flit(v)
+
+
+def flit(v: float) -> str:
+    """A float literal MLIR accepts (it wants a ``.`` before an exponent)."""
+    s = repr(float(v))
+    return s.replace("e", ".0e") if "e" in s and "." not in s else s
 
 
 def _nested(a: np.ndarray, ety: str) -> str:
@@ -53,10 +59,12 @@ def as_type(a: Any, ety: str) -> np.ndarray:
     if ety == "i1":
         return a.astype(bool)
     bits = int(ety[1:])
-    if bits == 64:
-        return a.astype(np.uint64).astype(np.int64)
-    v = a.astype(np.int64) & ((1 << bits) - 1)
-    return np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
+
+    def wrap(v: Any) -> int:
+        v = int(v) & ((1 << bits) - 1)
+        return v - (1 << bits) if v >= 1 << (bits - 1) else v
+    flat = [wrap(v) for v in a.reshape(-1).tolist()]
+    return np.array(flat, dtype=np.int64).reshape(a.shape)
 
 
 class Program:
@@ -77,7 +85,7 @@ class Program:
         exp = as_type(expected, ety)
         tt = ttype(exp.shape, ety)
         if almost:
-            tol = "" if atol is None else f", atol {atol!r}"
+            tol = "" if atol is None else f", atol {flit(atol)}"
             lines.append(f"  check.expect_almost_eq_const({result}, {dense(exp, ety)}{tol}) : {tt}")
         else:
             lines.append(f"  check.expect_eq_const({result}, {dense(exp, ety)}) : {tt}")
