@@ -118,3 +118,20 @@ def check_program(path: Path, arch: str) -> None:
         assert not bad_ref, f"IREE's runtime fails the program itself: {bad_ref}"
     bad = {k: v for k, v in got.items() if v}
     assert not bad, f"vmrt ({arch}) fails: {bad}"
+
+
+def check_program_isolated(path: Path, arch: str) -> None:
+    """:func:`check_program` in a child process, so a crash of the emulator
+    (a host segfault inside unicorn) fails this test instead of the session."""
+    import os
+    import sys
+    root = HERE.parents[2]
+    code = ("import sys; from pathlib import Path; "
+            "from tests.vmrt.conformance.harness import check_program; "
+            "check_program(Path(sys.argv[1]), sys.argv[2])")
+    env = dict(os.environ, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, "-c", code, str(path), arch], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT * 10)
+    if proc.returncode != 0:
+        raise AssertionError(f"{path.name} ({arch}) exited with {proc.returncode}:\n"
+                             f"{proc.stderr[-3000:]}")
