@@ -48,11 +48,14 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 class HalBuffer(RefObject):
     """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
 
-    __slots__ = ("bytes",)
+    __slots__ = ("bytes", "read_only")
     vm_type = HAL_BUFFER_TYPE
 
-    def __init__(self, data: Any):
+    def __init__(self, data: Any, read_only: bool = False):
         self.bytes = data
+        #: transfers (fill, update, copy) may not write it: module data
+        #: imported from a read-only mapping (``--module_mode=mmap``)
+        self.read_only = read_only
 
     def __len__(self) -> int:
         return int(self.bytes.size)

@@ -156,26 +156,33 @@ class CommandBuffer(RefObject):
             if isinstance(cmd, Dispatch):
                 run_dispatch(cmd, table, what, deadline)
             elif isinstance(cmd, Fill):
-                fill_range(*_resolve(cmd.target, table, what), cmd.pattern, what)
+                fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
+                           _target(cmd.target, what))
             elif isinstance(cmd, Update):
                 buf, start, length = _resolve(cmd.target, table, what)
                 if length > len(cmd.source):
                     raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
                                   "byte source", StatusCode.OUT_OF_RANGE)
-                _writeable(buf, what)[start:start + length] = memoryview(cmd.source)[:length]
+                _writeable(buf, _target(cmd.target, what))[start:start + length] = \
+                    memoryview(cmd.source)[:length]
             elif isinstance(cmd, Copy):
                 sbuf, s, n = _resolve(cmd.source, table, what)
                 tbuf, t, m = _resolve(cmd.target, table, what)
                 if n != m:
                     raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
-                _writeable(tbuf, what)[t:t + n] = sbuf.bytes[s:s + n].copy()
+                _writeable(tbuf, _target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
+
+
+def _target(ref: BufferRef, what: str) -> str:
+    """How IREE names a command's target in an access error."""
+    return what if ref.buffer is not None else f"binding table slot {ref.slot}"
 
 
 def _writeable(buf: HalBuffer, what: str) -> Any:
-    if not buf.bytes.flags.writeable:
-        raise HalError(f"{what}: the target buffer is read-only (an imported constant)",
-                      StatusCode.PERMISSION_DENIED)
+    if buf.read_only or not buf.bytes.flags.writeable:
+        raise HalError("buffer does not support the requested access type; buffer allows READ, "
+                       f"operation requires READ|WRITE; {what}", StatusCode.PERMISSION_DENIED)
     return buf.bytes
 
 

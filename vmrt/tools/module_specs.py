@@ -30,6 +30,9 @@ class RunOptions:
     """Flags that module providers (e.g. a HAL module) may need."""
     devices: list[str] = field(default_factory=list)
     executable_plugins: list[str] = field(default_factory=list)
+    #: ``--module_mode``: "preload" (module data is writable memory, as IREE
+    #: reads the file into) or "mmap" (read-only, as IREE maps the file)
+    module_mode: str = "preload"
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -57,7 +60,8 @@ def context_settings(flags: Any) -> ContextSettings:
         raise UsageError("no --module= specified")
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
-        executable_plugins=list(flags.lists["executable_plugin"])), budget, timeout)
+        executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode),
+        budget, timeout)
 
 
 #: the distribution vmrt ships in; its own entry points rank lowest

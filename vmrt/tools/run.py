@@ -44,7 +44,8 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --executable_plugin=PATH      executable plugin (.sos/.so, embedded:/system:
                                 prefixes, ?k=v params); repeatable, the last
                                 one is asked first
-  --module_mode=preload|mmap    accepted for compatibility
+  --module_mode=preload|mmap    module data writable (preload) or read-only
+                                to transfers (mmap), as in iree-run-module
   --instruction_budget=N        stop after N VM instructions (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line

@@ -88,7 +88,7 @@ class HalDeviceModule(HalModule):
 
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
-                 program_arches: Iterable[str] = ()):
+                 program_arches: Iterable[str] = (), module_mode: str = "preload"):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
@@ -99,6 +99,9 @@ class HalDeviceModule(HalModule):
         #: the CPUs of the program's embedded executables: a plugin with code
         #: for none of them fails when the device is created, as in IREE
         self.program_arches = set(program_arches)
+        #: "mmap": imported module data is read-only to transfers (IREE maps
+        #: the file read-only); "preload": writable (IREE reads it into memory)
+        self.module_mode = module_mode
         # fail early on a device URI vmrt cannot provide
         for uri in self.device_uris:
             Device(uri)
@@ -171,6 +174,7 @@ class HalDeviceModule(HalModule):
         if hit is None:
             copy = new_buffer(int(view.size), "hal.allocator.import")
             copy.bytes[:] = view
+            copy.read_only = self.module_mode == "mmap"
             hit = cache[key] = (source, copy)          # the source keeps its id alive
         return hit[1]
 
@@ -186,7 +190,8 @@ class HalDeviceModule(HalModule):
     @export("buffer.subspan", "0rII_r")
     def buffer_subspan(self, state, buffer, offset, length):
         buf = _need(buffer, HalBuffer, "buffer")
-        return HalBuffer(buffer_range(buf, offset, length, "hal.buffer.subspan"))
+        return HalBuffer(buffer_range(buf, offset, length, "hal.buffer.subspan"),
+                         read_only=buf.read_only)
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):

@@ -44,7 +44,8 @@ class HalProvider:
         if devices or plugins or needs_device(dependents):
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
-            return HalDeviceModule(instance, devices, plugins, program_arches=arches)
+            return HalDeviceModule(instance, devices, plugins, program_arches=arches,
+                                   module_mode=getattr(options, "module_mode", "preload"))
         return HalModule(instance)
 
 
