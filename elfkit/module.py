@@ -19,6 +19,7 @@ from .errors import (
 from .exec import create_machine
 from .exec.base import Machine
 from .fatelf import pick_slice
+from .fatelf.files import read_input
 from .loader import _tags as T
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
@@ -229,9 +230,8 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
         return source.cast("B") if source.format != "B" else source, "<memory>"
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        try:
-            with open(path, "rb") as f:
-                return memoryview(f.read()), os.path.basename(path)
+        try:   # bounded; a FIFO or device is refused, not waited on or read forever
+            return read_input(path), os.path.basename(path)
         except OSError as e:
             raise ElfkitError(f"cannot read {path!r}: {e.strerror or e}") from None
     raise ElfkitError(f"cannot load from {type(source).__name__}: expected a path, bytes or "
