@@ -191,10 +191,9 @@ def _disasm(args: argparse.Namespace) -> int:
     from elftools.elf.elffile import ELFFile
 
     from .. import arch as _arch
-    from .disasm import disassemble, format_listing, symbolizer
-
     from ..fatelf import pick_slice
     from ..fatelf.files import MAX_ELF_SIZE, read_input
+    from .disasm import disassemble, format_listing, symbolizer
     data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
     label = f"[{rec.arch}]" if rec is not None else ""

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
+from .files import open_regular, open_special_output
 from .format import (
     DEFAULT_ALIGN,
     HEADER_SIZE,
@@ -31,7 +32,6 @@ from .format import (
     Record,
     slice_names,
 )
-from .files import open_regular, open_special_output
 from .reader import FatElf, is_path, opened
 
 _CHUNK = 1 << 20
