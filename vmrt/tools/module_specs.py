@@ -50,8 +50,8 @@ def context_settings(flags: Any) -> ContextSettings:
     mode = flags.values.get("module_mode", "preload")
     if mode not in ("preload", "mmap"):
         raise UsageError(f"unrecognized --module_mode= value '{mode}'")
-    budget = flags.int("instruction_budget", None)
-    timeout = flags.float("timeout", None, "seconds")
+    budget = flags.count("instruction_budget")
+    timeout = flags.seconds("timeout")
     specs = list(flags.lists["module"])
     if not specs:
         raise UsageError("no --module= specified")
@@ -187,6 +187,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
 
 def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) -> Module:
     from ..bytecode.module import BytecodeModule
+    from .files import MAX_MODULE_SIZE, read_input
     kind = spec.kind
     try:
         if kind == "python":
@@ -197,7 +198,8 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
         if kind == "stdin":
             data = (stdin or sys.stdin.buffer).read()
             return BytecodeModule(instance, data, source="-")
-        return BytecodeModule.load(instance, spec.path)
+        data = read_input(spec.path, "module file", MAX_MODULE_SIZE, LoadError)   # no FIFOs
+        return BytecodeModule(instance, data, source=spec.path)
     except VmError as e:
         what = "dynamic" if kind in ("python", "native") else "bytecode"
         e.annotate(f"loading {what} module at '{spec.path}'")
@@ -208,7 +210,12 @@ def _load_user_module(instance: Instance, item: Any, stdin: Any) -> Module:
     if isinstance(item, str):
         return load_module_spec(instance, parse_module_spec(item), stdin)
     from ..bytecode.module import BytecodeModule
+    from .files import MAX_MODULE_SIZE, read_input
     try:
+        if isinstance(item, os.PathLike):   # bounded; a FIFO or device is refused
+            path = os.fspath(item)
+            return BytecodeModule(instance, read_input(path, "module file", MAX_MODULE_SIZE,
+                                                       LoadError), source=path)
         return BytecodeModule.load(instance, item)
     except VmError as e:
         where = "<memory>" if isinstance(item, (bytes, bytearray, memoryview)) \
