@@ -4,6 +4,7 @@ flags, booleans, ``--flagfile``) and one way to report a failure (one line
 on stderr in IREE's ``CODE; message`` form, exit code 1)."""
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ class Flags:
             raise UsageError(f"flag --{name} expects {what}, got '{text}'") from None
 
 
-    def seconds(self, name: str) -> float | None:
+    def seconds(self, name: str) -> builtins.float | None:
         """A value flag as a finite, non-negative number of seconds (nan,
         inf and negative values are refused: they would mean no limit)."""
         value = self.float(name, None, "a number of seconds")
@@ -67,7 +68,7 @@ class Flags:
                              f"'{self.values[name]}'")
         return value
 
-    def count(self, name: str) -> int | None:
+    def count(self, name: str) -> builtins.int | None:
         """A value flag as a non-negative integer."""
         value = self.int(name, None)
         if value is not None and value < 0:
