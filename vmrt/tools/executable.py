@@ -15,13 +15,12 @@ empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 """
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
-from .files import MAX_MODULE_SIZE, open_input
+from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
 
 if TYPE_CHECKING:
@@ -100,10 +99,8 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
     if len(positional) != 1:
         raise UsageError("expected exactly one executable file")
     # a FIFO or device would hang or never end, a huge file exhaust memory: refuse them
-    open_input(positional[0], "executable file", ExecutableError)[0].close()
-    if os.path.getsize(positional[0]) > MAX_MODULE_SIZE:
-        raise ExecutableError(f"executable file '{positional[0]}' is larger than "
-                              f"{MAX_MODULE_SIZE} bytes", StatusCode.RESOURCE_EXHAUSTED)
+    check_input(positional[0], "executable file", MAX_MODULE_SIZE, ExecutableError)
+    check_plugin_specs(lists["executable_plugin"])
     backend = values.get("backend", "auto")
     mgr = register_plugins(lists["executable_plugin"], backend=backend)
     try:

@@ -14,7 +14,8 @@ from elfkit.fatelf.files import open_regular
 
 from ..errors import StatusCode, UsageError, VmError
 
-__all__ = ["MAX_FLAGFILE_SIZE", "MAX_MODULE_SIZE", "StagedOutputs", "open_input", "read_input"]
+__all__ = ["MAX_FLAGFILE_SIZE", "MAX_MODULE_SIZE", "StagedOutputs", "check_input",
+           "check_plugin_specs", "open_input", "read_input"]
 
 #: the largest module (.vmfb) file read
 MAX_MODULE_SIZE = 1 << 30
@@ -99,3 +100,23 @@ class StagedOutputs:
                     os.truncate(path, size)
         self._renames.clear()
         self._appends.clear()
+
+
+def check_input(path: str, what: str, limit: int, error: type[VmError] = UsageError) -> None:
+    """Refuse ``path`` unless it is a regular file of at most ``limit``
+    bytes (for files another part of vmrt reads whole)."""
+    fh, size = open_input(path, what, error)
+    fh.close()
+    if size > limit:
+        raise error(f"{what} '{path}' is {size} bytes, more than the {limit} bytes vmrt reads",
+                    StatusCode.RESOURCE_EXHAUSTED)
+
+
+def check_plugin_specs(specs: list[str]) -> None:
+    """``--executable_plugin`` files: regular and bounded (a FIFO would hang
+    the plugin manager's read)."""
+    from ..hal.local.plugins.manager import PluginSpec
+    for text in specs:
+        spec = PluginSpec.parse(text)
+        if spec.kind != "system" and os.path.exists(spec.path):
+            check_input(spec.path, "executable plugin", MAX_MODULE_SIZE)

@@ -55,6 +55,8 @@ def context_settings(flags: Any) -> ContextSettings:
     specs = list(flags.lists["module"])
     if not specs:
         raise UsageError("no --module= specified")
+    from .files import check_plugin_specs
+    check_plugin_specs(list(flags.lists["executable_plugin"]))
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"])), budget, timeout)

@@ -62,6 +62,8 @@ def test_a_fifo_is_refused_wherever_a_file_is_read(ints, fifo):
                     "INVALID_ARGUMENT", "FIFO")
     one_status_line(*vmrt_subprocess("executable", "list", str(fifo))[::2],
                     "INVALID_ARGUMENT", "FIFO")
+    one_status_line(*vmrt_subprocess("run", f"--executable_plugin={fifo}",
+                                     f"--module={ints}")[::2], "INVALID_ARGUMENT", "FIFO")
 
 
 def test_devices_and_huge_files_are_refused_with_a_message(ints, sparse):
