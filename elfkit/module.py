@@ -8,9 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import arch as _arch
+from . import arguments
 from .arch import Arch
 from .errors import (
     ElfkitError,
+    InvalidArgumentError,
     ModuleClosedError,
     SignatureError,
     SymbolNotFoundError,
@@ -19,6 +21,7 @@ from .errors import (
 from .exec import create_machine
 from .exec.base import Machine
 from .fatelf import pick_slice
+from .fatelf.files import read_input
 from .loader import _tags as T
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
@@ -115,6 +118,8 @@ class Module:
 
     def symbol(self, name: str) -> int:
         """Address of an exported symbol, found through the ELF hash table."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"symbol(): name must be a str, not {type(name).__name__}")
         self._check_open()
         s = self.elf.lookup(name)
         if s is None or s.visibility not in (T.STV_DEFAULT, T.STV_PROTECTED):
@@ -154,6 +159,10 @@ class Module:
         signed integer, float -> f64, numpy array / bytearray / None -> ptr.
         ``restype`` defaults to a pointer-sized signed integer (``i64`` on
         64-bit targets).  Use ``function()`` for exact C types."""
+        timeout = arguments.timeout(timeout, "call()")
+        if restype is not None and not isinstance(restype, (str, CType)):
+            raise InvalidArgumentError(f"call(): restype must be a C type name like 'i32', not "
+                                       f"{type(restype).__name__}")
         self._check_open()
         addr = self._address(name_or_address)
         word = CType.I64 if self.arch.bits == 64 else CType.I32
@@ -168,18 +177,25 @@ class Module:
 
     # -- memory ---------------------------------------------------------------
     def alloc(self, size: int, align: int = 16) -> int:
+        size = arguments.integer(size, "size", "alloc()", minimum=0)
+        align = arguments.integer(align, "align", "alloc()", minimum=1)
         self._check_open()
         return self.machine.alloc(size, align)
 
     def free(self, address: int) -> None:
+        address = arguments.integer(address, "address", "free()")
         self._check_open()
         self.machine.free(address)
 
     def read(self, address: int, size: int) -> bytes:
+        address = arguments.integer(address, "address", "read()")
+        size = arguments.integer(size, "size", "read()", minimum=0)
         self._check_open()
         return self.machine.read(address, size)
 
     def write(self, address: int, data: bytes | bytearray | memoryview) -> None:
+        address = arguments.integer(address, "address", "write()")
+        data = arguments.buffer(data, "data", "write()")
         self._check_open()
         self.machine.write(address, data)
 
@@ -229,9 +245,8 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
         return source.cast("B") if source.format != "B" else source, "<memory>"
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        try:
-            with open(path, "rb") as f:
-                return memoryview(f.read()), os.path.basename(path)
+        try:   # bounded; a FIFO or device is refused, not waited on or read forever
+            return read_input(path), os.path.basename(path)
         except OSError as e:
             raise ElfkitError(f"cannot read {path!r}: {e.strerror or e}") from None
     raise ElfkitError(f"cannot load from {type(source).__name__}: expected a path, bytes or "
@@ -253,6 +268,16 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     ``init=False`` skips DT_INIT/INIT_ARRAY (and so FINI at close), e.g. to
     examine an image in a ``MemoryMachine`` that cannot run code.
     """
+    if not isinstance(limits, Limits):
+        raise InvalidArgumentError(f"load(): limits must be an elfkit.Limits, not "
+                                   f"{type(limits).__name__}")
+    if machine is not None and not isinstance(machine, Machine):
+        raise InvalidArgumentError(f"load(): machine must be an elfkit machine (e.g. another "
+                                   f"module's .machine), not {type(machine).__name__}")
+    if machine is not None and machine_options:
+        raise InvalidArgumentError(f"load(): {', '.join(sorted(machine_options))} cannot be "
+                                   f"given with machine= (they configure a new machine)")
+    arguments.machine_options(machine_options, "load()")
     want = _arch.get(arch) if arch is not None else None
     data, label = _read_source(source)
     if machine is not None:

@@ -31,6 +31,9 @@ def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine
     """A new machine for ``arch``; ``backend`` is native, emulated or auto."""
     backend = choose_backend(arch, backend)
     if backend == "native":
+        if options:
+            raise BackendError(f"{', '.join(sorted(options))}: option(s) of the emulated backend; "
+                               f"this {arch.name} plugin runs natively (pass backend='emulated')")
         from .native import NativeMachine
         return NativeMachine(arch)
     try:

@@ -191,13 +191,15 @@ def _disasm(args: argparse.Namespace) -> int:
     from elftools.elf.elffile import ELFFile
 
     from .. import arch as _arch
-    from .disasm import disassemble, format_listing, symbolizer
-
-    with open(args.file, "rb") as f:
-        data = f.read()
     from ..fatelf import pick_slice
+    from ..fatelf.files import MAX_ELF_SIZE, read_input
+    from .disasm import disassemble, format_listing, symbolizer
+    data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
     label = f"[{rec.arch}]" if rec is not None else ""
+    if len(view) > MAX_ELF_SIZE:
+        raise ElfkitError(f"{args.file}{label}: the ELF is {len(view)} bytes, more than the "
+                          f"{MAX_ELF_SIZE >> 30} GiB elfkit reads")
     try:
         ef = ELFFile(io.BytesIO(bytes(view)))
         arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)

@@ -190,7 +190,10 @@ class NativeMachine(Machine):
         if size < 0 or align <= 0 or align & (align - 1):
             raise MemoryAccessError(f"alloc({size}, align={align}): size must be >= 0 and align a "
                                     f"power of two")
-        buf = ctypes.create_string_buffer(max(size, 1) + align)
+        try:
+            buf = ctypes.create_string_buffer(max(size, 1) + align)
+        except (MemoryError, OverflowError):
+            raise MemoryAccessError(f"alloc({size}, align={align}): out of host memory") from None
         addr = (ctypes.addressof(buf) + align - 1) & ~(align - 1)
         self._allocs[addr] = (buf, size)
         self._add_region(addr, max(size, 1))

@@ -198,6 +198,8 @@ def _align(value: str) -> int | str:
 def _out(path: str) -> Any:
     """The library's output argument for -o: a path, or stdout's binary stream."""
     if path == "-":
+        if sys.stdout is None or getattr(sys.stdout, "buffer", None) is None:
+            raise FatElfError("standard output is closed; use -o FILE")
         stream = sys.stdout.buffer
         if stream.isatty():
             raise FatElfError("refusing to write binary data to a terminal; use -o FILE "

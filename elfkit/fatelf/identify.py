@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import FatElfFormatError, InvalidArgumentError
 from .elfheader import ELF_MAGIC
+from .files import open_regular
 from .format import (
     HEADER_SIZE,
     MAGIC_BYTES,
@@ -91,8 +92,11 @@ def identify(data: Any) -> Identity:
         return _from_records(data.records, data.where)
     if is_path(data):
         where = f"{os.fspath(data)}: "
-        with open(data, "rb") as f:
-            head = memoryview(f.read(_FATELF_PREFIX))
+        fd, _size = open_regular(data)   # a FIFO or device is refused, never waited on
+        try:
+            head = memoryview(os.pread(fd, _FATELF_PREFIX, 0))
+        finally:
+            os.close(fd)
     else:
         where = ""
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import stat as _stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
@@ -18,6 +17,7 @@ from typing import Any, BinaryIO
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
+from .files import open_regular
 from .format import (
     HEADER_SIZE,
     IREE_OSABIS,
@@ -48,8 +48,11 @@ def is_path(source: Any) -> bool:
 def is_fatelf(data: Any) -> bool:
     """True when ``data`` (bytes-like, or a path) starts with the FatELF magic."""
     if is_path(data):
-        with open(data, "rb") as f:
-            head = f.read(4)
+        fd, _size = open_regular(data)
+        try:
+            head = os.pread(fd, 4, 0)
+        finally:
+            os.close(fd)
     else:
         head = bytes(memoryview(data).cast("B")[:4]) if not isinstance(data, (bytes, bytearray)) \
             else bytes(data[:4])
@@ -224,17 +227,15 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
     bytes-like object (viewed as unsigned bytes)."""
     if is_path(source):
         name = os.fspath(source)
-        f = open(name, "rb")  # noqa: SIM115 - returned open, or closed on error
+        fd, size = open_regular(name)   # FIFOs, devices, directories are refused
+        f = os.fdopen(fd, "rb")
         try:
-            st = os.fstat(f.fileno())
-            if _stat.S_ISDIR(st.st_mode):
-                raise FatElfError(f"{name}: is a directory")
             mm = None
-            if st.st_size > 0 and _stat.S_ISREG(st.st_mode):
+            if size > 0:
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 view = memoryview(mm)
-            else:  # empty file, pipe, device: read it
-                view = memoryview(f.read())
+            else:  # an empty file: nothing to map
+                view = memoryview(b"")
                 f.close()
                 f = None  # type: ignore[assignment]
             return view, name, mm, f

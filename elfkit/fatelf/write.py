@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
+from .files import open_regular, open_special_output
 from .format import (
     DEFAULT_ALIGN,
     HEADER_SIZE,
@@ -50,9 +51,8 @@ class _Piece:
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:
     name = os.fspath(path)
-    f = stack.enter_context(open(name, "rb"))  # noqa: SIM115 - closed by the ExitStack
-    fd = f.fileno()
-    size = os.fstat(fd).st_size
+    fd, size = open_regular(name)   # a FIFO or device is refused, never waited on
+    stack.callback(os.close, fd)
     if os.pread(fd, 4, 0) == MAGIC_BYTES:
         raise FatElfError(f"{name}: is a FatELF; pack takes plain ELF files (split it first)")
     try:
@@ -311,6 +311,13 @@ def _atomic_fd(path: str) -> Iterator[int]:
 
 def _write_out(out: Any, body: Callable[[Sink], None]) -> None:
     if is_path(out):
+        special = open_special_output(os.fspath(out))
+        if special is not None:   # /dev/null, a FIFO: a stream, never replaced by a file
+            try:
+                body(Sink(fd=special))
+            finally:
+                os.close(special)
+            return
         with _atomic_fd(os.fspath(out)) as fd:
             body(Sink(fd=fd))
     elif hasattr(out, "write"):

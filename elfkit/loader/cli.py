@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..errors import ElfkitError
+from ..fatelf.files import MAX_ELF_SIZE, read_input
 from . import _tags as T
 
 
@@ -34,6 +35,9 @@ def sections(data: Any) -> dict[str, Any]:
     import lief  # only for this view
 
     lief.logging.disable()
+    if len(data) > MAX_ELF_SIZE:
+        raise ElfkitError(f"the ELF is {len(data)} bytes, more than the {MAX_ELF_SIZE >> 30} GiB "
+                          f"elfkit reads")
     # lief.parse is typed as returning any format's Binary: this is an ELF one
     binary: Any = lief.parse(bytes(data))
     if binary is None:
@@ -121,9 +125,8 @@ _STT = {0: "notype", 1: "object", 2: "func", 10: "ifunc"}
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        with open(args.file, "rb") as f:
-            data = f.read()
+    try:   # bounded; a FIFO or device is refused, not waited on or read forever
+        data = read_input(args.file)
     except OSError as e:
         raise ElfkitError(f"cannot read {args.file!r}: {e.strerror or e}") from None
     try:

@@ -16,6 +16,7 @@ from ..errors import StatusCode, VerifyError, VmError
 from ..vm.module import cconv_fragments
 from . import runtime
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
 IMPORT_BIT = 0x80000000
@@ -35,6 +36,7 @@ def _namespace() -> dict:
         ns[f"ST_{k}"] = v
         ns[f"UN_{k}"] = v.unpack_from
         ns[f"PK_{k}"] = v.pack_into
+    ns.update(REINTERPRET)
     ns["_VmError"] = VmError
     ns["_StatusCode"] = StatusCode
     return ns
@@ -54,6 +56,7 @@ class FunctionTranslator:
         self.lines: list[str] = []
         self.used_i: set[int] = set()
         self.used_r: set[int] = set()
+        self.coerce: dict[int, list] = {}
 
     # -- register names ----------------------------------------------------
     def int_reg(self, raw: int) -> str:
@@ -123,6 +126,9 @@ class FunctionTranslator:
                               f"for {self.i32_count}, {rslot} refs for {self.ref_count}); at "
                               f"{self.where}")
         self.result_codes = result_codes
+        # registers read as the other kind (integer vs float) than they hold: reinterpret
+        # their bits first, as IREE's untyped registers do
+        self.coerce = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
         body = self.dispatch(self.blocks, "            ")
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
@@ -176,6 +182,13 @@ class FunctionTranslator:
         out: list[str] = []
         if not m.startswith(PURE_PREFIXES) or m.startswith(("select.ref", "const.ref")):
             out.append(f"{ind}p = {ins.pc}")
+        for reg, bank, held in self.coerce.get(ins.pc, ()):
+            name, bits = self.int_reg(reg), int(bank[1:])
+            if bank[0] == "i":
+                src = int(held[1:]) if held and held[0] == "f" else bits
+                out.append(f"{ind}{name} = REINT_I({name}, {bits}, {src})")
+            else:
+                out.append(f"{ind}{name} = REINT_F({name}, {bits})")
         tmpl = SIMPLE_OPS.get(m)
         wrapped = WRAPPED_OPS.get(m)
         if wrapped is not None:

@@ -107,17 +107,27 @@ def unpack(storage: Any, element_type: str, shape: tuple[int, ...]) -> Any:
     return vals.astype(dtype_of(element_type)).reshape(shape)
 
 
+#: longer integer literals are refused before conversion (Python's int()
+#: refuses more than 4300 digits; no element type needs more than this)
+_MAX_INT_LITERAL = 72
+
+
 def _parse_int(tok: str, elem: str, signed: bool, bits: int) -> int:
+    if len(tok) > _MAX_INT_LITERAL:
+        raise UsageError(f"element '{tok[:24]}...' ({len(tok)} characters) out of range for "
+                         f"{elem}", StatusCode.OUT_OF_RANGE)
     try:
         v = int(tok, 0)
     except ValueError:
         try:
             v = int(float(tok))
-        except ValueError:
+        except (ValueError, OverflowError):
             raise UsageError(f"failed to parse element '{tok}' as {elem}",
                           StatusCode.INVALID_ARGUMENT) from None
     lo = -(1 << (bits - 1)) if (signed or elem.startswith("i")) else 0
-    hi = (1 << bits) - 1
+    # 64-bit signed elements stop at INT64_MAX, as IREE's strtoll does; narrower
+    # ones also take their unsigned range (i8=255 is -1), as IREE does
+    hi = (1 << bits) - 1 if bits < 64 or not signed else (1 << 63) - 1
     if not lo <= v <= hi:
         raise UsageError(f"element '{tok}' out of range for {elem}", StatusCode.OUT_OF_RANGE)
     v &= (1 << bits) - 1

@@ -19,7 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from ..errors import StatusCode, UsageError, VmError
+from ..errors import ExecutableError, StatusCode, UsageError, VmError
+from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
 
 if TYPE_CHECKING:
@@ -97,6 +98,9 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         raise UsageError(f"unknown executable command '{command}' (list or dispatch)")
     if len(positional) != 1:
         raise UsageError("expected exactly one executable file")
+    # a FIFO or device would hang or never end, a huge file exhaust memory: refuse them
+    check_input(positional[0], "executable file", MAX_MODULE_SIZE, ExecutableError)
+    check_plugin_specs(lists["executable_plugin"])
     backend = values.get("backend", "auto")
     mgr = register_plugins(lists["executable_plugin"], backend=backend)
     try:

@@ -4,6 +4,8 @@ flags, booleans, ``--flagfile``) and one way to report a failure (one line
 on stderr in IREE's ``CODE; message`` form, exit code 1)."""
 from __future__ import annotations
 
+import builtins
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -55,6 +57,23 @@ class Flags:
             return float(text)
         except ValueError:
             raise UsageError(f"flag --{name} expects {what}, got '{text}'") from None
+
+
+    def seconds(self, name: str) -> builtins.float | None:
+        """A value flag as a finite, non-negative number of seconds (nan,
+        inf and negative values are refused: they would mean no limit)."""
+        value = self.float(name, None, "a number of seconds")
+        if value is not None and not 0 <= value < math.inf:
+            raise UsageError(f"flag --{name} expects a finite number of seconds >= 0, got "
+                             f"'{self.values[name]}'")
+        return value
+
+    def count(self, name: str) -> builtins.int | None:
+        """A value flag as a non-negative integer."""
+        value = self.int(name, None)
+        if value is not None and value < 0:
+            raise UsageError(f"flag --{name} expects an integer >= 0, got '{self.values[name]}'")
+        return value
 
 
 def parse_flags(argv: Sequence[str], spec: FlagSpec, flags: Flags | None = None,
@@ -127,13 +146,16 @@ def _set_bool(flags: Flags, name: str, text: str | None) -> None:
 def _read_flagfile(path: str, depth: int) -> list[str]:
     if depth >= MAX_FLAGFILE_DEPTH:
         raise UsageError(f"--flagfile nesting deeper than {MAX_FLAGFILE_DEPTH} (at '{path}')")
+    from .files import MAX_FLAGFILE_SIZE, read_input
+    data = read_input(path, "flagfile", MAX_FLAGFILE_SIZE)   # bounded; no FIFOs or devices
     try:
-        with open(path, encoding="utf-8") as fh:
-            return [ln.strip() for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-    except OSError as e:
-        raise UsageError(f"cannot read flagfile '{path}': {e.strerror}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"cannot read flagfile '{path}': not UTF-8 text") from None
+    if "\0" in text:
+        raise UsageError(f"cannot read flagfile '{path}': not text (contains NUL bytes)")
+    return [ln.strip() for ln in text.splitlines() if ln.strip() and
+            not ln.lstrip().startswith("#")]
 
 
 def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:

@@ -4,6 +4,7 @@ printing, ``--output`` files and ``--expected_output`` comparison."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -16,6 +17,7 @@ from ..vm.list import VmList
 from ..vm.module import cconv_fragments
 from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
+from .files import StagedOutputs, open_input
 
 # ------------------------------------------------------------------ inputs ---
 _INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
@@ -39,6 +41,34 @@ def strtol(text: str) -> int | None:
     if m.group(1) == "-":
         v = -v
     return max(-(1 << 63), min((1 << 63) - 1, v))
+
+
+#: iree-run-module parses a scalar integer input from a fixed-size copy: an
+#: i32 value of 16 characters or more, an i64 one of 32 or more, fails
+_SCALAR_TEXT_LIMIT = {"i": 16, "I": 32}
+
+
+def scalar_int(text: str, code: str) -> int | None:
+    """A scalar ``--input`` for an ``i`` (i32) or ``I`` (i64) argument as
+    iree-run-module reads it: C ``strtoll`` that fails on overflow of the
+    64-bit range, and on text as long as IREE's scratch copy; None when it
+    fails (the caller reports ``parsing value `TEXT` as i32``)."""
+    if len(text) >= _SCALAR_TEXT_LIMIT[code]:
+        return None
+    v = _unsaturated(text)
+    if v is None or not -(1 << 63) <= v < 1 << 63:
+        return None
+    return v
+
+
+def _unsaturated(text: str) -> int | None:
+    m = _INT_PREFIX.match(text)
+    if not m:
+        return None
+    digits = m.group(2)
+    base = 16 if digits[:2] in ("0x", "0X") else 8 if len(digits) > 1 and digits[0] == "0" else 10
+    v = int(digits, base)
+    return -v if m.group(1) == "-" else v
 
 
 _HEXFLOAT_PREFIX = re.compile(r"\s*[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
@@ -75,6 +105,8 @@ class _NpyStreams:
         if fresh or fh is None:
             if fh is not None:
                 fh.close()
+            if os.path.exists(path) and not os.path.isfile(path):   # a FIFO, device, directory
+                open_input(path, "input file")   # raises, saying what it is
             try:
                 fh = open(path, "rb")  # noqa: SIM115 - kept in self.files, closed by close()
             except OSError as e:
@@ -83,6 +115,9 @@ class _NpyStreams:
             self.files[path] = fh
         try:
             return np.load(fh, allow_pickle=False)
+        except MemoryError:
+            raise UsageError(f"failed to read numpy array from '{path}': its header asks for "
+                             f"more memory than there is", StatusCode.RESOURCE_EXHAUSTED) from None
         except (ValueError, OSError, EOFError) as e:
             raise UsageError(f"failed to read numpy array from '{path}': {e}",
                           StatusCode.INVALID_ARGUMENT) from None
@@ -138,7 +173,7 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                     raise UsageError("output storage inputs (&) are not supported",
                                   StatusCode.UNIMPLEMENTED)
                 if code in "iI":
-                    v = strtol(s)
+                    v = scalar_int(s, code)
                     if v is None:
                         raise UsageError(f"parsing value `{s}` as "
                                          f"{'i32' if code == 'i' else 'i64'}")
@@ -220,8 +255,10 @@ def format_result(v: Any, code: str, max_elements: int = 1024) -> str:
     return format_variant(v, max_elements)
 
 
-def write_output(target: str, v: Any, code: str, max_elements: int, stdout: TextIO) -> None:
-    """``--output=`` handling: '' discards, '-' prints, @/+file.npy|.bin writes/appends."""
+def write_output(target: str, v: Any, code: str, max_elements: int, stdout: TextIO,
+                 files: StagedOutputs | None = None) -> None:
+    """``--output=`` handling: '' discards, '-' prints, @/+file.npy|.bin writes/appends
+    (through ``files`` when given, so that a failed run leaves no file behind)."""
     if target == "":
         return
     if target == "-":
@@ -241,7 +278,7 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout: Text
     else:
         raise UsageError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
     try:
-        with open(path, mode) as fh:
+        with (files.open(path, mode == "ab") if files is not None else open(path, mode)) as fh:
             if path.endswith(".npy"):
                 np.save(fh, arr, allow_pickle=False)
             else:

@@ -53,11 +53,13 @@ def context_settings(flags: Any) -> ContextSettings:
     mode = flags.values.get("module_mode", "preload")
     if mode not in ("preload", "mmap"):
         raise UsageError(f"unrecognized --module_mode= value '{mode}'")
-    budget = flags.int("instruction_budget", None)
-    timeout = flags.float("timeout", None, "seconds")
+    budget = flags.count("instruction_budget")
+    timeout = flags.seconds("timeout")
     specs = list(flags.lists["module"])
     if not specs:
         raise UsageError("no --module= specified")
+    from .files import check_plugin_specs
+    check_plugin_specs(list(flags.lists["executable_plugin"]))
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode),
@@ -191,6 +193,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
 
 def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) -> Module:
     from ..bytecode.module import BytecodeModule
+    from .files import MAX_MODULE_SIZE, read_input
     kind = spec.kind
     try:
         if kind == "python":
@@ -201,7 +204,8 @@ def load_module_spec(instance: Instance, spec: ModuleSpec, stdin: Any = None) ->
         if kind == "stdin":
             data = (stdin or sys.stdin.buffer).read()
             return BytecodeModule(instance, data, source="-")
-        return BytecodeModule.load(instance, spec.path)
+        data = read_input(spec.path, "module file", MAX_MODULE_SIZE, LoadError)   # no FIFOs
+        return BytecodeModule(instance, data, source=spec.path)
     except VmError as e:
         what = "dynamic" if kind in ("python", "native") else "bytecode"
         e.annotate(f"loading {what} module at '{spec.path}'")
@@ -212,7 +216,12 @@ def _load_user_module(instance: Instance, item: Any, stdin: Any) -> Module:
     if isinstance(item, str):
         return load_module_spec(instance, parse_module_spec(item), stdin)
     from ..bytecode.module import BytecodeModule
+    from .files import MAX_MODULE_SIZE, read_input
     try:
+        if isinstance(item, os.PathLike):   # bounded; a FIFO or device is refused
+            path = os.fspath(item)
+            return BytecodeModule(instance, read_input(path, "module file", MAX_MODULE_SIZE,
+                                                       LoadError), source=path)
         return BytecodeModule.load(instance, item)
     except VmError as e:
         where = "<memory>" if isinstance(item, (bytes, bytearray, memoryview)) \

@@ -16,6 +16,7 @@ Python lists.
 """
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -217,6 +218,12 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``vmrt.modules`` entry points and the built-in ``hal`` are always there).
     ``budget`` / ``timeout``: ``--instruction_budget`` / ``--timeout``.
     """
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 <= timeout < math.inf):
+        raise UsageError(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or budget < 0):
+        raise UsageError(f"budget must be an integer >= 0, got {budget!r}")
     if isinstance(source, (str, os.PathLike)):
         main: Any = Path(source)
     elif isinstance(source, (bytes, bytearray, memoryview, Module)):

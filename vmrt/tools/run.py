@@ -9,6 +9,7 @@ import elfkit
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
+from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
 from .module_specs import context_settings, create_context
@@ -147,8 +148,14 @@ def _write_results(outputs: Sequence[str], results: Sequence[Any], cconv: str,
         raise UsageError(f"{len(outputs)} outputs specified but the provided variant list "
                       f"only has {len(results)} elements", StatusCode.OUT_OF_RANGE)
     codes = cconv_fragments(cconv)[1]
-    for target, v, c in zip(outputs, results, codes):
-        write_output(target, v, c, max_elements, stdout)
+    files = StagedOutputs()   # all output files appear, or none
+    try:
+        for target, v, c in zip(outputs, results, codes):
+            write_output(target, v, c, max_elements, stdout, files)
+        files.commit()
+    except BaseException:
+        files.discard()
+        raise
 
 
 def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,

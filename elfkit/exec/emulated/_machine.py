@@ -286,12 +286,25 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._check_open()
         if size < 0:
             raise MemoryAccessError(f"cannot read {size} bytes")
+        if size > 1 << 20:
+            self._check_covered(addr, size)   # before allocating a host buffer that large
         buf = ctypes.create_string_buffer(size)
         err = lib.uc_mem_read(self._h, addr, buf, size)
         if err:
             raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
                                     f"{self.describe_address(addr, size)}")
         return buf.raw
+
+    def _check_covered(self, addr: int, size: int) -> None:
+        """MemoryAccessError unless mapped regions cover ``[addr, addr + size)``."""
+        at, end = addr, addr + size
+        while at < end:
+            r = self._space.at(at)
+            if r is None:
+                raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
+                                        f"{self.describe_address(at)}"
+                                        + (f" at {at:#x}" if at != addr else ""))
+            at = r.end
 
     def try_read(self, addr: int, size: int) -> bytes | None:
         """``size`` bytes at ``addr``, or None where guest memory is not readable."""

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
@@ -54,9 +55,7 @@ class CallRunner(MachineState):
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
-        if value is not None and value < 0:
-            raise SignatureError("a timeout must not be negative")
-        self._timeout = value
+        self._timeout = arguments.timeout(value, "timeout")
         self._limited = bool(self._timeout or getattr(self, "_budget", None))
 
     @property
@@ -66,7 +65,7 @@ class CallRunner(MachineState):
 
     @instruction_budget.setter
     def instruction_budget(self, value: int | None) -> None:
-        if value is not None and value < 0:
+        if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
         self._limited = bool(getattr(self, "_timeout", None) or self._budget)
@@ -144,7 +143,9 @@ class CallRunner(MachineState):
     # ----------------------------------------------- limits, stop, cancel
     def _run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:
         count = budget if budget is not None else (self.instruction_budget or 0)
-        t = timeout if timeout is not None else self.timeout
+        t = arguments.timeout(timeout, "call") if timeout is not None else self.timeout
+        if budget is not None:
+            arguments.integer(budget, "budget", "call")
         if count < 0 or (t is not None and t < 0):
             raise SignatureError("timeout and instruction budget must not be negative")
         if count and not self._count_mode:

@@ -19,6 +19,7 @@ except ImportError:                     # pragma: no cover - unicorn 2.0.x
     from unicorn.unicorn import _uc as lib  # type: ignore[attr-defined,no-redef]
 
 from ...arch import Arch
+from ...errors import BackendError
 
 Uc = unicorn.Uc
 UcError = unicorn.UcError
@@ -59,10 +60,28 @@ def open_uc(arch: Arch, cpu: str | int | None = None) -> unicorn.Uc:
     uc = Uc(getattr(C, arch.uc_arch), mode)
     cpu = cpu if cpu is not None else (arch.uc_cpu or None)
     if cpu is not None:
-        if isinstance(cpu, str):
-            cpu = getattr(consts(arch), cpu if cpu.startswith("UC_CPU_") else f"UC_CPU_{cpu}")
-        uc.ctl_set_cpu_model(int(cpu))
+        uc.ctl_set_cpu_model(_cpu_model(arch, cpu))
     return uc
+
+
+def _cpu_model(arch: Arch, cpu: str | int) -> int:
+    """The unicorn CPU model number of ``cpu`` (a name, with or without
+    ``UC_CPU_``, or a number); BackendError listing the names otherwise."""
+    mod = consts(arch)
+    family = arch.uc_arch.removeprefix("UC_ARCH_")
+    prefix = f"UC_CPU_{family}{arch.bits if family == 'RISCV' else ''}_"
+    names = sorted(n.removeprefix(prefix) for n in dir(mod) if n.startswith(prefix)
+                   and not n.endswith("_ENDING"))
+    numbers = {getattr(mod, prefix + n) for n in names}
+    if isinstance(cpu, str):
+        value = getattr(mod, cpu if cpu.startswith("UC_CPU_") else f"UC_CPU_{cpu}",
+                        getattr(mod, prefix + cpu.upper(), None))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(cpu, int) and not isinstance(cpu, bool) and cpu in numbers:
+        return cpu
+    raise BackendError(f"unknown {arch.name} CPU model {cpu!r}; unicorn has: "
+                       f"{', '.join(names)}")
 
 
 def handle(uc: unicorn.Uc) -> Any:
