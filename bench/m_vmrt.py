@@ -1,4 +1,4 @@
-"""Measures 9 and 10: vmrt.
+"""Measures 9, 10 and 11: vmrt.
 
 9.  Native dispatch on 2 host threads vs 1: an x86_64 dispatch library
     compiled by the pip ``iree-compile`` (llvm-cpu, dumped with
@@ -10,6 +10,9 @@
     (host-only: an i64 multiply-add-xor recurrence of n iterations), whole
     command wall time (start-up included), bytecode caching on; the note
     gives the per-iteration cost from (t(n) - t(1)) / n for both.  Reported.
+11. ``vmrt.load`` vs ``iree.runtime`` on a program of 50 small dispatches
+    (module and context made once, numpy in and out): time per dispatch.
+    Goal (issue 15): ≤ 5×.
 """
 from __future__ import annotations
 
@@ -204,3 +207,75 @@ def interpreter(cfg: Config) -> list[Row]:
                       f"{fmt_time(one['ours'])} vs {fmt_time(one['peer'])}"),
                 data={"ours_s": o, "peer_s": p, "n": n, "ours_iter_s": so, "peer_iter_s": sp,
                       "ours_start_s": one["ours"], "peer_start_s": one["peer"]})]
+
+
+# ---------------------------------------------------------------------------
+# 11. vmrt.load steady state vs iree.runtime (per dispatch)
+# ---------------------------------------------------------------------------
+
+CHAIN_DISPATCHES = 50
+
+
+def _chain_mlir(n: int) -> str:
+    """``n`` small elementwise dispatches kept apart by optimization barriers."""
+    lines = ["func.func @chain(%x: tensor<16xf32>) -> tensor<16xf32> {",
+             "  %c = arith.constant dense<1.5> : tensor<16xf32>"]
+    prev = "%x"
+    for i in range(n):
+        op = "arith.addf" if i % 2 == 0 else "arith.mulf"
+        lines.append(f"  %v{i} = {op} {prev}, %c : tensor<16xf32>")
+        lines.append(f"  %b{i} = util.optimization_barrier %v{i} : tensor<16xf32>")
+        prev = f"%b{i}"
+    lines += [f"  return {prev} : tensor<16xf32>", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _chain_vmfb(work: Path) -> Path:
+    src = work / "data" / "chain.mlir"
+    out = src.with_suffix(".vmfb")
+    text = _chain_mlir(CHAIN_DISPATCHES)
+    if out.is_file() and src.is_file() and src.read_text() == text:
+        return out
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(text)
+    compiler = _which("iree-compile")
+    if not compiler:
+        raise _build.BuildError("iree-compile not found (pip install iree-base-compiler)")
+    proc = subprocess.run([compiler, "--iree-hal-target-device=local",
+                           "--iree-hal-local-target-device-backends=llvm-cpu",
+                           "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+                           "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _build.BuildError(f"iree-compile chain.mlir: {proc.stderr.strip()[-300:]}")
+    return out
+
+
+def load_api(cfg: Config) -> list[Row]:
+    """The same program through ``vmrt.load`` and ``iree.runtime``, module
+    and context made once, numpy in and out: time per call / 50 dispatches."""
+    name = f"vmrt.load vs iree.runtime, {CHAIN_DISPATCHES}-dispatch program, per dispatch"
+    goal = "≤ 5×"
+    try:
+        import iree.runtime as rt
+        import numpy as np
+
+        import vmrt
+        vmfb = _chain_vmfb(cfg.work)
+    except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
+        return [na_row("11", name, goal, str(e).splitlines()[0])]
+    x = np.arange(16, dtype=np.float32)
+    prog = vmrt.load(vmfb)
+    theirs = rt.load_vm_flatbuffer_file(str(vmfb), driver="local-sync")
+    ours_fn, peer_fn = prog["chain"], theirs["chain"]
+    np.testing.assert_allclose(ours_fn(x), np.asarray(peer_fn(x)), rtol=1e-6)
+    res = compare_many({"ours": lambda: ours_fn(x), "peer": lambda: peer_fn(x)}, cfg,
+                       number=3 if cfg.quick else 20)
+    prog.close()
+    o, p = res["ours"] / CHAIN_DISPATCHES, res["peer"] / CHAIN_DISPATCHES
+    ratio = o / p
+    return [Row("11", name, fmt_time(o), fmt_time(p), ratio, goal, ratio <= 5,
+                note=(f"x86_64 llvm-cpu, local-sync, {CHAIN_DISPATCHES} dispatches of 16 "
+                      f"floats per call; whole call {fmt_time(res['ours'])} vs "
+                      f"{fmt_time(res['peer'])}"),
+                data={"ours_s": o, "peer_s": p})]

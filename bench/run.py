@@ -114,6 +114,9 @@ HOW = [
     "**10** `vmrt run` vs `iree-run-module` with the same flags on a host-only `.vmfb` "
     "(an i64 loop of n iterations), whole command wall time; per-iteration costs in the "
     "note. Full runs append to `bench/history.jsonl`, the trend table above.",
+    "**11** `vmrt.load(prog)[\"chain\"](x)` vs `iree.runtime.load_vm_flatbuffer_file(prog, "
+    "driver=\"local-sync\")[\"chain\"](x)` on one x86_64 llvm-cpu program of 50 small "
+    "dispatches, module and context made once; time per call divided by 50.",
 ]
 
 
@@ -180,10 +183,16 @@ def _m10(cfg: Config) -> list[Row]:
     return interpreter(cfg)
 
 
+@_measure("11", "vmrt.load per dispatch vs iree.runtime")
+def _m11(cfg: Config) -> list[Row]:
+    from .m_vmrt import load_api
+    return load_api(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
-          "8": ("8",), "9": ("9",), "10": ("10",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 11))
+          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 12))
 
 
 # ---------------------------------------------------------------------------
