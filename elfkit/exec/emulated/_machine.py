@@ -63,7 +63,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._closed = False
         self._uc = _uc.open_uc(arch, cpu)
         self._h = _uc.handle(self._uc)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()        # held by a call for its whole duration
+        self._slock = threading.Lock()        # start/end of a run vs. stop requests
+        self._gen = 0                         # number of the latest call
+        self._active: list[int] = []          # calls in progress (outer first)
         self._running = False
         self._stop: str | None = None
         self._hook_exc: BaseException | None = None
@@ -119,7 +122,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._max_callbacks = max_callbacks
         stub_bytes = round_up(max_callbacks * STUB_SIZE)
         self._stub_end = STUB_BASE + stub_bytes
-        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_READ | C.UC_PROT_EXEC)
+        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_EXEC)
         trap = self.arch.trap_insn or self.arch.ret_insn
         self._write_raw(SENTINEL, (trap * (PAGE // len(trap) + 1))[:PAGE])
         self._write_raw(STUB_BASE, (trap * (stub_bytes // len(trap) + 1))[:stub_bytes])

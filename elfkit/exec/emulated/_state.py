@@ -38,6 +38,9 @@ class MachineState:
     _hooks: list[Any]
     _closed: bool
     _lock: threading.RLock
+    _slock: Any
+    _gen: int
+    _active: list[int]
 
     # running a call
     _running: bool
