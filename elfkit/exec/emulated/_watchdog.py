@@ -41,7 +41,7 @@ SIGNALS: list[bool] = [False]
 class Watchdog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._entries: dict[int, tuple[float, Callable[[], object]]] = {}
         self._errors: dict[int, BaseException] = {}
         self._ids = itertools.count(1)
         self._wake = float("inf")
@@ -56,7 +56,7 @@ class Watchdog:
                                             daemon=True)
             self._thread.start()
 
-    def arm(self, seconds: float, fire: Callable[[], None]) -> int:
+    def arm(self, seconds: float, fire: Callable[[], object]) -> int:
         deadline = time.monotonic() + seconds
         with self._lock:
             token = next(self._ids)
@@ -152,7 +152,7 @@ def _poke(fd: int) -> None:
 WATCHDOG = Watchdog()
 
 
-def arm(seconds: float, fire: Callable[[], None]) -> int:
+def arm(seconds: float, fire: Callable[[], object]) -> int:
     return WATCHDOG.arm(seconds, fire)
 
 
