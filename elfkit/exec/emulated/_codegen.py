@@ -217,7 +217,8 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         "_pack_regs": struct.Struct(lay.reg_fmt).pack_into, "_rbuf": rbuf, "_rids": rids,
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
         "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
-        "_slock": m._slock, "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
+        "_acq": m._slock.acquire, "_rel": m._slock.release, "_act": m._active,
+        "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
     }
     src, entry_expr = _caller_head(entry, len(plan.args))
@@ -289,11 +290,12 @@ def _run_lines(entry_expr: str) -> list[str]:
     request (timeout, cancel, signal) reaches only the call it was meant for;
     a call on the main thread is registered so that a signal (Ctrl-C) stops it.
     """
-    return ["with _slock:",
-            "    _m._gen = _g = _m._gen + 1",
-            "    _m._active.append(_g)",
-            "    _m._stop = None",
-            "    _m._running = True",
+    return ["_acq()",
+            "_m._gen = _g = _m._gen + 1",
+            "_act.append(_g)",
+            "_m._stop = None",
+            "_m._running = True",
+            "_rel()",
             "_onmain = _gid() == _mainid",
             "if _onmain:",
             "    _prev = _wd_main[0]",
@@ -307,9 +309,10 @@ def _run_lines(entry_expr: str) -> list[str]:
             "    else:",
             f"        err = _m._run_limited({entry_expr}, timeout, budget)",
             "finally:",
-            "    with _slock:",
-            "        _m._running = False",
-            "        _m._active.pop()",
+            "    _acq()",
+            "    _m._running = False",
+            "    _act.pop()",
+            "    _rel()",
             "    if _onmain:",
             "        _wd_main[0] = _prev",
             "if err or _m._stop is not None:",
