@@ -234,7 +234,9 @@ class NativeMachine(Machine):
     def free(self, addr: int) -> None:
         if addr not in self._allocs:
             raise MemoryAccessError(f"free({addr:#x}): not an address returned by alloc")
-        self._retire(addr, "free memory")
+        cell = self._alive.pop(addr, None)       # data: freed at once, also from a callback
+        if cell is not None:
+            cell[0] = False
         del self._allocs[addr]
         self._drop_region(addr)
 
