@@ -42,6 +42,11 @@ class Module:
         self.imports = imports
         self.closed = False
         self._initialised = False
+        # modules whose exports this one imports, and the open modules importing
+        # from this one: a provider's image stays mapped until its users close
+        self._providers: list[Module] = []
+        self._users: set[Module] = set()
+        self._close_pending = False
         self.exports: dict[str, int] = {}
         self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
         self._collect_exports()
@@ -205,18 +210,43 @@ class Module:
             raise ModuleClosedError(f"module {self.name!r} is closed")
 
     def close(self) -> None:
-        """Run FINI_ARRAY (reverse order) and DT_FINI, then unmap."""
+        """Run FINI_ARRAY (reverse order) and DT_FINI, then unmap.
+
+        A call running in another thread is waited for (native) or cancelled
+        (emulated, when the module owns its machine; it raises
+        ``CallTimeout``).  A module whose exports other open modules import
+        is closed for its own callers at once, but its image stays mapped
+        (and its finalisers wait) until the last of those modules closes."""
         if self.closed:
             return
+        if self.machine.in_call():
+            raise ElfkitError(f"cannot close module {self.name!r} from inside a call of its "
+                              "machine (a host callback)")
         self.closed = True
+        if self._users:
+            self._close_pending = True
+            return
+        self._finish_close()
+
+    def _finish_close(self) -> None:
+        self._close_pending = False
         try:
+            if self._owns_machine:
+                self.machine.stop_calls()
             if self._initialised:
                 self._image.run_fini()
         finally:
-            self._image.release()
-            self.machine.detach(self)
-            if self._owns_machine:
-                self.machine.close()
+            try:
+                self._image.release()
+                self.machine.detach(self)
+                if self._owns_machine:
+                    self.machine.close()
+            finally:
+                providers, self._providers = self._providers, []
+                for p in providers:
+                    p._users.discard(self)
+                    if p._close_pending and not p._users:
+                        p._finish_close()
 
 
 @functools.lru_cache(maxsize=256)
@@ -296,7 +326,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     try:
         if imports is not None and not isinstance(imports, Imports):
             imports = Imports(imports)
-        bound = _bind_imports(elf, machine, imports, lazy)
+        used: list[Any] = []
+        bound = _bind_imports(elf, machine, imports, lazy, used)
 
         def symbol_address(i: int, bias: int) -> int:
             s = elf.symbols[i]
@@ -312,6 +343,10 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         image = place(elf, machine, symbol_address)
         mod = Module(elf, image, machine, owns, name or (elf.soname or label) + slice_label,
                      imports)
+        for p in used:
+            if isinstance(p, Module) and p not in mod._providers:
+                mod._providers.append(p)
+                p._users.add(mod)
         machine.attach(mod)
         mod._initialised = init
         try:
@@ -320,6 +355,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         except BaseException:
             machine.detach(mod)
             image.release()
+            for p in mod._providers:
+                p._users.discard(mod)
             raise
         return mod
     except BaseException:
@@ -329,13 +366,13 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
 
 
 def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
-                  lazy: bool) -> dict[int, int]:
+                  lazy: bool, used: list[Any]) -> dict[int, int]:
     bound: dict[int, int] = {}
     missing: list[str] = []
     for s in elf.symbols[1:]:
         if s.defined or not s.name or s.bind == T.STB_LOCAL:
             continue
-        addr = imports.resolve(s.name, machine) if imports is not None else None
+        addr = imports.resolve(s.name, machine, used) if imports is not None else None
         if addr is None:
             if s.weak:
                 addr = 0

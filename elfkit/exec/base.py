@@ -93,5 +93,17 @@ class Machine(abc.ABC):
         if module in mods:
             mods.remove(module)
 
+    # --- lifetimes ----------------------------------------------------------
+    def in_call(self) -> bool:
+        """Whether the calling thread is inside a call of this machine (in a
+        host callback): closing the machine from there is refused."""
+        return False
+
+    def stop_calls(self) -> None:
+        """Before closing: make calls running in other threads end soon
+        (emulated: cancelled, they raise ``CallTimeout``; native calls cannot
+        be interrupted, ``release`` and ``close`` wait for them)."""
+        return None
+
     @abc.abstractmethod
     def close(self) -> None: ...

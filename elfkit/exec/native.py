@@ -10,11 +10,19 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from .. import arch as _arch
-from ..errors import BackendError, MemoryAccessError, SignatureError
+from ..errors import (
+    BackendError,
+    ExecutionError,
+    MemoryAccessError,
+    ModuleClosedError,
+    SignatureError,
+)
 from ..signature import CType, Signature
 from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
 
@@ -100,6 +108,11 @@ class NativeMachine(Machine):
         self._callbacks: list[Any] = []
         self._fntypes: dict[Signature, Any] = {}
         self._fns: dict[tuple[int, Signature], Any] = {}
+        # lifetimes: a call registers its thread in _inflight and checks that
+        # its code's range is still alive; release/free/close mark a range
+        # dead, then wait until no other thread is inside a call
+        self._inflight: list[int] = []
+        self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
         self.pending: BaseException | None = None
         self.closed = False
 
@@ -152,10 +165,31 @@ class NativeMachine(Machine):
             _munmap(base + size, tail)
         self._add_region(base, size)
         self._prot[base] = [PROT_READ | PROT_WRITE] * (size // page)
+        self._alive[base] = [True]
         return base
 
+    def _retire(self, start: int, what: str) -> None:
+        """Mark the range at ``start`` dead (new calls into it fail) and wait
+        until no other thread is inside a call of this machine."""
+        cell = self._alive.pop(start, None)
+        if cell is not None:
+            cell[0] = False
+        self.wait_idle(what)
+
+    def wait_idle(self, what: str = "close") -> None:
+        """Wait until no other thread is inside a call of this machine;
+        raise ``ExecutionError`` from inside one of its calls (a callback)."""
+        me = threading.get_ident()
+        if me in self._inflight:
+            raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
+                                 f"host callback): its code is still running")
+        while self._inflight:
+            time.sleep(0.0005)
+
     def release(self, addr: int, size: int) -> None:
-        if self._prot.pop(addr, None) is not None:
+        if addr in self._prot:
+            self._retire(addr, "release an image")
+            del self._prot[addr]
             _munmap(addr, size)
             self._drop_region(addr)
             for key in [k for k in self._fns if addr <= k[0] < addr + size]:
@@ -197,11 +231,16 @@ class NativeMachine(Machine):
         addr = (ctypes.addressof(buf) + align - 1) & ~(align - 1)
         self._allocs[addr] = (buf, size)
         self._add_region(addr, max(size, 1))
+        self._alive[addr] = [True]
         return addr
 
     def free(self, addr: int) -> None:
-        if self._allocs.pop(addr, None) is None:
+        if addr not in self._allocs:
             raise MemoryAccessError(f"free({addr:#x}): not an address returned by alloc")
+        cell = self._alive.pop(addr, None)       # data: freed at once, also from a callback
+        if cell is not None:
+            cell[0] = False
+        del self._allocs[addr]
         self._drop_region(addr)
 
     def _fn(self, addr: int, sig: Signature) -> Any:
@@ -214,6 +253,13 @@ class NativeMachine(Machine):
             f = self._fns[(addr, sig)] = t(addr)
         return f
 
+    def _alive_cell(self, addr: int, what: str) -> list[bool]:
+        r = self._find(addr, 1)
+        cell = self._alive.get(r[0]) if r is not None else None
+        if cell is None:
+            raise MemoryAccessError(f"{what} {addr:#x}: not inside any loaded image")
+        return cell
+
     def call(self, addr: int, sig: Signature, args: tuple[Any, ...],
              timeout: float | None = None) -> Any:
         if timeout is not None:
@@ -221,31 +267,52 @@ class NativeMachine(Machine):
                                "backend='emulated'")
         if len(args) != len(sig.params):
             raise SignatureError(f"{sig} takes {len(sig.params)} argument(s), got {len(args)}")
-        if not self._find(addr, 1):
-            raise MemoryAccessError(f"call to {addr:#x}: not inside any loaded image")
+        self._check_open()
+        cell = self._alive_cell(addr, "call to")
         f = self._fn(addr, sig)
+        me = threading.get_ident()
+        self._inflight.append(me)
         try:
+            if not cell[0]:
+                raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
             r = f(*args)
         except ctypes.ArgumentError as e:
             raise SignatureError(f"argument does not fit {sig}: {e}") from None
+        finally:
+            self._inflight.remove(me)
         self._raise_pending()
         return r
 
     def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
-        if not self._find(addr, 1):
-            raise MemoryAccessError(f"function at {addr:#x}: not inside any loaded image")
-        f = self._fn(addr, sig)
-        if not self._callbacks:
-            return f            # the fastest path: a bare ctypes function pointer
-        return self._surfacing(f)
+        self._check_open()
+        return self._guarded(self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
 
-    def _surfacing(self, f: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap a ctypes function so a Python callback's exception re-raises."""
-        raise_pending = self._raise_pending
+    def in_call(self) -> bool:
+        return threading.get_ident() in self._inflight
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ModuleClosedError("the native machine was closed")
+
+    def _guarded(self, f: Callable[..., Any], cell: list[bool], addr: int) -> Callable[..., Any]:
+        """Wrap a ctypes function: refused once its range was released (no
+        jump into unmapped code), registered while it runs (so release and
+        close wait for it), and a Python callback's exception re-raises."""
+        machine = self
+        inflight = self._inflight
+        enter, leave, ident = inflight.append, inflight.remove, threading.get_ident
 
         def call(*args: Any) -> Any:
-            r = f(*args)
-            raise_pending()
+            me = ident()
+            enter(me)
+            try:
+                if not cell[0]:
+                    raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
+                r = f(*args)
+            finally:
+                leave(me)
+            if machine.pending is not None:
+                machine._raise_pending()
             return r
         return call
 
@@ -260,7 +327,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
-        return self._surfacing(self._fn(addr, sig))
+        return self._guarded(self._fn(addr, sig), [True], addr)
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
         """Read host memory this machine did not map (NULL is refused)."""
@@ -304,7 +371,12 @@ class NativeMachine(Machine):
     def close(self) -> None:
         if self.closed:
             return
+        self.wait_idle("close the machine")      # raises from inside one of its calls
         self.closed = True
+        for cell in self._alive.values():
+            cell[0] = False
+        self._alive.clear()
+        self.wait_idle("close the machine")
         for start, prots in list(self._prot.items()):
             _munmap(start, len(prots) * self.arch.page_size)
         self._prot.clear()

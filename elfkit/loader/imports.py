@@ -15,6 +15,7 @@ the specialised provider after it.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,8 +52,11 @@ class Imports:
 
     def __init__(self, *providers: Any):
         self._providers: list[Any] = []
-        # callbacks made per machine, so one Python function gets one stub per machine
-        self._stubs: dict[tuple[int, int, str], int] = {}
+        # callbacks made per machine, so one Python function gets one stub per
+        # machine; held weakly, so a closed machine's stubs go with it (an
+        # id() could be reused by a later machine)
+        self._stubs: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], int]] = \
+            weakref.WeakKeyDictionary()
         for p in providers:
             self.register(p)
 
@@ -79,12 +83,16 @@ class Imports:
             return "no providers registered"
         return "providers searched: " + ", ".join(_describe(p) for p in reversed(self._providers))
 
-    def resolve(self, name: str, machine: Any) -> int | None:
-        """Address of ``name`` for code running in ``machine``, or None."""
+    def resolve(self, name: str, machine: Any, used: list[Any] | None = None) -> int | None:
+        """Address of ``name`` for code running in ``machine``, or None.
+        ``used``: the provider that had it is appended (the loader keeps
+        a module that provides imports loaded while its users are)."""
         base = name.split("@", 1)[0]
         for p in reversed(self._providers):
             addr = self._lookup(p, base, machine)
             if addr is not None:
+                if used is not None:
+                    used.append(p)
                 return addr
         return None
 
@@ -96,11 +104,16 @@ class Imports:
             if isinstance(v, int):
                 return v
             fn, sig = v
-            key = (id(machine), id(p), name)
-            addr = self._stubs.get(key)
+            try:
+                stubs = self._stubs.get(machine)
+                if stubs is None:
+                    stubs = self._stubs[machine] = {}
+            except TypeError:                 # a machine that cannot be weakly referenced
+                stubs = {}
+            key = (id(p), name)               # providers live as long as this Imports
+            addr = stubs.get(key)
             if addr is None:
-                addr = machine.callback(fn, parse_signature(sig), name)
-                self._stubs[key] = addr
+                addr = stubs[key] = machine.callback(fn, parse_signature(sig), name)
             return addr
         if isinstance(p, SystemLibrary):
             if machine.backend != "native":
@@ -108,6 +121,8 @@ class Imports:
                                    f"imports to native modules")
             return p.address(name)
         # a Module
+        if p.closed:
+            return None
         addr = p.exports.get(name)
         if addr is None:
             return None

@@ -1,11 +1,21 @@
 """Host buffers passed to guest code (a mixin of ``EmulatedMachine``).
 
-numpy arrays and bytearrays given as ``ptr`` arguments are mapped zero-copy
-(``uc_mem_map_ptr``) when their memory is page-aligned in whole pages, else
-copied into a small argument arena (writable, up to 64 KiB) or a mapping of
-their own, and copied back after the call.  Zero-copy mappings are closed
-(no access) between calls and reopened when the same array comes back;
-``share()`` keeps one mapped across calls.
+The guest reaches exactly the bytes it is given.  A numpy array or
+bytearray passed as a ``ptr`` argument is
+
+* copied into a small argument arena (writable, up to 64 KiB; zeroed after
+  the call) or a mapping of its own, and copied back after the call; or,
+* when it spans whole host pages, mapped in three parts: the whole pages
+  inside it zero-copy (``uc_mem_map_ptr``, pages that hold nothing but the
+  array), and its partial first and last pages copied into guest-owned pages
+  around them (copied back after the call, then zeroed).  Arrays from
+  ``empty()`` end in their own block's zero padding and need no copy at all.
+
+Every mapping is followed by an unmapped guard page, so a pointer running
+past the array faults.  Zero-copy mappings are closed (no access) after the
+call and reopened when the same host pages come back (unmapping costs a TLB
+flush per page); while closed neither guest code nor ``read``/``write``
+reaches them.  ``share()`` keeps one open across calls.
 """
 from __future__ import annotations
 
@@ -29,6 +39,13 @@ lib = _uc.lib
 _ARENA_SIZE = 1 << 20          # argument arena for small copied buffers
 _ARENA_MAX = 64 << 10          # larger copied buffers get their own mapping
 _ZC_CACHE = 16                 # zero-copy mappings kept (closed) between calls
+_ZEROS = bytes(PAGE)
+_CHARP = ctypes.POINTER(ctypes.c_char)
+
+
+def _host(addr: int) -> Any:
+    """A host address as unicorn's memory functions take it."""
+    return ctypes.cast(addr, _CHARP)
 
 
 class ArgumentMemory(MachineState):
@@ -65,11 +82,21 @@ class ArgumentMemory(MachineState):
         contiguous = arr.flags.c_contiguous or arr.flags.f_contiguous
         if contiguous and n:
             ptr = arr.__array_interface__["data"][0]
-            span = _host_span(arr, ptr, n)
-            if span is not None:
-                region = self._zero_copy(span[0], span[1], perms)
-                cleanup.append((region, None, None, False))
-                return region.start + (ptr - span[0])
+            lo = round_up(ptr)                      # whole host pages inside the array
+            hi = (ptr + n) & -PAGE
+            if _padded_end(arr, ptr, n):
+                hi = round_up(ptr + n)              # ends in its empty() block's padding
+            if hi > lo and (lo == ptr and hi >= ptr + n or n > _ARENA_MAX or not writable):
+                head = lo - ptr
+                tail = max(ptr + n - hi, 0)
+                region = self._zero_copy(lo, hi - lo, bool(head), bool(tail), perms)
+                addr = region.start + (PAGE - head if head else 0)
+                if head:
+                    lib.uc_mem_write(self._h, addr, _host(ptr), head)
+                if tail:
+                    lib.uc_mem_write(self._h, addr + head + hi - lo, _host(hi), tail)
+                cleanup.append((region, arr, (addr, ptr, head, hi - lo, tail), writable))
+                return addr
         data = arr if contiguous else np.ascontiguousarray(arr)
         if n <= _ARENA_MAX and writable:
             region = self._arena_take(n)
@@ -82,34 +109,48 @@ class ArgumentMemory(MachineState):
         cleanup.append((region, arr, data, writable))
         return region.start
 
-    # Zero-copy mappings (uc_mem_map_ptr) are kept after the call with no
-    # access rights (PROT_NONE) and re-opened when the same host range is
-    # passed again: unmapping costs a TLB flush per page (~0.35 ms per 4 MiB
-    # on arm/aarch64), changing protections does not.  While closed the guest
-    # cannot touch the range; when opened again it is backed by whatever the
-    # caller passes at that host address, which it keeps alive for the call.
-    def _zero_copy(self, host_start: int, host_size: int, perms: int) -> Region:
+    # Zero-copy mappings: [copied head page] [host pages, uc_mem_map_ptr]
+    # [copied tail page], kept after the call with no access rights
+    # (PROT_NONE) and re-opened when the same host pages are passed again:
+    # unmapping costs a TLB flush per page (~0.35 ms per 4 MiB on
+    # arm/aarch64), changing protections does not.  While closed the guest
+    # cannot touch the range (and ``read``/``write`` refuse it); when opened
+    # again it is backed by whatever the caller passes at those host pages,
+    # which it keeps alive for the call.
+    def _zero_copy(self, host_start: int, host_size: int, head: bool, tail: bool,
+                   perms: int) -> Region:
         self._check_open()
-        key = (host_start, host_size)
+        key = (host_start, host_size, head, tail)
         region = self._zc.get(key)
         if region is not None:
             self._zc.move_to_end(key)
             uses, cur = region.extra
             want = perms | (cur if uses else 0)
             if want != cur:
-                lib.uc_mem_protect(self._h, region.start, host_size, want)
+                lib.uc_mem_protect(self._h, region.start, region.size, want)
             region.extra = (uses + 1, want)
             return region
         self._zc_evict(len(self._zc) >= _ZC_CACHE)
-        addr = self._space.find(host_size, PAGE)
+        hp, tp = PAGE if head else 0, PAGE if tail else 0
+        size = hp + host_size + tp
+        addr = self._space.find(size, PAGE)
+        region = Region(addr, size, "zerocopy", "(numpy, zero-copy)", mapped=size,
+                        map_start=addr, extra=(1, perms))
         try:
-            region = self._space.add(Region(addr, host_size, "zerocopy", "(numpy, zero-copy)",
-                                            mapped=host_size, map_start=addr, extra=(1, perms)))
+            self._space.add(region)
         except MemoryAccessError:
             self._zc_evict(True, all_idle=True)
-            region = self._space.add(Region(addr, host_size, "zerocopy", "(numpy, zero-copy)",
-                                            mapped=host_size, map_start=addr, extra=(1, perms)))
-        err = lib.uc_mem_map_ptr(self._h, addr, host_size, perms, ctypes.c_void_p(host_start))
+            self._space.add(region)
+        err = lib.uc_mem_map_ptr(self._h, addr + hp, host_size, perms,
+                                 ctypes.c_void_p(host_start))
+        if not err and hp:
+            err = lib.uc_mem_map(self._h, addr, hp, perms)
+            if err:
+                lib.uc_mem_unmap(self._h, addr + hp, host_size)
+        if not err and tp:
+            err = lib.uc_mem_map(self._h, addr + hp + host_size, tp, perms)
+            if err:
+                lib.uc_mem_unmap(self._h, addr, hp + host_size)
         if err:
             self._space.remove(addr)
             raise MemoryAccessError(f"cannot map a numpy buffer of {host_size:#x} bytes: "
@@ -128,6 +169,37 @@ class ArgumentMemory(MachineState):
                 lib.uc_mem_unmap(self._h, r.map_start, r.mapped)
                 if not all_idle and len(self._zc) < _ZC_CACHE:
                     return
+
+    def _zc_release(self, region: Region, arr: Any, parts: tuple, writable: bool) -> None:
+        """After a call: copy the partial edge pages back, zero them, close."""
+        addr, ptr, head, inner, tail = parts
+        if writable and head:
+            lib.uc_mem_read(self._h, addr, _host(ptr), head)
+        if writable and tail:
+            lib.uc_mem_read(self._h, addr + head + inner, _host(ptr + head + inner), tail)
+        uses, cur = region.extra
+        if uses > 1:
+            region.extra = (uses - 1, cur)
+            return
+        if head:
+            lib.uc_mem_write(self._h, region.start, _ZEROS, PAGE)
+        if tail:
+            lib.uc_mem_write(self._h, region.end - PAGE, _ZEROS, PAGE)
+        lib.uc_mem_protect(self._h, region.start, region.size, 0)
+        region.extra = (0, 0)
+
+    def _closed_zero_copy(self, addr: int, size: int) -> Region | None:
+        """The closed zero-copy mapping that [addr, addr+size) touches, if any."""
+        if not self._zc:
+            return None
+        r = self._space.at(addr)
+        if r is None:
+            below, r = self._space.near(addr)
+            if r is None or r.start >= addr + size:
+                return None
+        if r.kind == "zerocopy" and not r.extra[0]:
+            return r
+        return None
 
     # Small copied arguments go to one argument arena (mapped once, zeroed
     # after each call) instead of a fresh mapping per argument: mapping and
@@ -160,8 +232,14 @@ class ArgumentMemory(MachineState):
 
     def _release_args(self, cleanup: list) -> None:
         for region, obj, data, writable in cleanup:
+            if self._closed:
+                continue
+            kind = region.kind
+            if kind == "zerocopy":
+                self._zc_release(region, obj, data, writable)
+                continue
             try:
-                if writable and obj is not None and not self._closed:
+                if writable and obj is not None:
                     n = int(data.nbytes) if data is not None else 0
                     if data is None:                       # memoryview
                         n = obj.nbytes
@@ -176,16 +254,7 @@ class ArgumentMemory(MachineState):
                         if data is not obj:
                             obj[...] = data
             finally:
-                if self._closed:
-                    pass
-                elif region.kind == "zerocopy":
-                    uses, cur = region.extra
-                    if uses <= 1:
-                        lib.uc_mem_protect(self._h, region.start, region.size, 0)
-                        region.extra = (0, 0)
-                    else:
-                        region.extra = (uses - 1, cur)
-                elif region.kind == "arena":
+                if kind == "arena":
                     if region.size:
                         lib.uc_mem_write(self._h, region.start, bytes(region.size), region.size)
                     self._arena_top = min(self._arena_top, region.extra)
@@ -198,7 +267,9 @@ class ArgumentMemory(MachineState):
         it is page-aligned (e.g. from ``empty()``), otherwise refused."""
         cl: list = []
         ptr = array.__array_interface__["data"][0]
-        if _host_span(array, ptr, int(array.nbytes)) is None:
+        n = int(array.nbytes)
+        if not (n and array.flags.c_contiguous and ptr % PAGE == 0
+                and (n % PAGE == 0 or _padded_end(array, ptr, n))):
             raise MemoryAccessError("share(): the array is not page-aligned host memory; create it "
                                     "with machine.empty() or pass it as a call argument instead")
         addr = self._map_array(array, cl)
@@ -218,7 +289,7 @@ class ArgumentMemory(MachineState):
         return page_aligned_empty(shape, dtype)
 
 
-# id(mmap) -> (weakref to the mmap, host address, size) for page_aligned_empty()
+# id(mmap) -> (weakref to the mmap, host address, bytes of array data) for page_aligned_empty()
 _BLOCKS: dict[int, tuple[Any, int, int]] = {}
 
 
@@ -239,17 +310,16 @@ def page_aligned_empty(shape: Any, dtype: Any = "float32") -> Any:
 
     def forget(_r: Any, k: int = key) -> None:
         _BLOCKS.pop(k, None)
-    _BLOCKS[key] = (weakref.ref(mm, forget), addr, size)
+    _BLOCKS[key] = (weakref.ref(mm, forget), addr, count * dt.itemsize)
     return np.frombuffer(mm, dtype=dt, count=count).reshape(shape)
 
 
-def _host_span(arr: Any, ptr: int, n: int) -> tuple[int, int] | None:
-    """(start, size) of page-aligned host memory covering [ptr, ptr+n) that may
-    be mapped into the guest as is, or None."""
-    if n <= 0:
-        return None
-    if ptr % PAGE == 0 and n % PAGE == 0:
-        return ptr, n
+def _padded_end(arr: Any, ptr: int, n: int) -> bool:
+    """Whether [ptr, ptr+n) ends where the data of its ``page_aligned_empty``
+    block ends, so the rest of that page is the block's own zero padding
+    (which no other array can use) and may be mapped with it."""
+    if (ptr + n) % PAGE == 0 or not _BLOCKS:
+        return False
     import mmap
     base = arr
     for _ in range(64):
@@ -260,18 +330,14 @@ def _host_span(arr: Any, ptr: int, n: int) -> tuple[int, int] | None:
         else:
             nxt = getattr(base, "base", None)
             if nxt is None:
-                return None
+                return False
             base = nxt
     else:
-        return None
+        return False
     if not isinstance(base, mmap.mmap):
-        return None
+        return False
     entry = _BLOCKS.get(id(base))
     if entry is None or entry[0]() is not base:
-        return None
-    _ref, start, size = entry
-    lo = ptr & -PAGE
-    hi = round_up(ptr + n)
-    if lo < start or hi > start + size:
-        return None
-    return lo, hi - lo
+        return False
+    _ref, start, data = entry
+    return ptr + n == start + data and ptr >= start

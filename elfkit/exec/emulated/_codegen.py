@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import SignatureError
 from ...signature import CType
-from . import _uc
+from . import _uc, _watchdog
 from ._cc import Loc, Piece, Plan, reg_size
 from ._layout import SENTINEL
 
@@ -158,6 +159,20 @@ def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str,
     return v, signed
 
 
+# control registers a plugin may change that are not part of the calling
+# convention; set with every call (besides the arch's ``uc_init``)
+_CALL_RESET = {"riscv64": (("FCSR", 0),), "riscv32": (("FCSR", 0),), "arm": (("FPSCR", 0),),
+               "aarch64": (("FPCR", 0), ("FPSR", 0))}
+_NO_RESET = ("TP", "TPIDR_EL0", "C13_C0_3", "FS_BASE", "GS_BASE")
+
+
+def call_reset(arch: Any) -> list[tuple[str, int]]:
+    """(register, value) pairs written at the start of every call: the
+    FPU enable and mode registers of ``uc_init`` and the FP control/status."""
+    regs = [(r, v) for r, v in arch.uc_init if r not in _NO_RESET]
+    return regs + list(_CALL_RESET.get(arch.name, ()))
+
+
 def stack_area(m: Any, plan: Plan) -> tuple[int, int]:
     """(bytes reserved below the caller's stack base, offset of the first argument)."""
     cc = m.arch.cc
@@ -187,9 +202,10 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     lay.reg(cc.sp, wcode, word, ["_sp"])
     if cc.lr is not None:
         lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
-    if arch.name == "i386":
-        lay.reg("FPSW", "Q", 8, ["0"])
-        lay.reg("FPTAG", "Q", 8, ["0xffff"])
+    # floating-point unit on, rounding and exception state as after reset:
+    # nothing a previous call left there reaches this one
+    for reg, value in call_reset(arch):
+        lay.reg(reg, "Q", 8, [str(value)])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:
         lay.stk(-argbase, wcode, word, word, [str(SENTINEL)])
@@ -201,6 +217,9 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         "_pack_regs": struct.Struct(lay.reg_fmt).pack_into, "_rbuf": rbuf, "_rids": rids,
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
         "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
+        "_acq": m._slock.acquire, "_rel": m._slock.release, "_act": m._active,
+        "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
+        "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
     }
     src, entry_expr = _caller_head(entry, len(plan.args))
     body: list[str] = []
@@ -265,15 +284,37 @@ def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
 
 
 def _run_lines(entry_expr: str) -> list[str]:
-    """Run the guest code: straight ``uc_emu_start`` unless a limit applies."""
-    return ["_m._stop = None",
+    """Run the guest code: straight ``uc_emu_start`` unless a limit applies.
+
+    Starting and ending a run happen under the machine's stop lock, so a stop
+    request (timeout, cancel, signal) reaches only the call it was meant for;
+    a call on the main thread is registered so that a signal (Ctrl-C) stops it.
+    """
+    return ["_acq()",
+            "_m._gen = _g = _m._gen + 1",
+            "_act.append(_g)",
+            "_m._stop = None",
             "_m._running = True",
-            "if timeout is None and budget is None and not _m._limited:",
-            "    _m._count_mode = False",
-            f"    err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",
-            "else:",
-            f"    err = _m._run_limited({entry_expr}, timeout, budget)",
-            "_m._running = False",
+            "_rel()",
+            "_onmain = _gid() == _mainid",
+            "if _onmain:",
+            "    _prev = _wd_main[0]",
+            "    _wd_main[0] = _m",
+            "    if not _wd_sig[0]:",
+            "        _wd_install()",
+            "try:",
+            "    if timeout is None and budget is None and not _m._limited:",
+            "        _m._count_mode = False",
+            f"        err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",
+            "    else:",
+            f"        err = _m._run_limited({entry_expr}, timeout, budget)",
+            "finally:",
+            "    _acq()",
+            "    _m._running = False",
+            "    _act.pop()",
+            "    _rel()",
+            "    if _onmain:",
+            "        _wd_main[0] = _prev",
             "if err or _m._stop is not None:",
             f"    _m._abnormal(err, {entry_expr}, timeout, budget)"]
 

@@ -63,7 +63,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._closed = False
         self._uc = _uc.open_uc(arch, cpu)
         self._h = _uc.handle(self._uc)
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()        # held by a call for its whole duration
+        self._slock = threading.Lock()        # start/end of a run vs. stop requests
+        self._gen = 0                         # number of the latest call
+        self._active: list[int] = []          # calls in progress (outer first)
         self._running = False
         self._stop: str | None = None
         self._hook_exc: BaseException | None = None
@@ -98,7 +101,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._heap = Heap(self._heap_range, self._heap_drop)
         self._arena: Region | None = None
         self._shared: dict[int, tuple[list, Any]] = {}
-        self._zc: OrderedDict[tuple[int, int], Region] = OrderedDict()
+        self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
         self._arena_top = 0
         self._sp_id = self._reg(arch.cc.sp)
         self._pc_id = self._reg(arch.cc.pc)
@@ -119,7 +122,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._max_callbacks = max_callbacks
         stub_bytes = round_up(max_callbacks * STUB_SIZE)
         self._stub_end = STUB_BASE + stub_bytes
-        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_READ | C.UC_PROT_EXEC)
+        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_EXEC)
         trap = self.arch.trap_insn or self.arch.ret_insn
         self._write_raw(SENTINEL, (trap * (PAGE // len(trap) + 1))[:PAGE])
         self._write_raw(STUB_BASE, (trap * (stub_bytes // len(trap) + 1))[:stub_bytes])
@@ -233,10 +236,19 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise
         return region
 
+    # Memory operations from the host take the call lock: they wait while a
+    # call runs in another thread (unmapping under running guest code would
+    # crash unicorn), and run at once from a host callback of the call.
     def reserve(self, size: int, align: int = PAGE, name: str = "") -> int:
-        return self._new_region(size, align, "image", name).start
+        with self._lock:
+            return self._new_region(size, align, "image", name).start
 
     def release(self, addr: int, size: int | None = None) -> None:
+        with self._lock:
+            self._release(addr)
+
+    def _release(self, addr: int) -> None:
+        self._check_open()
         r = self._space.at(addr)
         if r is None or r.start != addr or r.kind not in ("image",):
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
@@ -244,6 +256,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._unmap(r.map_start, r.mapped, r.exec_ever)
 
     def protect(self, addr: int, size: int, prot: int) -> None:
+        with self._lock:
+            self._protect(addr, size, prot)
+
+    def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
         r = self._space.at(addr)
         if addr % PAGE or r is None or addr + size > r.end or r.kind == "runtime":
@@ -274,8 +290,19 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise MemoryAccessError(f"cannot write {n} bytes at {addr:#x}: "
                                     f"{self.describe_address(addr, n)}")
 
+    def _refuse_closed(self, addr: int, size: int, what: str) -> None:
+        r = self._closed_zero_copy(addr, size)
+        if r is not None:
+            raise MemoryAccessError(f"cannot {what} {size} bytes at {addr:#x}: "
+                                    f"{self.describe_address(r.start)}")
+
     def write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
+        with self._lock:
+            self._write(addr, data)
+
+    def _write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
+        self._refuse_closed(addr, max(memoryview(data).nbytes, 1), "write")
         self._write_raw(addr, data)
         if self._ran:
             r = self._space.at(addr)
@@ -283,9 +310,14 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
                 self._uc.ctl_remove_cache(addr, addr + max(len(data), 1))
 
     def read(self, addr: int, size: int) -> bytes:
+        with self._lock:
+            return self._read(addr, size)
+
+    def _read(self, addr: int, size: int) -> bytes:
         self._check_open()
         if size < 0:
             raise MemoryAccessError(f"cannot read {size} bytes")
+        self._refuse_closed(addr, max(size, 1), "read")
         if size > 1 << 20:
             self._check_covered(addr, size)   # before allocating a host buffer that large
         buf = ctypes.create_string_buffer(size)
@@ -308,7 +340,9 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def try_read(self, addr: int, size: int) -> bytes | None:
         """``size`` bytes at ``addr``, or None where guest memory is not readable."""
-        if addr < 0 or addr + size > 1 << self.arch.bits:
+        if addr < 0 or addr + size > 1 << self.arch.bits or size > self._space.used + PAGE:
+            return None
+        if self._closed_zero_copy(addr, max(size, 1)) is not None:
             return None
         buf = ctypes.create_string_buffer(size)
         return None if lib.uc_mem_read(self._h, addr, buf, size) else buf.raw
@@ -356,6 +390,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._unmap(r.map_start, r.mapped, False)
 
     def alloc(self, size: int, align: int = 16) -> int:
+        with self._lock:
+            return self._alloc(size, align)
+
+    def _alloc(self, size: int, align: int) -> int:
         self._check_open()
         addr = self._heap.alloc(int(size), int(align))
         n = self._heap.size_of(addr) or 0
@@ -364,20 +402,28 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         return addr
 
     def free(self, addr: int) -> None:
-        self._check_open()
-        self._heap.free(addr)
+        with self._lock:
+            self._check_open()
+            self._heap.free(addr)
 
     # ------------------------------------------------------------------ close
+    def in_call(self) -> bool:
+        return bool(self._active) and self._lock._is_owned()  # type: ignore[attr-defined]
+
+    def stop_calls(self) -> None:
+        if self._active and not self.in_call():
+            self.cancel(wait=5.0)
+
     def close(self) -> None:
         if self._closed:
             return
-        if self._running:
-            if self._lock._is_owned():  # type: ignore[attr-defined]
-                raise ExecutionError("cannot close an emulated machine from inside one of its "
-                                     "own calls (a host callback)")
-            self.cancel(wait=5.0)
+        if self.in_call():
+            raise ExecutionError("cannot close an emulated machine from inside one of its "
+                                 "own calls (a host callback)")
+        self.stop_calls()
         with self._lock:
-            self._close()
+            if not self._closed:
+                self._close()
 
     def _close(self) -> None:
         try:

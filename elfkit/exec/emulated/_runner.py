@@ -34,6 +34,9 @@ STOP_TIMEOUT = "timeout"
 STOP_CANCEL = "cancel"
 STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
 STOP_BUDGET = "budget"
+STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the call
+
+_check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
 
 
 class CallRunner(MachineState):
@@ -56,7 +59,7 @@ class CallRunner(MachineState):
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         self._timeout = arguments.timeout(value, "timeout")
-        self._limited = bool(self._timeout or getattr(self, "_budget", None))
+        self._limited = self._timeout is not None or bool(getattr(self, "_budget", None))
 
     @property
     def instruction_budget(self) -> int | None:
@@ -68,7 +71,7 @@ class CallRunner(MachineState):
         if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
-        self._limited = bool(getattr(self, "_timeout", None) or self._budget)
+        self._limited = getattr(self, "_timeout", None) is not None or bool(self._budget)
 
     # -------------------------------------------------------------- calls
     def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
@@ -122,11 +125,15 @@ class CallRunner(MachineState):
         self._call_sp = (sp - self.arch.cc.red_zone - 64) & -16
         if self._call_sp <= self._stack.map_start + 256:
             raise ExecutionError("guest stack exhausted by nested calls")
-        self._running = False
+        with self._slock:
+            self._running = False
+            gen = self._gen
         try:
             return fn(*args, timeout=timeout, budget=budget)
         finally:
-            self._running = True
+            with self._slock:
+                self._running = True
+                self._gen = gen
             self._call_sp = saved_sp
             lib.uc_context_restore(self._h, ctx.context)
             self._ctx_pool.append(ctx)
@@ -146,14 +153,16 @@ class CallRunner(MachineState):
         t = arguments.timeout(timeout, "call") if timeout is not None else self.timeout
         if budget is not None:
             arguments.integer(budget, "budget", "call")
-        if count < 0 or (t is not None and t < 0):
-            raise SignatureError("timeout and instruction budget must not be negative")
+        if count < 0:
+            raise SignatureError("an instruction budget must not be negative")
         if count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
             self._uc.ctl_flush_tb()
         self._count_mode = bool(count)
-        token = _watchdog.arm(t, self._fire_timeout) if t else None
+        gen = self._gen
+        token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
+                 if t is not None else None)
         failed: BaseException | None = None
         try:
             err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, count)
@@ -161,7 +170,6 @@ class CallRunner(MachineState):
             if token is not None:
                 failed = _watchdog.disarm(token)
         if failed is not None:
-            self._running = False
             self._stop = None
             self._reset()
             raise ExecutionError(f"the watchdog could not stop the call to "
@@ -170,22 +178,40 @@ class CallRunner(MachineState):
             self._stop = STOP_BUDGET
         return err
 
-    def _fire_timeout(self) -> None:
-        self._stop = STOP_TIMEOUT
-        lib.uc_emu_stop(self._h)
+    def _request_stop(self, reason: str, gen: int) -> bool:
+        """Stop the run of call ``gen`` (or of a call it made from a host
+        callback) if it is running now; a stop never reaches a later call."""
+        with self._slock:
+            if not self._running or gen not in self._active:
+                return False
+            if self._stop is None:
+                self._stop = reason
+            lib.uc_emu_stop(self._h)
+            return True
+
+    def _stop_for_signal(self) -> None:
+        """Called by the watchdog thread when a signal arrived while this
+        machine ran a call on the main thread."""
+        with self._slock:
+            active = list(self._active)
+        if active:
+            self._request_stop(STOP_SIGNAL, active[-1])
 
     def cancel(self, wait: float = 1.0) -> bool:
-        """Stop the call running in another thread (it raises ``CallTimeout``).
-        Returns False if no call was running."""
-        if not self._running:
-            return False
-        self._stop = STOP_CANCEL
+        """Stop the call running in another thread (it raises ``CallTimeout``)
+        and wait up to ``wait`` seconds for it to end.  Returns False if no
+        call was running.  A cancel never reaches a call started after it."""
+        with self._slock:
+            if not self._active:
+                return False
+            gen = self._active[0]
         end = time.monotonic() + wait
-        while True:
-            lib.uc_emu_stop(self._h)
-            if not self._running or time.monotonic() > end:
-                return True
+        while gen in self._active:
+            self._request_stop(STOP_CANCEL, gen)
+            if time.monotonic() > end:
+                break
             time.sleep(0.001)
+        return True
 
     def _pc(self) -> int:
         lib.uc_reg_read(self._h, self._pc_id, self._word_ref)
@@ -210,17 +236,33 @@ class CallRunner(MachineState):
             raise exc                    # the host callback's own exception
         pc = self._pc()
         if not err and pc == SENTINEL and stop != STOP_INTR:
+            if stop == STOP_SIGNAL:
+                self._run_signal_handlers()
             return
+        if not err and stop == STOP_SIGNAL:
+            self._run_signal_handlers()          # raises (KeyboardInterrupt) after a reset
+            stop = None                          # the handlers returned: carry on
         if not err and stop in (STOP_TIMEOUT, STOP_CANCEL, STOP_BUDGET):
             raise self._stopped(stop, entry, pc, timeout, budget)
         if not err and stop is None:
-            # a stop request meant for another call (cancel race): carry on
-            self._running = True
-            self._count_mode = False
+            # the signal handlers returned: carry on (limits start afresh)
+            with self._slock:
+                gen = self._gen
+                self._active.append(gen)
+                self._stop = None
+                self._running = True
+            prev, _watchdog.MAIN[0] = _watchdog.MAIN[0], self     # on the main thread
             try:
-                err2 = lib.uc_emu_start(self._h, pc, SENTINEL, 0, 0)
+                if timeout is None and budget is None and not self._limited:
+                    self._count_mode = False
+                    err2 = lib.uc_emu_start(self._h, pc, SENTINEL, 0, 0)
+                else:
+                    err2 = self._run_limited(pc, timeout, budget)
             finally:
-                self._running = False
+                _watchdog.MAIN[0] = prev
+                with self._slock:
+                    self._running = False
+                    self._active.pop()
             if err2 or self._stop is not None:
                 self._abnormal(err2, entry, timeout, budget)
             return
@@ -228,6 +270,19 @@ class CallRunner(MachineState):
                             mem_fault=self._mem_fault, intno=self._intno)
         self._reset()
         raise fault
+
+    def _run_signal_handlers(self) -> None:
+        global _check_signals
+        if _check_signals is None:
+            import ctypes
+            _check_signals = ctypes.pythonapi.PyErr_CheckSignals
+            _check_signals.restype = ctypes.c_int
+            _check_signals.argtypes = ()
+        try:
+            _check_signals()
+        except BaseException:
+            self._reset()
+            raise
 
     def _stopped(self, stop: str, entry: int, pc: int, timeout: float | None,
                  budget: int | None) -> CallTimeout:

@@ -38,6 +38,9 @@ class MachineState:
     _hooks: list[Any]
     _closed: bool
     _lock: threading.RLock
+    _slock: Any
+    _gen: int
+    _active: list[int]
 
     # running a call
     _running: bool
@@ -71,7 +74,7 @@ class MachineState:
     _arena: Region | None
     _arena_top: int
     _shared: dict[int, tuple[list, Any]]
-    _zc: OrderedDict[tuple[int, int], Region]
+    _zc: OrderedDict[tuple[int, int, bool, bool], Region]
 
     # modules and debugging
     _modules: list[Any]
@@ -97,6 +100,9 @@ class MachineState:
 
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
                     perms: int = 3) -> Region:
+        raise NotImplementedError
+
+    def _closed_zero_copy(self, addr: int, size: int) -> Region | None:
         raise NotImplementedError
 
     def _abi_at(self, addr: int) -> str:

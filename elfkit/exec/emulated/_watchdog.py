@@ -1,56 +1,112 @@
-"""One background thread that enforces wall-clock deadlines of running calls.
+"""One background thread that stops running calls: at their wall-clock
+deadlines, and when the process gets a signal (Ctrl-C) while the main thread
+is inside an emulated call.
 
 unicorn's own ``emu_start(timeout=...)`` starts and joins a thread on every
 call (measured ~75 us per call here), which would dominate short calls.
 Instead a call registers its deadline with this shared watchdog (a dict
-insert under a lock) and the watchdog calls ``uc_emu_stop`` when it passes,
-repeating every few milliseconds until the call has unregistered -- so a
-stop that lands just before ``uc_emu_start`` began is not lost.  If a stop
-function raises, the thread carries on and ``disarm`` hands the error to the
-call, which raises it.
+insert under a lock) and the watchdog calls the stop function when it
+passes, repeating every few milliseconds until the call has unregistered --
+so a stop that lands just before ``uc_emu_start`` began is not lost.  If a
+stop function raises, the thread carries on and ``disarm`` hands the error to
+the call, which raises it.
+
+Signals: Python runs signal handlers only between bytecodes of the main
+thread, never while it is inside ``uc_emu_start``.  So the first emulated
+call made on the main thread installs a wakeup fd (``signal.set_wakeup_fd``;
+an fd installed before, e.g. by asyncio, keeps getting every byte); when a
+signal arrives the watchdog stops the machine running on the main thread
+(``MAIN[0]``), whose call then runs the handlers (``KeyboardInterrupt``) or,
+when they return, carries on.
 """
 from __future__ import annotations
 
 import itertools
+import os
+import select
+import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-_REPEAT = 0.005
+_REPEAT = 0.002
+
+#: the machine running a call on the main thread, if any (set by the callers)
+MAIN: list[Any] = [None]
+#: whether the signal wakeup fd is installed (checked by callers on the main thread)
+SIGNALS: list[bool] = [False]
 
 
 class Watchdog:
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._entries: dict[int, tuple[float, Callable[[], None]]] = {}
+        self._lock = threading.Lock()
+        self._entries: dict[int, tuple[float, Callable[[], object]]] = {}
         self._errors: dict[int, BaseException] = {}
         self._ids = itertools.count(1)
         self._wake = float("inf")
         self._thread: threading.Thread | None = None
+        self._pipe_r, self._pipe_w = _pipe()      # wakes the thread: new deadline
+        self._sig_r = -1                          # signal numbers written by Python's handler
+        self._chain = -1                          # the wakeup fd installed before ours
 
-    def arm(self, seconds: float, fire: Callable[[], None]) -> int:
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="elfkit-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def arm(self, seconds: float, fire: Callable[[], object]) -> int:
         deadline = time.monotonic() + seconds
-        with self._cond:
+        with self._lock:
             token = next(self._ids)
             self._entries[token] = (deadline, fire)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="elfkit-watchdog",
-                                                daemon=True)
-                self._thread.start()
+            self._start()
             if deadline < self._wake:
-                self._cond.notify()
+                self._wake = deadline
+                _poke(self._pipe_w)
         return token
 
     def disarm(self, token: int) -> BaseException | None:
         """Unregister a deadline; returns the error its stop function raised, if any."""
-        with self._cond:
+        with self._lock:
             self._entries.pop(token, None)
             return self._errors.pop(token, None)
 
+    def install_signals(self) -> None:
+        """Route signals to this thread (main thread only; once)."""
+        if SIGNALS[0] or threading.current_thread() is not threading.main_thread():
+            return
+        SIGNALS[0] = True
+        r, w = _pipe()
+        try:
+            old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (ValueError, OSError):         # pragma: no cover - not the main interpreter
+            os.close(r)
+            os.close(w)
+            return
+        with self._lock:
+            self._sig_r, self._chain = r, old
+            self._start()
+            _poke(self._pipe_w)
+
+    def _on_signal(self) -> None:
+        try:
+            data = os.read(self._sig_r, 512)
+        except (BlockingIOError, InterruptedError):
+            return
+        if self._chain >= 0:
+            try:
+                os.write(self._chain, data)
+            except OSError:
+                pass
+        m = MAIN[0]
+        if m is not None and data:
+            m._stop_for_signal()
+
     def _loop(self) -> None:
-        with self._cond:
-            while True:
+        while True:
+            with self._lock:
                 now = time.monotonic()
                 nearest = float("inf")
                 for token, (deadline, fire) in list(self._entries.items()):
@@ -60,17 +116,43 @@ class Watchdog:
                         except Exception as e:  # noqa: BLE001 - returned by disarm()
                             self._errors.setdefault(token, e)
                         # keep stopping until the call disarms
-                        self._entries[token] = (now + _REPEAT, fire)
                         deadline = now + _REPEAT
+                        self._entries[token] = (deadline, fire)
                     nearest = min(nearest, deadline)
                 self._wake = nearest
-                self._cond.wait(None if nearest == float("inf") else max(0.0, nearest - now))
+                fds = [self._pipe_r] + ([self._sig_r] if self._sig_r >= 0 else [])
+            wait = None if nearest == float("inf") else max(0.0, nearest - now)
+            try:
+                ready, _w, _x = select.select(fds, [], [], wait)
+            except InterruptedError:          # pragma: no cover - retried by Python
+                continue
+            if self._pipe_r in ready:
+                try:
+                    os.read(self._pipe_r, 512)
+                except BlockingIOError:
+                    pass
+            if self._sig_r in ready:
+                self._on_signal()
+
+
+def _pipe() -> tuple[int, int]:
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    return r, w
+
+
+def _poke(fd: int) -> None:
+    try:
+        os.write(fd, b"\0")
+    except BlockingIOError:                   # already full: the thread will wake
+        pass
 
 
 WATCHDOG = Watchdog()
 
 
-def arm(seconds: float, fire: Callable[[], None]) -> int:
+def arm(seconds: float, fire: Callable[[], object]) -> int:
     return WATCHDOG.arm(seconds, fire)
 
 
@@ -78,4 +160,9 @@ def disarm(token: int) -> BaseException | None:
     return WATCHDOG.disarm(token)
 
 
-__all__: list[Any] = ["arm", "disarm", "WATCHDOG"]
+def install() -> None:
+    """Let signals stop emulated calls on the main thread (see module doc)."""
+    WATCHDOG.install_signals()
+
+
+__all__: list[Any] = ["arm", "disarm", "install", "MAIN", "SIGNALS", "WATCHDOG"]
