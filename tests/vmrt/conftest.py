@@ -16,6 +16,7 @@ import shutil
 
 import pytest
 
+from tests.vmrt.hal.hal_testutil import HalCompiler
 from tests.vmrt.iree_tools import IreeCompiler, require_tool
 from tests.vmrt.vmrt_testutil import Compiler
 
@@ -25,6 +26,12 @@ def compile_mlir(tmp_path_factory):
     if shutil.which("iree-compile") is None:
         pytest.skip("iree-compile not installed")
     return Compiler(tmp_path_factory.mktemp("vmfb"))
+
+
+@pytest.fixture(scope="session")
+def hal_compile() -> HalCompiler:
+    """A program of ``hal/programs`` compiled for the local device, one CPU."""
+    return HalCompiler(require_tool("iree-compile", "iree-base-compiler"))
 
 
 @pytest.fixture(scope="session")

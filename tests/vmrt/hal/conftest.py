@@ -19,13 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vmrt.hal.hal_testutil import HalCompiler, iree_run, vmrt_run
-from tests.vmrt.iree_tools import require_tool
-
-
-@pytest.fixture(scope="session")
-def hal_compile() -> HalCompiler:
-    return HalCompiler(require_tool("iree-compile", "iree-base-compiler"))
+from tests.vmrt.hal.hal_testutil import iree_run, vmrt_run
 
 
 @pytest.fixture(scope="session")

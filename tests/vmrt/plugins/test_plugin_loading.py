@@ -323,3 +323,16 @@ def test_python_import_reads_guest_memory_emulated(emulation):
     finally:
         p.close()
         m.close()
+
+
+def test_spinning_plugin_query_stops_at_the_timeout(variants, hal_compile, emulation, tmp_path):
+    """A plugin whose query never returns (emulated): `vmrt run --timeout`
+    stops it when the device loads its plugins, instead of hanging."""
+    from tests.vmrt.hal.hal_testutil import vmrt_run
+    spin = variants.path("aarch64", QUERY_SPIN=1)
+    got = vmrt_run(["--device=local-sync", f"--executable_plugin={spin}",
+                    f"--module={hal_compile('simple_mul.mlir', 'aarch64')}",
+                    "--function=mixed_invocation", "--input=8xf32=2", "--input=8xf32=4",
+                    "--timeout=0.5"])
+    assert got.rc == 1
+    assert got.status.startswith("DEADLINE_EXCEEDED; plugin")

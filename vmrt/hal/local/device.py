@@ -25,7 +25,8 @@ class Device(RefObject):
 
     vm_type = DEVICE_TYPE
 
-    def __init__(self, uri: str, plugin_specs: Sequence[str] = (), backend: str = "auto"):
+    def __init__(self, uri: str, plugin_specs: Sequence[str] = (), backend: str = "auto",
+                 call_timeout: float | None = None):
         driver, sep, rest = uri.partition("://")
         driver = driver.strip() or "local-task"
         if driver not in DRIVERS:
@@ -35,13 +36,16 @@ class Device(RefObject):
         self.identifier = driver
         self.plugin_specs = list(plugin_specs)
         self.backend = backend
+        #: bounds every emulated call (plugin set-up included): the context's timeout
+        self.call_timeout = call_timeout
         self.allocator = Allocator(self)
         self._loader: ExecutableLoader | None = None
 
     @property
     def loader(self) -> ExecutableLoader:
         if self._loader is None:
-            self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend)
+            self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend,
+                                            call_timeout=self.call_timeout)
         return self._loader
 
     def supports_format(self, fmt: str) -> bool:

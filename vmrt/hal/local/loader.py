@@ -79,8 +79,9 @@ class ExecutableLoader:
     FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-", VMVX_FORMAT)
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
-                 manager: PluginManager | None = None):
-        self.plugins = manager or register_plugins(list(plugin_specs), backend=backend)
+                 manager: PluginManager | None = None, call_timeout: float | None = None):
+        self.plugins = manager or register_plugins(list(plugin_specs), backend=backend,
+                                                   call_timeout=call_timeout)
         self._own = manager is None
         self.executables: list[Executable] = []
 

@@ -110,7 +110,8 @@ class HalDeviceModule(HalModule):
     def init_state(self, state: NativeState, context) -> None:
         # the context's limits (replaced per invocation) bound every dispatch
         state.context = context
-        state.devices = [Device(u, self.executable_plugins, self.backend)
+        timeout = getattr(context, "timeout", None)
+        state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
                          for u in self.device_uris]
         # (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
         state.imported = {}

@@ -7,6 +7,7 @@
  *   VARIANT_SANITIZER       header sanitizer value            (0)
  *   VARIANT_FEATURES        header features                   (STANDALONE)
  *   VARIANT_QUERY_NULL      query returns NULL                (0)
+ *   VARIANT_QUERY_SPIN      query never returns               (0)
  *   VARIANT_LOAD_STATUS     load() fails with this code       (0)
  *   VARIANT_RESOLVE_STATUS  resolve() returns this code after
  *                           filling what it knows             (0: normal)
@@ -36,6 +37,9 @@
 #endif
 #ifndef VARIANT_QUERY_NULL
 #define VARIANT_QUERY_NULL 0
+#endif
+#ifndef VARIANT_QUERY_SPIN
+#define VARIANT_QUERY_SPIN 0
 #endif
 #ifndef VARIANT_LOAD_STATUS
 #define VARIANT_LOAD_STATUS 0
@@ -196,6 +200,8 @@ ELFKIT_PLUGIN_EXPORT const elfkit_plugin_header_t** ELFKIT_PLUGIN_QUERY_FN(
     elfkit_plugin_version_t max_version, void* reserved) {
   (void)reserved;
   if (VARIANT_QUERY_NULL) return 0;
+  if (VARIANT_QUERY_SPIN)
+    for (;;) __asm__ volatile("");
   return max_version >= ELFKIT_PLUGIN_VERSION_0_1
              ? (const elfkit_plugin_header_t**)&variant_plugin
              : 0;

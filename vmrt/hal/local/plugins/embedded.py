@@ -127,7 +127,9 @@ class EmbeddedPlugin(AbiPlugin):
             self.init_abi(query, m.read, lambda addr, s: m.function(addr, sig(s)))
         except elfkit.ElfkitError as e:
             self._abandon()
-            raise PluginError(f"{self.label}: {e}", StatusCode.INTERNAL) from e
+            code = StatusCode.DEADLINE_EXCEEDED if isinstance(e, elfkit.CallTimeout) \
+                else StatusCode.INTERNAL
+            raise PluginError(f"{self.label}: {e}", code) from e
         except BaseException:
             self._abandon()
             raise

@@ -171,11 +171,15 @@ class PluginManager:
     so that import calls stay inside it.
     """
 
-    def __init__(self, *, backend: str = "auto", capacity: int | None = None):
+    def __init__(self, *, backend: str = "auto", capacity: int | None = None,
+                 call_timeout: float | None = None):
         if backend not in ("auto", "native", "emulated"):
             raise PluginError(f"unknown backend {backend!r}", StatusCode.INVALID_ARGUMENT)
         self.backend = backend
         self.capacity = capacity
+        #: the default timeout of every call into an emulated machine of this
+        #: manager (plugin query/load/resolve, dispatches without their own)
+        self.call_timeout = call_timeout
         self._providers: list[Any] = []          # ExecutablePlugin | _EmbeddedSource
         self._machines: dict[str, Any] = {}      # arch name -> machine
         self._owned_machines: list[Any] = []
@@ -195,6 +199,9 @@ class PluginManager:
             except elfkit.ElfkitError as e:
                 raise PluginError(f"cannot create a {self.backend} machine for {a.name}: {e}",
                               StatusCode.UNAVAILABLE) from e
+            set_limits = getattr(m, "set_limits", None)     # emulated machines only
+            if self.call_timeout is not None and set_limits is not None:
+                set_limits(timeout=self.call_timeout)
             self._machines[a.name] = m
             self._owned_machines.append(m)
         return m
