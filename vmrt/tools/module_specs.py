@@ -71,7 +71,7 @@ OWN_DISTRIBUTION = "elfkit"
 
 
 def builtin_providers() -> list[Any]:
-    """vmrt's built-in providers: the ``hal`` module (host-only or device)
+    """vmrt's built-in providers: the ``hal`` module (host-only or device),
     the ``vmvx`` module and the ``check`` module (its imports are optional:
     a program runs without it, its expectations are then skipped)."""
     return [HAL_PROVIDER, VMVX_PROVIDER, CHECK_PROVIDER]
