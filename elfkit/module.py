@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import os
 from collections.abc import Callable
@@ -230,9 +231,14 @@ class Module:
 
     def _finish_close(self) -> None:
         self._close_pending = False
+        # an owned machine is quiesced for the whole teardown: no other
+        # thread's call runs or starts while fini runs and the image goes
+        quiet = self.machine.quiesced() if self._owns_machine else contextlib.nullcontext()
+        with quiet:
+            self._teardown()
+
+    def _teardown(self) -> None:
         try:
-            if self._owns_machine:
-                self.machine.stop_calls()
             if self._initialised:
                 self._image.run_fini()
         finally:

@@ -9,7 +9,8 @@ machine.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..arch import Arch
@@ -104,6 +105,13 @@ class Machine(abc.ABC):
         (emulated: cancelled, they raise ``CallTimeout``; native calls cannot
         be interrupted, ``release`` and ``close`` wait for them)."""
         return None
+
+    @contextlib.contextmanager
+    def quiesced(self) -> Iterator[None]:
+        """While this is held, no call of another thread runs in the machine
+        and none starts (emulated: running ones are cancelled first); the
+        holder may still call.  For tearing down what calls use."""
+        yield
 
     @abc.abstractmethod
     def close(self) -> None: ...

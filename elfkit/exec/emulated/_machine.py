@@ -14,11 +14,12 @@ file keeps construction, the address space, the heap and closing.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...arch import Arch
@@ -413,6 +414,19 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def stop_calls(self) -> None:
         if self._active and not self.in_call():
             self.cancel(wait=5.0)
+
+    @contextlib.contextmanager
+    def quiesced(self) -> Iterator[None]:
+        # a call holds the call lock for its whole run: cancel what runs, take
+        # the lock before another thread's next call can (retrying if one won)
+        while True:
+            self.stop_calls()
+            if self._lock.acquire(timeout=0.05):
+                break
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def close(self) -> None:
         if self._closed:
