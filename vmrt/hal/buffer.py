@@ -20,11 +20,11 @@ WHOLE_BUFFER = -1
 
 def aligned_bytes(size: int, what: str = "allocation") -> Any:
     """A zeroed numpy uint8 array of ``size`` bytes at a 64-byte aligned address."""
-    return _aligned(size, what)[0]
+    return aligned_array(size, what)[0]
 
 
-def _aligned(size: int, what: str) -> tuple[Any, int]:
-    """``aligned_bytes`` and its address."""
+def aligned_array(size: int, what: str) -> tuple[Any, int]:
+    """``aligned_bytes(size)`` and its address."""
     import numpy as np
     if size < 0:
         raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
@@ -63,7 +63,7 @@ def _small(size: int) -> tuple[Any, int]:
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    data, addr = _aligned(size, what)
+    data, addr = aligned_array(size, what)
     buf = HalBuffer(data)
     buf._address = addr
     return buf

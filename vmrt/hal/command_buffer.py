@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
-from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
+from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_array
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 # iree_hal_command_buffer_mode_t bits
@@ -167,7 +167,8 @@ class CommandBuffer(RefObject):
                 plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
-                run_dispatch(cmd, table, what, deadline, prepared, labels)
+                run_dispatch(cmd, table, what, deadline, prepared, labels,
+                             getattr(self.device, "dispatch_threads", 1))
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
                            _target(cmd.target, what))
@@ -221,7 +222,7 @@ def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
 
 def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
                  deadline: float | None = None, prepared: Any = None,
-                 labels: Sequence[str] | None = None) -> None:
+                 labels: Sequence[str] | None = None, threads: int = 1) -> None:
     """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
     when every binding is a non-empty range of an aligned buffer, else
     :meth:`vmrt.Executable.dispatch`."""
@@ -231,35 +232,41 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     if labels is None:
         labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
     ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
-    if prepared is not None:
-        ptrs, sizes = [], []
-        for buf, start, length in ranges:
-            addr = buf.address
-            if addr % BUFFER_ALIGNMENT or not length:
-                break
-            ptrs.append(addr + start)
-            sizes.append(length)
-        else:
+    staged: dict[int, tuple[HalBuffer, Any, int]] = {}
+    try:
+        if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
+            ptrs, sizes = [], []
+            for buf, start, length in ranges:
+                addr = buf.address
+                if addr % BUFFER_ALIGNMENT:
+                    addr = _stage(buf, staged)[1]
+                ptrs.append(addr + start)
+                sizes.append(length)
             prepared.run(ptrs, sizes, deadline)
             return
-    staged: dict[int, tuple[HalBuffer, Any]] = {}
-    arrays = []
-    for buf, start, length in ranges:
-        data = buf.bytes
-        if data.ctypes.data % BUFFER_ALIGNMENT:
-            if id(buf) not in staged:
-                copy = aligned_bytes(int(data.size), "dispatch staging")
-                copy[:] = data
-                staged[id(buf)] = (buf, copy)
-            data = staged[id(buf)][1]
-        if length == 0:
-            arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
-        else:
-            arrays.append(data[start:start + length])
-    exe = cmd.executable.exe
-    try:
-        exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants), deadline=deadline)
+        arrays = []
+        for buf, start, length in ranges:
+            data = buf.bytes
+            if data.ctypes.data % BUFFER_ALIGNMENT:
+                data = _stage(buf, staged)[0]
+            if length == 0:
+                arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
+            else:
+                arrays.append(data[start:start + length])
+        cmd.executable.exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants),
+                                    deadline=deadline, threads=threads)
     finally:
-        for buf, copy in staged.values():
+        for buf, copy, _addr in staged.values():
             if buf.bytes.flags.writeable:
                 buf.bytes[:] = copy
+
+
+def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, Any, int]]) -> tuple[Any, int]:
+    """An aligned copy of a buffer (once per dispatch, so aliasing bindings alias)."""
+    hit = staged.get(id(buf))
+    if hit is None:
+        data = buf.bytes
+        copy, addr = aligned_array(int(data.size), "dispatch staging")
+        copy[:] = data
+        hit = staged[id(buf)] = (buf, copy, addr)
+    return hit[1], hit[2]

@@ -3,7 +3,7 @@ device with the ``llvm-cpu`` backend (``iree-compile
 --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu``).
 
 It extends the host-only :class:`vmrt.modules.hal.inline.HalModule` with what such programs
-import: devices (``--device=local-sync`` / ``local-task``, both synchronous
+import: devices (``--device=local-sync`` / ``local-task``, queues synchronous
 here), device queries, allocators, queue operations, fences, files over
 memory, command buffers and executables.  ``hal.executable.create`` loads the
 ELF dispatch library the compiler embedded in the module's rodata through
