@@ -279,3 +279,91 @@ def load_api(cfg: Config) -> list[Row]:
                       f"floats per call; whole call {fmt_time(res['ours'])} vs "
                       f"{fmt_time(res['peer'])}"),
                 data={"ours_s": o, "peer_s": p})]
+
+
+# ---------------------------------------------------------------------------
+# 12. local-task vs local-sync (worker threads per dispatch)
+# ---------------------------------------------------------------------------
+
+MATMUL_N = 512
+_MATMUL_MLIR = f"""\
+func.func @matmul(%a: tensor<{MATMUL_N}x{MATMUL_N}xf32>, %b: tensor<{MATMUL_N}x{MATMUL_N}xf32>)
+    -> tensor<{MATMUL_N}x{MATMUL_N}xf32> {{
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{MATMUL_N}x{MATMUL_N}xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<{MATMUL_N}x{MATMUL_N}xf32>)
+      -> tensor<{MATMUL_N}x{MATMUL_N}xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<{MATMUL_N}x{MATMUL_N}xf32>,
+      tensor<{MATMUL_N}x{MATMUL_N}xf32>) outs(%f : tensor<{MATMUL_N}x{MATMUL_N}xf32>)
+      -> tensor<{MATMUL_N}x{MATMUL_N}xf32>
+  return %r : tensor<{MATMUL_N}x{MATMUL_N}xf32>
+}}
+"""
+
+
+def _matmul_vmfb(work: Path) -> Path:
+    src = work / "data" / "matmul512.mlir"
+    out = src.with_suffix(".vmfb")
+    if out.is_file() and src.is_file() and src.read_text() == _MATMUL_MLIR:
+        return out
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(_MATMUL_MLIR)
+    compiler = _which("iree-compile")
+    if not compiler:
+        raise _build.BuildError("iree-compile not found (pip install iree-base-compiler)")
+    proc = subprocess.run([compiler, "--iree-hal-target-device=local",
+                           "--iree-hal-local-target-device-backends=llvm-cpu",
+                           "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+                           "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _build.BuildError(f"iree-compile matmul512.mlir: {proc.stderr.strip()[-300:]}")
+    return out
+
+
+def local_task(cfg: Config) -> list[Row]:
+    """One 512x512 f32 matmul through ``vmrt.load`` on ``local-task`` vs
+    ``local-sync`` (speed-up); the peer is iree.runtime's own speed-up."""
+    name = f"vmrt.load local-task vs local-sync, {MATMUL_N}x{MATMUL_N} matmul"
+    goal = "≥ 1.8× speed-up"
+    try:
+        import numpy as np
+
+        import vmrt
+        vmfb = _matmul_vmfb(cfg.work)
+    except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
+        return [na_row("12", name, goal, str(e).splitlines()[0])]
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((MATMUL_N, MATMUL_N), np.float32) for _ in range(2))
+    progs = {d: vmrt.load(vmfb, device=d) for d in ("local-sync", "local-task")}
+    try:
+        outs = {d: p["matmul"](a, b) for d, p in progs.items()}
+        if outs["local-sync"].tobytes() != outs["local-task"].tobytes():
+            raise AssertionError("local-task result differs from local-sync")
+        fns = {d: (lambda p=p: p["matmul"](a, b)) for d, p in progs.items()}
+        res = compare_many(fns, cfg, repeat=max(cfg.repeat, 5))
+    finally:
+        for p in progs.values():
+            p.close()
+    speedup = res["local-sync"] / res["local-task"]
+    peer = _iree_task_speedup(vmfb, a, b, cfg)
+    return [Row("12", name, f"{speedup:.2f}× ({fmt_time(res['local-sync'])} → "
+                f"{fmt_time(res['local-task'])})",
+                f"{peer:.2f}× (iree.runtime)" if peer else "n/a", speedup, goal,
+                speedup >= 1.8,
+                note=(f"same program and inputs, bit-identical results; {os.cpu_count()} "
+                      f"cores; peer: iree.runtime local-sync time / local-task time"),
+                data={"sync_s": res["local-sync"], "task_s": res["local-task"],
+                      "peer_speedup": peer})]
+
+
+def _iree_task_speedup(vmfb: Path, a, b, cfg: Config) -> float | None:
+    try:
+        import iree.runtime as rt
+        mods = {d: rt.load_vm_flatbuffer_file(str(vmfb), driver=d)
+                for d in ("local-sync", "local-task")}
+        fns = {d: (lambda m=m: m["matmul"](a, b).to_host()) for d, m in mods.items()}
+        r = compare_many(fns, cfg, repeat=max(cfg.repeat, 5))
+        return r["local-sync"] / r["local-task"]
+    except Exception:  # noqa: BLE001 - the peer is optional
+        return None

@@ -117,6 +117,9 @@ HOW = [
     "**11** `vmrt.load(prog)[\"chain\"](x)` vs `iree.runtime.load_vm_flatbuffer_file(prog, "
     "driver=\"local-sync\")[\"chain\"](x)` on one x86_64 llvm-cpu program of 50 small "
     "dispatches, module and context made once; time per call divided by 50.",
+    "**12** `vmrt.load(prog, device=\"local-task\")[\"matmul\"](a, b)` vs the same with "
+    "`device=\"local-sync\"` (512x512 f32 matmul, x86_64 llvm-cpu; results compared "
+    "bit for bit); the peer column is iree.runtime's own local-sync/local-task ratio.",
 ]
 
 
@@ -189,10 +192,16 @@ def _m11(cfg: Config) -> list[Row]:
     return load_api(cfg)
 
 
+@_measure("12", "local-task vs local-sync")
+def _m12(cfg: Config) -> list[Row]:
+    from .m_vmrt import local_task
+    return local_task(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
-          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 12))
+          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 13))
 
 
 # ---------------------------------------------------------------------------
@@ -477,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(needs matplotlib; skipped with a message when it is missing)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
-    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-10)")
+    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-12)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not append this run to bench/history.jsonl (full runs only)")
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
@@ -493,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         only = {x.strip() for x in args.only.split(",") if x.strip()}
         bad = only - set(ALL_MEASURES)
         if bad:
-            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-10)")
+            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-12)")
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     load0 = _loadavg()

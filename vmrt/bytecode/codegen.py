@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..errors import StatusCode, VerifyError, VmError
 from ..vm.module import cconv_fragments
 from . import runtime
+from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
@@ -142,6 +143,7 @@ class FunctionTranslator:
         if rvals:
             head.append(f"    {' = '.join(rvals)} = None")
         head += ["    L = state.ctx.limits", "    RW = state.rw", "    GR = state.grefs",
+                 "    CI = state.calls",
                  "    b = 0", "    p = 0", "    try:", "        while True:"]
         # names come from the file: they reach the source only via the constant table
         label = self.const(self.where)
@@ -489,19 +491,23 @@ class FunctionTranslator:
             k = callee & ~IMPORT_BIT
             if k >= self.mod.n_imports:
                 raise self.fail(ins, f"import ordinal {k} out of range ({self.mod.n_imports})")
-            a_codes, r_codes = cconv_fragments(self.mod.import_cconv(k))
-            argl = ", ".join(self.reg(x & ~MOVE_BIT) for x in args)
+            cconv = self.mod.import_cconv(k)
+            a_codes, r_codes = cconv_fragments(cconv)
+            regs = [self.reg(x & ~MOVE_BIT) for x in args]
             if segments is not None:
                 self.check_regs(ins, results, r_codes, "result")
-                return [f"{ind}{self._results(results)}callimp_variadic(state, {k}, "
-                        f"{tuple(s if s < 0x8000 else s - 0x10000 for s in segments)!r}, "
-                        f"[{argl}])"]
+                segs = tuple(s if s < 0x8000 else s - 0x10000 for s in segments)
+                plan = group_variadic(cconv, segs, len(regs)) if "C" in a_codes else None
+                if plan is None:        # the generic path reports what does not add up
+                    return [f"{ind}{self._results(results)}callimp_variadic(state, {k}, "
+                            f"{segs!r}, [{', '.join(regs)}])"]
+                return [f"{ind}{self._results(results)}CI[{k}]([{_grouped(plan, regs)}])"]
             if "C" in a_codes:
                 raise self.fail(ins, "call to a variadic import without segment sizes")
-            if self.mod.import_cconv(k):
+            if cconv:
                 self.check_regs(ins, args, a_codes, "argument")
                 self.check_regs(ins, results, r_codes, "result")
-            return [f"{ind}{self._results(results)}callimp(state, {k}, [{argl}])"]
+            return [f"{ind}{self._results(results)}CI[{k}]([{', '.join(regs)}])"]
         if segments is not None:
             raise self.fail(ins, "variadic calls only supported for import callees")
         if callee >= self.mod.n_functions:
@@ -549,6 +555,26 @@ for _k, _name in (("i8.u", "i8_u"), ("i8.s", "i8_s"), ("i16.u", "i16_u"), ("i16.
 for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
     setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(_k))
     setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(_k))
+
+
+def _grouped(plan: list[tuple[int, int]], regs: list[str]) -> str:
+    """The argument list of a variadic import call: each span a list (of
+    tuples when its groups hold more than one register)."""
+    out: list[str] = []
+    pos = 0
+    for n, count in plan:
+        if n == 0:
+            out.append(regs[pos])
+            pos += 1
+            continue
+        span = regs[pos:pos + n * count]
+        pos += n * count
+        if n == 1:
+            out.append(f"[{', '.join(span)}]")
+        else:
+            out.append("[" + ", ".join(f"({', '.join(span[i:i + n])},)"
+                                       for i in range(0, len(span), n)) + "]")
+    return ", ".join(out)
 
 
 def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:

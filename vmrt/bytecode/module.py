@@ -20,6 +20,7 @@ from ..vm.module import (
 )
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
+from .calls import Caller, import_caller, unresolved
 from .codegen import FunctionTranslator, compile_functions
 from .decoder import decode_function
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
@@ -30,7 +31,7 @@ IMPORT_OPTIONAL_FLAG = 2
 class BytecodeState:
     """Per-context state: globals, the import table, the owning context."""
 
-    __slots__ = ("module", "ctx", "rw", "grefs", "imports")
+    __slots__ = ("module", "ctx", "rw", "grefs", "imports", "calls")
 
     def __init__(self, module: BytecodeModule, ctx: Any):
         d = module.definition
@@ -39,6 +40,9 @@ class BytecodeState:
         self.rw = bytearray(d.global_bytes)
         self.grefs: list = [None] * d.global_refs
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
+        #: what generated code calls for each import (see vmrt.bytecode.calls)
+        self.calls: list[Caller] = [unresolved(imp.full_name, k)
+                                    for k, imp in enumerate(module.imports)]
 
 
 class ModuleInfo:
@@ -184,6 +188,8 @@ class BytecodeModule(Module):
     def resolve_import(self, state: BytecodeState, ordinal: int,
                        target: BoundFunction | None) -> None:
         state.imports[ordinal] = target
+        state.calls[ordinal] = import_caller(target, self._import_results[ordinal],
+                                             self._imports[ordinal].full_name, ordinal)
 
     def call(self, state: BytecodeState, function: Function, args: list) -> list:
         k = self._exports[function.ordinal].ordinal

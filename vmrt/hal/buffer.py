@@ -2,6 +2,7 @@
 the allocation rules of vmrt's CPU device (64-byte aligned, bounded size)."""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..errors import HalError, StatusCode
@@ -19,19 +20,53 @@ WHOLE_BUFFER = -1
 
 def aligned_bytes(size: int, what: str = "allocation") -> Any:
     """A zeroed numpy uint8 array of ``size`` bytes at a 64-byte aligned address."""
+    return aligned_array(size, what)[0]
+
+
+def aligned_array(size: int, what: str) -> tuple[Any, int]:
+    """``aligned_bytes(size)`` and its address."""
     import numpy as np
     if size < 0:
         raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
     if size > MAX_ALLOCATION:
         raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
                       StatusCode.RESOURCE_EXHAUSTED)
+    if size <= _SMALL:
+        return _small(size)
     raw = np.zeros(size + BUFFER_ALIGNMENT, np.uint8)
-    skip = (-raw.ctypes.data) % BUFFER_ALIGNMENT
-    return raw[skip:skip + size]
+    addr = int(raw.ctypes.data)
+    skip = (-addr) % BUFFER_ALIGNMENT
+    return raw[skip:skip + size], addr + skip
+
+
+#: allocations up to this size are carved from zeroed slabs (one address
+#: lookup per slab, not per buffer); a slab lives while any of its buffers
+#: does.  Each buffer is its own array over a memoryview of its bytes, so no
+#: two buffers look like views of one allocation (vmrt.hal.local.bindings)
+_SMALL = 1024
+_SLAB = 16384
+_slabs = threading.local()
+
+
+def _small(size: int) -> tuple[Any, int]:
+    import numpy as np
+    st = _slabs.__dict__
+    off = st.get("off", _SLAB)
+    if off + size > _SLAB:
+        slab = np.zeros(_SLAB + BUFFER_ALIGNMENT, np.uint8)
+        base = int(slab.ctypes.data)
+        skip = (-base) % BUFFER_ALIGNMENT
+        view: Any = slab[skip:skip + _SLAB]
+        st["slab"], st["addr"], off = memoryview(view), base + skip, 0
+    st["off"] = off + max(-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT, BUFFER_ALIGNMENT)
+    return np.frombuffer(st["slab"][off:off + size], np.uint8), st["addr"] + off
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    return HalBuffer(aligned_bytes(size, what))
+    data, addr = aligned_array(size, what)
+    buf = HalBuffer(data)
+    buf._address = addr
+    return buf
 
 
 def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
@@ -48,7 +83,7 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 class HalBuffer(RefObject):
     """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
 
-    __slots__ = ("bytes", "read_only")
+    __slots__ = ("bytes", "read_only", "_address")
     vm_type = HAL_BUFFER_TYPE
 
     def __init__(self, data: Any, read_only: bool = False):
@@ -56,6 +91,16 @@ class HalBuffer(RefObject):
         #: transfers (fill, update, copy) may not write it: module data
         #: imported from a read-only mapping (``--module_mode=mmap``)
         self.read_only = read_only
+        self._address: int | None = None
+
+    @property
+    def address(self) -> int:
+        """The host address of the bytes (-1 when they are not contiguous)."""
+        a = self._address
+        if a is None:
+            b = self.bytes
+            a = self._address = int(b.ctypes.data) if b.flags.c_contiguous else -1
+        return a
 
     def __len__(self) -> int:
         return int(self.bytes.size)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
-from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_bytes
+from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_array
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 # iree_hal_command_buffer_mode_t bits
@@ -103,6 +103,9 @@ class CommandBuffer(RefObject):
         self.commands: list[Any] = []
         self.finalized = False
         self.submitted = 0
+        #: per command, made at its first submission: its label in errors and,
+        #: for a dispatch, its bindings' labels and its NativeDispatch (or None)
+        self._plans: list[tuple[str, tuple[str, ...], Any]] = []
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -140,6 +143,13 @@ class CommandBuffer(RefObject):
         self.finalized = True
 
     # -- execution ------------------------------------------------------------------
+    def _plan(self, i: int, cmd: Any) -> tuple[str, tuple[str, ...], Any]:
+        what = f"command {i} ({type(cmd).__name__.lower()})"
+        if not isinstance(cmd, Dispatch):
+            return what, (), None
+        labels = tuple(f"{what} binding {k}" for k in range(len(cmd.bindings)))
+        return what, labels, prepare_dispatch(cmd, self.device)
+
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,
                 deadline: float | None = None) -> None:
         """Run the recorded commands; dispatches stop at ``deadline``
@@ -151,10 +161,14 @@ class CommandBuffer(RefObject):
             raise HalError("one-shot command buffer submitted twice",
                           StatusCode.FAILED_PRECONDITION)
         self.submitted += 1
+        plans = self._plans
         for i, cmd in enumerate(self.commands):
-            what = f"command {i} ({type(cmd).__name__.lower()})"
+            if i == len(plans):
+                plans.append(self._plan(i, cmd))
+            what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
-                run_dispatch(cmd, table, what, deadline)
+                run_dispatch(cmd, table, what, deadline, prepared, labels,
+                             getattr(self.device, "dispatch_threads", 1))
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
                            _target(cmd.target, what))
@@ -196,31 +210,63 @@ def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: st
     dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")
 
 
+def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
+    """The executable's prepared form of a recorded dispatch (its ``prepare``,
+    on the device's ``dispatch_threads`` threads), or None."""
+    prepare = getattr(cmd.executable.exe, "prepare", None)
+    if prepare is None or 0 in cmd.workgroups:
+        return None
+    return prepare(cmd.ordinal, cmd.workgroups, list(cmd.constants), len(cmd.bindings),
+                   threads=getattr(device, "dispatch_threads", 1))
+
+
 def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
-                 deadline: float | None = None) -> None:
-    """Execute one recorded dispatch through :meth:`vmrt.Executable.dispatch`."""
+                 deadline: float | None = None, prepared: Any = None,
+                 labels: Sequence[str] | None = None, threads: int = 1) -> None:
+    """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
+    when every binding is a non-empty range of an aligned buffer, else
+    :meth:`vmrt.Executable.dispatch`."""
     import numpy as np
     if 0 in cmd.workgroups:
         return
-    ranges = [_resolve(b, table, f"{what} binding {i}") for i, b in enumerate(cmd.bindings)]
-    staged: dict[int, tuple[HalBuffer, Any]] = {}
-    arrays = []
-    for buf, start, length in ranges:
-        data = buf.bytes
-        if data.ctypes.data % BUFFER_ALIGNMENT:
-            if id(buf) not in staged:
-                copy = aligned_bytes(int(data.size), "dispatch staging")
-                copy[:] = data
-                staged[id(buf)] = (buf, copy)
-            data = staged[id(buf)][1]
-        if length == 0:
-            arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
-        else:
-            arrays.append(data[start:start + length])
-    exe = cmd.executable.exe
+    if labels is None:
+        labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
+    ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
+    staged: dict[int, tuple[HalBuffer, Any, int]] = {}
     try:
-        exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants), deadline=deadline)
+        if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
+            ptrs, sizes = [], []
+            for buf, start, length in ranges:
+                addr = buf.address
+                if addr % BUFFER_ALIGNMENT:
+                    addr = _stage(buf, staged)[1]
+                ptrs.append(addr + start)
+                sizes.append(length)
+            prepared.run(ptrs, sizes, deadline)
+            return
+        arrays = []
+        for buf, start, length in ranges:
+            data = buf.bytes
+            if data.ctypes.data % BUFFER_ALIGNMENT:
+                data = _stage(buf, staged)[0]
+            if length == 0:
+                arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
+            else:
+                arrays.append(data[start:start + length])
+        cmd.executable.exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants),
+                                    deadline=deadline, threads=threads)
     finally:
-        for buf, copy in staged.values():
+        for buf, copy, _addr in staged.values():
             if buf.bytes.flags.writeable:
                 buf.bytes[:] = copy
+
+
+def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, Any, int]]) -> tuple[Any, int]:
+    """An aligned copy of a buffer (once per dispatch, so aliasing bindings alias)."""
+    hit = staged.get(id(buf))
+    if hit is None:
+        data = buf.bytes
+        copy, addr = aligned_array(int(data.size), "dispatch staging")
+        copy[:] = data
+        hit = staged[id(buf)] = (buf, copy, addr)
+    return hit[1], hit[2]

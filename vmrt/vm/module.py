@@ -142,6 +142,16 @@ class Module:
     def call(self, state: Any, function: Function, args: list) -> list:
         raise NotImplementedError
 
+    def caller(self, state: Any, function: Function) -> Callable[[list], list]:
+        """A callable equivalent to ``call(state, function, args)`` for one
+        bound function, made once when an import is linked (subclasses
+        may precompute per-call work)."""
+        call = self.call
+
+        def bound(args: list) -> list:
+            return call(state, function, args)
+        return bound
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} v{self.version}>"
 
@@ -158,6 +168,10 @@ class BoundFunction:
 
     def __call__(self, args: list) -> list:
         return self._call(self.state, self.function, args)
+
+    def caller(self) -> Callable[[list], list]:
+        """A callable ``f(args) -> results`` equivalent to calling this."""
+        return self.function.module.caller(self.state, self.function)
 
     @property
     def cconv(self) -> str:

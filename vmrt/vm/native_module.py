@@ -167,33 +167,54 @@ class NativeModule(Module):
 
     # -- calls ----------------------------------------------------------
     def call(self, state: Any, function: Function, args: list) -> list:
+        return self._export_caller(state, function)(args)
+
+    def caller(self, state: Any, function: Function) -> Callable[[list], list]:
+        """The export's call with its ref checks and result packing decided
+        once (what the context links imports to)."""
+        if type(self).call is not NativeModule.call:      # a subclass's own call()
+            return super().caller(state, function)
+        return self._export_caller(state, function)
+
+    def _export_caller(self, state: Any, function: Function) -> Callable[[list], list]:
         ex = self._exports[function.ordinal]
-        if ex.arg_types:
-            for want, value in zip(ex.arg_types, args):
-                if want is None or value is None:
-                    continue
-                have = type_of(value)
-                if have is not want:
-                    raise ArgumentError(
-                        "parameter contains a reference to the wrong type; have "
-                        f"{have.name if have else type(value).__name__} but expected {want.name}",
-                        StatusCode.INVALID_ARGUMENT).annotate(
-                            f"while invoking native function {self.name}.{ex.decl.name}")
-        try:
-            result = ex.impl(state, *args)
-        except VmError as e:
-            e.annotate(f"while invoking native function {self.name}.{ex.decl.name}")
-            raise
-        except RecursionError:
-            raise
-        except Exception as e:  # a bug in the Python module: report, do not crash the VM
-            raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
-                f"while invoking native function {self.name}.{ex.decl.name}") from e
-        n = ex.n_results
-        if n == 0:
-            return []
-        if n == 1:
-            return [result]
-        if result is None:
-            result = ()
-        return list(result)
+        impl, n = ex.impl, ex.n_results
+        where = f"while invoking native function {self.name}.{ex.decl.name}"
+        checks = tuple((i, want) for i, want in enumerate(ex.arg_types or ())
+                       if want is not None)
+
+        def call(args: list) -> list:
+            if checks:
+                _check_refs(checks, args, where)
+            try:
+                result = impl(state, *args)
+            except VmError as e:
+                e.annotate(where)
+                raise
+            except RecursionError:
+                raise
+            except Exception as e:  # a bug in the Python module: report, do not crash the VM
+                raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
+                    where) from e
+            if n == 1:
+                return [result]
+            if n == 0:
+                return []
+            if result is None:
+                result = ()
+            return list(result)
+        return call
+
+
+def _check_refs(checks: tuple[tuple[int, RefType], ...], args: list, where: str) -> None:
+    """Each ref argument ``i`` with an expected type is null or of that type."""
+    for i, want in checks:
+        value = args[i] if i < len(args) else None
+        if value is None:
+            continue
+        have = type_of(value)
+        if have is not want:
+            raise ArgumentError(
+                "parameter contains a reference to the wrong type; have "
+                f"{have.name if have else type(value).__name__} but expected {want.name}",
+                StatusCode.INVALID_ARGUMENT).annotate(where)

@@ -1,9 +1,12 @@
-"""The local CPU device (IREE's ``local-sync`` driver; ``local-task`` runs
-synchronously here too): device queries and executable loading through one
-:class:`ExecutableLoader`."""
+"""The local CPU device (IREE's ``local-sync`` and ``local-task`` drivers):
+device queries and executable loading through one :class:`ExecutableLoader`.
+Queue operations run synchronously on the calling thread for both; under
+``local-task`` the workgroups of a native dispatch are spread over
+:func:`task_workers` host threads (each ctypes call releases the GIL)."""
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,12 +15,24 @@ from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
 from .loader import ExecutableLoader, supports_format
 
-#: drivers vmrt answers for; both run synchronously here
+#: drivers vmrt answers for (queues run synchronously for both)
 DRIVERS = ("local-sync", "local-task")
+#: most worker threads a local-task dispatch uses
+MAX_TASK_WORKERS = 16
+
+
+def task_workers() -> int:
+    """Worker threads of a ``local-task`` dispatch: the CPUs this process may
+    run on, at most :data:`MAX_TASK_WORKERS`."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_TASK_WORKERS))
 
 
 class Device(RefObject):
-    """One synchronous CPU device (``--device=local-sync`` or ``local-task``).
+    """One CPU device (``--device=local-sync`` or ``local-task``).
 
     Executables are loaded through one :class:`vmrt.hal.local.executable.ExecutableLoader`
     (created on first use from the ``--executable_plugin`` specs) and run
@@ -34,6 +49,8 @@ class Device(RefObject):
                           f"'{uri}'); vmrt provides {', '.join(DRIVERS)}", StatusCode.NOT_FOUND)
         self.uri = uri
         self.identifier = driver
+        #: host threads one dispatch's workgroups run on
+        self.dispatch_threads = task_workers() if driver == "local-task" else 1
         self.plugin_specs = list(plugin_specs)
         self.backend = backend
         #: bounds every emulated call (plugin set-up included): the context's timeout

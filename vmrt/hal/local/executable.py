@@ -42,6 +42,7 @@ from .bindings import StagedBindings
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
+from .prepared import NativeDispatch
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
@@ -317,7 +318,7 @@ class Executable:
         DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
         between workgroups.  Returns ``bindings``."""
         import numpy as np
-        self._check_open()
+        self.check_open()
         exp = self.export(export)
         where = f"executable '{self.name}' export '{exp.name}'"
         wc, ws3 = dargs.grid(workgroup_count, workgroup_size, exp.workgroup_size, where)
@@ -345,7 +346,7 @@ class Executable:
                 ds = self._host_state(cbytes, ptrs, sizes, ws3, wc, threads)
             else:
                 ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
-            fn = self._entry(exp)
+            fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
             if threads == 1 or total == 1:
                 self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
@@ -360,7 +361,39 @@ class Executable:
                 self._staged = None
         return bindings
 
-    def _entry(self, exp: ExportInfo) -> Any:
+    def prepare(self, export: str | int | ExportInfo, workgroup_count: Any,
+                constants: Sequence[int], binding_count: int, *,
+                threads: int = 1) -> NativeDispatch | None:
+        """``dispatch(export, workgroup_count, <binding_count bindings>,
+        constants, threads=threads)`` checked once, to run many times over
+        changing bindings (:class:`NativeDispatch`); None when that does not
+        apply (an emulated executable, local memory, more than 4096
+        workgroups, arguments dispatch() rejects): call dispatch() then."""
+        if self.closed or self.backend != "native":
+            return None
+        try:
+            exp = self.export(export)
+            where = f"executable '{self.name}' export '{exp.name}'"
+            wc, ws3 = dargs.grid(workgroup_count, None, exp.workgroup_size, where)
+            if exp.has_attrs and (binding_count != exp.binding_count
+                                  or len(constants) != exp.constant_count):
+                return None
+            cbytes = dargs.u32_words(constants, f"{where}: constants")
+        except VmError:
+            return None
+        total = wc[0] * wc[1] * wc[2]
+        if not 0 < total <= _WS_BATCH or exp.local_memory_size or \
+                not 0 < binding_count <= abi.MAX_BINDING_COUNT or len(cbytes) > 256:
+            return None
+        return NativeDispatch(self, exp, wc, ws3, cbytes, binding_count, where,
+                              max(1, int(threads)))
+
+    @property
+    def layout(self) -> abi.Layout:
+        """The struct layouts of this executable's word size."""
+        return self._mem.layout
+
+    def entry(self, exp: ExportInfo) -> Any:
         """The callable of an export's dispatch function (made once): pointers
         are passed as word-sized integers (the same registers; a native call
         converts them in C instead of per argument in Python)."""
@@ -404,7 +437,7 @@ class Executable:
         view[d_off:d_off + len(state)] = state
         return base + d_off
 
-    def _ws_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
+    def workgroup_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
                     local_memory: int, local_size: int) -> Any:
         """Workgroup states for linear workgroup ``indices`` (x fastest), as one
         numpy byte array."""
@@ -437,7 +470,7 @@ class Executable:
         n = len(indices)
         for start in range(0, n, _WS_BATCH):
             chunk = indices[start:start + _WS_BATCH]
-            rec = self._ws_records(wc, chunk, processor_id, local, exp.local_memory_size)
+            rec = self.workgroup_records(wc, chunk, processor_id, local, exp.local_memory_size)
             base = rec.ctypes.data if native else mem.alloc_bytes(rec.tobytes(), 16)
             k = -1
             try:
@@ -502,7 +535,7 @@ class Executable:
                 raise e
 
     # -- lifetime ---------------------------------------------------------------------
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self.closed:
             raise ExecutableError(f"executable '{getattr(self, 'name', '?')}' is closed")
 

@@ -3,7 +3,7 @@ device with the ``llvm-cpu`` backend (``iree-compile
 --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu``).
 
 It extends the host-only :class:`vmrt.modules.hal.inline.HalModule` with what such programs
-import: devices (``--device=local-sync`` / ``local-task``, both synchronous
+import: devices (``--device=local-sync`` / ``local-task``, queues synchronous
 here), device queries, allocators, queue operations, fences, files over
 memory, command buffers and executables.  ``hal.executable.create`` loads the
 ELF dispatch library the compiler embedded in the module's rodata through
@@ -225,7 +225,8 @@ class HalDeviceModule(HalModule):
     # -- fences --------------------------------------------------------------------
     @export("fence.create", "0rI_r")
     def fence_create(self, state, device, flags):
-        _need(device, Device, "device")
+        if device.__class__ is not Device:
+            _need(device, Device, "device")
         return Fence()
 
     @export("fence.join", "0ICrD_r")
@@ -265,12 +266,15 @@ class HalDeviceModule(HalModule):
 
     # -- queue ---------------------------------------------------------------------
     def _queue(self, device, wait, signal, what: str):
-        _need(device, Device, "device")
+        if device.__class__ is not Device:
+            _need(device, Device, "device")
         if wait is not None:
-            _need(wait, Fence, "wait fence")
-        if signal is not None:
+            if wait.__class__ is not Fence:
+                _need(wait, Fence, "wait fence")
+            if wait.status != 0:
+                check_waits(wait, what)
+        if signal is not None and signal.__class__ is not Fence:
             _need(signal, Fence, "signal fence")
-        check_waits(wait, what)
 
     @export("device.queue.alloca", "0rIrrIiiII_r")
     def queue_alloca(self, state, device, affinity, wait, signal, pool, memory_types, usage,
@@ -376,10 +380,10 @@ class HalDeviceModule(HalModule):
     @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
     def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
                                flags, table):
-        entries = []
-        for i, (buf, offset, length) in enumerate(table):
-            entries.append((None if buf is None else _need(buf, HalBuffer, f"binding {i}"),
-                            offset, length))
+        for i, (buf, _offset, _length) in enumerate(table):
+            if buf is not None and not isinstance(buf, HalBuffer):
+                _need(buf, HalBuffer, f"binding {i}")
+        entries = table
         self._submit(state, device, wait, signal, command_buffer, entries,
                      "hal.device.queue.execute.indirect")
 

@@ -1,0 +1,119 @@
+"""Import calls of translated code, specialised once per context link.
+
+When a context binds import ``k`` of a bytecode module, :func:`import_caller`
+makes the one callable the generated code calls for it (``CI[k]([args])``):
+the target's direct caller (:meth:`vmrt.Module.caller`; a native export's
+checks and result packing precomputed) followed by the conversion of its
+results to the import's cconv result codes, with a fast path for the
+common shapes (no result, one ref, one integer).  Errors are those of the
+generic path (:func:`vmrt.bytecode.runtime.callimp`): ``NOT_FOUND`` for an
+unresolved optional import, ``INTERNAL`` for a wrong result count, every
+``VmError`` annotated ``while calling import``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InvocationError, StatusCode, VmError
+from ..vm.module import BoundFunction
+from ..vm.types import RefObject
+from ..vm.values import to_vm, wrap_i32, wrap_i64
+
+Caller = Callable[[list], tuple]
+
+
+def convert_results(results: Any, codes: str, name: str) -> tuple:
+    """An import's results as VM values of ``codes`` (checked count)."""
+    if results is None:
+        results = []
+    if len(results) != len(codes):
+        raise InvocationError(f"import {name} returned {len(results)} results, "
+                      f"cconv expects {len(codes)}", StatusCode.INTERNAL)
+    return tuple(to_vm(v, c) for v, c in zip(results, codes))
+
+
+def unresolved(full_name: str, k: int) -> Caller:
+    """The caller of an optional import no module provides."""
+    def call(args: list) -> tuple:
+        raise InvocationError(f"optional import `{full_name}` (ordinal {k}) not resolved",
+                      StatusCode.NOT_FOUND)
+    return call
+
+
+def _converter(codes: str, name: str) -> Callable[[Any], tuple]:
+    def generic(res: Any) -> tuple:
+        return convert_results(res, codes, name)
+
+    if codes == "":
+        def none(res: Any) -> tuple:
+            if not res:
+                return ()
+            return convert_results(res, codes, name)
+        return none
+    if codes == "r":
+        def ref(res: Any) -> tuple:
+            if res is not None and len(res) == 1:
+                v = res[0]
+                if v is None or isinstance(v, RefObject):
+                    return (v,)
+            return convert_results(res, codes, name)
+        return ref
+    if codes in ("i", "I"):
+        wrap = wrap_i32 if codes == "i" else wrap_i64
+
+        def integer(res: Any) -> tuple:
+            if res is not None and len(res) == 1:
+                v = res[0]
+                if type(v) is int:
+                    return (wrap(v),)
+            return convert_results(res, codes, name)
+        return integer
+    return generic
+
+
+def import_caller(bound: BoundFunction | None, codes: str, full_name: str, k: int) -> Caller:
+    """The callable for import ``k`` bound to ``bound`` (None: unresolved)."""
+    if bound is None:
+        return unresolved(full_name, k)
+    target = bound.caller()
+    convert = _converter(codes, bound.name)
+
+    def call(args: list) -> tuple:
+        try:
+            res = target(args)
+        except VmError as e:
+            e.annotate("while calling import")
+            raise
+        return convert(res)
+    return call
+
+
+def group_variadic(cconv: str, segments: tuple[int, ...], n_args: int
+                   ) -> list[tuple[int, int]] | None:
+    """How a variadic call's flat argument registers group into the import's
+    arguments: per argument ``(n, count)`` (``n`` 0 = one plain register,
+    else a span of ``count`` groups of ``n`` registers), or None when the
+    call's registers do not add up to its segment sizes (then the generic
+    runtime path runs and reports it)."""
+    from ..vm.module import cconv_fragments
+    arg_codes, _ = cconv_fragments(cconv)
+    plan: list[tuple[int, int]] = []
+    i = seg = used = 0
+    while i < len(arg_codes):
+        if arg_codes[i] == "C":
+            j = arg_codes.index("D", i)
+            n = j - i - 1
+            count = max(segments[seg] if seg < len(segments) else 0, 0)
+            plan.append((n, count))
+            used += n * count
+            i = j + 1
+        else:
+            plan.append((0, 1))
+            used += 1
+            i += 1
+        seg += 1
+    return plan if used == n_args else None
+
+
+__all__ = ["Caller", "convert_results", "group_variadic", "import_caller", "unresolved"]

@@ -1,0 +1,147 @@
+"""A native dispatch recorded once and run many times over changing bindings.
+
+A command buffer the compiler memoizes runs the same dispatch (export, grid,
+constants) on every submission; only the binding addresses change.
+:meth:`vmrt.hal.local.executable.Executable.prepare` checks the arguments
+once and returns a :class:`NativeDispatch`; per thread it owns one host block
+holding the constants, the binding pointers and lengths and the dispatch
+state (written once but for the pointers and lengths), and the workgroup
+states of the whole grid (read-only to the dispatch code), so a run is two
+``struct.pack_into`` and one native call per workgroup.  Several threads
+(``threads`` > 1, IREE's ``local-task``) split the grid into contiguous
+ranges run on a shared pool; ctypes releases the GIL during each call.
+Errors are those of :meth:`Executable.dispatch`.
+"""
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import elfkit
+
+from ...errors import BudgetExceeded, DispatchError, StatusCode, VmError
+from ..buffer import aligned_bytes
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def worker_pool(threads: int) -> ThreadPoolExecutor:
+    """The process-wide pool of ``threads`` workers (made on first use)."""
+    with _POOL_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="vmrt-task")
+        return pool
+
+
+class NativeDispatch:
+    """One recorded dispatch of a native executable; see the module docstring."""
+
+    def __init__(self, exe: Any, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
+                 cbytes: bytes, binding_count: int, where: str, threads: int = 1):
+        self.exe = exe
+        self.fn = exe.entry(exp)
+        self.env = exe.env
+        self.wc = wc
+        self.total = wc[0] * wc[1] * wc[2]
+        self.threads = max(1, min(threads, self.total))
+        self.where = where
+        lay = exe.layout
+        self.ws_size = lay.ws_size
+        word = "Q" if lay.word == 8 else "I"
+        self.n = binding_count
+        self.b_off, self.l_off, self.d_off = 256, 256 + 64 * lay.word, 256 + 128 * lay.word
+        self.pack = struct.Struct(f"<{binding_count}{word}").pack_into
+        self.cbytes = cbytes
+        self.ws3 = ws3
+        self.layout = lay
+        self.local = threading.local()
+        step, extra = divmod(self.total, self.threads)
+        self.bounds: list[tuple[int, int]] = []
+        start = 0
+        for t in range(self.threads):
+            end = start + step + (t < extra)
+            self.bounds.append((start, end))
+            start = end
+
+    def _block(self) -> tuple[Any, int, Any, int]:
+        """This thread's block: (array, dispatch state address, workgroup states,
+        their address)."""
+        lay, n = self.layout, self.n
+        block = aligned_bytes(self.d_off + lay.ds_size + 64, "dispatch state")
+        base = int(block.ctypes.data)
+        view = memoryview(block)
+        view[:len(self.cbytes)] = self.cbytes
+        state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, self.wc, self.threads, n,
+                                   base if self.cbytes else 0, base + self.b_off if n else 0,
+                                   base + self.l_off if n else 0)
+        view[self.d_off:self.d_off + len(state)] = state
+        recs = self.exe.workgroup_records(self.wc, range(self.total), 0, 0, 0)
+        for t, (a, b) in enumerate(self.bounds):       # processor_id: the range's thread
+            recs["pid"][a:b] = t
+        mine = (block, base + self.d_off, recs, int(recs.ctypes.data))
+        self.local.mine = mine
+        return mine
+
+    def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None) -> None:
+        """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
+        self.exe.check_open()
+        mine = getattr(self.local, "mine", None) or self._block()
+        block, ds, _recs, ws = mine
+        self.pack(block, self.b_off, *ptrs)
+        self.pack(block, self.l_off, *sizes)
+        if self.threads == 1:
+            self.run_range(ds, ws, 0, self.total, deadline)
+            return
+        bounds = self.bounds
+        pool = worker_pool(self.threads - 1)
+        futures = [pool.submit(self.run_range, ds, ws, a, b, deadline) for a, b in bounds[1:]]
+        errors: list[BaseException | None] = []
+        try:
+            self.run_range(ds, ws, *bounds[0], deadline)
+        except Exception as first:  # noqa: BLE001 - reported after the other ranges end
+            errors.append(first)
+        errors += [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
+
+    def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None) -> None:
+        """Workgroups ``start`` to ``end`` (linear, x fastest)."""
+        fn, env, size = self.fn, self.env, self.ws_size
+        k = start - 1
+        try:
+            for k in range(start, end):  # k names the failing workgroup
+                if deadline is None:
+                    r = fn(env, ds, ws + k * size)
+                else:
+                    if deadline - time.monotonic() <= 0:
+                        raise elfkit.CallTimeout("the deadline passed before the workgroup "
+                                                 "started")
+                    r = int(fn(env, ds, ws + k * size))
+                if r:
+                    break
+            else:
+                r = 0
+        except VmError:
+            raise
+        except elfkit.CallTimeout:
+            raise BudgetExceeded(f"{self.where}: execution timed out",
+                                 StatusCode.DEADLINE_EXCEEDED) from None
+        except Exception as e:
+            raise DispatchError(f"{self.where} failed in workgroup {self._xyz(k)}: "
+                                f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
+        if r:
+            raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
+                                f"{self._xyz(k)}", StatusCode.INTERNAL)
+
+    def _xyz(self, k: int) -> str:
+        x, y = self.wc[0], self.wc[1]
+        return f"({k % x}, {(k // x) % y}, {k // (x * y)})"
+
+
+__all__ = ["NativeDispatch", "worker_pool"]
