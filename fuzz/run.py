@@ -57,17 +57,20 @@ def _save(kind: str, data: bytes) -> str:
 
 
 def loop(target: str, seeds: list[bytes], seconds: float, seed: int,
-         current: Path | None = None) -> int:
+         current: Path | None = None, keep_going: bool = False,
+         inputs: int | None = None) -> int:
     """The random-mutation loop; with ``current``, each input is written
     there before it is tried and progress lines go to stdout (for the
-    watchdog)."""
+    watchdog).  ``keep_going``: save every finding and go on, printing each
+    distinct one (by exception type and first line) once."""
     fn = TARGETS[target]
     intact = INTACT_SHARE.get(target, 0.0)
     rng = random.Random(seed)
     n = 0
+    seen: dict[str, int] = {}
     end = time.monotonic() + seconds
     last = time.monotonic()
-    while time.monotonic() < end:
+    while time.monotonic() < end and (inputs is None or n < inputs):
         base = rng.choice(seeds)
         data = base + rng.randbytes(8) if rng.random() < intact else mutate(rng, base)
         if current is not None:
@@ -79,19 +82,37 @@ def loop(target: str, seeds: list[bytes], seconds: float, seed: int,
             fn(data)
         except Exception as e:  # noqa: BLE001 - any exception is a finding
             name = _save("crash", data)
-            print(f"finding after {n} inputs: {type(e).__name__}: {e} (saved {name})", flush=True)
-            return 1
+            key = f"{type(e).__name__}: {getattr(e, 'key', None) or _first_line(e)}"
+            if key not in seen:
+                print(f"finding after {n} inputs: {type(e).__name__}: {e} (saved {name})",
+                      flush=True)
+            seen[key] = seen.get(key, 0) + 1
+            if not keep_going:
+                return 1
         n += 1
+    if seen:
+        print(f"{target}: {n} inputs, {sum(seen.values())} finding(s), {len(seen)} distinct:",
+              flush=True)
+        for key, count in seen.items():
+            print(f"  {count} x {key}", flush=True)
+        return 1
     print(f"{target}: {n} inputs, no findings", flush=True)
     return 0
 
 
+def _first_line(e: BaseException) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return lines[0][:200] if lines else ""
+
+
 def watchdog(target: str, seed_files: list[str], seconds: float, seed: int,
-             hang: float) -> int:
+             hang: float, keep_going: bool = False, inputs: int | None = None) -> int:
     """Run ``loop`` in a child process; record a signal death or a hang."""
     current = Path(f"fuzz-current-{os.getpid()}.bin")
     cmd = [sys.executable, "-m", "fuzz.run", target, *seed_files, "--seconds", str(seconds),
-           "--seed", str(seed), "--no-watchdog", "--current", str(current)]
+           "--seed", str(seed), "--no-watchdog", "--current", str(current),
+           *(["--keep-going"] if keep_going else []),
+           *(["--inputs", str(inputs)] if inputs is not None else [])]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     progress = [0, time.monotonic()]
 
@@ -141,11 +162,14 @@ def main() -> int:
     ap.add_argument("seeds", nargs="*")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--inputs", type=int, help="stop after this many inputs (or --seconds)")
     ap.add_argument("--watchdog", action=argparse.BooleanOptionalAction, default=None,
                     help="run in a child process; signal deaths and hangs are findings "
                          "(default: on for targets that run guest code in-process)")
     ap.add_argument("--hang", type=float, default=30.0,
                     help="watchdog: seconds without a new input that count as a hang")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="save every finding and go on; print a summary at the end")
     ap.add_argument("--current", help=argparse.SUPPRESS)
     ap.add_argument("--replay", nargs="+", metavar="FILE", help="run the target on FILE(s)")
     args = ap.parse_args()
@@ -168,7 +192,8 @@ def main() -> int:
     except ImportError:
         atheris = None
     if use_watchdog and atheris is None:
-        return watchdog(args.target, args.seeds, args.seconds, args.seed, args.hang)
+        return watchdog(args.target, args.seeds, args.seconds, args.seed, args.hang,
+                        args.keep_going, args.inputs)
     seeds = ([Path(p).read_bytes() for p in args.seeds] if args.seeds
              else DEFAULT_SEEDS[args.target]())
     if atheris is not None:
@@ -178,7 +203,7 @@ def main() -> int:
         atheris.Fuzz()
         return 0
     return loop(args.target, seeds, args.seconds, args.seed,
-                Path(args.current) if args.current else None)
+                Path(args.current) if args.current else None, args.keep_going, args.inputs)
 
 
 if __name__ == "__main__":
