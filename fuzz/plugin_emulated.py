@@ -77,7 +77,7 @@ def exec_ranges(data: bytes) -> list[tuple[int, int]]:
     """(file offset, size) of every executable PT_LOAD, read independently of
     elfkit (empty when the headers are not readable)."""
     try:
-        if data[:4] != b"\x7fELF":
+        if data[:4] != b"\x7fELF" or len(data) < 0x40:
             return []
         is64 = data[4] == 2
         if is64:
@@ -99,7 +99,7 @@ def exec_ranges(data: bytes) -> list[tuple[int, int]]:
             if p_type == 1 and p_flags & 1 and p_filesz and p_offset < len(data):
                 out.append((p_offset, min(p_filesz, len(data) - p_offset)))
         return out
-    except struct.error:
+    except (struct.error, IndexError):
         return []
 
 
