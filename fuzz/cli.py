@@ -16,7 +16,8 @@ Invariants (``Finding`` otherwise):
   ``PROG: error:`` line (exit 2); ``elfkit run``'s fault report (exit 1,
   first line ``elfkit: SYMBOL faulted under emulation:``); ``fatelf
   verify``'s problem list and ``inspect``'s "cannot be loaded" on stdout
-  (exit 1, stderr empty);
+  (exit 1, stderr empty), ``fatelf verify --json``'s fatal problem in the
+  JSON (exit 2, stderr empty);
 * a failed command leaves no file behind (``-o``, ``--output=@f.npy``,
   temporaries), and a successful one only the files it was asked for.
 
@@ -222,8 +223,9 @@ def check(argv: list[str], rc: int, stdout: str, stderr: str) -> None:
             raise Finding(f"`{where}` (exit {rc}) echoed control characters from its input: "
                           f"{lines[0]!r}", argv, "control characters on stderr")
         return
-    if not lines and rc == 1 and (argv[2:5] == ["elfkit", "fatelf", "verify"]
-                                  or argv[2:4] == ["elfkit", "inspect"]):
+    verify = argv[2:5] == ["elfkit", "fatelf", "verify"]
+    if not lines and (rc == 1 and (verify or argv[2:4] == ["elfkit", "inspect"])
+                      or rc == 2 and verify and "--json" in argv):
         return                                       # the problems are the result, on stdout
     if lines and lines[0].startswith("usage:") and rc == 2 and _ERROR_LINE.match(lines[-1]) \
             and all(ln.startswith((" ", "usage:")) for ln in lines[:-1]):
