@@ -29,7 +29,10 @@ def elf_load_emulated(data: bytes) -> None:
         m = elfkit.load(data, backend="emulated", lazy=True)
     except elfkit.ElfkitError:
         return
-    m.close()
+    try:
+        m.close()          # runs the (mutated) finalisers: they may fault too
+    except elfkit.ElfkitError:
+        pass
 
 
 def fatelf_read(data: bytes) -> None:
@@ -77,5 +80,36 @@ def _arity(cconv: str) -> int:
     return 0 if args in ("", "v") or "r" in args or "C" in args else len(args)
 
 
+def plugin_emulated(data: bytes) -> None:
+    """Hostile guest code and arguments under emulation (fuzz/plugin_emulated.py)."""
+    from fuzz.plugin_emulated import plugin_emulated as target
+    target(data)
+
+
+def cli(data: bytes) -> None:
+    """Random command lines on a mutated file, one process each (fuzz/cli.py)."""
+    from fuzz.cli import cli as target
+    target(data)
+
+
+def _plugin_seeds() -> list[bytes]:
+    from fuzz.plugin_emulated import default_seeds
+    return default_seeds()
+
+
+def _cli_seeds() -> list[bytes]:
+    from fuzz.cli import default_seeds
+    return default_seeds()
+
+
 TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "fatelf": fatelf_read,
-           "vmfb": vmfb_run}
+           "vmfb": vmfb_run, "plugin-emulated": plugin_emulated, "cli": cli}
+#: targets that can build their own seeds from the test catalogue
+DEFAULT_SEEDS = {"plugin-emulated": _plugin_seeds, "cli": _cli_seeds}
+#: share of inputs that are a seed plus an 8-byte nonce at its end (harmless
+#: to an ELF), not a byte-mutated seed: the target derives its own edits and
+#: calls from the input's hash, so these reach the code instead of ending in
+#: a ParseError
+INTACT_SHARE = {"plugin-emulated": 0.75, "cli": 0.5}
+#: targets that run guest code in the fuzzing process: a watchdog process by default
+WATCHDOG = frozenset({"plugin-emulated", "elf-emulated"})
