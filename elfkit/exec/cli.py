@@ -207,16 +207,20 @@ def _disasm(args: argparse.Namespace) -> int:
         raise ElfkitError(f"{args.file}: not an ELF file ({e})") from None
     if args.arch and _arch.get(args.arch) is not arch:
         raise ElfkitError(f"{args.file}{label}: is {arch.name}, not {args.arch}")
-
-    funcs, labels = _functions(ef, arch)
+    try:       # pyelftools reads section headers and symbols lazily: bad ones fail here
+        funcs, labels = _functions(ef, arch)
+        regions = _code_regions(ef)
+    except (ELFError, ValueError, IndexError, KeyError) as e:
+        raise ElfkitError(f"{args.file}{label}: malformed section headers or symbol table "
+                          f"({type(e).__name__}: {e})") from None
     look = symbolizer({a: n for a, n in labels.items()})
-    regions = _code_regions(ef)
 
     out = sys.stdout
     print(f"{args.file}{label}: {arch.name} ({len(funcs)} functions)", file=out)
     if args.symbol:
         if args.symbol not in funcs:
-            near = ", ".join(sorted(funcs)[:20])
+            # names come from the file: show them escaped (never control characters)
+            near = ", ".join(ascii(n)[1:-1] for n in sorted(funcs)[:20])
             raise ElfkitError(f"{args.file}: no function {args.symbol!r}"
                               + (f" (functions: {near}{' ...' if len(funcs) > 20 else ''})"
                                  if funcs else " (no symbol table)"))

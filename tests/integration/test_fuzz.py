@@ -120,10 +120,9 @@ def test_canary_oracle_sees_a_write_outside_the_view():
 # cli: random command lines on mutated files, a process each
 # --------------------------------------------------------------------------
 
-#: findings of fuzz/cli.py not fixed yet, each pinned by a strict xfail below
+#: findings of fuzz/cli.py not fixed yet (each would be pinned by a strict xfail)
 #: (remove the entry when its test starts to pass)
-KNOWN_CLI = {"elfkit disasm: traceback: elftools.common.exceptions.ELFParseError",
-             "elfkit disasm: control characters on stderr"}
+KNOWN_CLI: set[str] = set()        # fuzz findings not fixed yet (none today)
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +171,6 @@ def _elfkit(*args, cwd=None):
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.xfail(strict=True, reason="fuzz finding (issue 16): `elfkit disasm` lets "
-                   "pyelftools' ELFParseError escape when the section headers are past EOF")
 def test_disasm_of_a_truncated_plugin_is_one_line(plugins, tmp_path):
     data = plugins.data("kernels", "riscv64")
     bad = tmp_path / "cut.so"
@@ -183,8 +180,6 @@ def test_disasm_of_a_truncated_plugin_is_one_line(plugins, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="fuzz finding (issue 16): `elfkit disasm` echoes "
-                   "symbol names from the file unescaped (control characters reach stderr)")
 def test_disasm_escapes_names_from_the_file(plugins, tmp_path):
     data = plugins.data("kernels", "riscv64").replace(b"add_i32\0", b"a\rd_i32\0")
     bad = tmp_path / "names.so"
