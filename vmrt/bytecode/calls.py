@@ -6,7 +6,7 @@ the target's direct caller (:meth:`vmrt.Module.caller`; a native export's
 checks and result packing precomputed) followed by the conversion of its
 results to the import's cconv result codes, with a fast path for the
 common shapes (no result, one ref, one integer).  Errors are those of the
-generic path (:func:`vmrt.bytecode.runtime.callimp`): ``NOT_FOUND`` for an
+generic path (:func:`vmrt.bytecode.runtime.callimp_variadic`): ``NOT_FOUND`` for an
 unresolved optional import, ``INTERNAL`` for a wrong result count, every
 ``VmError`` annotated ``while calling import``.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvocationError, StatusCode, VmError
-from ..vm.module import BoundFunction
+from ..vm.module import BoundFunction, cconv_fragments
 from ..vm.types import RefObject
 from ..vm.values import to_vm, wrap_i32, wrap_i64
 
@@ -89,6 +89,30 @@ def import_caller(bound: BoundFunction | None, codes: str, full_name: str, k: in
     return call
 
 
+_SPANS: dict[str, tuple[tuple[int, ...], str]] = {}
+
+
+def variadic_spans(cconv: str) -> tuple[tuple[int, ...], str]:
+    """Per argument fragment of ``cconv``: 0 for a plain value, else the
+    length of a ``C…D`` span's tuple; and the result codes (made once per
+    cconv)."""
+    spans = _SPANS.get(cconv)
+    if spans is None:
+        arg_codes, res_codes = cconv_fragments(cconv)
+        lengths: list[int] = []
+        i = 0
+        while i < len(arg_codes):
+            if arg_codes[i] == "C":
+                j = arg_codes.index("D", i)
+                lengths.append(j - i - 1)
+                i = j + 1
+            else:
+                lengths.append(0)
+                i += 1
+        spans = _SPANS[cconv] = (tuple(lengths), res_codes)
+    return spans
+
+
 def group_variadic(cconv: str, segments: tuple[int, ...], n_args: int
                    ) -> list[tuple[int, int]] | None:
     """How a variadic call's flat argument registers group into the import's
@@ -96,24 +120,14 @@ def group_variadic(cconv: str, segments: tuple[int, ...], n_args: int
     else a span of ``count`` groups of ``n`` registers), or None when the
     call's registers do not add up to its segment sizes (then the generic
     runtime path runs and reports it)."""
-    from ..vm.module import cconv_fragments
-    arg_codes, _ = cconv_fragments(cconv)
     plan: list[tuple[int, int]] = []
-    i = seg = used = 0
-    while i < len(arg_codes):
-        if arg_codes[i] == "C":
-            j = arg_codes.index("D", i)
-            n = j - i - 1
-            count = max(segments[seg] if seg < len(segments) else 0, 0)
-            plan.append((n, count))
-            used += n * count
-            i = j + 1
-        else:
-            plan.append((0, 1))
-            used += 1
-            i += 1
-        seg += 1
+    used = 0
+    for seg, n in enumerate(variadic_spans(cconv)[0]):
+        count = 1 if n == 0 else max(segments[seg] if seg < len(segments) else 0, 0)
+        plan.append((n, count))
+        used += max(n, 1) * count
     return plan if used == n_args else None
 
 
-__all__ = ["Caller", "convert_results", "group_variadic", "import_caller", "unresolved"]
+__all__ = ["Caller", "convert_results", "group_variadic", "import_caller", "unresolved",
+           "variadic_spans"]

@@ -14,10 +14,10 @@ from typing import Any
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.buffer import Buffer
 from ..vm.list import VmList
-from ..vm.module import cconv_fragments
 from ..vm.types import OPAQUE_TYPE, RefType, type_of
 from ..vm.values import round_f32 as rf32
-from ..vm.values import to_vm, wrap_i32, wrap_i64
+from ..vm.values import wrap_i32, wrap_i64
+from .calls import convert_results, variadic_spans
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF
@@ -495,53 +495,6 @@ def fail(status: int, msg: str) -> VmError:
     return InvocationError(msg, StatusCode.from_int(code))
 
 
-def _convert_results(results, codes: str, name: str) -> tuple:
-    if results is None:
-        results = []
-    if len(results) != len(codes):
-        raise err(StatusCode.INTERNAL, f"import {name} returned {len(results)} results, "
-                  f"cconv expects {len(codes)}")
-    return tuple(to_vm(v, c) for v, c in zip(results, codes))
-
-
-def callimp(state: Any, k: int, args: list) -> tuple:
-    bound = state.imports[k]
-    if bound is None:
-        decl = state.module.imports[k]
-        raise err(StatusCode.NOT_FOUND,
-                  f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
-    codes = state.module.import_result_codes(k)
-    try:
-        res = bound(args)
-    except VmError as e:
-        e.annotate("while calling import")
-        raise
-    return _convert_results(res, codes, bound.name)
-
-
-_VARIADIC_PLANS: dict[str, tuple[tuple[int, ...], str]] = {}
-
-
-def _variadic_plan(cconv: str) -> tuple[tuple[int, ...], str]:
-    """Per argument fragment: 0 for a plain value, else the length of a
-    ``C…D`` span's tuple; and the result codes (made once per cconv)."""
-    plan = _VARIADIC_PLANS.get(cconv)
-    if plan is None:
-        arg_codes, res_codes = cconv_fragments(cconv)
-        spans: list[int] = []
-        i = 0
-        while i < len(arg_codes):
-            if arg_codes[i] == "C":
-                j = arg_codes.index("D", i)
-                spans.append(j - i - 1)
-                i = j + 1
-            else:
-                spans.append(0)
-                i += 1
-        plan = _VARIADIC_PLANS[cconv] = (tuple(spans), res_codes)
-    return plan
-
-
 def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
     """Call a variadic import: regroup each ``C…D`` span into a list (of
     tuples when a span holds more than one value)."""
@@ -550,7 +503,7 @@ def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
         decl = state.module.imports[k]
         raise err(StatusCode.NOT_FOUND,
                   f"optional import `{decl.full_name}` (ordinal {k}) not resolved")
-    spans, res_codes = _variadic_plan(bound.cconv)
+    spans, res_codes = variadic_spans(bound.cconv)
     args: list[Any] = []
     pos = 0
     for seg, n in enumerate(spans):
@@ -569,4 +522,4 @@ def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
     except VmError as e:
         e.annotate("while calling import")
         raise
-    return _convert_results(res, res_codes, bound.name)
+    return convert_results(res, res_codes, bound.name)
