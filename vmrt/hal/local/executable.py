@@ -27,7 +27,7 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +69,25 @@ class ExportInfo:
         mem = f" local_memory={self.local_memory_size}" if self.local_memory_size else ""
         return (f"@{self.name} ordinal({self.ordinal}) bindings={self.binding_count} "
                 f"constants={self.constant_count} workgroup_size={x}x{y}x{z}{mem}")
+
+
+def find_export(executable: str, exports: Sequence[ExportInfo],
+                by_name: Mapping[str, ExportInfo], which: str | int | ExportInfo) -> ExportInfo:
+    """An export of any kind of executable by name (a leading '@' allowed)
+    or ordinal; DispatchError naming the choices when there is none."""
+    if isinstance(which, ExportInfo):
+        return which
+    if isinstance(which, int):
+        if 0 <= which < len(exports):
+            return exports[which]
+        raise DispatchError(f"executable '{executable}': entry point ordinal {which} out of "
+                            f"bounds (it has {len(exports)})")
+    e = by_name.get(str(which).lstrip("@"))
+    if e is None:
+        raise DispatchError(f"executable '{executable}' has no export '{which}' (exports: "
+                            f"{', '.join(x.name for x in exports) or 'none'})",
+                            StatusCode.NOT_FOUND)
+    return e
 
 
 @dataclass(frozen=True)
@@ -279,19 +298,7 @@ class Executable:
     # -- queries --------------------------------------------------------------------
     def export(self, which: str | int | ExportInfo) -> ExportInfo:
         """An export by name (with or without a leading '@') or ordinal."""
-        if isinstance(which, ExportInfo):
-            return which
-        if isinstance(which, int):
-            if 0 <= which < len(self.exports):
-                return self.exports[which]
-            raise DispatchError(f"executable '{self.name}': entry point ordinal {which} out of "
-                                f"bounds (it has {len(self.exports)})")
-        e = self._by_name.get(str(which).lstrip("@"))
-        if e is None:
-            raise DispatchError(f"executable '{self.name}' has no export '{which}' (exports: "
-                                f"{', '.join(x.name for x in self.exports) or 'none'})",
-                                StatusCode.NOT_FOUND)
-        return e
+        return find_export(self.name, self.exports, self._by_name, which)
 
     def describe(self) -> str:
         lines = [f"executable '{self.name}' ({self.arch.name}, {self.backend}, "
@@ -575,4 +582,5 @@ def _runtime_imports() -> Any:
                            for i in range(3)})
 
 
-__all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo"]
+__all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo",
+           "find_export"]

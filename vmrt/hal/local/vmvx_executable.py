@@ -36,7 +36,7 @@ from ...vm.context import Context
 from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
-from .executable import ExportInfo
+from .executable import ExportInfo, find_export
 from .vmvx import VmvxModule
 
 FORMAT = "vmvx-bytecode-fb"
@@ -132,19 +132,7 @@ class VmvxExecutable:
 
     # -- queries ----------------------------------------------------------------
     def export(self, which: str | int | ExportInfo) -> ExportInfo:
-        if isinstance(which, ExportInfo):
-            return which
-        if isinstance(which, int):
-            if 0 <= which < len(self.exports):
-                return self.exports[which]
-            raise DispatchError(f"executable '{self.name}': entry point ordinal {which} out of "
-                                f"bounds (it has {len(self.exports)})")
-        e = self._by_name.get(str(which).lstrip("@"))
-        if e is None:
-            raise DispatchError(f"executable '{self.name}' has no export '{which}' (exports: "
-                                f"{', '.join(x.name for x in self.exports) or 'none'})",
-                                StatusCode.NOT_FOUND)
-        return e
+        return find_export(self.name, self.exports, self._by_name, which)
 
     def describe(self) -> str:
         lines = [f"executable '{self.name}' ({FORMAT}, VM bytecode)",
