@@ -18,21 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
+
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CACHE = ROOT / "build" / "vmrt_check"
 
-#: per-arch target flags (the values of tests/iree_tools.py IREE_TARGET_FLAGS)
-TARGET_FLAGS = {
-    "x86_64": ["--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-               "--iree-llvmcpu-target-cpu=generic"],
-    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic"],
-    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv64",
-                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
-                "--iree-llvmcpu-target-abi=lp64d"],
-}
 DEVICE_FLAGS = ["--iree-hal-target-device=local",
                 "--iree-hal-local-target-device-backends=llvm-cpu"]
 
@@ -43,7 +34,7 @@ def compile_program(name: str, arch: str = "x86_64", extra: tuple[str, ...] = ()
     if exe is None:
         pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
     source = (PROGRAMS / f"{name}.mlir").read_bytes()
-    flags = [*DEVICE_FLAGS, *TARGET_FLAGS[arch], *extra]
+    flags = [*DEVICE_FLAGS, *IREE_TARGET_FLAGS[arch], *extra]
     key = hashlib.sha256(source + "\0".join(flags).encode()).hexdigest()[:16]
     out = CACHE / key / f"{name}-{arch}.vmfb"
     if not out.exists():

@@ -30,28 +30,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
+
 ROOT = Path(__file__).resolve().parents[3]
 CACHE = ROOT / "build" / "vmrt_archmath"
 
-#: Copied from tests/iree_tools.py IREE_TARGET_FLAGS (llvm-cpu target flags per elfkit arch).
-IREE_TARGET_FLAGS = {
-    "x86_64": ["--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-               "--iree-llvmcpu-target-cpu=generic"],
-    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic"],
-    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv64",
-                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
-                "--iree-llvmcpu-target-abi=lp64d"],
-    "arm": ["--iree-llvmcpu-target-triple=armv7a-pc-linux-elf",
-            "--iree-llvmcpu-target-float-abi=hard", "--iree-llvmcpu-target-cpu=generic"],
-    "i386": ["--iree-llvmcpu-target-triple=i686-pc-linux-elf",
-             "--iree-llvmcpu-target-cpu=generic"],
-    "riscv32": ["--iree-llvmcpu-target-triple=riscv32-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv32",
-                "--iree-llvmcpu-target-cpu-features=+m,+f",
-                "--iree-llvmcpu-target-abi=ilp32"],
-}
 #: Builds: name -> (elfkit arch, iree-compile target flags).
 BUILDS = {a: (a, f) for a, f in IREE_TARGET_FLAGS.items()}
 BUILDS["arm+vfp4"] = ("arm", IREE_TARGET_FLAGS["arm"]
