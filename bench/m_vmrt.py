@@ -230,10 +230,11 @@ def _chain_mlir(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _chain_vmfb(work: Path) -> Path:
-    src = work / "data" / "chain.mlir"
+def _cpu_vmfb(work: Path, name: str, text: str) -> Path:
+    """``text`` compiled for the x86_64 llvm-cpu local device (cached in
+    ``work/data/<name>.vmfb`` while the source is unchanged)."""
+    src = work / "data" / f"{name}.mlir"
     out = src.with_suffix(".vmfb")
-    text = _chain_mlir(CHAIN_DISPATCHES)
     if out.is_file() and src.is_file() and src.read_text() == text:
         return out
     src.parent.mkdir(parents=True, exist_ok=True)
@@ -247,8 +248,12 @@ def _chain_vmfb(work: Path) -> Path:
                            "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
-        raise _build.BuildError(f"iree-compile chain.mlir: {proc.stderr.strip()[-300:]}")
+        raise _build.BuildError(f"iree-compile {name}.mlir: {proc.stderr.strip()[-300:]}")
     return out
+
+
+def _chain_vmfb(work: Path) -> Path:
+    return _cpu_vmfb(work, "chain", _chain_mlir(CHAIN_DISPATCHES))
 
 
 def load_api(cfg: Config) -> list[Row]:
@@ -302,23 +307,7 @@ func.func @matmul(%a: tensor<{MATMUL_N}x{MATMUL_N}xf32>, %b: tensor<{MATMUL_N}x{
 
 
 def _matmul_vmfb(work: Path) -> Path:
-    src = work / "data" / "matmul512.mlir"
-    out = src.with_suffix(".vmfb")
-    if out.is_file() and src.is_file() and src.read_text() == _MATMUL_MLIR:
-        return out
-    src.parent.mkdir(parents=True, exist_ok=True)
-    src.write_text(_MATMUL_MLIR)
-    compiler = _which("iree-compile")
-    if not compiler:
-        raise _build.BuildError("iree-compile not found (pip install iree-base-compiler)")
-    proc = subprocess.run([compiler, "--iree-hal-target-device=local",
-                           "--iree-hal-local-target-device-backends=llvm-cpu",
-                           "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-                           "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise _build.BuildError(f"iree-compile matmul512.mlir: {proc.stderr.strip()[-300:]}")
-    return out
+    return _cpu_vmfb(work, "matmul512", _MATMUL_MLIR)
 
 
 def local_task(cfg: Config) -> list[Row]:
