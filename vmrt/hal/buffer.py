@@ -105,6 +105,16 @@ class HalBuffer(RefObject):
     def __len__(self) -> int:
         return int(self.bytes.size)
 
+    def writable(self, what: str) -> Any:
+        """The bytes, for a write that ``what`` names; PERMISSION_DENIED with
+        IREE's text when the buffer only allows reads (module data from a
+        read-only mapping, or read-only memory)."""
+        if self.read_only or not self.bytes.flags.writeable:
+            raise HalError("buffer does not support the requested access type; buffer allows "
+                           f"READ, operation requires READ|WRITE; {what}",
+                           StatusCode.PERMISSION_DENIED)
+        return self.bytes
+
     def check_range(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0 or offset + length > self.bytes.size:
             raise HalError(f"out-of-bounds access detected (offset={offset}, length={length}, "

@@ -177,7 +177,7 @@ class CommandBuffer(RefObject):
                 if length > len(cmd.source):
                     raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
                                   "byte source", StatusCode.OUT_OF_RANGE)
-                _writeable(buf, _target(cmd.target, what))[start:start + length] = \
+                buf.writable(_target(cmd.target, what))[start:start + length] = \
                     memoryview(cmd.source)[:length]
             elif isinstance(cmd, Copy):
                 sbuf, s, n = _resolve(cmd.source, table, what)
@@ -185,19 +185,12 @@ class CommandBuffer(RefObject):
                 if n != m:
                     raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
-                _writeable(tbuf, _target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
+                tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
 
 
 def _target(ref: BufferRef, what: str) -> str:
     """How IREE names a command's target in an access error."""
     return what if ref.buffer is not None else f"binding table slot {ref.slot}"
-
-
-def _writeable(buf: HalBuffer, what: str) -> Any:
-    if buf.read_only or not buf.bytes.flags.writeable:
-        raise HalError("buffer does not support the requested access type; buffer allows READ, "
-                       f"operation requires READ|WRITE; {what}", StatusCode.PERMISSION_DENIED)
-    return buf.bytes
 
 
 def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: str) -> None:
@@ -206,7 +199,7 @@ def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: st
     if start % k or length % k:
         raise HalError(f"{what}: offset {start} and length {length} must be multiples of the "
                       f"{k}-byte pattern", StatusCode.INVALID_ARGUMENT)
-    dst = _writeable(buf, what)[start:start + length]
+    dst = buf.writable(what)[start:start + length]
     dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")
 
 

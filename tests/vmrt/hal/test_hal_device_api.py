@@ -294,3 +294,24 @@ def test_queue_transfers_and_files():
         hal.buffer_assert(None, None, Buffer(b"tensor"), alloc, 64, 16, 3075)
     with pytest.raises(VmError, match="expected Fence"):
         hal.fence_await(None, -1, 0, [b])
+
+
+def test_queue_writes_into_mmap_imported_data_are_refused():
+    """With --module_mode=mmap, imported module data is read-only to queue
+    transfers too (as to command-buffer transfers), as in IREE."""
+    from vmrt.vm.buffer import Buffer
+    from vmrt.vm.native_module import NativeState
+    hal = HalDeviceModule(module_mode="mmap")
+    state = NativeState(0)
+    hal.init_state(state, None)
+    try:
+        dev = state.devices[0]
+        ro = Buffer(bytes(range(32)))
+        imported = hal.allocator_import(state, dev.allocator, 1, -1, 48, 3075, ro, 8, 8)
+        with pytest.raises(VmError) as e:
+            hal.queue_update(state, dev, -1, None, None, ro, 0, imported, 0, 4, 0)
+        assert e.value.code == StatusCode.PERMISSION_DENIED
+        assert "buffer allows READ, operation requires READ|WRITE" in str(e.value)
+        assert imported.bytes.tobytes() == bytes(range(8, 16))
+    finally:
+        hal.free_state(state)

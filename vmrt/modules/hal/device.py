@@ -361,10 +361,8 @@ class HalDeviceModule(HalModule):
     @staticmethod
     def _write(target, offset, data, what: str) -> None:
         buf = _need(target, HalBuffer, "target buffer")
-        dst = buffer_range(buf, offset, int(data.size), what)
-        if not dst.flags.writeable:
-            raise HalError(f"{what}: the target buffer is read-only", StatusCode.PERMISSION_DENIED)
-        dst[:] = data
+        buf.writable(what)
+        buffer_range(buf, offset, int(data.size), what)[:] = data
 
     @export("device.queue.barrier", "0rIrrI_v")
     def queue_barrier(self, state, device, affinity, wait, signal, flags):
