@@ -50,3 +50,12 @@ def run_child():
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=timeout, env=env, cwd=REPO)
     return run
+
+
+@pytest.fixture(params=ARCHES)
+def m(request, hostile):
+    """The hostile plugin loaded emulated, on each CPU."""
+    import elfkit
+    imports = {"host_add": (lambda a, b: a + b, "i32(i32,i32)")}
+    with elfkit.load(hostile(request.param), backend="emulated", imports=imports) as mod:
+        yield mod

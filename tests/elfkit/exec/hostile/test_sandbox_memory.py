@@ -11,15 +11,6 @@ import pytest
 import elfkit
 from elfkit.errors import MemoryAccessError
 
-ARCHES = ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"]
-IMPORTS = {"host_add": (lambda a, b: a + b, "i32(i32,i32)")}
-
-
-@pytest.fixture(params=ARCHES)
-def m(request, hostile):
-    with elfkit.load(hostile(request.param), backend="emulated", imports=IMPORTS) as mod:
-        yield mod
-
 
 def _poke(m):
     return m.function("poke", "void(ptr,i64,u32)")

@@ -13,15 +13,6 @@ import pytest
 import elfkit
 from elfkit.errors import InvalidArgumentError, SignatureError
 
-ARCHES = ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"]
-IMPORTS = {"host_add": (lambda a, b: a + b, "i32(i32,i32)")}
-
-
-@pytest.fixture(params=ARCHES)
-def m(request, hostile):
-    with elfkit.load(hostile(request.param), backend="emulated", imports=IMPORTS) as mod:
-        yield mod
-
 
 def test_cancel_never_cuts_the_next_call_short(m):
     spin = m.function("spin", "void()")
