@@ -17,10 +17,10 @@ from ..vm.module import cconv_fragments
 from . import runtime
 from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
-IMPORT_BIT = 0x80000000
 
 
 _WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
@@ -47,8 +47,10 @@ class FunctionTranslator:
     """Builds the Python source of one function."""
 
     def __init__(self, mod, ordinal: int, blocks: list[Block], where: str,
-                 i32_count: int, ref_count: int):
+                 i32_count: int, ref_count: int, trace: TraceNames | None = None):
         self.mod = mod                     # a ModuleInfo (see module.py)
+        #: trace mode: each instruction first writes its trace line (disasm.py)
+        self.trace = trace
         self.ordinal = ordinal
         self.blocks = blocks
         self.where = where
@@ -143,7 +145,7 @@ class FunctionTranslator:
         if rvals:
             head.append(f"    {' = '.join(rvals)} = None")
         head += ["    L = state.ctx.limits", "    RW = state.rw", "    GR = state.grefs",
-                 "    CI = state.calls",
+                 "    CI = state.calls"] + (["    TW = state.trace"] if self.trace else []) + [
                  "    b = 0", "    p = 0", "    try:", "        while True:"]
         # names come from the file: they reach the source only via the constant table
         label = self.const(self.where)
@@ -191,6 +193,9 @@ class FunctionTranslator:
                 out.append(f"{ind}{name} = REINT_I({name}, {bits}, {src})")
             else:
                 out.append(f"{ind}{name} = REINT_F({name}, {bits})")
+        if self.trace is not None:
+            fmt, exprs = trace_line(ins, self.where, self.trace, self.reg)
+            out.append(f"{ind}TW({self.const(fmt)} % ({''.join(e + ', ' for e in exprs)}))")
         tmpl = SIMPLE_OPS.get(m)
         wrapped = WRAPPED_OPS.get(m)
         if wrapped is not None:

@@ -23,6 +23,7 @@ from ..vm.values import wrap_i32
 from .calls import Caller, import_caller, unresolved
 from .codegen import FunctionTranslator, compile_functions
 from .decoder import decode_function
+from .disasm import TraceNames, list_value, ref_text
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
 
 IMPORT_OPTIONAL_FLAG = 2
@@ -31,12 +32,17 @@ IMPORT_OPTIONAL_FLAG = 2
 class BytecodeState:
     """Per-context state: globals, the import table, the owning context."""
 
-    __slots__ = ("module", "ctx", "rw", "grefs", "imports", "calls")
+    __slots__ = ("module", "ctx", "rw", "grefs", "imports", "calls", "trace", "fns")
 
     def __init__(self, module: BytecodeModule, ctx: Any):
         d = module.definition
         self.module = module
         self.ctx = ctx
+        #: the context's trace stream's ``write`` (None: not tracing) and the
+        #: translated functions to run (the trace-mode translation when tracing)
+        stream = getattr(ctx, "trace", None)
+        self.trace = None if stream is None else stream.write
+        self.fns = module.translated(self.trace is not None)
         self.rw = bytearray(d.global_bytes)
         self.grefs: list = [None] * d.global_refs
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
@@ -102,6 +108,7 @@ class BytecodeModule(Module):
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
         self._functions = self._translate()
+        self._traced: list | None = None
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
     @classmethod
@@ -135,7 +142,19 @@ class BytecodeModule(Module):
         n = self.function_names.get(k)
         return f"{self.name}.{n}" if n else f"{self.name}@{k}"
 
-    def _translate(self) -> list:
+    def translated(self, trace: bool) -> list:
+        """The translated functions; ``trace``: the trace-mode translation
+        (made on first use, kept apart so untraced code pays nothing)."""
+        if not trace:
+            return self._functions
+        if self._traced is None:
+            d = self.definition
+            names = TraceNames(self.name, self.function_names,
+                               [i.full_name for i in d.imports], list(d.types))
+            self._traced = self._translate(names)
+        return self._traced
+
+    def _translate(self, trace: TraceNames | None = None) -> list:
         d = self.definition
         info = ModuleInfo(self)
         code = d.bytecode
@@ -153,10 +172,12 @@ class BytecodeModule(Module):
             except VmError as e:
                 raise LoadError(f"{e.message}; at {where}") from None
             tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
-                                    fd.ref_register_count)
+                                    fd.ref_register_count, trace)
             sources.append(tr.translate(a_codes, r_codes))
-        self._sources = sources
-        ns = {"K": info.consts, "RO": self.rodata, "TY": self.types}
+        if trace is None:
+            self._sources = sources
+        ns = {"K": info.consts, "RO": self.rodata, "TY": self.types,
+              "TREF": ref_text, "TLIST": list_value}
         try:
             return compile_functions(sources, ns, f"<vmfb {self.name!r}>")
         except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
@@ -188,13 +209,17 @@ class BytecodeModule(Module):
     def resolve_import(self, state: BytecodeState, ordinal: int,
                        target: BoundFunction | None) -> None:
         state.imports[ordinal] = target
-        state.calls[ordinal] = import_caller(target, self._import_results[ordinal],
-                                             self._imports[ordinal].full_name, ordinal)
+        call = import_caller(target, self._import_results[ordinal],
+                             self._imports[ordinal].full_name, ordinal)
+        if state.trace is not None and target is not None \
+                and not isinstance(target.function.module, BytecodeModule):
+            call = _traced_native(call, target.name, state.trace)
+        state.calls[ordinal] = call
 
     def call(self, state: BytecodeState, function: Function, args: list) -> list:
         k = self._exports[function.ordinal].ordinal
         try:
-            res = self._functions[k](state, *args)
+            res = state.fns[k](state, *args)
             codes = self._function_results[k]
             if "i" in codes:
                 res = [wrap_i32(_int_bits(v)) if c == "i" else v for v, c in zip(res, codes)]
@@ -224,6 +249,16 @@ class BytecodeModule(Module):
     def disassemble_source(self, k: int) -> str:
         """The Python source vmrt translated function ``k`` into (for debugging)."""
         return self._sources[k]
+
+
+def _traced_native(call: Caller, name: str, write: Any) -> Caller:
+    """``call`` writing a trace line with the results when a native module's
+    function returns (the caller's ``vm.call`` line shows the arguments)."""
+    def traced(args: list) -> tuple:
+        res = call(args)
+        write(f"[{name}]    <native> returned ({', '.join(map(list_value, res))})\n")
+        return res
+    return traced
 
 
 def _int_bits(v: Any) -> Any:

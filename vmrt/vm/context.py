@@ -77,11 +77,20 @@ class Context:
     life (``__init`` included); ``timeout`` caps the wall time of each
     top-level invocation.  ``invoke(..., budget=, timeout=)`` overrides both
     for one call.
+
+    ``trace``: a text stream (``sys.stderr``, a file, ``io.StringIO``) that
+    gets one line per VM instruction executed in the bytecode modules
+    registered from then on (IREE's ``--trace_execution`` format).
+    ``statistics``: modules that keep statistics (the device ``hal``
+    module: allocations, dispatches) collect them; see :meth:`statistics`.
     """
 
     def __init__(self, instance: Instance, modules: Iterable[Module] = (), *,
-                 budget: int | None = None, timeout: float | None = None):
+                 budget: int | None = None, timeout: float | None = None,
+                 trace: Any = None, statistics: bool = False):
         self.instance = instance
+        self.trace = trace
+        self.collect_statistics = statistics
         self._modules: list[Module] = []
         self._states: list[Any] = []
         self.timeout = timeout
