@@ -21,8 +21,6 @@ from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
-
-
 _WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
           "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
 

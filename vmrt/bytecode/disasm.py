@@ -78,7 +78,7 @@ class _Line:
         else:
             self.value("(%d)", reg)
 
-    def reg_list(self, regs, with_values: bool = True) -> None:
+    def reg_list(self, regs: tuple, with_values: bool = True) -> None:
         for n, raw in enumerate(regs):
             if n:
                 self.text(", ")
@@ -86,7 +86,7 @@ class _Line:
             if with_values:
                 self.value("(%s)", f"TLIST({self.local(raw & ~MOVE_BIT)})")
 
-    def remap(self, target: int, pairs) -> None:
+    def remap(self, target: int, pairs: tuple) -> None:
         self.text(f"^{target:08X}(")
         for n, (src, dst) in enumerate(pairs):
             if n:
@@ -167,7 +167,7 @@ def _generic(line: _Line, ins: Instr, names: TraceNames) -> None:
             line.text(str(v))
 
 
-def _const(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _const(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     m = ins.mnemonic
     if m.endswith(".zero"):
         line.name(f[0], m.split(".")[1])
@@ -181,7 +181,7 @@ def _const(line: _Line, ins: Instr, f, names: TraceNames) -> None:
     line.text(f" = vm.{m} " + (f"{f[0]:f}" if isinstance(f[0], float) else str(f[0])))
 
 
-def _global(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _global(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     m = ins.mnemonic
     width = m.rsplit(".", 1)[1]
     load = ".load." in m
@@ -212,7 +212,7 @@ def _global(line: _Line, ins: Instr, f, names: TraceNames) -> None:
         line.text(f", .rwdata[{off}]")
 
 
-def _branch(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _branch(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     m = ins.mnemonic
     if m in ("br", "yield", "break"):
         line.text(f"vm.{m} ")
@@ -241,7 +241,7 @@ def _branch(line: _Line, ins: Instr, f, names: TraceNames) -> None:
         line.text(" }")
 
 
-def _call(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _call(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     m = ins.mnemonic
     callee = f[0]
     args = f[2] if "variadic" in m else f[1]
@@ -256,25 +256,25 @@ def _call(line: _Line, ins: Instr, f, names: TraceNames) -> None:
     line.text(")")
 
 
-def _return(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _return(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text("vm.return ")
     line.reg_list(f[0])
 
 
-def _fail(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _fail(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text("vm.fail ")
     line.operand(f[0], "i32")
     line.text(f', "{f[1]}"')
 
 
-def _import_resolved(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _import_resolved(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.name(f[1])
     line.text(f" = vm.import.exists @{names.callee(f[0])} // ")
     k = f[0] & ~IMPORT_BIT
     line.value("(%s)", f"('unresolved' if state.imports[{k}] is None else 'resolved')")
 
 
-def _debug(line: _Line, ins: Instr, f, names: TraceNames) -> None:
+def _debug(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text(f'vm.{ins.mnemonic} "{f[0]}"(')
     line.reg_list(f[1])
     line.text(")")

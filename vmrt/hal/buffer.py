@@ -83,7 +83,7 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 class HalBuffer(RefObject):
     """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
 
-    __slots__ = ("bytes", "read_only", "_address")
+    __slots__ = ("bytes", "read_only", "_address", "__weakref__")
     vm_type = HAL_BUFFER_TYPE
 
     def __init__(self, data: Any, read_only: bool = False):

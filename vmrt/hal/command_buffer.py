@@ -13,6 +13,7 @@ buffer so that aliasing bindings still alias.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -167,8 +168,13 @@ class CommandBuffer(RefObject):
                 plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
+                stats = getattr(self.device, "statistics", None)
+                t0 = 0.0 if stats is None else time.perf_counter()
                 run_dispatch(cmd, table, what, deadline, prepared, labels,
                              getattr(self.device, "dispatch_threads", 1))
+                if stats is not None:
+                    stats.record_dispatch(cmd.executable.exe, cmd.ordinal,
+                                          time.perf_counter() - t0)
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
                            _target(cmd.target, what))

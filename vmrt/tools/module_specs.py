@@ -45,6 +45,9 @@ class ContextSettings:
     options: RunOptions
     budget: int | None = None
     timeout: float | None = None
+    #: ``--trace_execution`` / ``--print_statistics``
+    trace_execution: bool = False
+    print_statistics: bool = False
 
 
 def context_settings(flags: Any) -> ContextSettings:
@@ -63,7 +66,7 @@ def context_settings(flags: Any) -> ContextSettings:
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode),
-        budget, timeout)
+        budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
 
 
 #: the distribution vmrt ships in; its own entry points rank lowest
@@ -323,13 +326,15 @@ def load_modules(user: Sequence[Any], providers: Iterable[Any] = (), *,
 
 
 def new_context(loaded: LoadedModules, options: RunOptions, *, budget: int | None = None,
-                timeout: float | None = None) -> Context:
+                timeout: float | None = None, trace: Any = None,
+                statistics: bool = False) -> Context:
     """A context over ``loaded.user`` with fresh provider modules (``hal``
     with ``options``' devices and plugins ...) inserted for their
-    dependencies."""
+    dependencies; ``trace`` / ``statistics`` as for :class:`vmrt.Context`."""
     try:
         modules = resolve_modules(loaded.instance, loaded.user, loaded.providers, options)
-        return Context(loaded.instance, modules, budget=budget, timeout=timeout)
+        return Context(loaded.instance, modules, budget=budget, timeout=timeout, trace=trace,
+                       statistics=statistics)
     except VmError as e:
         e.annotate("creating VM context")
         raise
@@ -337,9 +342,11 @@ def new_context(loaded: LoadedModules, options: RunOptions, *, budget: int | Non
 
 def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable[Any] = (),
                    *, stdin: Any = None, budget: int | None = None,
-                   timeout: float | None = None) -> tuple[Context, list[Module]]:
+                   timeout: float | None = None, trace: Any = None,
+                   statistics: bool = False) -> tuple[Context, list[Module]]:
     """What ``vmrt run`` and :func:`vmrt.load` share: :func:`load_modules`
     then :func:`new_context`.  Returns the context and the user modules."""
     loaded = load_modules(user, providers, stdin=stdin)
-    ctx = new_context(loaded, options, budget=budget, timeout=timeout)
+    ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace,
+                      statistics=statistics)
     return ctx, loaded.user

@@ -174,6 +174,15 @@ class Program:
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *(n for n in self.exports if n.isidentifier())})
 
+    def statistics(self) -> Any:
+        """The device's statistics (:class:`vmrt.hal.statistics.DeviceStatistics`:
+        ``heaps``, ``dispatches``, ``format()``) when loaded with
+        ``statistics=True``, else None."""
+        if self.context is None:
+            raise VmError("cannot read statistics: the program is closed",
+                          StatusCode.FAILED_PRECONDITION)
+        return self.context.statistics().get("hal")
+
     def close(self) -> None:
         """Run the modules' ``__deinit`` and free their states (idempotent)."""
         ctx, self.context = self.context, None
@@ -203,7 +212,8 @@ def _listify(value: Any, single: tuple) -> list:
 def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
-         budget: int | None = None, timeout: float | None = None) -> Program:
+         budget: int | None = None, timeout: float | None = None, trace: Any = None,
+         statistics: bool = False) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -217,6 +227,9 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``mods.py@create``).  ``providers``: extra module providers (the
     ``vmrt.modules`` entry points and the built-in ``hal`` are always there).
     ``budget`` / ``timeout``: ``--instruction_budget`` / ``--timeout``.
+    ``trace``: a text stream that gets the execution trace
+    (``--trace_execution``); ``statistics``: collect allocator and dispatch
+    statistics (``--print_statistics``; see :meth:`Program.statistics`).
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -236,5 +249,9 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         executable_plugins=[os.fspath(p) for p in
                             _listify(executable_plugins, (str, os.PathLike))])
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
-    ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout)
+    if trace is not None and not callable(getattr(trace, "write", None)):
+        raise UsageError(f"trace must be a text stream with a write method, got "
+                         f"{type(trace).__name__}")
+    ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
+                                 trace=trace, statistics=bool(statistics))
     return Program(ctx, loaded[-1])

@@ -1,6 +1,7 @@
 """``vmrt run``: behaves like ``iree-run-module``."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
@@ -50,7 +51,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --instruction_budget=N        stop after N VM instructions (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line
-  --trace_execution, --print_statistics   accepted, ignored
+  --trace_execution             print each VM instruction executed to stderr
+                                (IREE's execution-trace format)
+  --print_statistics            print allocator statistics and dispatch counts
+                                and times per executable export to stderr
   --help                        show this help
 """
 
@@ -78,12 +82,15 @@ def _pick_function(main: Module, name: str | None) -> str:
     return candidates[0]
 
 
-def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any = None) -> int:
-    """Execute ``vmrt run``; raises VmError on failure, returns the exit code."""
+def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any = None,
+        stderr: TextIO | None = None) -> int:
+    """Execute ``vmrt run``; raises VmError on failure, returns the exit code.
+    The trace and the statistics go to ``stderr`` (default ``sys.stderr``)."""
+    stderr = sys.stderr if stderr is None else stderr
     max_elements = flags.int("output_max_element_count", 1024) or 0
     thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
                   for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
-    ctx, main, name, fn = _open(flags, providers, stdin)
+    ctx, main, name, fn = _open(flags, providers, stdin, stderr)
     with ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
         try:
@@ -111,18 +118,30 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
                 raise
             stdout.write(text)
             stdout.flush()
+            _print_statistics(ctx, stderr)
             return 0 if ok else 1
         _write_results(flags.lists["output"], results, fn.cconv, max_elements, stdout)
-    stdout.flush()
+        stdout.flush()
+        _print_statistics(ctx, stderr)
     return 0
 
 
-def _open(flags: Flags, providers: Iterable[Any], stdin: Any) -> tuple[Context, Module, str, Any]:
+def _print_statistics(ctx: Context, stderr: TextIO) -> None:
+    """``--print_statistics``: each module's statistics (the device's)."""
+    for stats in ctx.statistics().values():
+        stderr.write(stats.format())
+    stderr.flush()
+
+
+def _open(flags: Flags, providers: Iterable[Any], stdin: Any,
+          stderr: TextIO) -> tuple[Context, Module, str, Any]:
     """Load the modules, make the context and find the function to run."""
     settings = context_settings(flags)
     try:
         ctx, user = create_context(settings.modules, settings.options, providers, stdin=stdin,
-                                   budget=settings.budget, timeout=settings.timeout)
+                                   budget=settings.budget, timeout=settings.timeout,
+                                   trace=stderr if settings.trace_execution else None,
+                                   statistics=settings.print_statistics)
         main = user[-1]
         try:
             name = _pick_function(main, flags.values.get("function"))
@@ -169,6 +188,6 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
         if "version" in flags.bools:
             stdout.write(f"vmrt {elfkit.__version__}\n")
             return 0
-        return run(flags, stdout, providers)
+        return run(flags, stdout, providers, stderr=stderr)
     except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
         return report_error(e, stdout, stderr)

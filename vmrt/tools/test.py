@@ -55,7 +55,9 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
   --instruction_budget=N        per test function (vmrt extension)
   --timeout=SECONDS             per test function (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line
-  --trace_execution, --print_statistics   accepted, ignored
+  --trace_execution             print each VM instruction executed to stderr
+                                (IREE's execution-trace format)
+  --print_statistics            accepted, ignored
   --help                        show this help
 """
 
@@ -195,7 +197,7 @@ class _QuietPrinter(GtestPrinter):
 
 def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
                printer: GtestPrinter, *, budget: int | None = None,
-               timeout: float | None = None) -> TestRun:
+               timeout: float | None = None, trace: Any = None) -> TestRun:
     """Run the test functions of ``loaded.user[-1]`` (``check`` must be among
     ``loaded.user``), one fresh context each."""
     main = loaded.user[-1]
@@ -209,7 +211,7 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
         printer.test_start(run.suite, result)
         t0 = time.monotonic()
         check.on_failure = printer.failure
-        ctx = new_context(loaded, options, budget=budget, timeout=timeout)
+        ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace)
         try:
             try:
                 fn = main.lookup_function(name)
@@ -242,11 +244,11 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
               executable_plugins: Iterable[str | os.PathLike] = (),
               modules: Iterable[Any] = (), providers: Iterable[Any] = (),
               budget: int | None = None, timeout: float | None = None,
-              stdout: TextIO | None = None) -> TestRun:
+              stdout: TextIO | None = None, trace: TextIO | None = None) -> TestRun:
     """Run the test functions of a program like ``vmrt test`` and return
     the per-function results (arguments as for :func:`vmrt.load`; ``device``
     None picks the default device).  ``stdout``, if given, gets the
-    googletest output."""
+    googletest output; ``trace``, if given, the execution trace."""
     main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
@@ -256,15 +258,17 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
     user = [check, *_listify(modules, (str, Module, bytes, os.PathLike)), main]
     loaded = load_modules(user, providers)
     printer = GtestPrinter(stdout) if stdout is not None else _QuietPrinter()
-    return run_loaded(loaded, check, options, printer, budget=budget, timeout=timeout)
+    return run_loaded(loaded, check, options, printer, budget=budget, timeout=timeout,
+                      trace=trace)
 
 
 def _run_cli(settings: ContextSettings, providers: Iterable[Any], stdout: TextIO,
-             stdin: Any = None) -> int:
+             stdin: Any = None, stderr: TextIO | None = None) -> int:
     check = CheckModule()
     loaded = load_modules([check, *settings.modules], providers, stdin=stdin)
     run = run_loaded(loaded, check, settings.options, GtestPrinter(stdout),
-                     budget=settings.budget, timeout=settings.timeout)
+                     budget=settings.budget, timeout=settings.timeout,
+                     trace=stderr if settings.trace_execution else None)
     return 0 if run.passed else 1
 
 
@@ -283,7 +287,7 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
         return 0
     error: BaseException | None = None
     try:
-        code = _run_cli(context_settings(flags), providers, stdout, stdin)
+        code = _run_cli(context_settings(flags), providers, stdout, stdin, stderr)
     except (VmError, RecursionError, KeyboardInterrupt) as e:
         code, error = 1, e
     stdout.flush()

@@ -205,6 +205,18 @@ class Context:
                 return BoundFunction(fn, s)
         raise FunctionNotFoundError(f"function '{full_name}' not found", StatusCode.NOT_FOUND)
 
+    def statistics(self) -> dict[str, Any]:
+        """Per module name, the statistics its module keeps when the context
+        was made with ``statistics=True`` (the device ``hal`` module's
+        :class:`vmrt.hal.statistics.DeviceStatistics`); empty once closed."""
+        out: dict[str, Any] = {}
+        for m, s in zip(self._modules, self._states):
+            query = getattr(m, "statistics", None)
+            value = query(s) if callable(query) else None
+            if value is not None:
+                out[m.name] = value
+        return out
+
     def bind(self, function: Function) -> BoundFunction:
         return BoundFunction(function, self.state_of(function.module))
 

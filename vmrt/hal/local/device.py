@@ -56,6 +56,8 @@ class Device(RefObject):
         #: bounds every emulated call (plugin set-up included): the context's timeout
         self.call_timeout = call_timeout
         self.allocator = Allocator(self)
+        #: a vmrt.hal.statistics.DeviceStatistics when the context collects them
+        self.statistics: Any = None
         self._loader: ExecutableLoader | None = None
 
     @property

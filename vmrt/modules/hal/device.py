@@ -26,6 +26,7 @@ from ...hal.command_buffer import CommandBuffer, fill_range
 from ...hal.element_types import ENCODING_DENSE_ROW_MAJOR, element_type_code, element_type_name
 from ...hal.local.device import Device
 from ...hal.objects import ALL_TYPES, Allocator, Fence, HalExecutable, HalFile, check_waits
+from ...hal.statistics import DeviceStatistics
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeState, export
@@ -113,6 +114,12 @@ class HalDeviceModule(HalModule):
         timeout = getattr(context, "timeout", None)
         state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
                          for u in self.device_uris]
+        # Context(statistics=True): the devices count allocations and dispatches
+        state.statistics = None
+        if getattr(context, "collect_statistics", False):
+            state.statistics = DeviceStatistics()
+            for d in state.devices:
+                d.statistics = state.statistics
         # (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
         state.imported = {}
         # like IREE, plugins load when the device is created: a bad
@@ -128,6 +135,10 @@ class HalDeviceModule(HalModule):
     def free_state(self, state: Any) -> None:
         for d in getattr(state, "devices", ()):
             d.close()
+
+    def statistics(self, state: Any) -> DeviceStatistics | None:
+        """The devices' :class:`DeviceStatistics` when the context collects them."""
+        return getattr(state, "statistics", None)
 
     # -- devices -------------------------------------------------------------------
     @export("devices.count", "0v_i")
@@ -153,8 +164,11 @@ class HalDeviceModule(HalModule):
     # -- allocators and buffers ----------------------------------------------------
     @export("allocator.allocate", "0rIiiI_r")
     def allocator_allocate(self, state, allocator, affinity, memory_types, usage, size):
-        _need(allocator, Allocator, "allocator")
-        return new_buffer(size, "hal.allocator.allocate")
+        buf = new_buffer(size, "hal.allocator.allocate")
+        stats = _need(allocator, Allocator, "allocator").device.statistics
+        if stats is not None:
+            stats.record_allocation(buf, memory_types)
+        return buf
 
     @export("allocator.import", "0riIiirII_r")
     def allocator_import(self, state, allocator, try_, affinity, memory_types, usage,
@@ -281,6 +295,8 @@ class HalDeviceModule(HalModule):
                      size, flags):
         self._queue(device, wait, signal, "hal.device.queue.alloca")
         buf = new_buffer(size, "hal.device.queue.alloca")
+        if device.statistics is not None:
+            device.statistics.record_allocation(buf, memory_types)
         if signal is not None:
             signal.signal()
         return buf
