@@ -249,9 +249,6 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         executable_plugins=[os.fspath(p) for p in
                             _listify(executable_plugins, (str, os.PathLike))])
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
-    if trace is not None and not callable(getattr(trace, "write", None)):
-        raise UsageError(f"trace must be a text stream with a write method, got "
-                         f"{type(trace).__name__}")
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
                                  trace=trace, statistics=bool(statistics))
     return Program(ctx, loaded[-1])

@@ -88,6 +88,9 @@ class Context:
     def __init__(self, instance: Instance, modules: Iterable[Module] = (), *,
                  budget: int | None = None, timeout: float | None = None,
                  trace: Any = None, statistics: bool = False):
+        if trace is not None and not callable(getattr(trace, "write", None)):
+            raise ArgumentError(f"trace must be a text stream with a write method, got "
+                                f"{type(trace).__name__}", StatusCode.INVALID_ARGUMENT)
         self.instance = instance
         self.trace = trace
         self.collect_statistics = statistics

@@ -89,5 +89,7 @@ def test_load_writes_the_trace_to_a_stream(compile_mlir):
 @pytest.mark.parametrize("bad", [123, "stderr", object()])
 def test_load_rejects_a_trace_that_is_not_a_stream(compile_mlir, bad):
     vmfb = compile_mlir(SUMSQ, name="sumsq32")
-    with pytest.raises(vmrt.UsageError, match="trace must be a text stream"):
+    with pytest.raises(vmrt.ArgumentError, match="trace must be a text stream"):
         vmrt.load(vmfb, device=None, trace=bad)
+    with pytest.raises(vmrt.ArgumentError, match="got int"):
+        vmrt.Context(vmrt.Instance(), [], trace=5)
