@@ -274,6 +274,16 @@ def _import_resolved(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> No
     line.value("(%s)", f"('unresolved' if state.imports[{k}] is None else 'resolved')")
 
 
+def _buffer_store(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+    """IREE prints the stored value first: ``vm.buffer.store.i32 value, buffer, offset``."""
+    banks = [d[2] for d in ins.defs]
+    line.text(f"vm.{ins.mnemonic} ")
+    for n, k in enumerate((2, 0, 1)):
+        if n:
+            line.text(", ")
+        line.operand(f[k], banks[k])
+
+
 def _debug(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text(f'vm.{ins.mnemonic} "{f[0]}"(')
     line.reg_list(f[1])
@@ -288,7 +298,8 @@ _SPECIAL: dict[str, Callable[..., None]] = {
     "import.resolved": _import_resolved, "trace": _debug, "print": _debug,
 }
 _PREFIXED: tuple[tuple[str, Callable[..., None]], ...] = (
-    ("const.", _const), ("global.load.", _global), ("global.store.", _global))
+    ("const.", _const), ("global.load.", _global), ("global.store.", _global),
+    ("buffer.store.", _buffer_store))
 
 
 __all__ = ["TraceNames", "list_value", "ref_text", "trace_line"]

@@ -47,6 +47,21 @@ vm.module @imp {
 }
 """
 
+BUFFERS = """
+vm.module @bs {
+  vm.func @run(%v: i32) -> i32 {
+    %c8 = vm.const.i64 8
+    %c1 = vm.const.i32 1
+    %b = vm.buffer.alloc %c8, %c1 : !vm.buffer
+    %o = vm.const.i64 1
+    vm.buffer.store.i32 %v, %b[%o] : i32 -> !vm.buffer
+    %r = vm.buffer.load.i32 %b[%o] : !vm.buffer -> i32
+    vm.return %r : i32
+  }
+  vm.export @run
+}
+"""
+
 LINE = re.compile(r"^\[([\w.@]+)(?:\+([0-9A-F]{8}))?\]    (.*)$")
 #: a register's inline value: ``%i2:3(5)`` -> ``%i2:3``
 VALUE = re.compile(r"(%[iIrR]\d+(?::\d+)?|\.rwdata\[\d+\]|\.refs\[\d+\])\([^()]*\)")
@@ -154,3 +169,16 @@ def test_untraced_translation_has_no_trace_code(compile_mlir):
     with vmrt.Context(inst, [prog]) as ctx:          # the same module, untraced again
         ctx.invoke("module.sumsq", [3])
     assert out.getvalue().count("\n") == len(out.getvalue().splitlines())
+
+
+def test_buffer_ops_follow_the_disassembly(compile_mlir):
+    vmfb = compile_mlir(BUFFERS, "--compile-mode=vm", name="buffers")
+    results, lines = _trace(vmfb, "run", [-3])
+    assert results == [-3]
+    assert [_normalize(op) for _, _, op in lines] == _dump_ops(vmfb, "run")
+    ops = {op.split(" ", 1)[0] if op.startswith("vm.") else op.split(" = ")[1].split(" ")[0]: op
+           for _, _, op in lines}
+    # the stored value first (IREE's order), then the buffer and the offset
+    assert re.fullmatch(r"vm\.buffer\.store\.i32 %i\d\(-3\), %r0\(!vm\.buffer/0x[0-9a-f]+\), "
+                        r"%i\d:\d\(1\)", ops["vm.buffer.store.i32"])
+    assert ops["vm.return"].endswith(f"({-3 & 0xFFFFFFFF})")
