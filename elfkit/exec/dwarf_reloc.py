@@ -5,11 +5,11 @@ JIT symfile as is, with no offset, so every address the DWARF spells out
 is moved by the load bias here: ``DW_FORM_addr`` attributes and
 ``DW_OP_addr`` location expressions of ``.debug_info``, the entries of
 ``.debug_addr``, ``DW_LNE_set_address`` in ``.debug_line``, the tuples of
-``.debug_aranges``, base-address and absolute entries of ``.debug_ranges``
-and ``.debug_rnglists``, and the initial locations of ``.debug_frame``
-FDEs.  Offsets relative to a base need nothing.  pyelftools finds the DIEs
-(and where each attribute value sits); damaged DWARF raises and the
-caller keeps the symbols only.
+``.debug_aranges``, base-address and absolute entries of ``.debug_ranges``,
+``.debug_rnglists``, ``.debug_loc`` and ``.debug_loclists``, and the
+initial locations of ``.debug_frame`` FDEs.  Offsets relative to a base
+need nothing.  pyelftools finds the DIEs (and where each attribute value
+sits); damaged DWARF raises and the caller keeps the symbols only.
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def _move_info(elf: Any, info: bytearray, bias: int) -> int:
                     _add(info, attr.offset, word, bias)
                 elif (attr.form == "DW_FORM_exprloc" and len(attr.value) == 1 + word
                       and attr.value[0] == DW_OP_addr):
-                    # value is the expression; offset points at its uleb length
-                    _add(info, attr.offset + 1 + attr.indirection_length, word, bias)
+                    # offset: the uleb length (one byte here), then DW_OP_addr, then the address
+                    _add(info, attr.offset + attr.indirection_length + 2, word, bias)
     return word
 
 
@@ -147,6 +147,49 @@ def _fix_rnglists(buf: bytearray, word: int, bias: int) -> None:
             # 0: end of list
 
 
+def _fix_loc(buf: bytearray, word: int, bias: int) -> None:
+    fmt = "<Q" if word == 8 else "<I"
+    top = (1 << (8 * word)) - 1
+    off = 0
+    while off + 2 * word <= len(buf):
+        a, b = struct.unpack_from(fmt[0] + fmt[1] * 2, buf, off)
+        off += 2 * word
+        if a == top:                                    # base address selection
+            _add(buf, off - word, word, bias)
+        elif a or b:                                    # a range: u16 length, expression
+            off += 2 + struct.unpack_from("<H", buf, off)[0]
+
+
+def _fix_loclists(buf: bytearray, word: int, bias: int) -> None:
+    for start, end, size in _units(buf):
+        w = buf[start + 2]
+        count, = struct.unpack_from("<I", buf, start + 4)
+        off = start + 8 + count * size
+        while off < end:
+            kind = buf[off]
+            off += 1
+            if kind == 1:                               # base_addressx
+                off = _uleb(buf, off)[1]
+                continue
+            if kind in (2, 3, 4):                       # startx_endx, startx_length, offset_pair
+                off = _uleb(buf, _uleb(buf, off)[1])[1]
+            elif kind == 6:                             # base_address
+                _add(buf, off, w, bias)
+                off += w
+                continue
+            elif kind == 7:                             # start_end
+                _add(buf, off, w, bias)
+                _add(buf, off + w, w, bias)
+                off += 2 * w
+            elif kind == 8:                             # start_length
+                _add(buf, off, w, bias)
+                off = _uleb(buf, off + w)[1]
+            elif kind != 5:                             # 0: end of list
+                continue
+            n, off = _uleb(buf, off)                    # the location expression
+            off += n
+
+
 def _fix_line(buf: bytearray, word: int, bias: int) -> None:
     for start, end, size in _units(buf):
         version, = struct.unpack_from("<H", buf, start)
@@ -178,7 +221,7 @@ def _fix_line(buf: bytearray, word: int, bias: int) -> None:
 
 
 def _fix_frame(buf: bytearray, word: int, bias: int) -> None:
-    for start, end, size in _units(buf):
+    for start, _end, size in _units(buf):
         cie_id = int.from_bytes(buf[start:start + size], "little")
         if cie_id != (1 << (8 * size)) - 1:             # an FDE: CIE pointer, initial location
             _add(buf, start + size, word, bias)
@@ -186,6 +229,7 @@ def _fix_frame(buf: bytearray, word: int, bias: int) -> None:
 
 _FIXERS: dict[str, Callable[[bytearray, int, int], None]] = {
     ".debug_addr": _fix_addr, ".debug_aranges": _fix_aranges, ".debug_ranges": _fix_ranges,
-    ".debug_rnglists": _fix_rnglists, ".debug_line": _fix_line, ".debug_frame": _fix_frame,
+    ".debug_rnglists": _fix_rnglists, ".debug_loc": _fix_loc, ".debug_loclists": _fix_loclists,
+    ".debug_line": _fix_line, ".debug_frame": _fix_frame,
 }
 

@@ -374,6 +374,8 @@ class NativeMachine(Machine):
     def attach(self, module: Any) -> None:
         """Remember a module, and show it to gdb and (when on) perf."""
         super().attach(module)
+        if getattr(module, "elf", None) is None:      # not a loaded ELF (nothing to show)
+            return
         reg = jit_debug.register(module)
         if reg is not None:
             self._jit[id(module)] = reg
