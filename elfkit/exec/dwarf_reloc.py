@@ -122,7 +122,18 @@ def _fix_ranges(buf: bytearray, word: int, bias: int) -> None:
             _add(buf, off + word, word, bias)
 
 
-def _fix_rnglists(buf: bytearray, word: int, bias: int) -> None:
+# the DW_RLE_* / DW_LLE_* codes that differ: base_address, start_end,
+# start_length, default_location (1-4 are the same: base_addressx,
+# startx_endx, startx_length, offset_pair; 0 ends a list)
+_RLE_CODES = (5, 6, 7, -1)
+_LLE_CODES = (6, 7, 8, 5)
+
+
+def _fix_lists(buf: bytearray, bias: int, codes: tuple[int, int, int, int],
+               located: bool) -> None:
+    """``.debug_rnglists`` or (``located``: each entry carries an
+    expression) ``.debug_loclists``."""
+    base, start_end, start_length, default = codes
     for start, end, size in _units(buf):
         w = buf[start + 2]
         count, = struct.unpack_from("<I", buf, start + 4)
@@ -130,21 +141,29 @@ def _fix_rnglists(buf: bytearray, word: int, bias: int) -> None:
         while off < end:
             kind = buf[off]
             off += 1
-            if kind in (1,):                            # base_addressx
+            if kind == 0:
+                continue
+            if kind == 1:
                 off = _uleb(buf, off)[1]
-            elif kind in (2, 3, 4):                     # startx_endx, startx_length, offset_pair
+                continue
+            if kind in (2, 3, 4):
                 off = _uleb(buf, _uleb(buf, off)[1])[1]
-            elif kind == 5:                             # base_address
+            elif kind == base:
                 _add(buf, off, w, bias)
                 off += w
-            elif kind == 6:                             # start_end
+                continue
+            elif kind == start_end:
                 _add(buf, off, w, bias)
                 _add(buf, off + w, w, bias)
                 off += 2 * w
-            elif kind == 7:                             # start_length
+            elif kind == start_length:
                 _add(buf, off, w, bias)
                 off = _uleb(buf, off + w)[1]
-            # 0: end of list
+            elif kind != default:
+                raise ValueError(f"unknown list entry kind {kind} at {off - 1:#x}")
+            if located:
+                n, off = _uleb(buf, off)
+                off += n
 
 
 def _fix_loc(buf: bytearray, word: int, bias: int) -> None:
@@ -158,36 +177,6 @@ def _fix_loc(buf: bytearray, word: int, bias: int) -> None:
             _add(buf, off - word, word, bias)
         elif a or b:                                    # a range: u16 length, expression
             off += 2 + struct.unpack_from("<H", buf, off)[0]
-
-
-def _fix_loclists(buf: bytearray, word: int, bias: int) -> None:
-    for start, end, size in _units(buf):
-        w = buf[start + 2]
-        count, = struct.unpack_from("<I", buf, start + 4)
-        off = start + 8 + count * size
-        while off < end:
-            kind = buf[off]
-            off += 1
-            if kind == 1:                               # base_addressx
-                off = _uleb(buf, off)[1]
-                continue
-            if kind in (2, 3, 4):                       # startx_endx, startx_length, offset_pair
-                off = _uleb(buf, _uleb(buf, off)[1])[1]
-            elif kind == 6:                             # base_address
-                _add(buf, off, w, bias)
-                off += w
-                continue
-            elif kind == 7:                             # start_end
-                _add(buf, off, w, bias)
-                _add(buf, off + w, w, bias)
-                off += 2 * w
-            elif kind == 8:                             # start_length
-                _add(buf, off, w, bias)
-                off = _uleb(buf, off + w)[1]
-            elif kind != 5:                             # 0: end of list
-                continue
-            n, off = _uleb(buf, off)                    # the location expression
-            off += n
 
 
 def _fix_line(buf: bytearray, word: int, bias: int) -> None:
@@ -229,7 +218,9 @@ def _fix_frame(buf: bytearray, word: int, bias: int) -> None:
 
 _FIXERS: dict[str, Callable[[bytearray, int, int], None]] = {
     ".debug_addr": _fix_addr, ".debug_aranges": _fix_aranges, ".debug_ranges": _fix_ranges,
-    ".debug_rnglists": _fix_rnglists, ".debug_loc": _fix_loc, ".debug_loclists": _fix_loclists,
+    ".debug_rnglists": lambda buf, _w, bias: _fix_lists(buf, bias, _RLE_CODES, False),
+    ".debug_loc": _fix_loc,
+    ".debug_loclists": lambda buf, _w, bias: _fix_lists(buf, bias, _LLE_CODES, True),
     ".debug_line": _fix_line, ".debug_frame": _fix_frame,
 }
 

@@ -160,10 +160,11 @@ EXPORT int32_t outer(int32_t n) {
 """
 
 
-def test_gdb_reads_the_plugins_dwarf_at_the_load_address(tmp_path):
+@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
+def test_gdb_reads_the_plugins_dwarf_at_the_load_address(tmp_path, dwarf):
     src = tmp_path / "dwarfy.c"
     src.write_text(DWARF_SOURCE)
-    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=["-g"])
+    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=[dwarf])
     call_line = next(i for i, line in enumerate(DWARF_SOURCE.splitlines(), 1)
                      if "/* the call */" in line)
     out = _run_gdb(tmp_path, ["break helper", "run", "continue 2", "bt 2", "print g_total",
