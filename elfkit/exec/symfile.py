@@ -22,6 +22,8 @@ STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2
 STB_LOCAL, STB_GLOBAL = 0, 1
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+#: a larger .symtab is not read (the dynamic symbols are shown instead)
+MAX_SYMTAB_SIZE = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,7 @@ def _cstr(table: memoryview, off: int) -> str:
 
 def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
     symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
-    if symtab is None or symtab.link >= len(sections):
+    if symtab is None or symtab.link >= len(sections) or symtab.size > MAX_SYMTAB_SIZE:
         return []
     strs = _bounded(data, sections[symtab.link].offset, sections[symtab.link].size)
     is64 = data[4] == 2
@@ -215,8 +217,8 @@ def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
         if ".debug_info" not in found:
             return {}
         return relocate_dwarf(bytes(data), found, module.base)
-    except (ValueError, IndexError, struct.error):
-        return {}                 # DWARF we cannot move: symbols only
+    except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
+        return {}
 
 
 def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -178,3 +179,32 @@ def test_gdb_reads_the_plugins_dwarf_at_the_load_address(tmp_path, dwarf):
     assert re.search(rf"\$2 = \(int32_t \*\) {base + g_total:#x} <g_total>", out), out
     assert "$3 = 2" in out
     assert "RESULT 18" in out                        # 0 + 3 + 6 + 9
+
+
+def test_damaged_debug_info_never_fails_a_load(tmp_path):
+    """Registration is a debugging aid: damaged DWARF or section headers
+    leave the symbols (or the dynamic symbols) and the load works."""
+    jit = _jit()
+    src = tmp_path / "dwarfy.c"
+    src.write_text(DWARF_SOURCE)
+    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=["-gdwarf-5"])
+    data = so.read_bytes()
+    with open(so, "rb") as f:
+        e = ELFFile(f)
+        spans = [(s["sh_offset"], s["sh_size"]) for s in e.iter_sections()
+                 if s.name.startswith(".debug_") and s["sh_size"]]
+    rng = random.Random(17)
+    for off, size in spans:
+        for _ in range(10):
+            bad = bytearray(data)
+            for _ in range(8):
+                bad[off + rng.randrange(size)] = rng.randrange(256)
+            with elfkit.load(bytes(bad)) as m:
+                assert m.call("outer", 4, restype="i32") == 18
+                syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
+                assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
+    bad = bytearray(data)
+    bad[0x28:0x30] = (len(bad) - 8).to_bytes(8, "little")     # e_shoff past the end
+    with elfkit.load(bytes(bad)) as m:
+        syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
+        assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
