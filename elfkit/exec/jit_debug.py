@@ -72,10 +72,6 @@ class Registration:
         self.entry = CodeEntry(None, None, ctypes.addressof(self.buffer), len(symfile))
         self.active = False
 
-    @property
-    def symfile(self) -> bytes:
-        return self.buffer.raw
-
     def unregister(self) -> None:
         self.interface.remove(self)
 
