@@ -40,7 +40,7 @@ from .signature import CType, Signature
 # The loader and Module are imported on first use, so that commands that do
 # not load anything (``elfkit fatelf list``) start fast.
 _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibrary": "loader",
-         "Limits": "loader"}
+         "Limits": "loader", "ImportReport": "loader"}
 
 
 _SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
@@ -58,7 +58,8 @@ def __getattr__(name: str) -> Any:
     return value
 
 __all__ = [
-    "__version__", "load", "Module", "Imports", "SystemLibrary", "Limits", "Arch", "CType",
+    "__version__", "load", "Module", "Imports", "SystemLibrary", "Limits", "ImportReport", "Arch",
+    "CType",
     "Signature", "ElfkitError", "ParseError", "UnsupportedError", "ArchError", "LayoutError",
     "RelocationError", "UnresolvedImportError", "SymbolNotFoundError", "SignatureError",
     "BackendError", "MemoryAccessError", "ModuleClosedError", "LazyImportError",

@@ -5,6 +5,8 @@ and type name, symbol name, guest address).  Callers catch ``ElfkitError``.
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 class ElfkitError(Exception):
     """Base class of every error raised by elfkit."""
@@ -45,10 +47,12 @@ class RelocationError(ElfkitError):
 
 
 class UnresolvedImportError(ElfkitError):
-    """Required imports that no provider has; ``names`` lists all of them."""
+    """Required imports that no provider has; ``names`` lists all of them,
+    ``report`` (an ``elfkit.ImportReport``) says what every provider answered."""
 
-    def __init__(self, message: str, names: list[str] | None = None):
+    def __init__(self, message: str, names: list[str] | None = None, report: Any = None):
         self.names = list(names or [])
+        self.report = report
         super().__init__(message)
 
 

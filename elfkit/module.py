@@ -333,7 +333,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         if imports is not None and not isinstance(imports, Imports):
             imports = Imports(imports)
         used: list[Any] = []
-        bound = _bind_imports(elf, machine, imports, lazy, used)
+        name = name or (elf.soname or label) + slice_label
+        bound = _bind_imports(elf, machine, imports, lazy, used, name)
 
         def symbol_address(i: int, bias: int) -> int:
             s = elf.symbols[i]
@@ -347,8 +348,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
 
         from .loader.image import place  # numpy is imported only when loading
         image = place(elf, machine, symbol_address)
-        mod = Module(elf, image, machine, owns, name or (elf.soname or label) + slice_label,
-                     imports)
+        mod = Module(elf, image, machine, owns, name, imports)
         for p in used:
             if isinstance(p, Module) and p not in mod._providers:
                 mod._providers.append(p)
@@ -372,12 +372,10 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
 
 
 def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
-                  lazy: bool, used: list[Any]) -> dict[int, int]:
+                  lazy: bool, used: list[Any], name: str) -> dict[int, int]:
     bound: dict[int, int] = {}
     missing: list[str] = []
-    for s in elf.symbols[1:]:
-        if s.defined or not s.name or s.bind == T.STB_LOCAL:
-            continue
+    for s in undefined_symbols(elf):
         addr = imports.resolve(s.name, machine, used) if imports is not None else None
         if addr is None:
             if s.weak:
@@ -389,7 +387,15 @@ def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
                 continue
         bound[s.index] = addr
     if missing:
-        where = imports.describe() if imports is not None else "no import providers were given"
+        wanted = [(s.name, s.weak) for s in undefined_symbols(elf)]
+        report = (imports or Imports()).explain(wanted, machine.backend, machine,
+                                                f"{name} ({elf.arch.name}, {machine.backend})")
         raise UnresolvedImportError(
-            f"{len(missing)} required import(s) not found: {', '.join(missing)} ({where})", missing)
+            f"{len(missing)} required import(s) not found: {', '.join(missing)}\n"
+            + report.format(), missing, report)
     return bound
+
+
+def undefined_symbols(elf: ElfFile) -> list[Any]:
+    """The imports of a plugin: its undefined global and weak symbols."""
+    return [s for s in elf.symbols[1:] if not s.defined and s.name and s.bind != T.STB_LOCAL]

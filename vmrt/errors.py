@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from typing import Any
 
 
 class StatusCode(enum.IntEnum):
@@ -155,15 +156,17 @@ class PluginError(VmError):
 class ImportResolutionError(PluginError):
     """Required imports that no registered plugin provides.  ``missing`` lists
     every such name; ``asked`` says which plugins were asked (newest first)
-    and what each answered."""
+    and what each answered; ``report`` (an ``elfkit.ImportReport``, when
+    plugins were registered) what every plugin would answer for every import."""
 
     default_code = StatusCode.NOT_FOUND
 
     def __init__(self, message: str, missing: Sequence[str], asked: Sequence[str],
-                 code: int | None = None):
+                 code: int | None = None, *, report: Any = None):
         super().__init__(message, code)
         self.missing = list(missing)
         self.asked = list(asked)
+        self.report = report
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from ..errors import (
     SignatureError,
 )
 from ..signature import CType, Signature
+from . import jit_debug, perf_map
 from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -115,6 +116,7 @@ class NativeMachine(Machine):
         self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
         self.pending: BaseException | None = None
         self.closed = False
+        self._jit: dict[int, jit_debug.Registration] = {}   # id(module) -> gdb registration
 
     # -- regions ---------------------------------------------------------
     def _add_region(self, start: int, size: int) -> None:
@@ -368,6 +370,23 @@ class NativeMachine(Machine):
         self._callbacks.append(cb)
         return ctypes.cast(cb, ctypes.c_void_p).value or 0
 
+    # -- tools: gdb's JIT interface and perf's map -------------------------------
+    def attach(self, module: Any) -> None:
+        """Remember a module, and show it to gdb and (when on) perf."""
+        super().attach(module)
+        if getattr(module, "elf", None) is None:      # not a loaded ELF (nothing to show)
+            return
+        reg = jit_debug.register(module)
+        if reg is not None:
+            self._jit[id(module)] = reg
+        perf_map.record(module)
+
+    def detach(self, module: Any) -> None:
+        super().detach(module)
+        reg = self._jit.pop(id(module), None)
+        if reg is not None:
+            reg.unregister()
+
     def close(self) -> None:
         if self.closed:
             return
@@ -384,3 +403,6 @@ class NativeMachine(Machine):
         self._allocs.clear()
         self._callbacks.clear()
         self._fns.clear()
+        for reg in self._jit.values():
+            reg.unregister()
+        self._jit.clear()

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
 from . import _tags as T
+from .import_report import ImportReport
 
 
 def register(sub: Any) -> None:
@@ -23,7 +24,43 @@ def register(sub: Any) -> None:
     p.add_argument("--sections", action="store_true",
                    help="also list section headers and the static symbol table (read with "
                         "LIEF; the loader itself never needs sections)")
+    p.add_argument("--imports-from", nargs="+", action="extend", metavar="PROVIDER",
+                   help="explain import resolution against these providers, registered in "
+                        "the order given (so the last is searched first): a plugin file "
+                        "(ELF or FatELF; its exports) or system:LIBRARY (a host shared "
+                        "library, dlopen'ed; it serves native code only)")
+    p.add_argument("--backend", choices=("auto", "native", "emulated"), default="auto",
+                   help="with --imports-from: the backend the plugin would run on (auto: "
+                        "native when it is for this host's CPU)")
     p.set_defaults(func=run)
+
+
+def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
+    """The resolution report of a described plugin (``describe()``) against
+    provider specs (oldest first)."""
+    from .. import arch as _arch
+    from ..exec import choose_backend
+    from .imports import Exports, Imports, SystemLibrary
+
+    backend = choose_backend(_arch.get(info["arch"]), backend)
+    imports = Imports()
+    for spec in specs:
+        if spec.startswith("system:"):
+            imports.register(SystemLibrary(spec[len("system:"):]))
+            continue
+        try:
+            data = read_input(spec)
+        except OSError as e:
+            raise ElfkitError(f"--imports-from {spec}: cannot read it: {e.strerror or e}") \
+                from None
+        try:
+            exports = describe(data, info["arch"])["exports"]
+        except ElfkitError as e:
+            raise ElfkitError(f"--imports-from {spec}: {e}") from None
+        imports.register(Exports(f"plugin {spec}", {x["name"]: x["value"] for x in exports}))
+    wanted = [(i["name"], i["weak"]) for i in info["imports"]]
+    return imports.explain(wanted, backend, subject=f"imports of the {info['arch']} plugin "
+                                                    f"({backend})")
 
 
 def sections(data: Any) -> dict[str, Any]:
@@ -143,6 +180,18 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"{args.file}: cannot be loaded: {e}")
         return 1
+    report = explain_imports(info, args.imports_from, args.backend) if args.imports_from \
+        else None
+    if report is not None:
+        info["resolution"] = report.as_dict()
+        if report.missing:
+            info["problems"].append(f"{len(report.missing)} required import(s) not found among "
+                                    f"the given providers: {', '.join(report.missing)}")
+            info["loadable"] = False
+    return _print(args, info, report)
+
+
+def _print(args: argparse.Namespace, info: dict[str, Any], report: ImportReport | None) -> int:
     if args.json:
         json.dump({"file": args.file, **info}, sys.stdout, indent=2)
         print()
@@ -167,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     out.append(f"imports ({len(info['imports'])}):")
     for i in info["imports"]:
         out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))
+    if report is not None:
+        out += report.format().splitlines()
     out.append("relocations:")
     for k, v in info["relocations"].items():
         out.append(f"  {k:<28} {v}")

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BackendError, ElfkitError, LazyImportError
 from ..signature import parse as parse_signature
+from .import_report import ImportReport, ProviderNote
+
+#: why a host library answers no import of emulated code
+HOST_LIBRARY_REFUSAL = "a host library cannot serve emulated code"
 
 
 class SystemLibrary:
@@ -45,6 +49,15 @@ class SystemLibrary:
 
     def __repr__(self) -> str:
         return f"SystemLibrary({self.name!r})"
+
+
+class Exports(dict):
+    """``name -> address`` with a label: another plugin's exports as the
+    report names them (``elfkit inspect --imports-from``)."""
+
+    def __init__(self, label: str, table: Mapping[str, int]):
+        super().__init__(table)
+        self.label = label
 
 
 class Imports:
@@ -96,6 +109,18 @@ class Imports:
                 return addr
         return None
 
+    def explain(self, imports: Sequence[tuple[str, bool]], backend: str, machine: Any = None,
+                subject: str = "imports") -> ImportReport:
+        """Which provider answers each of ``imports`` ((name, weak) pairs)
+        for code of ``backend`` (in ``machine``, when known), which older
+        providers are shadowed, and why a missing one is missing.  Looks
+        only: no callback is made, nothing is bound."""
+        notes, has = [], {}
+        for i, p in enumerate(reversed(self._providers)):
+            notes.append(ProviderNote(_describe(p), _refusal(p, backend, machine)))
+            has[i] = {n for n, _weak in imports if _has(p, n.split("@", 1)[0])}
+        return ImportReport.build(subject, notes, imports, has)
+
     def _lookup(self, p: Any, name: str, machine: Any) -> int | None:
         if isinstance(p, Mapping):
             if name not in p:
@@ -118,7 +143,7 @@ class Imports:
         if isinstance(p, SystemLibrary):
             if machine.backend != "native":
                 raise BackendError(f"import {name!r}: a system library ({p.name}) can only provide "
-                                   f"imports to native modules")
+                                   f"imports to native modules ({HOST_LIBRARY_REFUSAL})")
             return p.address(name)
         # a Module
         if p.closed:
@@ -155,7 +180,32 @@ def _check_entry(name: Any, v: Any) -> None:
     parse_signature(v[1])
 
 
+def _has(p: Any, name: str) -> bool:
+    if isinstance(p, Mapping):
+        return name in p
+    if isinstance(p, SystemLibrary):
+        return p.address(name) is not None
+    return not p.closed and name in p.exports
+
+
+def _refusal(p: Any, backend: str, machine: Any) -> str:
+    """Why provider ``p`` cannot serve code of ``backend`` in ``machine`` ("" if it can)."""
+    if isinstance(p, SystemLibrary):
+        return HOST_LIBRARY_REFUSAL if backend != "native" else ""
+    if isinstance(p, Mapping):
+        return ""
+    if p.closed:
+        return "it is closed"
+    same = machine is not None and p.machine is machine
+    if not same and not (p.backend == "native" and backend == "native"):
+        return "it lives in another emulated machine (load both into the same machine)"
+    return ""
+
+
 def _describe(p: Any) -> str:
+    label = getattr(p, "label", None)
+    if isinstance(label, str):
+        return label
     if isinstance(p, Mapping):
         names = list(p)
         return "{" + ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") + "}"

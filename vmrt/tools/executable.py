@@ -1,6 +1,7 @@
 """``vmrt executable``: inspect a dispatch library and dispatch one export.
 
     vmrt executable list FILE [--executable_plugin=SPEC]... [--backend=B]
+    vmrt executable imports FILE [--executable_plugin=SPEC]... [--backend=B] [--arch=A]
     vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
          [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A]
@@ -12,6 +13,11 @@ syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
 after the dispatch (or written per ``--output``: ``@file.npy``, ``-`` print,
 empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 (an f32), ``i64:N`` / ``index:N`` (two words, low first).
+
+``imports`` explains import resolution: for each import the plugin that
+answers it (the last --executable_plugin is searched first), the older
+answers it shadows, and why a missing one is missing; FILE may also be a
+.vmfb (its embedded executables).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
+from .executable_imports import report_imports
 from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
 
@@ -94,8 +101,8 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
     if "help" in flags.bools:
         stdout.write(USAGE)
         return 0
-    if command not in ("list", "dispatch"):
-        raise UsageError(f"unknown executable command '{command}' (list or dispatch)")
+    if command not in ("list", "dispatch", "imports"):
+        raise UsageError(f"unknown executable command '{command}' (list, dispatch or imports)")
     if len(positional) != 1:
         raise UsageError("expected exactly one executable file")
     # a FIFO or device would hang or never end, a huge file exhaust memory: refuse them
@@ -104,6 +111,8 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
     backend = values.get("backend", "auto")
     mgr = register_plugins(lists["executable_plugin"], backend=backend)
     try:
+        if command == "imports":
+            return report_imports(positional[0], mgr, values, stdout)
         exe = Executable.load(positional[0], plugins=mgr, arch=values.get("arch"),
                               backend=backend)
         try:

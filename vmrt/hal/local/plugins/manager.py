@@ -336,11 +336,51 @@ class PluginManager:
                                   r.status)
         missing = slots.missing_required()
         if missing:
-            who = "; ".join(asked) if asked else "no plugins are registered"
+            report = self.explain(slots.names, machine, subject=what)
             raise ImportResolutionError(
-                f"{what} is missing {len(missing)} required import(s): {', '.join(missing)} "
-                f"(asked newest first: {who})", missing, asked)
+                f"{what} is missing {len(missing)} required import(s): {', '.join(missing)}\n"
+                + (report.format() if self._providers else "no plugins are registered"),
+                missing, asked, report=report)
         return asked
+
+    def explain(self, names: Sequence[str], machine: Any, *,
+                subject: str = "imports") -> elfkit.ImportReport:
+        """Which plugin answers each of ``names`` (``?``-prefixed = optional)
+        for code in ``machine``: every plugin is asked for every name, newest
+        first, so the report also shows the answers older plugins would have
+        given (shadowed) and why a plugin could not serve (skipped)."""
+        from elfkit.loader import ProviderNote
+        notes: list[ProviderNote] = []
+        has: dict[int, set[str]] = {}
+        for i, entry in enumerate(reversed(self._providers)):
+            label, why, provided = self._ask(entry, names, machine)
+            notes.append(ProviderNote(label, why, asked=not why))
+            has[i] = provided
+        return elfkit.ImportReport.build(
+            f"{subject} ({machine.arch.name}, {machine.backend})", notes,
+            [(n, abi.is_optional(n)) for n in names], has, optional_outcome="left NULL (optional)")
+
+    def _ask(self, entry: Any, names: Sequence[str], machine: Any) -> tuple[str, str, set[str]]:
+        """(label, why it cannot serve or "", the names it provides) of one plugin."""
+        if isinstance(entry, _EmbeddedSource):
+            plugin, why = entry.instance_for(machine)
+            if plugin is None:
+                return entry.label, why or "", set()
+        else:
+            plugin, why = entry, entry.available_for(machine)
+            if why is not None:
+                return plugin.label, why, set()
+        mem = GuestMemory(machine)
+        try:
+            slots = ImportSlots(mem, list(names))
+            r = plugin.resolve_slots(slots)
+        except VmError as e:
+            return plugin.label, f"resolve failed: {e}", set()
+        finally:
+            mem.free_all()
+        if r.status not in (0, StatusCode.NOT_FOUND):
+            return plugin.label, f"resolve failed with {code_name(r.status)}", set()
+        return plugin.label, "", set(r.provided) & set(names)
 
     def resolve(self, names: Sequence[str], machine: Any = None, *,
                 arch: Any = None) -> Resolution:

@@ -1,0 +1,239 @@
+"""GDB's JIT interface: natively loaded plugins show up in gdb.
+
+GDB looks, in every library of the process, for a global
+``__jit_debug_descriptor`` (a list of in-memory ELF "symfiles") and a
+function ``__jit_debug_register_code`` it puts a breakpoint on; after
+each change to the list the program calls that function and gdb reads the
+entry named in the descriptor.  Python cannot define global C symbols, so
+the first registration builds a ten-line C library that defines both,
+with the host's C compiler (``cc``) or the ``ziglang`` wheel, caches it
+(``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
+``~/.cache/elfkit``) and loads it with ``ctypes``; the list itself is kept
+from Python.  ``ELFKIT_GDB_JIT=0`` turns registration off.  Without a
+compiler nothing is registered and ``available()`` says why.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from .symfile import build_symfile
+
+HELPER_SOURCE = b"""\
+#include <stdint.h>
+struct jit_code_entry {
+  struct jit_code_entry *next_entry, *prev_entry;
+  const char *symfile_addr;
+  uint64_t symfile_size;
+};
+struct jit_descriptor {
+  uint32_t version, action_flag;
+  struct jit_code_entry *relevant_entry, *first_entry;
+};
+__attribute__((visibility("default"), used))
+struct jit_descriptor __jit_debug_descriptor = {1, 0, 0, 0};
+__attribute__((visibility("default"), noinline, used))
+void __jit_debug_register_code(void) { __asm__ volatile("" ::: "memory"); }
+"""
+
+JIT_NOACTION, JIT_REGISTER_FN, JIT_UNREGISTER_FN = 0, 1, 2
+
+
+class CodeEntry(ctypes.Structure):
+    pass
+
+
+CodeEntry._fields_ = [("next_entry", ctypes.POINTER(CodeEntry)),
+                      ("prev_entry", ctypes.POINTER(CodeEntry)),
+                      ("symfile_addr", ctypes.c_void_p), ("symfile_size", ctypes.c_uint64)]
+
+
+class Descriptor(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("action_flag", ctypes.c_uint32),
+                ("relevant_entry", ctypes.POINTER(CodeEntry)),
+                ("first_entry", ctypes.POINTER(CodeEntry))]
+
+
+class Registration:
+    """One symfile in gdb's list; ``unregister()`` takes it out."""
+
+    def __init__(self, interface: JitInterface, symfile: bytes):
+        self.interface = interface
+        self.buffer = ctypes.create_string_buffer(symfile, len(symfile))
+        self.entry = CodeEntry(None, None, ctypes.addressof(self.buffer), len(symfile))
+        self.active = False
+
+    def unregister(self) -> None:
+        self.interface.remove(self)
+
+
+class JitInterface:
+    """The process's descriptor (in the helper library) and its list."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self.lib = lib
+        self.descriptor = Descriptor.in_dll(lib, "__jit_debug_descriptor")
+        self.notify = lib["__jit_debug_register_code"]
+        self.notify.restype = None
+        self.notify.argtypes = ()
+        self.lock = threading.Lock()
+        self.live: set[Registration] = set()
+
+    def add(self, symfile: bytes) -> Registration:
+        reg = Registration(self, symfile)
+        entry = ctypes.pointer(reg.entry)
+        with self.lock:
+            d = self.descriptor
+            first = d.first_entry
+            reg.entry.next_entry = first
+            if first:
+                first.contents.prev_entry = entry
+            d.first_entry = entry
+            reg.active = True
+            self.live.add(reg)
+            self._tell(entry, JIT_REGISTER_FN)
+        return reg
+
+    def remove(self, reg: Registration) -> None:
+        with self.lock:
+            if not reg.active:
+                return
+            reg.active = False
+            e = reg.entry
+            d = self.descriptor
+            if e.prev_entry:
+                e.prev_entry.contents.next_entry = e.next_entry
+            else:
+                d.first_entry = e.next_entry
+            if e.next_entry:
+                e.next_entry.contents.prev_entry = e.prev_entry
+            self._tell(ctypes.pointer(e), JIT_UNREGISTER_FN)
+            self.live.discard(reg)
+
+    def _tell(self, entry: Any, action: int) -> None:
+        d = self.descriptor
+        d.relevant_entry = entry
+        d.action_flag = action
+        self.notify()                      # gdb's breakpoint: it reads the entry now
+        d.action_flag = JIT_NOACTION
+
+    def entries(self) -> list[bytes]:
+        """The symfiles in the list as gdb walks it (newest first)."""
+        out = []
+        with self.lock:
+            p = self.descriptor.first_entry
+            while p:
+                e = p.contents
+                out.append(ctypes.string_at(e.symfile_addr, e.symfile_size))
+                p = e.next_entry
+        return out
+
+
+_state: dict[str, Any] = {}
+_state_lock = threading.Lock()
+
+
+def enabled() -> bool:
+    """Whether plugins are registered (``ELFKIT_GDB_JIT=0`` turns it off)."""
+    return os.environ.get("ELFKIT_GDB_JIT", "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def interface() -> JitInterface | None:
+    """The process's JIT interface, building and loading the helper library
+    on first use; None when it cannot be had (``available()`` says why)."""
+    with _state_lock:
+        if "interface" not in _state:
+            try:
+                _state["interface"] = JitInterface(ctypes.CDLL(str(helper_library())))
+                _state["why"] = ""
+            except (OSError, subprocess.SubprocessError, RuntimeError) as e:
+                _state["interface"] = None
+                _state["why"] = str(e)
+        return _state["interface"]
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") when plugins can be registered with gdb, else (False, why)."""
+    if not enabled():
+        return False, "ELFKIT_GDB_JIT turns registration off"
+    ok = interface() is not None
+    return ok, _state.get("why", "")
+
+
+def register(module: Any) -> Registration | None:
+    """Put a loaded module's symfile in gdb's list (None when off or unavailable)."""
+    if not enabled():
+        return None
+    jit = interface()
+    if jit is None:
+        return None
+    return jit.add(build_symfile(module))
+
+
+# -- the helper library ----------------------------------------------------------
+
+def cache_dir() -> Path:
+    env = os.environ.get("ELFKIT_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg) / "elfkit" if xdg else Path.home() / ".cache" / "elfkit"
+
+
+def _compilers() -> list[list[str]]:
+    out = []
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        path = shutil.which(cc) if cc else None
+        if path:
+            out.append([path])
+    if importlib.util.find_spec("ziglang") is not None:
+        out.append([sys.executable, "-m", "ziglang", "cc"])
+    return out
+
+
+def helper_library() -> Path:
+    """The helper library's path, built at first use (raises RuntimeError
+    naming every compiler tried when none could build it)."""
+    key = hashlib.sha256(HELPER_SOURCE + os.uname().machine.encode()).hexdigest()[:16]
+    for root in (cache_dir(), Path(tempfile.gettempdir()) / f"elfkit-{os.getuid()}"):
+        lib = root / f"jit-debug-{key}.so"
+        if lib.is_file():
+            return lib
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(root, os.W_OK):
+            _build(lib)
+            return lib
+    raise RuntimeError("no writable cache directory for the gdb JIT helper library")
+
+
+def _build(lib: Path) -> None:
+    errors = []
+    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
+        src = Path(tmp) / "jit_debug.c"
+        src.write_bytes(HELPER_SOURCE)
+        out = Path(tmp) / "jit_debug.so"
+        for cc in _compilers():
+            cmd = [*cc, "-shared", "-fPIC", "-O1", "-nostdlib", "-o", str(out), str(src)]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                errors.append(f"{' '.join(cc)}: {e}")
+                continue
+            if r.returncode == 0 and out.is_file():
+                os.replace(out, lib)               # atomic: other processes see all or nothing
+                return
+            errors.append(f"{' '.join(cc)}: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
+    raise RuntimeError("cannot build the gdb JIT helper library: "
+                       + ("; ".join(errors) or "no C compiler (cc, gcc, clang, ziglang) found"))

@@ -1,0 +1,62 @@
+"""``/tmp/perf-PID.map``: perf's names for natively loaded plugin code.
+
+``perf report`` (and other profilers) name addresses in anonymous memory
+from ``/tmp/perf-<pid>.map``, one ``START SIZE name`` line per function,
+START and SIZE in hex.  With ``ELFKIT_PERF_MAP=1`` in the environment, or
+after ``enable()``, every plugin loaded natively appends its functions
+there.  Lines are never removed (perf reads the file after the process
+ends); a later load at the same address simply adds newer lines.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .symfile import function_symbols
+
+_switch: dict[str, bool | None] = {"on": None}
+_lock = threading.Lock()
+
+
+def enable(on: bool = True) -> None:
+    """Write perf map lines for plugins loaded from now on (``False``:
+    stop; the environment variable no longer decides)."""
+    _switch["on"] = bool(on)
+
+
+def enabled() -> bool:
+    on = _switch["on"]
+    if on is not None:
+        return on
+    return os.environ.get("ELFKIT_PERF_MAP", "").strip().lower() in ("1", "yes", "true", "on")
+
+
+def path() -> Path:
+    """This process's map file."""
+    return Path(f"/tmp/perf-{os.getpid()}.map")
+
+
+def lines(module: Any) -> list[str]:
+    """The map lines of a loaded module: ``START SIZE name`` per function."""
+    return [f"{s.address:x} {s.size:x} {s.name}\n" for s in function_symbols(module)]
+
+
+def record(module: Any) -> None:
+    """Append a module's functions to the map (when enabled)."""
+    if not enabled():
+        return
+    text = "".join(lines(module))
+    if not text:
+        return
+    with _lock:
+        try:
+            fd = os.open(path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+        except OSError as e:      # a profiling aid must not fail the load
+            warnings.warn(f"elfkit: cannot append to {path()}: {e.strerror or e}", stacklevel=2)

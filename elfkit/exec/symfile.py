@@ -1,0 +1,259 @@
+"""What debuggers and profilers see of a natively loaded plugin.
+
+A loaded plugin lives in memory ``mmap`` gave us, which no tool knows
+about.  ``plugin_symbols`` lists its functions and data at their loaded
+addresses (from ``.symtab`` when the file has section headers, else from
+the dynamic symbols the loader read), and ``build_symfile`` writes a small
+ELF object carrying them, and the plugin's DWARF sections when present,
+at those addresses: the in-memory "symfile" GDB's JIT interface reads
+(jit_debug.py).  Section headers of the plugin are read here, bounds
+checked; a file whose section headers are damaged simply falls back to
+its dynamic symbols (the loader never needs sections).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from .dwarf_reloc import relocate_dwarf
+
+STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 3, 4, 10
+STB_LOCAL, STB_GLOBAL = 0, 1
+SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
+SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+#: a larger .symtab is not read (the dynamic symbols are shown instead)
+MAX_SYMTAB_SIZE = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class PluginSymbol:
+    """A symbol of a loaded plugin: ``address`` is where it is in memory."""
+
+    name: str
+    address: int
+    size: int
+    type: int          # STT_*
+    bind: int          # STB_*
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+def read_sections(data: memoryview) -> list[Section]:
+    """The section headers of an ELF file (raises ValueError when damaged)."""
+    is64 = data[4] == 2
+    if is64:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        fmt, want = "<IIQQQQIIQQ", 64
+    else:
+        shoff, = struct.unpack_from("<I", data, 0x20)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+        fmt, want = "<IIIIIIIIII", 40
+    if shoff == 0 or shnum == 0:
+        return []
+    if shentsize != want or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
+        raise ValueError("section header table out of bounds")
+    raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    _n, _t, _f, _a, str_off, str_size = raw[shstrndx][:6]
+    names = _bounded(data, str_off, str_size)
+    out = []
+    for name, typ, flags, addr, off, size, link, _info, _align, entsize in raw:
+        if typ != SHT_NOBITS:
+            _bounded(data, off, size)
+        out.append(Section(_cstr(names, name), typ, flags, addr, off, size, link, entsize))
+    return out
+
+
+def _bounded(data: memoryview, off: int, size: int) -> memoryview:
+    if off + size > len(data):
+        raise ValueError(f"section at {off:#x}+{size:#x} is past the end of the file")
+    return data[off:off + size]
+
+
+def _cstr(table: memoryview, off: int) -> str:
+    if off >= len(table):
+        raise ValueError("string offset out of bounds")
+    end = bytes(table[off:]).find(b"\0")
+    return bytes(table[off:off + end if end >= 0 else len(table)]).decode("utf-8", "replace")
+
+
+def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
+    symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
+    if symtab is None or symtab.link >= len(sections) or symtab.size > MAX_SYMTAB_SIZE:
+        return []
+    strs = _bounded(data, sections[symtab.link].offset, sections[symtab.link].size)
+    is64 = data[4] == 2
+    size = 24 if is64 else 16
+    out = []
+    for off in range(symtab.offset + size, symtab.offset + symtab.size - size + 1, size):
+        if is64:
+            name, info, _other, shndx, value, sz = struct.unpack_from("<IBBHQQ", data, off)
+        else:
+            name, value, sz, info, _other, shndx = struct.unpack_from("<IIIBBH", data, off)
+        typ, bind = info & 0xF, info >> 4
+        if shndx == 0 or typ in (STT_SECTION, STT_FILE) or not name:
+            continue
+        label = _cstr(strs, name)
+        if label.startswith("$") or label.startswith(".L"):   # mapping symbols, local labels
+            continue
+        address = value if shndx == 0xFFF1 else bias + value
+        out.append(PluginSymbol(label, address, sz, typ, bind))
+    return out
+
+
+def plugin_symbols(module: Any) -> list[PluginSymbol]:
+    """The symbols of a loaded ``elfkit.Module`` at their loaded addresses,
+    sorted by address: ``.symtab`` (static functions too) when present, else
+    the dynamic symbols."""
+    elf = module.elf
+    bias = module.base
+    try:
+        syms = _symtab_symbols(elf.data, read_sections(elf.data), bias)
+    except (ValueError, struct.error):
+        syms = []
+    if not syms:
+        for s in elf.symbols[1:]:
+            if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE):
+                syms.append(PluginSymbol(s.name, s.value if s.absolute else bias + s.value,
+                                         s.size, s.type, s.bind))
+    return sorted(syms, key=lambda s: (s.address, s.name))
+
+
+def function_symbols(module: Any) -> list[PluginSymbol]:
+    """The functions (with a size) of a loaded module, by address, one per address."""
+    out: list[PluginSymbol] = []
+    seen: set[int] = set()
+    for s in plugin_symbols(module):
+        if s.type in (STT_FUNC, STT_GNU_IFUNC) and s.size and s.address not in seen:
+            seen.add(s.address)
+            out.append(s)
+    return out
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.data = bytearray(b"\0")
+        self.index: dict[str, int] = {}
+
+    def add(self, s: str) -> int:
+        off = self.index.get(s)
+        if off is None:
+            off = self.index[s] = len(self.data)
+            self.data += s.encode() + b"\0"
+        return off
+
+
+_Sec = tuple[str, int, int, int, int, bytes, int, int, int]
+
+
+def build_symfile(module: Any) -> bytes:
+    """An ELF object (``ET_EXEC``, the plugin's class and machine) whose
+    sections mirror the plugin's allocated ones at their loaded addresses
+    (no bits, except ``.eh_frame``, whose pc-relative contents stay true
+    when moved whole), whose ``.symtab`` holds its symbols at their loaded
+    addresses, and which carries the plugin's ``.debug_*`` sections moved
+    to the load base.  Without section headers one ``.text`` covers the
+    image."""
+    elf = module.elf
+    is64 = elf.elfclass == 2
+    start, end = module.address_range
+    bias = module.base
+    try:
+        plugin_secs = read_sections(elf.data)
+    except (ValueError, struct.error):
+        plugin_secs = []
+    # (name, type, flags, addr, size, data, link, info, entsize); index = position + 1
+    secs: list[_Sec] = []
+    for ps in plugin_secs:
+        if ps.flags & SHF_ALLOC and ps.size and start <= bias + ps.addr < end:
+            body = bytes(elf.data[ps.offset:ps.offset + ps.size]) \
+                if ps.name == ".eh_frame" and ps.type == SHT_PROGBITS else b""
+            secs.append((ps.name, SHT_PROGBITS if body else SHT_NOBITS, ps.flags,
+                         bias + ps.addr, ps.size, body, 0, 0, 0))
+    if not secs:
+        secs.append((".text", SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, start, end - start, b"",
+                     0, 0, 0))
+    ranges = sorted((sec[3], sec[3] + sec[4], i + 1) for i, sec in enumerate(secs))
+    syms = [s for s in plugin_symbols(module) if start <= s.address < end]
+    syms.sort(key=lambda s: s.bind != STB_LOCAL)          # locals first, as ELF requires
+    nlocal = 1 + sum(1 for s in syms if s.bind == STB_LOCAL)
+    strs = _Strings()
+    symfmt = "<IBBHQQ" if is64 else "<IIIBBH"
+    table = bytearray(struct.calcsize(symfmt))
+    for s in syms:
+        info = (s.bind << 4) | s.type
+        shndx = next((i for lo, hi, i in ranges if lo <= s.address < hi), 0xFFF1)  # else ABS
+        if is64:
+            table += struct.pack(symfmt, strs.add(s.name), info, 0, shndx, s.address, s.size)
+        else:
+            table += struct.pack(symfmt, strs.add(s.name), s.address, s.size, info, 0, shndx)
+    symtab = len(secs) + 1
+    secs.append((".symtab", SHT_SYMTAB, 0, 0, len(table), bytes(table), symtab + 1, nlocal,
+                 struct.calcsize(symfmt)))
+    secs.append((".strtab", SHT_STRTAB, 0, 0, len(strs.data), bytes(strs.data), 0, 0, 0))
+    for name, body in debug_sections(module, plugin_secs).items():
+        secs.append((name, SHT_PROGBITS, 0, 0, len(body), body, 0, 0, 0))
+    return _write_elf(elf, secs)
+
+
+def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
+    """The plugin's ``.debug_*`` sections, their addresses moved by the load
+    bias ({} when the plugin has none, or they cannot be read)."""
+    data = module.elf.data
+    try:
+        found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
+                 if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
+        if ".debug_info" not in found:
+            return {}
+        return relocate_dwarf(bytes(data), found, module.base)
+    except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
+        return {}
+
+
+def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:
+    is64 = elf.elfclass == 2
+    ehsize, shentsize = (64, 64) if is64 else (52, 40)
+    shstr = _Strings()
+    names = [shstr.add(s[0]) for s in secs]
+    shstrndx_name = shstr.add(".shstrtab")
+    body = bytearray(ehsize)
+    offsets = []
+    for s in secs:
+        while len(body) % 8:
+            body.append(0)
+        offsets.append(len(body))
+        body += s[5]
+    str_off = len(body)
+    body += shstr.data
+    while len(body) % 8:
+        body.append(0)
+    shoff = len(body)
+    shnum = len(secs) + 2
+    shfmt = "<IIQQQQIIQQ" if is64 else "<IIIIIIIIII"
+    body += b"\0" * shentsize
+    for s, name, off in zip(secs, names, offsets):
+        _n, typ, flags, addr, size, _d, link, info, entsize = s
+        body += struct.pack(shfmt, name, typ, flags, addr, off, size, link, info,
+                            16 if typ == SHT_NOBITS else 1, entsize)
+    body += struct.pack(shfmt, shstrndx_name, SHT_STRTAB, 0, 0, str_off, len(shstr.data), 0, 0,
+                        1, 0)
+    ident = b"\x7fELF" + bytes([2 if is64 else 1, 1, 1, 0]) + b"\0" * 8
+    if is64:
+        hdr = struct.pack("<16sHHIQQQIHHHHHH", ident, 2, elf.arch.machine, 1, 0, 0, shoff,
+                          elf.e_flags, ehsize, 0, 0, shentsize, shnum, shnum - 1)
+    else:
+        hdr = struct.pack("<16sHHIIIIIHHHHHH", ident, 2, elf.arch.machine, 1, 0, 0, shoff,
+                          elf.e_flags, ehsize, 0, 0, shentsize, shnum, shnum - 1)
+    body[:ehsize] = hdr
+    return bytes(body)

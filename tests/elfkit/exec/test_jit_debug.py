@@ -1,0 +1,210 @@
+"""Natively loaded plugins in gdb, through GDB's JIT interface.
+
+The symfile each load registers is checked against pyelftools' view of the
+plugin plus the load base; real gdb (``gdb --batch --args python …``)
+then breaks on plugin functions by name (pending breakpoints resolved at
+registration), shows them in backtraces, and reads a ``-g`` plugin's
+DWARF (file:line, globals, arguments) at the loaded address.
+"""
+from __future__ import annotations
+
+import io
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+import elfkit
+from elfkit.exec import jit_debug
+from elfkit.toolchain import compile_plugin
+
+pytestmark = pytest.mark.skipif(elfkit.arch.host() is None or elfkit.arch.host().name != "x86_64",
+                                reason="native tests run on an x86_64 host")
+
+ARCH = "x86_64"
+
+
+def _jit() -> jit_debug.JitInterface:
+    ok, why = jit_debug.available()
+    if not ok:
+        pytest.skip(f"gdb JIT registration unavailable: {why}")
+    jit = jit_debug.interface()
+    assert jit is not None
+    return jit
+
+
+def _symtab(path) -> dict[str, tuple[int, int, str]]:
+    """name -> (value, size, type) of the defined .symtab symbols (pyelftools)."""
+    with open(path, "rb") as f:
+        e = ELFFile(io.BytesIO(f.read()))
+    out = {}
+    for s in e.get_section_by_name(".symtab").iter_symbols():
+        if s.name and s["st_shndx"] != "SHN_UNDEF" and s["st_info"]["type"] in (
+                "STT_FUNC", "STT_OBJECT"):
+            out[s.name] = (s["st_value"], s["st_size"], s["st_info"]["type"])
+    return out
+
+
+def test_symfile_carries_symbols_at_loaded_addresses(plugins):
+    jit = _jit()
+    path = plugins.path("kernels", ARCH)
+    want = _symtab(path)
+    with elfkit.load(path) as m:
+        symfile = jit.entries()[0]                     # newest first
+        e = ELFFile(io.BytesIO(symfile))
+        got = {s.name: (s["st_value"], s["st_size"], s["st_info"]["type"])
+               for s in e.get_section_by_name(".symtab").iter_symbols() if s.name}
+        assert e["e_machine"] == "EM_X86_64"
+        for name, (value, size, typ) in want.items():
+            assert got[name] == (m.base + value, size, typ), name
+        # each symbol sits in a section that covers it, at the loaded address
+        text = e.get_section_by_name(".text")
+        with open(path, "rb") as f:
+            linked = ELFFile(f).get_section_by_name(".text")["sh_addr"]
+        assert text["sh_addr"] == m.base + linked
+        assert text["sh_addr"] <= m.exports["add_i32"] < text["sh_addr"] + text["sh_size"]
+        count = len(jit.entries())
+    assert len(jit.entries()) == count - 1              # unregistered on close
+    assert symfile not in jit.entries()
+
+
+def test_registration_can_be_turned_off(plugins, monkeypatch):
+    jit = _jit()
+    monkeypatch.setenv("ELFKIT_GDB_JIT", "0")
+    before = len(jit.entries())
+    with elfkit.load(plugins.path("kernels", ARCH)):
+        assert len(jit.entries()) == before
+    assert jit_debug.available() == (False, "ELFKIT_GDB_JIT turns registration off")
+
+
+# -- real gdb -------------------------------------------------------------------
+
+def _gdb() -> str:
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        pytest.skip("gdb is not installed (.ci/run installs Debian's gdb)")
+    probe = subprocess.run([gdb, "--batch", "-nx", "-ex", "run", "--args", "/bin/true"],
+                           capture_output=True, text=True, timeout=60)
+    if "exited normally" not in probe.stdout:
+        pytest.skip(f"gdb cannot run programs here (ptrace refused?): {probe.stderr.strip()}")
+    return gdb
+
+
+SCRIPT = """\
+import sys, elfkit
+m = elfkit.load(sys.argv[1])
+print("BASE", hex(m.base), flush=True)
+print("RESULT", m.call(sys.argv[2], *map(int, sys.argv[3:]), restype="i64"), flush=True)
+m.close()
+"""
+
+
+def _run_gdb(tmp_path, commands: list[str], plugin, function: str, *args: int) -> str:
+    gdb = _gdb()
+    _jit()                                              # the helper library is built before
+    script = tmp_path / "host.py"
+    script.write_text(SCRIPT)
+    cmd = [gdb, "--batch", "-nx", "-ex", "set breakpoint pending on"]
+    for c in commands:
+        cmd += ["-ex", c]
+    cmd += ["--args", sys.executable, str(script), str(plugin), function, *map(str, args)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert "exited normally" in proc.stdout, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_gdb_breaks_on_a_plugin_function_by_name(plugins, tmp_path):
+    path = plugins.path("kernels", ARCH)
+    out = _run_gdb(tmp_path, ["break add_i64", "run", "bt 2", "info symbol $pc", "continue"],
+                   path, "add_i64", 40, 2)
+    base = int(re.search(r"BASE (0x[0-9a-f]+)", out).group(1), 16)
+    value = _symtab(path)["add_i64"][0]
+    hit = re.search(r"Breakpoint 1, (0x[0-9a-f]+) in add_i64 \(\)", out)
+    assert hit, out
+    assert base + value <= int(hit.group(1), 16) < base + value + _symtab(path)["add_i64"][1]
+    assert re.search(r"#0 .* in add_i64 \(\)", out)
+    assert "add_i64 + " in out or "add_i64 in section" in out   # info symbol
+    assert "RESULT 42" in out                                     # continue: the call returns
+
+
+def test_gdb_backtrace_through_plugin_frames(plugins, tmp_path):
+    # recurse(3) -> recurse_impl(3) -> (2) -> (1) -> (0): a static function,
+    # found through .symtab; the unwinder walks the plugin's .eh_frame
+    out = _run_gdb(tmp_path, ["break recurse_impl", "run", "continue 3", "bt 8", "delete",
+                              "continue"], plugins.path("kernels", ARCH), "recurse", 3)
+    frames = re.findall(r"^#(\d+) .* in (\w+) ", out, re.M)
+    names = [n for _i, n in frames]
+    assert names[:4] == ["recurse_impl"] * 4, out
+    assert "RESULT 9" in out
+
+
+DWARF_SOURCE = """\
+#include <stdint.h>
+#define EXPORT __attribute__((visibility("default")))
+int32_t g_total = 5;
+static __attribute__((noinline)) int32_t helper(int32_t x) {
+  int32_t y = x * 3;
+  g_total += y;
+  return y;
+}
+EXPORT int32_t outer(int32_t n) {
+  int32_t acc = 0;
+  for (int32_t i = 0; i < n; i++) acc += helper(i);   /* the call */
+  return acc;
+}
+"""
+
+
+@pytest.mark.parametrize("dwarf", ["-gdwarf-4", "-gdwarf-5"])
+def test_gdb_reads_the_plugins_dwarf_at_the_load_address(tmp_path, dwarf):
+    src = tmp_path / "dwarfy.c"
+    src.write_text(DWARF_SOURCE)
+    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=[dwarf])
+    call_line = next(i for i, line in enumerate(DWARF_SOURCE.splitlines(), 1)
+                     if "/* the call */" in line)
+    out = _run_gdb(tmp_path, ["break helper", "run", "continue 2", "bt 2", "print g_total",
+                              "print &g_total", "print x", "delete", "continue"],
+                   so, "outer", 4)
+    base = int(re.search(r"BASE (0x[0-9a-f]+)", out).group(1), 16)
+    g_total = _symtab(so)["g_total"][0]
+    assert re.search(rf"#1 .* in outer \(n=4\) at .*dwarfy\.c:{call_line}", out), out
+    assert re.search(r"#0 +helper \(x=(x@entry=)?2\) at .*dwarfy\.c:\d+", out), out
+    assert f"$1 = {5 + sum(3 * i for i in range(2))}" in out   # helper(0), helper(1) ran
+    assert re.search(rf"\$2 = \(int32_t \*\) {base + g_total:#x} <g_total>", out), out
+    assert "$3 = 2" in out
+    assert "RESULT 18" in out                        # 0 + 3 + 6 + 9
+
+
+def test_damaged_debug_info_never_fails_a_load(tmp_path):
+    """Registration is a debugging aid: damaged DWARF or section headers
+    leave the symbols (or the dynamic symbols) and the load works."""
+    jit = _jit()
+    src = tmp_path / "dwarfy.c"
+    src.write_text(DWARF_SOURCE)
+    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=["-gdwarf-5"])
+    data = so.read_bytes()
+    with open(so, "rb") as f:
+        e = ELFFile(f)
+        spans = [(s["sh_offset"], s["sh_size"]) for s in e.iter_sections()
+                 if s.name.startswith(".debug_") and s["sh_size"]]
+    rng = random.Random(17)
+    for off, size in spans:
+        for _ in range(10):
+            bad = bytearray(data)
+            for _ in range(8):
+                bad[off + rng.randrange(size)] = rng.randrange(256)
+            with elfkit.load(bytes(bad)) as m:
+                assert m.call("outer", 4, restype="i32") == 18
+                syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
+                assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
+    bad = bytearray(data)
+    bad[0x28:0x30] = (len(bad) - 8).to_bytes(8, "little")     # e_shoff past the end
+    with elfkit.load(bytes(bad)) as m:
+        syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
+        assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
