@@ -79,6 +79,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._line_owner: dict[int, Any] = {}
         self._tracer: Any = None
         self._trace_hook = 0
+        self._gdb: Any = None
+        self._gdb_hooks: list[int] = []
         self._plans: dict[tuple[Signature, str], _cc.Plan] = {}
         self._callers: dict[tuple[Signature, str], Callable[..., Any]] = {}
         # RISC-V: float ABI per module image (lo, hi, abi, module); calls and
@@ -441,6 +443,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _close(self) -> None:
         try:
+            self._stop_debug()
             self._stop_trace()          # raises if writing the trace failed
         finally:
             self._closed = True
