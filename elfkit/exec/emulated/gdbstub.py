@@ -128,7 +128,10 @@ class GdbStub:
             self._waiting = False
             while not self._waiting:
                 packet = self._read_packet()
-                answer = self._handle(packet, reply)
+                try:
+                    answer = self._handle(packet, reply)
+                except (ValueError, IndexError):     # a malformed packet
+                    answer = "E01"
                 if answer is not None:
                     self._send(answer)
         except _Vanished:
@@ -142,7 +145,7 @@ class GdbStub:
         self._listener.settimeout(self.accept_timeout)
         try:
             conn, _ = self._listener.accept()
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             self.finished = True
             raise GdbSessionError(f"no gdb connected to {self.host}:{self.port} within "
                                   f"{self.accept_timeout} s") from None
@@ -200,8 +203,8 @@ class GdbStub:
             i = int(p[1:], 16)
             return self._reg_hex(self._regs[i]) if i < len(self._regs) else "E45"
         if cmd == "P":
-            i, _, v = p[1:].partition("=")
-            return self._write_reg(int(i, 16), bytes.fromhex(v))
+            n, _, v = p[1:].partition("=")
+            return self._write_reg(int(n, 16), bytes.fromhex(v))
         if cmd == "m":
             addr, _, n = p[1:].partition(",")
             data = self.m.try_read(int(addr, 16), int(n, 16))
