@@ -107,13 +107,22 @@ class DebugSupport(MachineState):
     def write_register(self, name: str, value: Any) -> None:
         self._uc.reg_write(self._reg(name), value)
 
-    def debug(self, port: int | None, *, host: str = "127.0.0.1", offset: int = 0,
+    def module_at(self, addr: int) -> Any:
+        """The attached module whose image holds ``addr``, else None."""
+        for mod in self._modules:
+            span = getattr(mod, "address_range", None)
+            if span is not None and span[0] <= addr < span[1]:
+                return mod
+        return None
+
+    def debug(self, port: int | None, *, host: str = "127.0.0.1", offset: int | None = 0,
               accept_timeout: float | None = None) -> GdbStub | None:
         """Let gdb debug the guest code: listen on ``host:port`` (0: any free
         port, see the returned stub's ``port``) and stop before the first
         guest instruction of the next call, waiting for gdb to connect
         (``target remote :PORT``) and resume.  ``offset``: the load bias
-        reported to gdb by ``qOffsets`` (the module whose file gdb loads).
+        reported to gdb by ``qOffsets`` (the module whose file gdb loads);
+        None: the module holding the first stop, announced on stderr.
         ``debug(None)`` ends the session (a waiting gdb sees the program
         exit); so does closing the machine.  ``ExecutionError`` when the port
         cannot be listened on."""

@@ -18,8 +18,14 @@ symbols at their loaded addresses.
 """
 from __future__ import annotations
 
+import os
+import re
 import select
 import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
 from typing import Any
 
 from ...errors import ExecutionError
@@ -27,6 +33,37 @@ from ...errors import ExecutionError
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
 _WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
 _POLL_EVERY = 0x1000        # instructions between checks for an interrupt (Ctrl-C) from gdb
+
+
+#: ``ELFKIT_GDB=[HOST:]PORT``: the first emulated machine made in the process serves gdb
+ENV = "ELFKIT_GDB"
+_requests: list[tuple[str, int]] = []
+_env_seen = False
+_req_lock = threading.Lock()
+
+
+def request(port: int, host: str = "127.0.0.1") -> None:
+    """Make the next emulated machine created in this process serve gdb on
+    ``host:port`` (the way ``ELFKIT_GDB`` does; ``vmrt run --gdb``): it stops
+    before the first guest instruction it runs and announces on stderr which
+    module that is and a copy of its ELF file for gdb's ``file`` command."""
+    with _req_lock:
+        _requests.append((host, port))
+
+
+def take_request() -> tuple[str, int] | None:
+    """The pending request (``request`` or ``ELFKIT_GDB``), consumed; None if none."""
+    global _env_seen
+    with _req_lock:
+        if not _env_seen:
+            _env_seen = True
+            value = os.environ.get(ENV, "").strip()
+            if value:
+                m = re.fullmatch(r"(?:(.+):)?(\d+)", value)
+                if m is None or int(m.group(2)) > 0xFFFF:
+                    raise ExecutionError(f"{ENV}={value!r}: expected PORT or HOST:PORT")
+                _requests.append((m.group(1) or "127.0.0.1", int(m.group(2))))
+        return _requests.pop(0) if _requests else None
 
 
 class GdbSessionError(ExecutionError):
@@ -42,10 +79,13 @@ class GdbStub:
     serves one gdb client.  ``offset``: the load bias reported by
     ``qOffsets``.  ``ignore``: [lo, hi) of addresses never stopped at (the
     machine's sentinel and callback stubs).  ``accept_timeout``: seconds to
-    wait for gdb at the first stop (None: forever)."""
+    wait for gdb at the first stop (None: forever).  ``offset=None``: the
+    load bias of the module holding the first stop, announced on stderr with
+    a copy of that module's ELF file to give gdb."""
 
-    def __init__(self, machine: Any, port: int, *, host: str = "127.0.0.1", offset: int = 0,
-                 ignore: tuple[int, int] = (0, 0), accept_timeout: float | None = None) -> None:
+    def __init__(self, machine: Any, port: int, *, host: str = "127.0.0.1",
+                 offset: int | None = 0, ignore: tuple[int, int] = (0, 0),
+                 accept_timeout: float | None = None) -> None:
         self.m = machine
         self.host = host
         self.offset = offset
@@ -122,6 +162,8 @@ class GdbStub:
     def _serve(self, reply: str) -> None:
         try:
             if self._conn is None:
+                if self.offset is None:
+                    self.offset = self._announce()
                 self._accept()
             elif self._waiting:
                 self._send(reply)
@@ -151,6 +193,26 @@ class GdbStub:
                                   f"{self.accept_timeout} s") from None
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._conn = conn
+
+    def _announce(self) -> int:
+        """Say on stderr where gdb should connect and which file to give it
+        (the ELF image of the module holding the stop, written to a temporary
+        directory); returns that module's load bias."""
+        pc = self._pc()
+        mod = self.m.module_at(pc)
+        where = f"{self.m.symbolize(pc)} ({self.m.arch.name})"
+        if mod is None:
+            print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port} "
+                  f"(target remote :{self.port})", file=sys.stderr, flush=True)
+            return 0
+        folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
+        folder.mkdir(exist_ok=True)
+        path = folder / (re.sub(r"[^\w.-]", "_", str(mod.name)) or "module")
+        path.write_bytes(bytes(mod.elf.data))
+        print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port}: "
+              f"gdb-multiarch {path} -ex 'target remote :{self.port}'", file=sys.stderr,
+              flush=True)
+        return int(mod.base)
 
     def _drop(self) -> None:
         self.finished = True
@@ -182,7 +244,8 @@ class GdbStub:
             off, _, n = p.rsplit(":", 1)[1].partition(",")
             return _chunk(self._target_xml(), int(off, 16), int(n, 16))
         if p == "qOffsets":
-            return f"Text={self.offset:x};Data={self.offset:x};Bss={self.offset:x}"
+            bias = self.offset or 0
+            return f"Text={bias:x};Data={bias:x};Bss={bias:x}"
         if p in ("?", "qAttached") or p.startswith("qAttached:"):
             return reply if p == "?" else "1"
         if p == "qC":
