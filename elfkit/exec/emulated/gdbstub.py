@@ -207,7 +207,8 @@ class GdbStub:
             return 0
         folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
         folder.mkdir(exist_ok=True)
-        path = folder / (re.sub(r"[^\w.-]", "_", str(mod.name)) or "module")
+        stem = re.sub(r"[^\w.-]+", "_", str(mod.name)).strip("_.") or f"module_{mod.base:x}"
+        path = folder / (stem if stem.endswith(".so") else stem + ".so")
         path.write_bytes(bytes(mod.elf.data))
         print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port}: "
               f"gdb-multiarch {path} -ex 'target remote :{self.port}'", file=sys.stderr,
