@@ -196,3 +196,19 @@ def test_client_vanishing_and_no_client(debuggee):
         with pytest.raises(ExecutionError, match="no gdb connected"):
             f(3)
         assert f(3) == expected_entry(3)
+
+
+@needs_gdb
+def test_kill_from_gdb_fails_the_call(debuggee):
+    so = debuggee("riscv32")
+    with elfkit.load(so, backend="emulated") as m:
+        f = m.function("dbg_entry", "i32(i32)")
+        port = m.debug(0, accept_timeout=GDB_TIMEOUT)
+        proc = gdb_batch(so, port, ["stepi", "kill"])
+        t, box = call_in_thread(f, 6)
+        out = finish(proc)
+        t.join(GDB_TIMEOUT)
+        assert isinstance(box.get("error"), ExecutionError), (box, out)
+        assert "killed from gdb" in str(box["error"])
+        assert "killed" in out, out
+        assert f(6) == expected_entry(6)
