@@ -107,6 +107,11 @@ class DebugSupport(MachineState):
     def write_register(self, name: str, value: Any) -> None:
         self._uc.reg_write(self._reg(name), value)
 
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the running call was asked to stop (cancel, timeout, signal)."""
+        return self._stop is not None
+
     def module_at(self, addr: int) -> Any:
         """The attached module whose image holds ``addr``, else None."""
         for mod in self._modules:

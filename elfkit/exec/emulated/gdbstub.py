@@ -25,6 +25,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from ...errors import ExecutionError
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
 _WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
 _POLL_EVERY = 0x1000        # instructions between checks for an interrupt (Ctrl-C) from gdb
+_WAKE = 0.25                # seconds between checks for a cancelled call while waiting for gdb
 
 
 #: ``ELFKIT_GDB=[HOST:]PORT``: the first emulated machine made in the process serves gdb
@@ -184,15 +186,29 @@ class GdbStub:
                                   f"and the machine reset") from None
 
     def _accept(self) -> None:
-        self._listener.settimeout(self.accept_timeout)
-        try:
-            conn, _ = self._listener.accept()
-        except TimeoutError:
-            self.finished = True
-            raise GdbSessionError(f"no gdb connected to {self.host}:{self.port} within "
-                                  f"{self.accept_timeout} s") from None
+        self._listener.settimeout(_WAKE)
+        deadline = None if self.accept_timeout is None else time.monotonic() + self.accept_timeout
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+                break
+            except TimeoutError:
+                self._check_cancel()
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.finished = True
+                    raise GdbSessionError(f"no gdb connected to {self.host}:{self.port} within "
+                                          f"{self.accept_timeout} s") from None
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(_WAKE)
         self._conn = conn
+
+    def _check_cancel(self) -> None:
+        """While waiting for gdb: give up when the call was cancelled or timed
+        out (``cancel()``, the call's timeout, Ctrl-C in ``elfkit run``)."""
+        if self.m.stop_requested:
+            self._drop()
+            raise GdbSessionError(f"the call was stopped (cancelled or timed out) while waiting "
+                                  f"for gdb on {self.host}:{self.port}")
 
     def _announce(self) -> int:
         """Say on stderr where gdb should connect and which file to give it
@@ -384,10 +400,15 @@ class GdbStub:
             conn = self._conn
             if conn is None:
                 raise _Vanished
-            try:
-                self._buf = conn.recv(4096)
-            except OSError:
-                self._buf = b""
+            while True:
+                try:
+                    self._buf = conn.recv(4096)
+                    break
+                except TimeoutError:
+                    self._check_cancel()
+                except OSError:
+                    self._buf = b""
+                    break
             if not self._buf:
                 raise _Vanished
         c, self._buf = self._buf[:1], self._buf[1:]

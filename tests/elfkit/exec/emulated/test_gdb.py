@@ -196,6 +196,10 @@ def test_client_vanishing_and_no_client(debuggee):
         with pytest.raises(ExecutionError, match="no gdb connected"):
             f(3)
         assert f(3) == expected_entry(3)
+        m.debug(0)                                  # waits for gdb forever, but not
+        with pytest.raises(ExecutionError, match="cancelled or timed out"):
+            f(3, timeout=0.5)                       # past the call's own timeout
+        assert f(3) == expected_entry(3)
 
 
 @needs_gdb
