@@ -6,6 +6,7 @@ Expected addresses come from pyelftools (symbol values) plus the module's
 load bias, expected values from the C formula in gdb_src/debuggee.c."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
@@ -216,3 +217,14 @@ def test_kill_from_gdb_fails_the_call(debuggee):
         assert "killed from gdb" in str(box["error"])
         assert "killed" in out, out
         assert f(6) == expected_entry(6)
+
+
+def test_bad_elfkit_gdb_variable(debuggee):
+    so = debuggee("riscv64")
+    env = {**os.environ, "ELFKIT_GDB": "not-a-port"}
+    proc = subprocess.run([sys.executable, "-m", "elfkit", "run", str(so), "--call", "dbg_entry",
+                           "--sig", "i32(i32)", "--arg", "1"], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=GDB_TIMEOUT)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert "ELFKIT_GDB='not-a-port': expected PORT or HOST:PORT" in proc.stderr
+    assert "Traceback" not in proc.stderr
