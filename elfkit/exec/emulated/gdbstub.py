@@ -68,10 +68,6 @@ def take_request() -> tuple[str, int] | None:
         return _requests.pop(0) if _requests else None
 
 
-class GdbSessionError(ExecutionError):
-    """The gdb client went away in the middle of a call, or killed it."""
-
-
 class _Vanished(Exception):
     pass
 
@@ -180,7 +176,7 @@ class GdbStub:
                     self._send(answer)
         except _Vanished:
             self._drop()
-            raise GdbSessionError(f"the gdb client on {self.host}:{self.port} disconnected "
+            raise ExecutionError(f"the gdb client on {self.host}:{self.port} disconnected "
                                   f"during the call (stopped at "
                                   f"{self.m.symbolize(self._pc())}); the call was abandoned "
                                   f"and the machine reset") from None
@@ -196,7 +192,7 @@ class GdbStub:
                 self._check_cancel()
                 if deadline is not None and time.monotonic() >= deadline:
                     self.finished = True
-                    raise GdbSessionError(f"no gdb connected to {self.host}:{self.port} within "
+                    raise ExecutionError(f"no gdb connected to {self.host}:{self.port} within "
                                           f"{self.accept_timeout} s") from None
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.settimeout(_WAKE)
@@ -207,7 +203,7 @@ class GdbStub:
         out (``cancel()``, the call's timeout, Ctrl-C in ``elfkit run``)."""
         if self.m.stop_requested:
             self._drop()
-            raise GdbSessionError(f"the call was stopped (cancelled or timed out) while waiting "
+            raise ExecutionError(f"the call was stopped (cancelled or timed out) while waiting "
                                   f"for gdb on {self.host}:{self.port}")
 
     def _announce(self) -> int:
@@ -244,7 +240,7 @@ class GdbStub:
             return False
         data = conn.recv(1)
         if not data:
-            raise GdbSessionError(f"the gdb client on {self.host}:{self.port} disconnected "
+            raise ExecutionError(f"the gdb client on {self.host}:{self.port} disconnected "
                                   f"during the call; the call was abandoned")
         return data == b"\x03"
 
@@ -312,7 +308,7 @@ class GdbStub:
         if p.startswith("vKill"):
             self._send("OK")
         self._drop()
-        raise GdbSessionError(f"the call was killed from gdb (at {self.m.symbolize(self._pc())}); "
+        raise ExecutionError(f"the call was killed from gdb (at {self.m.symbolize(self._pc())}); "
                               f"the machine was reset")
 
     def _break(self, p: str) -> str:
