@@ -118,11 +118,9 @@ class GdbStub:
         """Before each guest instruction: stop and serve gdb when due."""
         if self.finished or self._ignore[0] <= addr < self._ignore[1]:
             return
-        if self._stop_next or self._stepping:
-            reply = "S05"
-        elif self._hit is not None:
+        if self._hit is not None:           # a watchpoint, also when a step ends here
             reply = self._hit
-        elif addr in self._bps:
+        elif self._stop_next or self._stepping or addr in self._bps:
             reply = "S05"
         else:
             self._count += 1
