@@ -12,6 +12,7 @@ from . import arch as _arch
 from . import arguments
 from .arch import Arch
 from .errors import (
+    BackendError,
     ElfkitError,
     InvalidArgumentError,
     ModuleClosedError,
@@ -180,6 +181,23 @@ class Module:
         """A fast typed callable, e.g. ``m.function("dot", "f64(ptr,ptr,i64)")``."""
         self._check_open()
         return self.machine.function(self._address(name), parse_signature(signature))
+
+    def debug(self, port: int | None, *, accept_timeout: float | None = None) -> int | None:
+        """Serve gdb (the GDB remote protocol) on 127.0.0.1:``port`` (0: any
+        free port): the next call stops before its first guest instruction
+        until gdb attaches (``file plugin.so`` then ``target remote :PORT``;
+        symbols appear at this module's loaded address) and resumes.  Returns
+        the port; ``debug(None)`` ends the session.  Emulated backend only
+        (``BackendError`` otherwise); ``ExecutionError`` if the port is taken."""
+        self._check_open()
+        start = getattr(self.machine, "debug", None)
+        if start is None:
+            raise BackendError(f"module {self.name!r} runs natively; gdb can debug emulated "
+                               f"modules only (load with backend='emulated')")
+        if port is not None:
+            port = arguments.integer(port, "port", "debug()", minimum=0)
+        stub = start(port, offset=self.base, accept_timeout=accept_timeout)
+        return None if stub is None else int(stub.port)
 
     # -- memory ---------------------------------------------------------------
     def alloc(self, size: int, align: int = 16) -> int:

@@ -83,6 +83,31 @@ class CallingConvention:
 
 
 @dataclass(frozen=True, slots=True)
+class GdbReg:
+    """One register of the GDB remote protocol's register file (``g`` packet
+    order), as described to gdb in ``target.xml``: its gdb name, width, gdb
+    type, target-description feature, and the unicorn register it reads
+    (suffix of UC_<ARCH>_REG_*; "" when unicorn has none: reads as zero)."""
+
+    name: str
+    bits: int
+    uc: str
+    type: str = "int"
+    feature: str = ""
+
+
+def gdb_regs(feature: str, bits: int, spec: str, type: str = "int") -> tuple[GdbReg, ...]:
+    """GdbRegs of one feature from ``"gdbname=UCNAME gdbname ..."`` (a bare
+    name reads the unicorn register of the same name in upper case; ``=`` with
+    nothing after it reads as zero)."""
+    out = []
+    for item in spec.split():
+        name, _, uc = item.partition("=")
+        out.append(GdbReg(name, bits, uc if "=" in item else name.upper(), type, feature))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Arch:
     name: str                 # x86_64, aarch64, riscv64, arm, i386, riscv32
     machine: int              # e_machine
@@ -119,6 +144,10 @@ class Arch:
     uc_cpu: str = ""
     uc_init: tuple[tuple[str, int], ...] = ()
     dump_regs: tuple[str, ...] = ()
+    # The GDB remote stub (elfkit.exec.emulated.gdbstub): gdb's name of the
+    # architecture in target.xml, and the register file in ``g`` packet order.
+    gdb_arch: str = ""
+    gdb_regs: tuple[GdbReg, ...] = ()
 
     @property
     def word(self) -> int:

@@ -1,7 +1,7 @@
 """aarch64: AAPCS64, RELA."""
 import struct
 
-from ._base import Arch, CallingConvention, Check, table
+from ._base import Arch, CallingConvention, Check, gdb_regs, table
 from ._base import Formula as F
 
 RELOCS = table(
@@ -44,4 +44,9 @@ ARCH = Arch(
     # CPACR_EL1.FPEN = 0b11: FP/SIMD not trapped; no thread pointer
     uc_init=(("CPACR_EL1", 3 << 20), ("TPIDR_EL0", 0)),
     dump_regs=tuple(f"X{i}" for i in range(31)) + ("SP", "PC", "NZCV"),
+    gdb_arch="aarch64",
+    gdb_regs=(*gdb_regs("org.gnu.gdb.aarch64.core", 64, " ".join(f"x{i}" for i in range(31))),
+              *gdb_regs("org.gnu.gdb.aarch64.core", 64, "sp", "data_ptr"),
+              *gdb_regs("org.gnu.gdb.aarch64.core", 64, "pc", "code_ptr"),
+              *gdb_regs("org.gnu.gdb.aarch64.core", 32, "cpsr=PSTATE")),
 )

@@ -1,7 +1,7 @@
 """arm: armv7-a, AAPCS-VFP (hard float), REL."""
 import struct
 
-from ._base import Arch, CallingConvention, table
+from ._base import Arch, CallingConvention, gdb_regs, table
 from ._base import Formula as F
 
 RELOCS = table(
@@ -49,4 +49,10 @@ ARCH = Arch(
     # VFP on: CPACR grants cp10/cp11 full access, FPEXC.EN; no thread pointer
     uc_init=(("C1_C0_2", 0xF << 20), ("FPEXC", 1 << 30), ("C13_C0_3", 0)),
     dump_regs=tuple(f"R{i}" for i in range(13)) + ("SP", "LR", "PC", "CPSR"),
+    gdb_arch="arm",
+    gdb_regs=(*gdb_regs("org.gnu.gdb.arm.core", 32, " ".join(f"r{i}" for i in range(13))),
+              *gdb_regs("org.gnu.gdb.arm.core", 32, "sp", "data_ptr"),
+              *gdb_regs("org.gnu.gdb.arm.core", 32, "lr"),
+              *gdb_regs("org.gnu.gdb.arm.core", 32, "pc", "code_ptr"),
+              *gdb_regs("org.gnu.gdb.arm.core", 32, "cpsr")),
 )

@@ -1,5 +1,5 @@
 """i386: System V i386 ABI (cdecl), REL."""
-from ._base import Arch, CallingConvention, table
+from ._base import Arch, CallingConvention, gdb_regs, table
 from ._base import Formula as F
 
 RELOCS = table(
@@ -18,6 +18,8 @@ RELOCS = table(
     (41, "TLS_DESC", F.TLS),
     (42, "IRELATIVE", F.IRELATIVE, 32),
 )
+
+_CORE, _SSE = "org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse"
 
 ARCH = Arch(
     name="i386", machine=3, bits=32, rela=False, relocs=RELOCS,
@@ -41,4 +43,13 @@ ARCH = Arch(
     # x87 as after FNINIT (64-bit precision, empty stack), SSE exceptions masked
     uc_init=(("FPCW", 0x37F), ("FPSW", 0), ("FPTAG", 0xFFFF), ("MXCSR", 0x1F80)),
     dump_regs=("EAX", "EBX", "ECX", "EDX", "ESI", "EDI", "EBP", "ESP", "EIP", "EFLAGS"),
+    gdb_arch="i386",
+    gdb_regs=(*gdb_regs(_CORE, 32, "eax ecx edx ebx esp ebp esi edi"),
+              *gdb_regs(_CORE, 32, "eip", "code_ptr"), *gdb_regs(_CORE, 32, "eflags"),
+              *gdb_regs(_CORE, 32, "cs ss ds es fs gs"),
+              *gdb_regs(_CORE, 80, " ".join(f"st{i}=FP{i}" for i in range(8)), "i387_ext"),
+              *gdb_regs(_CORE, 32, "fctrl=FPCW fstat=FPSW ftag=FPTAG fiseg=FCS fioff=FIP "
+                                        "foseg=FDS fooff=FDP fop=FOP"),
+              *gdb_regs(_SSE, 128, " ".join(f"xmm{i}" for i in range(8)), "uint128"),
+              *gdb_regs(_SSE, 32, "mxcsr")),
 )

@@ -1,7 +1,7 @@
 """riscv32: RISC-V ILP32 (float ABI from e_flags), RELA."""
 import struct
 
-from ._base import Arch, CallingConvention, table
+from ._base import Arch, CallingConvention, gdb_regs, table
 from ._base import Formula as F
 
 RELOCS = table(
@@ -21,6 +21,9 @@ RELOCS = table(
 _RV_REGS = ("RA", "SP", "GP", "TP", "T0", "T1", "T2", "S0", "S1", "A0", "A1", "A2", "A3", "A4",
             "A5", "A6", "A7", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11",
             "T3", "T4", "T5", "T6", "PC")
+#: gdb's names of f0..f31 (ABI names)
+_RV_FREGS = (*(f"ft{i}" for i in range(8)), "fs0", "fs1", *(f"fa{i}" for i in range(8)),
+             *(f"fs{i}" for i in range(2, 12)), *(f"ft{i}" for i in range(8, 12)))
 
 ARCH = Arch(
     name="riscv32", machine=243, bits=32, rela=True, relocs=RELOCS,
@@ -44,4 +47,10 @@ ARCH = Arch(
     # mstatus.FS = dirty: FP instructions enabled; no thread pointer
     uc_init=(("MSTATUS", 0x6000), ("TP", 0)),
     dump_regs=_RV_REGS,
+    gdb_arch="riscv:rv32",
+    gdb_regs=(*gdb_regs("org.gnu.gdb.riscv.cpu", 32, "zero=X0 " + " ".join(_RV_REGS[:-1]).lower()),
+              *gdb_regs("org.gnu.gdb.riscv.cpu", 32, "pc", "code_ptr"),
+              *gdb_regs("org.gnu.gdb.riscv.fpu", 64, " ".join(
+                  f"{n}=F{i}" for i, n in enumerate(_RV_FREGS)), "ieee_double"),
+              *gdb_regs("org.gnu.gdb.riscv.fpu", 32, "fflags frm fcsr")),
 )

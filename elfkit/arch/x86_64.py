@@ -1,5 +1,5 @@
 """x86_64: SysV AMD64 ABI, RELA."""
-from ._base import Arch, CallingConvention, Check, table
+from ._base import Arch, CallingConvention, Check, gdb_regs, table
 from ._base import Formula as F
 
 RELOCS = table(
@@ -24,6 +24,8 @@ RELOCS = table(
     (38, "RELATIVE64", F.RELATIVE, 64),
 )
 
+_CORE, _SSE = "org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse"
+
 ARCH = Arch(
     name="x86_64", machine=62, bits=64, rela=True, relocs=RELOCS,
     cc=CallingConvention(
@@ -47,4 +49,13 @@ ARCH = Arch(
              ("FS_BASE", 0), ("GS_BASE", 0)),
     dump_regs=("RAX", "RBX", "RCX", "RDX", "RSI", "RDI", "RBP", "RSP", "R8", "R9", "R10",
                "R11", "R12", "R13", "R14", "R15", "RIP", "EFLAGS"),
+    gdb_arch="i386:x86-64",
+    gdb_regs=(*gdb_regs(_CORE, 64, "rax rbx rcx rdx rsi rdi rbp rsp r8 r9 r10 r11 r12 r13 r14 r15"),
+              *gdb_regs(_CORE, 64, "rip", "code_ptr"), *gdb_regs(_CORE, 32, "eflags"),
+              *gdb_regs(_CORE, 32, "cs ss ds es fs gs"),
+              *gdb_regs(_CORE, 80, " ".join(f"st{i}=FP{i}" for i in range(8)), "i387_ext"),
+              *gdb_regs(_CORE, 32, "fctrl=FPCW fstat=FPSW ftag=FPTAG fiseg=FCS fioff=FIP "
+                                        "foseg=FDS fooff=FDP fop=FOP"),
+              *gdb_regs(_SSE, 128, " ".join(f"xmm{i}" for i in range(16)), "uint128"),
+              *gdb_regs(_SSE, 32, "mxcsr")),
 )

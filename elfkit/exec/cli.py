@@ -44,6 +44,10 @@ def register(sub: Any) -> None:
                    "(emulated)")
     p.add_argument("--trace-mode", default="block", choices=("block", "compact"),
                    help="block: every block with its instructions; compact: block addresses")
+    p.add_argument("--gdb", type=int, metavar="PORT",
+                   help="debug the call with gdb (emulated): listen on 127.0.0.1:PORT and stop "
+                   "before the first instruction until gdb attaches with "
+                   "'file FILE' and 'target remote :PORT'")
     p.add_argument("--hex", action="store_true", help="print integer results in hex too")
     p.set_defaults(func=run)
 
@@ -96,16 +100,20 @@ def run(args: argparse.Namespace) -> int:
     values = [_parse_value(a, sig.params[i] if sig else None) for i, a in enumerate(args.arg)]
     backend = args.backend
     options: dict[str, Any] = {}
-    wants_emulation = args.trace or args.budget is not None
+    wants_emulation = args.trace or args.budget is not None or args.gdb is not None
     if wants_emulation:
         if backend == "native":
-            raise ElfkitError("--trace and --budget need the emulated backend")
+            raise ElfkitError("--trace, --budget and --gdb need the emulated backend")
         backend = "emulated"
     mod = elfkit.load(args.file, arch=args.arch, backend=backend, lazy=True, **options)
     machine: Any = getattr(mod, "machine", None)
     try:
         if args.trace:
             machine.trace(args.trace, mode=args.trace_mode)
+        if args.gdb is not None:
+            port = mod.debug(args.gdb)
+            print(f"elfkit: waiting for gdb on 127.0.0.1:{port} (in gdb-multiarch: "
+                  f"file {args.file}; target remote :{port})", file=sys.stderr, flush=True)
         kw: dict[str, Any] = {}
         if args.timeout is not None:
             kw["timeout"] = args.timeout

@@ -34,6 +34,10 @@ class RunOptions:
     #: reads the file into) or "mmap" (read-only, as IREE maps the file)
     module_mode: str = "preload"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: how executables run: "auto" (natively for this CPU, else emulated) or "emulated"
+    backend: str = "auto"
+    #: ``--gdb=PORT``: the emulated executables serve gdb on 127.0.0.1:PORT
+    gdb: int | None = None
 
 
 @dataclass
@@ -63,9 +67,13 @@ def context_settings(flags: Any) -> ContextSettings:
         raise UsageError("no --module= specified")
     from .files import check_plugin_specs
     check_plugin_specs(list(flags.lists["executable_plugin"]))
+    gdb = flags.count("gdb")
+    if gdb is not None and gdb > 0xFFFF:
+        raise UsageError(f"flag --gdb expects a TCP port (0-65535), got '{flags.values['gdb']}'")
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
-        executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode),
+        executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode,
+        backend="auto" if gdb is None else "emulated", gdb=gdb),
         budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
 
 
@@ -347,6 +355,11 @@ def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable
     """What ``vmrt run`` and :func:`vmrt.load` share: :func:`load_modules`
     then :func:`new_context`.  Returns the context and the user modules."""
     loaded = load_modules(user, providers, stdin=stdin)
+    if options.gdb is not None:
+        # the emulated machine that runs the executables stops at its first
+        # instruction and waits for gdb (elfkit's gdb stub)
+        from elfkit.exec.emulated import gdbstub
+        gdbstub.request(options.gdb)
     ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace,
                       statistics=statistics)
     return ctx, loaded.user

@@ -50,6 +50,9 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 to transfers (mmap), as in iree-run-module
   --instruction_budget=N        stop after N VM instructions (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
+  --gdb=PORT                    debug the executables (run emulated) with gdb:
+                                stop at their first instruction and wait for
+                                gdb-multiarch on 127.0.0.1:PORT (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line
   --trace_execution             print each VM instruction executed to stderr
                                 (IREE's execution-trace format)
@@ -63,7 +66,7 @@ RUN_FLAGS = FlagSpec(
     lists=frozenset({"module", "input", "output", "device", "executable_plugin",
                      "expected_output"}),
     values=frozenset({"function", "output_max_element_count", "module_mode",
-                      "instruction_budget", "timeout", "expected_f16_threshold",
+                      "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold"}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version"}),
     raw=frozenset({"input"}))

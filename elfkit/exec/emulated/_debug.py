@@ -9,12 +9,16 @@ machine.
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import _uc
 from ._cc import float_abi_from_eflags
+from ._layout import SENTINEL
+from ._runner import STOP_HOOK
 from ._tracer import ExecutionTracer
+from .gdbstub import GdbStub
 
 if TYPE_CHECKING:
     from ._state import MachineState
@@ -94,6 +98,81 @@ class DebugSupport(MachineState):
             v = self._word_buf.value
             out[n] = v & 0xFFFFFFFF if self.arch.bits == 32 else v
         return out
+
+    def read_register(self, name: str) -> Any:
+        """Any register by its unicorn name (suffix of UC_<ARCH>_REG_*): an
+        int, or for x87 registers a (mantissa, exponent) pair."""
+        return self._uc.reg_read(self._reg(name))
+
+    def write_register(self, name: str, value: Any) -> None:
+        self._uc.reg_write(self._reg(name), value)
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the running call was asked to stop (cancel, timeout, signal)."""
+        return self._stop is not None
+
+    def module_at(self, addr: int) -> Any:
+        """The attached module whose image holds ``addr``, else None."""
+        for mod in self._modules:
+            span = getattr(mod, "address_range", None)
+            if span is not None and span[0] <= addr < span[1]:
+                return mod
+        return None
+
+    def debug(self, port: int | None, *, host: str = "127.0.0.1", offset: int | None = 0,
+              accept_timeout: float | None = None) -> GdbStub | None:
+        """Let gdb debug the guest code: listen on ``host:port`` (0: any free
+        port, see the returned stub's ``port``) and stop before the first
+        guest instruction of the next call, waiting for gdb to connect
+        (``target remote :PORT``) and resume.  ``offset``: the load bias
+        reported to gdb by ``qOffsets`` (the module whose file gdb loads);
+        None: the module holding the first stop, announced on stderr.
+        ``debug(None)`` ends the session (a waiting gdb sees the program
+        exit); so does closing the machine.  ``ExecutionError`` when the port
+        cannot be listened on."""
+        self._stop_debug()
+        if port is None:
+            return None
+        self._check_open()
+        stub = GdbStub(self, port, host=host, offset=offset, ignore=(SENTINEL, self._stub_end),
+                       accept_timeout=accept_timeout)
+        me = weakref.ref(self)
+
+        def on_code(_h: Any, address: int, _size: int, _ud: Any) -> None:
+            m = me()
+            if m is None:
+                return
+            try:
+                stub.on_insn(address)
+            except BaseException as e:   # noqa: BLE001 - delivered after emu_start returns
+                if m._hook_exc is None:
+                    m._hook_exc = e
+                m._stop = STOP_HOOK
+                lib.uc_emu_stop(m._h)
+
+        def on_mem(_h: Any, kind: int, address: int, size: int, _value: int, _ud: Any) -> None:
+            stub.on_mem(kind == C.UC_MEM_WRITE, address, size)
+
+        self._gdb_hooks = [
+            self._add_hook(C.UC_HOOK_CODE, _uc.HOOK_CODE(on_code), 1, 0),
+            self._add_hook(C.UC_HOOK_MEM_READ | C.UC_HOOK_MEM_WRITE, _uc.HOOK_MEM(on_mem), 1, 0)]
+        self._gdb = stub
+        self._uc.ctl_flush_tb()
+        return stub
+
+    def _stop_debug(self) -> None:
+        stub, self._gdb = self._gdb, None
+        if stub is None:
+            return
+        try:
+            for h in self._gdb_hooks:
+                self._del_hook(h)
+            self._gdb_hooks = []
+            if not self._closed:
+                self._uc.ctl_flush_tb()
+        finally:
+            stub.close()
 
     def trace(self, target: Any = None, *, mode: str = "block") -> None:
         """Start writing an execution trace to ``target`` (a path or a text

@@ -27,7 +27,7 @@ from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
 from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
-from . import _cc, _uc
+from . import _cc, _uc, gdbstub
 from ._args import ArgumentMemory
 from ._callbacks import Callbacks
 from ._debug import DebugSupport
@@ -79,6 +79,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._line_owner: dict[int, Any] = {}
         self._tracer: Any = None
         self._trace_hook = 0
+        self._gdb: Any = None
+        self._gdb_hooks: list[int] = []
         self._plans: dict[tuple[Signature, str], _cc.Plan] = {}
         self._callers: dict[tuple[Signature, str], Callable[..., Any]] = {}
         # RISC-V: float ABI per module image (lo, hi, abi, module); calls and
@@ -117,6 +119,9 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._count_mode = False     # unicorn's instruction-count hook is installed
         if trace is not None:
             self.trace(trace)
+        gdb = gdbstub.take_request()       # ELFKIT_GDB or gdbstub.request (vmrt run --gdb)
+        if gdb is not None:
+            self.debug(gdb[1], host=gdb[0], offset=None)
 
     def _init_runtime_page(self, max_callbacks: int) -> None:
         """The sentinel page and the callback stubs, all trap instructions."""
@@ -441,6 +446,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _close(self) -> None:
         try:
+            self._stop_debug()
             self._stop_trace()          # raises if writing the trace failed
         finally:
             self._closed = True

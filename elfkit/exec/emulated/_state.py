@@ -63,7 +63,6 @@ class MachineState:
 
     # callbacks
     _max_callbacks: int
-    _stub_end: int
     _stubs: list[dict[str, Callable[[], None]]]
     _stub_defs: list[tuple[Callable[..., Any], Signature, str]]
     _stub_names: list[str]
@@ -82,6 +81,9 @@ class MachineState:
     _line_owner: dict[int, Any]
     _tracer: Any
     _trace_hook: int
+    _gdb: Any
+    _gdb_hooks: list[int]
+    _stub_end: int
 
     def _check_open(self) -> None:
         raise NotImplementedError

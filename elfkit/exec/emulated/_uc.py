@@ -33,6 +33,8 @@ _REG_PREFIX = {"UC_ARCH_X86": "UC_X86_REG_", "UC_ARCH_ARM": "UC_ARM_REG_",
 HOOK_CODE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
                              ctypes.c_void_p)
 HOOK_INTR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)
+HOOK_MEM = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_int,
+                            ctypes.c_int64, ctypes.c_void_p)
 HOOK_MEM_INVALID = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                     ctypes.c_int, ctypes.c_int64, ctypes.c_void_p)
 

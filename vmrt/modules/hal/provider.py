@@ -45,7 +45,8 @@ class HalProvider:
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,
-                                   module_mode=getattr(options, "module_mode", "preload"))
+                                   module_mode=getattr(options, "module_mode", "preload"),
+                                   backend=getattr(options, "backend", "auto"))
         return HalModule(instance)
 
 

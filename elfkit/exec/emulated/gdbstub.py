@@ -1,0 +1,464 @@
+"""A GDB remote-serial-protocol stub for an emulated machine
+(``EmulatedMachine.debug``), so a real gdb (``gdb-multiarch``) debugs guest
+code: registers, memory, software breakpoints, single step, watchpoints.
+
+The stub runs inside the calling thread.  The machine installs two hooks
+while a session is open: one before every guest instruction (``on_insn``)
+and one on every guest data access (``on_mem``).  When the stub decides to
+stop (the first instruction of the first call, a breakpoint, a finished
+step, a watchpoint hit, an interrupt from gdb), it answers gdb's packets
+right there, inside the hook, until gdb resumes (``c``/``s``), detaches
+(``D``) or kills (``k``).  Nothing is stopped or restarted in unicorn, so
+calls, nested calls from host callbacks and limits work as without gdb.
+
+The register file and the target description (``target.xml``) come from the
+architecture's ``gdb_regs`` (``elfkit/arch/``).  ``qOffsets`` reports the
+load bias of the module being debugged, so ``file plugin.so`` in gdb gives
+symbols at their loaded addresses.
+"""
+from __future__ import annotations
+
+import os
+import re
+import select
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ...errors import ExecutionError
+
+#: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
+_WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
+_POLL_EVERY = 0x1000        # instructions between checks for an interrupt (Ctrl-C) from gdb
+_WAKE = 0.25                # seconds between checks for a cancelled call while waiting for gdb
+
+
+#: ``ELFKIT_GDB=[HOST:]PORT``: the first emulated machine made in the process serves gdb
+ENV = "ELFKIT_GDB"
+_requests: list[tuple[str, int]] = []
+_env_seen = False
+_req_lock = threading.Lock()
+
+
+def request(port: int, host: str = "127.0.0.1") -> None:
+    """Make the next emulated machine created in this process serve gdb on
+    ``host:port`` (the way ``ELFKIT_GDB`` does; ``vmrt run --gdb``): it stops
+    before the first guest instruction it runs and announces on stderr which
+    module that is and a copy of its ELF file for gdb's ``file`` command."""
+    with _req_lock:
+        _requests.append((host, port))
+
+
+def take_request() -> tuple[str, int] | None:
+    """The pending request (``request`` or ``ELFKIT_GDB``), consumed; None if none."""
+    global _env_seen
+    with _req_lock:
+        if not _env_seen:
+            _env_seen = True
+            value = os.environ.get(ENV, "").strip()
+            if value:
+                m = re.fullmatch(r"(?:(.+):)?(\d+)", value)
+                if m is None or int(m.group(2)) > 0xFFFF:
+                    raise ExecutionError(f"{ENV}={value!r}: expected PORT or HOST:PORT")
+                _requests.append((m.group(1) or "127.0.0.1", int(m.group(2))))
+        return _requests.pop(0) if _requests else None
+
+
+class _Vanished(Exception):
+    pass
+
+
+class GdbStub:
+    """Listens on ``host:port`` (port 0: any free port, see ``port``) and
+    serves one gdb client.  ``offset``: the load bias reported by
+    ``qOffsets``.  ``ignore``: [lo, hi) of addresses never stopped at (the
+    machine's sentinel and callback stubs).  ``accept_timeout``: seconds to
+    wait for gdb at the first stop (None: forever).  ``offset=None``: the
+    load bias of the module holding the first stop, announced on stderr with
+    a copy of that module's ELF file to give gdb."""
+
+    def __init__(self, machine: Any, port: int, *, host: str = "127.0.0.1",
+                 offset: int | None = 0, ignore: tuple[int, int] = (0, 0),
+                 accept_timeout: float | None = None) -> None:
+        self.m = machine
+        self.host = host
+        self.offset = offset
+        self.accept_timeout = accept_timeout
+        self._ignore = ignore
+        self._regs = machine.arch.gdb_regs
+        if not self._regs:
+            raise ExecutionError(f"no gdb register layout for {machine.arch.name}")
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self._listener.bind((host, port))
+            self._listener.listen(1)
+        except OSError as e:
+            self._listener.close()
+            raise ExecutionError(f"cannot listen for gdb on {host}:{port}: "
+                                 f"{e.strerror or e}") from None
+        self.port: int = self._listener.getsockname()[1]
+        self._conn: socket.socket | None = None
+        self._buf = b""
+        self._ack = True
+        self._waiting = False       # gdb resumed us and waits for a stop reply
+        self._stop_next = True      # stop before the first guest instruction
+        self._stepping = False
+        self._bps: set[int] = set()
+        self._watches: list[tuple[int, int, int]] = []    # (address, length, 2/3/4)
+        self._hit: str | None = None
+        self._count = 0
+        self.finished = False       # detached, killed or the client vanished
+
+    # ------------------------------------------------------------ machine hooks
+    def on_insn(self, addr: int) -> None:
+        """Before each guest instruction: stop and serve gdb when due."""
+        if self.finished or self._ignore[0] <= addr < self._ignore[1]:
+            return
+        if self._hit is not None:           # a watchpoint, also when a step ends here
+            reply = self._hit
+        elif self._stop_next or self._stepping or addr in self._bps:
+            reply = "S05"
+        else:
+            self._count += 1
+            if self._count % _POLL_EVERY or not self._interrupted():
+                return
+            reply = "S02"
+        self._stop_next = self._stepping = False
+        self._hit = None
+        self._serve(reply)
+
+    def on_mem(self, write: bool, addr: int, size: int) -> None:
+        """On each guest data access: note a watchpoint hit (reported before
+        the next instruction, as gdb expects)."""
+        if self.finished or not self._watches:
+            return
+        for lo, n, kind in self._watches:
+            if addr < lo + n and lo < addr + size and (kind == 4 or (kind == 2) == write):
+                self._hit = f"T05{_WATCH_KEYS[kind]}:{lo:x};"
+                return
+
+    def close(self) -> None:
+        """End the session: a waiting gdb hears that the program exited."""
+        conn, self._conn = self._conn, None
+        self.finished = True
+        if conn is not None:
+            try:
+                if self._waiting:
+                    self._send_on(conn, "W00")
+            except OSError:
+                pass
+            conn.close()
+        self._listener.close()
+
+    # ----------------------------------------------------------- serving gdb
+    def _serve(self, reply: str) -> None:
+        try:
+            if self._conn is None:
+                if self.offset is None:
+                    self.offset = self._announce()
+                self._accept()
+            elif self._waiting:
+                self._send(reply)
+            self._waiting = False
+            while not self._waiting:
+                packet = self._read_packet()
+                try:
+                    answer = self._handle(packet, reply)
+                except (ValueError, IndexError):     # a malformed packet
+                    answer = "E01"
+                if answer is not None:
+                    self._send(answer)
+        except _Vanished:
+            self._drop()
+            raise ExecutionError(f"the gdb client on {self.host}:{self.port} disconnected "
+                                  f"during the call (stopped at "
+                                  f"{self.m.symbolize(self._pc())}); the call was abandoned "
+                                  f"and the machine reset") from None
+
+    def _accept(self) -> None:
+        self._listener.settimeout(_WAKE)
+        deadline = None if self.accept_timeout is None else time.monotonic() + self.accept_timeout
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+                break
+            except TimeoutError:
+                self._check_cancel()
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.finished = True
+                    raise ExecutionError(f"no gdb connected to {self.host}:{self.port} within "
+                                          f"{self.accept_timeout} s") from None
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(_WAKE)
+        self._conn = conn
+
+    def _check_cancel(self) -> None:
+        """While waiting for gdb: give up when the call was cancelled or timed
+        out (``cancel()``, the call's timeout, Ctrl-C in ``elfkit run``)."""
+        if self.m.stop_requested:
+            self._drop()
+            raise ExecutionError(f"the call was stopped (cancelled or timed out) while waiting "
+                                  f"for gdb on {self.host}:{self.port}")
+
+    def _announce(self) -> int:
+        """Say on stderr where gdb should connect and which file to give it
+        (the ELF image of the module holding the stop, written to a temporary
+        directory); returns that module's load bias."""
+        pc = self._pc()
+        mod = self.m.module_at(pc)
+        where = f"{self.m.symbolize(pc)} ({self.m.arch.name})"
+        if mod is None:
+            print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port} "
+                  f"(target remote :{self.port})", file=sys.stderr, flush=True)
+            return 0
+        folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
+        folder.mkdir(exist_ok=True)
+        stem = re.sub(r"[^\w.-]+", "_", str(mod.name)).strip("_.") or f"module_{mod.base:x}"
+        path = folder / (stem if stem.endswith(".so") else stem + ".so")
+        path.write_bytes(bytes(mod.elf.data))
+        print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port}: "
+              f"gdb-multiarch {path} -ex 'target remote :{self.port}'", file=sys.stderr,
+              flush=True)
+        return int(mod.base)
+
+    def _drop(self) -> None:
+        self.finished = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _interrupted(self) -> bool:
+        """Whether gdb sent an interrupt (Ctrl-C) while guest code ran."""
+        conn = self._conn
+        if conn is None or not select.select([conn], [], [], 0)[0]:
+            return False
+        data = conn.recv(1)
+        if not data:
+            raise ExecutionError(f"the gdb client on {self.host}:{self.port} disconnected "
+                                  f"during the call; the call was abandoned")
+        return data == b"\x03"
+
+    def _handle(self, p: str, reply: str) -> str | None:
+        """The answer to one packet (None: no answer; resumes set _waiting)."""
+        cmd = p[:1]
+        if p.startswith("qSupported"):
+            return "PacketSize=4000;qXfer:features:read+;QStartNoAckMode+"
+        if p == "QStartNoAckMode":
+            self._send("OK")
+            self._ack = False
+            return None
+        if p.startswith("qXfer:features:read:target.xml:"):
+            off, _, n = p.rsplit(":", 1)[1].partition(",")
+            return _chunk(self._target_xml(), int(off, 16), int(n, 16))
+        if p == "qOffsets":
+            bias = self.offset or 0
+            return f"Text={bias:x};Data={bias:x};Bss={bias:x}"
+        if p in ("?", "qAttached") or p.startswith("qAttached:"):
+            return reply if p == "?" else "1"
+        if p == "qC":
+            return "QC1"
+        if p == "qfThreadInfo":
+            return "m1"
+        if p == "qsThreadInfo":
+            return "l"
+        if p.startswith("qSymbol"):
+            return "OK"
+        if cmd in ("H", "T"):
+            return "OK"
+        if cmd == "g":
+            return "".join(self._reg_hex(r) for r in self._regs)
+        if cmd == "G":
+            return self._write_all(bytes.fromhex(p[1:]))
+        if cmd == "p":
+            i = int(p[1:], 16)
+            return self._reg_hex(self._regs[i]) if i < len(self._regs) else "E45"
+        if cmd == "P":
+            n, _, v = p[1:].partition("=")
+            return self._write_reg(int(n, 16), bytes.fromhex(v))
+        if cmd == "m":
+            addr, _, n = p[1:].partition(",")
+            data = self.m.try_read(int(addr, 16), int(n, 16))
+            return data.hex() if data else "E14"
+        if cmd == "M":
+            return self._write_mem(p[1:])
+        if cmd in ("Z", "z"):
+            return self._break(p)
+        if cmd in ("c", "s"):
+            if len(p) > 1:
+                self.m.write_register(self.m.arch.cc.pc, int(p[1:], 16))
+            self._stepping = cmd == "s"
+            self._waiting = True
+            return None
+        if cmd == "D" or p.startswith("vKill") or cmd == "k":
+            return self._end(p)
+        return ""                   # not supported
+
+    def _end(self, p: str) -> str | None:
+        if p[:1] == "D":
+            self._send("OK")
+            self._drop()
+            self._waiting = True    # leave the serve loop; the call goes on
+            return None
+        if p.startswith("vKill"):
+            self._send("OK")
+        self._drop()
+        raise ExecutionError(f"the call was killed from gdb (at {self.m.symbolize(self._pc())}); "
+                              f"the machine was reset")
+
+    def _break(self, p: str) -> str:
+        kind, addr_s, length_s = p[1:].split(";")[0].split(",")
+        addr, length, k = int(addr_s, 16), int(length_s, 16), int(kind)
+        insert = p[0] == "Z"
+        if k in (0, 1):
+            (self._bps.add if insert else self._bps.discard)(addr)
+        elif k in _WATCH_KEYS:
+            w = (addr, max(length, 1), k)
+            if insert:
+                self._watches.append(w)
+            elif w in self._watches:
+                self._watches.remove(w)
+        else:
+            return ""
+        return "OK"
+
+    # ----------------------------------------------------- registers, memory
+    def _pc(self) -> int:
+        return int(self.m.read_register(self.m.arch.cc.pc))
+
+    def _reg_hex(self, r: Any) -> str:
+        if not r.uc:
+            return "00" * (r.bits // 8)
+        v = self.m.read_register(r.uc)
+        if isinstance(v, tuple):      # x87: (mantissa, exponent)
+            data = (v[0] & (1 << 64) - 1).to_bytes(8, "little") + (v[1] & 0xFFFF).to_bytes(2,
+                                                                                          "little")
+            return data.hex()
+        return (int(v) & ((1 << r.bits) - 1)).to_bytes(r.bits // 8, "little").hex()
+
+    def _write_reg(self, i: int, data: bytes) -> str:
+        if i >= len(self._regs):
+            return "E45"
+        r = self._regs[i]
+        if r.uc and len(data) == r.bits // 8:
+            if r.bits == 80:
+                self.m.write_register(r.uc, (int.from_bytes(data[:8], "little"),
+                                             int.from_bytes(data[8:], "little")))
+            else:
+                self.m.write_register(r.uc, int.from_bytes(data, "little"))
+        return "OK"
+
+    def _write_all(self, data: bytes) -> str:
+        at = 0
+        for i, r in enumerate(self._regs):
+            n = r.bits // 8
+            if at + n > len(data):
+                break
+            self._write_reg(i, data[at:at + n])
+            at += n
+        return "OK"
+
+    def _write_mem(self, args: str) -> str:
+        where, _, hexdata = args.partition(":")
+        addr, _, _n = where.partition(",")
+        try:
+            self.m.write(int(addr, 16), bytes.fromhex(hexdata))
+        except ExecutionError:
+            raise
+        except Exception:   # noqa: BLE001 - any refusal is gdb's "cannot access memory"
+            return "E14"
+        return "OK"
+
+    def _target_xml(self) -> str:
+        arch = self.m.arch
+        parts = ['<?xml version="1.0"?>\n<!DOCTYPE target SYSTEM "gdb-target.dtd">\n'
+                 f'<target version="1.0">\n<architecture>{arch.gdb_arch}</architecture>\n']
+        feature = None
+        for i, r in enumerate(self._regs):
+            if r.feature != feature:
+                if feature is not None:
+                    parts.append("</feature>\n")
+                feature = r.feature
+                parts.append(f'<feature name="{feature}">\n')
+            parts.append(f'<reg name="{r.name}" bitsize="{r.bits}" type="{r.type}" '
+                         f'regnum="{i}"/>\n')
+        parts.append("</feature>\n</target>\n")
+        return "".join(parts)
+
+    # --------------------------------------------------------------- packets
+    def _getc(self) -> bytes:
+        if not self._buf:
+            conn = self._conn
+            if conn is None:
+                raise _Vanished
+            while True:
+                try:
+                    self._buf = conn.recv(4096)
+                    break
+                except TimeoutError:
+                    self._check_cancel()
+                except OSError:
+                    self._buf = b""
+                    break
+            if not self._buf:
+                raise _Vanished
+        c, self._buf = self._buf[:1], self._buf[1:]
+        return c
+
+    def _read_packet(self) -> str:
+        while True:
+            while self._getc() != b"$":
+                pass                # acks, and interrupts while already stopped
+            data = bytearray()
+            while (c := self._getc()) != b"#":
+                data += c
+            check = self._getc() + self._getc()
+            good = int(check, 16) == sum(data) & 0xFF if check.isalnum() else False
+            if self._ack:
+                self._raw(b"+" if good else b"-")
+            if good:
+                return _unescape(bytes(data)).decode("latin-1")
+
+    def _send(self, payload: str) -> None:
+        conn = self._conn
+        if conn is None:
+            raise _Vanished
+        try:
+            self._send_on(conn, payload)
+        except OSError:
+            raise _Vanished from None
+        if self._ack:
+            while (c := self._getc()) != b"+":
+                if c == b"-":
+                    self._send_on(conn, payload)
+
+    @staticmethod
+    def _send_on(conn: socket.socket, payload: str) -> None:
+        data = payload.encode("latin-1")
+        conn.sendall(b"$" + data + b"#" + f"{sum(data) & 0xFF:02x}".encode())
+
+    def _raw(self, data: bytes) -> None:
+        if self._conn is None:
+            raise _Vanished
+        try:
+            self._conn.sendall(data)
+        except OSError:
+            raise _Vanished from None
+
+
+def _chunk(text: str, off: int, n: int) -> str:
+    part = text[off:off + n]
+    return ("l" if off + n >= len(text) else "m") + part
+
+
+def _unescape(data: bytes) -> bytes:
+    if b"}" not in data:
+        return data
+    out = bytearray()
+    it = iter(data)
+    for b in it:
+        out.append(next(it, 0) ^ 0x20 if b == 0x7D else b)
+    return bytes(out)
