@@ -156,9 +156,10 @@ def to_float8(values: Any, name: str) -> Any:
 _TOKEN = re.compile(r"^(?:i|si|ui|f|bf)\d+$|^f8E\w+$")
 
 
-def export_element_type(export: str) -> str | None:
+def export_element_type(export: str, default: str | None = None) -> str | None:
     """The element type an IREE dispatch export name ends in
-    (``..._elementwise_4x8_f32`` -> ``f32``, ``..._f16xf32`` -> ``f32``)."""
+    (``..._elementwise_4x8_f32`` -> ``f32``, ``..._f16xf32`` -> ``f32``),
+    else ``default``."""
     tail = export.rsplit("_", 1)[-1]
     for token in reversed(tail.split("x")):
         if _TOKEN.match(token):
@@ -167,9 +168,9 @@ def export_element_type(export: str) -> str | None:
                     dtype_of(token)
                     return token
             except HalError:
-                return None
+                return default
         break
-    return None
+    return default
 
 
 __all__ = ["ENCODING_DENSE_ROW_MAJOR", "FLOAT8", "dtype_of", "element_bits", "element_type_code",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import UsageError, VmError
 from ..hal.element_types import dtype_of
 from .function_io import format_g
 
@@ -23,6 +24,19 @@ from .function_io import format_g
 DEFAULT_THRESHOLDS = {"f16": 0.001, "f32": 0.0001, "f64": 0.0001}
 #: how many differing elements a report lists
 SHOWN = 4
+
+def dispatch_element_type(flags: Any) -> str | None:
+    """``--dispatch_element_type``: the element type of the bindings of a
+    dispatch whose export name carries none (None: bytes)."""
+    name = flags.values.get("dispatch_element_type")
+    if name is None:
+        return None
+    try:
+        dtype_of(name)
+    except VmError:
+        raise UsageError(f"--dispatch_element_type: unknown element type '{name}'") from None
+    return name
+
 
 def typed(raw: Any, element_type: str | None) -> tuple[Any, str]:
     """``raw`` (uint8 bytes) viewed as ``element_type`` when its length allows,
@@ -52,8 +66,11 @@ class Difference:
 
 
 def _fmt(v: Any) -> str:
+    """``%g`` text; floats that %g rounds are shown with 9 digits (so two
+    values that differ never print the same)."""
     if isinstance(v, float):
-        return format_g(v)
+        text = format_g(v)
+        return text if v != v or float(text) == v else f"{v:.9g}"
     return str(v)
 
 

@@ -28,7 +28,7 @@ from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView
 from ..hal.command_buffer import ObservedDispatch, observe_dispatches
 from ..hal.element_types import element_type_of, export_element_type
-from .binding_diff import Difference, diff, diff_bytes
+from .binding_diff import Difference, diff, diff_bytes, dispatch_element_type
 from .program import load
 
 
@@ -59,12 +59,16 @@ class Mismatch:
     inputs_differed: bool = False
 
     def describe(self, a_label: str = "a", b_label: str = "b") -> str:
-        d = self.difference.describe(a_label, b_label)
+        """What ``vmrt run --compare_with`` prints after ``[FAILED] ``: the
+        values are tagged A (``a_label``'s) and B."""
+        d = self.difference.describe("A", "B")
         if self.dispatch is None:
-            return f"result[{self.index}] differs: {d}\n"
+            return (f"result[{self.index}] differs (every dispatch agreed)\n"
+                    f"  A = {a_label}, B = {b_label}\n  result[{self.index}]: {d}\n")
         assert self.a is not None and self.b is not None
         text = (f"dispatch {self.dispatch} differs in binding {self.index}\n"
-                f"  {a_label}: {self.a.describe()}\n  {b_label}: {self.b.describe()}\n"
+                f"  A = {a_label}: {self.a.describe()}\n"
+                f"  B = {b_label}: {self.b.describe()}\n"
                 f"  binding {self.index}: {d}\n")
         if self.inputs_differed:
             text += (f"  (binding {self.index} already differed before the dispatch: the "
@@ -145,10 +149,12 @@ def _shape_error(n: int, a: DispatchRecord, b: DispatchRecord, names: tuple[str,
 
 
 def compare_dispatch(n: int, a: DispatchRecord, b: DispatchRecord,
-                     thresholds: dict[str, float] | None) -> Mismatch | None:
+                     thresholds: dict[str, float] | None,
+                     element_type: str | None = None) -> Mismatch | None:
     """The first binding in which two records of the same shape differ after
-    the dispatch (element type from the export names), or None."""
-    etype = export_element_type(a.export) or export_element_type(b.export)
+    the dispatch (element type from the export names, else ``element_type``,
+    else bytes), or None."""
+    etype = export_element_type(a.export) or export_element_type(b.export, element_type)
     for i, (xa, xb) in enumerate(zip(a.after, b.after)):
         d = diff_bytes(xa, xb, etype, thresholds)
         if d is not None:
@@ -180,10 +186,12 @@ def compare_results(ra: Sequence[Any], rb: Sequence[Any],
 
 
 def lockstep(call_a: Callable[[], Sequence[Any]], call_b: Callable[[], Sequence[Any]], *,
-             thresholds: dict[str, float] | None = None,
+             thresholds: dict[str, float] | None = None, element_type: str | None = None,
              names: tuple[str, str] = ("a", "b")) -> LockstepResult:
     """Run ``call_a`` and ``call_b`` (each runs one program and returns its
-    results) dispatch by dispatch; stop at the first difference."""
+    results) dispatch by dispatch; stop at the first difference.
+    ``element_type``: of the bindings of dispatches whose export name ends
+    in none (default: compare bytes)."""
     lanes = _Lane(call_a, names[0]), _Lane(call_b, names[1])
     for lane in lanes:
         lane.thread.start()
@@ -199,7 +207,7 @@ def lockstep(call_a: Callable[[], Sequence[Any]], call_b: Callable[[], Sequence[
                                  f"finished after {n} dispatch(es), {ran} runs dispatch {n} "
                                  f"({(va if ka == 'dispatch' else vb).describe()})")
             _shape_error(n, va, vb, names)
-            m = compare_dispatch(n, va, vb, thresholds)
+            m = compare_dispatch(n, va, vb, thresholds, element_type)
             if m is not None:
                 return LockstepResult(n, m, None)
             n += 1
@@ -212,7 +220,7 @@ def lockstep(call_a: Callable[[], Sequence[Any]], call_b: Callable[[], Sequence[
 
 def compare_programs(a: str | os.PathLike, b: str | os.PathLike, function: str,
                      args: Sequence[Any] = (), *, thresholds: dict[str, float] | None = None,
-                     **load_options: Any) -> LockstepResult:
+                     element_type: str | None = None, **load_options: Any) -> LockstepResult:
     """:func:`lockstep` of two ``.vmfb`` files: ``function`` called with
     numpy ``args`` in each, loaded with ``vmrt.load(path, **load_options)``
     (``device``, ``executable_plugins``, ``timeout`` ...)."""
@@ -221,7 +229,8 @@ def compare_programs(a: str | os.PathLike, b: str | os.PathLike, function: str,
         progs.append(load(b, **load_options))
         fa, fb = progs[0][function], progs[1][function]
         return lockstep(lambda: _as_list(fa(*args)), lambda: _as_list(fb(*args)),
-                        thresholds=thresholds, names=(os.fspath(a), os.fspath(b)))
+                        thresholds=thresholds, element_type=element_type,
+                        names=(os.fspath(a), os.fspath(b)))
     finally:
         for p in progs:
             p.close()
@@ -257,7 +266,8 @@ def lockstep_cli(flags: Any, stdout: Any, open_program: Callable[[Any], Any],
         stdout.write(f"EXEC @{name}\n")
         stdout.flush()
         out = lockstep(lambda: ca.invoke(fa, args_a), lambda: cb.invoke(fb, args_b),
-                       thresholds=thresholds, names=names)
+                       thresholds=thresholds, names=names,
+                       element_type=dispatch_element_type(flags))
         if out.mismatch is not None:
             stdout.write(f"[FAILED] {out.mismatch.describe(*names)}")
             return 1

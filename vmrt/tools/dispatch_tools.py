@@ -9,6 +9,7 @@ from typing import Any
 
 from ..hal.command_buffer import observe_dispatches
 from ..hal.local.races import RaceChecker, race_report
+from .binding_diff import dispatch_element_type
 from .dump import DispatchDumper, parse_dump_spec
 
 
@@ -39,10 +40,11 @@ class RunObserver:
 def dispatch_observer(flags: Any) -> RunObserver:
     """The observer ``--dump_dispatches`` and ``--check_races`` ask for (the
     dumper records what the race checker computed when both are given)."""
-    races = RaceChecker() if "check_races" in flags.bools else None
+    etype = dispatch_element_type(flags)
+    races = RaceChecker(element_type=etype) if "check_races" in flags.bools else None
     spec = flags.values.get("dump_dispatches")
     dumper = None
     if spec is not None:
         directory, pattern = parse_dump_spec(spec)
-        dumper = DispatchDumper(directory, pattern, races)
+        dumper = DispatchDumper(directory, pattern, races, etype)
     return RunObserver(dumper, races)

@@ -64,10 +64,12 @@ class DispatchDumper:
     ``inner`` (default: as usual) and writes the matching ones."""
 
     def __init__(self, directory: str, pattern: str | None = None,
-                 inner: Callable[[ObservedDispatch], None] | None = None):
+                 inner: Callable[[ObservedDispatch], None] | None = None,
+                 element_type: str | None = None):
         self.directory = directory
         self.pattern = pattern
         self.inner = inner
+        self.element_type = element_type
         self.count = 0
         self.written: list[str] = []
         try:
@@ -107,7 +109,7 @@ class DispatchDumper:
             for fname, data, _params in plugins:
                 with open(os.path.join(tmp, fname), "wb") as f:
                     f.write(data)
-            etype = export_element_type(export)
+            etype = export_element_type(export, self.element_type)
             for i, (b, a) in enumerate(zip(before, after)):
                 np.save(os.path.join(tmp, f"binding{i}.npy"), typed(b, etype)[0])
                 np.save(os.path.join(tmp, f"expected{i}.npy"), typed(a, etype)[0])
@@ -121,6 +123,7 @@ class DispatchDumper:
             os.chmod(script, 0o755)
             if os.path.isdir(final):
                 shutil.rmtree(final)
+            os.chmod(tmp, 0o755)
             os.replace(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -59,6 +59,8 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 replay.sh (vmrt extension)
   --check_races                 run each dispatch's workgroups in several orders;
                                 report overlapping writes, exit 1 (vmrt extension)
+  --dispatch_element_type=T     element type of the bindings of dispatches whose
+                                export name does not end in one (default: bytes)
   --flagfile=PATH               read more flags from PATH, one per line
   --trace_execution, --print_statistics   accepted, ignored
   --help                        show this help
@@ -71,7 +73,7 @@ RUN_FLAGS = FlagSpec(
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
-                      "dump_dispatches"}),
+                      "dump_dispatches", "dispatch_element_type"}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races"}),
     raw=frozenset({"input"}))

@@ -121,7 +121,9 @@ def _ranges(positions: Any) -> list[tuple[int, int]]:
 class RaceChecker:
     """The ``--check_races`` dispatch observer; findings collect in ``races``."""
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, element_type: str | None = None) -> None:
+        #: the element type of dispatches whose export name carries none
+        self.element_type = element_type
         self.races: list[Race] = []
         self.dispatches = 0
         self.checked = 0
@@ -153,7 +155,7 @@ class RaceChecker:
             exe.dispatch(cmd.ordinal, wc, arrays, list(cmd.constants), order=order,
                          deadline=obs.deadline)
 
-        etype = export_element_type(obs.names()[1])
+        etype = export_element_type(obs.names()[1], self.element_type)
         g = dtype_of(etype).itemsize if etype else 1
         owners = [np.full(-(-c.size // g), -1, np.int64) for c in work.copies]
         prev = [c.copy() for c in work.copies]
