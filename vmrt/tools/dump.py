@@ -6,15 +6,16 @@ GLOB) is written to ``DIR/NNNN_EXPORT/`` (NNNN: its ordinal in the program):
 * ``executable.so``: the dispatch library as loaded (ELF or FatELF);
 * ``pluginK_NAME``: the embedded executable plugins it was loaded with;
 * ``bindingK.npy`` / ``expectedK.npy``: each binding before / after the
-  dispatch (element type from the export name, else bytes);
+  dispatch (element type from the export name, else bytes); bindings that
+  share a buffer are ``bufferJ.npy`` byte ranges instead, so they share
+  memory in the replay too;
 * ``dispatch.json``: export, workgroup count and size, constants, CPU;
 * ``replay.sh``: runs ``vmrt executable dispatch`` on those files with
   ``--expected_output`` and exits 0 when the outputs match (``VMRT`` picks
   the command, default ``vmrt``).
 
 A folder appears whole or not at all (written to a temporary name, then
-renamed).  Bindings that alias one buffer are written separately; a replay
-gives each its own memory.
+renamed).
 """
 from __future__ import annotations
 
@@ -110,10 +111,13 @@ class DispatchDumper:
                 with open(os.path.join(tmp, fname), "wb") as f:
                     f.write(data)
             etype = export_element_type(export, self.element_type)
+            sources = _binding_sources(obs, before, etype, tmp)
             for i, (b, a) in enumerate(zip(before, after)):
-                np.save(os.path.join(tmp, f"binding{i}.npy"), typed(b, etype)[0])
+                if sources[i] == f"binding{i}.npy":
+                    np.save(os.path.join(tmp, sources[i]), typed(b, etype)[0])
                 np.save(os.path.join(tmp, f"expected{i}.npy"), typed(a, etype)[0])
             info = self.info(ordinal, obs, export, etype)
+            info["bindings"] = sources
             with open(os.path.join(tmp, "dispatch.json"), "w") as f:
                 json.dump(info, f, indent=2)
                 f.write("\n")
@@ -148,6 +152,28 @@ class DispatchDumper:
                 "binding_sizes": [n for _b, _s, n in obs.ranges]}
 
 
+def _binding_sources(obs: ObservedDispatch, before: list[Any], etype: str | None,
+                     folder: str) -> list[str]:
+    """Per binding, the file its replay reads: ``bindingK.npy`` (written by
+    the caller), or for bindings that share a buffer ``bufferJ.npy[START:END]``
+    (written here: the span of the buffer they cover, so they alias again)."""
+    import numpy as np
+    groups: dict[int, list[int]] = {}
+    for i, (buf, _s, _n) in enumerate(obs.ranges):
+        groups.setdefault(id(buf), []).append(i)
+    sources = [f"binding{i}.npy" for i in range(len(before))]
+    for j, members in enumerate(m for m in groups.values() if len(m) > 1):
+        lo = min(obs.ranges[i][1] for i in members)
+        hi = max(obs.ranges[i][1] + obs.ranges[i][2] for i in members)
+        span = np.zeros(hi - lo, np.uint8)
+        for i in members:
+            start, n = obs.ranges[i][1] - lo, obs.ranges[i][2]
+            span[start:start + n] = before[i]
+            sources[i] = f"buffer{j}.npy[{start}:{start + n}]"
+        np.save(os.path.join(folder, f"buffer{j}.npy"), typed(span, etype)[0])
+    return sources
+
+
 def _replay_script(info: dict[str, Any], bindings: int,
                    plugins: list[tuple[str, bytes, dict[str, str]]]) -> str:
     args = ["executable", "dispatch", "executable.so", f"--export={info['export']}",
@@ -155,7 +181,7 @@ def _replay_script(info: dict[str, Any], bindings: int,
     for fname, _data, params in plugins:
         query = urllib.parse.urlencode(params)
         args.append(f"--executable_plugin={fname}" + (f"?{query}" if query else ""))
-    args += [f"--binding=@binding{i}.npy" for i in range(bindings)]
+    args += [f"--binding=@{source}" for source in info["bindings"]]
     args += [f"--constant={hex(c)}" for c in info["constants"]]
     args += [f"--expected_output=@expected{i}.npy" for i in range(bindings)]
     x, y, z = info["workgroup_count"]

@@ -13,6 +13,8 @@ syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
 after the dispatch (or written per ``--output``: ``@file.npy``, ``-`` print,
 empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 (an f32), ``i64:N`` / ``index:N`` (two words, low first).
+``--binding=@FILE.npy[START:END]`` binds bytes [START, END) of FILE's
+array; bindings of one FILE share memory (aliasing bindings).
 ``--expected_output`` (one per binding, same syntax, ``(ignored)`` skips
 one) checks the bindings after the dispatch instead of printing them:
 ``[SUCCESS]``/``[FAILED] binding[i]: ...`` lines, exit 1 on a mismatch
@@ -20,11 +22,14 @@ one) checks the bindings after the dispatch instead of printing them:
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
+from ..hal.buffer import aligned_bytes
 from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
 
@@ -69,14 +74,37 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
     return out
 
 
+_BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
+
+
 def _bindings(specs: Sequence[str]) -> list:
+    """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
+    [START, END) of the file's array, and every binding of one file shares
+    its memory (bindings that alias)."""
     import numpy as np
 
     from ..hal.buffer_view import parse_buffer_view
     out = []
+    files: dict[str, Any] = {}
+    dtypes: dict[str, Any] = {}
     for s in specs:
         try:
-            if s.startswith("@"):
+            ranged = _BYTE_RANGE.match(s[1:]) if s.startswith("@") else None
+            if ranged and not os.path.exists(s[1:]):
+                path, start, end = ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
+                if path not in files:       # one aligned copy, as a HAL buffer
+                    data = np.ascontiguousarray(np.load(path, allow_pickle=False))
+                    files[path] = aligned_bytes(data.nbytes, "binding")
+                    files[path][:] = data.reshape(-1).view(np.uint8)
+                    dtypes[path] = data.dtype
+                whole = files[path]
+                if not start <= end <= whole.size:
+                    raise UsageError(f"byte range [{start}, {end}) is outside the file's "
+                                     f"{whole.size} bytes")
+                part = whole[start:end]
+                dt = dtypes[path]
+                out.append(part.view(dt) if part.size % dt.itemsize == 0 else part)
+            elif s.startswith("@"):
                 out.append(np.ascontiguousarray(np.load(s[1:], allow_pickle=False)))
             else:
                 out.append(np.ascontiguousarray(parse_buffer_view(s).array))
