@@ -10,7 +10,7 @@ import pytest
 from tests.vmrt.hal.hal_testutil import vmrt_run
 from tests.vmrt.tools.conftest import CPU_BUG_FACTOR
 from vmrt.errors import UsageError
-from vmrt.tools.compare import compare_programs
+from vmrt.tools.compare import compare_programs, compare_results
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +128,31 @@ def test_errors_in_one_program_end_the_comparison(hal_compile, inputs):
     got = vmrt_run([f"--module={hal_compile('chain.mlir')}", "--input=4xf32=1",
                     "--input=32x16xf32=1", f"--compare_with={hal_compile('chain.mlir')}"])
     assert got.rc == 1 and len(got.stderr.splitlines()) == 1
+
+
+def test_a_dispatch_failing_in_one_build_ends_both(hal_compile, sos, emulation):
+    from tests.vmrt.plugins.conftest import Variants
+    v = Variants()
+    fails_on_riscv = sos([v.path("x86_64"), v.path("riscv64", import_status=5)],
+                         "fails_on_riscv.sos")
+    rv = hal_compile("simple_mul.mlir", "riscv64")
+    got = vmrt_run([f"--module={hal_compile('simple_mul.mlir')}", "--function=plugin_mul",
+                    "--input=8xf32=2", "--input=8xf32=3", f"--executable_plugin={fails_on_riscv}",
+                    f"--compare_with={rv}"])
+    assert got.rc == 1 and got.stdout == "EXEC @plugin_mul\n"
+    assert got.stderr.startswith("INTERNAL; executable 'simple_mul_linked' export 'tiled_mul' "
+                                 "returned catastrophic error 5")
+    assert got.stderr.rstrip().endswith(f"running {rv}")
+    assert len(got.stderr.splitlines()) == 1
+
+
+def test_results_are_compared_element_by_element():
+    a = [np.array([1.0, 2.0, np.nan], np.float32), 7]
+    assert compare_results(a, [np.array([1.00005, 2.0, np.nan], np.float32), 7], None) is None
+    m = compare_results(a, [np.array([1.0, 2.5, np.nan], np.float32), 7], None)
+    assert m is not None and (m.dispatch, m.index) == (None, 0)
+    assert m.difference.first == [(1, 2.0, 2.5)]
+    m = compare_results(a, [a[0], 8], {"f32": 0.0})
+    assert m is not None and m.index == 1 and m.difference.first == [(0, 7, 8)]
+    with pytest.raises(UsageError, match="differs in type"):
+        compare_results(a, [a[0].astype(np.float64), 7], None)

@@ -137,3 +137,27 @@ def test_unusable_directory_is_one_error_line(hal_compile, tmp_path):
                     "--input=4xf32=1", f"--dump_dispatches={tmp_path / 'file'}"])
     assert got.rc == 1 and got.stdout == ""
     assert len(got.stderr.splitlines()) == 1 and "cannot create directory" in got.stderr
+
+
+def test_executable_dispatch_flag_errors(chain_dump):
+    import io
+
+    from vmrt.tools.executable import main
+    folder = sorted(chain_dump[2].iterdir())[1]
+    info = json.loads((folder / "dispatch.json").read_text())
+    base = [str(folder / "executable.so"), f"--export={info['export']}",
+            "--workgroup_count=" + ",".join(map(str, info["workgroup_count"])),
+            *(f"--constant={c}" for c in info["constants"])]
+
+    def run(*extra):
+        out, err = io.StringIO(), io.StringIO()
+        rc = main(["dispatch", *base, *extra], stdout=out, stderr=err)
+        return rc, out.getvalue(), err.getvalue()
+
+    rc, _out, err = run(f"--binding=@{folder / 'buffer0.npy'}[0:99999]",
+                        f"--binding=@{folder / 'buffer0.npy'}[0:64]")
+    assert rc == 1 and "byte range [0, 99999) is outside the file's 2048 bytes" in err
+    rc, _out, err = run(f"--binding=@{folder / 'buffer0.npy'}[0:2048]",
+                        f"--binding=@{folder / 'buffer0.npy'}[0:1024]",
+                        f"--expected_output=@{folder / 'expected0.npy'}")
+    assert rc == 1 and "1 expected outputs specified for 2 bindings" in err
