@@ -11,22 +11,20 @@ of the buffers; a buffer whose address is not 64-byte aligned (a caller's
 input array, say) is staged through an aligned copy for the dispatch, once per
 buffer so that aliasing bindings still alias.
 
-Tools watch dispatches through one seam: inside :func:`observe_dispatches`
-each dispatch of the calling thread is handed to the observer as an
-:class:`ObservedDispatch`, and the observer runs it (``run()``, or its own
-way: see :mod:`vmrt.hal.local.races`).
+Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
+inside ``observe_dispatches(observer)`` each dispatch is handed to the
+observer, which runs it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import HalError, StatusCode, VmError
+from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_array
+from .dispatch_observer import ObservedDispatch, current_observer
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 # iree_hal_command_buffer_mode_t bits
@@ -174,13 +172,12 @@ class CommandBuffer(RefObject):
                 plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
-                observer = _OBSERVER.get()
+                threads = getattr(self.device, "dispatch_threads", 1)
+                observer = current_observer()
                 if observer is None:
-                    run_dispatch(cmd, table, what, deadline, prepared, labels,
-                                 getattr(self.device, "dispatch_threads", 1))
-                else:
-                    observer(_observed(cmd, table, what, deadline, prepared, labels,
-                                       getattr(self.device, "dispatch_threads", 1)))
+                    run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
+                else:           # a tool watches (vmrt.hal.dispatch_observer)
+                    observer(_observed(cmd, table, what, deadline, prepared, labels, threads))
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
                            _target(cmd.target, what))
@@ -198,47 +195,6 @@ class CommandBuffer(RefObject):
                     raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
                 tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
-
-
-#: the dispatch observer of the running thread (see observe_dispatches)
-_OBSERVER: ContextVar[Callable[[ObservedDispatch], None] | None] = \
-    ContextVar("vmrt_dispatch_observer", default=None)
-
-
-@contextmanager
-def observe_dispatches(observer: Callable[[ObservedDispatch], None]) -> Iterator[None]:
-    """Within this block, every dispatch the calling thread's command buffers
-    execute is passed to ``observer`` instead of being run; the observer
-    must run it (``ObservedDispatch.run``).  Other threads are unaffected."""
-    token = _OBSERVER.set(observer)
-    try:
-        yield
-    finally:
-        _OBSERVER.reset(token)
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedDispatch:
-    """One dispatch about to run: what an observer sees."""
-    command: Dispatch
-    what: str                                   # "command 3 (dispatch)"
-    ranges: tuple[tuple[HalBuffer, int, int], ...]   # (buffer, start, length) per binding
-    run: Callable[[], None]                     # run it as the command buffer would
-    deadline: float | None
-
-    def binding(self, i: int) -> Any:
-        """Binding ``i``'s bytes (a writable uint8 view of its buffer)."""
-        buf, start, length = self.ranges[i]
-        return buf.bytes[start:start + length]
-
-    def names(self) -> tuple[str, str]:
-        """(executable name, export name)."""
-        exe, ordinal = self.command.executable.exe, self.command.ordinal
-        try:
-            export = exe.export(ordinal).name
-        except (AttributeError, VmError):
-            export = f"ordinal {ordinal}"
-        return str(getattr(exe, "name", "?")), export
 
 
 def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,

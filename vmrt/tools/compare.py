@@ -2,7 +2,7 @@
 --compare_with=B.vmfb``, :func:`compare_programs` from Python).
 
 Each program runs in its own context on its own thread; every dispatch is
-observed (:func:`vmrt.hal.command_buffer.observe_dispatches`): the thread
+observed (:func:`vmrt.hal.dispatch_observer.observe_dispatches`): the thread
 runs it, hands its bindings (before and after) to the coordinator and waits.
 The coordinator compares the two dispatches of the same ordinal and lets
 both threads go on only when they agree, so the first differing dispatch is
@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView
-from ..hal.command_buffer import ObservedDispatch, observe_dispatches
+from ..hal.dispatch_observer import ObservedDispatch, observe_dispatches
 from ..hal.element_types import element_type_of, export_element_type
 from .binding_diff import Difference, diff, diff_bytes, dispatch_element_type
 from .program import load

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..hal.command_buffer import observe_dispatches
+from ..hal.dispatch_observer import observe_dispatches
 from ..hal.local.races import RaceChecker, race_report
 from .binding_diff import dispatch_element_type
 from .dump import DispatchDumper, parse_dump_spec

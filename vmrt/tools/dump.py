@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import StatusCode, UsageError
-from ..hal.command_buffer import ObservedDispatch
+from ..hal.dispatch_observer import ObservedDispatch
 from ..hal.element_types import export_element_type
 from .binding_diff import typed
 

@@ -2,7 +2,7 @@
 
 A dispatch's workgroups may run in any order and at the same time, so no two
 of them may write the same byte.  :class:`RaceChecker` is a dispatch
-observer (:func:`vmrt.hal.command_buffer.observe_dispatches`) that runs each
+observer (:func:`vmrt.hal.dispatch_observer.observe_dispatches`) that runs each
 dispatch of a CPU executable with more than one workgroup itself, on copies
 of its bindings:
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..buffer import aligned_array
-from ..command_buffer import ObservedDispatch
+from ..dispatch_observer import ObservedDispatch
 from ..element_types import dtype_of, export_element_type
 from .executable import Executable
 
