@@ -69,3 +69,20 @@ def test_compiled_programs_have_no_races(hal_compile, tmp_path):
             f"--input=@{tmp_path / 'b.npy'}"]
     got = vmrt_run([*args, "--check_races"])
     assert (got.rc, got.stdout) == (0, vmrt_run(args).stdout)
+
+
+def test_from_python(hal_compile):
+    import vmrt
+    from vmrt.hal.dispatch_observer import observe_dispatches
+    from vmrt.hal.local.races import RaceChecker
+    checker = RaceChecker()
+    x = np.arange(1, N + 1, dtype=np.float32)
+    with vmrt.load(hal_compile("racy.mlir")) as prog, observe_dispatches(checker):
+        racy = prog["racy"](x)
+        clean = prog["clean"](x)
+    assert (checker.dispatches, checker.checked) == (2, 2)
+    assert [(r.dispatch, r.binding, r.start, r.end, r.workgroups[0][0], r.workgroups[1][0])
+            for r in checker.races] == [(0, 1, *o) for o in expected_overlaps(N, 8)]
+    # forward order: the later workgroup's value stays
+    np.testing.assert_array_equal(racy, x + [0, 0, 0, 0, 1, 1, 1, 1, 2, 2])
+    np.testing.assert_array_equal(clean, x + np.arange(N) // 4)
