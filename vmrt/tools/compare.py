@@ -258,8 +258,12 @@ def lockstep_cli(flags: Any, stdout: Any, open_program: Callable[[Any], Any],
     names = (modules[-1], other)
     opened = [open_program(flags)]
     try:
-        opened.append(open_program(replace(flags, lists={**flags.lists,
-                                                         "module": [*modules[:-1], other]})))
+        try:
+            opened.append(open_program(replace(flags, lists={**flags.lists,
+                                                             "module": [*modules[:-1], other]})))
+        except VmError as e:
+            e.annotate(f"opening --compare_with={other}")
+            raise
         (ca, _ma, name, fa), (cb, _mb, _nb, fb) = opened
         args_a = parse_inputs(flags.lists["input"], fa.cconv)
         args_b = parse_inputs(flags.lists["input"], fb.cconv)
