@@ -10,6 +10,10 @@ Dispatches go to :meth:`vmrt.Executable.dispatch`.  Bindings are numpy views
 of the buffers; a buffer whose address is not 64-byte aligned (a caller's
 input array, say) is staged through an aligned copy for the dispatch, once per
 buffer so that aliasing bindings still alias.
+
+Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
+inside ``observe_dispatches(observer)`` each dispatch is handed to the
+observer, which runs it.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from typing import Any
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_array
+from .dispatch_observer import ObservedDispatch, current_observer
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 # iree_hal_command_buffer_mode_t bits
@@ -170,8 +175,12 @@ class CommandBuffer(RefObject):
             if isinstance(cmd, Dispatch):
                 stats = getattr(self.device, "statistics", None)
                 t0 = 0.0 if stats is None else time.perf_counter()
-                run_dispatch(cmd, table, what, deadline, prepared, labels,
-                             getattr(self.device, "dispatch_threads", 1))
+                threads = getattr(self.device, "dispatch_threads", 1)
+                observer = current_observer()
+                if observer is None:
+                    run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
+                else:           # a tool watches (vmrt.hal.dispatch_observer)
+                    observer(_observed(cmd, table, what, deadline, prepared, labels, threads))
                 if stats is not None:
                     stats.record_dispatch(cmd.executable.exe, cmd.ordinal,
                                           time.perf_counter() - t0)
@@ -192,6 +201,14 @@ class CommandBuffer(RefObject):
                     raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
                 tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
+
+
+def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
+              deadline: float | None, prepared: Any, labels: Sequence[str],
+              threads: int) -> ObservedDispatch:
+    ranges = tuple(_resolve(b, table, w) for b, w in zip(cmd.bindings, labels))
+    return ObservedDispatch(cmd, what, ranges, lambda: run_dispatch(
+        cmd, table, what, deadline, prepared, labels, threads), deadline)
 
 
 def _target(ref: BufferRef, what: str) -> str:

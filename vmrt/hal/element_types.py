@@ -153,6 +153,26 @@ def to_float8(values: Any, name: str) -> Any:
     return x.astype(dt)
 
 
+_TOKEN = re.compile(r"^(?:i|si|ui|f|bf)\d+$|^f8E\w+$")
+
+
+def export_element_type(export: str, default: str | None = None) -> str | None:
+    """The element type an IREE dispatch export name ends in
+    (``..._elementwise_4x8_f32`` -> ``f32``, ``..._f16xf32`` -> ``f32``),
+    else ``default``."""
+    tail = export.rsplit("_", 1)[-1]
+    for token in reversed(tail.split("x")):
+        if _TOKEN.match(token):
+            try:
+                if not is_binary_hex(token):
+                    dtype_of(token)
+                    return token
+            except HalError:
+                return default
+        break
+    return default
+
+
 __all__ = ["ENCODING_DENSE_ROW_MAJOR", "FLOAT8", "dtype_of", "element_bits", "element_type_code",
-           "element_type_name", "element_type_of", "is_binary_hex", "is_packed", "storage_size",
-           "to_float8"]
+           "element_type_name", "element_type_of", "export_element_type", "is_binary_hex",
+           "is_packed", "storage_size", "to_float8"]

@@ -5,6 +5,7 @@
     vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
          [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A]
+         [--expected_output=VALUE]... [--expected_f32_threshold=T]
 
 FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
@@ -18,14 +19,24 @@ empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 answers it (the last --executable_plugin is searched first), the older
 answers it shadows, and why a missing one is missing; FILE may also be a
 .vmfb (its embedded executables).
+
+``--binding=@FILE.npy[START:END]`` binds bytes [START, END) of FILE's
+array; bindings of one FILE share memory (aliasing bindings).
+``--expected_output`` (one per binding, same syntax, ``(ignored)`` skips
+one) checks the bindings after the dispatch instead of printing them:
+``[SUCCESS]``/``[FAILED] binding[i]: ...`` lines, exit 1 on a mismatch
+(floats within ``--expected_f16/f32/f64_threshold``, NaN matches NaN).
 """
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
+from ..hal.buffer import aligned_bytes
 from .executable_imports import report_imports
 from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
@@ -37,11 +48,12 @@ USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
 #: the flags of ``vmrt executable list|dispatch``
 EXECUTABLE_FLAGS = FlagSpec(
-    lists=frozenset({"executable_plugin", "binding", "constant", "output"}),
+    lists=frozenset({"executable_plugin", "binding", "constant", "output", "expected_output"}),
     values=frozenset({"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
-                      "output_max_element_count"}),
+                      "output_max_element_count", "expected_f16_threshold",
+                      "expected_f32_threshold", "expected_f64_threshold"}),
     bools=frozenset({"help"}),
-    raw=frozenset({"binding"}),
+    raw=frozenset({"binding", "expected_output"}),
     positional=True)
 
 
@@ -70,14 +82,37 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
     return out
 
 
+_BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
+
+
 def _bindings(specs: Sequence[str]) -> list:
+    """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
+    [START, END) of the file's array, and every binding of one file shares
+    its memory (bindings that alias)."""
     import numpy as np
 
     from ..hal.buffer_view import parse_buffer_view
     out = []
+    files: dict[str, Any] = {}
+    dtypes: dict[str, Any] = {}
     for s in specs:
         try:
-            if s.startswith("@"):
+            ranged = _BYTE_RANGE.match(s[1:]) if s.startswith("@") else None
+            if ranged and not os.path.exists(s[1:]):
+                path, start, end = ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
+                if path not in files:       # one aligned copy, as a HAL buffer
+                    data = np.ascontiguousarray(np.load(path, allow_pickle=False))
+                    files[path] = aligned_bytes(data.nbytes, "binding")
+                    files[path][:] = data.reshape(-1).view(np.uint8)
+                    dtypes[path] = data.dtype
+                whole = files[path]
+                if not start <= end <= whole.size:
+                    raise UsageError(f"byte range [{start}, {end}) is outside the file's "
+                                     f"{whole.size} bytes")
+                part = whole[start:end]
+                dt = dtypes[path]
+                out.append(part.view(dt) if part.size % dt.itemsize == 0 else part)
+            elif s.startswith("@"):
                 out.append(np.ascontiguousarray(np.load(s[1:], allow_pickle=False)))
             else:
                 out.append(np.ascontiguousarray(parse_buffer_view(s).array))
@@ -149,6 +184,8 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     stdout.write(f"EXEC @{exp.name}\n")
     stdout.flush()
     exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid)
+    if lists["expected_output"]:
+        return _check_bindings(bindings, lists["expected_output"], values, stdout)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
@@ -167,6 +204,43 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
             stdout.write(f"binding[{i}]: hal.buffer_view\n{text}\n")
     stdout.flush()
     return 0
+
+
+def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str],
+                    stdout: TextIO) -> int:
+    """``--expected_output``: one [SUCCESS]/[FAILED] line per binding."""
+    from ..hal.element_types import element_type_of
+    from .binding_diff import DEFAULT_THRESHOLDS, diff
+    if len(specs) != len(bindings):
+        raise UsageError(f"{len(specs)} expected outputs specified for {len(bindings)} bindings",
+                         StatusCode.OUT_OF_RANGE)
+    thresholds = dict(DEFAULT_THRESHOLDS)
+    for kind in thresholds:
+        text = values.get(f"expected_{kind}_threshold")
+        if text is not None:
+            try:
+                thresholds[kind] = float(text)
+            except ValueError:
+                raise UsageError(f"flag --expected_{kind}_threshold expects a number, got "
+                                 f"'{text}'") from None
+    ok = True
+    for i, (b, spec) in enumerate(zip(bindings, specs)):
+        if spec.strip() == "(ignored)":
+            continue
+        (want,) = _bindings([spec])
+        got = b.reshape(-1).view(want.dtype) if b.nbytes % want.itemsize == 0 else None
+        if got is None or got.size != want.size:
+            ok = False
+            stdout.write(f"[FAILED] binding[{i}]: {b.nbytes} bytes, expected {want.nbytes}\n")
+            continue
+        d = diff(got, want, element_type_of(want.dtype), thresholds)
+        if d is None:
+            stdout.write(f"[SUCCESS] binding[{i}]\n")
+        else:
+            ok = False
+            stdout.write(f"[FAILED] binding[{i}]: {d.describe('got', 'expected')}\n")
+    stdout.flush()
+    return 0 if ok else 1
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,

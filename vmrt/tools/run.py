@@ -10,6 +10,8 @@ import elfkit
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
+from .compare import lockstep_cli
+from .dispatch_tools import dispatch_observer
 from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
@@ -53,6 +55,16 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --gdb=PORT                    debug the executables (run emulated) with gdb:
                                 stop at their first instruction and wait for
                                 gdb-multiarch on 127.0.0.1:PORT (vmrt extension)
+  --compare_with=B.vmfb         run B (in place of the last --module) in lockstep:
+                                stop at the first dispatch whose bindings differ,
+                                report it, exit 1 (vmrt extension)
+  --dump_dispatches=DIR[,GLOB]  write each dispatch (or each whose export name
+                                matches GLOB) to DIR/NNNN_export/ with a
+                                replay.sh (vmrt extension)
+  --check_races                 run each dispatch's workgroups in several orders;
+                                report overlapping writes, exit 1 (vmrt extension)
+  --dispatch_element_type=T     element type of the bindings of dispatches whose
+                                export name does not end in one (default: bytes)
   --flagfile=PATH               read more flags from PATH, one per line
   --trace_execution             print each VM instruction executed to stderr
                                 (IREE's execution-trace format)
@@ -67,8 +79,10 @@ RUN_FLAGS = FlagSpec(
                      "expected_output"}),
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
-                      "expected_f32_threshold", "expected_f64_threshold"}),
-    bools=frozenset({"help", "trace_execution", "print_statistics", "version"}),
+                      "expected_f32_threshold", "expected_f64_threshold", "compare_with",
+                      "dump_dispatches", "dispatch_element_type"}),
+    bools=frozenset({"help", "trace_execution", "print_statistics", "version",
+                     "check_races"}),
     raw=frozenset({"input"}))
 
 
@@ -93,6 +107,10 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     max_elements = flags.int("output_max_element_count", 1024) or 0
     thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
                   for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
+    if "compare_with" in flags.values:
+        return lockstep_cli(flags, stdout, lambda f: _open(f, providers, stdin, stderr),
+                            thresholds, max_elements)
+    observer = dispatch_observer(flags)
     ctx, main, name, fn = _open(flags, providers, stdin, stderr)
     with ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
@@ -105,7 +123,8 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.write(f"EXEC @{name}\n")
         stdout.flush()
         try:
-            results = ctx.invoke(fn, args)
+            with observer.watching():
+                results = ctx.invoke(fn, args)
         except VmError as e:
             e.annotate(f"invoking function '{name}'")
             if decl:
@@ -119,14 +138,15 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
                 if decl:
                     e.annotate(f"`{decl}`")
                 raise
-            stdout.write(text)
+            stdout.write(text + observer.report())
             stdout.flush()
             _print_statistics(ctx, stderr)
-            return 0 if ok else 1
+            return 0 if ok and not observer.exit_code() else 1
         _write_results(flags.lists["output"], results, fn.cconv, max_elements, stdout)
+        stdout.write(observer.report())
         stdout.flush()
         _print_statistics(ctx, stderr)
-    return 0
+    return observer.exit_code()
 
 
 def _print_statistics(ctx: Context, stderr: TextIO) -> None:

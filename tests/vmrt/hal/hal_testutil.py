@@ -13,13 +13,14 @@ from tests.vmrt.iree_tools import EXAMPLES, IREE_TARGET_FLAGS, PLUGIN_DATA, REPO
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
+TOOLS_DATA = HERE.parent / "tools" / "data"
 CACHE = REPO / "build" / "vmrt_hal"
 
 TARGETS = {a: IREE_TARGET_FLAGS[a] for a in ("x86_64", "aarch64", "riscv64")}
 
 
 def _source(name: str) -> Path:
-    for d in (PROGRAMS, PLUGIN_DATA, EXAMPLES):
+    for d in (PROGRAMS, PLUGIN_DATA, EXAMPLES, TOOLS_DATA):
         if (d / name).is_file():
             return d / name
     raise FileNotFoundError(name)

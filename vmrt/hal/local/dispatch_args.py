@@ -63,6 +63,16 @@ def binding_arrays(bindings: list[Any], expected: int | None, where: str) -> lis
     return arrays
 
 
+def workgroup_order(order: Sequence[int], total: int, where: str) -> list[int]:
+    """``order`` checked: linear workgroup indices in ``[0, total)``."""
+    out = [int(k) for k in order]
+    bad = [k for k in out if not 0 <= k < total]
+    if bad:
+        raise DispatchError(f"{where}: workgroup index {bad[0]} out of range (the grid has "
+                            f"{total} workgroups)")
+    return out
+
+
 def u32_words(values: Any, what: str) -> bytes:
     """Push constants as little-endian 32-bit words: ints as u32 (or i32),
     floats as f32 bits; a numpy array of 32-bit elements as is."""

@@ -153,6 +153,8 @@ class Executable:
             self.source = "<memory>"
             data = bytes(source)
         label = name or os.path.basename(self.source)
+        #: the library's bytes as loaded (what a dispatch dump writes out)
+        self.data = data
         if machine is None and plugins is not None:
             arch_name = _arch_of(data, arch, backend)
             machine = plugins.machine(arch_name)
@@ -315,7 +317,8 @@ class Executable:
     def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
                  workgroup_size: Sequence[int] | None = None, threads: int = 1,
-                 processor_id: int = 0, deadline: float | None = None) -> list[Any]:
+                 processor_id: int = 0, deadline: float | None = None,
+                 order: Sequence[int] | None = None) -> list[Any]:
         """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
         tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
         binding order; what the code writes lands in them) with ``constants``
@@ -323,7 +326,9 @@ class Executable:
         independent workgroups on several host threads (native only).
         ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
         DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
-        between workgroups.  Returns ``bindings``."""
+        between workgroups.  ``order`` runs only these linear workgroup
+        indices (x fastest), one after another in that order.  Returns
+        ``bindings``."""
         import numpy as np
         self.check_open()
         exp = self.export(export)
@@ -355,7 +360,10 @@ class Executable:
                 ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
             fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
-            if threads == 1 or total == 1:
+            if order is not None:
+                self._run(fn, ds, exp, wc, dargs.workgroup_order(order, total, where),
+                          processor_id, mem, where, deadline)
+            elif threads == 1 or total == 1:
                 self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
             else:
                 self._run_threads(fn, ds, exp, wc, total, threads, where, deadline)

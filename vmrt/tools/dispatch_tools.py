@@ -1,0 +1,50 @@
+"""The dispatch observers of ``vmrt run`` (``--dump_dispatches``,
+``--check_races``) set up from its flags: :func:`dispatch_observer`.
+``--compare_with`` has its own runner (:mod:`vmrt.tools.compare`)."""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..hal.dispatch_observer import observe_dispatches
+from ..hal.local.races import RaceChecker, race_report
+from .binding_diff import dispatch_element_type
+from .dump import DispatchDumper, parse_dump_spec
+
+
+class RunObserver:
+    """What watches the dispatches of one ``vmrt run`` (maybe nothing)."""
+
+    def __init__(self, dumper: DispatchDumper | None, races: RaceChecker | None):
+        self.dumper = dumper
+        self.races = races
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        observer: Any = self.dumper or self.races
+        if observer is None:
+            yield
+            return
+        with observe_dispatches(observer):
+            yield
+
+    def report(self) -> str:
+        """``[RACE]`` lines, if races were found."""
+        return race_report(self.races.races, self.races.checked) if self.races else ""
+
+    def exit_code(self) -> int:
+        return 1 if self.races is not None and self.races.races else 0
+
+
+def dispatch_observer(flags: Any) -> RunObserver:
+    """The observer ``--dump_dispatches`` and ``--check_races`` ask for (the
+    dumper records what the race checker computed when both are given)."""
+    etype = dispatch_element_type(flags)
+    races = RaceChecker(element_type=etype) if "check_races" in flags.bools else None
+    spec = flags.values.get("dump_dispatches")
+    dumper = None
+    if spec is not None:
+        directory, pattern = parse_dump_spec(spec)
+        dumper = DispatchDumper(directory, pattern, races, etype)
+    return RunObserver(dumper, races)
