@@ -15,6 +15,7 @@ real).  From Python, :func:`run_tests` returns the results::
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,8 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
   --flagfile=PATH               read more flags from PATH, one per line
   --trace_execution             print each VM instruction executed to stderr
                                 (IREE's execution-trace format)
-  --print_statistics            accepted, ignored
+  --print_statistics            after each test, print its context's allocator
+                                statistics and dispatch counts and times to stderr
   --help                        show this help
 """
 
@@ -85,6 +87,9 @@ class TestResult:
     failures: list[CheckFailure] = field(default_factory=list)
     error: VmError | None = None
     elapsed_ms: int = 0
+    #: per module name, the statistics of the test's context (only when the
+    #: run was asked for statistics; see :meth:`vmrt.Context.statistics`)
+    statistics: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -197,9 +202,12 @@ class _QuietPrinter(GtestPrinter):
 
 def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
                printer: GtestPrinter, *, budget: int | None = None,
-               timeout: float | None = None, trace: Any = None) -> TestRun:
+               timeout: float | None = None, trace: Any = None,
+               statistics: bool = False, statistics_out: TextIO | None = None) -> TestRun:
     """Run the test functions of ``loaded.user[-1]`` (``check`` must be among
-    ``loaded.user``), one fresh context each."""
+    ``loaded.user``), one fresh context each.  With ``statistics`` each
+    result carries its context's statistics, also written to
+    ``statistics_out`` when given."""
     main = loaded.user[-1]
     tests = find_test_functions(main)
     run = TestRun(main.name)
@@ -211,7 +219,8 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
         printer.test_start(run.suite, result)
         t0 = time.monotonic()
         check.on_failure = printer.failure
-        ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace)
+        ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace,
+                          statistics=statistics)
         try:
             try:
                 fn = main.lookup_function(name)
@@ -221,6 +230,9 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
                 result.error = e.annotate(f"invoking function '{name}'")
                 printer.invoke_error(run.suite, result, e)
             result.failures = list(ctx.state_of(check).failures)
+            if statistics:
+                result.statistics = ctx.statistics()
+                _write_statistics(statistics_out, name, result.statistics)
         finally:
             check.on_failure = None
             ctx.close()
@@ -229,6 +241,14 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
     run.elapsed_ms = int((time.monotonic() - start) * 1000)
     printer.end(run)
     return run
+
+
+def _write_statistics(out: TextIO | None, test: str, stats: dict[str, Any]) -> None:
+    if out is None:
+        return
+    for stat in stats.values():
+        out.write(f"[ statistics of {test} ]\n{stat.format()}")
+    out.flush()
 
 
 def _listify(value: Any, single: tuple) -> list:
@@ -244,11 +264,14 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
               executable_plugins: Iterable[str | os.PathLike] = (),
               modules: Iterable[Any] = (), providers: Iterable[Any] = (),
               budget: int | None = None, timeout: float | None = None,
-              stdout: TextIO | None = None, trace: TextIO | None = None) -> TestRun:
+              stdout: TextIO | None = None, trace: TextIO | None = None,
+              statistics: bool = False) -> TestRun:
     """Run the test functions of a program like ``vmrt test`` and return
     the per-function results (arguments as for :func:`vmrt.load`; ``device``
     None picks the default device).  ``stdout``, if given, gets the
-    googletest output; ``trace``, if given, the execution trace."""
+    googletest output; ``trace``, if given, the execution trace; with
+    ``statistics`` each result's ``statistics`` holds its context's
+    allocator and dispatch statistics."""
     main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
@@ -259,7 +282,7 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
     loaded = load_modules(user, providers)
     printer = GtestPrinter(stdout) if stdout is not None else _QuietPrinter()
     return run_loaded(loaded, check, options, printer, budget=budget, timeout=timeout,
-                      trace=trace)
+                      trace=trace, statistics=statistics)
 
 
 def _run_cli(settings: ContextSettings, providers: Iterable[Any], stdout: TextIO,
@@ -268,7 +291,9 @@ def _run_cli(settings: ContextSettings, providers: Iterable[Any], stdout: TextIO
     loaded = load_modules([check, *settings.modules], providers, stdin=stdin)
     run = run_loaded(loaded, check, settings.options, GtestPrinter(stdout),
                      budget=settings.budget, timeout=settings.timeout,
-                     trace=stderr if settings.trace_execution else None)
+                     trace=stderr if settings.trace_execution else None,
+                     statistics=settings.print_statistics,
+                     statistics_out=stderr if stderr is not None else sys.stderr)
     return 0 if run.passed else 1
 
 

@@ -144,3 +144,25 @@ def test_python_api():
     err = run.results[-1].error
     assert err.code == vmrt.StatusCode.INVALID_ARGUMENT
     assert err.message == "unsupported element type i1"
+
+
+def test_print_statistics_per_test():
+    """``--print_statistics``: each test's own context's figures, after the
+    test, on stderr; ``run_tests(statistics=True)`` gives the same.  In
+    passing.mlir ``sums`` runs one elementwise dispatch, ``truths`` none."""
+    program = compile_program("passing")
+    proc = vmrt_test(f"--module={program}", "--device=local-sync", "--print_statistics")
+    assert proc.returncode == 0, proc.stderr
+    blocks = re.split(r"^\[ statistics of (\w+) \]\n", proc.stderr, flags=re.M)
+    assert blocks[0] == "" and blocks[1::2] == ["sums", "truths"]
+    sums, truths = blocks[2], blocks[4]
+    assert sums.startswith("[[ iree_hal_allocator_t memory statistics ]]\n")
+    rows = re.findall(r"^ +(\d+) dispatches .* ms mean  \S+:(\S+)$", sums, re.M)
+    assert len(rows) == 1 and rows[0][0] == "1" and "sums_dispatch_" in rows[0][1]
+    assert "(no dispatches)" in truths
+    run = run_tests(program, device="local-sync", statistics=True)
+    (stats_sums,), (stats_truths,) = (list(r.statistics.values()) for r in run.results)
+    assert [(d.count, k.split(":")[1]) for k, d in stats_sums.dispatches.items()] == \
+        [(1, rows[0][1])]
+    assert stats_truths.dispatches == {}
+    assert run_tests(program, device="local-sync").results[0].statistics == {}
