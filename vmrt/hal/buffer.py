@@ -3,6 +3,7 @@ the allocation rules of vmrt's CPU device (64-byte aligned, bounded size)."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 from ..errors import HalError, StatusCode
@@ -25,14 +26,14 @@ def aligned_bytes(size: int, what: str = "allocation") -> Any:
 
 def aligned_array(size: int, what: str) -> tuple[Any, int]:
     """``aligned_bytes(size)`` and its address."""
+    if 0 <= size <= _SMALL:
+        return _small(size)
     import numpy as np
     if size < 0:
         raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
     if size > MAX_ALLOCATION:
         raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
                       StatusCode.RESOURCE_EXHAUSTED)
-    if size <= _SMALL:
-        return _small(size)
     raw = np.zeros(size + BUFFER_ALIGNMENT, np.uint8)
     addr = int(raw.ctypes.data)
     skip = (-addr) % BUFFER_ALIGNMENT
@@ -49,17 +50,18 @@ _slabs = threading.local()
 
 
 def _small(size: int) -> tuple[Any, int]:
-    import numpy as np
     st = _slabs.__dict__
     off = st.get("off", _SLAB)
     if off + size > _SLAB:
+        import numpy as np
         slab = np.zeros(_SLAB + BUFFER_ALIGNMENT, np.uint8)
         base = int(slab.ctypes.data)
         skip = (-base) % BUFFER_ALIGNMENT
         view: Any = slab[skip:skip + _SLAB]
         st["slab"], st["addr"], off = memoryview(view), base + skip, 0
-    st["off"] = off + max(-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT, BUFFER_ALIGNMENT)
-    return np.frombuffer(st["slab"][off:off + size], np.uint8), st["addr"] + off
+        st["new"] = partial(np.frombuffer, st["slab"], np.uint8)
+    st["off"] = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
+    return st["new"](size, off), st["addr"] + off
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:

@@ -100,6 +100,8 @@ class CommandBuffer(RefObject):
         self.modes = modes
         self.categories = categories
         self.binding_capacity = binding_capacity
+        #: host threads a dispatch's workgroups run on (the device's)
+        self.threads = getattr(device, "dispatch_threads", 1)
         self.commands: list[Any] = []
         self.finalized = False
         self.submitted = 0
@@ -167,8 +169,7 @@ class CommandBuffer(RefObject):
                 plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
-                run_dispatch(cmd, table, what, deadline, prepared, labels,
-                             getattr(self.device, "dispatch_threads", 1))
+                run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
             elif isinstance(cmd, Fill):
                 fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
                            _target(cmd.target, what))
@@ -219,11 +220,24 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
     when every binding is a non-empty range of an aligned buffer, else
     :meth:`vmrt.Executable.dispatch`."""
-    import numpy as np
     if 0 in cmd.workgroups:
         return
     if labels is None:
         labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
+    if prepared is not None:
+        # the common case: every binding a non-empty range of an aligned buffer
+        ptrs, sizes = [], []
+        for ref, label in zip(cmd.bindings, labels):
+            buf, start, length = _resolve(ref, table, label)
+            addr = buf.address
+            if not length or addr == -1 or addr % BUFFER_ALIGNMENT:
+                break
+            ptrs.append(addr + start)
+            sizes.append(length)
+        else:
+            prepared.run(ptrs, sizes, deadline)
+            return
+    import numpy as np
     ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
     staged: dict[int, tuple[HalBuffer, Any, int]] = {}
     try:

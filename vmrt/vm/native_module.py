@@ -32,7 +32,8 @@ from .module import (
     Module,
     cconv_fragments,
 )
-from .types import RefType, type_of
+from .types import RefObject, RefType, type_of
+from .values import result_converter
 
 _EXPORT_ATTR = "_vmrt_export"
 
@@ -63,7 +64,8 @@ class NativeState:
 
 
 class _NativeExport:
-    __slots__ = ("decl", "impl", "arg_codes", "n_results", "arg_types")
+    __slots__ = ("decl", "impl", "arg_codes", "n_results", "result_codes", "arg_types",
+                 "checks")
 
     def __init__(self, decl: ExportDecl, impl: Callable,
                  arg_types: tuple[RefType | None, ...] | None):
@@ -72,7 +74,11 @@ class _NativeExport:
         args, results = cconv_fragments(decl.cconv)
         self.arg_codes = args
         self.n_results = len(results) if "C" not in results else -1
+        self.result_codes = results
         self.arg_types = arg_types
+        #: (argument index, expected ref type) of each typed ref argument
+        self.checks = tuple((i, want) for i, want in enumerate(arg_types or ())
+                            if want is not None)
 
 
 class NativeModule(Module):
@@ -180,8 +186,7 @@ class NativeModule(Module):
         ex = self._exports[function.ordinal]
         impl, n = ex.impl, ex.n_results
         where = f"while invoking native function {self.name}.{ex.decl.name}"
-        checks = tuple((i, want) for i, want in enumerate(ex.arg_types or ())
-                       if want is not None)
+        checks = ex.checks
 
         def call(args: list) -> list:
             if checks:
@@ -203,6 +208,47 @@ class NativeModule(Module):
             if result is None:
                 result = ()
             return list(result)
+        return call
+
+    def converting_caller(self, state: Any, function: Function, result_codes: str,
+                          note: str) -> Callable[[list], tuple] | None:
+        """The export's call, ``note`` annotation and result conversion in
+        one frame (the hot path of every ``hal`` call a program makes);
+        None for a subclass's own ``call()`` or other result codes."""
+        ex = self._exports[function.ordinal]
+        if type(self).call is not NativeModule.call or ex.result_codes != result_codes \
+                or ex.n_results < 0:
+            return None
+        impl, n = ex.impl, ex.n_results
+        where = f"while invoking native function {self.name}.{ex.decl.name}"
+        checks = ex.checks
+        convert = result_converter(result_codes, function.full_name)
+        ref = result_codes == "r"
+
+        def call(args: list) -> tuple:
+            try:
+                if checks:
+                    _check_refs(checks, args, where)
+                try:
+                    result = impl(state, *args)
+                except VmError as e:
+                    e.annotate(where)
+                    raise
+                except RecursionError:
+                    raise
+                except Exception as e:  # a bug in the Python module: report, do not crash
+                    raise InvocationError(f"{type(e).__name__}: {e}",
+                                          StatusCode.INTERNAL).annotate(where) from e
+            except VmError as e:
+                e.annotate(note)
+                raise
+            if n == 0:
+                return ()
+            if n == 1:
+                if ref and (result is None or isinstance(result, RefObject)):
+                    return (result,)
+                return convert([result])
+            return convert(() if result is None else list(result))
         return call
 
 

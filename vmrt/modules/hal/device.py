@@ -378,20 +378,28 @@ class HalDeviceModule(HalModule):
     @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
     def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
                                flags, table):
-        for i, (buf, _offset, _length) in enumerate(table):
-            if buf is not None and not isinstance(buf, HalBuffer):
-                _need(buf, HalBuffer, f"binding {i}")
-        entries = table
-        self._submit(state, device, wait, signal, command_buffer, entries,
+        for entry in table:
+            buf = entry[0]
+            if buf is not None and buf.__class__ is not HalBuffer:
+                for i, (buf, _offset, _length) in enumerate(table):
+                    if buf is not None and not isinstance(buf, HalBuffer):
+                        _need(buf, HalBuffer, f"binding {i}")
+                break
+        self._submit(state, device, wait, signal, command_buffer, table,
                      "hal.device.queue.execute.indirect")
 
     def _submit(self, state, device, wait, signal, command_buffer, table, what: str) -> None:
         self._queue(device, wait, signal, what)
         if command_buffer is not None:
-            cb = _need(command_buffer, CommandBuffer, "command buffer")
-            limits = getattr(getattr(state, "context", None), "limits", None)
+            cb = command_buffer
+            if cb.__class__ is not CommandBuffer:
+                cb = _need(command_buffer, CommandBuffer, "command buffer")
             try:
-                cb.execute(table, deadline=getattr(limits, "deadline", None))
+                deadline = state.context.limits.deadline
+            except AttributeError:          # called outside a context
+                deadline = None
+            try:
+                cb.execute(table, deadline=deadline)
             except VmError:
                 if signal is not None:
                     signal.fail(int(StatusCode.ABORTED))
