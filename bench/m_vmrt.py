@@ -65,7 +65,7 @@ module @benchwork {
 """
 
 
-def _which(name: str) -> str | None:
+def which_tool(name: str) -> str | None:
     return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
 
 
@@ -75,7 +75,7 @@ def _dispatch_library(work: Path) -> Path:
     lib = d / "bin" / "benchwork_kernels_embedded_elf_x86_64.so"
     if lib.is_file() and src.is_file() and src.read_text() == WORK_MLIR:
         return lib
-    compiler = _which("iree-compile")
+    compiler = which_tool("iree-compile")
     if not compiler:
         raise _build.BuildError("iree-compile is not installed")
     if d.exists():
@@ -172,7 +172,7 @@ def _ctypes_threads(cfg: Config, seconds: float) -> float | None:
 
 def interpreter(cfg: Config) -> list[Row]:
     name = "vmrt run vs iree-run-module, loop.vmfb"
-    vmrt_exe, iree_exe = _which("vmrt"), _which("iree-run-module")
+    vmrt_exe, iree_exe = which_tool("vmrt"), which_tool("iree-run-module")
     if not iree_exe:
         return [na_row("10", name, "reported", "iree-run-module is not installed")]
     try:
@@ -230,8 +230,8 @@ def _chain_mlir(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cpu_vmfb(work: Path, name: str, text: str) -> Path:
-    """``text`` compiled for the x86_64 llvm-cpu local device (cached in
+def cpu_vmfb(work: Path, name: str, text: str, triple: str = "x86_64-pc-linux-elf") -> Path:
+    """``text`` compiled for the llvm-cpu local device of ``triple`` (cached in
     ``work/data/<name>.vmfb`` while the source is unchanged)."""
     src = work / "data" / f"{name}.mlir"
     out = src.with_suffix(".vmfb")
@@ -239,12 +239,12 @@ def _cpu_vmfb(work: Path, name: str, text: str) -> Path:
         return out
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(text)
-    compiler = _which("iree-compile")
+    compiler = which_tool("iree-compile")
     if not compiler:
         raise _build.BuildError("iree-compile not found (pip install iree-base-compiler)")
     proc = subprocess.run([compiler, "--iree-hal-target-device=local",
                            "--iree-hal-local-target-device-backends=llvm-cpu",
-                           "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+                           f"--iree-llvmcpu-target-triple={triple}",
                            "--iree-llvmcpu-target-cpu=generic", str(src), "-o", str(out)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -253,7 +253,7 @@ def _cpu_vmfb(work: Path, name: str, text: str) -> Path:
 
 
 def _chain_vmfb(work: Path) -> Path:
-    return _cpu_vmfb(work, "chain", _chain_mlir(CHAIN_DISPATCHES))
+    return cpu_vmfb(work, "chain", _chain_mlir(CHAIN_DISPATCHES))
 
 
 def load_api(cfg: Config) -> list[Row]:
@@ -291,7 +291,7 @@ def load_api(cfg: Config) -> list[Row]:
 # ---------------------------------------------------------------------------
 
 MATMUL_N = 512
-_MATMUL_MLIR = f"""\
+MATMUL_MLIR = f"""\
 func.func @matmul(%a: tensor<{MATMUL_N}x{MATMUL_N}xf32>, %b: tensor<{MATMUL_N}x{MATMUL_N}xf32>)
     -> tensor<{MATMUL_N}x{MATMUL_N}xf32> {{
   %cst = arith.constant 0.0 : f32
@@ -306,8 +306,8 @@ func.func @matmul(%a: tensor<{MATMUL_N}x{MATMUL_N}xf32>, %b: tensor<{MATMUL_N}x{
 """
 
 
-def _matmul_vmfb(work: Path) -> Path:
-    return _cpu_vmfb(work, "matmul512", _MATMUL_MLIR)
+def matmul_vmfb(work: Path) -> Path:
+    return cpu_vmfb(work, "matmul512", MATMUL_MLIR)
 
 
 def local_task(cfg: Config) -> list[Row]:
@@ -319,7 +319,7 @@ def local_task(cfg: Config) -> list[Row]:
         import numpy as np
 
         import vmrt
-        vmfb = _matmul_vmfb(cfg.work)
+        vmfb = matmul_vmfb(cfg.work)
     except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
         return [na_row("12", name, goal, str(e).splitlines()[0])]
     rng = np.random.default_rng(0)

@@ -5,7 +5,7 @@
     python -m bench --json results.json  # also save every number
     python -m bench --plot docs/benchmarks_relocs.png   # load time vs relocations
     python -m bench --markdown docs/benchmarks.md       # write the results page
-    python -m bench --only 1,2,7         # some measures only
+    python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
@@ -198,10 +198,29 @@ def _m12(cfg: Config) -> list[Row]:
     return local_task(cfg)
 
 
+@_measure("13", "steady state through vmrt.load vs iree.runtime")
+def _m13(cfg: Config) -> list[Row]:
+    from .m_programs import steady_state
+    return steady_state(cfg)
+
+
+@_measure("14", "whole command vs iree-run-module")
+def _m14(cfg: Config) -> list[Row]:
+    from .m_programs import whole_command
+    return whole_command(cfg)
+
+
+@_measure("15", "emulated aarch64 vs IREE under qemu-user")
+def _m15(cfg: Config) -> list[Row]:
+    from .m_programs import qemu_user
+    return qemu_user(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
-          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 13))
+          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12",),
+          "13": ("13",), "14": ("14",), "15": ("15",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 16))
 
 
 # ---------------------------------------------------------------------------
@@ -486,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(needs matplotlib; skipped with a message when it is missing)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
-    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-12)")
+    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-15)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not append this run to bench/history.jsonl (full runs only)")
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
@@ -502,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         only = {x.strip() for x in args.only.split(",") if x.strip()}
         bad = only - set(ALL_MEASURES)
         if bad:
-            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-12)")
+            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-15)")
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     load0 = _loadavg()

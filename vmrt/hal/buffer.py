@@ -66,9 +66,7 @@ def _small(size: int) -> tuple[Any, int]:
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
     data, addr = aligned_array(size, what)
-    buf = HalBuffer(data)
-    buf._address = addr
-    return buf
+    return HalBuffer(data, address=addr)
 
 
 def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
@@ -88,12 +86,12 @@ class HalBuffer(RefObject):
     __slots__ = ("bytes", "read_only", "_address")
     vm_type = HAL_BUFFER_TYPE
 
-    def __init__(self, data: Any, read_only: bool = False):
+    def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
         self.bytes = data
         #: transfers (fill, update, copy) may not write it: module data
         #: imported from a read-only mapping (``--module_mode=mmap``)
         self.read_only = read_only
-        self._address: int | None = None
+        self._address: int | None = address     # the caller's word for data's address
 
     @property
     def address(self) -> int:

@@ -67,7 +67,7 @@ def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
     """The byte range ``(buffer, start, length)`` a command operand names."""
     if ref.buffer is not None:
         buf, base = ref.buffer, 0
-        limit = int(buf.bytes.size)
+        limit = buf.bytes.size
     else:
         if not 0 <= ref.slot < len(table):
             raise HalError(f"{what}: binding table slot {ref.slot} out of range (the submission "
@@ -76,7 +76,7 @@ def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
         if buf is None:
             raise HalError(f"{what}: binding table slot {ref.slot} is null",
                           StatusCode.INVALID_ARGUMENT)
-        size = int(buf.bytes.size)
+        size = buf.bytes.size
         limit = size if tlen == WHOLE_BUFFER else base + tlen
         if base < 0 or limit > size or base > limit:
             raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "

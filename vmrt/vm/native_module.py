@@ -224,6 +224,7 @@ class NativeModule(Module):
         checks = ex.checks
         convert = result_converter(result_codes, function.full_name)
         ref = result_codes == "r"
+        i32 = result_codes == "i"
 
         def call(args: list) -> tuple:
             try:
@@ -246,6 +247,8 @@ class NativeModule(Module):
                 return ()
             if n == 1:
                 if ref and (result is None or isinstance(result, RefObject)):
+                    return (result,)
+                if i32 and type(result) is int and -0x80000000 <= result <= 0x7FFFFFFF:
                     return (result,)
                 return convert([result])
             return convert(() if result is None else list(result))

@@ -207,6 +207,8 @@ class HalDeviceModule(HalModule):
             raise HalError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
                           f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
         actual = bv.shape
+        if tuple(shape) == actual:
+            return
         shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
         if len(actual) != len(shape):
             raise HalError(f"{name} shape rank mismatch; expected {len(shape)} but have "
@@ -257,7 +259,9 @@ class HalDeviceModule(HalModule):
         for f in fences:
             if f is None:
                 continue
-            status = _need(f, Fence, "fence").status
+            if f.__class__ is not Fence:
+                _need(f, Fence, "fence")
+            status = f.status
             if status is None:
                 return int(StatusCode.DEADLINE_EXCEEDED)
             if status:
@@ -266,6 +270,8 @@ class HalDeviceModule(HalModule):
 
     # -- queue ---------------------------------------------------------------------
     def _queue(self, device, wait, signal, what: str):
+        """Checks the operands every queue operation shares: a device, a
+        signalled wait fence (or none), a signal fence (or none)."""
         if device.__class__ is not Device:
             _need(device, Device, "device")
         if wait is not None:
@@ -279,7 +285,9 @@ class HalDeviceModule(HalModule):
     @export("device.queue.alloca", "0rIrrIiiII_r")
     def queue_alloca(self, state, device, affinity, wait, signal, pool, memory_types, usage,
                      size, flags):
-        self._queue(device, wait, signal, "hal.device.queue.alloca")
+        if device.__class__ is not Device or wait is not None or \
+                (signal is not None and signal.__class__ is not Fence):
+            self._queue(device, wait, signal, "hal.device.queue.alloca")
         buf = new_buffer(size, "hal.device.queue.alloca")
         if signal is not None:
             signal.signal()
@@ -389,7 +397,9 @@ class HalDeviceModule(HalModule):
                      "hal.device.queue.execute.indirect")
 
     def _submit(self, state, device, wait, signal, command_buffer, table, what: str) -> None:
-        self._queue(device, wait, signal, what)
+        if device.__class__ is not Device or signal.__class__ is not Fence or \
+                wait.__class__ is not Fence or wait.status != 0:
+            self._queue(device, wait, signal, what)
         if command_buffer is not None:
             cb = command_buffer
             if cb.__class__ is not CommandBuffer:
