@@ -63,6 +63,32 @@ WHY = {
     "8": "the console script imports only the fatelf family (elfkit.arch and "
          "elfkit.fatelf.format; the loader is imported lazily), plus, in this editable "
          "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
+    "11": "a dispatch is five hal imports the compiler emits (fence.create, "
+          "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
+          "the native call; iree.runtime does the same in C. Those imports now go through "
+          "single-frame callers (vmrt.modules.hal.fast) and a prepared dispatch, ~39 Python "
+          "calls per dispatch (87 before); cProfile of what is left: the command buffer's "
+          "execute/run_dispatch/binding resolution ~35 %, the prepared dispatch and the native "
+          "call through elfkit's guard ~25 %, the buffer allocation ~15 %, the generated VM "
+          "code ~15 %. The rest is CPython's cost per call; going further needs the VM to "
+          "call the HAL without building argument lists (codegen).",
+    "13a": "per call: the input copied into an aligned buffer view, ~20 hal imports, 4 "
+           "dispatches, the output copied out; each import and dispatch costs what row 11 "
+           "shows, while the peer's whole call is a few microseconds of C.",
+    "13b": "one dispatch but ~13 hal imports and two buffer views per call: the fixed cost "
+           "of a call through Python (row 11's per-import cost) against ~10 µs in "
+           "iree.runtime.",
+    "13c": "compute-bound: the same native dispatch code on one thread; what differs is "
+           "the time the kernels run, which on this shared machine varies by more than the "
+           "10 % the goal allows (compare repeated runs); vmrt's own overhead per call is "
+           "tens of microseconds against ~10 ms of matmul.",
+    "14a": "start-up: the Python interpreter and vmrt's imports (numpy for the device "
+           "module, the bytecode translator) before the first instruction; iree-run-module "
+           "is one C binary.",
+    "14b": "start-up of a host-only run: Python itself (python -c pass) is most of "
+           "iree-run-module's whole time; vmrt no longer imports numpy, the device module or "
+           "importlib.metadata for it, but still the standard library modules its own code "
+           "uses (dataclasses, typing, re, enum) and the bytecode translator.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
@@ -112,14 +138,31 @@ HOW = [
     "dispatch(threads=1)` vs `threads=2`; the peer column is the 2-thread speed-up of the "
     "same amount of native work called through bare ctypes in the same run.",
     "**10** `vmrt run` vs `iree-run-module` with the same flags on a host-only `.vmfb` "
-    "(an i64 loop of n iterations), whole command wall time; per-iteration costs in the "
-    "note. Full runs append to `bench/history.jsonl`, the trend table above.",
+    "(an i64 loop of n iterations), whole command wall time at n and at 1; the ratio is the "
+    "per-iteration cost (t(n) - t(1)) / n of each. Full runs append to `bench/history.jsonl`, "
+    "the trend table above.",
     "**11** `vmrt.load(prog)[\"chain\"](x)` vs `iree.runtime.load_vm_flatbuffer_file(prog, "
     "driver=\"local-sync\")[\"chain\"](x)` on one x86_64 llvm-cpu program of 50 small "
     "dispatches, module and context made once; time per call divided by 50.",
     "**12** `vmrt.load(prog, device=\"local-task\")[\"matmul\"](a, b)` vs the same with "
     "`device=\"local-sync\"` (512x512 f32 matmul, x86_64 llvm-cpu; results compared "
     "bit for bit); the peer column is iree.runtime's own local-sync/local-task ratio.",
+    "**13** steady state through `vmrt.load(prog, device=\"local-sync\")[f](*arrays)` vs "
+    "`np.asarray(iree.runtime.load_vm_flatbuffer_file(prog, driver=\"local-sync\")[f]"
+    "(*arrays))`, interleaved, module and context made once: an MNIST MLP (784 → 128 ReLU → "
+    "10 softmax, batch 1, the shape of IREE's MNIST sample, fixed random weights compiled in "
+    "as constants), a 4-element f32 add, the 512x512 matmul of 12; results compared bit for "
+    "bit.",
+    "**14** whole command, spawn to exit: the `vmrt` console script (`vmrt run`) vs the pip "
+    "`iree-run-module` with the same flags: the MNIST program with `--device=local-sync` and "
+    "its input from a `.npy` file, and the host-only `loop.vmfb` of 10 at n=1; outputs "
+    "compared. The benchmark puts the checkout first on `PYTHONPATH`, so the console script "
+    "runs the code under test.",
+    "**15** the MNIST and matmul programs compiled for aarch64: `vmrt run` on this host (VM "
+    "and HAL native, dispatches emulated) vs IREE's aarch64 `iree-run-module` under "
+    "`qemu-aarch64 -L <sysroot>`; runs only when `qemu-aarch64` and an unpacked aarch64 "
+    "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
+    "get them.",
 ]
 
 

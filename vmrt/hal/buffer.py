@@ -65,7 +65,7 @@ def _small(size: int) -> tuple[Any, int]:
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    data, addr = aligned_array(size, what)
+    data, addr = _small(size) if 0 <= size <= _SMALL else aligned_array(size, what)
     return HalBuffer(data, address=addr)
 
 

@@ -16,7 +16,7 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
@@ -28,7 +28,9 @@ from ...hal.local.device import Device
 from ...hal.objects import ALL_TYPES, Allocator, Fence, HalExecutable, HalFile, check_waits
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
+from ...vm.module import Function
 from ...vm.native_module import NativeState, export
+from .fast import FAST
 from .inline import HalModule
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
@@ -128,6 +130,17 @@ class HalDeviceModule(HalModule):
     def free_state(self, state: Any) -> None:
         for d in getattr(state, "devices", ()):
             d.close()
+
+    def converting_caller(self, state: Any, function: Function, result_codes: str,
+                          note: str) -> Callable[[list], tuple] | None:
+        """The per-dispatch imports get single-frame callers
+        (:mod:`vmrt.modules.hal.fast`) in front of the generic one."""
+        generic = super().converting_caller(state, function, result_codes, note)
+        make = FAST.get(function.name)
+        if generic is None or make is None:
+            return generic
+        return make(state, generic, f"while invoking native function {self.name}."
+                    f"{function.name}", note)
 
     # -- devices -------------------------------------------------------------------
     @export("devices.count", "0v_i")
