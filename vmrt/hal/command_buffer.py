@@ -220,11 +220,9 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
     when every binding is a non-empty range of an aligned buffer, else
     :meth:`vmrt.Executable.dispatch`."""
-    if 0 in cmd.workgroups:
-        return
     if labels is None:
         labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
-    if prepared is not None:
+    if prepared is not None:            # (never made for an empty grid)
         # the common case: every binding a non-empty range of an aligned buffer
         ptrs, sizes = [], []
         for ref, label in zip(cmd.bindings, labels):
@@ -237,6 +235,8 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
         else:
             prepared.run(ptrs, sizes, deadline)
             return
+    if 0 in cmd.workgroups:
+        return
     import numpy as np
     ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
     staged: dict[int, tuple[HalBuffer, Any, int]] = {}
