@@ -183,32 +183,7 @@ class NativeModule(Module):
         return self._export_caller(state, function)
 
     def _export_caller(self, state: Any, function: Function) -> Callable[[list], list]:
-        ex = self._exports[function.ordinal]
-        impl, n = ex.impl, ex.n_results
-        where = f"while invoking native function {self.name}.{ex.decl.name}"
-        checks = ex.checks
-
-        def call(args: list) -> list:
-            if checks:
-                _check_refs(checks, args, where)
-            try:
-                result = impl(state, *args)
-            except VmError as e:
-                e.annotate(where)
-                raise
-            except RecursionError:
-                raise
-            except Exception as e:  # a bug in the Python module: report, do not crash the VM
-                raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
-                    where) from e
-            if n == 1:
-                return [result]
-            if n == 0:
-                return []
-            if result is None:
-                result = ()
-            return list(result)
-        return call
+        return self._make_caller(state, function, None, None)
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
                           note: str) -> Callable[[list], tuple] | None:
@@ -219,30 +194,34 @@ class NativeModule(Module):
         if type(self).call is not NativeModule.call or ex.result_codes != result_codes \
                 or ex.n_results < 0:
             return None
-        impl, n = ex.impl, ex.n_results
-        where = f"while invoking native function {self.name}.{ex.decl.name}"
-        checks = ex.checks
-        convert = result_converter(result_codes, function.full_name)
-        ref = result_codes == "r"
-        i32 = result_codes == "i"
+        return self._make_caller(state, function, result_converter(
+            result_codes, function.full_name), note)
 
-        def call(args: list) -> tuple:
+    def _make_caller(self, state: Any, function: Function,
+                     convert: Callable[[Any], tuple] | None, note: str | None) -> Any:
+        """Without ``convert``: results as a list (``caller``); with it: VM
+        values of the export's result codes, errors also annotated ``note``."""
+        ex = self._exports[function.ordinal]
+        impl, n, checks = ex.impl, ex.n_results, ex.checks
+        where = f"while invoking native function {self.name}.{ex.decl.name}"
+        ref, i32 = ex.result_codes == "r", ex.result_codes == "i"
+
+        def call(args: list) -> Any:
             try:
                 if checks:
                     _check_refs(checks, args, where)
                 try:
                     result = impl(state, *args)
-                except VmError as e:
-                    e.annotate(where)
-                    raise
-                except RecursionError:
-                    raise
-                except Exception as e:  # a bug in the Python module: report, do not crash
-                    raise InvocationError(f"{type(e).__name__}: {e}",
-                                          StatusCode.INTERNAL).annotate(where) from e
+                except Exception as e:  # noqa: BLE001 - see native_error
+                    raise native_error(e, where)  # noqa: B904 - chained there
             except VmError as e:
-                e.annotate(note)
+                if note is not None:
+                    e.annotate(note)
                 raise
+            if convert is None:
+                if n == 1:
+                    return [result]
+                return [] if n == 0 or result is None else list(result)
             if n == 0:
                 return ()
             if n == 1:
@@ -253,6 +232,20 @@ class NativeModule(Module):
                 return convert([result])
             return convert(() if result is None else list(result))
         return call
+
+
+def native_error(e: Exception, where: str) -> Exception:
+    """What an exception raised by a native export becomes for its caller: a
+    ``VmError`` annotated ``where``; a ``RecursionError`` itself; any other
+    (a bug in the Python module: reported, not a crash of the VM) an
+    ``INTERNAL`` ``InvocationError`` naming it, chained to it."""
+    if isinstance(e, VmError):
+        return e.annotate(where)
+    if isinstance(e, RecursionError):
+        return e
+    err = InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(where)
+    err.__cause__ = e
+    return err
 
 
 def _check_refs(checks: tuple[tuple[int, RefType], ...], args: list, where: str) -> None:

@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import InvocationError, StatusCode, VmError
+from ...errors import StatusCode, VmError
 from ...hal.buffer import HalBuffer, new_buffer
 from ...hal.command_buffer import CommandBuffer
 from ...hal.local.device import Device
 from ...hal.objects import Fence
+from ...vm.native_module import native_error
 
 Caller = Callable[[list], tuple]
 
@@ -75,16 +76,13 @@ def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> C
             deadline = None
         try:
             cb.execute(table, deadline=deadline)
-        except VmError as e:
-            signal.fail(int(StatusCode.ABORTED))
-            e.annotate(where)
-            e.annotate(note)
-            raise
-        except RecursionError:
-            raise
-        except Exception as e:  # a bug: reported as the generic caller reports it
-            raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
-                where).annotate(note) from e
+        except Exception as e:  # noqa: BLE001 - see native_error
+            if isinstance(e, VmError):
+                signal.fail(int(StatusCode.ABORTED))
+            err = native_error(e, where)
+            if isinstance(err, VmError):
+                err.annotate(note)
+            raise err  # noqa: B904 - chained there
         signal.signal()
         return ()
     return call
