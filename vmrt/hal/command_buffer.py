@@ -65,29 +65,39 @@ class Dispatch:
 def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
              what: str) -> tuple[HalBuffer, int, int]:
     """The byte range ``(buffer, start, length)`` a command operand names."""
-    if ref.buffer is not None:
-        buf, base = ref.buffer, 0
-        limit = buf.bytes.size
-    else:
-        if not 0 <= ref.slot < len(table):
-            raise HalError(f"{what}: binding table slot {ref.slot} out of range (the submission "
-                          f"provides {len(table)} binding(s))", StatusCode.OUT_OF_RANGE)
-        buf, base, tlen = table[ref.slot]
-        if buf is None:
-            raise HalError(f"{what}: binding table slot {ref.slot} is null",
-                          StatusCode.INVALID_ARGUMENT)
-        size = buf.bytes.size
-        limit = size if tlen == WHOLE_BUFFER else base + tlen
-        if base < 0 or limit > size or base > limit:
-            raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "
-                          f"out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
-    start = base + ref.offset
-    length = limit - start if ref.length == WHOLE_BUFFER else ref.length
-    if ref.offset < 0 or length < 0 or start + length > limit:
-        where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
-        raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of bounds "
-                      f"of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
-    return buf, start, length
+    return resolve_all((ref,), table, (what,))[0]
+
+
+def resolve_all(refs: Sequence[BufferRef], table: Sequence[tuple[HalBuffer, int, int]],
+                labels: Sequence[str]) -> list[tuple[HalBuffer, int, int]]:
+    """:func:`_resolve` of each operand (``labels`` name them in errors)."""
+    out = []
+    n = len(table)
+    for ref, what in zip(refs, labels):
+        if ref.buffer is not None:
+            buf, base = ref.buffer, 0
+            limit = buf.bytes.size
+        else:
+            if not 0 <= ref.slot < n:
+                raise HalError(f"{what}: binding table slot {ref.slot} out of range (the "
+                               f"submission provides {n} binding(s))", StatusCode.OUT_OF_RANGE)
+            buf, base, tlen = table[ref.slot]
+            if buf is None:
+                raise HalError(f"{what}: binding table slot {ref.slot} is null",
+                              StatusCode.INVALID_ARGUMENT)
+            size = buf.bytes.size
+            limit = size if tlen == WHOLE_BUFFER else base + tlen
+            if base < 0 or limit > size or base > limit:
+                raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) "
+                              f"is out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
+        start = base + ref.offset
+        length = limit - start if ref.length == WHOLE_BUFFER else ref.length
+        if ref.offset < 0 or length < 0 or start + length > limit:
+            where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
+            raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of "
+                          f"bounds of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
+        out.append((buf, start, length))
+    return out
 
 
 class CommandBuffer(RefObject):
@@ -225,8 +235,7 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     if prepared is not None:            # (never made for an empty grid)
         # the common case: every binding a non-empty range of an aligned buffer
         ptrs, sizes = [], []
-        for ref, label in zip(cmd.bindings, labels):
-            buf, start, length = _resolve(ref, table, label)
+        for buf, start, length in resolve_all(cmd.bindings, table, labels):
             addr = buf.address
             if not length or addr == -1 or addr % BUFFER_ALIGNMENT:
                 break
@@ -238,7 +247,7 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     if 0 in cmd.workgroups:
         return
     import numpy as np
-    ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
+    ranges = resolve_all(cmd.bindings, table, labels)
     staged: dict[int, tuple[HalBuffer, Any, int]] = {}
     try:
         if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
