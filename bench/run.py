@@ -65,13 +65,13 @@ WHY = {
          "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
-          "the native call; iree.runtime does the same in C. Those imports now go through "
-          "single-frame callers (vmrt.modules.hal.fast) and a prepared dispatch, ~39 Python "
-          "calls per dispatch (87 before); cProfile of what is left: the command buffer's "
-          "execute/run_dispatch/binding resolution ~35 %, the prepared dispatch and the native "
-          "call through elfkit's guard ~25 %, the buffer allocation ~15 %, the generated VM "
-          "code ~15 %. The rest is CPython's cost per call; going further needs the VM to "
-          "call the HAL without building argument lists (codegen).",
+          "the native call, which iree.runtime does in C. They now take single-frame callers "
+          "(vmrt.modules.hal.fast) and a prepared dispatch: ~38 Python calls per dispatch (87 "
+          "before). cProfile of what is left (own time): the generated VM code 18 %, the fast "
+          "hal callers 17 %, the command buffer (execute, run_dispatch, binding resolution) "
+          "29 %, the native call (prepared run, elfkit's call guard) 17 %, buffer allocation "
+          "8 %. What remains is CPython's cost per call and per object; going further needs "
+          "the generated code to call the HAL without building argument lists.",
     "13a": "per call: the input copied into an aligned buffer view, ~20 hal imports, 4 "
            "dispatches, the output copied out; each import and dispatch costs what row 11 "
            "shows, while the peer's whole call is a few microseconds of C.",
