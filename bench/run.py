@@ -72,9 +72,9 @@ WHY = {
           "29 %, the native call (prepared run, elfkit's call guard) 17 %, buffer allocation "
           "8 %. What remains is CPython's cost per call and per object; going further needs "
           "the generated code to call the HAL without building argument lists.",
-    "13a": "per call: the input copied into an aligned buffer view, ~20 hal imports, 4 "
-           "dispatches, the output copied out; each import and dispatch costs what row 11 "
-           "shows, while the peer's whole call is a few microseconds of C.",
+    "13a": "per call: the input copied into an aligned buffer view, 15 hal imports and one "
+           "submission of the model's dispatches, the output copied out; each import and "
+           "dispatch costs what row 11 shows, where iree.runtime spends microseconds of C.",
     "13b": "one dispatch but ~13 hal imports and two buffer views per call: the fixed cost "
            "of a call through Python (row 11's per-import cost) against ~10 µs in "
            "iree.runtime.",
@@ -82,13 +82,24 @@ WHY = {
            "the time the kernels run, which on this shared machine varies by more than the "
            "10 % the goal allows (compare repeated runs); vmrt's own overhead per call is "
            "tens of microseconds against ~10 ms of matmul.",
-    "14a": "start-up: the Python interpreter and vmrt's imports (numpy for the device "
-           "module, the bytecode translator) before the first instruction; iree-run-module "
-           "is one C binary.",
-    "14b": "start-up of a host-only run: Python itself (python -c pass) is most of "
-           "iree-run-module's whole time; vmrt no longer imports numpy, the device module or "
-           "importlib.metadata for it, but still the standard library modules its own code "
-           "uses (dataclasses, typing, re, enum) and the bytecode translator.",
+    "10": "each iteration of the loop is two basic blocks of generated Python: a test of "
+          "the block number, the per-block budget counter, the i64 arithmetic with a range "
+          "check of each result (the overflowing multiply of this recurrence pays a call to "
+          "wrap it) against IREE's interpreter loop in C. This branch left the generated code "
+          "alone (another change works on codegen); inlining the wrap as an expression was "
+          "measured at ~10 % per iteration.",
+    "12": "the peer column (iree.runtime's own local-task speed-up) is what the machine "
+          "allowed at that moment: when other jobs hold a core neither reaches 1.8×. vmrt "
+          "splits a dispatch's workgroups over worker threads, ctypes releasing the GIL during "
+          "each native call.",
+    "14a": "start-up: a device run imports numpy (40-70 ms here, more than iree-run-module's "
+           "whole run) and vmrt's HAL, and creates ~50 dataclasses at import (~15 % of the "
+           "start-up under cProfile); iree-run-module is one C binary. The dispatches "
+           "themselves are a few hundred microseconds.",
+    "14b": "start-up of a host-only run: the interpreter alone (python -c pass) takes most "
+           "of what iree-run-module takes for the whole run; vmrt no longer imports numpy, "
+           "the device module or importlib.metadata for it, but still the standard-library "
+           "modules its code uses (dataclasses, typing, re, enum) and the bytecode translator.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
