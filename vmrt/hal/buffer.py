@@ -83,7 +83,7 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 class HalBuffer(RefObject):
     """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
 
-    __slots__ = ("bytes", "read_only", "_address")
+    __slots__ = ("bytes", "read_only", "address")
     vm_type = HAL_BUFFER_TYPE
 
     def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
@@ -91,16 +91,10 @@ class HalBuffer(RefObject):
         #: transfers (fill, update, copy) may not write it: module data
         #: imported from a read-only mapping (``--module_mode=mmap``)
         self.read_only = read_only
-        self._address: int | None = address     # the caller's word for data's address
-
-    @property
-    def address(self) -> int:
-        """The host address of the bytes (-1 when they are not contiguous)."""
-        a = self._address
-        if a is None:
-            b = self.bytes
-            a = self._address = int(b.ctypes.data) if b.flags.c_contiguous else -1
-        return a
+        #: the host address of the bytes (-1 when they are not contiguous);
+        #: ``address`` is the caller's word for it when it knows it
+        self.address: int = address if address is not None else (
+            int(data.ctypes.data) if data.flags.c_contiguous else -1)
 
     def __len__(self) -> int:
         return int(self.bytes.size)

@@ -70,10 +70,12 @@ def _dist_dirs() -> Iterator[tuple[str, str]] | None:
             names = os.listdir(where)
         except OSError:
             continue
-        for child in names:
-            stem, dot, ext = child.rpartition(".")
-            if dot and ext in ("dist-info", "egg-info"):
-                found.append((_normalise(stem.partition("-")[0]), os.path.join(where, child)))
+        for kind in ("dist-info", "egg-info"):     # importlib.metadata's order
+            for child in names:
+                stem, dot, ext = child.rpartition(".")
+                if dot and ext == kind:
+                    found.append((_normalise(stem.partition("-")[0]),
+                                  os.path.join(where, child)))
     return iter(found)
 
 

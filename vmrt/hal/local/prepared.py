@@ -93,7 +93,8 @@ class NativeDispatch:
 
     def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None) -> None:
         """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
-        self.exe.check_open()
+        if self.exe.closed:
+            self.exe.check_open()
         mine = getattr(self.local, "mine", None) or self._block()
         block, ds, _recs, ws = mine
         self.pack(block, self.b_off, *ptrs, *sizes)

@@ -204,8 +204,9 @@ class HalDeviceModule(HalModule):
     @export("buffer.subspan", "0rII_r")
     def buffer_subspan(self, state, buffer, offset, length):
         buf = _need(buffer, HalBuffer, "buffer")
-        return HalBuffer(buffer_range(buf, offset, length, "hal.buffer.subspan"),
-                         read_only=buf.read_only)
+        view = buffer_range(buf, offset, length, "hal.buffer.subspan")
+        return HalBuffer(view, read_only=buf.read_only,
+                         address=None if buf.address == -1 else buf.address + offset)
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):

@@ -49,22 +49,21 @@ def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(args: list) -> tuple:
-        device, _affinity, wait, signal = args[:4]
-        size = args[7]
-        if device.__class__ is not Device or wait is not None or \
+        signal, size = args[3], args[7]
+        if args[0].__class__ is not Device or args[2] is not None or \
                 signal.__class__ is not Fence or not 0 <= size <= FAST_ALLOCATION:
             return slow(args)
         buf = new_buffer(size, "hal.device.queue.alloca")
-        signal.signal()
+        if signal.status is None:       # Fence.signal()
+            signal.status = 0
         return (buf,)
     return call
 
 
 def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(args: list) -> tuple:
-        device, _affinity, wait, signal, cb = args[:5]
-        table = args[6]
-        if device.__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
+        wait, signal, cb, table = args[2], args[3], args[4], args[6]
+        if args[0].__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
                 or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
             return slow(args)
         for entry in table:
@@ -83,7 +82,8 @@ def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> C
             if isinstance(err, VmError):
                 err.annotate(note)
             raise err  # noqa: B904 - chained there
-        signal.signal()
+        if signal.status is None:       # Fence.signal()
+            signal.status = 0
         return ()
     return call
 
