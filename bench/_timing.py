@@ -196,9 +196,13 @@ def compare_many(fns: dict[str, Callable[[], Any]], cfg: Config, *, number: int 
 
 def bytecode_env() -> dict[str, str]:
     """The environment for start-up timings: bytecode caching on (the
-    harness may set PYTHONDONTWRITEBYTECODE), nothing else changed."""
+    harness may set PYTHONDONTWRITEBYTECODE), and this checkout's code first
+    on the path, so console scripts of an install made from another checkout
+    run the code under test; nothing else changed."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in env.get(
+        "PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != REPO])
     return env
 
 

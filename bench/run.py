@@ -5,7 +5,7 @@
     python -m bench --json results.json  # also save every number
     python -m bench --plot docs/benchmarks_relocs.png   # load time vs relocations
     python -m bench --markdown docs/benchmarks.md       # write the results page
-    python -m bench --only 1,2,7         # some measures only
+    python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
@@ -63,6 +63,43 @@ WHY = {
     "8": "the console script imports only the fatelf family (elfkit.arch and "
          "elfkit.fatelf.format; the loader is imported lazily), plus, in this editable "
          "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
+    "11": "a dispatch is five hal imports the compiler emits (fence.create, "
+          "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
+          "the native call, which iree.runtime does in C. They now take single-frame callers "
+          "(vmrt.modules.hal.fast) and a prepared dispatch: ~38 Python calls per dispatch (87 "
+          "before). cProfile of what is left (own time): the generated VM code 18 %, the fast "
+          "hal callers 17 %, the command buffer (execute, run_dispatch, binding resolution) "
+          "29 %, the native call (prepared run, elfkit's call guard) 17 %, buffer allocation "
+          "8 %. What remains is CPython's cost per call and per object; going further needs "
+          "the generated code to call the HAL without building argument lists.",
+    "13a": "per call: the input copied into an aligned buffer view, 15 hal imports and one "
+           "submission of the model's dispatches, the output copied out; each import and "
+           "dispatch costs what row 11 shows, where iree.runtime spends microseconds of C.",
+    "13b": "one dispatch but ~13 hal imports and two buffer views per call: the fixed cost "
+           "of a call through Python (row 11's per-import cost) against ~10 µs in "
+           "iree.runtime.",
+    "13c": "compute-bound: the same native dispatch code on one thread; what differs is "
+           "the time the kernels run, which on this shared machine varies by more than the "
+           "10 % the goal allows (compare repeated runs); vmrt's own overhead per call is "
+           "tens of microseconds against ~10 ms of matmul.",
+    "10": "each iteration of the loop is two basic blocks of generated Python: a test of "
+          "the block number, the per-block budget counter, the i64 arithmetic with a range "
+          "check of each result (the overflowing multiply of this recurrence pays a call to "
+          "wrap it) against IREE's interpreter loop in C. This branch left the generated code "
+          "alone (another change works on codegen); inlining the wrap as an expression was "
+          "measured at ~10 % per iteration.",
+    "12": "the peer column (iree.runtime's own local-task speed-up) is what the machine "
+          "allowed at that moment: when other jobs hold a core neither reaches 1.8×. vmrt "
+          "splits a dispatch's workgroups over worker threads, ctypes releasing the GIL during "
+          "each native call.",
+    "14a": "start-up: a device run imports numpy (40-70 ms here, more than iree-run-module's "
+           "whole run) and vmrt's HAL, and creates ~50 dataclasses at import (~15 % of the "
+           "start-up under cProfile); iree-run-module is one C binary. The dispatches "
+           "themselves are a few hundred microseconds.",
+    "14b": "start-up of a host-only run: the interpreter alone (python -c pass) takes most "
+           "of what iree-run-module takes for the whole run; vmrt no longer imports numpy, "
+           "the device module or importlib.metadata for it, but still the standard-library "
+           "modules its code uses (dataclasses, typing, re, enum) and the bytecode translator.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
@@ -112,14 +149,31 @@ HOW = [
     "dispatch(threads=1)` vs `threads=2`; the peer column is the 2-thread speed-up of the "
     "same amount of native work called through bare ctypes in the same run.",
     "**10** `vmrt run` vs `iree-run-module` with the same flags on a host-only `.vmfb` "
-    "(an i64 loop of n iterations), whole command wall time; per-iteration costs in the "
-    "note. Full runs append to `bench/history.jsonl`, the trend table above.",
+    "(an i64 loop of n iterations), whole command wall time at n and at 1; the ratio is the "
+    "per-iteration cost (t(n) - t(1)) / n of each. Full runs append to `bench/history.jsonl`, "
+    "the trend table above.",
     "**11** `vmrt.load(prog)[\"chain\"](x)` vs `iree.runtime.load_vm_flatbuffer_file(prog, "
     "driver=\"local-sync\")[\"chain\"](x)` on one x86_64 llvm-cpu program of 50 small "
     "dispatches, module and context made once; time per call divided by 50.",
     "**12** `vmrt.load(prog, device=\"local-task\")[\"matmul\"](a, b)` vs the same with "
     "`device=\"local-sync\"` (512x512 f32 matmul, x86_64 llvm-cpu; results compared "
     "bit for bit); the peer column is iree.runtime's own local-sync/local-task ratio.",
+    "**13** steady state through `vmrt.load(prog, device=\"local-sync\")[f](*arrays)` vs "
+    "`np.asarray(iree.runtime.load_vm_flatbuffer_file(prog, driver=\"local-sync\")[f]"
+    "(*arrays))`, interleaved, module and context made once: an MNIST MLP (784 → 128 ReLU → "
+    "10 softmax, batch 1, the shape of IREE's MNIST sample, fixed random weights compiled in "
+    "as constants), a 4-element f32 add, the 512x512 matmul of 12; results compared bit for "
+    "bit.",
+    "**14** whole command, spawn to exit: the `vmrt` console script (`vmrt run`) vs the pip "
+    "`iree-run-module` with the same flags: the MNIST program with `--device=local-sync` and "
+    "its input from a `.npy` file, and the host-only `loop.vmfb` of 10 at n=1; outputs "
+    "compared. The benchmark puts the checkout first on `PYTHONPATH`, so the console script "
+    "runs the code under test.",
+    "**15** the MNIST and matmul programs compiled for aarch64: `vmrt run` on this host (VM "
+    "and HAL native, dispatches emulated) vs IREE's aarch64 `iree-run-module` under "
+    "`qemu-aarch64 -L <sysroot>`; runs only when `qemu-aarch64` and an unpacked aarch64 "
+    "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
+    "get them.",
 ]
 
 
@@ -198,10 +252,29 @@ def _m12(cfg: Config) -> list[Row]:
     return local_task(cfg)
 
 
+@_measure("13", "steady state through vmrt.load vs iree.runtime")
+def _m13(cfg: Config) -> list[Row]:
+    from .m_programs import steady_state
+    return steady_state(cfg)
+
+
+@_measure("14", "whole command vs iree-run-module")
+def _m14(cfg: Config) -> list[Row]:
+    from .m_programs import whole_command
+    return whole_command(cfg)
+
+
+@_measure("15", "emulated aarch64 vs IREE under qemu-user")
+def _m15(cfg: Config) -> list[Row]:
+    from .m_programs import qemu_user
+    return qemu_user(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
-          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 13))
+          "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12",),
+          "13": ("13",), "14": ("14",), "15": ("15",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 16))
 
 
 # ---------------------------------------------------------------------------
@@ -486,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
                     "(needs matplotlib; skipped with a message when it is missing)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
-    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-12)")
+    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-15)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not append this run to bench/history.jsonl (full runs only)")
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
@@ -502,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         only = {x.strip() for x in args.only.split(",") if x.strip()}
         bad = only - set(ALL_MEASURES)
         if bad:
-            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-12)")
+            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-15)")
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     load0 = _loadavg()

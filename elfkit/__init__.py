@@ -5,13 +5,12 @@
         m.call("add", 2, 3)
     m = elfkit.load("plugin.sos", arch="riscv64")  # a FatELF slice, emulated
 
-``import elfkit`` is cheap: lief, unicorn and capstone are imported only by
-the parts that use them.
+``import elfkit`` is cheap: the architecture tables, lief, unicorn and
+capstone are imported only by the parts that use them.
 """
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .arch import Arch
 from .errors import (
     ArchError,
     BackendError,
@@ -35,12 +34,17 @@ from .errors import (
     UnresolvedImportError,
     UnsupportedError,
 )
-from .signature import CType, Signature
 
-# The loader and Module are imported on first use, so that commands that do
-# not load anything (``elfkit fatelf list``) start fast.
+if TYPE_CHECKING:
+    from .arch import Arch
+    from .signature import CType, Signature
+
+# The loader, Module and the architecture tables are imported on first use, so
+# that commands that do not load anything (``elfkit fatelf list``, a host-only
+# ``vmrt run``) start fast.
 _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibrary": "loader",
-         "Limits": "loader", "ImportReport": "loader"}
+         "Limits": "loader", "ImportReport": "loader", "Arch": "arch", "CType": "signature",
+         "Signature": "signature"}
 
 
 _SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")

@@ -149,7 +149,8 @@ def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], i
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
         prots = _page_prots(elf, lay, page)
         for addr, size, prot in prots:
-            machine.protect(base + addr, size, prot)
+            if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
+                machine.protect(base + addr, size, prot)
         li.protections = [(base + a, s, p) for a, s, p in prots]
         if deferred and machine.can_execute:
             _apply_deferred(li, image, deferred)

@@ -13,24 +13,12 @@ unresolved optional import, ``INTERNAL`` for a wrong result count, every
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.module import BoundFunction, cconv_fragments
-from ..vm.types import RefObject
-from ..vm.values import to_vm, wrap_i32, wrap_i64
+from ..vm.values import result_converter
 
 Caller = Callable[[list], tuple]
-
-
-def convert_results(results: Any, codes: str, name: str) -> tuple:
-    """An import's results as VM values of ``codes`` (checked count)."""
-    if results is None:
-        results = []
-    if len(results) != len(codes):
-        raise InvocationError(f"import {name} returned {len(results)} results, "
-                      f"cconv expects {len(codes)}", StatusCode.INTERNAL)
-    return tuple(to_vm(v, c) for v, c in zip(results, codes))
 
 
 def unresolved(full_name: str, k: int) -> Caller:
@@ -41,43 +29,15 @@ def unresolved(full_name: str, k: int) -> Caller:
     return call
 
 
-def _converter(codes: str, name: str) -> Callable[[Any], tuple]:
-    def generic(res: Any) -> tuple:
-        return convert_results(res, codes, name)
-
-    if codes == "":
-        def none(res: Any) -> tuple:
-            if not res:
-                return ()
-            return convert_results(res, codes, name)
-        return none
-    if codes == "r":
-        def ref(res: Any) -> tuple:
-            if res is not None and len(res) == 1:
-                v = res[0]
-                if v is None or isinstance(v, RefObject):
-                    return (v,)
-            return convert_results(res, codes, name)
-        return ref
-    if codes in ("i", "I"):
-        wrap = wrap_i32 if codes == "i" else wrap_i64
-
-        def integer(res: Any) -> tuple:
-            if res is not None and len(res) == 1:
-                v = res[0]
-                if type(v) is int:
-                    return (wrap(v),)
-            return convert_results(res, codes, name)
-        return integer
-    return generic
-
-
 def import_caller(bound: BoundFunction | None, codes: str, full_name: str, k: int) -> Caller:
     """The callable for import ``k`` bound to ``bound`` (None: unresolved)."""
     if bound is None:
         return unresolved(full_name, k)
+    fused = bound.converting_caller(codes, "while calling import")
+    if fused is not None:
+        return fused
     target = bound.caller()
-    convert = _converter(codes, bound.name)
+    convert = result_converter(codes, bound.name)
 
     def call(args: list) -> tuple:
         try:
@@ -129,5 +89,5 @@ def group_variadic(cconv: str, segments: tuple[int, ...], n_args: int
     return plan if used == n_args else None
 
 
-__all__ = ["Caller", "convert_results", "group_variadic", "import_caller", "unresolved",
+__all__ = ["Caller", "group_variadic", "import_caller", "unresolved",
            "variadic_spans"]

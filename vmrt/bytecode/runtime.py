@@ -15,9 +15,9 @@ from ..errors import InvocationError, StatusCode, VmError
 from ..vm.buffer import Buffer
 from ..vm.list import VmList
 from ..vm.types import OPAQUE_TYPE, RefType, type_of
+from ..vm.values import convert_results, wrap_i32, wrap_i64
 from ..vm.values import round_f32 as rf32
-from ..vm.values import wrap_i32, wrap_i64
-from .calls import convert_results, variadic_spans
+from .calls import variadic_spans
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF

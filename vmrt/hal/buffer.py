@@ -3,6 +3,7 @@ the allocation rules of vmrt's CPU device (64-byte aligned, bounded size)."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 from ..errors import HalError, StatusCode
@@ -25,14 +26,14 @@ def aligned_bytes(size: int, what: str = "allocation") -> Any:
 
 def aligned_array(size: int, what: str) -> tuple[Any, int]:
     """``aligned_bytes(size)`` and its address."""
+    if 0 <= size <= _SMALL:
+        return _small(size)
     import numpy as np
     if size < 0:
         raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
     if size > MAX_ALLOCATION:
         raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
                       StatusCode.RESOURCE_EXHAUSTED)
-    if size <= _SMALL:
-        return _small(size)
     raw = np.zeros(size + BUFFER_ALIGNMENT, np.uint8)
     addr = int(raw.ctypes.data)
     skip = (-addr) % BUFFER_ALIGNMENT
@@ -49,24 +50,23 @@ _slabs = threading.local()
 
 
 def _small(size: int) -> tuple[Any, int]:
-    import numpy as np
     st = _slabs.__dict__
     off = st.get("off", _SLAB)
     if off + size > _SLAB:
+        import numpy as np
         slab = np.zeros(_SLAB + BUFFER_ALIGNMENT, np.uint8)
         base = int(slab.ctypes.data)
         skip = (-base) % BUFFER_ALIGNMENT
         view: Any = slab[skip:skip + _SLAB]
         st["slab"], st["addr"], off = memoryview(view), base + skip, 0
-    st["off"] = off + max(-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT, BUFFER_ALIGNMENT)
-    return np.frombuffer(st["slab"][off:off + size], np.uint8), st["addr"] + off
+        st["new"] = partial(np.frombuffer, st["slab"], np.uint8)
+    st["off"] = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
+    return st["new"](size, off), st["addr"] + off
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    data, addr = aligned_array(size, what)
-    buf = HalBuffer(data)
-    buf._address = addr
-    return buf
+    data, addr = _small(size) if 0 <= size <= _SMALL else aligned_array(size, what)
+    return HalBuffer(data, address=addr)
 
 
 def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
@@ -83,24 +83,18 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 class HalBuffer(RefObject):
     """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
 
-    __slots__ = ("bytes", "read_only", "_address", "__weakref__")
+    __slots__ = ("bytes", "read_only", "address", "__weakref__")
     vm_type = HAL_BUFFER_TYPE
 
-    def __init__(self, data: Any, read_only: bool = False):
+    def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
         self.bytes = data
         #: transfers (fill, update, copy) may not write it: module data
         #: imported from a read-only mapping (``--module_mode=mmap``)
         self.read_only = read_only
-        self._address: int | None = None
-
-    @property
-    def address(self) -> int:
-        """The host address of the bytes (-1 when they are not contiguous)."""
-        a = self._address
-        if a is None:
-            b = self.bytes
-            a = self._address = int(b.ctypes.data) if b.flags.c_contiguous else -1
-        return a
+        #: the host address of the bytes (-1 when they are not contiguous);
+        #: ``address`` is the caller's word for it when it knows it
+        self.address: int = address if address is not None else (
+            int(data.ctypes.data) if data.flags.c_contiguous else -1)
 
     def __len__(self) -> int:
         return int(self.bytes.size)

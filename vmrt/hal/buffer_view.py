@@ -31,7 +31,7 @@ class BufferView(RefObject):
     for those, the memory is ``storage`` (packed bytes, as IREE lays them
     out) and ``array`` unpacks a copy."""
 
-    __slots__ = ("_array", "_packed", "element_type", "shape")
+    __slots__ = ("_array", "_packed", "_storage", "element_type", "shape", "address")
     vm_type = BUFFER_VIEW_TYPE
 
     def __init__(self, array: Any, element_type: str | None = None):
@@ -39,6 +39,9 @@ class BufferView(RefObject):
         arr = np.asarray(array, order="C")   # keeps rank 0 (ascontiguousarray would not)
         self.element_type = element_type or element_type_of(arr.dtype)
         self.shape: tuple[int, ...] = tuple(arr.shape)
+        self._storage: Any = None
+        #: the host address of the storage when it is known (else None)
+        self.address: int | None = None
         if is_packed(self.element_type):
             self._array = None
             self._packed = pack(arr, self.element_type)
@@ -47,17 +50,20 @@ class BufferView(RefObject):
             self._packed = None
 
     @classmethod
-    def over(cls, storage: Any, element_type: str, shape: tuple[int, ...]) -> BufferView:
+    def over(cls, storage: Any, element_type: str, shape: tuple[int, ...],
+             address: int | None = None) -> BufferView:
         """A view of ``storage`` (a uint8 numpy array holding exactly the
-        elements, packed for sub-byte types) without copying it."""
+        elements, packed for sub-byte types; at host ``address`` when the
+        caller knows it) without copying it."""
         view = cls.__new__(cls)
         view.element_type = element_type
         view.shape = tuple(shape)
+        view.address = address
         if is_packed(element_type):
-            view._array, view._packed = None, storage
+            view._array, view._packed, view._storage = None, storage, None
         else:
             view._array = storage.view(dtype_of(element_type)).reshape(view.shape)
-            view._packed = None
+            view._packed, view._storage = None, storage
         return view
 
     @property
@@ -71,8 +77,11 @@ class BufferView(RefObject):
         """The elements' memory as a flat uint8 numpy array (zero-copy)."""
         if self._packed is not None:
             return self._packed
-        assert self._array is not None
-        return self._array.reshape(-1).view("uint8")
+        if self._storage is None:
+            import numpy as np
+            assert self._array is not None
+            self._storage = self._array.reshape(-1).view(np.uint8)
+        return self._storage
 
     def __repr__(self) -> str:
         return f"BufferView({format_buffer_view(self, 16)})"

@@ -71,29 +71,39 @@ class Dispatch:
 def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
              what: str) -> tuple[HalBuffer, int, int]:
     """The byte range ``(buffer, start, length)`` a command operand names."""
-    if ref.buffer is not None:
-        buf, base = ref.buffer, 0
-        limit = int(buf.bytes.size)
-    else:
-        if not 0 <= ref.slot < len(table):
-            raise HalError(f"{what}: binding table slot {ref.slot} out of range (the submission "
-                          f"provides {len(table)} binding(s))", StatusCode.OUT_OF_RANGE)
-        buf, base, tlen = table[ref.slot]
-        if buf is None:
-            raise HalError(f"{what}: binding table slot {ref.slot} is null",
-                          StatusCode.INVALID_ARGUMENT)
-        size = int(buf.bytes.size)
-        limit = size if tlen == WHOLE_BUFFER else base + tlen
-        if base < 0 or limit > size or base > limit:
-            raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) is "
-                          f"out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
-    start = base + ref.offset
-    length = limit - start if ref.length == WHOLE_BUFFER else ref.length
-    if ref.offset < 0 or length < 0 or start + length > limit:
-        where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
-        raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of bounds "
-                      f"of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
-    return buf, start, length
+    return resolve_all((ref,), table, (what,))[0]
+
+
+def resolve_all(refs: Sequence[BufferRef], table: Sequence[tuple[HalBuffer, int, int]],
+                labels: Sequence[str]) -> list[tuple[HalBuffer, int, int]]:
+    """:func:`_resolve` of each operand (``labels`` name them in errors)."""
+    out = []
+    n = len(table)
+    for ref, what in zip(refs, labels):
+        if ref.buffer is not None:
+            buf, base = ref.buffer, 0
+            limit = buf.bytes.size
+        else:
+            if not 0 <= ref.slot < n:
+                raise HalError(f"{what}: binding table slot {ref.slot} out of range (the "
+                               f"submission provides {n} binding(s))", StatusCode.OUT_OF_RANGE)
+            buf, base, tlen = table[ref.slot]
+            if buf is None:
+                raise HalError(f"{what}: binding table slot {ref.slot} is null",
+                              StatusCode.INVALID_ARGUMENT)
+            size = buf.bytes.size
+            limit = size if tlen == WHOLE_BUFFER else base + tlen
+            if base < 0 or limit > size or base > limit:
+                raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) "
+                              f"is out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
+        start = base + ref.offset
+        length = limit - start if ref.length == WHOLE_BUFFER else ref.length
+        if ref.offset < 0 or length < 0 or start + length > limit:
+            where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
+            raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of "
+                          f"bounds of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
+        out.append((buf, start, length))
+    return out
 
 
 class CommandBuffer(RefObject):
@@ -106,6 +116,8 @@ class CommandBuffer(RefObject):
         self.modes = modes
         self.categories = categories
         self.binding_capacity = binding_capacity
+        #: host threads a dispatch's workgroups run on (the device's)
+        self.threads = getattr(device, "dispatch_threads", 1)
         self.commands: list[Any] = []
         self.finalized = False
         self.submitted = 0
@@ -175,12 +187,12 @@ class CommandBuffer(RefObject):
             if isinstance(cmd, Dispatch):
                 stats = getattr(self.device, "statistics", None)
                 t0 = 0.0 if stats is None else time.perf_counter()
-                threads = getattr(self.device, "dispatch_threads", 1)
                 observer = current_observer()
                 if observer is None:
-                    run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
+                    run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
                 else:           # a tool watches (vmrt.hal.dispatch_observer)
-                    observer(_observed(cmd, table, what, deadline, prepared, labels, threads))
+                    observer(_observed(cmd, table, what, deadline, prepared, labels,
+                                       self.threads))
                 if stats is not None:
                     stats.record_dispatch(cmd.executable.exe, cmd.ordinal,
                                           time.perf_counter() - t0)
@@ -242,12 +254,24 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
     when every binding is a non-empty range of an aligned buffer, else
     :meth:`vmrt.Executable.dispatch`."""
-    import numpy as np
-    if 0 in cmd.workgroups:
-        return
     if labels is None:
         labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
-    ranges = [_resolve(b, table, w) for b, w in zip(cmd.bindings, labels)]
+    if prepared is not None:            # (never made for an empty grid)
+        # the common case: every binding a non-empty range of an aligned buffer
+        ptrs, sizes = [], []
+        for buf, start, length in resolve_all(cmd.bindings, table, labels):
+            addr = buf.address
+            if not length or addr == -1 or addr % BUFFER_ALIGNMENT:
+                break
+            ptrs.append(addr + start)
+            sizes.append(length)
+        else:
+            prepared.run(ptrs, sizes, deadline)
+            return
+    if 0 in cmd.workgroups:
+        return
+    import numpy as np
+    ranges = resolve_all(cmd.bindings, table, labels)
     staged: dict[int, tuple[HalBuffer, Any, int]] = {}
     try:
         if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):

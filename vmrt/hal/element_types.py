@@ -8,6 +8,7 @@ them: the first element in the low bits of the first byte."""
 from __future__ import annotations
 
 import re
+from functools import cache, lru_cache
 from typing import Any
 
 from ..errors import HalError, StatusCode
@@ -40,6 +41,7 @@ def _split(name: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2))
 
 
+@cache    # names are few; errors are not cached
 def element_type_code(name: str) -> int:
     """IREE's element type value for a name like ``f32``, ``i8``, ``ui16``, ``i1``."""
     if name == "i1":
@@ -64,6 +66,7 @@ def element_type_name(code: int) -> str:
     raise HalError(f"unsupported element type {code:#010x}", StatusCode.INVALID_ARGUMENT)
 
 
+@cache    # names are few; errors are not cached
 def element_bits(name: str) -> int:
     """How many bits one element of ``name`` takes in storage (``i1``: 8)."""
     if name == "i1" or name in FLOAT8:
@@ -88,6 +91,7 @@ def is_binary_hex(name: str) -> bool:
     return name == "i1" or is_packed(name) or name.startswith("cf")
 
 
+@cache    # names are few; errors are not cached
 def dtype_of(name: str) -> Any:
     """The numpy dtype of one (unpacked) element of ``name``."""
     import numpy as np
@@ -114,6 +118,14 @@ def dtype_of(name: str) -> Any:
 
 def element_type_of(dtype: Any) -> str:
     """IREE's element type name for a numpy dtype (numpy ints are signed: ``siN``)."""
+    try:
+        return _dtype_name(dtype)
+    except TypeError:       # an unhashable dtype spec
+        return _dtype_name.__wrapped__(dtype)
+
+
+@lru_cache(maxsize=64)
+def _dtype_name(dtype: Any) -> str:
     import numpy as np
     dt = np.dtype(dtype)
     named = _ML_DTYPE_NAMES().get(dt.name)

@@ -115,6 +115,8 @@ def check_input(path: str, what: str, limit: int, error: type[VmError] = UsageEr
 def check_plugin_specs(specs: list[str]) -> None:
     """``--executable_plugin`` files: regular and bounded (a FIFO would hang
     the plugin manager's read)."""
+    if not specs:
+        return
     from ..hal.local.plugins.manager import PluginSpec
     for text in specs:
         spec = PluginSpec.parse(text)

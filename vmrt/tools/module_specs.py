@@ -92,8 +92,8 @@ def entry_point_providers() -> list[Any]:
     """Providers published in the ``vmrt.modules`` entry-point group, vmrt's
     own (the samples) first so that any other package's provider of the
     same name replaces them."""
-    from importlib.metadata import entry_points
-    eps = sorted(entry_points(group=ENTRY_POINT_GROUP),
+    from .entry_points import entry_points
+    eps = sorted(entry_points(ENTRY_POINT_GROUP),
                  key=lambda ep: _distribution(ep) != OWN_DISTRIBUTION)
     out = []
     for ep in eps:

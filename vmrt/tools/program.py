@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
+from ..hal.buffer import aligned_array
 from ..hal.buffer_view import BufferView
+from ..hal.element_types import dtype_of, element_type_of, is_packed
 from ..vm.context import Context
 from ..vm.list import VmList
 from ..vm.module import Module, cconv_fragments
@@ -41,8 +43,31 @@ def _array_arg(v: Any) -> Any:
     too); anything else is left to the context's conversion (refs, None,
     lists, bytes)."""
     if isinstance(v, (np.ndarray, np.generic)):
-        return BufferView(np.array(v, order="C"))
+        arr = np.asarray(v)
+        name = _plain_types.get(arr.dtype, "")
+        if name == "":
+            name = _plain_types[arr.dtype] = _plain_type(arr.dtype)
+        if name is None:
+            return BufferView(np.array(v, order="C"))
+        # copied into device-aligned memory: dispatches use it in place
+        data, addr = aligned_array(arr.nbytes, "argument")
+        view = BufferView.over(data, name, arr.shape, addr)
+        view.array[...] = arr
+        return view
     return v
+
+
+#: numpy dtype -> its element type name when a buffer view of that name
+#: holds exactly that dtype (not packed, not bool), else None
+_plain_types: dict[Any, str | None] = {}
+
+
+def _plain_type(dtype: Any) -> str | None:
+    try:
+        name = element_type_of(dtype)
+    except VmError:
+        return None
+    return None if is_packed(name) or dtype_of(name) != dtype else name
 
 
 def _same(v: Any) -> Any:

@@ -152,6 +152,15 @@ class Module:
             return call(state, function, args)
         return bound
 
+    def converting_caller(self, state: Any, function: Function, result_codes: str,
+                          note: str) -> Callable[[list], tuple] | None:
+        """Optionally, one callable doing what an import call does with
+        :meth:`caller`: call, annotate every ``VmError`` with ``note`` too, and
+        convert the results to VM values of ``result_codes``
+        (:func:`vmrt.vm.values.convert_results`).  None (the default): the
+        linker composes those steps itself."""
+        return None
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} v{self.version}>"
 
@@ -172,6 +181,11 @@ class BoundFunction:
     def caller(self) -> Callable[[list], list]:
         """A callable ``f(args) -> results`` equivalent to calling this."""
         return self.function.module.caller(self.state, self.function)
+
+    def converting_caller(self, result_codes: str, note: str) -> Callable[[list], tuple] | None:
+        """See :meth:`Module.converting_caller`."""
+        return self.function.module.converting_caller(self.state, self.function, result_codes,
+                                                      note)
 
     @property
     def cconv(self) -> str:

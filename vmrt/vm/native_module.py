@@ -32,7 +32,8 @@ from .module import (
     Module,
     cconv_fragments,
 )
-from .types import RefType, type_of
+from .types import RefObject, RefType, type_of
+from .values import result_converter
 
 _EXPORT_ATTR = "_vmrt_export"
 
@@ -63,7 +64,8 @@ class NativeState:
 
 
 class _NativeExport:
-    __slots__ = ("decl", "impl", "arg_codes", "n_results", "arg_types")
+    __slots__ = ("decl", "impl", "arg_codes", "n_results", "result_codes", "arg_types",
+                 "checks")
 
     def __init__(self, decl: ExportDecl, impl: Callable,
                  arg_types: tuple[RefType | None, ...] | None):
@@ -72,7 +74,11 @@ class _NativeExport:
         args, results = cconv_fragments(decl.cconv)
         self.arg_codes = args
         self.n_results = len(results) if "C" not in results else -1
+        self.result_codes = results
         self.arg_types = arg_types
+        #: (argument index, expected ref type) of each typed ref argument
+        self.checks = tuple((i, want) for i, want in enumerate(arg_types or ())
+                            if want is not None)
 
 
 class NativeModule(Module):
@@ -177,33 +183,69 @@ class NativeModule(Module):
         return self._export_caller(state, function)
 
     def _export_caller(self, state: Any, function: Function) -> Callable[[list], list]:
-        ex = self._exports[function.ordinal]
-        impl, n = ex.impl, ex.n_results
-        where = f"while invoking native function {self.name}.{ex.decl.name}"
-        checks = tuple((i, want) for i, want in enumerate(ex.arg_types or ())
-                       if want is not None)
+        return self._make_caller(state, function, None, None)
 
-        def call(args: list) -> list:
-            if checks:
-                _check_refs(checks, args, where)
+    def converting_caller(self, state: Any, function: Function, result_codes: str,
+                          note: str) -> Callable[[list], tuple] | None:
+        """The export's call, ``note`` annotation and result conversion in
+        one frame (the hot path of every ``hal`` call a program makes);
+        None for a subclass's own ``call()`` or other result codes."""
+        ex = self._exports[function.ordinal]
+        if type(self).call is not NativeModule.call or ex.result_codes != result_codes \
+                or ex.n_results < 0:
+            return None
+        return self._make_caller(state, function, result_converter(
+            result_codes, function.full_name), note)
+
+    def _make_caller(self, state: Any, function: Function,
+                     convert: Callable[[Any], tuple] | None, note: str | None) -> Any:
+        """Without ``convert``: results as a list (``caller``); with it: VM
+        values of the export's result codes, errors also annotated ``note``."""
+        ex = self._exports[function.ordinal]
+        impl, n, checks = ex.impl, ex.n_results, ex.checks
+        where = f"while invoking native function {self.name}.{ex.decl.name}"
+        ref, i32 = ex.result_codes == "r", ex.result_codes == "i"
+
+        def call(args: list) -> Any:
             try:
-                result = impl(state, *args)
+                if checks:
+                    _check_refs(checks, args, where)
+                try:
+                    result = impl(state, *args)
+                except Exception as e:  # noqa: BLE001 - see native_error
+                    raise native_error(e, where)  # noqa: B904 - chained there
             except VmError as e:
-                e.annotate(where)
+                if note is not None:
+                    e.annotate(note)
                 raise
-            except RecursionError:
-                raise
-            except Exception as e:  # a bug in the Python module: report, do not crash the VM
-                raise InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(
-                    where) from e
-            if n == 1:
-                return [result]
+            if convert is None:
+                if n == 1:
+                    return [result]
+                return [] if n == 0 or result is None else list(result)
             if n == 0:
-                return []
-            if result is None:
-                result = ()
-            return list(result)
+                return ()
+            if n == 1:
+                if ref and (result is None or isinstance(result, RefObject)):
+                    return (result,)
+                if i32 and type(result) is int and -0x80000000 <= result <= 0x7FFFFFFF:
+                    return (result,)
+                return convert([result])
+            return convert(() if result is None else list(result))
         return call
+
+
+def native_error(e: Exception, where: str) -> Exception:
+    """What an exception raised by a native export becomes for its caller: a
+    ``VmError`` annotated ``where``; a ``RecursionError`` itself; any other
+    (a bug in the Python module: reported, not a crash of the VM) an
+    ``INTERNAL`` ``InvocationError`` naming it, chained to it."""
+    if isinstance(e, VmError):
+        return e.annotate(where)
+    if isinstance(e, RecursionError):
+        return e
+    err = InvocationError(f"{type(e).__name__}: {e}", StatusCode.INTERNAL).annotate(where)
+    err.__cause__ = e
+    return err
 
 
 def _check_refs(checks: tuple[tuple[int, RefType], ...], args: list, where: str) -> None:

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
-from ..errors import ArgumentError, StatusCode
+from ..errors import ArgumentError, InvocationError, StatusCode
 from .buffer import Buffer
 from .list import VmList
 from .types import RefObject, type_of
@@ -97,3 +98,47 @@ def _variant(x: Any) -> Any:
     if isinstance(x, float):
         return ("f32", round_f32(x))
     return to_vm(x, "r")
+
+
+def convert_results(results: Any, codes: str, name: str) -> tuple:
+    """A called function's results as VM values of ``codes`` (checked count;
+    ``name`` names the function in the error)."""
+    if results is None:
+        results = []
+    if len(results) != len(codes):
+        raise InvocationError(f"import {name} returned {len(results)} results, "
+                              f"cconv expects {len(codes)}", StatusCode.INTERNAL)
+    return tuple(to_vm(v, c) for v, c in zip(results, codes))
+
+
+def result_converter(codes: str, name: str) -> Callable[[Any], tuple]:
+    """:func:`convert_results` for ``codes``, with fast paths for the common
+    shapes (no result, one ref, one integer already in range)."""
+    def generic(res: Any) -> tuple:
+        return convert_results(res, codes, name)
+
+    if codes == "":
+        def none(res: Any) -> tuple:
+            if not res:
+                return ()
+            return convert_results(res, codes, name)
+        return none
+    if codes == "r":
+        def ref(res: Any) -> tuple:
+            if res is not None and len(res) == 1:
+                v = res[0]
+                if v is None or isinstance(v, RefObject):
+                    return (v,)
+            return convert_results(res, codes, name)
+        return ref
+    if codes in ("i", "I"):
+        wrap = wrap_i32 if codes == "i" else wrap_i64
+
+        def integer(res: Any) -> tuple:
+            if res is not None and len(res) == 1:
+                v = res[0]
+                if type(v) is int:
+                    return (wrap(v),)
+            return convert_results(res, codes, name)
+        return integer
+    return generic

@@ -331,8 +331,34 @@ class _ExtProvider:
         return Ext()
 
 
+EXT_PROVIDER = """
+from vmrt import NativeModule, export
+
+
+class Ext(NativeModule):
+    name = "ext"
+
+    @export("twice", "0i_i")
+    def twice(self, state, x):
+        return 2 * x
+
+
+class Provider:
+    name = "ext"
+
+    def register_types(self, instance):
+        pass
+
+    def create(self, instance, options):
+        return Ext()
+
+
+PROVIDER = Provider()
+"""
+
+
 @needs_iree
-def test_static_providers_from_entry_points_and_main(compile_mlir, monkeypatch):
+def test_static_providers_from_entry_points_and_main(compile_mlir, monkeypatch, tmp_path):
     lib = compile_mlir("lib.mlir")
     app = compile_mlir((PROGRAMS / "app.mlir").read_text().replace(
         " attributes {vm.version = 2 : i32}", ""), name="app_nover")
@@ -342,14 +368,11 @@ def test_static_providers_from_entry_points_and_main(compile_mlir, monkeypatch):
     assert vmrt_run(*args) == (0, fallback, "")          # optional dependency: no provider
     assert vmrt_run(*args, providers=[_ExtProvider()]) == (0, bound, "")
 
-    class EP:
-        name, value = "ext", "tests:_ExtProvider"
-
-        def load(self):
-            return _ExtProvider()
-
-    import importlib.metadata as md
-    real = md.entry_points
-    monkeypatch.setattr(md, "entry_points",
-                        lambda **kw: [EP()] if kw.get("group") == "vmrt.modules" else real(**kw))
+    # an installed distribution publishing the provider in the vmrt.modules group
+    (tmp_path / "ext_provider_mod.py").write_text(EXT_PROVIDER)
+    info = tmp_path / "ext_provider-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ext-provider\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[vmrt.modules]\next = ext_provider_mod:PROVIDER\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     assert vmrt_run(*args) == (0, bound, "")

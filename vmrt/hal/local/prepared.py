@@ -54,8 +54,12 @@ class NativeDispatch:
         self.ws_size = lay.ws_size
         word = "Q" if lay.word == 8 else "I"
         self.n = binding_count
-        self.b_off, self.l_off, self.d_off = 256, 256 + 64 * lay.word, 256 + 128 * lay.word
-        self.pack = struct.Struct(f"<{binding_count}{word}").pack_into
+        # the binding lengths follow the pointers, so one pack writes both
+        self.b_off = 256
+        self.l_off = self.b_off + binding_count * lay.word
+        end = self.l_off + binding_count * lay.word
+        self.d_off = max(256 + 128 * lay.word, -(-end // 64) * 64)
+        self.pack = struct.Struct(f"<{2 * binding_count}{word}").pack_into
         self.cbytes = cbytes
         self.ws3 = ws3
         self.layout = lay
@@ -89,11 +93,11 @@ class NativeDispatch:
 
     def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None) -> None:
         """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
-        self.exe.check_open()
+        if self.exe.closed:
+            self.exe.check_open()
         mine = getattr(self.local, "mine", None) or self._block()
         block, ds, _recs, ws = mine
-        self.pack(block, self.b_off, *ptrs)
-        self.pack(block, self.l_off, *sizes)
+        self.pack(block, self.b_off, *ptrs, *sizes)
         if self.threads == 1:
             self.run_range(ds, ws, 0, self.total, deadline)
             return

@@ -16,7 +16,7 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
@@ -29,7 +29,9 @@ from ...hal.objects import ALL_TYPES, Allocator, Fence, HalExecutable, HalFile, 
 from ...hal.statistics import DeviceStatistics
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
+from ...vm.module import Function
 from ...vm.native_module import NativeState, export
+from .fast import FAST
 from .inline import HalModule
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
@@ -140,6 +142,17 @@ class HalDeviceModule(HalModule):
         """The devices' :class:`DeviceStatistics` when the context collects them."""
         return getattr(state, "statistics", None)
 
+    def converting_caller(self, state: Any, function: Function, result_codes: str,
+                          note: str) -> Callable[[list], tuple] | None:
+        """The per-dispatch imports get single-frame callers
+        (:mod:`vmrt.modules.hal.fast`) in front of the generic one."""
+        generic = super().converting_caller(state, function, result_codes, note)
+        make = FAST.get(function.name)
+        if generic is None or make is None:
+            return generic
+        return make(state, generic, f"while invoking native function {self.name}."
+                    f"{function.name}", note)
+
     # -- devices -------------------------------------------------------------------
     @export("devices.count", "0v_i")
     def devices_count(self, state):
@@ -205,8 +218,9 @@ class HalDeviceModule(HalModule):
     @export("buffer.subspan", "0rII_r")
     def buffer_subspan(self, state, buffer, offset, length):
         buf = _need(buffer, HalBuffer, "buffer")
-        return HalBuffer(buffer_range(buf, offset, length, "hal.buffer.subspan"),
-                         read_only=buf.read_only)
+        view = buffer_range(buf, offset, length, "hal.buffer.subspan")
+        return HalBuffer(view, read_only=buf.read_only,
+                         address=None if buf.address == -1 else buf.address + offset)
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):
@@ -221,6 +235,8 @@ class HalDeviceModule(HalModule):
             raise HalError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
                           f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
         actual = bv.shape
+        if tuple(shape) == actual:
+            return
         shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
         if len(actual) != len(shape):
             raise HalError(f"{name} shape rank mismatch; expected {len(shape)} but have "
@@ -271,7 +287,9 @@ class HalDeviceModule(HalModule):
         for f in fences:
             if f is None:
                 continue
-            status = _need(f, Fence, "fence").status
+            if f.__class__ is not Fence:
+                _need(f, Fence, "fence")
+            status = f.status
             if status is None:
                 return int(StatusCode.DEADLINE_EXCEEDED)
             if status:
@@ -280,6 +298,8 @@ class HalDeviceModule(HalModule):
 
     # -- queue ---------------------------------------------------------------------
     def _queue(self, device, wait, signal, what: str):
+        """Checks the operands every queue operation shares: a device, a
+        signalled wait fence (or none), a signal fence (or none)."""
         if device.__class__ is not Device:
             _need(device, Device, "device")
         if wait is not None:
@@ -293,7 +313,9 @@ class HalDeviceModule(HalModule):
     @export("device.queue.alloca", "0rIrrIiiII_r")
     def queue_alloca(self, state, device, affinity, wait, signal, pool, memory_types, usage,
                      size, flags):
-        self._queue(device, wait, signal, "hal.device.queue.alloca")
+        if device.__class__ is not Device or wait is not None or \
+                (signal is not None and signal.__class__ is not Fence):
+            self._queue(device, wait, signal, "hal.device.queue.alloca")
         buf = new_buffer(size, "hal.device.queue.alloca")
         if device.statistics is not None:
             device.statistics.record_allocation(buf, memory_types)
@@ -394,20 +416,30 @@ class HalDeviceModule(HalModule):
     @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
     def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
                                flags, table):
-        for i, (buf, _offset, _length) in enumerate(table):
-            if buf is not None and not isinstance(buf, HalBuffer):
-                _need(buf, HalBuffer, f"binding {i}")
-        entries = table
-        self._submit(state, device, wait, signal, command_buffer, entries,
+        for entry in table:
+            buf = entry[0]
+            if buf is not None and buf.__class__ is not HalBuffer:
+                for i, (buf, _offset, _length) in enumerate(table):
+                    if buf is not None and not isinstance(buf, HalBuffer):
+                        _need(buf, HalBuffer, f"binding {i}")
+                break
+        self._submit(state, device, wait, signal, command_buffer, table,
                      "hal.device.queue.execute.indirect")
 
     def _submit(self, state, device, wait, signal, command_buffer, table, what: str) -> None:
-        self._queue(device, wait, signal, what)
+        if device.__class__ is not Device or signal.__class__ is not Fence or \
+                wait.__class__ is not Fence or wait.status != 0:
+            self._queue(device, wait, signal, what)
         if command_buffer is not None:
-            cb = _need(command_buffer, CommandBuffer, "command buffer")
-            limits = getattr(getattr(state, "context", None), "limits", None)
+            cb = command_buffer
+            if cb.__class__ is not CommandBuffer:
+                cb = _need(command_buffer, CommandBuffer, "command buffer")
             try:
-                cb.execute(table, deadline=getattr(limits, "deadline", None))
+                deadline = state.context.limits.deadline
+            except AttributeError:          # called outside a context
+                deadline = None
+            try:
+                cb.execute(table, deadline=deadline)
             except VmError:
                 if signal is not None:
                     signal.fail(int(StatusCode.ABORTED))

@@ -58,7 +58,8 @@ class HalModule(NativeModule):
     # -- buffer views ------------------------------------------------------
     @export("buffer_view.buffer", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_buffer(self, state, bv):
-        return HalBuffer(_view(bv).storage)
+        view = _view(bv)
+        return HalBuffer(view.storage, address=view.address)
 
     @export("buffer_view.rank", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_rank(self, state, bv):
@@ -97,7 +98,9 @@ class HalModule(NativeModule):
             raise HalError(f"buffer view of shape {list(shape)} x {name} needs "
                            f"{need} bytes but the range has {length}",
                            StatusCode.INVALID_ARGUMENT)
-        return BufferView.over(b.bytes[offset:offset + length], name, tuple(shape))
+        base = b.address
+        return BufferView.over(b.bytes[offset:offset + length], name, tuple(shape),
+                               None if base == -1 else base + offset)
 
     # -- buffers -----------------------------------------------------------
     @export("buffer.length", "0r_I", arg_types=(HAL_BUFFER_TYPE,))

@@ -1,16 +1,16 @@
 """The built-in ``hal`` module provider of ``vmrt run`` and :func:`vmrt.load`:
 the device module (:mod:`vmrt.modules.hal.device`) when the run names a
 device or executable plugins or a program imports device functions, the
-host-only module (:mod:`vmrt.modules.hal.inline`) otherwise."""
+host-only module (:mod:`vmrt.modules.hal.inline`) otherwise.  The device
+module (and with it the executable loader and numpy) is imported only when a
+run needs it, so host-only runs start fast."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ...hal.local.loader import executable_arches
 from ...hal.objects import ALL_TYPES
 from ...vm.instance import Instance
-from .device import HalDeviceModule
 from .inline import HalModule
 
 
@@ -42,6 +42,8 @@ class HalProvider:
         plugins = list(getattr(options, "executable_plugins", None) or [])
         dependents = (getattr(options, "extra", None) or {}).get("modules", ())
         if devices or plugins or needs_device(dependents):
+            from ...hal.local.loader import executable_arches
+            from .device import HalDeviceModule
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,

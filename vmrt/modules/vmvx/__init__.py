@@ -5,13 +5,16 @@ executable's own ``.vmfb`` run directly).
 The implementation lives in :mod:`vmrt.hal.local.vmvx`: the vmvx executable
 loader in ``hal/local`` links every executable against it, and ``hal/local``
 may not import ``modules`` (imports flow ``modules`` -> ``hal/local``).
-This package only registers it."""
+This package only registers it, importing the implementation (and numpy)
+only when a run needs the module."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...hal.local.vmvx import VERSION, VmvxModule
 from ...vm.instance import Instance
+
+if TYPE_CHECKING:
+    from ...hal.local.vmvx import VmvxModule
 
 
 class VmvxProvider:
@@ -23,7 +26,16 @@ class VmvxProvider:
         pass
 
     def create(self, instance: Instance, options: Any = None) -> VmvxModule:
+        from ...hal.local.vmvx import VmvxModule
         return VmvxModule(instance)
+
+
+def __getattr__(name: str) -> Any:
+    """``VERSION`` and ``VmvxModule``, imported on first use."""
+    if name in ("VERSION", "VmvxModule"):
+        from ...hal.local import vmvx
+        return getattr(vmvx, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 PROVIDER = VmvxProvider()

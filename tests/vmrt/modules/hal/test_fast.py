@@ -1,0 +1,93 @@
+"""vmrt.modules.hal.fast: the per-dispatch hal imports take a short path only
+for ordinary arguments and hand everything else to the checked export."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vmrt
+from vmrt.hal.buffer import HalBuffer
+from vmrt.hal.local.device import Device
+from vmrt.hal.objects import Fence
+from vmrt.modules.hal.fast import (
+    FAST_ALLOCATION,
+    fence_await,
+    fence_create,
+    queue_alloca,
+    queue_execute_indirect,
+)
+
+
+class Slow:
+    """Stands for the checked caller: records what it was handed."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, args):
+        self.calls.append(args)
+        return ("slow",)
+
+
+@pytest.fixture
+def device():
+    d = Device("local-sync")
+    yield d
+    d.close()
+
+
+def test_fence_create(device):
+    slow = Slow()
+    call = fence_create(None, slow, "where", "note")
+    (f,) = call([device, 0])
+    assert isinstance(f, Fence) and f.status is None and not slow.calls
+    assert call([None, 0]) == ("slow",) and slow.calls == [[None, 0]]
+
+
+def test_fence_await():
+    slow = Slow()
+    call = fence_await(None, slow, "where", "note")
+    done, pending, failed = Fence(0), Fence(), Fence(5)
+    assert call([-1, 0, [done, done]]) == (0,) and not slow.calls
+    for odd in (pending, failed, None):
+        assert call([-1, 0, [done, odd]]) == ("slow",)
+    assert len(slow.calls) == 3
+
+
+def test_queue_alloca(device):
+    slow = Slow()
+    call = queue_alloca(None, slow, "where", "note")
+    signal = Fence()
+    (buf,) = call([device, -1, None, signal, 0, 48, 3075, 100, 0])
+    assert isinstance(buf, HalBuffer) and len(buf) == 100 and buf.address % 64 == 0
+    assert signal.status == 0 and not buf.bytes.any() and not slow.calls
+    for args in ([device, -1, Fence(0), Fence(), 0, 48, 3075, 100, 0],       # a wait fence
+                 [device, -1, None, None, 0, 48, 3075, 100, 0],              # no signal
+                 [device, -1, None, Fence(), 0, 48, 3075, FAST_ALLOCATION + 1, 0],
+                 [device, -1, None, Fence(), 0, 48, 3075, -1, 0]):
+        assert call(args) == ("slow",)
+    assert len(slow.calls) == 4
+
+
+def test_queue_execute_indirect_hands_odd_arguments_to_the_checked_path(device):
+    slow = Slow()
+    call = queue_execute_indirect(None, slow, "where", "note")
+    buf = HalBuffer(np.zeros(64, np.uint8))
+    for args in ([device, -1, Fence(), Fence(), None, 0, []],                # pending wait
+                 [device, -1, Fence(0), Fence(), None, 0, []],               # no command buffer
+                 [device, -1, None, Fence(), None, 0, [(buf, 0, 64)]]):
+        assert call(args) == ("slow",)
+    assert len(slow.calls) == 3
+
+
+def test_failed_dispatch_fails_the_fence_and_names_the_import(hal_compile):
+    """A deadline passing between workgroups of a native dispatch: the error
+    carries the same annotations as through the generic caller."""
+    vmfb = hal_compile("slow_matmul.mlir", "x86_64")
+    a = np.ones((1024, 1024), np.float32)
+    with vmrt.load(vmfb, timeout=0.05) as prog, pytest.raises(vmrt.BudgetExceeded) as e:
+        prog.mm(a, a)
+    text = str(e.value)
+    assert text.startswith("DEADLINE_EXCEEDED; ")
+    assert ("; while invoking native function hal.device.queue.execute.indirect; "
+            "while calling import; at ") in text

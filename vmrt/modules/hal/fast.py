@@ -1,0 +1,101 @@
+"""Single-frame callers for the ``hal`` imports every dispatch of a compiled
+program makes: ``fence.create``, ``device.queue.alloca``,
+``device.queue.execute.indirect`` and ``fence.await`` (the compiler emits
+this sequence per dispatch, so their call overhead is the per-dispatch
+overhead of vmrt).
+
+Each caller takes the import's argument list and returns its VM results
+directly, for the common case only: when an argument is anything but the
+expected object in the expected state (a null or foreign ref, a pending or
+failed fence, a large allocation, a device collecting statistics), it hands the call to the export's
+generic caller (:meth:`vmrt.NativeModule.converting_caller`), which checks
+everything and reports errors.  So results and errors are those of the
+exports in :mod:`vmrt.modules.hal.device`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import StatusCode, VmError
+from ...hal.buffer import HalBuffer, new_buffer
+from ...hal.command_buffer import CommandBuffer
+from ...hal.local.device import Device
+from ...hal.objects import Fence
+from ...vm.native_module import native_error
+
+Caller = Callable[[list], tuple]
+
+#: allocations the fast path makes itself (larger ones take the checked path)
+FAST_ALLOCATION = 1 << 20
+
+
+def fence_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    def call(args: list) -> tuple:
+        if args[0].__class__ is Device:
+            return (Fence(),)
+        return slow(args)
+    return call
+
+
+def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    def call(args: list) -> tuple:
+        for f in args[2]:
+            if f.__class__ is not Fence or f.status != 0:
+                return slow(args)
+        return (0,)
+    return call
+
+
+def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    def call(args: list) -> tuple:
+        signal, size = args[3], args[7]
+        device = args[0]
+        if device.__class__ is not Device or args[2] is not None or \
+                signal.__class__ is not Fence or not 0 <= size <= FAST_ALLOCATION \
+                or device.statistics is not None:      # counted by the export
+            return slow(args)
+        buf = new_buffer(size, "hal.device.queue.alloca")
+        if signal.status is None:       # Fence.signal()
+            signal.status = 0
+        return (buf,)
+    return call
+
+
+def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    def call(args: list) -> tuple:
+        wait, signal, cb, table = args[2], args[3], args[4], args[6]
+        if args[0].__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
+                or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
+            return slow(args)
+        for entry in table:
+            if entry[0].__class__ is not HalBuffer:
+                return slow(args)
+        try:
+            deadline = state.context.limits.deadline
+        except AttributeError:          # no context
+            deadline = None
+        try:
+            cb.execute(table, deadline=deadline)
+        except Exception as e:  # noqa: BLE001 - see native_error
+            if isinstance(e, VmError):
+                signal.fail(int(StatusCode.ABORTED))
+            err = native_error(e, where)
+            if isinstance(err, VmError):
+                err.annotate(note)
+            raise err  # noqa: B904 - chained there
+        if signal.status is None:       # Fence.signal()
+            signal.status = 0
+        return ()
+    return call
+
+
+#: export name -> maker of its fast caller
+FAST: dict[str, Callable[[Any, Caller, str, str], Caller]] = {
+    "fence.create": fence_create,
+    "fence.await": fence_await,
+    "device.queue.alloca": queue_alloca,
+    "device.queue.execute.indirect": queue_execute_indirect,
+}
+
+__all__ = ["FAST", "FAST_ALLOCATION"]
