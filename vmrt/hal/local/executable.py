@@ -35,6 +35,7 @@ import elfkit
 from elfkit import fatelf
 
 from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
+from ...files import MAX_MODULE_SIZE, read_input
 from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
@@ -143,12 +144,7 @@ class Executable:
               processor_data: Sequence[int] | None) -> None:
         if isinstance(source, (str, os.PathLike)):
             self.source = os.fspath(source)
-            try:
-                with open(self.source, "rb") as f:
-                    data = f.read()
-            except OSError as e:
-                raise ExecutableError(f"failed to open file '{self.source}': {e.strerror or e}",
-                                      StatusCode.NOT_FOUND) from None
+            data = read_input(self.source, "executable", MAX_MODULE_SIZE, ExecutableError)
         else:
             self.source = "<memory>"
             data = bytes(source)
