@@ -9,7 +9,8 @@ FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
 runs: foreign ones are emulated).  Bindings use iree-run-module's input
 syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
-after the dispatch (or written per ``--output``: ``@file.npy``, ``-`` print,
+after the dispatch (or written per ``--output``: ``@file.npy`` (all files or
+none: a failed dispatch leaves none behind), ``+file.bin`` append, ``-`` print,
 empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
 (an f32), ``i64:N`` / ``index:N`` (two words, low first).
 """
@@ -20,8 +21,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
-from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
+from .files import MAX_MODULE_SIZE, StagedOutputs, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
+from .function_io import write_output
 
 if TYPE_CHECKING:
     from ..hal.local.executable import Executable
@@ -119,8 +121,6 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
               stdout: TextIO) -> int:
-    import numpy as np
-
     from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
@@ -144,18 +144,20 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
                       StatusCode.OUT_OF_RANGE)
-    for i, b in enumerate(bindings):
-        target = outputs[i] if outputs else "+"
-        if target == "":
-            continue
-        if target.startswith("@"):
-            np.save(target[1:], b)
-            continue
-        text = format_buffer_view(BufferView(b), max_elements)
-        if target == "-":
-            stdout.write(text + "\n")
-        else:
-            stdout.write(f"binding[{i}]: hal.buffer_view\n{text}\n")
+    files = StagedOutputs()         # all output files appear, or none
+    try:
+        for i, b in enumerate(bindings):
+            target = outputs[i] if outputs else "+"
+            if target in ("", "-", "+"):
+                if target:
+                    text = format_buffer_view(BufferView(b), max_elements)
+                    stdout.write(text + "\n" if target == "-"
+                                 else f"binding[{i}]: hal.buffer_view\n{text}\n")
+                continue
+            write_output(target, BufferView(b), "r", max_elements, stdout, files)
+        files.commit()
+    finally:
+        files.discard()
     stdout.flush()
     return 0
 

@@ -82,3 +82,21 @@ def test_module_entry_point(iree):
     proc = subprocess.run([sys.executable, "-m", "vmrt.tools.executable", "list", str(lib)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "@grid2d" in proc.stdout
+
+
+def test_a_failed_dispatch_leaves_no_output_file(iree, tmp_path):
+    lib = iree.compile("codegen", "x86_64").library
+    first, old = tmp_path / "first.npy", tmp_path / "old.npy"
+    np.save(old, np.zeros(2, np.float32))
+    before = old.read_bytes()
+    args = ["dispatch", lib, "--export=saxpy", "--binding=4xf32=1 2 3 4", "--binding=4xf32=10",
+            "--binding=4xf32", "--constant=0.5", "--constant=4", "--constant=0"]
+    rc, _, err = run(*args, f"--output=@{first}", f"--output=@{old}",
+                     f"--output=@{tmp_path / 'no' / 'such' / 'dir.npy'}")
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "dir.npy" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.npy"]   # no partial or temp file
+    assert old.read_bytes() == before
+    rc, _, err = run(*args, f"--output=@{first}", f"--output=+{old}", "--output=-")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(first), [1, 2, 3, 4])
+    assert old.read_bytes().startswith(before) and len(old.read_bytes()) > len(before)
