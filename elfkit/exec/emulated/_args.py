@@ -97,6 +97,11 @@ class ArgumentMemory(MachineState):
                     lib.uc_mem_write(self._h, addr + head + hi - lo, _host(hi), tail)
                 cleanup.append((region, arr, (addr, ptr, head, hi - lo, tail), writable))
                 return addr
+        space = self._space
+        if n > space.limit - space.used:
+            raise MemoryAccessError(
+                f"cannot pass a {n:#x}-byte array: the guest memory limit of {space.limit:#x} "
+                f"bytes would be exceeded ({space.used:#x} in use)")
         data = arr if contiguous else np.ascontiguousarray(arr)
         if n <= _ARENA_MAX and writable:
             region = self._arena_take(n)
@@ -299,10 +304,22 @@ def page_aligned_empty(shape: Any, dtype: Any = "float32") -> Any:
     import mmap
 
     import numpy as np
-    dt = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
+    try:
+        dt = np.dtype(dtype)
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(isinstance(d, bool) or int(d) != d or d < 0 for d in dims):
+            raise ValueError("dimensions must be integers >= 0")
+        count = 1
+        for d in dims:
+            count *= int(d)
+    except (TypeError, ValueError) as e:
+        raise SignatureError(f"empty(): bad shape {shape!r} or dtype {dtype!r}: {e}") from None
     size = round_up(max(count * dt.itemsize, 1))
-    mm = mmap.mmap(-1, size)
+    try:
+        mm = mmap.mmap(-1, size)
+    except (OSError, OverflowError, MemoryError) as e:
+        raise MemoryAccessError(f"empty(): cannot allocate {size} bytes of host memory for "
+                                f"a {shape} {dt} array: {e}") from None
     c = ctypes.c_char.from_buffer(mm)
     addr = ctypes.addressof(c)
     del c

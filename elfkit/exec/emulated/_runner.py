@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 else:
     MachineState = object
 
+C = _uc.C
 lib = _uc.lib
 
 # why emulation stopped early (set before uc_emu_stop)
@@ -219,8 +220,14 @@ class CallRunner(MachineState):
         return v & 0xFFFFFFFF if self.arch.bits == 32 else v
 
     def _reset(self) -> None:
-        """Back to the pristine CPU state after a call stopped abnormally."""
+        """Back to the pristine CPU state after a call stopped abnormally.
+
+        The TLB is flushed too: unicorn fills a TLB entry for an access
+        that then faults on a page's protection, and a later access to the
+        page hits that entry without the check (a stale pointer into a
+        closed zero-copy mapping read host memory on its second try)."""
         lib.uc_context_restore(self._h, self._ctx0.context)
+        self._uc.ctl(C.UC_CTL_TLB_FLUSH, C.UC_CTL_IO_WRITE)
         self._mem_fault = None
         self._intno = None
 
