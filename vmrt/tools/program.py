@@ -136,6 +136,13 @@ class Program:
     def closed(self) -> bool:
         return self.context is None
 
+    def cancel(self, wait: float = 1.0) -> bool:
+        """Stop the call running on another thread (thread-safe): it raises
+        ``vmrt.Cancelled`` (``CANCELLED``) and the program stays usable; see
+        :meth:`vmrt.Context.cancel`.  False if no call was running."""
+        ctx = self.context
+        return ctx.cancel(wait) if ctx is not None else False
+
     @property
     def exports(self) -> tuple[str, ...]:
         """The public exports of the main module (no ``__init``-style internal

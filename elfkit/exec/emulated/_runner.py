@@ -9,6 +9,7 @@ an error) and ``_nested`` (when a host callback calls guest code).
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
+from ..disasm import disassemble
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
@@ -73,6 +75,51 @@ class CallRunner(MachineState):
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
         self._limited = getattr(self, "_timeout", None) is not None or bool(self._budget)
+
+    # ------------------------------------------------- instruction counting
+    @property
+    def instructions(self) -> int:
+        """Guest instructions run by calls since :meth:`count_instructions`
+        was switched on (0 while off); a call stopped early counts its
+        blocks whole."""
+        return getattr(self, "_icount", 0)
+
+    def count_instructions(self, on: bool = True) -> None:
+        """Count the guest instructions calls run (:attr:`instructions`), for
+        callers that charge them to a budget of their own.  A block hook
+        adds each basic block's instruction count (decoded once per block),
+        which slows emulation down; switching it on or off flushes the
+        translation cache, so leave it on while it is needed."""
+        self._check_open()
+        hook: int | None = getattr(self, "_icount_hook", None)
+        if bool(on) == (hook is not None):
+            return
+        if hook is not None:
+            self._icount_hook = None
+            self._del_hook(hook)
+            self._uc.ctl_flush_tb()
+            return
+        self._icount = 0
+        sizes: dict[tuple[int, int], int] = {}
+
+        def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:
+            n = sizes.get((address, size))
+            if n is None:
+                n = sizes[(address, size)] = self._block_length(address, size)
+            self._icount += n
+        self._icount_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
+        self._uc.ctl_flush_tb()
+
+    def _block_length(self, address: int, size: int) -> int:
+        """How many instructions the basic block at ``address`` has."""
+        buf = ctypes.create_string_buffer(max(size, 1))
+        if not size or lib.uc_mem_read(self._h, address, buf, size):
+            return 1
+        thumb = False
+        if self.arch.name == "arm":
+            lib.uc_reg_read(self._h, self._reg("CPSR"), self._word_ref)
+            thumb = bool(self._word_buf.value & 0x20)
+        return max(1, len(disassemble(buf.raw[:size], address, self.arch, thumb=thumb)))
 
     # -------------------------------------------------------------- calls
     def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
@@ -300,10 +347,14 @@ class CallRunner(MachineState):
         self._reset()
         if stop == STOP_TIMEOUT:
             t = timeout if timeout is not None else self.timeout
-            return CallTimeout(f"call to {target} timed out after {t} s (stopped at {where}); "
-                               f"the machine was reset and is usable")
-        if stop == STOP_CANCEL:
-            return CallTimeout(f"call to {target} was cancelled (stopped at {where})")
-        n = budget if budget is not None else self.instruction_budget
-        return CallTimeout(f"call to {target} exhausted its instruction budget of {n} "
-                           f"(stopped at {where})")
+            err = CallTimeout(f"call to {target} timed out after {t} s (stopped at {where}); "
+                              f"the machine was reset and is usable")
+        elif stop == STOP_CANCEL:
+            err = CallTimeout(f"call to {target} was cancelled (stopped at {where})")
+            err.reason = "cancel"
+        else:
+            n = budget if budget is not None else self.instruction_budget
+            err = CallTimeout(f"call to {target} exhausted its instruction budget of {n} "
+                              f"(stopped at {where})")
+            err.reason = "budget"
+        return err

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import struct
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +33,20 @@ from typing import Any
 import elfkit
 from elfkit import fatelf
 
-from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from ...files import MAX_MODULE_SIZE, read_input
 from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
+from .dispatch_limits import (
+    ExecutionLimits,
+    before_workgroup,
+    current_limits,
+    guest_workgroup,
+    stop_error,
+    stopping_guest,
+)
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -339,6 +346,7 @@ class Executable:
             threads = 1
         mem = GuestMemory(self.machine)     # per-dispatch allocations
         native = self.backend == "native"
+        limits = current_limits()
         self._staged = None if native else StagedBindings(self.machine, arrays)
         try:
             ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
@@ -351,10 +359,12 @@ class Executable:
                 ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
             fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
-            if threads == 1 or total == 1:
-                self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
+            if native and threads > 1 and total > 1:
+                self._run_threads(fn, ds, exp, wc, total, threads, where, deadline, limits)
             else:
-                self._run_threads(fn, ds, exp, wc, total, threads, where, deadline)
+                with stopping_guest(self.machine, None if native else limits):
+                    self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline,
+                              limits)
             if self._staged is not None:
                 self._staged.copy_back()
         finally:
@@ -465,7 +475,7 @@ class Executable:
 
     def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
              processor_id: int, mem: GuestMemory, where: str,
-             deadline: float | None = None) -> None:
+             deadline: float | None = None, limits: ExecutionLimits | None = None) -> None:
         native = self.backend == "native"
         local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
         env = self.env
@@ -479,19 +489,22 @@ class Executable:
             try:
                 # k names the failing workgroup in the except below
                 for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
-                    if deadline is None:
+                    if deadline is None and limits is None:
+                        r = fn(env, ds, addr)
+                    elif native:
+                        before_workgroup(where, deadline, limits)
                         r = fn(env, ds, addr)
                     else:
-                        r = self._call_before(deadline, fn, env, ds, addr, native)
+                        r = guest_workgroup(fn, self.machine, (env, ds, addr), where, deadline,
+                                            limits)
                     if r:
                         break
                 else:
                     r = 0
             except VmError:
                 raise
-            except elfkit.CallTimeout:
-                raise BudgetExceeded(f"{where}: execution timed out",
-                                     StatusCode.DEADLINE_EXCEEDED) from None
+            except elfkit.CallTimeout as e:
+                raise stop_error(e, where, limits) from None
             except Exception as e:
                 x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
                 why = None if self._staged is None else self._staged.explain_fault(e)
@@ -507,19 +520,9 @@ class Executable:
             if not native:
                 mem.free(base)
 
-    @staticmethod
-    def _call_before(deadline: float, fn: Any, env: int, ds: int, addr: int,
-                     native: bool) -> int:
-        """One workgroup, started only before ``deadline``; an emulated one
-        is also stopped at it."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise elfkit.CallTimeout("the deadline passed before the workgroup started")
-        return int(fn(env, ds, addr) if native else fn(env, ds, addr, timeout=left))
-
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
                      total: int, threads: int, where: str,
-                     deadline: float | None = None) -> None:
+                     deadline: float | None = None, limits: ExecutionLimits | None = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
@@ -527,8 +530,8 @@ class Executable:
         mems = [GuestMemory(self.machine) for _ in parts]
         try:
             with ThreadPoolExecutor(len(parts)) as pool:
-                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline)
-                           for t, p in enumerate(parts)]
+                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline,
+                                       limits) for t, p in enumerate(parts)]
                 errors = [f.exception() for f in futures]
         finally:
             for m in mems:
