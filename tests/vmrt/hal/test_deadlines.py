@@ -117,3 +117,29 @@ def test_budget_charges_guest_instructions(hal_compile, emulation):
             ctx.invoke(fn, [x], budget=spent["aarch64"] - spent["x86_64"])
         assert e.value.code == vmrt.StatusCode.RESOURCE_EXHAUSTED
         np.testing.assert_array_equal(prog.small(x), x * 2)
+
+
+def test_ctrl_c_stops_vmrt_run_inside_an_emulated_dispatch(hal_compile, emulation, tmp_path):
+    """SIGINT while `vmrt run` is inside the emulated matmul: one CANCELLED
+    line, exit 1, no output file -- without waiting for the dispatch."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.plugins import REPO
+    vmfb = hal_compile(PROGRAM, "aarch64")
+    out = tmp_path / "mm.npy"
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "vmrt", "run", "--device=local-sync",
+                             f"--module={vmfb}", "--function=mm", "--input=1024x1024xf32=1",
+                             "--input=1024x1024xf32=1", f"--output=@{out}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(4)                   # well inside the dispatch (it runs for minutes)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1 and stderr == "CANCELLED; interrupted\n", stderr
+    assert stdout == "EXEC @mm\n" and not list(tmp_path.iterdir())
