@@ -18,7 +18,7 @@ from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
-from ..disasm import disassemble
+from ..disasm import disassemble, longest_x87_run
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
@@ -41,6 +41,17 @@ STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the c
 
 _check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
 
+#: unicorn 2.1.4 (QEMU 5 TCG) leaks TCG temps translating x87 instructions
+#: and segfaults inside uc_emu_start on one i386 block of ~250 of them (a
+#: fully unrolled f32 matmul).  With a code hook installed -- unicorn's
+#: instruction counter is one, in C -- the same blocks translate and run
+#: correctly (checked up to 5,000 x87 instructions in one block), at about
+#: a tenth of the speed.  So an i386 machine scans code as it becomes
+#: executable and, once it has seen a straight run of this many x87
+#: instructions, runs every call with the counter on.
+X87_RUN_LIMIT = 64
+_NO_LIMIT = 1 << 63
+
 
 class CallRunner(MachineState):
     """Uses the machine's ``_h``, ``_uc``, ``_plans``, ``_callers``,
@@ -62,7 +73,8 @@ class CallRunner(MachineState):
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         self._timeout = arguments.timeout(value, "timeout")
-        self._limited = self._timeout is not None or bool(getattr(self, "_budget", None))
+        self._limited = (self._timeout is not None or bool(getattr(self, "_budget", None))
+                         or getattr(self, "_x87_counted", False))
 
     @property
     def instruction_budget(self) -> int | None:
@@ -74,7 +86,8 @@ class CallRunner(MachineState):
         if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
-        self._limited = getattr(self, "_timeout", None) is not None or bool(self._budget)
+        self._limited = (getattr(self, "_timeout", None) is not None or bool(self._budget)
+                         or getattr(self, "_x87_counted", False))
 
     # ------------------------------------------------- instruction counting
     @property
@@ -120,6 +133,19 @@ class CallRunner(MachineState):
             lib.uc_reg_read(self._h, self._reg("CPSR"), self._word_ref)
             thumb = bool(self._word_buf.value & 0x20)
         return max(1, len(disassemble(buf.raw[:size], address, self.arch, thumb=thumb)))
+
+    def note_code(self, addr: int, size: int) -> None:
+        """Called when ``[addr, addr+size)`` becomes executable: on i386, a
+        straight run of ``X87_RUN_LIMIT`` x87 instructions switches the
+        instruction counter on for every later call (see X87_RUN_LIMIT)."""
+        if self.arch.name != "i386" or getattr(self, "_x87_counted", False) or size <= 0:
+            return
+        buf = ctypes.create_string_buffer(size)
+        if lib.uc_mem_read(self._h, addr, buf, size):
+            return
+        if longest_x87_run(buf.raw, addr) >= X87_RUN_LIMIT:
+            self._x87_counted = True
+            self._limited = True
 
     # -------------------------------------------------------------- calls
     def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
@@ -203,17 +229,18 @@ class CallRunner(MachineState):
             arguments.integer(budget, "budget", "call")
         if count < 0:
             raise SignatureError("an instruction budget must not be negative")
-        if count and not self._count_mode:
+        run_count = count or (_NO_LIMIT if getattr(self, "_x87_counted", False) else 0)
+        if run_count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
             self._uc.ctl_flush_tb()
-        self._count_mode = bool(count)
+        self._count_mode = bool(run_count)
         gen = self._gen
         token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
                  if t is not None else None)
         failed: BaseException | None = None
         try:
-            err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, count)
+            err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, run_count)
         finally:
             if token is not None:
                 failed = _watchdog.disarm(token)
