@@ -45,7 +45,7 @@ class ExecutionLimits:
     CHUNK = 1 << 16
 
     __slots__ = ("left", "budget", "deadline", "cancelled", "parent", "_remaining", "_issued",
-                 "_stoppers", "_lock")
+                 "_stoppers", "_lock", "_gen")
 
     def __init__(self, budget: int | None = None, timeout: float | None = None,
                  parent: ExecutionLimits | None = None):
@@ -59,6 +59,7 @@ class ExecutionLimits:
         self._issued = 0
         self._stoppers: list[Callable[[], object]] = []
         self._lock = threading.Lock()
+        self._gen = 0               # which top-level invocation these limits serve now
         self.left = 0
         self._refill(0)
 
@@ -114,12 +115,23 @@ class ExecutionLimits:
         if self.left < 0:
             self.tick()
 
-    def cancel(self) -> None:
+    def begin(self) -> int:
+        """A new top-level invocation starts under these limits: clear the
+        cancel flag; returns the invocation's number for :meth:`cancel`."""
+        with self._lock:
+            self._gen += 1
+            self.cancelled = False
+            return self._gen
+
+    def cancel(self, invocation: int | None = None) -> None:
         """Make the invocation stop (thread-safe): the interpreter raises
         :class:`~vmrt.errors.Cancelled` at its next tick, code running
-        outside it is stopped through its stop functions."""
-        self.cancelled = True
+        outside it is stopped through its stop functions.  With
+        ``invocation`` (from :meth:`begin`), only if that one still runs."""
         with self._lock:
+            if invocation is not None and invocation != self._gen:
+                return
+            self.cancelled = True
             stoppers = list(self._stoppers)
         for stop in stoppers:
             stop()
@@ -171,7 +183,7 @@ class Context:
         self.timeout = timeout
         self.limits = ExecutionLimits(budget, timeout)
         self._closed = False
-        self._running: list[ExecutionLimits] = []     # invocations in flight (cancel)
+        self._running: list[tuple[ExecutionLimits, int]] = []   # in flight (for cancel)
         self._running_lock = threading.Lock()
         mods = list(modules)
         if mods:
@@ -324,16 +336,16 @@ class Context:
                  outer: ExecutionLimits | None) -> list:
         """Run a call as the invocation :meth:`cancel` and
         :func:`current_limits` see."""
-        if outer is None:
-            limits.cancelled = False      # a cancel never reaches a later invocation
+        # a cancel never reaches a later invocation: each top-level one has its number
+        entry = (limits, limits.begin() if outer is None else -1)
         _CURRENT.limits = limits
         with self._running_lock:
-            self._running.append(limits)
+            self._running.append(entry)
         try:
             return self._call(bound, args)
         finally:
             with self._running_lock:
-                self._running.remove(limits)
+                self._running.remove(entry)
             _CURRENT.limits = outer
 
     def cancel(self, wait: float = 1.0) -> bool:
@@ -347,12 +359,13 @@ class Context:
         with self._running_lock:
             if not self._running:
                 return False
-            limits = self._running[0]
+            entry = self._running[0]
+        limits, invocation = entry
         end = time.monotonic() + wait
         while True:
-            limits.cancel()       # again and again: a dispatch may start after the first
+            limits.cancel(invocation)   # again and again: a dispatch may start after the first
             with self._running_lock:
-                if limits not in self._running:
+                if entry not in self._running:
                     return True
             if time.monotonic() >= end:
                 return True
