@@ -4,7 +4,7 @@ The input is a file (a plugin ELF, a FatELF, a .vmfb or a dispatch library;
 the seeds come from the test catalogue).  From a hash of the input the
 target derives one command line (so a saved input replays exactly):
 ``elfkit inspect|run|disasm``, ``elfkit fatelf list|verify|pack|extract|
-select|remove``, ``vmrt run`` or ``vmrt executable list``, with random flags
+select|remove``, ``vmrt run`` or ``vmrt executable list|dispatch``, with random flags
 and values, then sometimes drops, repeats, swaps or replaces tokens.  Each
 command runs in a fresh directory, in its own process, with a timeout.
 
@@ -174,11 +174,27 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         if rng.random() < 0.2:
             opt.append([f"--expected_output={_pick(rng, TENSORS)}"])
         opt.append(["--timeout=10", "--instruction_budget=2000000"])
-    else:                                        # vmrt executable list
+    elif rng.random() < 0.5:                     # vmrt executable list
         argv = [*_vmrt(), "executable", "list", f]
         if rng.random() < 0.3:
             opt.append([f"--arch={_pick(rng, ARCH_WORDS)}"])
         opt.append(["--backend=emulated"])
+    else:                                        # vmrt executable dispatch
+        argv = [*_vmrt(), "executable", "dispatch", f,
+                f"--export={_pick(rng, ['saxpy', 'grid2d', '0', '1', '7', 'nope'])}"]
+        n = rng.randint(0, 4)
+        for _ in range(n):
+            opt.append([f"--binding={_pick(rng, TENSORS)}"])
+        for _ in range(rng.randint(0, 3)):
+            opt.append([f"--constant={_pick(rng, VALUES + ['i64:4', 'index:1', '2.5'])}"])
+        if rng.random() < 0.5:
+            opt.append([f"--workgroup_count={_pick(rng, ['1', '2,2', '0', '1,1,1', '-1', 'x'])}"])
+        for i in range(n if rng.random() < 0.6 else 0):
+            target = _pick(rng, ["", "-", f"@out{i}.npy", f"+out{i}.bin", "@sub/x.npy"])
+            if target[:1] in "@+":
+                outs.append(target[1:])
+            opt.append([f"--output={target}"])
+        opt.append(["--backend=emulated", "--timeout=10"])
     rng.shuffle(opt)                             # options keep their values
     argv += [t for group in opt for t in group]
     n_fixed = 5 if argv[3] in ("fatelf", "executable") else 4

@@ -3,7 +3,7 @@
     vmrt executable list FILE [--executable_plugin=SPEC]... [--backend=B]
     vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
-         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A]
+         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A] [--timeout=S]
 
 FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
@@ -12,11 +12,14 @@ syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
 after the dispatch (or written per ``--output``: ``@file.npy`` (all files or
 none: a failed dispatch leaves none behind), ``+file.bin`` append, ``-`` print,
 empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
-(an f32), ``i64:N`` / ``index:N`` (two words, low first).
+(an f32), ``i64:N`` / ``index:N`` (two words, low first).  ``--timeout``
+stops the dispatch with DEADLINE_EXCEEDED (an emulated one inside its
+workgroup, a native one between workgroups).
 """
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
@@ -34,7 +37,7 @@ USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 EXECUTABLE_FLAGS = FlagSpec(
     lists=frozenset({"executable_plugin", "binding", "constant", "output"}),
     values=frozenset({"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
-                      "output_max_element_count"}),
+                      "output_max_element_count", "timeout"}),
     bools=frozenset({"help"}),
     raw=frozenset({"binding"}),
     positional=True)
@@ -100,6 +103,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         raise UsageError(f"unknown executable command '{command}' (list or dispatch)")
     if len(positional) != 1:
         raise UsageError("expected exactly one executable file")
+    timeout = flags.seconds("timeout")
     # a FIFO or device would hang or never end, a huge file exhaust memory: refuse them
     check_input(positional[0], "executable file", MAX_MODULE_SIZE, ExecutableError)
     check_plugin_specs(lists["executable_plugin"])
@@ -112,7 +116,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
             if command == "list":
                 stdout.write(exe.describe() + "\n")
                 return 0
-            return _dispatch(exe, lists, values, stdout)
+            return _dispatch(exe, lists, values, stdout, timeout)
         finally:
             exe.close()
     finally:
@@ -120,7 +124,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 
 def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
-              stdout: TextIO) -> int:
+              stdout: TextIO, timeout: float | None) -> int:
     from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
@@ -139,7 +143,9 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     exp = exe.export(which)
     stdout.write(f"EXEC @{exp.name}\n")
     stdout.flush()
-    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid,
+                 deadline=deadline)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",

@@ -100,3 +100,18 @@ def test_a_failed_dispatch_leaves_no_output_file(iree, tmp_path):
     assert rc == 0, err
     np.testing.assert_array_equal(np.load(first), [1, 2, 3, 4])
     assert old.read_bytes().startswith(before) and len(old.read_bytes()) > len(before)
+
+
+def test_dispatch_timeout(iree, emulation, tmp_path):
+    lib = iree.compile("codegen", "riscv64").library
+    args = ["dispatch", lib, "--export=saxpy", "--binding=4xf32=1 2 3 4", "--binding=4xf32=10",
+            "--binding=4xf32", "--constant=0.5", "--constant=4", "--constant=0",
+            "--output=", "--output=", f"--output=@{tmp_path / 'y.npy'}"]
+    rc, _, err = run(*args, "--timeout=0")
+    assert rc == 1 and err.startswith("DEADLINE_EXCEEDED; ") and "saxpy" in err, err
+    assert not list(tmp_path.iterdir())
+    rc, _, err = run(*args, "--timeout=nan")
+    assert rc == 1 and "--timeout" in err
+    rc, _, err = run(*args, "--timeout=60")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [10.5, 11, 11.5, 12])
