@@ -125,7 +125,9 @@ def test_absurd_sizes_end_in_our_error_on_every_public_path(m):
     asks = [lambda: m.read(m.base, 1 << 40), lambda: mc.read(0x1000, 1 << 33),
             lambda: m.alloc(1 << 40), lambda: m.alloc(-1),
             lambda: mc.empty(1 << 46, "uint8"), lambda: mc.empty(-3), lambda: mc.empty(1 << 62, "f8"),
-            lambda: peek(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (1 << 40,), (0,)), 0)]
+            lambda: peek(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (1 << 40,), (0,)), 0),
+            lambda: peek(memoryview(np.lib.stride_tricks.as_strided(
+                np.zeros(1, np.uint8), (1 << 20, 1 << 20), (0, 0))), 0)]
     for ask in asks:
         with pytest.raises(elfkit.ElfkitError):
             ask()
