@@ -41,7 +41,12 @@ def _array_arg(v: Any) -> Any:
     too); anything else is left to the context's conversion (refs, None,
     lists, bytes)."""
     if isinstance(v, (np.ndarray, np.generic)):
-        return BufferView(np.array(v, order="C"))
+        try:
+            return BufferView(np.array(v, order="C"))
+        except MemoryError:
+            raise UsageError(f"cannot copy a {'x'.join(map(str, v.shape)) or 'scalar'} "
+                             f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
+                             StatusCode.RESOURCE_EXHAUSTED) from None
     return v
 
 
