@@ -364,6 +364,8 @@ class CallRunner(MachineState):
         except BaseException:
             self._reset()
             raise
+        finally:
+            _watchdog.signals_handled()
 
     def _stopped(self, stop: str, entry: int, pc: int, timeout: float | None,
                  budget: int | None) -> CallTimeout:
