@@ -43,6 +43,7 @@ def guest_workgroup(fn: Any, machine: Any, args: tuple[int, int, int], where: st
     left = None if deadline is None else deadline - time.monotonic()
     budget = None if limits is None else limits.remaining
     if limits is None or budget is None:
+        machine.count_instructions(False)       # no-op unless a budgeted call left it on
         return int(fn(*args, timeout=left))
     if budget <= 0:
         raise BudgetExceeded(f"{where}: instruction budget of {limits.budget} exhausted",
