@@ -171,7 +171,7 @@ def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
     elif isinstance(e, RecursionError):
         stderr.write("RESOURCE_EXHAUSTED; call stack exhausted\n")
     else:
-        stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
+        stderr.write(f"INTERNAL; {type(e).__name__}: {' '.join(str(e).splitlines())}\n")
     return 1
 
 

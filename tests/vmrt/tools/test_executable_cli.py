@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from vmrt.tools.executable import main
 
@@ -115,3 +116,34 @@ def test_dispatch_timeout(iree, emulation, tmp_path):
     rc, _, err = run(*args, "--timeout=60")
     assert rc == 0, err
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [10.5, 11, 11.5, 12])
+
+
+def _faulting_finaliser(data: bytes) -> bytes:
+    """``data`` (an aarch64 ELF) with its .fini_array entry pointing at
+    address 0x40: the finaliser faults when the library is closed."""
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+    elf = ELFFile(io.BytesIO(data))
+    fini = elf.get_section_by_name(".fini_array")["sh_addr"]
+    rela = elf.get_section_by_name(".rela.dyn")
+    out = bytearray(data)
+    for i, r in enumerate(rela.iter_relocations()):
+        if r["r_offset"] == fini:
+            struct.pack_into("<q", out, rela["sh_offset"] + i * rela["sh_entsize"] + 16, 0x40)
+            return bytes(out)
+    raise AssertionError("no relocation of .fini_array")
+
+
+def test_a_finaliser_fault_does_not_hide_the_load_error(plugins, emulation, tmp_path):
+    """Fuzzer finding (cli, 2026-11-24): a library that is not a dispatch
+    library and whose finaliser faults ended in a 25-line `INTERNAL;
+    EmulationFault` instead of the load error."""
+    import vmrt
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(_faulting_finaliser(plugins.data("relocs", "aarch64")))
+    with pytest.raises(vmrt.ExecutableError) as e:
+        vmrt.Executable.load(lib, backend="emulated")
+    assert e.value.code == vmrt.StatusCode.NOT_FOUND and "library_query" in str(e.value)
+    rc, _, err = run("dispatch", lib, "--export=0", "--backend=emulated")
+    assert rc == 1 and err.startswith("NOT_FOUND; ") and len(err.strip().splitlines()) == 1, err

@@ -179,7 +179,10 @@ class Executable:
         try:
             self._query(label, constants, processor_data)
         except BaseException:
-            self.close()
+            try:
+                self.close()
+            except VmError:
+                pass        # (a finaliser faulted) the query's error is the one to report
             raise
 
     def _query(self, label: str, constants: Sequence[int] | None,
@@ -552,7 +555,11 @@ class Executable:
         self.closed = True
         if was_open:
             self._mem.free_all()
-            self.module.close()
+            try:
+                self.module.close()
+            except elfkit.ElfkitError as e:       # its finalisers faulted, say
+                raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
+                                      f"{e}") from e
 
     def __enter__(self) -> Executable:
         return self
