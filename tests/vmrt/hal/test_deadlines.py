@@ -134,7 +134,9 @@ def test_ctrl_c_stops_vmrt_run_inside_an_emulated_dispatch(hal_compile, emulatio
     proc = subprocess.Popen([sys.executable, "-m", "vmrt", "run", "--device=local-sync",
                              f"--module={vmfb}", "--function=mm", "--input=1024x1024xf32=1",
                              "--input=1024x1024xf32=1", f"--output=@{out}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            # a shell's background job inherits SIGINT ignored: undo that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(4)                   # well inside the dispatch (it runs for minutes)
         proc.send_signal(signal.SIGINT)
