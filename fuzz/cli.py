@@ -294,7 +294,9 @@ def run_one(data: bytes, timeout: float = HANG) -> tuple[list[str], int]:
         err = proc.stderr.decode("utf-8", "replace")
         check(argv, proc.returncode, out, err)
         new = _files(d) - before - {"trace.txt"}
-        allowed = set() if proc.returncode else set(outs)
+        # a mutation may have renamed an output: what follows -o was asked for too
+        asked = set(outs) | {argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "-o"}
+        allowed = set() if proc.returncode else asked
         if new - allowed:
             raise Finding(f"`{' '.join(argv[2:])}` (exit {proc.returncode}) left "
                           f"{sorted(new - allowed)} behind", argv, "left files behind")
