@@ -68,6 +68,8 @@ def test_cancel_stops_an_emulated_dispatch_in_flight(hal_compile, emulation, arc
     a = np.ones((1024, 1024), np.float32)
     with vmrt.load(vmfb) as prog:
         assert prog.cancel() is False                   # nothing running
+        x = np.arange(4, dtype=np.float32)
+        np.testing.assert_array_equal(prog.small(x), x * 2)     # executables loaded
         t, box = _in_thread(prog.mm, a, a)
         time.sleep(3)           # well inside the dispatch (it runs for minutes)
         assert prog.cancel(wait=30) is True
@@ -76,7 +78,6 @@ def test_cancel_stops_an_emulated_dispatch_in_flight(hal_compile, emulation, arc
         kind, err = box[0]
         assert kind == "error" and isinstance(err, vmrt.Cancelled), err
         assert err.code == vmrt.StatusCode.CANCELLED and "mm_dispatch_0" in str(err)
-        x = np.arange(4, dtype=np.float32)
         np.testing.assert_array_equal(prog.small(x), x * 2)
         assert prog.cancel() is False                   # the cancel did not linger
         np.testing.assert_array_equal(prog.small(x + 1), (x + 1) * 2)
