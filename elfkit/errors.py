@@ -92,7 +92,10 @@ class EmulationFault(ExecutionError):
 
 
 class CallTimeout(ExecutionError):
-    """A call ran past its wall-clock timeout, budget, or was cancelled."""
+    """A call ran past its wall-clock timeout, budget, or was cancelled;
+    ``reason`` says which: ``"timeout"``, ``"budget"`` or ``"cancel"``."""
+
+    reason = "timeout"
 
 
 class FatElfError(ElfkitError):

@@ -4,7 +4,7 @@ The input is a file (a plugin ELF, a FatELF, a .vmfb or a dispatch library;
 the seeds come from the test catalogue).  From a hash of the input the
 target derives one command line (so a saved input replays exactly):
 ``elfkit inspect|run|disasm``, ``elfkit fatelf list|verify|pack|extract|
-select|remove``, ``vmrt run`` or ``vmrt executable list``, with random flags
+select|remove``, ``vmrt run`` or ``vmrt executable list|dispatch``, with random flags
 and values, then sometimes drops, repeats, swaps or replaces tokens.  Each
 command runs in a fresh directory, in its own process, with a timeout.
 
@@ -115,22 +115,7 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         if rng.random() < 0.3:
             opt.append(["--arch", _pick(rng, ARCH_WORDS)])
     elif verb == "run":
-        argv = [*_elfkit(), "run", f, "--call", _pick(rng, SYMBOLS)]
-        if rng.random() < 0.6:
-            opt.append(["--sig", _pick(rng, SIGS)])
-        elif rng.random() < 0.5:
-            opt.append(["--restype", _pick(rng, ["i32", "u64", "f64", "void", "ptr", "q"])])
-        for _ in range(rng.randint(0, 4)):
-            opt.append(["--arg", _pick(rng, VALUES)])
-        if rng.random() < 0.3:
-            opt.append(["--arch", _pick(rng, ARCH_WORDS)])
-        if rng.random() < 0.4:
-            opt.append(["--timeout", _pick(rng, ["0.2", "1", "0", "-1", "nan", "1e-9", "x"])])
-        if rng.random() < 0.15:
-            opt.append(["--trace", "trace.txt", "--trace-mode", rng.choice(["block", "compact"])])
-        if rng.random() < 0.2:
-            opt.append(["--hex"])
-        opt.append(["--backend", "emulated"])
+        argv = _elfkit_run(rng, f, opt)
     elif verb == "disasm":
         argv = [*_elfkit(), "disasm", f]
         if rng.random() < 0.5:
@@ -159,26 +144,14 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         if verb == "select" and rng.random() < 0.5:
             opt.append(["--fallback"])
     elif verb == "vmrt-run":
-        argv = [*_vmrt(), "run", f"--module={f}"]
-        if rng.random() < 0.8:
-            opt.append([f"--function={_pick(rng, ['saxpy', 'grid2d', 'simple_mul', 'main'])}"])
-        for _ in range(rng.randint(0, 4)):
-            opt.append([f"--input={_pick(rng, TENSORS)}"])
-        if rng.random() < 0.5:
-            opt.append([f"--device={_pick(rng, ['local-sync', 'local-task', 'vulkan', ''])}"])
-        if rng.random() < 0.3:
-            opt.append([f"--module_mode={_pick(rng, ['preload', 'mmap', 'x'])}"])
-        if rng.random() < 0.3:
-            outs = ["out.npy"]
-            opt.append(["--output=@out.npy"])
-        if rng.random() < 0.2:
-            opt.append([f"--expected_output={_pick(rng, TENSORS)}"])
-        opt.append(["--timeout=10", "--instruction_budget=2000000"])
-    else:                                        # vmrt executable list
+        argv = _vmrt_run(rng, f, opt, outs)
+    elif rng.random() < 0.5:                     # vmrt executable list
         argv = [*_vmrt(), "executable", "list", f]
         if rng.random() < 0.3:
             opt.append([f"--arch={_pick(rng, ARCH_WORDS)}"])
         opt.append(["--backend=emulated"])
+    else:                                        # vmrt executable dispatch
+        argv = _vmrt_dispatch(rng, f, opt, outs)
     rng.shuffle(opt)                             # options keep their values
     argv += [t for group in opt for t in group]
     n_fixed = 5 if argv[3] in ("fatelf", "executable") else 4
@@ -200,6 +173,68 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
     if verb == "run":               # whatever the mutation did: bounded
         argv += ["--budget", str(rng.choice([1000, 200_000, 2_000_000]))]
     return argv, outs
+
+
+def _elfkit_run(rng: random.Random, f: str, opt: list[list[str]]) -> list[str]:
+    """``elfkit run`` on ``f`` (options go to ``opt``), always emulated."""
+    argv = [*_elfkit(), "run", f, "--call", _pick(rng, SYMBOLS)]
+    if rng.random() < 0.6:
+        opt.append(["--sig", _pick(rng, SIGS)])
+    elif rng.random() < 0.5:
+        opt.append(["--restype", _pick(rng, ["i32", "u64", "f64", "void", "ptr", "q"])])
+    for _ in range(rng.randint(0, 4)):
+        opt.append(["--arg", _pick(rng, VALUES)])
+    if rng.random() < 0.3:
+        opt.append(["--arch", _pick(rng, ARCH_WORDS)])
+    if rng.random() < 0.4:
+        opt.append(["--timeout", _pick(rng, ["0.2", "1", "0", "-1", "nan", "1e-9", "x"])])
+    if rng.random() < 0.15:
+        opt.append(["--trace", "trace.txt", "--trace-mode", rng.choice(["block", "compact"])])
+    if rng.random() < 0.2:
+        opt.append(["--hex"])
+    opt.append(["--backend", "emulated"])
+    return argv
+
+
+def _vmrt_run(rng: random.Random, f: str, opt: list[list[str]], outs: list[str]) -> list[str]:
+    """``vmrt run`` on ``f``: options go to ``opt``, files it may write to ``outs``."""
+    argv = [*_vmrt(), "run", f"--module={f}"]
+    if rng.random() < 0.8:
+        opt.append([f"--function={_pick(rng, ['saxpy', 'grid2d', 'simple_mul', 'main'])}"])
+    for _ in range(rng.randint(0, 4)):
+        opt.append([f"--input={_pick(rng, TENSORS)}"])
+    if rng.random() < 0.5:
+        opt.append([f"--device={_pick(rng, ['local-sync', 'local-task', 'vulkan', ''])}"])
+    if rng.random() < 0.3:
+        opt.append([f"--module_mode={_pick(rng, ['preload', 'mmap', 'x'])}"])
+    if rng.random() < 0.3:
+        outs.append("out.npy")
+        opt.append(["--output=@out.npy"])
+    if rng.random() < 0.2:
+        opt.append([f"--expected_output={_pick(rng, TENSORS)}"])
+    opt.append(["--timeout=10", "--instruction_budget=2000000"])
+    return argv
+
+
+def _vmrt_dispatch(rng: random.Random, f: str, opt: list[list[str]],
+                   outs: list[str]) -> list[str]:
+    """``vmrt executable dispatch`` on ``f`` (a dispatch library)."""
+    argv = [*_vmrt(), "executable", "dispatch", f,
+            f"--export={_pick(rng, ['saxpy', 'grid2d', '0', '1', '7', 'nope'])}"]
+    n = rng.randint(0, 4)
+    for _ in range(n):
+        opt.append([f"--binding={_pick(rng, TENSORS)}"])
+    for _ in range(rng.randint(0, 3)):
+        opt.append([f"--constant={_pick(rng, VALUES + ['i64:4', 'index:1', '2.5'])}"])
+    if rng.random() < 0.5:
+        opt.append([f"--workgroup_count={_pick(rng, ['1', '2,2', '0', '1,1,1', '-1', 'x'])}"])
+    for i in range(n if rng.random() < 0.6 else 0):
+        target = _pick(rng, ["", "-", f"@out{i}.npy", f"+out{i}.bin", "@sub/x.npy"])
+        if target[:1] in "@+":
+            outs.append(target[1:])
+        opt.append([f"--output={target}"])
+    opt.append(["--backend=emulated", "--timeout=10"])
+    return argv
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -259,7 +294,9 @@ def run_one(data: bytes, timeout: float = HANG) -> tuple[list[str], int]:
         err = proc.stderr.decode("utf-8", "replace")
         check(argv, proc.returncode, out, err)
         new = _files(d) - before - {"trace.txt"}
-        allowed = set() if proc.returncode else set(outs)
+        # a mutation may have renamed an output: what follows -o was asked for too
+        asked = set(outs) | {argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "-o"}
+        allowed = set() if proc.returncode else asked
         if new - allowed:
             raise Finding(f"`{' '.join(argv[2:])}` (exit {proc.returncode}) left "
                           f"{sorted(new - allowed)} behind", argv, "left files behind")

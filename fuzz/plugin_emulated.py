@@ -99,7 +99,7 @@ def exec_ranges(data: bytes) -> list[tuple[int, int]]:
             if p_type == 1 and p_flags & 1 and p_filesz and p_offset < len(data):
                 out.append((p_offset, min(p_filesz, len(data) - p_offset)))
         return out
-    except (struct.error, IndexError):
+    except (struct.error, IndexError, OverflowError):   # a mutated header: no code to edit
         return []
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from .errors import (
     ArgumentError,
     BudgetExceeded,
+    Cancelled,
     DefinitionError,
     DispatchError,
     ExecutableError,
@@ -60,7 +61,7 @@ from .vm.native_module import NativeModule, NativeState, export
 from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
 
 __all__ = [
-    "Buffer", "BudgetExceeded", "BoundFunction", "Context",
+    "Buffer", "BudgetExceeded", "BoundFunction", "Cancelled", "Context",
     "Dependency", "DependencyFlags", "InvocationError", "ExecutionLimits", "ExportDecl",
     "Function", "ImportDecl", "Instance", "LinkError", "Linkage", "LoadError", "Module",
     "NativeModule", "NativeState", "RefObject", "RefType", "StatusCode", "TypeRegistryError",

@@ -100,6 +100,12 @@ class BudgetExceeded(InvocationError):
     default_code = StatusCode.DEADLINE_EXCEEDED
 
 
+class Cancelled(InvocationError):
+    """The invocation was cancelled (``Context.cancel()``, ``Program.cancel()``)."""
+
+    default_code = StatusCode.CANCELLED
+
+
 class UsageError(VmError):
     """Bad command-line flags or input specifications."""
 
@@ -171,7 +177,7 @@ class ImportResolutionError(PluginError):
 
 __all__ = [
     "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
-    "TypeRegistryError", "InvocationError", "BudgetExceeded", "UsageError",
+    "TypeRegistryError", "InvocationError", "BudgetExceeded", "Cancelled", "UsageError",
     "ArgumentError", "FunctionNotFoundError", "DefinitionError", "HalError",
     "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
 ]

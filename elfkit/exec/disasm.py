@@ -147,3 +147,16 @@ def format_listing(insns: list[Instruction], symbols: Any = None, *, show_bytes:
                 text += f"  ; {s}"
         lines.append(text.rstrip())
     return "\n".join(lines).lstrip("\n")
+
+
+def longest_x87_run(code: bytes, addr: int) -> int:
+    """The most x87 instructions in i386 ``code`` between two control
+    transfers (the emulator's x87 work-around, ``elfkit.exec.emulated``)."""
+    run = best = 0
+    for _a, _s, mnemonic, _ops in _cs("i386").disasm_lite(bytes(code), addr):
+        if mnemonic.startswith("f"):
+            run += 1
+            best = max(best, run)
+        elif mnemonic.startswith(("j", "call", "ret", "loop", "hlt", "int", "ud")):
+            run = 0
+    return best

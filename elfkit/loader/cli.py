@@ -79,14 +79,22 @@ def sections(data: Any) -> dict[str, Any]:
     binary: Any = lief.parse(bytes(data))
     if binary is None:
         raise ElfkitError("LIEF could not read the section headers of this file")
-    secs = [{"name": sec.name, "type": str(sec.type).split(".")[-1].rstrip("_"),
+    secs = [{"name": _shown(sec.name), "type": str(sec.type).split(".")[-1].rstrip("_"),
              "address": sec.virtual_address, "offset": sec.offset, "size": sec.size,
              "flags": [str(f).split(".")[-1] for f in sec.flags_list],
              "align": sec.alignment} for sec in binary.sections if sec.name or sec.size]
-    syms = [{"name": sym.name, "value": sym.value, "size": sym.size,
+    syms = [{"name": _shown(sym.name), "value": sym.value, "size": sym.size,
              "type": str(sym.type).split(".")[-1], "bind": str(sym.binding).split(".")[-1]}
             for sym in binary.symtab_symbols if sym.name]
     return {"sections": secs, "symtab": syms}
+
+
+def _shown(name: str | bytes) -> str:
+    """A name from the file as text to print: LIEF hands back bytes for
+    names that are not UTF-8; control characters become ``\\xNN``."""
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
 
 
 def describe(data: Any, arch: str | None = None) -> dict[str, Any]:

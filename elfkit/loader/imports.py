@@ -15,11 +15,14 @@ the specialised provider after it.
 from __future__ import annotations
 
 import ctypes
+import os
+import stat
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BackendError, ElfkitError, LazyImportError
+from ..fatelf.files import file_kind
 from ..signature import parse as parse_signature
 from .import_report import ImportReport, ProviderNote
 
@@ -34,6 +37,7 @@ class SystemLibrary:
         if isinstance(name_or_cdll, ctypes.CDLL):
             self.cdll = name_or_cdll
         else:
+            _refuse_special(name_or_cdll)
             try:
                 self.cdll = ctypes.CDLL(name_or_cdll, mode=mode)
             except OSError as e:
@@ -58,6 +62,20 @@ class Exports(dict):
     def __init__(self, label: str, table: Mapping[str, int]):
         super().__init__(table)
         self.label = label
+
+
+def _refuse_special(name: str) -> None:
+    """dlopen() of a FIFO blocks for ever and of a device reads without end:
+    a path (a name with a '/') must be a regular file."""
+    if "/" not in name:
+        return
+    try:
+        mode = os.stat(name).st_mode
+    except OSError:
+        return                    # dlopen reports it
+    if not stat.S_ISREG(mode):
+        raise ElfkitError(f"cannot open system library {name!r}: it is {file_kind(mode)}, "
+                          f"not a regular file")
 
 
 class Imports:

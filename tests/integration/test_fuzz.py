@@ -101,6 +101,19 @@ def test_plugin_emulated_reaches_the_code(plugins):
     assert len(calls) >= 40
 
 
+def test_code_ranges_of_a_mutated_header_are_none(plugins):
+    """Fuzzer finding (2026-11-24, 7,553 inputs into a plugin-emulated run):
+    a program-header offset near 2^64 overflowed ``struct.unpack_from`` in
+    the harness's own ELF walk; a mutated header just has no code to edit."""
+    import struct
+
+    from fuzz import plugin_emulated as pe
+    data = bytearray(plugins.data("kernels", "aarch64"))
+    assert pe.exec_ranges(bytes(data))
+    struct.pack_into("<Q", data, 0x20, (1 << 64) - 8)
+    assert pe.exec_ranges(bytes(data)) == []
+
+
 def test_canary_oracle_sees_a_write_outside_the_view():
     import random
 

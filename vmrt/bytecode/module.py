@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import LoadError, StatusCode, VerifyError, VmError
+from ..files import MAX_MODULE_SIZE, read_input
 from ..vm.buffer import Buffer
 from ..vm.instance import Instance
 from ..vm.module import (
@@ -116,12 +117,7 @@ class BytecodeModule(Module):
         if isinstance(source, (bytes, bytearray, memoryview)):
             return cls(instance, source)
         path = os.fspath(source)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            raise LoadError(f"failed to open file '{path}'",
-                            StatusCode.NOT_FOUND) from None
+        data = read_input(path, "module", MAX_MODULE_SIZE, LoadError)
         return cls(instance, data, source=path)
 
     # -- loading -------------------------------------------------------------

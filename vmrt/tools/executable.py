@@ -4,16 +4,19 @@
     vmrt executable imports FILE [--executable_plugin=SPEC]... [--backend=B] [--arch=A]
     vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
-         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A]
+         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A] [--timeout=S]
          [--expected_output=VALUE]... [--expected_f32_threshold=T]
 
 FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
 runs: foreign ones are emulated).  Bindings use iree-run-module's input
 syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
-after the dispatch (or written per ``--output``: ``@file.npy``, ``-`` print,
+after the dispatch (or written per ``--output``: ``@file.npy`` (all files or
+none: a failed dispatch leaves none behind), ``+file.bin`` append, ``-`` print,
 empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
-(an f32), ``i64:N`` / ``index:N`` (two words, low first).
+(an f32), ``i64:N`` / ``index:N`` (two words, low first).  ``--timeout``
+stops the dispatch with DEADLINE_EXCEEDED (an emulated one inside its
+workgroup, a native one between workgroups).
 
 ``imports`` explains import resolution: for each import the plugin that
 answers it (the last --executable_plugin is searched first), the older
@@ -32,14 +35,16 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
 from ..hal.buffer import aligned_bytes
 from .executable_imports import report_imports
-from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
+from .files import MAX_MODULE_SIZE, StagedOutputs, check_input, check_plugin_specs
 from .flags import FlagSpec, parse_flags, report_error
+from .function_io import write_output
 
 if TYPE_CHECKING:
     from ..hal.local.executable import Executable
@@ -51,7 +56,7 @@ EXECUTABLE_FLAGS = FlagSpec(
     lists=frozenset({"executable_plugin", "binding", "constant", "output", "expected_output"}),
     values=frozenset({"export", "workgroup_count", "threads", "backend", "arch", "processor_id",
                       "output_max_element_count", "expected_f16_threshold",
-                      "expected_f32_threshold", "expected_f64_threshold"}),
+                      "expected_f32_threshold", "expected_f64_threshold", "timeout"}),
     bools=frozenset({"help"}),
     raw=frozenset({"binding", "expected_output"}),
     positional=True)
@@ -140,6 +145,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
         raise UsageError(f"unknown executable command '{command}' (list, dispatch or imports)")
     if len(positional) != 1:
         raise UsageError("expected exactly one executable file")
+    timeout = flags.seconds("timeout")
     # a FIFO or device would hang or never end, a huge file exhaust memory: refuse them
     check_input(positional[0], "executable file", MAX_MODULE_SIZE, ExecutableError)
     check_plugin_specs(lists["executable_plugin"])
@@ -154,7 +160,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
             if command == "list":
                 stdout.write(exe.describe() + "\n")
                 return 0
-            return _dispatch(exe, lists, values, stdout)
+            return _dispatch(exe, lists, values, stdout, timeout)
         finally:
             exe.close()
     finally:
@@ -162,9 +168,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 
 def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
-              stdout: TextIO) -> int:
-    import numpy as np
-
+              stdout: TextIO, timeout: float | None) -> int:
     from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
@@ -183,25 +187,29 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     exp = exe.export(which)
     stdout.write(f"EXEC @{exp.name}\n")
     stdout.flush()
-    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid,
+                 deadline=deadline)
     if lists["expected_output"]:
         return _check_bindings(bindings, lists["expected_output"], values, stdout)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
                       StatusCode.OUT_OF_RANGE)
-    for i, b in enumerate(bindings):
-        target = outputs[i] if outputs else "+"
-        if target == "":
-            continue
-        if target.startswith("@"):
-            np.save(target[1:], b)
-            continue
-        text = format_buffer_view(BufferView(b), max_elements)
-        if target == "-":
-            stdout.write(text + "\n")
-        else:
-            stdout.write(f"binding[{i}]: hal.buffer_view\n{text}\n")
+    files = StagedOutputs()         # all output files appear, or none
+    try:
+        for i, b in enumerate(bindings):
+            target = outputs[i] if outputs else "+"
+            if target in ("", "-", "+"):
+                if target:
+                    text = format_buffer_view(BufferView(b), max_elements)
+                    stdout.write(text + "\n" if target == "-"
+                                 else f"binding[{i}]: hal.buffer_view\n{text}\n")
+                continue
+            write_output(target, BufferView(b), "r", max_elements, stdout, files)
+        files.commit()
+    finally:
+        files.discard()
     stdout.flush()
     return 0
 

@@ -1,7 +1,5 @@
-"""Reading the files named on the ``vmrt`` command line safely: each must
-be a regular file (a FIFO would block forever, a device never ends) and is
-read with a bounded size; failures are :class:`~vmrt.errors.UsageError`
-statuses naming the file, never a hang or a MemoryError."""
+"""Output files of the ``vmrt`` command line (staged, never partial) and
+the checks of the files it names; reading them is :mod:`vmrt.files`."""
 from __future__ import annotations
 
 import contextlib
@@ -9,47 +7,10 @@ import os
 import stat
 from typing import BinaryIO
 
-from elfkit.errors import ElfkitError
-from elfkit.fatelf.files import open_regular
-
-from ..errors import StatusCode, UsageError, VmError
+from ..files import MAX_FLAGFILE_SIZE, MAX_MODULE_SIZE, check_input, open_input, read_input
 
 __all__ = ["MAX_FLAGFILE_SIZE", "MAX_MODULE_SIZE", "StagedOutputs", "check_input",
            "check_plugin_specs", "open_input", "read_input"]
-
-#: the largest module (.vmfb) file read
-MAX_MODULE_SIZE = 1 << 30
-#: the largest flagfile read
-MAX_FLAGFILE_SIZE = 1 << 20
-
-
-def open_input(path: str, what: str, error: type[VmError] = UsageError) -> tuple[BinaryIO, int]:
-    """``(file, size)`` of a regular file opened for binary reading; a
-    file that cannot be opened is NOT_FOUND ``failed to open file 'PATH'``
-    (IREE's words), a FIFO, device or directory INVALID_ARGUMENT."""
-    try:
-        fd, size = open_regular(path, what)
-    except ElfkitError as e:
-        raise error(f"cannot read {what} '{path}': {str(e).split(': ', 1)[-1]}",
-                    StatusCode.INVALID_ARGUMENT) from None
-    except OSError:
-        raise error(f"failed to open file '{path}'", StatusCode.NOT_FOUND) from None
-    return os.fdopen(fd, "rb"), size
-
-
-def read_input(path: str, what: str, limit: int, error: type[VmError] = UsageError) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes; a larger one
-    is RESOURCE_EXHAUSTED naming the file and the limit."""
-    fh, size = open_input(path, what, error)
-    with fh:
-        if size > limit:
-            raise error(f"{what} '{path}' is {size} bytes, more than the {limit} bytes "
-                             f"vmrt reads", StatusCode.RESOURCE_EXHAUSTED)
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise error(f"{what} '{path}' grew past {limit} bytes while being read",
-                         StatusCode.RESOURCE_EXHAUSTED)
-    return data
 
 
 class StagedOutputs:
@@ -100,16 +61,6 @@ class StagedOutputs:
                     os.truncate(path, size)
         self._renames.clear()
         self._appends.clear()
-
-
-def check_input(path: str, what: str, limit: int, error: type[VmError] = UsageError) -> None:
-    """Refuse ``path`` unless it is a regular file of at most ``limit``
-    bytes (for files another part of vmrt reads whole)."""
-    fh, size = open_input(path, what, error)
-    fh.close()
-    if size > limit:
-        raise error(f"{what} '{path}' is {size} bytes, more than the {limit} bytes vmrt reads",
-                    StatusCode.RESOURCE_EXHAUSTED)
 
 
 def check_plugin_specs(specs: list[str]) -> None:

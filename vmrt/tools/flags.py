@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
@@ -158,6 +159,16 @@ def _read_flagfile(path: str, depth: int) -> list[str]:
             not ln.lstrip().startswith("#")]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one terminal-safe line: line breaks become spaces, other
+    control characters (from a flag value or a file, echoed in a message)
+    ``\\xNN`` escapes."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.splitlines()))
+
+
 def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
     """One line on stderr in IREE's ``CODE; message`` style and exit code 1;
     never a traceback on the command line."""
@@ -165,15 +176,15 @@ def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
         raise e
     if isinstance(e, VmError):
         stdout.flush()
-        stderr.write(" ".join(str(e).splitlines()) + "\n")
+        stderr.write(one_line(str(e)) + "\n")
     elif isinstance(e, KeyboardInterrupt):
         stderr.write("CANCELLED; interrupted\n")
     elif isinstance(e, RecursionError):
         stderr.write("RESOURCE_EXHAUSTED; call stack exhausted\n")
     else:
-        stderr.write(f"INTERNAL; {type(e).__name__}: {e}\n")
+        stderr.write(f"INTERNAL; {type(e).__name__}: {one_line(str(e))}\n")
     return 1
 
 
-__all__ = ["FALSE_WORDS", "FlagSpec", "Flags", "MAX_FLAGFILE_DEPTH", "TRUE_WORDS", "parse_bool",
-           "parse_flags", "report_error"]
+__all__ = ["FALSE_WORDS", "FlagSpec", "Flags", "MAX_FLAGFILE_DEPTH", "TRUE_WORDS", "one_line",
+           "parse_bool", "parse_flags", "report_error"]

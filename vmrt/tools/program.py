@@ -47,10 +47,15 @@ def _array_arg(v: Any) -> Any:
         name = _plain_types.get(arr.dtype, "")
         if name == "":
             name = _plain_types[arr.dtype] = _plain_type(arr.dtype)
-        if name is None:
-            return BufferView(np.array(v, order="C"))
-        # copied into device-aligned memory: dispatches use it in place
-        data, addr = aligned_array(arr.nbytes, "argument")
+        try:
+            if name is None:
+                return BufferView(np.array(v, order="C"))
+            # copied into device-aligned memory: dispatches use it in place
+            data, addr = aligned_array(arr.nbytes, "argument")
+        except MemoryError:
+            raise UsageError(f"cannot copy a {'x'.join(map(str, v.shape)) or 'scalar'} "
+                             f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
+                             StatusCode.RESOURCE_EXHAUSTED) from None
         view = BufferView.over(data, name, arr.shape, addr)
         view.array[...] = arr
         return view
@@ -160,6 +165,13 @@ class Program:
     @property
     def closed(self) -> bool:
         return self.context is None
+
+    def cancel(self, wait: float = 1.0) -> bool:
+        """Stop the call running on another thread (thread-safe): it raises
+        ``vmrt.Cancelled`` (``CANCELLED``) and the program stays usable; see
+        :meth:`vmrt.Context.cancel`.  False if no call was running."""
+        ctx = self.context
+        return ctx.cancel(wait) if ctx is not None else False
 
     @property
     def exports(self) -> tuple[str, ...]:

@@ -50,7 +50,8 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 one is asked first
   --module_mode=preload|mmap    module data writable (preload) or read-only
                                 to transfers (mmap), as in iree-run-module
-  --instruction_budget=N        stop after N VM instructions (vmrt extension)
+  --instruction_budget=N        stop after N instructions: VM ones plus those
+                                of emulated and vmvx dispatches (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
   --gdb=PORT                    debug the executables (run emulated) with gdb:
                                 stop at their first instruction and wait for

@@ -7,13 +7,16 @@ same-named modules; NOT_FOUND on an optional import leaves the slot null.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from ..errors import (
     ArgumentError,
     BudgetExceeded,
+    Cancelled,
     FunctionNotFoundError,
     InvocationError,
     LinkError,
@@ -26,48 +29,141 @@ from .values import to_vm
 
 
 class ExecutionLimits:
-    """Instruction budget and wall-clock deadline shared by one invocation.
+    """Instruction budget, wall-clock deadline and cancel flag shared by one
+    invocation.
 
     Interpreters subtract the number of instructions of each basic block
-    from ``left`` and call :meth:`tick` when it drops below zero.
+    from ``left`` and call :meth:`tick` when it drops below zero (at least
+    every ``CHUNK`` instructions), which raises when the budget is spent,
+    the deadline passed or :meth:`cancel` was called.  Code that runs
+    outside the interpreter (an emulated dispatch, a nested vmvx context)
+    takes at most :attr:`remaining` instructions, reports what it ran with
+    :meth:`charge`, checks :meth:`check` between steps and registers a stop
+    function with :meth:`stopping` so that a cancel reaches it in flight.
     """
 
     CHUNK = 1 << 16
 
-    __slots__ = ("left", "budget", "deadline", "_remaining", "_issued")
+    __slots__ = ("left", "budget", "deadline", "cancelled", "parent", "_remaining", "_issued",
+                 "_stoppers", "_lock", "_gen")
 
-    def __init__(self, budget: int | None = None, timeout: float | None = None):
+    def __init__(self, budget: int | None = None, timeout: float | None = None,
+                 parent: ExecutionLimits | None = None):
         self.budget = budget
         self.deadline = None if timeout is None else time.monotonic() + timeout
+        #: set by :meth:`cancel`; cleared when a new top-level invocation starts
+        self.cancelled = False
+        #: the limits of the invocation this one runs inside (a cancel of it stops this one)
+        self.parent = parent
         self._remaining = budget
         self._issued = 0
+        self._stoppers: list[Callable[[], object]] = []
+        self._lock = threading.Lock()
+        self._gen = 0               # which top-level invocation these limits serve now
         self.left = 0
-        self._refill()
+        self._refill(0)
 
     @property
     def executed(self) -> int:
         """Instructions executed so far under these limits."""
         return self._issued - self.left
 
-    def _refill(self) -> None:
+    @property
+    def remaining(self) -> int | None:
+        """Instructions left of the budget; None: no budget."""
+        if self._remaining is None:
+            return None
+        return max(0, self._remaining + self.left)
+
+    def _refill(self, need: int) -> None:
         chunk = self.CHUNK
         if self._remaining is not None:
-            chunk = min(chunk, self._remaining)
+            chunk = min(chunk + need, self._remaining)
             self._remaining -= chunk
+        else:
+            chunk += need
         self._issued += chunk
-        self.left = chunk
+        self.left += chunk
 
     def tick(self) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise BudgetExceeded("execution timed out", StatusCode.DEADLINE_EXCEEDED)
-        if self._remaining is not None and self._remaining <= 0:
+        self.check()
+        if self.left >= 0:
+            return
+        if self._remaining is not None and self._remaining + self.left < 0:
+            self._issued += self._remaining
+            self.left += self._remaining
+            self._remaining = 0
             raise BudgetExceeded(f"instruction budget of {self.budget} exhausted",
                                  StatusCode.RESOURCE_EXHAUSTED)
-        over = -self.left
-        self._refill()
-        self.left -= over
+        self._refill(-self.left)
+
+    def cancel_requested(self) -> bool:
+        """Whether this invocation (or the one it runs inside) was cancelled."""
+        return self.cancelled or (self.parent is not None and self.parent.cancel_requested())
+
+    def check(self) -> None:
+        """Raise if the invocation was cancelled or its deadline passed."""
+        if self.cancelled or (self.parent is not None and self.parent.cancel_requested()):
+            raise Cancelled("the invocation was cancelled", StatusCode.CANCELLED)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExceeded("execution timed out", StatusCode.DEADLINE_EXCEEDED)
+
+    def charge(self, count: int) -> None:
+        """Count ``count`` instructions run outside the interpreter; raises
+        like :meth:`tick` when that spends the budget."""
+        self.left -= count
         if self.left < 0:
             self.tick()
+
+    def begin(self) -> int:
+        """A new top-level invocation starts under these limits: clear the
+        cancel flag; returns the invocation's number for :meth:`cancel`."""
+        with self._lock:
+            self._gen += 1
+            self.cancelled = False
+            return self._gen
+
+    def cancel(self, invocation: int | None = None) -> None:
+        """Make the invocation stop (thread-safe): the interpreter raises
+        :class:`~vmrt.errors.Cancelled` at its next tick, code running
+        outside it is stopped through its stop functions.  With
+        ``invocation`` (from :meth:`begin`), only if that one still runs."""
+        with self._lock:
+            if invocation is not None and invocation != self._gen:
+                return
+            self.cancelled = True
+            stoppers = list(self._stoppers)
+        for stop in stoppers:
+            stop()
+
+    @contextlib.contextmanager
+    def stopping(self, stop: Callable[[], object]) -> Iterator[None]:
+        """Call ``stop`` (from another thread) if this invocation or the one
+        it runs inside is cancelled while the block runs."""
+        chain: list[ExecutionLimits] = []
+        cur: ExecutionLimits | None = self
+        while cur is not None:
+            chain.append(cur)
+            cur = cur.parent
+        for lim in chain:
+            with lim._lock:
+                lim._stoppers.append(stop)
+        try:
+            yield
+        finally:
+            for lim in chain:
+                with lim._lock:
+                    lim._stoppers.remove(stop)
+
+
+_CURRENT = threading.local()
+
+
+def current_limits() -> ExecutionLimits | None:
+    """The limits of the invocation running on this thread, if any (how
+    executables reached from the VM find the budget, deadline and cancel
+    of the call that dispatched them)."""
+    return getattr(_CURRENT, "limits", None)
 
 
 class Context:
@@ -99,6 +195,8 @@ class Context:
         self.timeout = timeout
         self.limits = ExecutionLimits(budget, timeout)
         self._closed = False
+        self._running: list[tuple[ExecutionLimits, int]] = []   # in flight (for cancel)
+        self._running_lock = threading.Lock()
         mods = list(modules)
         if mods:
             self.register_modules(mods)
@@ -132,7 +230,7 @@ class Context:
                     raise
                 init = m.lookup_function("__init", Linkage.EXPORT_OPTIONAL)
                 if init is not None:
-                    self._call(BoundFunction(init, state), [])
+                    self._tracked(BoundFunction(init, state), [], self.limits, current_limits())
         except BaseException:
             # unwind only what this call added, newest first
             for m, s in zip(reversed(self._modules[start:]), reversed(self._states[start:])):
@@ -238,14 +336,64 @@ class Context:
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
             args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
         saved = self.limits
-        if budget is not None or timeout is not None:
-            self.limits = ExecutionLimits(budget, timeout)
+        outer = current_limits()
+        if outer is not None and outer is not saved and budget is None:
+            budget = outer.remaining       # a nested context spends its caller's budget
+        if budget is not None or timeout is not None or outer is not None and outer is not saved:
+            self.limits = ExecutionLimits(budget, timeout, parent=outer)
         elif self.timeout is not None:
             saved.deadline = time.monotonic() + self.timeout
+        limits = self.limits
         try:
-            return self._call(function, args)
+            results = self._tracked(function, args, limits, outer)
+        except BaseException:
+            if limits is not saved and outer is not None and outer is not saved:
+                outer.left -= limits.executed
+            raise
         finally:
             self.limits = saved
+        if limits is not saved and outer is not None and outer is not saved:
+            outer.charge(limits.executed)
+        return results
+
+    def _tracked(self, bound: BoundFunction, args: list, limits: ExecutionLimits,
+                 outer: ExecutionLimits | None) -> list:
+        """Run a call as the invocation :meth:`cancel` and
+        :func:`current_limits` see."""
+        # a cancel never reaches a later invocation: each top-level one has its number
+        entry = (limits, limits.begin() if outer is None else -1)
+        _CURRENT.limits = limits
+        with self._running_lock:
+            self._running.append(entry)
+        try:
+            return self._call(bound, args)
+        finally:
+            with self._running_lock:
+                self._running.remove(entry)
+            _CURRENT.limits = outer
+
+    def cancel(self, wait: float = 1.0) -> bool:
+        """Stop the invocation running in this context on another thread
+        (thread-safe): it raises :class:`~vmrt.errors.Cancelled`
+        (``CANCELLED``) -- the interpreter at its next tick, an emulated
+        dispatch at once, a native one between workgroups -- and the context
+        stays usable.  Waits up to ``wait`` seconds for it to end; returns
+        False if nothing was running.  A cancel never reaches an invocation
+        started after it."""
+        with self._running_lock:
+            if not self._running:
+                return False
+            entry = self._running[0]
+        limits, invocation = entry
+        end = time.monotonic() + wait
+        while True:
+            limits.cancel(invocation)   # again and again: a dispatch may start after the first
+            with self._running_lock:
+                if entry not in self._running:
+                    return True
+            if time.monotonic() >= end:
+                return True
+            time.sleep(0.002)
 
     def _call(self, bound: BoundFunction, args: list) -> list:
         try:

@@ -97,6 +97,7 @@ class ArgumentMemory(MachineState):
                     lib.uc_mem_write(self._h, addr + head + hi - lo, _host(hi), tail)
                 cleanup.append((region, arr, (addr, ptr, head, hi - lo, tail), writable))
                 return addr
+        self._check_fits(n)
         data = arr if contiguous else np.ascontiguousarray(arr)
         if n <= _ARENA_MAX and writable:
             region = self._arena_take(n)
@@ -108,6 +109,16 @@ class ArgumentMemory(MachineState):
                              ctypes.cast(src, ctypes.POINTER(ctypes.c_char)), n)
         cleanup.append((region, arr, data, writable))
         return region.start
+
+    def _check_fits(self, n: int) -> None:
+        """Refuse a buffer argument the guest memory limit cannot hold
+        before copying it (a strided view of a huge virtual array would
+        otherwise end in a MemoryError)."""
+        space = self._space
+        if n > space.limit - space.used:
+            raise MemoryAccessError(
+                f"cannot pass a {n:#x}-byte buffer: the guest memory limit of {space.limit:#x} "
+                f"bytes would be exceeded ({space.used:#x} in use)")
 
     # Zero-copy mappings: [copied head page] [host pages, uc_mem_map_ptr]
     # [copied tail page], kept after the call with no access rights
@@ -217,6 +228,7 @@ class ArgumentMemory(MachineState):
                       extra=start)
 
     def _map_buffer(self, mv: memoryview, cleanup: list) -> int:
+        self._check_fits(mv.nbytes)
         mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
         n = mv.nbytes
         writable = not mv.readonly
@@ -299,10 +311,22 @@ def page_aligned_empty(shape: Any, dtype: Any = "float32") -> Any:
     import mmap
 
     import numpy as np
-    dt = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
+    try:
+        dt = np.dtype(dtype)
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(isinstance(d, bool) or int(d) != d or d < 0 for d in dims):
+            raise ValueError("dimensions must be integers >= 0")
+        count = 1
+        for d in dims:
+            count *= int(d)
+    except (TypeError, ValueError) as e:
+        raise SignatureError(f"empty(): bad shape {shape!r} or dtype {dtype!r}: {e}") from None
     size = round_up(max(count * dt.itemsize, 1))
-    mm = mmap.mmap(-1, size)
+    try:
+        mm = mmap.mmap(-1, size)
+    except (OSError, OverflowError, MemoryError) as e:
+        raise MemoryAccessError(f"empty(): cannot allocate {size} bytes of host memory for "
+                                f"a {shape} {dt} array: {e}") from None
     c = ctypes.c_char.from_buffer(mm)
     addr = ctypes.addressof(c)
     del c

@@ -279,6 +279,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): {_uc.strerror(err)}")
         if prot & PROT_EXEC:
             r.exec_ever = True
+            self.note_code(addr, size)
         elif r.exec_ever and self._ran:
             self._uc.ctl_remove_cache(addr, addr + size)
 

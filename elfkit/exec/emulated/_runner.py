@@ -9,6 +9,7 @@ an error) and ``_nested`` (when a host callback calls guest code).
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
+from ..disasm import disassemble, longest_x87_run
 from . import _cc, _codegen, _uc, _watchdog
 from ._faults import build_fault
 from ._layout import SENTINEL
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 else:
     MachineState = object
 
+C = _uc.C
 lib = _uc.lib
 
 # why emulation stopped early (set before uc_emu_stop)
@@ -37,6 +40,17 @@ STOP_BUDGET = "budget"
 STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the call
 
 _check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
+
+#: unicorn 2.1.4 (QEMU 5 TCG) leaks TCG temps translating x87 instructions
+#: and segfaults inside uc_emu_start on one i386 block of ~250 of them (a
+#: fully unrolled f32 matmul).  With a code hook installed -- unicorn's
+#: instruction counter is one, in C -- the same blocks translate and run
+#: correctly (checked up to 5,000 x87 instructions in one block), at about
+#: a tenth of the speed.  So an i386 machine scans code as it becomes
+#: executable and, once it has seen a straight run of this many x87
+#: instructions, runs every call with the counter on.
+X87_RUN_LIMIT = 64
+_NO_LIMIT = 1 << 63
 
 
 class CallRunner(MachineState):
@@ -59,7 +73,8 @@ class CallRunner(MachineState):
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         self._timeout = arguments.timeout(value, "timeout")
-        self._limited = self._timeout is not None or bool(getattr(self, "_budget", None))
+        self._limited = (self._timeout is not None or bool(getattr(self, "_budget", None))
+                         or getattr(self, "_x87_counted", False))
 
     @property
     def instruction_budget(self) -> int | None:
@@ -71,7 +86,66 @@ class CallRunner(MachineState):
         if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
-        self._limited = getattr(self, "_timeout", None) is not None or bool(self._budget)
+        self._limited = (getattr(self, "_timeout", None) is not None or bool(self._budget)
+                         or getattr(self, "_x87_counted", False))
+
+    # ------------------------------------------------- instruction counting
+    @property
+    def instructions(self) -> int:
+        """Guest instructions run by calls since :meth:`count_instructions`
+        was switched on (0 while off); a call stopped early counts its
+        blocks whole."""
+        return getattr(self, "_icount", 0)
+
+    def count_instructions(self, on: bool = True) -> None:
+        """Count the guest instructions calls run (:attr:`instructions`), for
+        callers that charge them to a budget of their own.  A block hook
+        adds each basic block's instruction count (decoded once per block),
+        which slows emulation down; switching it on or off flushes the
+        translation cache, so leave it on while it is needed."""
+        self._check_open()
+        hook: int | None = getattr(self, "_icount_hook", None)
+        if bool(on) == (hook is not None):
+            return
+        if hook is not None:
+            self._icount_hook = None
+            self._del_hook(hook)
+            self._uc.ctl_flush_tb()
+            return
+        self._icount = 0
+        sizes: dict[tuple[int, int], int] = {}
+
+        def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:
+            n = sizes.get((address, size))
+            if n is None:
+                n = sizes[(address, size)] = self._block_length(address, size)
+            self._icount += n
+        self._icount_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
+        self._uc.ctl_flush_tb()
+
+    def _block_length(self, address: int, size: int) -> int:
+        """How many instructions the basic block at ``address`` has."""
+        buf = ctypes.create_string_buffer(max(size, 1))
+        if not size or lib.uc_mem_read(self._h, address, buf, size):
+            return 1
+        thumb = False
+        if self.arch.name == "arm":
+            lib.uc_reg_read(self._h, self._reg("CPSR"), self._word_ref)
+            thumb = bool(self._word_buf.value & 0x20)
+        return max(1, len(disassemble(buf.raw[:size], address, self.arch, thumb=thumb)))
+
+    def note_code(self, addr: int, size: int) -> None:
+        """Called when ``[addr, addr+size)`` becomes executable: on i386, a
+        straight run of ``X87_RUN_LIMIT`` x87 instructions switches the
+        instruction counter on for every later call (see X87_RUN_LIMIT)."""
+        if self.arch.name != "i386" or getattr(self, "_x87_counted", False) or size <= 0:
+            return
+        buf = ctypes.create_string_buffer(size)
+        if lib.uc_mem_read(self._h, addr, buf, size):
+            return
+        if longest_x87_run(buf.raw, addr) >= X87_RUN_LIMIT:
+            self._x87_counted = True
+            self._limited = True
 
     # -------------------------------------------------------------- calls
     def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
@@ -155,17 +229,18 @@ class CallRunner(MachineState):
             arguments.integer(budget, "budget", "call")
         if count < 0:
             raise SignatureError("an instruction budget must not be negative")
-        if count and not self._count_mode:
+        run_count = count or (_NO_LIMIT if getattr(self, "_x87_counted", False) else 0)
+        if run_count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
             self._uc.ctl_flush_tb()
-        self._count_mode = bool(count)
+        self._count_mode = bool(run_count)
         gen = self._gen
         token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
                  if t is not None else None)
         failed: BaseException | None = None
         try:
-            err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, count)
+            err = lib.uc_emu_start(self._h, entry, SENTINEL, 0, run_count)
         finally:
             if token is not None:
                 failed = _watchdog.disarm(token)
@@ -219,8 +294,14 @@ class CallRunner(MachineState):
         return v & 0xFFFFFFFF if self.arch.bits == 32 else v
 
     def _reset(self) -> None:
-        """Back to the pristine CPU state after a call stopped abnormally."""
+        """Back to the pristine CPU state after a call stopped abnormally.
+
+        The TLB is flushed too: unicorn fills a TLB entry for an access
+        that then faults on a page's protection, and a later access to the
+        page hits that entry without the check (a stale pointer into a
+        closed zero-copy mapping read host memory on its second try)."""
         lib.uc_context_restore(self._h, self._ctx0.context)
+        self._uc.ctl(C.UC_CTL_TLB_FLUSH, C.UC_CTL_IO_WRITE)
         self._mem_fault = None
         self._intno = None
 
@@ -283,6 +364,8 @@ class CallRunner(MachineState):
         except BaseException:
             self._reset()
             raise
+        finally:
+            _watchdog.signals_handled()
 
     def _stopped(self, stop: str, entry: int, pc: int, timeout: float | None,
                  budget: int | None) -> CallTimeout:
@@ -293,10 +376,14 @@ class CallRunner(MachineState):
         self._reset()
         if stop == STOP_TIMEOUT:
             t = timeout if timeout is not None else self.timeout
-            return CallTimeout(f"call to {target} timed out after {t} s (stopped at {where}); "
-                               f"the machine was reset and is usable")
-        if stop == STOP_CANCEL:
-            return CallTimeout(f"call to {target} was cancelled (stopped at {where})")
-        n = budget if budget is not None else self.instruction_budget
-        return CallTimeout(f"call to {target} exhausted its instruction budget of {n} "
-                           f"(stopped at {where})")
+            err = CallTimeout(f"call to {target} timed out after {t} s (stopped at {where}); "
+                              f"the machine was reset and is usable")
+        elif stop == STOP_CANCEL:
+            err = CallTimeout(f"call to {target} was cancelled (stopped at {where})")
+            err.reason = "cancel"
+        else:
+            n = budget if budget is not None else self.instruction_budget
+            err = CallTimeout(f"call to {target} exhausted its instruction budget of {n} "
+                              f"(stopped at {where})")
+            err.reason = "budget"
+        return err

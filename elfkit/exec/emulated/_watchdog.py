@@ -17,7 +17,10 @@ call made on the main thread installs a wakeup fd (``signal.set_wakeup_fd``;
 an fd installed before, e.g. by asyncio, keeps getting every byte); when a
 signal arrives the watchdog stops the machine running on the main thread
 (``MAIN[0]``), whose call then runs the handlers (``KeyboardInterrupt``) or,
-when they return, carries on.
+when they return, carries on.  The stop is repeated every few milliseconds
+until that call has run the handlers (for at most two seconds): a stop that
+lands between the call's registration and the start of ``uc_emu_start`` is
+lost, and the call would otherwise run on with the signal unhandled.
 """
 from __future__ import annotations
 
@@ -31,6 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 _REPEAT = 0.002
+#: how long a signal keeps stopping the main thread's call until the call has
+#: run the handlers: a stop that lands just before ``uc_emu_start`` begins
+#: is lost (unicorn clears stop requests when it starts)
+_SIGNAL_REPEAT_FOR = 2.0
 
 #: the machine running a call on the main thread, if any (set by the callers)
 MAIN: list[Any] = [None]
@@ -49,6 +56,7 @@ class Watchdog:
         self._pipe_r, self._pipe_w = _pipe()      # wakes the thread: new deadline
         self._sig_r = -1                          # signal numbers written by Python's handler
         self._chain = -1                          # the wakeup fd installed before ours
+        self._sig_until = 0.0                     # repeat signal stops until then
 
     def _start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -100,9 +108,18 @@ class Watchdog:
                 os.write(self._chain, data)
             except OSError:
                 pass
+        if data:
+            self._sig_until = time.monotonic() + _SIGNAL_REPEAT_FOR
+            self._stop_main()
+
+    def _stop_main(self) -> None:
         m = MAIN[0]
-        if m is not None and data:
+        if m is not None:
             m._stop_for_signal()
+
+    def signals_handled(self) -> None:
+        """The main thread's call ran the signal handlers: stop repeating."""
+        self._sig_until = 0.0
 
     def _loop(self) -> None:
         while True:
@@ -119,6 +136,8 @@ class Watchdog:
                         deadline = now + _REPEAT
                         self._entries[token] = (deadline, fire)
                     nearest = min(nearest, deadline)
+                if self._sig_until > now:
+                    nearest = min(nearest, now + _REPEAT)
                 self._wake = nearest
                 fds = [self._pipe_r] + ([self._sig_r] if self._sig_r >= 0 else [])
             wait = None if nearest == float("inf") else max(0.0, nearest - now)
@@ -133,6 +152,8 @@ class Watchdog:
                     pass
             if self._sig_r in ready:
                 self._on_signal()
+            elif self._sig_until > time.monotonic():
+                self._stop_main()
 
 
 def _pipe() -> tuple[int, int]:
@@ -160,9 +181,15 @@ def disarm(token: int) -> BaseException | None:
     return WATCHDOG.disarm(token)
 
 
+def signals_handled() -> None:
+    """Called by a main-thread call after it ran the signal handlers."""
+    WATCHDOG.signals_handled()
+
+
 def install() -> None:
     """Let signals stop emulated calls on the main thread (see module doc)."""
     WATCHDOG.install_signals()
 
 
-__all__: list[Any] = ["arm", "disarm", "install", "MAIN", "SIGNALS", "WATCHDOG"]
+__all__: list[Any] = ["arm", "disarm", "install", "signals_handled", "MAIN", "SIGNALS",
+                      "WATCHDOG"]

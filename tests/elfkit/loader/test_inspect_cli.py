@@ -92,3 +92,24 @@ def test_inspect_sections_match_pyelftools(plugins, arch):
     if symtab is not None:
         want_syms = {s.name for s in symtab.iter_symbols() if s.name}
         assert {s["name"] for s in info["symtab"]} == want_syms
+
+
+def test_inspect_sections_with_names_that_are_not_text(plugins, tmp_path):
+    """cli fuzzer finding (2026-11-24): a section name that is not UTF-8
+    (LIEF returns bytes) crashed `inspect --sections` with a TypeError; names
+    are shown escaped, never as control characters."""
+    data = bytearray(plugins.data("relocs", "x86_64"))
+    elf = ELFFile(io.BytesIO(bytes(data)))
+    shstr = elf.get_section(elf["e_shstrndx"])["sh_offset"]
+    names = {s.name: s["sh_name"] for s in elf.iter_sections()}
+    data[shstr + names[".text"] + 1] = 0xFF              # ".\xffext"
+    data[shstr + names[".data"] + 1] = 0x1B              # ".\x1bata"
+    bad = tmp_path / "names.so"
+    bad.write_bytes(bytes(data))
+    r = _run("inspect", "--sections", str(bad))
+    assert r.returncode == 0, r.stderr
+    assert ".\\xffext" in r.stdout and ".\\x1bata" in r.stdout and "\x1b" not in r.stdout
+    r = _run("inspect", "--sections", "--json", str(bad))
+    assert r.returncode == 0, r.stderr
+    shown = {s["name"] for s in json.loads(r.stdout)["sections"]}
+    assert {".\\xffext", ".\\x1bata"} <= shown

@@ -194,6 +194,33 @@ def test_missing_file_and_garbage():
             vmrt.BytecodeModule(vmrt.Instance(), junk)
 
 
+def test_cancel_stops_the_interpreter(compile_mlir):
+    """Context.cancel() from another thread stops a VM loop with CANCELLED;
+    the context stays usable and a cancel never reaches a later call."""
+    import threading
+    import time
+    vmfb = compile_mlir(LOOP, name="spin")
+    inst = vmrt.Instance()
+    ctx = vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)], budget=10**12)
+    assert ctx.cancel() is False
+    box: list = []
+
+    def spin():
+        try:
+            ctx.invoke("module.spin", [0])
+        except vmrt.VmError as e:
+            box.append(e)
+    t = threading.Thread(target=spin, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    assert ctx.cancel(wait=30) is True
+    t.join(60)
+    assert not t.is_alive() and box and isinstance(box[0], vmrt.Cancelled)
+    assert box[0].code == StatusCode.CANCELLED
+    assert ctx.invoke("module.spin", [-5]) == [-1]
+    assert ctx.invoke("module.spin", [-5]) == [-1]
+
+
 def test_instruction_budget_and_timeout(compile_mlir):
     vmfb = compile_mlir(LOOP, name="spin")
     inst = vmrt.Instance()

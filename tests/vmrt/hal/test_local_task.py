@@ -47,9 +47,9 @@ def test_threaded_prepared_dispatch_splits_the_grid(hal_compile, monkeypatch):
     seen: list[int] = []
     orig = NativeDispatch.run_range
 
-    def spy(self, ds, ws, start, end, deadline):
+    def spy(self, ds, ws, start, end, *limits):
         seen.append(self.threads)
-        return orig(self, ds, ws, start, end, deadline)
+        return orig(self, ds, ws, start, end, *limits)
     monkeypatch.setattr(NativeDispatch, "run_range", spy)
     vmfb = hal_compile("task_matmul.mlir")
     x = np.linspace(-1, 1, 65536, dtype=np.float32)

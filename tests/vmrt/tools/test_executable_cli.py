@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from vmrt.tools.executable import main
 
@@ -82,3 +83,67 @@ def test_module_entry_point(iree):
     proc = subprocess.run([sys.executable, "-m", "vmrt.tools.executable", "list", str(lib)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "@grid2d" in proc.stdout
+
+
+def test_a_failed_dispatch_leaves_no_output_file(iree, tmp_path):
+    lib = iree.compile("codegen", "x86_64").library
+    first, old = tmp_path / "first.npy", tmp_path / "old.npy"
+    np.save(old, np.zeros(2, np.float32))
+    before = old.read_bytes()
+    args = ["dispatch", lib, "--export=saxpy", "--binding=4xf32=1 2 3 4", "--binding=4xf32=10",
+            "--binding=4xf32", "--constant=0.5", "--constant=4", "--constant=0"]
+    rc, _, err = run(*args, f"--output=@{first}", f"--output=@{old}",
+                     f"--output=@{tmp_path / 'no' / 'such' / 'dir.npy'}")
+    assert rc == 1 and len(err.strip().splitlines()) == 1 and "dir.npy" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.npy"]   # no partial or temp file
+    assert old.read_bytes() == before
+    rc, _, err = run(*args, f"--output=@{first}", f"--output=+{old}", "--output=-")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(first), [1, 2, 3, 4])
+    assert old.read_bytes().startswith(before) and len(old.read_bytes()) > len(before)
+
+
+def test_dispatch_timeout(iree, emulation, tmp_path):
+    lib = iree.compile("codegen", "riscv64").library
+    args = ["dispatch", lib, "--export=saxpy", "--binding=4xf32=1 2 3 4", "--binding=4xf32=10",
+            "--binding=4xf32", "--constant=0.5", "--constant=4", "--constant=0",
+            "--output=", "--output=", f"--output=@{tmp_path / 'y.npy'}"]
+    rc, _, err = run(*args, "--timeout=0")
+    assert rc == 1 and err.startswith("DEADLINE_EXCEEDED; ") and "saxpy" in err, err
+    assert not list(tmp_path.iterdir())
+    rc, _, err = run(*args, "--timeout=nan")
+    assert rc == 1 and "--timeout" in err
+    rc, _, err = run(*args, "--timeout=60")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [10.5, 11, 11.5, 12])
+
+
+def _faulting_finaliser(data: bytes) -> bytes:
+    """``data`` (an aarch64 ELF) with its .fini_array entry pointing at
+    address 0x40: the finaliser faults when the library is closed."""
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+    elf = ELFFile(io.BytesIO(data))
+    fini = elf.get_section_by_name(".fini_array")["sh_addr"]
+    rela = elf.get_section_by_name(".rela.dyn")
+    out = bytearray(data)
+    for i, r in enumerate(rela.iter_relocations()):
+        if r["r_offset"] == fini:
+            struct.pack_into("<q", out, rela["sh_offset"] + i * rela["sh_entsize"] + 16, 0x40)
+            return bytes(out)
+    raise AssertionError("no relocation of .fini_array")
+
+
+def test_a_finaliser_fault_does_not_hide_the_load_error(plugins, emulation, tmp_path):
+    """Fuzzer finding (cli, 2026-11-24): a library that is not a dispatch
+    library and whose finaliser faults ended in a 25-line `INTERNAL;
+    EmulationFault` instead of the load error."""
+    import vmrt
+    lib = tmp_path / "lib.so"
+    lib.write_bytes(_faulting_finaliser(plugins.data("relocs", "aarch64")))
+    with pytest.raises(vmrt.ExecutableError) as e:
+        vmrt.Executable.load(lib, backend="emulated")
+    assert e.value.code == vmrt.StatusCode.NOT_FOUND and "library_query" in str(e.value)
+    rc, _, err = run("dispatch", lib, "--export=0", "--backend=emulated")
+    assert rc == 1 and err.startswith("NOT_FOUND; ") and len(err.strip().splitlines()) == 1, err

@@ -175,3 +175,15 @@ def test_a_failed_run_leaves_no_output_file(ints, tmp_path):
     assert rc == 0, err
     assert np.load(first) == 3 and np.load(third) == 3
     assert second.read_bytes() == b"old" + np.int32(1).tobytes()
+
+
+def test_control_characters_from_flags_are_escaped(ints):
+    """cli fuzzer finding (2026-11-24): a flag value with control characters
+    was echoed raw into the one error line (an escape sequence reached the
+    terminal); they are shown as \\xNN."""
+    rc, _, err = vmrt_subprocess("run", "--module=/no/such\x1b[2J\x0e.vmfb")
+    one_status_line(rc, err, "NOT_FOUND", "/no/such\\x1b[2J\\x0e.vmfb")
+    assert not any(c < " " for c in err.rstrip("\n"))
+    rc, _, err = vmrt_subprocess("executable", "dispatch", str(ints), "--export=0",
+                                 "--binding=9\x0e")
+    assert rc == 1 and "\x0e" not in err and len(err.strip().splitlines()) == 1, err

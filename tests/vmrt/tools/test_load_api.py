@@ -193,6 +193,17 @@ def test_arguments_are_not_aliased(elementwise):
     np.testing.assert_array_equal(r2, [10, 20, 30, 40])
 
 
+def test_an_argument_too_big_to_copy_is_our_error(elementwise):
+    """Issue 16: a MemoryError must not escape a public path; a strided view
+    of a huge virtual array cannot be copied into a buffer view."""
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (1 << 40,), (0,))
+    with vmrt.load(elementwise) as prog:
+        with pytest.raises(vmrt.VmError) as e:
+            prog.add(huge, huge)
+        assert e.value.code == vmrt.StatusCode.RESOURCE_EXHAUSTED and "out of memory" in str(e.value)
+        np.testing.assert_array_equal(prog.add(np.ones(8, np.float32), np.ones(8, np.float32)), 2)
+
+
 def test_matmul_and_mlp(iree_compile, ir):
     vmfb = iree_compile.cpu(HAL_PROGRAMS / "matmul.mlir", name="matmul")
     a, b = rng_f32(4, 8), rng_f32(8, 3, seed=1)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import struct
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +33,20 @@ from typing import Any
 import elfkit
 from elfkit import fatelf
 
-from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode, VmError
+from ...errors import DispatchError, ExecutableError, StatusCode, VmError
+from ...files import MAX_MODULE_SIZE, read_input
 from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
+from .dispatch_limits import (
+    ExecutionLimits,
+    before_workgroup,
+    current_limits,
+    guest_workgroup,
+    stop_error,
+    stopping_guest,
+)
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -143,12 +151,7 @@ class Executable:
               processor_data: Sequence[int] | None) -> None:
         if isinstance(source, (str, os.PathLike)):
             self.source = os.fspath(source)
-            try:
-                with open(self.source, "rb") as f:
-                    data = f.read()
-            except OSError as e:
-                raise ExecutableError(f"failed to open file '{self.source}': {e.strerror or e}",
-                                      StatusCode.NOT_FOUND) from None
+            data = read_input(self.source, "executable", MAX_MODULE_SIZE, ExecutableError)
         else:
             self.source = "<memory>"
             data = bytes(source)
@@ -178,7 +181,10 @@ class Executable:
         try:
             self._query(label, constants, processor_data)
         except BaseException:
-            self.close()
+            try:
+                self.close()
+            except VmError:
+                pass        # (a finaliser faulted) the query's error is the one to report
             raise
 
     def _query(self, label: str, constants: Sequence[int] | None,
@@ -348,6 +354,7 @@ class Executable:
             threads = 1
         mem = GuestMemory(self.machine)     # per-dispatch allocations
         native = self.backend == "native"
+        limits = current_limits()
         self._staged = None if native else StagedBindings(self.machine, arrays)
         try:
             ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
@@ -360,13 +367,14 @@ class Executable:
                 ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
             fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
-            if order is not None:
-                self._run(fn, ds, exp, wc, dargs.workgroup_order(order, total, where),
-                          processor_id, mem, where, deadline)
-            elif threads == 1 or total == 1:
-                self._run(fn, ds, exp, wc, range(total), processor_id, mem, where, deadline)
+            if order is None and native and threads > 1 and total > 1:
+                self._run_threads(fn, ds, exp, wc, total, threads, where, deadline, limits)
             else:
-                self._run_threads(fn, ds, exp, wc, total, threads, where, deadline)
+                indices = range(total) if order is None else \
+                    dargs.workgroup_order(order, total, where)
+                with stopping_guest(self.machine, None if native else limits):
+                    self._run(fn, ds, exp, wc, indices, processor_id, mem, where, deadline,
+                              limits)
             if self._staged is not None:
                 self._staged.copy_back()
         finally:
@@ -477,7 +485,7 @@ class Executable:
 
     def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
              processor_id: int, mem: GuestMemory, where: str,
-             deadline: float | None = None) -> None:
+             deadline: float | None = None, limits: ExecutionLimits | None = None) -> None:
         native = self.backend == "native"
         local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
         env = self.env
@@ -491,19 +499,22 @@ class Executable:
             try:
                 # k names the failing workgroup in the except below
                 for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
-                    if deadline is None:
+                    if deadline is None and limits is None:
+                        r = fn(env, ds, addr)
+                    elif native:
+                        before_workgroup(where, deadline, limits)
                         r = fn(env, ds, addr)
                     else:
-                        r = self._call_before(deadline, fn, env, ds, addr, native)
+                        r = guest_workgroup(fn, self.machine, (env, ds, addr), where, deadline,
+                                            limits)
                     if r:
                         break
                 else:
                     r = 0
             except VmError:
                 raise
-            except elfkit.CallTimeout:
-                raise BudgetExceeded(f"{where}: execution timed out",
-                                     StatusCode.DEADLINE_EXCEEDED) from None
+            except elfkit.CallTimeout as e:
+                raise stop_error(e, where, limits) from None
             except Exception as e:
                 x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
                 why = None if self._staged is None else self._staged.explain_fault(e)
@@ -519,19 +530,9 @@ class Executable:
             if not native:
                 mem.free(base)
 
-    @staticmethod
-    def _call_before(deadline: float, fn: Any, env: int, ds: int, addr: int,
-                     native: bool) -> int:
-        """One workgroup, started only before ``deadline``; an emulated one
-        is also stopped at it."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise elfkit.CallTimeout("the deadline passed before the workgroup started")
-        return int(fn(env, ds, addr) if native else fn(env, ds, addr, timeout=left))
-
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
                      total: int, threads: int, where: str,
-                     deadline: float | None = None) -> None:
+                     deadline: float | None = None, limits: ExecutionLimits | None = None) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
@@ -539,8 +540,8 @@ class Executable:
         mems = [GuestMemory(self.machine) for _ in parts]
         try:
             with ThreadPoolExecutor(len(parts)) as pool:
-                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline)
-                           for t, p in enumerate(parts)]
+                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline,
+                                       limits) for t, p in enumerate(parts)]
                 errors = [f.exception() for f in futures]
         finally:
             for m in mems:
@@ -561,7 +562,11 @@ class Executable:
         self.closed = True
         if was_open:
             self._mem.free_all()
-            self.module.close()
+            try:
+                self.module.close()
+            except elfkit.ElfkitError as e:       # its finalisers faulted, say
+                raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
+                                      f"{e}") from e
 
     def __enter__(self) -> Executable:
         return self

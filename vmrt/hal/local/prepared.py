@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import struct
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import elfkit
-
-from ...errors import BudgetExceeded, DispatchError, StatusCode, VmError
+from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_bytes
+from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
@@ -98,15 +96,17 @@ class NativeDispatch:
         mine = getattr(self.local, "mine", None) or self._block()
         block, ds, _recs, ws = mine
         self.pack(block, self.b_off, *ptrs, *sizes)
+        limits = current_limits()       # a cancel is checked between workgroups
         if self.threads == 1:
-            self.run_range(ds, ws, 0, self.total, deadline)
+            self.run_range(ds, ws, 0, self.total, deadline, limits)
             return
         bounds = self.bounds
         pool = worker_pool(self.threads - 1)
-        futures = [pool.submit(self.run_range, ds, ws, a, b, deadline) for a, b in bounds[1:]]
+        futures = [pool.submit(self.run_range, ds, ws, a, b, deadline, limits)
+                   for a, b in bounds[1:]]
         errors: list[BaseException | None] = []
         try:
-            self.run_range(ds, ws, *bounds[0], deadline)
+            self.run_range(ds, ws, *bounds[0], deadline, limits)
         except Exception as first:  # noqa: BLE001 - reported after the other ranges end
             errors.append(first)
         errors += [f.exception() for f in futures]
@@ -114,18 +114,17 @@ class NativeDispatch:
             if e is not None:
                 raise e
 
-    def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None) -> None:
+    def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
+                  limits: ExecutionLimits | None = None) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest)."""
         fn, env, size = self.fn, self.env, self.ws_size
         k = start - 1
         try:
             for k in range(start, end):  # k names the failing workgroup
-                if deadline is None:
+                if deadline is None and limits is None:
                     r = fn(env, ds, ws + k * size)
                 else:
-                    if deadline - time.monotonic() <= 0:
-                        raise elfkit.CallTimeout("the deadline passed before the workgroup "
-                                                 "started")
+                    before_workgroup(self.where, deadline, limits)
                     r = int(fn(env, ds, ws + k * size))
                 if r:
                     break
@@ -133,9 +132,6 @@ class NativeDispatch:
                 r = 0
         except VmError:
             raise
-        except elfkit.CallTimeout:
-            raise BudgetExceeded(f"{self.where}: execution timed out",
-                                 StatusCode.DEADLINE_EXCEEDED) from None
         except Exception as e:
             raise DispatchError(f"{self.where} failed in workgroup {self._xyz(k)}: "
                                 f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e

@@ -836,3 +836,32 @@ def test_share_keeps_a_buffer_mapped(env):
         call(m, k, "read_at", "i32(ptr,i32)", p, 3)
     with pytest.raises(MemoryAccessError):
         m.share(np.zeros(10, np.int32))
+
+
+_X87_CALL = r'''
+import sys
+from elfkit.exec.emulated import EmulatedMachine
+from elfkit.exec.base import PROT_EXEC, PROT_READ
+n = int(sys.argv[1])
+# f64 f(void): fld1; fld1; n x fadd %st(1),%st; fstp %st(1); ret  -> 1 + n
+code = b"\xd9\xe8" * 2 + b"\xd8\xc1" * n + b"\xdd\xd9" + b"\xc3"
+m = EmulatedMachine("i386")
+base = m.reserve(16384, 4096)
+m.write(base, code)
+m.protect(base, 16384, PROT_READ | PROT_EXEC)
+print(m.call(base, "f64()"))
+'''
+
+
+@pytest.mark.parametrize("n", [10, 300, 3000])
+def test_long_x87_runs_do_not_crash_unicorn(n):
+    """unicorn 2.1.4 segfaults translating ~250 x87 instructions in one i386
+    block (tests/vmrt/conformance/test_linalg.py); the machine spots such
+    code when it becomes executable and runs it with the counter on."""
+    from elfkit.exec.disasm import longest_x87_run
+    assert longest_x87_run(b"\xd9\xe8" * 2 + b"\xd8\xc1" * n + b"\xc3", 0x1000) == n + 2
+    assert longest_x87_run(b"\xd9\xe8" * 50 + b"\xeb\x00" + b"\xd9\xe8" * 40, 0) == 50
+    proc = subprocess.run([sys.executable, "-c", _X87_CALL, str(n)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout) == 1 + n

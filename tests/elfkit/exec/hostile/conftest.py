@@ -10,6 +10,7 @@ process with a signal) and returns the ``CompletedProcess``.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,9 @@ def run_child():
     def run(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=REPO)
+                              timeout=timeout, env=env, cwd=REPO,
+                              # a shell's background job inherits SIGINT ignored: undo that
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return run
 
 

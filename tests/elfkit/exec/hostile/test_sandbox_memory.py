@@ -115,3 +115,43 @@ def test_fpu_switched_off_or_remoded_does_not_leak(m):
     assert fmul(1.5, 2.0) == 3.0                    # used to be "illegal instruction"
     m.function("round_up_mode", "void()")()
     assert third(1.0, 3.0) == want                  # rounding mode reset too
+
+
+def test_absurd_sizes_end_in_our_error_on_every_public_path(m):
+    """Issue 16: MemoryError escaped on aarch64 and riscv64 (seen via read());
+    every public way to ask for memory refuses absurd sizes with ElfkitError."""
+    mc = m.machine
+    peek = m.function("peek", "u32(ptr,i64)")
+    asks = [lambda: m.read(m.base, 1 << 40), lambda: mc.read(0x1000, 1 << 33),
+            lambda: m.alloc(1 << 40), lambda: m.alloc(-1),
+            lambda: mc.empty(1 << 46, "uint8"), lambda: mc.empty(-3), lambda: mc.empty(1 << 62, "f8"),
+            lambda: peek(np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), (1 << 40,), (0,)), 0),
+            lambda: peek(memoryview(np.lib.stride_tricks.as_strided(
+                np.zeros(1, np.uint8), (1 << 20, 1 << 20), (0, 0))), 0)]
+    for ask in asks:
+        with pytest.raises(elfkit.ElfkitError):
+            ask()
+    assert peek(np.arange(8, dtype=np.uint8), 5) == 5
+
+
+def test_a_kept_pointer_into_a_live_array_is_dead_after_the_call(m):
+    """Issue 16 finding 4 with the array still alive and its mapping cached:
+    the closed mapping is reopened only by a call that passes those pages
+    again, so a stale address never reaches the array between calls."""
+    buf = np.zeros(3 * 4096, np.uint8)
+    a = buf[(-buf.ctypes.data) % 4096:][:8192]      # whole pages: mapped zero-copy
+    m.function("keep", "void(ptr)")(a)
+    addr = m.function("kept", "ptr()")()
+    other = np.zeros(8192 + 4096, np.uint8)
+    assert m.function("peek", "u32(ptr,i64)")(other, 0) == 0      # a call with other pages
+    assert m.machine.cached_mappings >= 1
+    for off in (0, 4096, 8191):
+        with pytest.raises(elfkit.EmulationFault):
+            m.function("write_kept", "void(i64,u32)")(off, 0xA5)
+        with pytest.raises(elfkit.EmulationFault):
+            m.function("read_kept", "u32(i64)")(off)
+    with pytest.raises(MemoryAccessError):
+        m.write(addr, b"\1")
+    assert not buf.any() and not other.any()
+    _poke(m)(a, 4096, 9)                            # passed again: reachable for that call
+    assert a[4096] == 9 and buf.sum() == 9

@@ -86,3 +86,25 @@ def test_ctrl_c_interrupts_a_spinning_call(hostile, run_child, arch):
     lines = proc.stdout.split("\n")
     assert lines[0].startswith("interrupted after") and lines[1] == "ok", proc.stdout
     assert float(lines[0].split()[-1]) < 0.2
+
+
+def test_counted_instructions_match_the_budget_unicorn_enforces(m):
+    """count_instructions() counts what a call runs exactly: a budget of that
+    count lets the call finish, one less stops it (unicorn's own count)."""
+    mc = m.machine
+    assert mc.instructions == 0
+    f = m.function("sum_i32", "i64(ptr,i64)")
+    x = np.arange(300, dtype=np.int32)
+    mc.count_instructions(True)
+    for n in (1, 300):
+        start = mc.instructions
+        assert f(x, n) == x[:n].sum()
+        used = mc.instructions - start
+        assert used > n
+        assert f(x, n, budget=used) == x[:n].sum()
+        with pytest.raises(elfkit.CallTimeout) as e:
+            f(x, n, budget=used - 1)
+        assert e.value.reason == "budget"
+    mc.count_instructions(False)
+    before = mc.instructions
+    assert f(x, 300) == x.sum() and mc.instructions == before     # off: not counted

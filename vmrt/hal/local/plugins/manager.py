@@ -20,7 +20,6 @@ import os
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import elfkit
@@ -28,6 +27,7 @@ from elfkit import fatelf
 from elfkit.arch import host
 
 from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
+from ....files import MAX_MODULE_SIZE, read_input
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
 from .plugin import ExecutablePlugin, ImportSlots, normalize_params
@@ -264,11 +264,7 @@ class PluginManager:
         kind = spec.kind
         data: bytes | None = None
         if kind != "system":
-            try:
-                data = Path(spec.path).read_bytes()
-            except OSError as e:
-                raise PluginError(f"failed to open file '{spec.path}': {e.strerror or e}",
-                                  StatusCode.NOT_FOUND) from None
+            data = read_input(spec.path, "executable plugin", MAX_MODULE_SIZE, PluginError)
             if kind == "auto":
                 kind = "system" if _is_host_elf(data) and self.backend != "emulated" \
                     else "embedded"
