@@ -12,6 +12,8 @@ its dynamic symbols (the loader never needs sections).
 """
 from __future__ import annotations
 
+import bisect
+import io
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,7 @@ STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2
 STB_LOCAL, STB_GLOBAL = 0, 1
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+PF_X = 0x1
 #: a larger .symtab is not read (the dynamic symbols are shown instead)
 MAX_SYMTAB_SIZE = 64 << 20
 
@@ -127,7 +130,81 @@ def plugin_symbols(module: Any) -> list[PluginSymbol]:
             if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE):
                 syms.append(PluginSymbol(s.name, s.value if s.absolute else bias + s.value,
                                          s.size, s.type, s.bind))
+    have = {(s.address, s.name) for s in syms}
+    syms += [s for s in getattr(module, "added_symbols", ()) if (s.address, s.name) not in have]
     return sorted(syms, key=lambda s: (s.address, s.name))
+
+
+def sized_functions(module: Any, entries: list[tuple[int, int, str]]) -> list[PluginSymbol]:
+    """Functions named from outside the file (``(address, size, name)`` at
+    loaded addresses) as global ``STT_FUNC`` symbols.  A size of 0 is found:
+    the ``.symtab`` function at that address, else the DWARF subprogram
+    starting there, else up to the next known function (of the file or of
+    ``entries``) or the end of the executable segment holding the address;
+    it stays 0 for an address in no executable segment."""
+    known = plugin_symbols(module)
+    sizes = {s.address: s.size for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC) and s.size}
+    starts = sorted({s.address for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC)}
+                    | {a for a, _s, _n in entries})
+    dwarf: dict[int, int] | None = None
+    out = []
+    for address, size, name in entries:
+        if not size:
+            size = sizes.get(address, 0)
+        if not size:
+            if dwarf is None:
+                dwarf = dwarf_function_sizes(module)
+            size = dwarf.get(address, 0)
+        if not size:
+            size = _gap(module, starts, address)
+        out.append(PluginSymbol(name, address, size, STT_FUNC, STB_GLOBAL))
+    return out
+
+
+def _gap(module: Any, starts: list[int], address: int) -> int:
+    """From ``address`` to the next function start or the end of its
+    executable segment (0 outside executable segments)."""
+    bias = module.base
+    seg = next((s for s in module.elf.loads if s.flags & PF_X
+                and bias + s.vaddr <= address < bias + s.vaddr + s.memsz), None)
+    if seg is None:
+        return 0
+    end = bias + seg.vaddr + seg.memsz
+    i = bisect.bisect_right(starts, address)
+    if i < len(starts) and starts[i] < end:
+        end = starts[i]
+    return end - address
+
+
+def dwarf_function_sizes(module: Any) -> dict[int, int]:
+    """Loaded address -> size of the DWARF subprograms with a
+    ``DW_AT_low_pc``/``DW_AT_high_pc`` ({} without DWARF, or when it
+    cannot be read)."""
+    data = module.elf.data
+    try:
+        if not any(s.name == ".debug_info" for s in read_sections(data)):
+            return {}
+        from elftools.elf.elffile import ELFFile  # only when a plugin carries DWARF
+        out: dict[int, int] = {}
+        dwarf = ELFFile(io.BytesIO(bytes(data))).get_dwarf_info(relocate_dwarf_sections=False)
+        for cu in dwarf.iter_CUs():
+            for die in cu.iter_DIEs():
+                lo, hi = die.attributes.get("DW_AT_low_pc"), die.attributes.get("DW_AT_high_pc")
+                if (die.tag != "DW_TAG_subprogram" or lo is None or hi is None
+                        or lo.form != "DW_FORM_addr"):      # (addrx: an index, skipped)
+                    continue
+                if hi.form == "DW_FORM_addr":
+                    size = hi.value - lo.value
+                elif hi.form in ("DW_FORM_data1", "DW_FORM_data2", "DW_FORM_data4",
+                                 "DW_FORM_data8", "DW_FORM_udata"):
+                    size = hi.value                          # an offset from low_pc
+                else:
+                    continue
+                if size > 0:
+                    out[module.base + lo.value] = size
+        return out
+    except Exception:  # noqa: BLE001 - DWARF we cannot read: sizes come from elsewhere
+        return {}
 
 
 def function_symbols(module: Any) -> list[PluginSymbol]:

@@ -39,6 +39,7 @@ from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
+from .export_symbols import name_exports
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -221,6 +222,7 @@ class Executable:
                     StatusCode.UNAVAILABLE)
             self._library = lib
             self._read_exports(lib)
+            name_exports(self.module, self.exports)
             self._bind_constants(lib, constants)
             self._resolve_imports(lib)
         except elfkit.ElfkitError as e:
