@@ -13,8 +13,8 @@ its dynamic symbols (the loader never needs sections).
 from __future__ import annotations
 
 import bisect
-import io
 import struct
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,34 +177,14 @@ def _gap(module: Any, starts: list[int], address: int) -> int:
 
 
 def dwarf_function_sizes(module: Any) -> dict[int, int]:
-    """Loaded address -> size of the DWARF subprograms with a
-    ``DW_AT_low_pc``/``DW_AT_high_pc`` ({} without DWARF, or when it
-    cannot be read)."""
-    data = module.elf.data
+    """Loaded address -> size of the plugin's DWARF subprograms ({} without
+    DWARF, or when it cannot be read)."""
     try:
-        if not any(s.name == ".debug_info" for s in read_sections(data)):
-            return {}
-        from elftools.elf.elffile import ELFFile  # only when a plugin carries DWARF
-        out: dict[int, int] = {}
-        dwarf = ELFFile(io.BytesIO(bytes(data))).get_dwarf_info(relocate_dwarf_sections=False)
-        for cu in dwarf.iter_CUs():
-            for die in cu.iter_DIEs():
-                lo, hi = die.attributes.get("DW_AT_low_pc"), die.attributes.get("DW_AT_high_pc")
-                if (die.tag != "DW_TAG_subprogram" or lo is None or hi is None
-                        or lo.form != "DW_FORM_addr"):      # (addrx: an index, skipped)
-                    continue
-                if hi.form == "DW_FORM_addr":
-                    size = hi.value - lo.value
-                elif hi.form in ("DW_FORM_data1", "DW_FORM_data2", "DW_FORM_data4",
-                                 "DW_FORM_data8", "DW_FORM_udata"):
-                    size = hi.value                          # an offset from low_pc
-                else:
-                    continue
-                if size > 0:
-                    out[module.base + lo.value] = size
-        return out
-    except Exception:  # noqa: BLE001 - DWARF we cannot read: sizes come from elsewhere
+        sections = read_sections(module.elf.data)
+    except (ValueError, struct.error):
         return {}
+    linked = _dwarf(module, sections)[1]
+    return {module.base + lo: size for lo, size in linked.items()}
 
 
 def function_symbols(module: Any) -> list[PluginSymbol]:
@@ -284,18 +264,33 @@ def build_symfile(module: Any) -> bytes:
     return _write_elf(elf, secs)
 
 
+#: module -> (its moved DWARF, its subprograms): read once, though a module
+#: is registered again after ``add_symbols``
+_dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, int]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
     """The plugin's ``.debug_*`` sections, their addresses moved by the load
     bias ({} when the plugin has none, or they cannot be read)."""
+    return _dwarf(module, sections)[0]
+
+
+def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict[int, int]]:
+    done = _dwarf_read.get(module)
+    if done is not None:
+        return done
     data = module.elf.data
+    functions: dict[int, int] = {}
     try:
         found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
-        if ".debug_info" not in found:
-            return {}
-        return relocate_dwarf(bytes(data), found, module.base)
+        moved = relocate_dwarf(bytes(data), found, module.base, functions) \
+            if ".debug_info" in found else {}
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
-        return {}
+        moved, functions = {}, {}
+    _dwarf_read[module] = done = (moved, functions)
+    return done
 
 
 def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:
