@@ -137,7 +137,8 @@ class Module:
         ``.symtab`` or DWARF function there, else up to the next known
         function or the end of its executable segment).  ``symbolize`` then
         names them, and on the native machine so do gdb (the module is
-        registered again) and perf's map.  Returns the symbols as added."""
+        registered again) and perf's map.  Returns the symbols added (one
+        the module already has, same name at the same address, is not)."""
         self._check_open()
         entries = []
         for item in symbols:
@@ -163,6 +164,8 @@ class Module:
                 raise InvalidArgumentError(f"{self.name}: add_symbols(): {sym.name!r} at "
                                            f"{sym.address:#x} is in no executable segment; "
                                            "give its size")
+        if not added:
+            return added
         self._added += added
         for sym in added:
             bisect.insort(self._funcs, (sym.address, sym.size, sym.name))

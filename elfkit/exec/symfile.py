@@ -141,8 +141,11 @@ def sized_functions(module: Any, entries: list[tuple[int, int, str]]) -> list[Pl
     the ``.symtab`` function at that address, else the DWARF subprogram
     starting there, else up to the next known function (of the file or of
     ``entries``) or the end of the executable segment holding the address;
-    it stays 0 for an address in no executable segment."""
+    it stays 0 for an address in no executable segment.  Entries the module
+    already names (same name, same address) are left out."""
     known = plugin_symbols(module)
+    have = {(s.address, s.name) for s in known}
+    entries = [e for e in entries if (e[0], e[2]) not in have]
     sizes = {s.address: s.size for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC) and s.size}
     starts = sorted({s.address for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC)}
                     | {a for a, _s, _n in entries})

@@ -197,3 +197,13 @@ def test_bad_symbols_are_refused(builds):
         assert start <= data < end
     with pytest.raises(elfkit.ModuleClosedError):
         m.add_symbols([(a, 0, "late")])
+
+
+def test_a_plugin_with_symbols_keeps_its_own(builds):
+    ref = _symtab_functions(builds["reference"])
+    with elfkit.load(builds["reference"]) as m:
+        addrs = _addresses(m)
+        assert m.add_symbols([(addrs[0], 0, "k_twice")]) == []       # already named there
+        alias = m.add_symbols([(addrs[1], 0, "poly_alias")])
+        assert [(s.address - m.base, s.size) for s in alias] == [ref["k_poly"]]
+        assert m.added_symbols == tuple(alias)
