@@ -25,6 +25,7 @@ from elftools.elf.elffile import ELFFile
 import elfkit
 from elfkit.exec import jit_debug
 from elfkit.toolchain import compile_plugin
+from tests.elfkit.exec.debug_testutil import dwarf_functions
 
 pytestmark = pytest.mark.skipif(elfkit.arch.host() is None or elfkit.arch.host().name != "x86_64",
                                 reason="native tests run on an x86_64 host")
@@ -73,18 +74,6 @@ def _symtab_functions(path: Path) -> dict[str, tuple[int, int]]:
             if s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF"}
 
 
-def _dwarf_functions(path: Path) -> dict[str, tuple[int, int]]:
-    out = {}
-    for cu in _elf(path).get_dwarf_info().iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag == "DW_TAG_subprogram" and "DW_AT_low_pc" in die.attributes:
-                lo = die.attributes["DW_AT_low_pc"].value
-                hi = die.attributes["DW_AT_high_pc"]
-                size = hi.value if hi.form != "DW_FORM_addr" else hi.value - lo
-                out[die.attributes["DW_AT_name"].value.decode()] = (lo, size)
-    return out
-
-
 def _addresses(m: elfkit.Module) -> list[int]:
     return [m.call("kernel_address", i, restype="ptr") for i in range(len(KERNELS))]
 
@@ -96,7 +85,7 @@ def test_the_stripped_builds_hide_the_kernels(builds):
 
 
 def test_sizes_from_dwarf_when_the_symbols_are_gone(builds):
-    ref = _dwarf_functions(builds["reference"])
+    ref = dwarf_functions(builds["reference"])
     with elfkit.load(builds["dwarf"]) as m:
         addrs = _addresses(m)
         added = m.add_symbols([(a, 0, n) for a, n in zip(addrs, KERNELS)])
@@ -162,7 +151,7 @@ with elfkit.load(sys.argv[1]) as m:
 
 
 def test_added_symbols_go_to_the_perf_map(builds):
-    ref = _dwarf_functions(builds["reference"])
+    ref = dwarf_functions(builds["reference"])
     env = {**os.environ, "ELFKIT_PERF_MAP": "1",
            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(builds["dwarf"])],

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from elftools.elf.elffile import ELFFile
 
 import elfkit
 from elfkit.exec import jit_debug
+from tests.elfkit.exec.debug_testutil import dwarf_functions, host_gdb
 from tests.vmrt.hal.hal_testutil import PROGRAMS
 from tests.vmrt.iree_tools import IREE_TARGET_FLAGS, require_tool
 
@@ -75,19 +75,6 @@ def _elf(path: Path) -> ELFFile:
     return ELFFile(io.BytesIO(path.read_bytes()))
 
 
-def _dispatch_functions(lib: Path) -> dict[str, tuple[int, int]]:
-    """name -> (linked address, size) of the DWARF subprograms."""
-    out = {}
-    for cu in _elf(lib).get_dwarf_info().iter_CUs():
-        for die in cu.iter_DIEs():
-            if die.tag == "DW_TAG_subprogram" and "DW_AT_low_pc" in die.attributes:
-                lo = die.attributes["DW_AT_low_pc"].value
-                hi = die.attributes["DW_AT_high_pc"]
-                size = hi.value if hi.form != "DW_FORM_addr" else hi.value - lo
-                out[die.attributes["DW_AT_name"].value.decode()] = (lo, size)
-    return out
-
-
 def _query_value(lib: Path) -> int:
     dynsym = _elf(lib).get_section_by_name(".dynsym")
     return dynsym.get_symbol_by_name(QUERY)[0]["st_value"]
@@ -111,7 +98,7 @@ def _perf_map(vmfb: Path) -> tuple[str, list[tuple[int, int, str]]]:
 
 
 def test_dispatch_names_are_the_programs(builds):
-    names = _dispatch_functions(builds["debug"].library)
+    names = dwarf_functions(builds["debug"].library)
     assert {n.split("_dispatch_")[0] for n in names} == {"add", "mul_add", "iops", "with_const"}
     dump = subprocess.run([require_tool("iree-dump-module", "iree-base-compiler"),
                            str(builds["debug"].vmfb)], capture_output=True, text=True,
@@ -127,7 +114,7 @@ def test_perf_map_names_dispatch_functions_with_dwarf_sizes(builds):
     query = [a for a, _s, n in lines if n == QUERY]
     assert len(query) == 1, lines
     base = query[0] - _query_value(lib)
-    want = {(base + lo, size, n) for n, (lo, size) in _dispatch_functions(lib).items()}
+    want = {(base + lo, size, n) for n, (lo, size) in dwarf_functions(lib).items()}
     assert {t for t in lines if t[2] != QUERY} == want
 
 
@@ -135,7 +122,7 @@ def test_perf_map_without_dwarf_tiles_the_code(builds):
     lib = builds["bare"].library
     assert _elf(lib).get_section_by_name(".debug_info") is None
     _out, lines = _perf_map(builds["bare"].vmfb)
-    assert {n for _a, _s, n in lines} == set(_dispatch_functions(builds["debug"].library)) | {
+    assert {n for _a, _s, n in lines} == set(dwarf_functions(builds["debug"].library)) | {
         QUERY}
     base = next(a for a, _s, n in lines if n == QUERY) - _query_value(lib)
     text = next(s for s in _elf(lib).iter_segments()
@@ -149,14 +136,8 @@ def test_perf_map_without_dwarf_tiles_the_code(builds):
         assert a + s == min([x for x in starts if x > a] + [code_end])
 
 
-def _host_gdb() -> str:
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        pytest.skip("gdb is not installed (.ci/run installs Debian's gdb)")
-    probe = subprocess.run([gdb, "--batch", "-nx", "-ex", "run", "--args", "/bin/true"],
-                           capture_output=True, text=True, timeout=60)
-    if "exited normally" not in probe.stdout:
-        pytest.skip(f"gdb cannot run programs here (ptrace refused?): {probe.stderr.strip()}")
+def _gdb_with_jit() -> str:
+    gdb = host_gdb()
     ok, why = jit_debug.available()     # also builds the helper library before gdb runs
     if not ok:
         pytest.skip(f"gdb JIT registration unavailable: {why}")
@@ -164,8 +145,8 @@ def _host_gdb() -> str:
 
 
 def test_gdb_breaks_in_a_dispatch_function_by_name(builds, tmp_path):
-    gdb = _host_gdb()
-    names = _dispatch_functions(builds["debug"].library)
+    gdb = _gdb_with_jit()
+    names = dwarf_functions(builds["debug"].library)
     add = next(n for n in names if n.startswith("add_dispatch_"))
     iops = sorted(n for n in names if n.startswith("iops_dispatch_"))[-1]
     script = tmp_path / "host.py"
