@@ -170,3 +170,28 @@ def test_gdb_breaks_in_a_dispatch_function_by_name(builds, tmp_path):
     m = [[4 * r + c for c in range(4)] for r in range(4)]
     assert f"IOPS {sum(3 * v for row in m for v in row)} {sum(v - 3 for row in m for v in row)}" \
         in out
+
+
+def test_an_export_pointing_into_data_does_not_fail_the_load(builds):
+    """Naming is a debugging aid: a damaged library whose export table
+    points one function into data still loads, with its other exports named."""
+    import vmrt
+
+    lib = builds["debug"].library
+    funcs = dwarf_functions(lib)
+    victim = sorted(funcs)[0]
+    e = _elf(lib)
+    data = bytearray(lib.read_bytes())
+    rodata = e.get_section_by_name(".rodata")["sh_addr"]
+    rela = e.get_section_by_name(".rela.dyn")
+    patched = 0
+    for i, r in enumerate(rela.iter_relocations()):
+        if r["r_info_type"] == 8 and r["r_addend"] == funcs[victim][0]:   # R_X86_64_RELATIVE
+            off = rela["sh_offset"] + i * rela["sh_entsize"] + 16
+            data[off:off + 8] = rodata.to_bytes(8, "little")
+            patched += 1
+    assert patched == 1
+    with vmrt.Executable.load(bytes(data)) as exe:
+        assert victim in [x.name for x in exe.exports]
+        named = {s.name: s.address - exe.module.base for s in exe.module.added_symbols}
+        assert named == {n: lo for n, (lo, _s) in funcs.items() if n != victim}

@@ -11,6 +11,7 @@ load, registers the names with gdb's JIT interface and perf's map.
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,9 +19,18 @@ import elfkit
 
 
 def name_exports(module: elfkit.Module, exports: Sequence[Any]) -> None:
-    """Add each export (``.name``, ``.function``) inside ``module``'s image
+    """Add each export (``.name``, ``.function``) inside ``module``'s code
     as a function symbol (exports pointing elsewhere are left out)."""
     start, end = module.address_range
     entries = [(e.function, 0, e.name) for e in exports if start <= e.function < end]
-    if entries:
+    if not entries:
+        return
+    try:
         module.add_symbols(entries)
+    except elfkit.InvalidArgumentError:
+        # an export pointing outside the code (a damaged library, refused
+        # when dispatched): a debugging aid does not fail the load, so the
+        # others are named one by one
+        for entry in entries:
+            with contextlib.suppress(elfkit.InvalidArgumentError):
+                module.add_symbols([entry])
