@@ -205,7 +205,8 @@ def whole_command(cfg: Config) -> list[Row]:
 # ---------------------------------------------------------------------------
 
 HOW_QEMU = ("install Debian's qemu-user and an aarch64 sysroot (apt-get install qemu-user "
-            "libc6-arm64-cross libstdc++6-arm64-cross), unpack IREE's aarch64 runtime wheel of the same version "
+            "libc6-arm64-cross libstdc++6-arm64-cross), unpack IREE's aarch64 runtime wheel "
+            "of the same version "
             "(pip download --only-binary=:all: --platform manylinux_2_28_aarch64 "
             "iree-base-runtime==<version>; unzip it) and set VMRT_BENCH_IREE_AARCH64 to "
             "that directory")

@@ -5,7 +5,7 @@ import bisect
 import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import arch as _arch
@@ -22,6 +22,7 @@ from .errors import (
 )
 from .exec import create_machine
 from .exec.base import Machine
+from .exec.symfile import PluginSymbol, sized_functions
 from .fatelf import pick_slice
 from .fatelf.files import read_input
 from .loader import _tags as T
@@ -51,6 +52,7 @@ class Module:
         self._close_pending = False
         self.exports: dict[str, int] = {}
         self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
+        self._added: list[PluginSymbol] = []
         self._collect_exports()
 
     # -- identity ----------------------------------------------------------
@@ -122,6 +124,53 @@ class Module:
                 funcs.append((bias + v, max(s.size, 1), s.name))
         funcs.sort()
         self._funcs = funcs
+
+    @property
+    def added_symbols(self) -> tuple[PluginSymbol, ...]:
+        """The symbols ``add_symbols`` gave this module, in order."""
+        return tuple(self._added)
+
+    def add_symbols(self, symbols: Iterable[tuple[int, int | None, str]]) -> list[PluginSymbol]:
+        """Name functions the file does not (the entry points of a stripped
+        library, found through its own tables): ``(address, size, name)``
+        each, at loaded addresses.  A size of 0 or None is found (the
+        ``.symtab`` or DWARF function there, else up to the next known
+        function or the end of its executable segment).  ``symbolize`` then
+        names them, and on the native machine so do gdb (the module is
+        registered again) and perf's map.  Returns the symbols added (one
+        the module already has, same name at the same address, is not)."""
+        self._check_open()
+        entries = []
+        for item in symbols:
+            if (not isinstance(item, tuple) or len(item) != 3 or not isinstance(item[0], int)
+                    or not isinstance(item[1], (int, type(None))) or not isinstance(item[2], str)):
+                raise InvalidArgumentError(f"{self.name}: add_symbols() takes (address, size, "
+                                           f"name) tuples of int, int or None, str, not {item!r}")
+            address, size, name = item
+            if self.arch.func_mode_bit:        # arm: bit 0 marks Thumb code, not an address
+                address &= ~1
+            if not name or "\0" in name or (size or 0) < 0:
+                raise InvalidArgumentError(f"{self.name}: add_symbols(): bad symbol {item!r} "
+                                           "(a non-empty name without NUL, a size >= 0)")
+            if not self._image.contains(address, max(size or 0, 1)):
+                start, end = self.address_range
+                raise InvalidArgumentError(f"{self.name}: add_symbols(): {name!r} at "
+                                           f"{address:#x}+{size or 0:#x} is outside the module "
+                                           f"image [{start:#x}, {end:#x})")
+            entries.append((address, size or 0, name))
+        added = sized_functions(self, entries)
+        for sym in added:
+            if not sym.size:
+                raise InvalidArgumentError(f"{self.name}: add_symbols(): {sym.name!r} at "
+                                           f"{sym.address:#x} is in no executable segment; "
+                                           "give its size")
+        if not added:
+            return added
+        self._added += added
+        for sym in added:
+            bisect.insort(self._funcs, (sym.address, sym.size, sym.name))
+        self.machine.symbols_added(self, added)
+        return added
 
     def symbol(self, name: str) -> int:
         """Address of an exported symbol, found through the ELF hash table."""

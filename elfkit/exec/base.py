@@ -94,6 +94,11 @@ class Machine(abc.ABC):
         if module in mods:
             mods.remove(module)
 
+    def symbols_added(self, module: Any, symbols: list[Any]) -> None:
+        """A module of this machine named more of its functions
+        (``Module.add_symbols``); the native machine tells gdb and perf."""
+        return None
+
     # --- lifetimes ----------------------------------------------------------
     def in_call(self) -> bool:
         """Whether the calling thread is inside a call of this machine (in a

@@ -8,8 +8,10 @@ is moved by the load bias here: ``DW_FORM_addr`` attributes and
 ``.debug_aranges``, base-address and absolute entries of ``.debug_ranges``,
 ``.debug_rnglists``, ``.debug_loc`` and ``.debug_loclists``, and the
 initial locations of ``.debug_frame`` FDEs.  Offsets relative to a base
-need nothing.  pyelftools finds the DIEs (and where each attribute value
-sits); damaged DWARF raises and the caller keeps the symbols only.
+need nothing; the subprograms' address ranges are noted on the way (the
+sizes of functions a stripped ``.symtab`` lacks).  pyelftools finds the
+DIEs (and where each attribute value sits); damaged DWARF raises and the
+caller keeps the symbols only.
 """
 from __future__ import annotations
 
@@ -21,15 +23,19 @@ from typing import Any
 DW_OP_addr = 0x03
 
 
-def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int) -> dict[str, bytes]:
+def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
+                   functions: dict[int, int] | None = None) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
-    every absolute address moved by ``bias``."""
+    every absolute address moved by ``bias``.  ``functions``, when given,
+    receives the subprograms met on the way: linked ``DW_AT_low_pc`` ->
+    size (from ``DW_AT_high_pc``)."""
     from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
     from elftools.elf.elffile import ELFFile
 
     out = {name: bytearray(body) for name, body in sections.items()}
     try:
-        word = _move_info(ELFFile(io.BytesIO(elf_bytes)), out[".debug_info"], bias)
+        word = _move_info(ELFFile(io.BytesIO(elf_bytes)), out[".debug_info"], bias,
+                          {} if functions is None else functions)
     except ELFError as e:
         raise ValueError(f"DWARF: {e}") from None
     for name, fix in _FIXERS.items():
@@ -38,13 +44,16 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int) -> d
     return {name: bytes(body) for name, body in out.items()}
 
 
-def _move_info(elf: Any, info: bytearray, bias: int) -> int:
-    """Move the addresses of ``.debug_info``; returns the address size."""
+def _move_info(elf: Any, info: bytearray, bias: int, functions: dict[int, int]) -> int:
+    """Move the addresses of ``.debug_info`` (noting subprograms in
+    ``functions``); returns the address size."""
     dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
     word = 8
     for cu in dwarf.iter_CUs():
         word = cu["address_size"]
         for die in cu.iter_DIEs():
+            if die.tag == "DW_TAG_subprogram":
+                _note_function(die, functions)
             for attr in die.attributes.values():
                 if attr.form == "DW_FORM_addr":
                     _add(info, attr.offset, word, bias)
@@ -53,6 +62,24 @@ def _move_info(elf: Any, info: bytearray, bias: int) -> int:
                     # offset: the uleb length (one byte here), then DW_OP_addr, then the address
                     _add(info, attr.offset + attr.indirection_length + 2, word, bias)
     return word
+
+
+_OFFSET_FORMS = ("DW_FORM_data1", "DW_FORM_data2", "DW_FORM_data4", "DW_FORM_data8",
+                 "DW_FORM_udata")
+
+
+def _note_function(die: Any, functions: dict[int, int]) -> None:
+    lo, hi = die.attributes.get("DW_AT_low_pc"), die.attributes.get("DW_AT_high_pc")
+    if lo is None or hi is None or lo.form != "DW_FORM_addr":   # (addrx: an index)
+        return
+    if hi.form == "DW_FORM_addr":
+        size = hi.value - lo.value
+    elif hi.form in _OFFSET_FORMS:
+        size = hi.value                                          # an offset from low_pc
+    else:
+        return
+    if size > 0:
+        functions[lo.value] = size
 
 
 def _add(buf: bytearray, off: int, word: int, bias: int) -> None:

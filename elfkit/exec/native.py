@@ -381,6 +381,17 @@ class NativeMachine(Machine):
             self._jit[id(module)] = reg
         perf_map.record(module)
 
+    def symbols_added(self, module: Any, symbols: list[Any]) -> None:
+        """Register the module again with gdb (its symfile now names them)
+        and append them to perf's map."""
+        old = self._jit.pop(id(module), None)
+        if old is not None:
+            old.unregister()
+            reg = jit_debug.register(module)
+            if reg is not None:
+                self._jit[id(module)] = reg
+        perf_map.record(module, symbols)
+
     def detach(self, module: Any) -> None:
         super().detach(module)
         reg = self._jit.pop(id(module), None)

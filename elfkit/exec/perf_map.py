@@ -4,18 +4,21 @@
 from ``/tmp/perf-<pid>.map``, one ``START SIZE name`` line per function,
 START and SIZE in hex.  With ``ELFKIT_PERF_MAP=1`` in the environment, or
 after ``enable()``, every plugin loaded natively appends its functions
-there.  Lines are never removed (perf reads the file after the process
-ends); a later load at the same address simply adds newer lines.
+there, and so do symbols added later (``Module.add_symbols``: the
+dispatch functions of a stripped IREE library).  Lines are never removed
+(perf reads the file after the process ends); a later load at the same
+address simply adds newer lines.
 """
 from __future__ import annotations
 
 import os
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .symfile import function_symbols
+from .symfile import PluginSymbol, function_symbols
 
 _switch: dict[str, bool | None] = {"on": None}
 _lock = threading.Lock()
@@ -39,16 +42,18 @@ def path() -> Path:
     return Path(f"/tmp/perf-{os.getpid()}.map")
 
 
-def lines(module: Any) -> list[str]:
-    """The map lines of a loaded module: ``START SIZE name`` per function."""
-    return [f"{s.address:x} {s.size:x} {s.name}\n" for s in function_symbols(module)]
+def lines(module: Any, symbols: Sequence[PluginSymbol] | None = None) -> list[str]:
+    """The map lines of a loaded module: ``START SIZE name`` per function
+    (or per symbol of ``symbols``, those added to it later)."""
+    syms = function_symbols(module) if symbols is None else symbols
+    return [f"{s.address:x} {s.size:x} {s.name}\n" for s in syms if s.size]
 
 
-def record(module: Any) -> None:
-    """Append a module's functions to the map (when enabled)."""
+def record(module: Any, symbols: Sequence[PluginSymbol] | None = None) -> None:
+    """Append a module's functions (or just ``symbols``) to the map (when enabled)."""
     if not enabled():
         return
-    text = "".join(lines(module))
+    text = "".join(lines(module, symbols))
     if not text:
         return
     with _lock:

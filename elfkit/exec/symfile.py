@@ -12,7 +12,9 @@ its dynamic symbols (the loader never needs sections).
 """
 from __future__ import annotations
 
+import bisect
 import struct
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +24,7 @@ STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2
 STB_LOCAL, STB_GLOBAL = 0, 1
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
+PF_X = 0x1
 #: a larger .symtab is not read (the dynamic symbols are shown instead)
 MAX_SYMTAB_SIZE = 64 << 20
 
@@ -127,7 +130,64 @@ def plugin_symbols(module: Any) -> list[PluginSymbol]:
             if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE):
                 syms.append(PluginSymbol(s.name, s.value if s.absolute else bias + s.value,
                                          s.size, s.type, s.bind))
+    have = {(s.address, s.name) for s in syms}
+    syms += [s for s in getattr(module, "added_symbols", ()) if (s.address, s.name) not in have]
     return sorted(syms, key=lambda s: (s.address, s.name))
+
+
+def sized_functions(module: Any, entries: list[tuple[int, int, str]]) -> list[PluginSymbol]:
+    """Functions named from outside the file (``(address, size, name)`` at
+    loaded addresses) as global ``STT_FUNC`` symbols.  A size of 0 is found:
+    the ``.symtab`` function at that address, else the DWARF subprogram
+    starting there, else up to the next known function (of the file or of
+    ``entries``) or the end of the executable segment holding the address;
+    it stays 0 for an address in no executable segment.  Entries the module
+    already names (same name, same address) are left out."""
+    known = plugin_symbols(module)
+    have = {(s.address, s.name) for s in known}
+    entries = [e for e in entries if (e[0], e[2]) not in have]
+    sizes = {s.address: s.size for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC) and s.size}
+    starts = sorted({s.address for s in known if s.type in (STT_FUNC, STT_GNU_IFUNC)}
+                    | {a for a, _s, _n in entries})
+    dwarf: dict[int, int] | None = None
+    out = []
+    for address, size, name in entries:
+        if not size:
+            size = sizes.get(address, 0)
+        if not size:
+            if dwarf is None:
+                dwarf = dwarf_function_sizes(module)
+            size = dwarf.get(address, 0)
+        if not size:
+            size = _gap(module, starts, address)
+        out.append(PluginSymbol(name, address, size, STT_FUNC, STB_GLOBAL))
+    return out
+
+
+def _gap(module: Any, starts: list[int], address: int) -> int:
+    """From ``address`` to the next function start or the end of its
+    executable segment (0 outside executable segments)."""
+    bias = module.base
+    seg = next((s for s in module.elf.loads if s.flags & PF_X
+                and bias + s.vaddr <= address < bias + s.vaddr + s.memsz), None)
+    if seg is None:
+        return 0
+    end = bias + seg.vaddr + seg.memsz
+    i = bisect.bisect_right(starts, address)
+    if i < len(starts) and starts[i] < end:
+        end = starts[i]
+    return end - address
+
+
+def dwarf_function_sizes(module: Any) -> dict[int, int]:
+    """Loaded address -> size of the plugin's DWARF subprograms ({} without
+    DWARF, or when it cannot be read)."""
+    try:
+        sections = read_sections(module.elf.data)
+    except (ValueError, struct.error):
+        return {}
+    linked = _dwarf(module, sections)[1]
+    return {module.base + lo: size for lo, size in linked.items()}
 
 
 def function_symbols(module: Any) -> list[PluginSymbol]:
@@ -207,18 +267,33 @@ def build_symfile(module: Any) -> bytes:
     return _write_elf(elf, secs)
 
 
+#: module -> (its moved DWARF, its subprograms): read once, though a module
+#: is registered again after ``add_symbols``
+_dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, int]]] = \
+    weakref.WeakKeyDictionary()
+
+
 def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
     """The plugin's ``.debug_*`` sections, their addresses moved by the load
     bias ({} when the plugin has none, or they cannot be read)."""
+    return _dwarf(module, sections)[0]
+
+
+def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict[int, int]]:
+    done = _dwarf_read.get(module)
+    if done is not None:
+        return done
     data = module.elf.data
+    functions: dict[int, int] = {}
     try:
         found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
-        if ".debug_info" not in found:
-            return {}
-        return relocate_dwarf(bytes(data), found, module.base)
+        moved = relocate_dwarf(bytes(data), found, module.base, functions) \
+            if ".debug_info" in found else {}
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
-        return {}
+        moved, functions = {}, {}
+    _dwarf_read[module] = done = (moved, functions)
+    return done
 
 
 def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:

@@ -12,7 +12,6 @@ import io
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 
@@ -22,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 import elfkit
 from elfkit.exec import jit_debug
 from elfkit.toolchain import compile_plugin
+from tests.elfkit.exec.debug_testutil import host_gdb
 
 pytestmark = pytest.mark.skipif(elfkit.arch.host() is None or elfkit.arch.host().name != "x86_64",
                                 reason="native tests run on an x86_64 host")
@@ -84,17 +84,6 @@ def test_registration_can_be_turned_off(plugins, monkeypatch):
 
 # -- real gdb -------------------------------------------------------------------
 
-def _gdb() -> str:
-    gdb = shutil.which("gdb")
-    if gdb is None:
-        pytest.skip("gdb is not installed (.ci/run installs Debian's gdb)")
-    probe = subprocess.run([gdb, "--batch", "-nx", "-ex", "run", "--args", "/bin/true"],
-                           capture_output=True, text=True, timeout=60)
-    if "exited normally" not in probe.stdout:
-        pytest.skip(f"gdb cannot run programs here (ptrace refused?): {probe.stderr.strip()}")
-    return gdb
-
-
 SCRIPT = """\
 import sys, elfkit
 m = elfkit.load(sys.argv[1])
@@ -105,7 +94,7 @@ m.close()
 
 
 def _run_gdb(tmp_path, commands: list[str], plugin, function: str, *args: int) -> str:
-    gdb = _gdb()
+    gdb = host_gdb()
     _jit()                                              # the helper library is built before
     script = tmp_path / "host.py"
     script.write_text(SCRIPT)

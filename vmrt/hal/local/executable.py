@@ -47,6 +47,7 @@ from .dispatch_limits import (
     stop_error,
     stopping_guest,
 )
+from .export_symbols import name_exports
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -227,6 +228,7 @@ class Executable:
                     StatusCode.UNAVAILABLE)
             self._library = lib
             self._read_exports(lib)
+            name_exports(self.module, self.exports)
             self._bind_constants(lib, constants)
             self._resolve_imports(lib)
         except elfkit.ElfkitError as e:
