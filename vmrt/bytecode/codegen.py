@@ -17,8 +17,8 @@ from ..vm.module import cconv_fragments
 from . import runtime
 from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
-from .layout import ControlFlow
 from .disasm import IMPORT_BIT, TraceNames, trace_line
+from .layout import ControlFlow, drop_unread
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
@@ -122,7 +122,7 @@ class FunctionTranslator(ControlFlow):
         # registers read as the other kind (integer vs float) than they hold: reinterpret
         # their bits first, as IREE's untyped registers do
         self.coerce = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
-        body = self.dispatch(self.blocks, "            ")
+        body = drop_unread(self.dispatch(self.blocks, "            "))
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
                              [f"r{x}" for x in sorted(self.used_r)]) if n not in pset]

@@ -19,13 +19,14 @@ cannot raise, so nothing observable happens before the charge.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
 from .templates import PURE_PREFIXES, SIMPLE_OPS
 
-__all__ = ["ControlFlow", "INLINE_MAX"]
+__all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
 #: largest block (in instructions) copied to the end of a predecessor
 INLINE_MAX = 8
@@ -64,6 +65,8 @@ class ControlFlow:
     loop_pc: int | None = None
     #: back edges emitted for ``loop_pc``
     self_jumps = 0
+    #: whether blocks charge the budget themselves (not in a counted loop)
+    charges = True
     #: the ``br`` whose target is appended in place (falls through)
     inline_br: Instr | None = None
 
@@ -90,12 +93,38 @@ class ControlFlow:
     def arm(self, blk: Block, ind: str) -> list[str]:
         """The code of one block: an inner loop when it branches to itself."""
         self.loop_pc, self.self_jumps = blk.pc, 0
-        body = self.superblock(blk, ind + "    ")
+        self.charges = not self.counted(blk)
+        body = self.superblock(blk, ind + ("    " if self.charges else "        "))
         looped = self.self_jumps > 0
         self.loop_pc = None
-        if looped:
+        if looped and self.charges:
             return [f"{ind}while True:"] + body
+        if looped:
+            return self.counted_loop(blk, body, ind)
+        self.charges = True
         return self.superblock(blk, ind)
+
+    def counted(self, blk: Block) -> bool:
+        """Whether a self loop of ``blk`` can charge its budget in bulk: its
+        body only computes registers, so nothing in it reads or raises."""
+        nxt = self.appended(blk)
+        run = blk.instrs if nxt is None else blk.instrs + nxt.instrs
+        return self.trace is None and run[-1].mnemonic in ("cond_br", "br_table") and all(
+            cannot_raise(i) or i.mnemonic == "br" and i is blk.instrs[-1] for i in run[:-1])
+
+    def counted_loop(self, blk: Block, body: list[str], ind: str) -> list[str]:
+        """A self loop whose budget is charged once per run of iterations:
+        ``range`` yields the iterations the budget has left before its next
+        check (``L.tick`` then refills it, or raises, at the same iteration
+        as a per-iteration charge would); leaving charges what ran."""
+        nxt = self.appended(blk)
+        cost = len(blk.instrs) + (len(nxt.instrs) if nxt is not None else 0)
+        i1, i2 = ind + "    ", ind + "        "
+        return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
+                 f"{i1}for lk in range(ln):"] + body +
+                [f"{i1}else:", f"{i2}L.left -= ln * {cost} + {cost}",
+                 f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
+                 f"{i1}L.left -= lk * {cost} + {cost}", f"{i1}break"])
 
     def appended(self, blk: Block) -> Block | None:
         """The block copied to the end of ``blk``, if any."""
@@ -110,16 +139,17 @@ class ControlFlow:
 
     def superblock(self, blk: Block, ind: str) -> list[str]:
         nxt = self.appended(blk)
+        tick = _tick if self.charges else _no_tick
         if nxt is None:
-            return _tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
+            return tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
         early = all(cannot_raise(i) for i in blk.instrs[:-1])
-        out = _tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
+        out = tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
         out += self.straight(blk.instrs[:-1], ind)
         self.inline_br = blk.instrs[-1]
         out += self.emit(blk.instrs[-1], ind)          # its copies, then fall through
         self.inline_br = None
         if not early:
-            out += _tick(len(nxt.instrs), ind)
+            out += tick(len(nxt.instrs), ind)
         return out + self.straight(nxt.instrs, ind)
 
     def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
@@ -212,3 +242,30 @@ class ControlFlow:
 def _tick(n: int, ind: str) -> list[str]:
     """Charge ``n`` instructions to the budget (L.tick checks it and the deadline)."""
     return [f"{ind}L.left -= {n}", f"{ind}if L.left < 0: L.tick()"]
+
+
+def _no_tick(n: int, ind: str) -> list[str]:
+    return []
+
+
+_COPY = re.compile(r"\s*(i\d+) = (?:i\d+|-?\d+|-?\d+\.\d+)$")
+_NAME = re.compile(r"\bi\d+\b")
+
+
+def drop_unread(lines: list[str]) -> list[str]:
+    """``lines`` without the copies and constants stored into integer
+    registers nothing reads (block arguments the compiler passes along to
+    registers it never uses again)."""
+    written: dict[str, int] = {}
+    for line in lines:
+        m = _COPY.match(line)
+        if m:
+            written[m.group(1)] = written.get(m.group(1), 0) + 1
+    if not written:
+        return lines
+    seen: dict[str, int] = {}
+    for line in lines:
+        for name in _NAME.findall(line):
+            seen[name] = seen.get(name, 0) + 1
+    unread = {n for n, k in written.items() if seen.get(n, 0) == k}
+    return [line for line in lines if not ((m := _COPY.match(line)) and m.group(1) in unread)]
