@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .symfile import build_symfile
+from .symfile import cached_symfile
 
 HELPER_SOURCE = b"""\
 #include <stdint.h>
@@ -176,7 +176,7 @@ def register(module: Any) -> Registration | None:
     jit = interface()
     if jit is None:
         return None
-    return jit.add(build_symfile(module))
+    return jit.add(cached_symfile(module))
 
 
 # -- the helper library ----------------------------------------------------------

@@ -13,6 +13,7 @@ its dynamic symbols (the loader never needs sections).
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,9 +65,9 @@ def read_sections(data: memoryview) -> list[Section]:
         return []
     if shentsize != want or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
         raise ValueError("section header table out of bounds")
-    raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    raw = list(struct.iter_unpack(fmt, data[shoff:shoff + shnum * shentsize]))
     _n, _t, _f, _a, str_off, str_size = raw[shstrndx][:6]
-    names = _bounded(data, str_off, str_size)
+    names = bytes(_bounded(data, str_off, str_size))
     out = []
     for name, typ, flags, addr, off, size, link, _info, _align, entsize in raw:
         if typ != SHT_NOBITS:
@@ -81,18 +82,18 @@ def _bounded(data: memoryview, off: int, size: int) -> memoryview:
     return data[off:off + size]
 
 
-def _cstr(table: memoryview, off: int) -> str:
+def _cstr(table: bytes, off: int) -> str:
     if off >= len(table):
         raise ValueError("string offset out of bounds")
-    end = bytes(table[off:]).find(b"\0")
-    return bytes(table[off:off + end if end >= 0 else len(table)]).decode("utf-8", "replace")
+    end = table.find(b"\0", off)
+    return table[off:end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
 def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
     symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
     if symtab is None or symtab.link >= len(sections) or symtab.size > MAX_SYMTAB_SIZE:
         return []
-    strs = _bounded(data, sections[symtab.link].offset, sections[symtab.link].size)
+    strs = bytes(_bounded(data, sections[symtab.link].offset, sections[symtab.link].size))
     is64 = data[4] == 2
     size = 24 if is64 else 16
     out = []
@@ -112,14 +113,16 @@ def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> lis
     return out
 
 
-def plugin_symbols(module: Any) -> list[PluginSymbol]:
+def plugin_symbols(module: Any, sections: list[Section] | None = None) -> list[PluginSymbol]:
     """The symbols of a loaded ``elfkit.Module`` at their loaded addresses,
     sorted by address: ``.symtab`` (static functions too) when present, else
-    the dynamic symbols."""
+    the dynamic symbols.  ``sections``: the file's section headers when the
+    caller has read them already."""
     elf = module.elf
     bias = module.base
     try:
-        syms = _symtab_symbols(elf.data, read_sections(elf.data), bias)
+        syms = _symtab_symbols(elf.data, read_sections(elf.data) if sections is None
+                               else sections, bias)
     except (ValueError, struct.error):
         syms = []
     if not syms:
@@ -185,7 +188,7 @@ def build_symfile(module: Any) -> bytes:
         secs.append((".text", SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, start, end - start, b"",
                      0, 0, 0))
     ranges = sorted((sec[3], sec[3] + sec[4], i + 1) for i, sec in enumerate(secs))
-    syms = [s for s in plugin_symbols(module) if start <= s.address < end]
+    syms = [s for s in plugin_symbols(module, plugin_secs or None) if start <= s.address < end]
     syms.sort(key=lambda s: s.bind != STB_LOCAL)          # locals first, as ELF requires
     nlocal = 1 + sum(1 for s in syms if s.bind == STB_LOCAL)
     strs = _Strings()
@@ -205,6 +208,33 @@ def build_symfile(module: Any) -> bytes:
     for name, body in debug_sections(module, plugin_secs).items():
         secs.append((name, SHT_PROGBITS, 0, 0, len(body), body, 0, 0, 0))
     return _write_elf(elf, secs)
+
+
+#: symfiles of recent loads, by (file bytes, load base, address range): a
+#: symfile depends on nothing else, and loading a plugin again after closing
+#: it (load, close, load) usually lands at the same base
+_recent: dict[tuple, bytes] = {}
+_recent_lock = threading.Lock()
+RECENT_MAX = 8
+#: larger files are not kept (their bytes would be the key)
+RECENT_MAX_FILE = 1 << 20
+
+
+def cached_symfile(module: Any) -> bytes:
+    """:func:`build_symfile`, remembered for the last few (file, base) pairs."""
+    data = module.elf.data
+    if len(data) > RECENT_MAX_FILE:
+        return build_symfile(module)
+    key = (bytes(data), module.base, module.address_range)
+    with _recent_lock:
+        found = _recent.get(key)
+    if found is None:
+        found = build_symfile(module)
+        with _recent_lock:
+            if len(_recent) >= RECENT_MAX:
+                del _recent[next(iter(_recent))]
+            _recent[key] = found
+    return found
 
 
 def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:

@@ -73,6 +73,25 @@ def test_symfile_carries_symbols_at_loaded_addresses(plugins):
     assert symfile not in jit.entries()
 
 
+def test_reloads_register_symfiles_at_each_load_address(plugins):
+    # load, close, load (usually the same base: the symfile may be reused) and
+    # two loads open at once (two bases): each entry is at its own module's base
+    jit = _jit()
+    path = plugins.path("kernels", ARCH)
+    with open(path, "rb") as f:
+        linked = ELFFile(f).get_section_by_name(".text")["sh_addr"]
+
+    def text_addr(symfile: bytes) -> int:
+        return ELFFile(io.BytesIO(symfile)).get_section_by_name(".text")["sh_addr"]
+
+    for _ in range(3):
+        with elfkit.load(path) as m:
+            assert text_addr(jit.entries()[0]) == m.base + linked
+    with elfkit.load(path) as a, elfkit.load(path) as b:
+        assert a.base != b.base
+        assert [text_addr(x) for x in jit.entries()[:2]] == [b.base + linked, a.base + linked]
+
+
 def test_registration_can_be_turned_off(plugins, monkeypatch):
     jit = _jit()
     monkeypatch.setenv("ELFKIT_GDB_JIT", "0")
