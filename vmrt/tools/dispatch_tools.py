@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..hal.dispatch_observer import observe_dispatches
-from ..hal.local.races import RaceChecker, race_report
 from .binding_diff import dispatch_element_type
-from .dump import DispatchDumper, parse_dump_spec
+
+if TYPE_CHECKING:
+    from ..hal.local.races import RaceChecker
+    from .dump import DispatchDumper
 
 
 class RunObserver:
@@ -26,12 +27,16 @@ class RunObserver:
         if observer is None:
             yield
             return
+        from ..hal.dispatch_observer import observe_dispatches
         with observe_dispatches(observer):
             yield
 
     def report(self) -> str:
         """``[RACE]`` lines, if races were found."""
-        return race_report(self.races.races, self.races.checked) if self.races else ""
+        if not self.races:
+            return ""
+        from ..hal.local.races import race_report
+        return race_report(self.races.races, self.races.checked)
 
     def exit_code(self) -> int:
         return 1 if self.races is not None and self.races.races else 0
@@ -41,6 +46,11 @@ def dispatch_observer(flags: Any) -> RunObserver:
     """The observer ``--dump_dispatches`` and ``--check_races`` ask for (the
     dumper records what the race checker computed when both are given)."""
     etype = dispatch_element_type(flags)
+    # the checker and the dumper (numpy, the local HAL) only when asked for
+    if "check_races" not in flags.bools and "dump_dispatches" not in flags.values:
+        return RunObserver(None, None)
+    from ..hal.local.races import RaceChecker
+    from .dump import DispatchDumper, parse_dump_spec
     races = RaceChecker(element_type=etype) if "check_races" in flags.bools else None
     spec = flags.values.get("dump_dispatches")
     dumper = None

@@ -10,7 +10,6 @@ import elfkit
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
-from .compare import lockstep_cli
 from .dispatch_tools import dispatch_observer
 from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
@@ -108,6 +107,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
                   for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
     if "compare_with" in flags.values:
+        from .compare import lockstep_cli  # numpy and the HAL: only for --compare_with
         return lockstep_cli(flags, stdout, lambda f: _open(f, providers, stdin, stderr),
                             thresholds, max_elements)
     observer = dispatch_observer(flags)
