@@ -13,46 +13,87 @@ sits); damaged DWARF raises and the caller keeps the symbols only.
 """
 from __future__ import annotations
 
+import array
 import io
+import os
 import struct
+import zlib
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
 DW_OP_addr = 0x03
 
 
-def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int) -> dict[str, bytes]:
+def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
+                   cache: Path | None = None) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
-    every absolute address moved by ``bias``."""
-    from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
-    from elftools.elf.elffile import ELFFile
-
+    every absolute address moved by ``bias``.  ``cache``: a directory
+    keeping where ``.debug_info`` holds addresses, per file content (finding
+    them takes pyelftools; moving them then does not)."""
     out = {name: bytearray(body) for name, body in sections.items()}
-    try:
-        word = _move_info(ELFFile(io.BytesIO(elf_bytes)), out[".debug_info"], bias)
-    except ELFError as e:
-        raise ValueError(f"DWARF: {e}") from None
+    word, sites = info_sites(elf_bytes, cache)
+    info = out[".debug_info"]
+    for off, size in sites:
+        _add(info, off, size, bias)
     for name, fix in _FIXERS.items():
         if name in out:
             fix(out[name], word, bias)
     return {name: bytes(body) for name, body in out.items()}
 
 
-def _move_info(elf: Any, info: bytearray, bias: int) -> int:
-    """Move the addresses of ``.debug_info``; returns the address size."""
-    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-    word = 8
-    for cu in dwarf.iter_CUs():
-        word = cu["address_size"]
-        for die in cu.iter_DIEs():
-            for attr in die.attributes.values():
-                if attr.form == "DW_FORM_addr":
-                    _add(info, attr.offset, word, bias)
-                elif (attr.form == "DW_FORM_exprloc" and len(attr.value) == 1 + word
-                      and attr.value[0] == DW_OP_addr):
-                    # offset: the uleb length (one byte here), then DW_OP_addr, then the address
-                    _add(info, attr.offset + attr.indirection_length + 2, word, bias)
-    return word
+_SITES_MAGIC = b"elfkit-dwarf-sites-1\0\0\0\0"
+
+
+def info_sites(elf_bytes: bytes, cache: Path | None = None
+               ) -> tuple[int, list[tuple[int, int]]]:
+    """(address size of the last unit, [(offset, address size)] of each
+    address in the file's ``.debug_info``), read from ``cache`` when it has
+    this file's, else found and kept there."""
+    path = None
+    if cache is not None:
+        key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
+        path = cache / f"dwarf-sites-{key}.bin"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raw = b""
+        if raw.startswith(_SITES_MAGIC) and (len(raw) - len(_SITES_MAGIC)) % 16 == 8:
+            flat = array.array("Q", raw[len(_SITES_MAGIC):])
+            return flat[0], list(zip(flat[1::2], flat[2::2]))
+    word, sites = _find_sites(elf_bytes)
+    if path is not None:
+        flat = array.array("Q", [word] + [v for site in sites for v in site])
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(_SITES_MAGIC + flat.tobytes())
+            os.replace(tmp, path)              # atomic: other processes see all or nothing
+        except OSError:
+            pass                               # a cache we cannot write: found again next time
+    return word, sites
+
+
+def _find_sites(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]]]:
+    from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        dwarf = ELFFile(io.BytesIO(elf_bytes)).get_dwarf_info(relocate_dwarf_sections=False)
+        sites = []
+        word = 8
+        for cu in dwarf.iter_CUs():
+            word = cu["address_size"]
+            for die in cu.iter_DIEs():
+                for attr in die.attributes.values():
+                    if attr.form == "DW_FORM_addr":
+                        sites.append((attr.offset, word))
+                    elif (attr.form == "DW_FORM_exprloc" and len(attr.value) == 1 + word
+                          and attr.value[0] == DW_OP_addr):
+                        # the uleb length (one byte here), then DW_OP_addr, then the address
+                        sites.append((attr.offset + attr.indirection_length + 2, word))
+    except ELFError as e:
+        raise ValueError(f"DWARF: {e}") from None
+    return word, sites
 
 
 def _add(buf: bytearray, off: int, word: int, bias: int) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .cache import cache_dir
 from .symfile import cached_symfile
 
 HELPER_SOURCE = b"""\
@@ -177,14 +178,6 @@ def register(module: Any) -> Registration | None:
 
 
 # -- the helper library ----------------------------------------------------------
-
-def cache_dir() -> Path:
-    env = os.environ.get("ELFKIT_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) / "elfkit" if xdg else Path.home() / ".cache" / "elfkit"
-
 
 def _compilers() -> list[list[str]]:
     import importlib.util

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .cache import cache_dir
 from .dwarf_reloc import relocate_dwarf
 
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 3, 4, 10
@@ -246,7 +247,7 @@ def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
         if ".debug_info" not in found:
             return {}
-        return relocate_dwarf(bytes(data), found, module.base)
+        return relocate_dwarf(bytes(data), found, module.base, cache_dir())
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         return {}
 
