@@ -9,6 +9,8 @@ and floats go through the constant table ``K``.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 import struct
 from collections.abc import Callable
 
@@ -37,6 +39,8 @@ def _namespace() -> dict:
         ns[f"UN_{k}"] = v.unpack_from
         ns[f"PK_{k}"] = v.pack_into
     ns.update(REINTERPRET)
+    ns["REPEAT"] = itertools.repeat
+    ns["LEN_HINT"] = operator.length_hint
     ns["_VmError"] = VmError
     ns["_StatusCode"] = StatusCode
     return ns

@@ -7,8 +7,10 @@ is ``b``.  Three things keep a hot loop out of that selection:
   block that ends in some other branch gets a copy of that block appended
   (the loop header of a ``for`` loop is copied to the end of its body);
 * **self loops**: a block (with its appended copy) that can branch back to
-  itself becomes an inner ``while True``: the back edge is a ``continue``,
-  other exits set ``b`` and ``break`` to the selection;
+  itself becomes an inner loop: the back edge is a ``continue``, other
+  exits set ``b`` and ``break`` to the selection; when the body only
+  computes registers, the loop runs the iterations the budget has left
+  before its next check and charges them in bulk (:meth:`counted_loop`);
 * **compare and branch**: a ``cmp.*`` whose result is the condition of the
   ``cond_br`` right after it becomes the ``if`` itself (the register still
   gets its 0 or 1 in each arm).
@@ -114,17 +116,18 @@ class ControlFlow:
 
     def counted_loop(self, blk: Block, body: list[str], ind: str) -> list[str]:
         """A self loop whose budget is charged once per run of iterations:
-        ``range`` yields the iterations the budget has left before its next
+        ``REPEAT`` yields the iterations the budget has left before its next
         check (``L.tick`` then refills it, or raises, at the same iteration
-        as a per-iteration charge would); leaving charges what ran."""
+        as a per-iteration charge would); leaving charges what ran (``repeat``
+        makes no int per iteration; what it has left says how many ran)."""
         nxt = self.appended(blk)
         cost = len(blk.instrs) + (len(nxt.instrs) if nxt is not None else 0)
         i1, i2 = ind + "    ", ind + "        "
         return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
-                 f"{i1}for lk in range(ln):"] + body +
+                 f"{i1}li = REPEAT(None, ln)", f"{i1}for _ in li:"] + body +
                 [f"{i1}else:", f"{i2}L.left -= ln * {cost} + {cost}",
                  f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
-                 f"{i1}L.left -= lk * {cost} + {cost}", f"{i1}break"])
+                 f"{i1}L.left -= (ln - LEN_HINT(li)) * {cost}", f"{i1}break"])
 
     def appended(self, blk: Block) -> Block | None:
         """The block copied to the end of ``blk``, if any."""
