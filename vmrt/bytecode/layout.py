@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
-from .templates import PURE_PREFIXES, SIMPLE_OPS
+from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
@@ -181,10 +181,24 @@ class ControlFlow:
             return None
         inner = ind + "    "
         return (self.prelude(cmp, ind)
-                + [f"{ind}if {cond.format(**dict(zip('abc', reads)))}:", f"{inner}{dst} = 1"]
-                + self.remap(tr, inner) + self.jump(t, inner)
-                + [f"{ind}else:", f"{inner}{dst} = 0"]
-                + self.remap(er, inner) + self.jump(e, inner))
+                + [f"{ind}if {cond.format(**dict(zip('abc', reads)))}:"]
+                + self.flag(dst, 1, tr, t, inner) + self.remap(tr, inner) + self.jump(t, inner)
+                + [f"{ind}else:"]
+                + self.flag(dst, 0, er, e, inner) + self.remap(er, inner) + self.jump(e, inner))
+
+    def flag(self, dst: str, value: int, pairs: tuple, target: int, ind: str) -> list[str]:
+        """The compare's result stored on one edge, unless the edge's copies
+        do not read it and the target's first instruction overwrites it
+        without reading it (a register op)."""
+        blk = next((b for b in self.blocks if b.pc == target), None)
+        first = blk.instrs[0] if blk is not None and blk.instrs else None
+        if first is not None and first.pc not in self.coerce and (
+                first.mnemonic in SIMPLE_OPS or first.mnemonic in WRAPPED_OPS) \
+                and all(self.reg(src & ~MOVE_BIT) != dst for src, _ in pairs):
+            written, read = self.operands(first)
+            if written == dst and dst not in read:
+                return []
+        return [f"{ind}{dst} = {value}"]
 
     # -- branches ----------------------------------------------------------------
     def jump(self, target: int, ind: str) -> list[str]:
