@@ -15,53 +15,101 @@ caller keeps the symbols only.
 """
 from __future__ import annotations
 
+import array
 import io
+import os
 import struct
+import zlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 DW_OP_addr = 0x03
 
 
 def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
-                   functions: dict[int, int] | None = None) -> dict[str, bytes]:
+                   functions: dict[int, int] | None = None,
+                   cache: Path | None = None) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
     every absolute address moved by ``bias``.  ``functions``, when given,
-    receives the subprograms met on the way: linked ``DW_AT_low_pc`` ->
-    size (from ``DW_AT_high_pc``)."""
-    from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
-    from elftools.elf.elffile import ELFFile
-
+    receives the subprograms: linked ``DW_AT_low_pc`` -> size (from
+    ``DW_AT_high_pc``).  ``cache``: a directory keeping, per file content,
+    where ``.debug_info`` holds addresses and the subprograms (finding them
+    takes pyelftools; moving them then does not)."""
     out = {name: bytearray(body) for name, body in sections.items()}
-    try:
-        word = _move_info(ELFFile(io.BytesIO(elf_bytes)), out[".debug_info"], bias,
-                          {} if functions is None else functions)
-    except ELFError as e:
-        raise ValueError(f"DWARF: {e}") from None
+    word, sites, funcs = info_sites(elf_bytes, cache)
+    if functions is not None:
+        functions.update(funcs)
+    info = out[".debug_info"]
+    for off, size in sites:
+        _add(info, off, size, bias)
     for name, fix in _FIXERS.items():
         if name in out:
             fix(out[name], word, bias)
     return {name: bytes(body) for name, body in out.items()}
 
 
-def _move_info(elf: Any, info: bytearray, bias: int, functions: dict[int, int]) -> int:
-    """Move the addresses of ``.debug_info`` (noting subprograms in
-    ``functions``); returns the address size."""
-    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-    word = 8
-    for cu in dwarf.iter_CUs():
-        word = cu["address_size"]
-        for die in cu.iter_DIEs():
-            if die.tag == "DW_TAG_subprogram":
-                _note_function(die, functions)
-            for attr in die.attributes.values():
-                if attr.form == "DW_FORM_addr":
-                    _add(info, attr.offset, word, bias)
-                elif (attr.form == "DW_FORM_exprloc" and len(attr.value) == 1 + word
-                      and attr.value[0] == DW_OP_addr):
-                    # offset: the uleb length (one byte here), then DW_OP_addr, then the address
-                    _add(info, attr.offset + attr.indirection_length + 2, word, bias)
-    return word
+_SITES_MAGIC = b"elfkit-dwarf-sites-2\0\0\0\0"
+
+
+def info_sites(elf_bytes: bytes, cache: Path | None = None
+               ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
+    """(address size of the last unit, [(offset, address size)] of each
+    address in the file's ``.debug_info``, {low_pc: size} of its
+    subprograms), read from ``cache`` when it has this file's, else found
+    and kept there."""
+    path = None
+    if cache is not None:
+        key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
+        path = cache / f"dwarf-sites-{key}.bin"
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            raw = b""
+        if raw.startswith(_SITES_MAGIC) and (len(raw) - len(_SITES_MAGIC)) % 8 == 0:
+            flat = array.array("Q", raw[len(_SITES_MAGIC):])
+            n = flat[1] if len(flat) >= 2 else -1
+            if len(flat) % 2 == 0 and 0 <= 2 * n <= len(flat) - 2:
+                pairs = list(zip(flat[2::2], flat[3::2]))
+                return flat[0], pairs[:n], dict(pairs[n:])
+    word, sites, funcs = _find_sites(elf_bytes)
+    if path is not None:
+        flat = array.array("Q", [word, len(sites)] + [v for site in sites for v in site]
+                           + [v for item in funcs.items() for v in item])
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(_SITES_MAGIC + flat.tobytes())
+            os.replace(tmp, path)              # atomic: other processes see all or nothing
+        except OSError:
+            pass                               # a cache we cannot write: found again next time
+    return word, sites, funcs
+
+
+def _find_sites(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
+    from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
+    from elftools.elf.elffile import ELFFile
+
+    sites: list[tuple[int, int]] = []
+    funcs: dict[int, int] = {}
+    try:
+        dwarf = ELFFile(io.BytesIO(elf_bytes)).get_dwarf_info(relocate_dwarf_sections=False)
+        word = 8
+        for cu in dwarf.iter_CUs():
+            word = cu["address_size"]
+            for die in cu.iter_DIEs():
+                if die.tag == "DW_TAG_subprogram":
+                    _note_function(die, funcs)
+                for attr in die.attributes.values():
+                    if attr.form == "DW_FORM_addr":
+                        sites.append((attr.offset, word))
+                    elif (attr.form == "DW_FORM_exprloc" and len(attr.value) == 1 + word
+                          and attr.value[0] == DW_OP_addr):
+                        # the uleb length (one byte here), then DW_OP_addr, then the address
+                        sites.append((attr.offset + attr.indirection_length + 2, word))
+    except ELFError as e:
+        raise ValueError(f"DWARF: {e}") from None
+    return word, sites, funcs
 
 
 _OFFSET_FORMS = ("DW_FORM_data1", "DW_FORM_data2", "DW_FORM_data4", "DW_FORM_data8",

@@ -15,18 +15,16 @@ compiler nothing is registered and ``available()`` says why.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .symfile import build_symfile
+from .cache import cache_dir
+from .symfile import cached_symfile
 
 HELPER_SOURCE = b"""\
 #include <stdint.h>
@@ -155,7 +153,7 @@ def interface() -> JitInterface | None:
             try:
                 _state["interface"] = JitInterface(ctypes.CDLL(str(helper_library())))
                 _state["why"] = ""
-            except (OSError, subprocess.SubprocessError, RuntimeError) as e:
+            except (OSError, RuntimeError) as e:      # _build reports compiler failures so
                 _state["interface"] = None
                 _state["why"] = str(e)
         return _state["interface"]
@@ -176,20 +174,14 @@ def register(module: Any) -> Registration | None:
     jit = interface()
     if jit is None:
         return None
-    return jit.add(build_symfile(module))
+    return jit.add(cached_symfile(module))
 
 
 # -- the helper library ----------------------------------------------------------
 
-def cache_dir() -> Path:
-    env = os.environ.get("ELFKIT_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) / "elfkit" if xdg else Path.home() / ".cache" / "elfkit"
-
-
 def _compilers() -> list[list[str]]:
+    import importlib.util
+    import shutil
     out = []
     for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
         path = shutil.which(cc) if cc else None
@@ -203,8 +195,8 @@ def _compilers() -> list[list[str]]:
 def helper_library() -> Path:
     """The helper library's path, built at first use (raises RuntimeError
     naming every compiler tried when none could build it)."""
-    key = hashlib.sha256(HELPER_SOURCE + os.uname().machine.encode()).hexdigest()[:16]
-    for root in (cache_dir(), Path(tempfile.gettempdir()) / f"elfkit-{os.getuid()}"):
+    key = f"{zlib.crc32(HELPER_SOURCE + os.uname().machine.encode()):08x}"
+    for root in _cache_roots():
         lib = root / f"jit-debug-{key}.so"
         if lib.is_file():
             return lib
@@ -218,7 +210,16 @@ def helper_library() -> Path:
     raise RuntimeError("no writable cache directory for the gdb JIT helper library")
 
 
+def _cache_roots() -> Iterator[Path]:
+    yield cache_dir()
+    import tempfile
+    yield Path(tempfile.gettempdir()) / f"elfkit-{os.getuid()}"
+
+
 def _build(lib: Path) -> None:
+    # the compiler's plumbing is imported here: most processes find the library built
+    import subprocess
+    import tempfile
     errors = []
     with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
         src = Path(tmp) / "jit_debug.c"
@@ -228,7 +229,7 @@ def _build(lib: Path) -> None:
             cmd = [*cc, "-shared", "-fPIC", "-O1", "-nostdlib", "-o", str(out), str(src)]
             try:
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            except (OSError, subprocess.TimeoutExpired) as e:
+            except (OSError, subprocess.SubprocessError) as e:
                 errors.append(f"{' '.join(cc)}: {e}")
                 continue
             if r.returncode == 0 and out.is_file():

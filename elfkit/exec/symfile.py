@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import bisect
 import struct
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from .cache import cache_dir
 from .dwarf_reloc import relocate_dwarf
 
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 3, 4, 10
@@ -67,9 +69,9 @@ def read_sections(data: memoryview) -> list[Section]:
         return []
     if shentsize != want or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
         raise ValueError("section header table out of bounds")
-    raw = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    raw = list(struct.iter_unpack(fmt, data[shoff:shoff + shnum * shentsize]))
     _n, _t, _f, _a, str_off, str_size = raw[shstrndx][:6]
-    names = _bounded(data, str_off, str_size)
+    names = bytes(_bounded(data, str_off, str_size))
     out = []
     for name, typ, flags, addr, off, size, link, _info, _align, entsize in raw:
         if typ != SHT_NOBITS:
@@ -84,18 +86,18 @@ def _bounded(data: memoryview, off: int, size: int) -> memoryview:
     return data[off:off + size]
 
 
-def _cstr(table: memoryview, off: int) -> str:
+def _cstr(table: bytes, off: int) -> str:
     if off >= len(table):
         raise ValueError("string offset out of bounds")
-    end = bytes(table[off:]).find(b"\0")
-    return bytes(table[off:off + end if end >= 0 else len(table)]).decode("utf-8", "replace")
+    end = table.find(b"\0", off)
+    return table[off:end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
 def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
     symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
     if symtab is None or symtab.link >= len(sections) or symtab.size > MAX_SYMTAB_SIZE:
         return []
-    strs = _bounded(data, sections[symtab.link].offset, sections[symtab.link].size)
+    strs = bytes(_bounded(data, sections[symtab.link].offset, sections[symtab.link].size))
     is64 = data[4] == 2
     size = 24 if is64 else 16
     out = []
@@ -115,14 +117,16 @@ def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> lis
     return out
 
 
-def plugin_symbols(module: Any) -> list[PluginSymbol]:
+def plugin_symbols(module: Any, sections: list[Section] | None = None) -> list[PluginSymbol]:
     """The symbols of a loaded ``elfkit.Module`` at their loaded addresses,
     sorted by address: ``.symtab`` (static functions too) when present, else
-    the dynamic symbols."""
+    the dynamic symbols.  ``sections``: the file's section headers when the
+    caller has read them already."""
     elf = module.elf
     bias = module.base
     try:
-        syms = _symtab_symbols(elf.data, read_sections(elf.data), bias)
+        syms = _symtab_symbols(elf.data, read_sections(elf.data) if sections is None
+                               else sections, bias)
     except (ValueError, struct.error):
         syms = []
     if not syms:
@@ -245,7 +249,7 @@ def build_symfile(module: Any) -> bytes:
         secs.append((".text", SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, start, end - start, b"",
                      0, 0, 0))
     ranges = sorted((sec[3], sec[3] + sec[4], i + 1) for i, sec in enumerate(secs))
-    syms = [s for s in plugin_symbols(module) if start <= s.address < end]
+    syms = [s for s in plugin_symbols(module, plugin_secs or None) if start <= s.address < end]
     syms.sort(key=lambda s: s.bind != STB_LOCAL)          # locals first, as ELF requires
     nlocal = 1 + sum(1 for s in syms if s.bind == STB_LOCAL)
     strs = _Strings()
@@ -273,6 +277,34 @@ _dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, in
     weakref.WeakKeyDictionary()
 
 
+#: symfiles of recent loads, by (file bytes, load base, address range, added
+#: symbols): a symfile depends on nothing else, and loading a plugin again after closing
+#: it (load, close, load) usually lands at the same base
+_recent: dict[tuple, bytes] = {}
+_recent_lock = threading.Lock()
+RECENT_MAX = 8
+#: larger files are not kept (their bytes would be the key)
+RECENT_MAX_FILE = 1 << 20
+
+
+def cached_symfile(module: Any) -> bytes:
+    """:func:`build_symfile`, remembered for the last few (file, base) pairs."""
+    data = module.elf.data
+    if len(data) > RECENT_MAX_FILE:
+        return build_symfile(module)
+    key = (bytes(data), module.base, module.address_range,
+           tuple(getattr(module, "added_symbols", ())))
+    with _recent_lock:
+        found = _recent.get(key)
+    if found is None:
+        found = build_symfile(module)
+        with _recent_lock:
+            if len(_recent) >= RECENT_MAX:
+                del _recent[next(iter(_recent))]
+            _recent[key] = found
+    return found
+
+
 def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:
     """The plugin's ``.debug_*`` sections, their addresses moved by the load
     bias ({} when the plugin has none, or they cannot be read)."""
@@ -288,7 +320,7 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
     try:
         found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
-        moved = relocate_dwarf(bytes(data), found, module.base, functions) \
+        moved = relocate_dwarf(bytes(data), found, module.base, functions, cache_dir()) \
             if ".debug_info" in found else {}
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}

@@ -9,6 +9,8 @@ and floats go through the constant table ``K``.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 import struct
 from collections.abc import Callable
 
@@ -18,6 +20,7 @@ from . import runtime
 from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .disasm import IMPORT_BIT, TraceNames, trace_line
+from .layout import ControlFlow, drop_unread
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
 
@@ -36,12 +39,14 @@ def _namespace() -> dict:
         ns[f"UN_{k}"] = v.unpack_from
         ns[f"PK_{k}"] = v.pack_into
     ns.update(REINTERPRET)
+    ns["REPEAT"] = itertools.repeat
+    ns["LEN_HINT"] = operator.length_hint
     ns["_VmError"] = VmError
     ns["_StatusCode"] = StatusCode
     return ns
 
 
-class FunctionTranslator:
+class FunctionTranslator(ControlFlow):
     """Builds the Python source of one function."""
 
     def __init__(self, mod, ordinal: int, blocks: list[Block], where: str,
@@ -80,15 +85,6 @@ class FunctionTranslator:
 
     def const(self, value) -> str:
         return self.mod.const(value)
-
-    # -- code for one remap list ---------------------------------------------
-    def remap(self, pairs, ind: str) -> list[str]:
-        """Block-argument copies, one after another in list order, as IREE's
-        VM does them: the compiler relies on it (it swaps registers through a
-        scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""
-        srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
-        dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
-        return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
 
     def check_regs(self, ins: Instr, regs, codes: str, what: str) -> None:
         if len(regs) != len(codes):
@@ -130,7 +126,7 @@ class FunctionTranslator:
         # registers read as the other kind (integer vs float) than they hold: reinterpret
         # their bits first, as IREE's untyped registers do
         self.coerce = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
-        body = self.dispatch(self.blocks, "            ")
+        body = drop_unread(self.dispatch(self.blocks, "            "))
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
                              [f"r{x}" for x in sorted(self.used_r)]) if n not in pset]
@@ -156,31 +152,10 @@ class FunctionTranslator:
                 f".annotate('at %s+%08X' % ({label}, p)) from e"]
         return "\n".join(head + body + tail) + "\n"
 
-    def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
-        """Select the block whose pc is ``b``: a linear chain for a few blocks,
-        otherwise a binary tree of ``b < pivot`` tests (log2(n) compares)."""
-        out: list[str] = []
-        if len(blocks) > 6:
-            mid = len(blocks) // 2
-            out.append(f"{ind}if b < {blocks[mid].pc}:")
-            out += self.dispatch(blocks[:mid], ind + "    ")
-            out.append(f"{ind}else:")
-            out += self.dispatch(blocks[mid:], ind + "    ")
-            return out
-        inner = ind + "    "
-        for k, blk in enumerate(blocks):
-            out.append(f"{ind}{'if' if k == 0 else 'elif'} b == {blk.pc}:")
-            out.append(f"{inner}L.left -= {len(blk.instrs)}")
-            out.append(f"{inner}if L.left < 0: L.tick()")
-            for ins in blk.instrs:
-                out.extend(self.emit(ins, inner))
-        out.append(f"{ind}else:")
-        out.append(f"{inner}raise _VmError('invalid block', _StatusCode.INTERNAL)")
-        return out
-
-    def emit(self, ins: Instr, ind: str) -> list[str]:
+    def prelude(self, ins: Instr, ind: str) -> list[str]:
+        """What runs before instruction ``ins``: the pc bookkeeping (ops that
+        can raise), register reinterpretations, the trace line."""
         m = ins.mnemonic
-        f = ins.fields
         out: list[str] = []
         if not m.startswith(PURE_PREFIXES) or m.startswith(("select.ref", "const.ref")):
             out.append(f"{ind}p = {ins.pc}")
@@ -194,32 +169,41 @@ class FunctionTranslator:
         if self.trace is not None:
             fmt, exprs = trace_line(ins, self.where, self.trace, self.reg)
             out.append(f"{ind}TW({self.const(fmt)} % ({''.join(e + ', ' for e in exprs)}))")
+        return out
+
+    def operands(self, ins: Instr) -> tuple[str | None, list[str]]:
+        """(register written, registers read) of a register-to-register op."""
+        reads = []
+        dst = None
+        for val, fdef in zip(ins.fields, ins.defs):
+            kind, bank, access = fdef[1], fdef[2], fdef[3]
+            if kind != "register":
+                continue
+            reg = self.ref_reg(val) if bank == "ref" else self.int_reg(val)
+            if access == "write":
+                dst = reg
+            else:
+                reads.append(reg)
+        return dst, reads
+
+    def emit(self, ins: Instr, ind: str) -> list[str]:
+        m = ins.mnemonic
+        out = self.prelude(ins, ind)
         tmpl = SIMPLE_OPS.get(m)
         wrapped = WRAPPED_OPS.get(m)
         if wrapped is not None:
             tmpl = wrapped[0]
         if tmpl is not None:
-            reads = []
-            dst = None
-            for (_name, val), fdef in zip(zip(ins.names, f), ins.defs):
-                kind, bank, access = fdef[1], fdef[2], fdef[3]
-                if kind != "register":
-                    continue
-                reg = self.ref_reg(val) if bank == "ref" else self.int_reg(val)
-                if access == "write":
-                    dst = reg
-                else:
-                    reads.append(reg)
-            expr = tmpl.format(**dict(zip("abc", reads)))
-            out.append(f"{ind}{dst} = {expr}")
+            dst, reads = self.operands(ins)
+            out.append(f"{ind}{dst} = {tmpl.format(**dict(zip('abc', reads)))}")
             if wrapped is not None:
-                lo, hi, fn = RESULT_RANGES[wrapped[1]]
-                out.append(f"{ind}if {dst} < {lo} or {dst} > {hi}: {dst} = {fn}({dst})")
+                lo, hi, wrap = RESULT_RANGES[wrapped[1]]
+                out.append(f"{ind}if {dst} < {lo} or {dst} > {hi}: {dst} = {wrap.format(x=dst)}")
             return out
         meth = getattr(self, "op_" + m.replace(".", "_"), None)
         if meth is None:
             raise self.fail(ins, f"unimplemented opcode '{m}'")
-        out.extend(meth(ins, f, ind))
+        out.extend(meth(ins, ins.fields, ind))
         return out
 
     # -- constants -------------------------------------------------------------
@@ -427,43 +411,6 @@ class FunctionTranslator:
                 f"{self.int_reg(f[2])})"]
 
     # -- control flow ------------------------------------------------------------
-    def op_br(self, ins, f, ind):
-        return self.remap(f[1], ind) + [f"{ind}b = {f[0]}", f"{ind}continue"]
-
-    def op_cond_br(self, ins, f, ind):
-        cond, t, tr, e, er = f
-        out = [f"{ind}if {self.int_reg(cond)}:"]
-        out += self.remap(tr, ind + "    ") + [f"{ind}    b = {t}", f"{ind}else:"]
-        out += self.remap(er, ind + "    ") + [f"{ind}    b = {e}", f"{ind}continue"]
-        return out
-
-    def op_br_table(self, ins, f, ind):
-        idx, dflt, dremap, _n, cases = f
-        x = self.int_reg(idx)
-        out = []
-        for k, (t, rm) in enumerate(cases):
-            out.append(f"{ind}{'if' if k == 0 else 'elif'} {x} == {k}:")
-            out += self.remap(rm, ind + "    ") + [f"{ind}    b = {t}"]
-        if cases:
-            out.append(f"{ind}else:")
-            out += self.remap(dremap, ind + "    ") + [f"{ind}    b = {dflt}"]
-        else:
-            out += self.remap(dremap, ind) + [f"{ind}b = {dflt}"]
-        out.append(f"{ind}continue")
-        return out
-
-    # debug-only ops behave as plain branches / no-ops
-    op_break = op_br
-
-    def op_cond_break(self, ins, f, ind):
-        cond, t, rm = f
-        return [f"{ind}if {self.int_reg(cond)}:"] + self.remap(rm, ind + "    ") + \
-            [f"{ind}    b = {t}", f"{ind}    continue"]
-
-    def op_yield(self, ins, f, ind):
-        # vmrt runs synchronously: a yield resumes immediately at its target
-        return self.op_br(ins, f, ind)
-
     def op_trace(self, ins, f, ind):
         return []
 
@@ -533,13 +480,12 @@ class FunctionTranslator:
 
     def op_call_yieldable(self, ins, f, ind):
         callee, args, dest, results = f
-        return self._plain_call(ins, callee, args, results, ind) + [f"{ind}b = {dest}",
-                                                                     f"{ind}continue"]
+        return self._plain_call(ins, callee, args, results, ind) + self.jump(dest, ind)
 
     def op_call_variadic_yieldable(self, ins, f, ind):
         callee, segs, args, dest, results = f
         return self._plain_call(ins, callee, args, results, ind, segments=segs) + \
-            [f"{ind}b = {dest}", f"{ind}continue"]
+            self.jump(dest, ind)
 
 
 # per-width generated ops

@@ -33,8 +33,12 @@ for _w, _bits, _M, _S in (("i32", 32, "4294967295", 31), ("i64", 64, "1844674407
         f"select.{_w}": "{b} if {a} else {c}",
     })
 WRAPPED_OPS["trunc.i64.i32"] = ("{a}", 32)
-RESULT_RANGES = {32: ("-2147483648", "2147483647", "wrap_i32"),
-          64: ("-9223372036854775808", "9223372036854775807", "wrap_i64")}
+#: per width: (lowest, highest, wrapping expression of ``{x}``); the wrap is
+#: inline (no call) since an overflowing multiply may need it every time
+RESULT_RANGES = {
+    32: ("-2147483648", "2147483647", "(({x} + 2147483648) & 4294967295) - 2147483648"),
+    64: ("-9223372036854775808", "9223372036854775807",
+         "(({x} + 9223372036854775808) & 18446744073709551615) - 9223372036854775808")}
 SIMPLE_OPS.update({
     "trunc.i32.i8": "{a} & 255", "trunc.i32.i16": "{a} & 65535",
     "ext.i8.i32.s": "(({a} + 128) & 255) - 128", "ext.i8.i32.u": "{a} & 255",

@@ -73,6 +73,25 @@ def test_symfile_carries_symbols_at_loaded_addresses(plugins):
     assert symfile not in jit.entries()
 
 
+def test_reloads_register_symfiles_at_each_load_address(plugins):
+    # load, close, load (usually the same base: the symfile may be reused) and
+    # two loads open at once (two bases): each entry is at its own module's base
+    jit = _jit()
+    path = plugins.path("kernels", ARCH)
+    with open(path, "rb") as f:
+        linked = ELFFile(f).get_section_by_name(".text")["sh_addr"]
+
+    def text_addr(symfile: bytes) -> int:
+        return ELFFile(io.BytesIO(symfile)).get_section_by_name(".text")["sh_addr"]
+
+    for _ in range(3):
+        with elfkit.load(path) as m:
+            assert text_addr(jit.entries()[0]) == m.base + linked
+    with elfkit.load(path) as a, elfkit.load(path) as b:
+        assert a.base != b.base
+        assert [text_addr(x) for x in jit.entries()[:2]] == [b.base + linked, a.base + linked]
+
+
 def test_registration_can_be_turned_off(plugins, monkeypatch):
     jit = _jit()
     monkeypatch.setenv("ELFKIT_GDB_JIT", "0")
@@ -168,6 +187,38 @@ def test_gdb_reads_the_plugins_dwarf_at_the_load_address(tmp_path, dwarf):
     assert re.search(rf"\$2 = \(int32_t \*\) {base + g_total:#x} <g_total>", out), out
     assert "$3 = 2" in out
     assert "RESULT 18" in out                        # 0 + 3 + 6 + 9
+
+
+def _low_pcs(elf_bytes: bytes) -> dict[str, int]:
+    """name -> DW_AT_low_pc of the functions in a file's DWARF (pyelftools)."""
+    out = {}
+    for cu in ELFFile(io.BytesIO(elf_bytes)).get_dwarf_info().iter_CUs():
+        for die in cu.iter_DIEs():
+            if die.tag == "DW_TAG_subprogram" and "DW_AT_low_pc" in die.attributes:
+                out[die.attributes["DW_AT_name"].value.decode()] = \
+                    die.attributes["DW_AT_low_pc"].value
+    return out
+
+
+def test_dwarf_address_sites_are_kept_per_file(tmp_path, monkeypatch):
+    # the first load finds where the DWARF holds addresses and keeps that in
+    # the cache directory; a load at another base moves them from there
+    jit = _jit()
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ELFKIT_CACHE_DIR", str(cache))
+    src = tmp_path / "dwarfy.c"
+    src.write_text(DWARF_SOURCE)
+    so = compile_plugin(src, ARCH, tmp_path / "dwarfy.so", cflags=["-gdwarf-4"])
+    linked = _low_pcs(so.read_bytes())
+    assert {"helper", "outer"} <= set(linked)
+    with elfkit.load(so) as a:
+        first = jit.entries()[0]
+        assert len(list(cache.glob("dwarf-sites-*"))) == 1
+        with elfkit.load(so) as b:
+            second = jit.entries()[0]
+            assert a.base != b.base
+            for symfile, m in ((first, a), (second, b)):
+                assert _low_pcs(symfile) == {n: m.base + v for n, v in linked.items()}
 
 
 def test_damaged_debug_info_never_fails_a_load(tmp_path):

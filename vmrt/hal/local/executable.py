@@ -53,6 +53,8 @@ from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .prepared import NativeDispatch
 
+#: the format of VM bytecode executables (loaded by vmvx_executable.py)
+VMVX_FORMAT = "vmvx-bytecode-fb"
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
 _WS_BATCH = 4096
@@ -598,4 +600,4 @@ def _runtime_imports() -> Any:
 
 
 __all__ = ["DispatchError", "Executable", "ExecutableError", "ExportInfo", "ImportInfo",
-           "find_export"]
+           "VMVX_FORMAT", "find_export"]

@@ -7,15 +7,16 @@ with one plugin manager resolving every executable's imports, or into a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
-from .executable import Executable
+from .executable import VMVX_FORMAT, Executable
 from .plugins.manager import PluginManager, register_plugins
-from .vmvx_executable import FORMAT as VMVX_FORMAT
-from .vmvx_executable import VmvxExecutable
+
+if TYPE_CHECKING:
+    from .vmvx_executable import VmvxExecutable
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
 FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
@@ -95,6 +96,7 @@ class ExecutableLoader:
         selects the vmvx loader (else the bytes are an ELF or FatELF)."""
         exe: Any
         if executable_format == VMVX_FORMAT:
+            from .vmvx_executable import VmvxExecutable  # the vmvx kernels: only for vmvx
             exe = VmvxExecutable.load(bytes(data), constants, name=name)
         else:
             exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants,

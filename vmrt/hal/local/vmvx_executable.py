@@ -36,10 +36,10 @@ from ...vm.context import Context
 from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
-from .executable import ExportInfo, find_export
+from .executable import VMVX_FORMAT, ExportInfo, find_export
 from .vmvx import VmvxModule
 
-FORMAT = "vmvx-bytecode-fb"
+FORMAT = VMVX_FORMAT
 ENTRY_CCONV = "0rrriiiiiiiii_v"
 SET_CONSTANTS = "__set_constants"
 

@@ -1,0 +1,288 @@
+"""Block layout and branches of a translated function (used by codegen.py).
+
+A translated function is a ``while True`` loop selecting the block whose pc
+is ``b``.  Three things keep a hot loop out of that selection:
+
+* **superblocks**: a block ending in an unconditional ``br`` to a small
+  block that ends in some other branch gets a copy of that block appended
+  (the loop header of a ``for`` loop is copied to the end of its body);
+* **self loops**: a block (with its appended copy) that can branch back to
+  itself becomes an inner loop: the back edge is a ``continue``, other
+  exits set ``b`` and ``break`` to the selection; when the body only
+  computes registers, the loop runs the iterations the budget has left
+  before its next check and charges them in bulk (:meth:`counted_loop`);
+* **compare and branch**: a ``cmp.*`` whose result is the condition of the
+  ``cond_br`` right after it becomes the ``if`` itself (the register still
+  gets its 0 or 1 in each arm).
+
+The instruction budget is charged at the top of each (super)block, as
+before: a copied block is charged with its host when everything before it
+cannot raise, so nothing observable happens before the charge.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .decoder import MOVE_BIT, Block, Instr
+from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
+
+__all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
+
+#: largest block (in instructions) copied to the end of a predecessor
+INLINE_MAX = 8
+
+
+def cannot_raise(ins: Instr) -> bool:
+    """Whether ``ins`` only computes registers (no effect, no exception)."""
+    m = ins.mnemonic
+    return m.startswith(PURE_PREFIXES) and not m.startswith(
+        ("select.ref", "const.ref", "br", "cond_br", "return", "yield", "break", "cond_break"))
+
+
+def _condition(mnemonic: str) -> str | None:
+    """The boolean expression of a ``cmp.*`` template ``1 if X else 0``."""
+    tmpl = SIMPLE_OPS.get(mnemonic)
+    if tmpl is None or not mnemonic.startswith("cmp.") or not (
+            tmpl.startswith("1 if ") and tmpl.endswith(" else 0")):
+        return None
+    return tmpl[len("1 if "):-len(" else 0")]
+
+
+class ControlFlow:
+    """Blocks, superblocks and branches; mixed into the translator."""
+
+    # provided by the translator (codegen.FunctionTranslator)
+    blocks: list[Block]
+    trace: Any
+    coerce: dict[int, list]
+    emit: Callable[[Instr, str], list[str]]
+    prelude: Callable[[Instr, str], list[str]]
+    operands: Callable[[Instr], tuple[str | None, list[str]]]
+    reg: Callable[[int], str]
+    int_reg: Callable[[int], str]
+
+    #: pc of the block being emitted as an inner loop (None: not in one)
+    loop_pc: int | None = None
+    #: back edges emitted for ``loop_pc``
+    self_jumps = 0
+    #: whether blocks charge the budget themselves (not in a counted loop)
+    charges = True
+    #: the ``br`` whose target is appended in place (falls through)
+    inline_br: Instr | None = None
+
+    # -- layout ------------------------------------------------------------------
+    def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
+        """Select the block whose pc is ``b``: a linear chain for a few blocks,
+        otherwise a binary tree of ``b < pivot`` tests (log2(n) compares)."""
+        out: list[str] = []
+        if len(blocks) > 6:
+            mid = len(blocks) // 2
+            out.append(f"{ind}if b < {blocks[mid].pc}:")
+            out += self.dispatch(blocks[:mid], ind + "    ")
+            out.append(f"{ind}else:")
+            out += self.dispatch(blocks[mid:], ind + "    ")
+            return out
+        inner = ind + "    "
+        for k, blk in enumerate(blocks):
+            out.append(f"{ind}{'if' if k == 0 else 'elif'} b == {blk.pc}:")
+            out += self.arm(blk, inner)
+        out.append(f"{ind}else:")
+        out.append(f"{inner}raise _VmError('invalid block', _StatusCode.INTERNAL)")
+        return out
+
+    def arm(self, blk: Block, ind: str) -> list[str]:
+        """The code of one block: an inner loop when it branches to itself."""
+        self.loop_pc, self.self_jumps = blk.pc, 0
+        self.charges = not self.counted(blk)
+        body = self.superblock(blk, ind + ("    " if self.charges else "        "))
+        looped = self.self_jumps > 0
+        self.loop_pc = None
+        if looped and self.charges:
+            return [f"{ind}while True:"] + body
+        if looped:
+            return self.counted_loop(blk, body, ind)
+        self.charges = True
+        return self.superblock(blk, ind)
+
+    def counted(self, blk: Block) -> bool:
+        """Whether a self loop of ``blk`` can charge its budget in bulk: its
+        body only computes registers, so nothing in it reads or raises."""
+        nxt = self.appended(blk)
+        run = blk.instrs if nxt is None else blk.instrs + nxt.instrs
+        return self.trace is None and run[-1].mnemonic in ("cond_br", "br_table") and all(
+            cannot_raise(i) or i.mnemonic == "br" and i is blk.instrs[-1] for i in run[:-1])
+
+    def counted_loop(self, blk: Block, body: list[str], ind: str) -> list[str]:
+        """A self loop whose budget is charged once per run of iterations:
+        ``REPEAT`` yields the iterations the budget has left before its next
+        check (``L.tick`` then refills it, or raises, at the same iteration
+        as a per-iteration charge would); leaving charges what ran (``repeat``
+        makes no int per iteration; what it has left says how many ran)."""
+        nxt = self.appended(blk)
+        cost = len(blk.instrs) + (len(nxt.instrs) if nxt is not None else 0)
+        i1, i2 = ind + "    ", ind + "        "
+        return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
+                 f"{i1}li = REPEAT(None, ln)", f"{i1}for _ in li:"] + body +
+                [f"{i1}else:", f"{i2}L.left -= ln * {cost} + {cost}",
+                 f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
+                 f"{i1}L.left -= (ln - LEN_HINT(li)) * {cost}", f"{i1}break"])
+
+    def appended(self, blk: Block) -> Block | None:
+        """The block copied to the end of ``blk``, if any."""
+        if not blk.instrs or blk.instrs[-1].mnemonic != "br":
+            return None
+        target = blk.instrs[-1].fields[0]
+        nxt = next((b for b in self.blocks if b.pc == target), None)
+        if nxt is None or nxt is blk or not nxt.instrs or len(nxt.instrs) > INLINE_MAX \
+                or nxt.instrs[-1].mnemonic == "br":
+            return None
+        return nxt
+
+    def superblock(self, blk: Block, ind: str) -> list[str]:
+        nxt = self.appended(blk)
+        tick = _tick if self.charges else _no_tick
+        if nxt is None:
+            return tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
+        early = all(cannot_raise(i) for i in blk.instrs[:-1])
+        out = tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
+        out += self.straight(blk.instrs[:-1], ind)
+        self.inline_br = blk.instrs[-1]
+        out += self.emit(blk.instrs[-1], ind)          # its copies, then fall through
+        self.inline_br = None
+        if not early:
+            out += tick(len(nxt.instrs), ind)
+        return out + self.straight(nxt.instrs, ind)
+
+    def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
+        """A run of instructions, compares fused with the branch after them."""
+        out: list[str] = []
+        i = 0
+        while i < len(instrs):
+            if i + 1 < len(instrs):
+                fused = self.fused(instrs[i], instrs[i + 1], ind)
+                if fused is not None:
+                    out += fused
+                    i += 2
+                    continue
+            out += self.emit(instrs[i], ind)
+            i += 1
+        return out
+
+    def fused(self, cmp: Instr, br: Instr, ind: str) -> list[str] | None:
+        cond = _condition(cmp.mnemonic)
+        if cond is None or br.mnemonic != "cond_br" or self.trace is not None \
+                or br.pc in self.coerce:
+            return None
+        dst, reads = self.operands(cmp)
+        _c, t, tr, e, er = br.fields
+        if dst is None or dst != self.int_reg(_c):
+            return None
+        inner = ind + "    "
+        return (self.prelude(cmp, ind)
+                + [f"{ind}if {cond.format(**dict(zip('abc', reads)))}:"]
+                + self.flag(dst, 1, tr, t, inner) + self.remap(tr, inner) + self.jump(t, inner)
+                + [f"{ind}else:"]
+                + self.flag(dst, 0, er, e, inner) + self.remap(er, inner) + self.jump(e, inner))
+
+    def flag(self, dst: str, value: int, pairs: tuple, target: int, ind: str) -> list[str]:
+        """The compare's result stored on one edge, unless the edge's copies
+        do not read it and the target's first instruction overwrites it
+        without reading it (a register op)."""
+        blk = next((b for b in self.blocks if b.pc == target), None)
+        first = blk.instrs[0] if blk is not None and blk.instrs else None
+        if first is not None and first.pc not in self.coerce and (
+                first.mnemonic in SIMPLE_OPS or first.mnemonic in WRAPPED_OPS) \
+                and all(self.reg(src & ~MOVE_BIT) != dst for src, _ in pairs):
+            written, read = self.operands(first)
+            if written == dst and dst not in read:
+                return []
+        return [f"{ind}{dst} = {value}"]
+
+    # -- branches ----------------------------------------------------------------
+    def jump(self, target: int, ind: str) -> list[str]:
+        """Go to block ``target``."""
+        if self.loop_pc is None:
+            return [f"{ind}b = {target}", f"{ind}continue"]
+        if target == self.loop_pc:
+            self.self_jumps += 1
+            return [f"{ind}continue"]
+        return [f"{ind}b = {target}", f"{ind}break"]
+
+    def remap(self, pairs: tuple, ind: str) -> list[str]:
+        """Block-argument copies, one after another in list order, as IREE's
+        VM does them: the compiler relies on it (it swaps registers through a
+        scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""
+        srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
+        dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
+        return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
+
+    def op_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        if ins is self.inline_br:
+            return self.remap(f[1], ind)
+        return self.remap(f[1], ind) + self.jump(f[0], ind)
+
+    def op_cond_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        cond, t, tr, e, er = f
+        inner = ind + "    "
+        return ([f"{ind}if {self.int_reg(cond)}:"] + self.remap(tr, inner) + self.jump(t, inner)
+                + [f"{ind}else:"] + self.remap(er, inner) + self.jump(e, inner))
+
+    def op_br_table(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        idx, dflt, dremap, _n, cases = f
+        x = self.int_reg(idx)
+        inner = ind + "    "
+        if not cases:
+            return self.remap(dremap, ind) + self.jump(dflt, ind)
+        out: list[str] = []
+        for k, (t, rm) in enumerate(cases):
+            out.append(f"{ind}{'if' if k == 0 else 'elif'} {x} == {k}:")
+            out += self.remap(rm, inner) + self.jump(t, inner)
+        out.append(f"{ind}else:")
+        return out + self.remap(dremap, inner) + self.jump(dflt, inner)
+
+    # debug-only ops behave as plain branches / no-ops
+    def op_break(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        return self.remap(f[1], ind) + self.jump(f[0], ind)
+
+    def op_cond_break(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        cond, t, rm = f
+        return [f"{ind}if {self.int_reg(cond)}:"] + self.remap(rm, ind + "    ") + \
+            self.jump(t, ind + "    ")
+
+    def op_yield(self, ins: Instr, f: tuple, ind: str) -> list[str]:
+        # vmrt runs synchronously: a yield resumes immediately at its target
+        return self.op_break(ins, f, ind)
+
+
+def _tick(n: int, ind: str) -> list[str]:
+    """Charge ``n`` instructions to the budget (L.tick checks it and the deadline)."""
+    return [f"{ind}L.left -= {n}", f"{ind}if L.left < 0: L.tick()"]
+
+
+def _no_tick(n: int, ind: str) -> list[str]:
+    return []
+
+
+_COPY = re.compile(r"\s*(i\d+) = (?:i\d+|-?\d+|-?\d+\.\d+)$")
+_NAME = re.compile(r"\bi\d+\b")
+
+
+def drop_unread(lines: list[str]) -> list[str]:
+    """``lines`` without the copies and constants stored into integer
+    registers nothing reads (block arguments the compiler passes along to
+    registers it never uses again)."""
+    written: dict[str, int] = {}
+    for line in lines:
+        m = _COPY.match(line)
+        if m:
+            written[m.group(1)] = written.get(m.group(1), 0) + 1
+    if not written:
+        return lines
+    seen: dict[str, int] = {}
+    for line in lines:
+        for name in _NAME.findall(line):
+            seen[name] = seen.get(name, 0) + 1
+    unread = {n for n, k in written.items() if seen.get(n, 0) == k}
+    return [line for line in lines if not ((m := _COPY.match(line)) and m.group(1) in unread)]
