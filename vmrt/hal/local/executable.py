@@ -39,6 +39,7 @@ from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
+from .emulated_workers import EmulatedWorkers, can_replicate
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -122,6 +123,8 @@ class Executable:
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
         self._ws_dtype: Any = None                  # numpy dtype of a workgroup state
         self._scratch = threading.local()           # native: a reusable dispatch-state block
+        #: emulated, threads > 1: the worker machines (made on first use)
+        self.workers: EmulatedWorkers | None = None
 
     # -- loading ----------------------------------------------------------------
     @classmethod
@@ -260,6 +263,7 @@ class Executable:
     def _bind_constants(self, lib: abi.LibraryV0, constants: Sequence[int] | None) -> None:
         need = lib.constant_count
         given = list(constants or [])
+        self.constants = tuple(given)
         if need != len(given):
             raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
                                   f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
@@ -323,7 +327,8 @@ class Executable:
         tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
         binding order; what the code writes lands in them) with ``constants``
         (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
-        independent workgroups on several host threads (native only).
+        independent workgroups on several host threads (an emulated
+        executable on one machine per thread: see ``emulated_workers``).
         ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
         DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
         between workgroups.  ``order`` runs only these linear workgroup
@@ -345,6 +350,11 @@ class Executable:
             return bindings
         threads = max(1, int(threads))
         if self.backend != "native":
+            if threads > 1 and order is None and can_replicate(self):
+                self.workers = self.workers or EmulatedWorkers(self)
+                self.workers.dispatch(exp, wc, ws3, arrays, dargs.u32_words(
+                    constants, f"{where}: constants"), threads, where, deadline)
+                return bindings
             threads = 1
         mem = GuestMemory(self.machine)     # per-dispatch allocations
         native = self.backend == "native"
@@ -560,6 +570,8 @@ class Executable:
         was_open = not self.closed
         self.closed = True
         if was_open:
+            if self.workers is not None:
+                self.workers.close()
             self._mem.free_all()
             self.module.close()
 
