@@ -62,3 +62,102 @@ def test_emulated_local_task_matches_local_sync(hal_compile, emulation, two_thre
     elif fn == "scale":
         np.testing.assert_allclose(task, np.sin(args[0] * np.float32(1.25)), rtol=1e-5,
                                    atol=1e-5)
+
+
+# -- the Python API: Executable.dispatch(threads=N) ------------------------------
+
+def _index(n: int) -> list[int]:
+    return [n & 0xFFFFFFFF, n >> 32]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("alias", ["x", "y"])
+def test_threaded_in_place_saxpy_aliases(iree, emulation, arch, alias):
+    """The output binding is an input (one host array bound twice): every
+    worker machine sees one copy of it, and the result is what the code
+    wrote, identical to one thread."""
+    n = 32 * 40 + 5
+    rng = np.random.default_rng(5)
+    x0 = rng.standard_normal(n).astype(np.float32)
+    y0 = rng.standard_normal(n).astype(np.float32)
+    results = []
+    with vmrt.Executable.load(iree.compile("codegen", arch).library) as exe:
+        for threads in (1, 2):
+            x, y = x0.copy(), y0.copy()
+            out = x if alias == "x" else y
+            exe.dispatch("saxpy", -(-n // 32), [x, y, out], [1.5, *_index(n)], threads=threads)
+            results.append(out.tobytes())
+        assert len(exe.workers.machines) == 1
+    assert results[0] == results[1]
+    assert results[0] != (x0 if alias == "x" else y0).tobytes()
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_threaded_fault_reported_and_other_worker_stopped(iree, emulation, arch, monkeypatch):
+    """Worker 1's first workgroup reads past binding 0: the fault is reported
+    against the binding exactly as on one thread, and worker 0 is stopped
+    long before the end of its half of a large grid."""
+    groups = 20000
+    n = 32 * groups
+    calls = {}
+    orig_entry = vmrt.Executable.entry
+
+    def counting_entry(self, exp):
+        fn = orig_entry(self, exp)
+
+        def counted(*args, **kwargs):
+            calls[id(self)] = calls.get(id(self), 0) + 1
+            return fn(*args, **kwargs)
+        return counted
+    x = np.ones(n // 2, np.float32)                   # too small for the second half
+    y = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with vmrt.Executable.load(iree.compile("codegen", arch).library) as exe:
+        with pytest.raises(vmrt.DispatchError) as sync_err:
+            exe.dispatch("saxpy", groups, [x, y, out], [1.0, *_index(n)], order=[groups // 2])
+        monkeypatch.setattr(vmrt.Executable, "entry", counting_entry)
+        with pytest.raises(vmrt.DispatchError) as e:
+            exe.dispatch("saxpy", groups, [x, y, out], [1.0, *_index(n)], threads=2)
+        assert e.value.code == vmrt.StatusCode.OUT_OF_RANGE
+        assert str(e.value) == str(sync_err.value)
+        assert f"workgroup ({groups // 2}, 0, 0)" in str(e.value)
+        assert calls[id(exe)] < groups // 2            # worker 0 did not finish its half
+        assert not out.any()                           # a failed dispatch writes nothing back
+        monkeypatch.undo()
+        exe.dispatch("saxpy", groups, [y, y, out], [1.0, *_index(n)], threads=2)
+        assert (out == 2).all()
+
+
+def test_deadline_stops_a_threaded_emulated_dispatch(hal_compile, emulation, two_threads):
+    vmfb = hal_compile("slow_matmul.mlir", "aarch64")
+    a = np.ones((1024, 1024), np.float32)
+    with vmrt.load(vmfb, device="local-task", timeout=0.5) as prog:
+        with pytest.raises(vmrt.BudgetExceeded) as e:
+            prog.mm(a, a)
+        assert e.value.code == vmrt.StatusCode.DEADLINE_EXCEEDED
+        assert 2 in two_threads
+        np.testing.assert_array_equal(prog.small(np.arange(4, dtype=np.float32)),
+                                      [0, 2, 4, 6])
+
+
+def test_worker_machines_closed_with_the_executable(iree, emulation):
+    import gc
+    import weakref
+
+    import elfkit
+    n = 32 * 8
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    exe = vmrt.Executable.load(iree.compile("codegen", "riscv64").library)
+    exe.dispatch("saxpy", 8, [x, x, out], [1.0, *_index(n)], threads=3)
+    assert (out == 2).all()
+    machines = exe.workers.machines
+    assert len(machines) == 2 and exe.machine not in machines
+    refs = [weakref.ref(m) for m in machines]
+    exe.close()
+    for m in machines:
+        with pytest.raises(elfkit.ModuleClosedError):
+            m.alloc(16)
+    del m, machines
+    gc.collect()
+    assert all(r() is None for r in refs)

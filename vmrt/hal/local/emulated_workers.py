@@ -202,6 +202,7 @@ class _Job:
         self.exp, self.wc, self.ws3, self.cbytes = exp, wc, ws3, cbytes
         self.threads, self.where, self.deadline, self.shared = threads, where, deadline, shared
         self.stop = threading.Event()
+        self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
 
     def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, list]:
@@ -223,33 +224,45 @@ class _Job:
 
     def run(self, parts: list[tuple], bounds: list[tuple[int, int]]) -> None:
         pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
-        futures = [pool.submit(self.run_range, t, parts[t], *bounds[t])
+        futures = [pool.submit(self.run_guarded, t, parts, *bounds[t])
                    for t in range(1, len(parts))] if pool else []
         errors: list[BaseException] = []
         try:
-            self.run_range(0, parts[0], *bounds[0])
-        except BaseException as e:  # noqa: BLE001 - Ctrl-C too: stop the others first
+            self.run_guarded(0, parts, *bounds[0])
+        except BaseException as e:  # noqa: BLE001 - reported after the others stopped
             errors.append(e)
-            self.halt(parts)
         for f in futures:
-            try:
-                e2 = f.exception()
-            except BaseException as e3:  # noqa: BLE001 - Ctrl-C while waiting
-                self.halt(parts)
-                errors.append(e3)
-                e2 = f.exception()
+            while True:
+                try:
+                    e2 = f.exception()
+                    break
+                except BaseException as e3:  # noqa: BLE001 - Ctrl-C while waiting
+                    self.halt(parts)
+                    errors.append(e3)
             if e2 is not None:
                 errors.append(e2)
-                self.halt(parts)
-        for e in errors:
-            if not isinstance(e, _Stopped):
-                raise e
+        for err in errors:
+            if not isinstance(err, _Stopped):
+                raise err
+
+    def run_guarded(self, t: int, parts: list[tuple], start: int, end: int) -> None:
+        """Worker ``t``'s range; when it fails, the other workers stop too."""
+        self.running.add(t)
+        try:
+            self.run_range(t, parts[t], start, end)
+        except BaseException:
+            self.running.discard(t)
+            self.halt(parts)
+            raise
+        finally:
+            self.running.discard(t)
 
     def halt(self, parts: list[tuple]) -> None:
-        """Stop every worker: at its next workgroup, and inside the current one."""
+        """Stop every worker: at its next workgroup, and inside the current one
+        (only machines whose worker is still in its range are cancelled)."""
         self.stop.set()
-        for p in parts:
-            p[0].machine.cancel(wait=0)
+        for t in list(self.running):
+            parts[t][0].machine.cancel(wait=0)
 
     def run_range(self, t: int, part: tuple, start: int, end: int) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""
@@ -262,7 +275,7 @@ class _Job:
             base = mem.alloc_bytes(rec.tobytes(), 16)
             k = 0
             try:
-                for k in range(len(idx)):  # noqa: B007 - names the failing workgroup
+                for k in range(len(idx)):  # k names the failing workgroup
                     if stop.is_set():
                         raise _Stopped()
                     if deadline is None:
@@ -284,7 +297,7 @@ class _Job:
                     raise _Stopped() from None
                 raise BudgetExceeded(f"{self.where}: execution timed out",
                                      StatusCode.DEADLINE_EXCEEDED) from None
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - a fault: reported against its workgroup
                 self._fail(e, guards, _xyz(idx[k], self.wc))
             finally:
                 mem.free(base)
