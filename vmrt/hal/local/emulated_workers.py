@@ -297,7 +297,9 @@ class _Job:
                     raise _Stopped() from None
                 raise BudgetExceeded(f"{self.where}: execution timed out",
                                      StatusCode.DEADLINE_EXCEEDED) from None
-            except Exception as e:  # noqa: BLE001 - a fault: reported against its workgroup
+            except Exception as e:              # a fault: reported against its workgroup
+                if stop.is_set():               # (or how a call stopped by cancel ended)
+                    raise _Stopped() from e
                 self._fail(e, guards, _xyz(idx[k], self.wc))
             finally:
                 mem.free(base)
