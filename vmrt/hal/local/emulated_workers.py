@@ -48,16 +48,20 @@ class _Stopped(Exception):
     """A worker stopped because another one failed (never reported)."""
 
 
-def can_replicate(exe: Any) -> bool:
-    """Whether ``exe`` (an emulated executable) can run on worker machines:
-    none of its imports is resolved (a resolved import calls a plugin living
-    in the executable's own machine)."""
-    return exe.backend == "emulated" and not any(i.function for i in exe.imports)
+def use_workers(exe: Any, threads: int, wc: tuple[int, int, int], order: Any) -> bool:
+    """Whether a dispatch of ``exe`` runs on worker machines: an emulated
+    executable, several threads and workgroups, no explicit order, and none
+    of its imports resolved (a resolved import calls a plugin living in the
+    executable's own machine)."""
+    return (threads > 1 and order is None and wc[0] * wc[1] * wc[2] > 1
+            and exe.backend == "emulated" and not any(i.function for i in exe.imports))
 
 
 class SharedBindings:
     """One dispatch's bindings in page-aligned host blocks, each alias group
-    once, mapped into any number of machines."""
+    once, mapped into any number of machines.  ``blocks`` are those of the
+    previous dispatch, reused when the sizes match (so are the machines'
+    mappings of them); ``used`` those of this one."""
 
     def __init__(self, arrays: Sequence[Any], blocks: dict[tuple[int, int], Any]):
         import numpy as np
@@ -65,13 +69,15 @@ class SharedBindings:
         self.groups = alias_groups(self.arrays)
         #: per group: (host block, offset of the group's span in it, span size)
         self.placed: list[tuple[Any, int, int]] = []
+        self.used: dict[tuple[int, int], Any] = {}
         for g, group in enumerate(self.groups):
             lo, hi = self._span(group)
             n = hi - lo
             size = -(-(n + 63) // 4096) * 4096
             block = blocks.get((g, size))
             if block is None:
-                block = blocks[(g, size)] = page_aligned_empty(size, np.uint8)
+                block = page_aligned_empty(size, np.uint8)
+            self.used[(g, size)] = block
             off = (size - n) & ~63
             block[:off] = 0
             block[off + n:] = 0
@@ -173,6 +179,7 @@ class EmulatedWorkers:
             self._grow(threads - 1)
             execs = [self.exe, *self.workers[:threads - 1]]
             shared = SharedBindings(arrays, self.blocks)
+            self.blocks = shared.used
             step, extra = divmod(total, threads)
             bounds, start = [], 0
             for t in range(threads):
@@ -320,4 +327,4 @@ class _Job:
         self.mapped = []
 
 
-__all__ = ["EmulatedWorkers", "SharedBindings", "can_replicate"]
+__all__ = ["EmulatedWorkers", "SharedBindings", "use_workers"]

@@ -39,7 +39,7 @@ from ..buffer import aligned_bytes
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
-from .emulated_workers import EmulatedWorkers, can_replicate
+from .emulated_workers import EmulatedWorkers, use_workers
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -350,7 +350,7 @@ class Executable:
             return bindings
         threads = max(1, int(threads))
         if self.backend != "native":
-            if threads > 1 and order is None and can_replicate(self):
+            if use_workers(self, threads, wc, order):
                 self.workers = self.workers or EmulatedWorkers(self)
                 self.workers.dispatch(exp, wc, ws3, arrays, dargs.u32_words(
                     constants, f"{where}: constants"), threads, where, deadline)
