@@ -162,3 +162,20 @@ def test_worker_machines_closed_with_the_executable(iree, emulation):
     del m, machines
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_traced_machine_keeps_one_thread(iree, emulation, tmp_path):
+    """An execution trace watches one machine: a traced executable is not
+    replicated, so the trace holds every workgroup's code."""
+    n = 32 * 8
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with vmrt.Executable.load(iree.compile("codegen", "aarch64").library) as exe:
+        exe.machine.trace(tmp_path / "trace.txt", mode="compact")
+        assert exe.machine.observed
+        exe.dispatch("saxpy", 8, [x, x, out], [1.0, *_index(n)], threads=2)
+        exe.machine.trace(None)
+        assert not exe.machine.observed
+        assert exe.workers is None
+    assert (out == 2).all()
+    assert (tmp_path / "trace.txt").stat().st_size > 0

@@ -24,7 +24,8 @@ When one worker fails (a fault, a deadline, Ctrl-C on the calling thread),
 the others are stopped: between workgroups by a shared flag and inside one
 by ``Machine.cancel``; the first error is raised.  Executables whose imports
 were resolved by plugins are not replicated (their plugins live in the
-manager's machine): they keep running on one thread.
+manager's machine), nor those whose machine gdb or a trace watches: they
+keep running on one thread.
 """
 from __future__ import annotations
 
@@ -50,11 +51,13 @@ class _Stopped(Exception):
 
 def use_workers(exe: Any, threads: int, wc: tuple[int, int, int], order: Any) -> bool:
     """Whether a dispatch of ``exe`` runs on worker machines: an emulated
-    executable, several threads and workgroups, no explicit order, and none
-    of its imports resolved (a resolved import calls a plugin living in the
-    executable's own machine)."""
+    executable, several threads and workgroups, no explicit order, none of
+    its imports resolved (a resolved import calls a plugin living in the
+    executable's own machine), and its machine not watched by gdb or a
+    trace (which would miss the workgroups run elsewhere)."""
     return (threads > 1 and order is None and wc[0] * wc[1] * wc[2] > 1
-            and exe.backend == "emulated" and not any(i.function for i in exe.imports))
+            and exe.backend == "emulated" and not any(i.function for i in exe.imports)
+            and not exe.machine.observed)
 
 
 class SharedBindings:
