@@ -179,3 +179,60 @@ def test_traced_machine_keeps_one_thread(iree, emulation, tmp_path):
         assert exe.workers is None
     assert (out == 2).all()
     assert (tmp_path / "trace.txt").stat().st_size > 0
+
+
+CTRL_C_CHILD = """
+import os, signal, threading, numpy as np, vmrt
+from vmrt.hal.local.device import Device
+init = Device.__init__
+def two(self, *a, **k):
+    init(self, *a, **k)
+    self.dispatch_threads = 2
+Device.__init__ = two
+calls = []
+entry = vmrt.Executable.entry
+def counting(self, exp):
+    fn = entry(self, exp)
+    def counted(*a, **k):
+        calls.append(1)
+        return fn(*a, **k)
+    return counted
+vmrt.Executable.entry = counting
+from vmrt.hal.local.emulated_workers import EmulatedWorkers
+grids = []
+run = EmulatedWorkers.dispatch
+def recording(self, exp, wc, *a, **k):
+    grids.append(wc[0] * wc[1] * wc[2])
+    return run(self, exp, wc, *a, **k)
+EmulatedWorkers.dispatch = recording
+a = np.ones((1024, 1024), np.float32)
+with vmrt.load({vmfb!r}, device="local-task") as prog:
+    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    try:
+        prog.mm(a, a)
+        print("not interrupted")
+    except KeyboardInterrupt:
+        print("interrupted", len(calls), grids[-1])
+    print(prog.small(np.arange(4, dtype=np.float32)).tolist())
+"""
+
+
+def test_ctrl_c_stops_every_worker(hal_compile, emulation):
+    """Ctrl-C interrupts the worker on the main thread; the other worker is
+    cancelled too, so fewer workgroups start than either worker's half, and the
+    program stays usable."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    vmfb = hal_compile("slow_matmul.mlir", "aarch64")
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, "-c", CTRL_C_CHILD.format(vmfb=str(vmfb))],
+                          capture_output=True, text=True, timeout=600, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")
+    word, started, total = lines[0].split()
+    assert word == "interrupted", proc.stdout
+    assert int(started) < int(total) // 2          # less than the half of one worker
+    assert lines[1] == "[0.0, 2.0, 4.0, 6.0]"
