@@ -4,8 +4,8 @@ The 512x512 f32 matmul of row 12, compiled for aarch64 (the program of row
 15b), run through ``vmrt.load`` on this x86_64 machine, so every dispatch is
 emulated: under local-task each worker thread runs its range of workgroups
 in an emulated machine of its own.  Both devices interleaved, medians; the
-results must be bit-identical.  The peer column is what the machine allows
-at that moment: the speed-up of two independent processes doing the same
+results must be bit-identical.  The peer column is what the machine allowed
+right after: the speed-up of two independent processes doing the same
 pure-Python work in parallel over doing it twice in one process (on an idle
 2-core machine ~2×; other jobs on the machine lower it for everyone).
 """
@@ -77,7 +77,7 @@ def local_task_emulated(cfg: Config) -> list[Row]:
                 note=(f"one emulated machine per worker thread, bit-identical results; "
                       f"{os.cpu_count()} cores; CPU seconds per call {cpu['local-sync']:.2f} "
                       f"(sync) vs {cpu['local-task']:.2f} (task, all threads); peer: two "
-                      f"independent processes vs one doing both, measured in the same run"),
+                      f"independent processes vs one doing both, measured right after"),
                 data={"sync_s": res["local-sync"], "task_s": res["local-task"],
                       "sync_cpu_s": cpu["local-sync"], "task_cpu_s": cpu["local-task"],
                       "ceiling": ceiling})]

@@ -95,7 +95,7 @@ WHY = {
     "12b": "each worker thread runs its share of the workgroups in an emulated machine of "
            "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
            "on both devices (see the note) and only free cores turn them into a speed-up; "
-           "the peer column is what two independent processes got at that moment.",
+           "the peer column is what two independent processes got right after.",
     "14a": "start-up: a device run imports numpy (40-70 ms here, more than iree-run-module's "
            "whole run) and vmrt's HAL, and creates ~50 dataclasses at import (~15 % of the "
            "start-up under cProfile); iree-run-module is one C binary. The dispatches "
@@ -165,7 +165,7 @@ HOW = [
     "**12b** the same comparison for the 512x512 matmul compiled for aarch64 (the program "
     "of 15b), so every dispatch is emulated (one emulated machine per worker thread); the "
     "peer column is the speed-up of two independent processes running a pure-Python loop "
-    "over one process running both, measured in the same run (the machine's ceiling).",
+    "over one process running both, measured right after in the same run (what other jobs left free).",
     "**13** steady state through `vmrt.load(prog, device=\"local-sync\")[f](*arrays)` vs "
     "`np.asarray(iree.runtime.load_vm_flatbuffer_file(prog, driver=\"local-sync\")[f]"
     "(*arrays))`, interleaved, module and context made once: an MNIST MLP (784 → 128 ReLU → "
