@@ -165,7 +165,8 @@ HOW = [
     "**12b** the same comparison for the 512x512 matmul compiled for aarch64 (the program "
     "of 15b), so every dispatch is emulated (one emulated machine per worker thread); the "
     "peer column is the speed-up of two independent processes running a pure-Python loop "
-    "over one process running both, measured right after in the same run (what other jobs left free).",
+    "over one process running both, measured right after in the same run (what other "
+    "jobs left free).",
     "**13** steady state through `vmrt.load(prog, device=\"local-sync\")[f](*arrays)` vs "
     "`np.asarray(iree.runtime.load_vm_flatbuffer_file(prog, driver=\"local-sync\")[f]"
     "(*arrays))`, interleaved, module and context made once: an MNIST MLP (784 → 128 ReLU → "
