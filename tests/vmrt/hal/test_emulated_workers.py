@@ -236,3 +236,40 @@ def test_ctrl_c_stops_every_worker(hal_compile, emulation):
     assert word == "interrupted", proc.stdout
     assert int(started) < int(total) // 2          # fewer than worker 1's half alone
     assert lines[1] == "[0.0, 2.0, 4.0, 6.0]"
+
+
+def test_cancel_from_another_thread_stops_every_worker(iree, emulation):
+    """``EmulatedWorkers.cancel`` (what an invocation's cancel calls) stops
+    every worker and the dispatch raises CANCELLED; nothing is copied back.
+    The cancel is issued from inside the 50th workgroup call, so the test
+    does not depend on timing."""
+    import threading
+
+    from vmrt.hal.local.dispatch_args import u32_words
+    groups = 20000
+    n = 32 * groups
+    x = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+    with vmrt.Executable.load(iree.compile("codegen", "riscv64").library) as exe:
+        exe.dispatch("saxpy", 2, [x[:64], x[:64], out[:64]], [1.0, *_index(64)], threads=2)
+        out[:] = 0
+        workers = exe.workers
+        exp = exe.export("saxpy")
+        calls = []
+        lock = threading.Lock()
+
+        def call(fn, machine, args):
+            with lock:
+                calls.append(machine)
+                if len(calls) == 50:
+                    threading.Thread(target=workers.cancel).start()
+            return int(fn(*args))
+        with pytest.raises(vmrt.VmError) as e:
+            workers.dispatch(exp, (groups, 1, 1), exp.workgroup_size, [x, x, out],
+                             u32_words([1.0, *_index(n)], "constants"), 2, "saxpy", None,
+                             call=call)
+        assert e.value.code == vmrt.StatusCode.CANCELLED
+        assert len(calls) < groups // 2
+        assert not out.any()
+        exe.dispatch("saxpy", 2, [x[:64], x[:64], out[:64]], [1.0, *_index(64)], threads=2)
+        assert (out[:64] == 2).all()

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import elfkit
@@ -151,6 +151,7 @@ class EmulatedWorkers:
         self.workers: list[Any] = []          # extra Executables, one machine each
         self.blocks: dict[tuple[int, int], Any] = {}
         self.lock = threading.Lock()          # one parallel dispatch at a time
+        self.job: _Job | None = None          # the dispatch running
 
     def _grow(self, count: int) -> None:
         exe = self.exe
@@ -173,9 +174,14 @@ class EmulatedWorkers:
 
     def dispatch(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  arrays: Sequence[Any], cbytes: bytes, threads: int, where: str,
-                 deadline: float | None) -> None:
+                 deadline: float | None, *, call: Callable[..., int] | None = None,
+                 timed_out: Callable[[elfkit.CallTimeout], VmError] | None = None) -> None:
         """Every workgroup of ``wc`` on ``threads`` machines (at most one per
-        workgroup); what the code writes lands in ``arrays``."""
+        workgroup); what the code writes lands in ``arrays``.  ``call(fn,
+        machine, args)`` runs one workgroup (default: started before
+        ``deadline`` and stopped at it); ``timed_out`` turns a guest call
+        stopped by its limits into the error raised (default:
+        DEADLINE_EXCEEDED)."""
         total = wc[0] * wc[1] * wc[2]
         threads = max(1, min(threads, total))
         with self.lock:
@@ -188,13 +194,24 @@ class EmulatedWorkers:
             for t in range(threads):
                 bounds.append((start, start + step + (t < extra)))
                 start = bounds[-1][1]
-            job = _Job(exp, wc, ws3, cbytes, threads, where, deadline, shared)
+            job = self.job = _Job(exp, wc, ws3, cbytes, threads, where, deadline, shared,
+                                  call, timed_out)
             try:
-                parts = [job.prepare(w, t) for t, w in enumerate(execs)]
+                parts = job.parts = [job.prepare(w, t) for t, w in enumerate(execs)]
                 job.run(parts, bounds)
             finally:
+                self.job = None
                 job.release()
             shared.copy_back()
+
+    def cancel(self, error: VmError | None = None) -> None:
+        """Stop the dispatch running (from any thread): every worker stops,
+        and the dispatch raises ``error`` (default: CANCELLED)."""
+        job = self.job
+        if job is not None:
+            job.cancelled = error or VmError(f"{job.where}: the dispatch was cancelled",
+                                             StatusCode.CANCELLED)
+            job.halt(job.parts)
 
     def close(self) -> None:
         workers, self.workers = self.workers, []
@@ -208,12 +225,29 @@ class _Job:
 
     def __init__(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  cbytes: bytes, threads: int, where: str, deadline: float | None,
-                 shared: SharedBindings):
+                 shared: SharedBindings, call: Callable[..., int] | None,
+                 timed_out: Callable[[elfkit.CallTimeout], VmError] | None):
         self.exp, self.wc, self.ws3, self.cbytes = exp, wc, ws3, cbytes
         self.threads, self.where, self.deadline, self.shared = threads, where, deadline, shared
         self.stop = threading.Event()
         self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
+        self.parts: list[tuple] = []
+        self.cancelled: VmError | None = None
+        self.call: Callable[..., int] = call or self.deadline_call
+        self.timed_out: Callable[[elfkit.CallTimeout], VmError] = timed_out or self.deadline_error
+
+    def deadline_call(self, fn: Any, _machine: Any, args: tuple[int, int, int]) -> int:
+        """One workgroup, started only before the deadline and stopped at it."""
+        if self.deadline is None:
+            return int(fn(*args))
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise elfkit.CallTimeout("the deadline passed before the workgroup started")
+        return int(fn(*args, timeout=left))
+
+    def deadline_error(self, _e: elfkit.CallTimeout) -> VmError:
+        return BudgetExceeded(f"{self.where}: execution timed out", StatusCode.DEADLINE_EXCEEDED)
 
     def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, list]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
@@ -254,6 +288,8 @@ class _Job:
         for err in errors:
             if not isinstance(err, _Stopped):
                 raise err
+        if self.cancelled is not None:
+            raise self.cancelled
 
     def run_guarded(self, t: int, parts: list[tuple], start: int, end: int) -> None:
         """Worker ``t``'s range; when it fails, the other workers stop too."""
@@ -278,7 +314,7 @@ class _Job:
         """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""
         exe, fn, ds, local, mem, guards = part
         size = mem.layout.ws_size
-        env, deadline, stop = exe.env, self.deadline, self.stop
+        env, stop, call, machine = exe.env, self.stop, self.call, exe.machine
         for first in range(start, end, _BATCH):
             idx = range(first, min(first + _BATCH, end))
             rec = exe.workgroup_records(self.wc, idx, t, local, self.exp.local_memory_size)
@@ -288,25 +324,17 @@ class _Job:
                 for k in range(len(idx)):  # k names the failing workgroup
                     if stop.is_set():
                         raise _Stopped()
-                    if deadline is None:
-                        r = fn(env, ds, base + k * size)
-                    else:
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            raise elfkit.CallTimeout("the deadline passed before the "
-                                                     "workgroup started")
-                        r = fn(env, ds, base + k * size, timeout=left)
+                    r = call(fn, machine, (env, ds, base + k * size))
                     if r:
                         raise DispatchError(f"{self.where} returned catastrophic error {r} in "
                                             f"workgroup {_xyz(idx[k], self.wc)}",
                                             StatusCode.INTERNAL)
             except (VmError, _Stopped):
                 raise
-            except elfkit.CallTimeout:
+            except elfkit.CallTimeout as e:
                 if stop.is_set():
                     raise _Stopped() from None
-                raise BudgetExceeded(f"{self.where}: execution timed out",
-                                     StatusCode.DEADLINE_EXCEEDED) from None
+                raise self.timed_out(e) from None
             except Exception as e:              # a fault: reported against its workgroup
                 if stop.is_set():               # (or how a call stopped by cancel ended)
                     raise _Stopped() from e
