@@ -28,9 +28,9 @@ def two_threads(monkeypatch):
     used: list[int] = []
     orig = EmulatedWorkers.dispatch
 
-    def spy(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline):
+    def spy(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline, **kwargs):
         used.append(min(threads, wc[0] * wc[1] * wc[2]))
-        return orig(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline)
+        return orig(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline, **kwargs)
     monkeypatch.setattr(EmulatedWorkers, "dispatch", spy)
     return used
 
