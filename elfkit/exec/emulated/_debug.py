@@ -112,6 +112,12 @@ class DebugSupport(MachineState):
         """Whether the running call was asked to stop (cancel, timeout, signal)."""
         return self._stop is not None
 
+    @property
+    def observed(self) -> bool:
+        """Whether gdb (``debug``) or an execution trace (``trace``) watches
+        this machine, so code run on another machine would go unseen."""
+        return self._gdb is not None or self._tracer is not None
+
     def module_at(self, addr: int) -> Any:
         """The attached module whose image holds ``addr``, else None."""
         for mod in self._modules:

@@ -47,6 +47,7 @@ from .dispatch_limits import (
     stop_error,
     stopping_guest,
 )
+from .emulated_workers import EmulatedWorkers, dispatch_under_limits, use_workers
 from .export_symbols import name_exports
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
@@ -133,6 +134,8 @@ class Executable:
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
         self._ws_dtype: Any = None                  # numpy dtype of a workgroup state
         self._scratch = threading.local()           # native: a reusable dispatch-state block
+        #: emulated, threads > 1: the worker machines (made on first use)
+        self.workers: EmulatedWorkers | None = None
 
     # -- loading ----------------------------------------------------------------
     @classmethod
@@ -270,6 +273,7 @@ class Executable:
     def _bind_constants(self, lib: abi.LibraryV0, constants: Sequence[int] | None) -> None:
         need = lib.constant_count
         given = list(constants or [])
+        self.constants = tuple(given)
         if need != len(given):
             raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
                                   f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
@@ -333,7 +337,8 @@ class Executable:
         tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
         binding order; what the code writes lands in them) with ``constants``
         (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
-        independent workgroups on several host threads (native only).
+        independent workgroups on several host threads (an emulated
+        executable on one machine per thread: see ``emulated_workers``).
         ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
         DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
         between workgroups.  ``order`` runs only these linear workgroup
@@ -355,6 +360,11 @@ class Executable:
             return bindings
         threads = max(1, int(threads))
         if self.backend != "native":
+            if use_workers(self, threads, wc, order):
+                self.workers = self.workers or EmulatedWorkers(self)
+                dispatch_under_limits(self.workers, exp, wc, ws3, arrays, dargs.u32_words(
+                    constants, f"{where}: constants"), threads, where, deadline)
+                return bindings
             threads = 1
         mem = GuestMemory(self.machine)     # per-dispatch allocations
         native = self.backend == "native"
@@ -565,6 +575,8 @@ class Executable:
         was_open = not self.closed
         self.closed = True
         if was_open:
+            if self.workers is not None:
+                self.workers.close()
             self._mem.free_all()
             try:
                 self.module.close()
