@@ -185,7 +185,7 @@ class RaceChecker:
         etype = export_element_type(obs.names()[1], self.element_type)
         g = dtype_of(etype).itemsize if etype else 1
         owners = [np.full(-(-c.size // g), -1, np.int64) for c in work.copies]
-        prev = None if hooked else [c.copy() for c in work.copies]
+        prev: list[Any] = [] if hooked else [c.copy() for c in work.copies]
         pairs: dict[tuple[int, int, int], list[Any]] = {}
         for k in range(total):
             writes: list[Any] | None = [] if hooked else None

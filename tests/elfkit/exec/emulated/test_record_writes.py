@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("unicorn")
 
-import elfkit  # noqa: E402
-from elfkit.toolchain import compile_plugin  # noqa: E402
+import elfkit
+from elfkit.toolchain import compile_plugin
 
 SOURCE = r"""
 #include <stdint.h>
