@@ -207,7 +207,7 @@ class DebugSupport(MachineState):
         # a store is hooked by its first byte: start early enough to see one
         # that begins before the first range and reaches into it
         hook = self._add_hook(C.UC_HOOK_MEM_WRITE, cfn, max(spans[0][0] - _WIDEST_STORE, 1),
-                              spans[-1][1] - 1)
+                              max(hi for _lo, hi in spans) - 1)
         self._uc.ctl_flush_tb()
         try:
             yield seen
