@@ -1,6 +1,7 @@
 """Debugging support of ``EmulatedMachine`` (a mixin): source lines for fault
 reports (DWARF ``.debug_line`` of attached modules, or resolvers the caller
-registers), register dumps and the execution trace switch.
+registers), register dumps, the execution trace switch and recording of
+guest stores (``record_writes``).
 
 Reports read the machine through the public accessors defined here and in
 ``_machine.py``; ``_faults.py`` and ``_tracer.py`` import nothing from the
@@ -9,8 +10,9 @@ machine.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _uc
@@ -27,6 +29,7 @@ else:
 
 C = _uc.C
 lib = _uc.lib
+_WIDEST_STORE = 64         # bytes a single guest store may write at most
 
 
 class DebugSupport(MachineState):
@@ -179,6 +182,47 @@ class DebugSupport(MachineState):
                 self._uc.ctl_flush_tb()
         finally:
             stub.close()
+
+    @contextlib.contextmanager
+    def record_writes(self, ranges: Iterable[tuple[int, int]]
+                      ) -> Iterator[list[tuple[int, int]]]:
+        """Record the stores guest code makes into the guest ranges
+        ``(address, size)`` while the ``with`` block runs: yields a list that
+        fills with one ``(address, size)`` per store (clipped to the range it
+        falls in; a store reaching two ranges counts in each), in program
+        order.  Every store counts, also one that writes the value already
+        there; writes through :meth:`write` or by host callbacks do not.
+        Costs nothing outside the block: the memory hook exists only inside
+        it (the translation cache is flushed on entry and exit)."""
+        self._check_open()
+        spans = sorted((int(a), int(a) + int(n)) for a, n in ranges if n > 0)
+        seen: list[tuple[int, int]] = []
+        if not spans:
+            yield seen
+            return
+
+        def on_write(_h: Any, _kind: int, address: int, size: int, _value: int,
+                     _ud: Any) -> None:
+            end = address + size
+            for lo, hi in spans:
+                if address < hi and lo < end:
+                    a = max(address, lo)
+                    seen.append((a, min(end, hi) - a))
+
+        cfn = _uc.HOOK_MEM(on_write)
+        # a store is hooked by its first byte: start early enough to see one
+        # that begins before the first range and reaches into it
+        hook = self._add_hook(C.UC_HOOK_MEM_WRITE, cfn, max(spans[0][0] - _WIDEST_STORE, 1),
+                              max(hi for _lo, hi in spans) - 1)
+        self._uc.ctl_flush_tb()
+        try:
+            yield seen
+        finally:
+            if not self._closed:
+                self._del_hook(hook)
+                self._uc.ctl_flush_tb()
+            if cfn in self._hooks:
+                self._hooks.remove(cfn)
 
     def trace(self, target: Any = None, *, mode: str = "block") -> None:
         """Start writing an execution trace to ``target`` (a path or a text

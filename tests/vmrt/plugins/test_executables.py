@@ -436,6 +436,37 @@ def test_saxpy_in_place(iree, arch, alias, request, rng):
     assert_axpy(out, alpha, x0, y0)
 
 
+def _bytes(writes, binding):
+    """The sorted byte offsets of ``binding`` that ``writes`` stored to."""
+    return sorted({off + i for b, off, n in writes if b == binding for i in range(n)})
+
+
+@pytest.mark.parametrize("alias", [False, True])
+def test_emulated_dispatch_records_its_writes(iree, alias, emulation, rng):
+    """``writes=`` lists every store into a binding, one of an unchanged
+    value too: saxpy's workgroup 1 (of 32 elements) writes out[32:64]."""
+    n = 100
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = y if alias else np.zeros(n, np.float32)
+    with Executable.load(iree.compile("codegen", "aarch64").library) as exe:
+        exe.dispatch("saxpy", (4, 1, 1), [x, y, out], [0.0, *index(n)])  # out = y
+        before = out.copy()
+        writes: list = []
+        exe.dispatch("saxpy", (4, 1, 1), [x, y, out], [0.0, *index(n)], order=[1],
+                     writes=writes)
+    np.testing.assert_array_equal(out, before)       # every store kept the value there
+    assert _bytes(writes, 2) == list(range(4 * 32, 4 * 64))
+    assert _bytes(writes, 0) == []
+    assert _bytes(writes, 1) == (_bytes(writes, 2) if alias else [])
+
+
+def test_native_dispatch_cannot_record_writes(codegen_exe):
+    z = np.zeros(4, np.float32)
+    with pytest.raises(DispatchError, match="only an emulated dispatch can record its writes"):
+        codegen_exe.dispatch("saxpy", (1, 1, 1), [z, z, z], [0.0, *index(4)], writes=[])
+
+
 def test_alias_groups():
     from vmrt.hal.local.bindings import alias_groups
     buf = np.zeros(32, np.float32)

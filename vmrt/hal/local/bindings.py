@@ -10,7 +10,8 @@ against its binding.  Only the bytes of the bindings are copied in; nothing
 else of the host is reachable from the guest."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from elfkit.exec.base import PROT_NONE
@@ -109,6 +110,25 @@ class StagedBindings:
                 if a.flags.writeable:
                     off = a.ctypes.data - lo
                     a.reshape(-1).view(np.uint8)[:] = span[off:off + a.nbytes]
+
+    @contextlib.contextmanager
+    def recording(self, out: list[tuple[int, int, int]] | None) -> Iterator[None]:
+        """While the block runs (after :meth:`stage`), append to ``out`` one
+        ``(binding, byte offset, size)`` per guest store into a binding (for
+        each binding the stored bytes fall in; bindings that alias see the
+        same store), a store of the value already there included.  Does
+        nothing (and installs no hook) when ``out`` is None."""
+        if out is None:
+            yield
+            return
+        ranges = [(p, a.nbytes) for p, a in zip(self.ptrs, self.arrays)]
+        with self.machine.record_writes(sorted(set(ranges))) as seen:
+            yield
+        for addr, n in seen:
+            for b, (p, size) in enumerate(ranges):
+                lo, hi = max(addr, p), min(addr + n, p + size)
+                if lo < hi:
+                    out.append((b, lo - p, hi - lo))
 
     def explain_fault(self, e: BaseException) -> str | None:
         """A message for a fault in a guard page, naming the binding."""

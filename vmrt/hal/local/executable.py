@@ -23,6 +23,7 @@ dispatch code -> import thunk -> plugin entirely inside the emulated CPU.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
@@ -332,7 +333,8 @@ class Executable:
                  bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
                  workgroup_size: Sequence[int] | None = None, threads: int = 1,
                  processor_id: int = 0, deadline: float | None = None,
-                 order: Sequence[int] | None = None) -> list[Any]:
+                 order: Sequence[int] | None = None,
+                 writes: list[tuple[int, int, int]] | None = None) -> list[Any]:
         """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
         tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
         binding order; what the code writes lands in them) with ``constants``
@@ -342,8 +344,10 @@ class Executable:
         ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
         DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
         between workgroups.  ``order`` runs only these linear workgroup
-        indices (x fastest), one after another in that order.  Returns
-        ``bindings``."""
+        indices (x fastest), one after another in that order.  ``writes``
+        (emulated only): a list that gets ``(binding, byte offset, size)`` of
+        every store the code makes into a binding (a memory write hook; see
+        ``StagedBindings.recording``).  Returns ``bindings``."""
         import numpy as np
         self.check_open()
         exp = self.export(export)
@@ -358,6 +362,8 @@ class Executable:
                                 f"{len(constants)} given")
         if wc[0] * wc[1] * wc[2] == 0:
             return bindings
+        if writes is not None and self.backend == "native":
+            raise DispatchError(f"{where}: only an emulated dispatch can record its writes")
         threads = max(1, int(threads))
         if self.backend != "native":
             if use_workers(self, threads, wc, order):
@@ -386,7 +392,9 @@ class Executable:
             else:
                 indices = range(total) if order is None else \
                     dargs.workgroup_order(order, total, where)
-                with stopping_guest(self.machine, None if native else limits):
+                with stopping_guest(self.machine, None if native else limits), \
+                        contextlib.nullcontext() if self._staged is None \
+                        else self._staged.recording(writes):
                     self._run(fn, ds, exp, wc, indices, processor_id, mem, where, deadline,
                               limits)
             if self._staged is not None:

@@ -6,18 +6,22 @@ observer (:func:`vmrt.hal.dispatch_observer.observe_dispatches`) that runs each
 dispatch of a CPU executable with more than one workgroup itself, on copies
 of its bindings:
 
-1. forward, one workgroup at a time, comparing the bindings after each: the
-   bytes a workgroup changed are its write set; a byte changed by two
-   workgroups is an overlap (reported with both workgroup ids);
+1. forward, one workgroup at a time: the bytes a workgroup writes are its
+   write set (see below); a byte written by two workgroups is an overlap
+   (reported with both workgroup ids);
    (bytes are grouped into elements when the export name ends in an
    element type, as IREE names dispatches: ``..._4x8_f32``);
 2. in reverse and in a shuffled order, from the same starting contents: bytes
    whose final value depends on the order are reported too (a workgroup that
    reads what another writes).
 
-The forward result is then written to the real buffers and the program goes
-on.  Natively and emulated alike, a write that stores the value already
-there is invisible to the comparison (it cannot change a result either).
+Write sets of an emulated executable are recorded exactly, with a memory
+write hook over the bindings' guest copies (``Executable.dispatch(writes=)``,
+``EmulatedMachine.record_writes``): a store of the value already there counts,
+so two workgroups storing the same value to the same bytes are reported too.
+Natively the bytes are compared instead, and such a store is invisible (it
+cannot change a result either).  The forward result is then written to the
+real buffers and the program goes on.
 """
 from __future__ import annotations
 
@@ -100,6 +104,27 @@ class _Work:
                 return b, pos - off
         return 0, pos
 
+    def changed(self, prev: list[Any]) -> list[Any]:
+        """Per span: the byte positions that differ from ``prev`` (which is
+        brought up to date)."""
+        import numpy as np
+        out = []
+        for c, p in zip(self.copies, prev):
+            changed = np.flatnonzero(c != p)
+            p[changed] = c[changed]
+            out.append(changed)
+        return out
+
+    def stored(self, writes: Sequence[tuple[int, int, int]]) -> list[Any]:
+        """Per span: the byte positions of the ``(binding, offset, size)``
+        stores ``writes`` (sorted, each once)."""
+        import numpy as np
+        parts: list[list[Any]] = [[] for _ in self.copies]
+        for b, off, n in writes:
+            i, base = self.where[b]
+            parts[i].append(np.arange(base + off, base + off + n))
+        return [np.unique(np.concatenate(p)) if p else np.zeros(0, np.int64) for p in parts]
+
     def write_back(self) -> None:
         for (buf, lo, hi), c in zip(self.spans, self.copies):
             if buf.bytes.flags.writeable:
@@ -151,23 +176,25 @@ class RaceChecker:
         work = _Work(obs)
         arrays = work.bindings()
 
-        def run(order: Sequence[int]) -> None:
+        hooked = exe.backend != "native"    # emulated: a memory write hook sees every store
+
+        def run(order: Sequence[int], writes: list[Any] | None = None) -> None:
             exe.dispatch(cmd.ordinal, wc, arrays, list(cmd.constants), order=order,
-                         deadline=obs.deadline)
+                         deadline=obs.deadline, writes=writes)
 
         etype = export_element_type(obs.names()[1], self.element_type)
         g = dtype_of(etype).itemsize if etype else 1
         owners = [np.full(-(-c.size // g), -1, np.int64) for c in work.copies]
-        prev = [c.copy() for c in work.copies]
+        prev: list[Any] = [] if hooked else [c.copy() for c in work.copies]
         pairs: dict[tuple[int, int, int], list[Any]] = {}
         for k in range(total):
-            run([k])
-            for s, (c, p, own) in enumerate(zip(work.copies, prev, owners)):
-                changed = np.flatnonzero(c != p)
-                if changed.size == 0:
+            writes: list[Any] | None = [] if hooked else None
+            run([k], writes)
+            written = work.stored(writes) if writes is not None else work.changed(prev)
+            for s, (positions, own) in enumerate(zip(written, owners)):
+                if positions.size == 0:
                     continue
-                p[changed] = c[changed]
-                units = np.unique(changed // g)
+                units = np.unique(positions // g)
                 earlier = own[units]
                 hit = (earlier >= 0) & (earlier != k)
                 for other in np.unique(earlier[hit]):
