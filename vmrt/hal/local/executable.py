@@ -27,8 +27,7 @@ import contextlib
 import os
 import struct
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import elfkit
@@ -50,6 +49,7 @@ from .dispatch_limits import (
 )
 from .emulated_workers import EmulatedWorkers, dispatch_under_limits, use_workers
 from .export_symbols import name_exports
+from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
@@ -60,58 +60,6 @@ VMVX_FORMAT = "vmvx-bytecode-fb"
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
 _WS_BATCH = 4096
-
-
-@dataclass(frozen=True)
-class ExportInfo:
-    """One entry point of an executable."""
-
-    ordinal: int
-    name: str
-    function: int                      # address of the dispatch function
-    flags: int
-    binding_count: int
-    constant_count: int
-    workgroup_size: tuple[int, int, int]
-    local_memory_size: int
-    parameter_count: int
-    has_attrs: bool = True
-
-    def describe(self) -> str:
-        x, y, z = self.workgroup_size
-        mem = f" local_memory={self.local_memory_size}" if self.local_memory_size else ""
-        return (f"@{self.name} ordinal({self.ordinal}) bindings={self.binding_count} "
-                f"constants={self.constant_count} workgroup_size={x}x{y}x{z}{mem}")
-
-
-def find_export(executable: str, exports: Sequence[ExportInfo],
-                by_name: Mapping[str, ExportInfo], which: str | int | ExportInfo) -> ExportInfo:
-    """An export of any kind of executable by name (a leading '@' allowed)
-    or ordinal; DispatchError naming the choices when there is none."""
-    if isinstance(which, ExportInfo):
-        return which
-    if isinstance(which, int):
-        if 0 <= which < len(exports):
-            return exports[which]
-        raise DispatchError(f"executable '{executable}': entry point ordinal {which} out of "
-                            f"bounds (it has {len(exports)})")
-    e = by_name.get(str(which).lstrip("@"))
-    if e is None:
-        raise DispatchError(f"executable '{executable}' has no export '{which}' (exports: "
-                            f"{', '.join(x.name for x in exports) or 'none'})",
-                            StatusCode.NOT_FOUND)
-    return e
-
-
-@dataclass(frozen=True)
-class ImportInfo:
-    """One import of an executable and how it was resolved."""
-
-    name: str                          # as in the library (with '?' when optional)
-    optional: bool
-    function: int                      # 0: unresolved (optional)
-    context: int
-    provider: str | None               # the plugin that provided it
 
 
 def _arch_of(data: bytes, arch: Any, backend: str) -> str:

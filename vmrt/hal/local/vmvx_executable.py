@@ -36,7 +36,8 @@ from ...vm.context import Context
 from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
-from .executable import VMVX_FORMAT, ExportInfo, find_export
+from .executable import VMVX_FORMAT
+from .exports import ExportInfo, find_export
 from .vmvx import VmvxModule
 
 FORMAT = VMVX_FORMAT
