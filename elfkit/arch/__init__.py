@@ -6,9 +6,9 @@ in ``_MODULES``.
 from __future__ import annotations
 
 import importlib
-import platform
 import sys
 
+from .. import machines as _machines
 from ..errors import ArchError
 from ._base import (
     FLAVORS,
@@ -34,8 +34,11 @@ for _a in ARCHES.values():
     for _al in _a.aliases:
         _ALIASES[_al] = _a
 
-MACHINE_NAMES = {a.machine: a.name for a in ARCHES.values()}
-MACHINE_NAMES[243] = "riscv"
+# elfkit.machines is the light copy of (name, machine, bits) for code that must
+# start fast; the two must agree.
+if {a.name: (a.machine, a.bits) for a in ARCHES.values()} != _machines.ARCH_MACHINES:
+    raise ImportError("elfkit.machines.ARCH_MACHINES does not match elfkit.arch.ARCHES")
+MACHINE_NAMES = dict(_machines.MACHINE_NAMES)
 
 
 def get(name: str | Arch) -> Arch:
@@ -59,6 +62,7 @@ def from_machine(machine: int, bits: int) -> Arch:
 
 def host() -> Arch | None:
     """The architecture of the running Python process, or None if not supported."""
+    import platform
     m = platform.machine().lower()
     bits = 64 if sys.maxsize > 2**32 else 32
     table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",

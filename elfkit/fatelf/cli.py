@@ -8,7 +8,6 @@ stdout.  Exit codes: 0 success, 1 ``verify`` found problems, 2 any error
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -302,6 +301,7 @@ def cmd_verify(args: Any) -> int:
     problems = verify(args.file)
     fatal = [p for p in problems if p.severity is Severity.FATAL]
     if args.json:
+        import json
         print(json.dumps({"path": args.file,
                           "ok": all(p.severity is Severity.NOTE for p in problems),
                           "problems": [p.to_dict() for p in problems]}, indent=2))

@@ -27,18 +27,20 @@ one at the previous offset plus ``align_up(size, align)``, with zero padding
 in between and nothing after the last ELF.  At the default 4096 this is byte
 for byte what ``iree-fatelf join`` and icculus ``fatelf-glue`` write.
 
-Nothing here imports anything heavier than the standard library; the
-architecture table (``elfkit.arch``) is imported on first use.
+Nothing here imports anything heavier than the standard library; names
+come from ``elfkit.machines``, and ``elfkit.arch`` is imported only by
+:func:`resolve_arch`.
 """
 from __future__ import annotations
 
 import enum
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
+from ..machines import MACHINE_NAMES, arch_for
+from .frozen import Frozen
 
 __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",
@@ -130,39 +132,24 @@ class Severity(str, enum.Enum):
         return self.value
 
 
-# Display names for machines elfkit does not run (ours come from elfkit.arch).
+# Display names for machines elfkit does not run (ours come from elfkit.machines).
 _OTHER_MACHINES = {0: "none", 2: "sparc", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390",
                    43: "sparcv9", 50: "ia64", 258: "loongarch"}
 
 
 # --------------------------------------------------------------------------
-# architecture names (elfkit.arch imported lazily)
-
-_arch_by_target: dict[tuple[int, int], str] | None = None
-_machine_names: dict[int, str] | None = None
-
-
-def _arch_tables() -> tuple[dict[tuple[int, int], str], dict[int, str]]:
-    global _arch_by_target, _machine_names
-    if _arch_by_target is None or _machine_names is None:
-        from .. import arch as _arch
-        _arch_by_target = {(a.machine, WordSize.BITS64 if a.bits == 64 else WordSize.BITS32): a.name
-                           for a in _arch.ARCHES.values()}
-        names = dict(_OTHER_MACHINES)
-        names.update(_arch.MACHINE_NAMES)
-        _machine_names = names
-    return _arch_by_target, _machine_names
-
+# architecture names (from elfkit.machines; elfkit.arch is imported only to
+# resolve a name or alias)
 
 def arch_name(machine: int, word_size: int) -> str | None:
     """The elfkit arch name for ``e_machine`` and a FatELF/EI_CLASS word size
     (1 = 32-bit, 2 = 64-bit), or None when elfkit has no such architecture."""
-    return _arch_tables()[0].get((machine, word_size))
+    return arch_for(machine, {1: 32, 2: 64}.get(word_size, 0))
 
 
 def machine_name(machine: int) -> str:
     """A display name for an ``e_machine`` value (``riscv`` for 243)."""
-    return _arch_tables()[1].get(machine, f"machine{machine}")
+    return MACHINE_NAMES.get(machine) or _OTHER_MACHINES.get(machine, f"machine{machine}")
 
 
 def osabi_name(osabi: int) -> str:
@@ -195,15 +182,16 @@ def byte_order_text(byte_order: int) -> str:
 # --------------------------------------------------------------------------
 # records and problems
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(Frozen):
     """One FatELF record: which target a slice is for and where it lies.
 
     ``word_size`` and ``byte_order`` use the FatELF numbers (1/2 and
     1 = little, 0 = big).  For a plain ELF read as a FatELF, the single
-    record has offset 0 and the file's size.
+    record has offset 0 and the file's size.  Immutable, compared by value.
     """
 
+    __slots__ = ("index", "machine", "osabi", "osabi_version", "word_size", "byte_order",
+                 "offset", "size", "reserved0", "reserved1")
     index: int
     machine: int
     osabi: int
@@ -212,8 +200,15 @@ class Record:
     byte_order: int
     offset: int
     size: int
-    reserved0: int = 0
-    reserved1: int = 0
+    reserved0: int
+    reserved1: int
+
+    def __init__(self, index: int, machine: int, osabi: int, osabi_version: int,
+                 word_size: int, byte_order: int, offset: int, size: int,
+                 reserved0: int = 0, reserved1: int = 0) -> None:
+        self.init(index=index, machine=machine, osabi=osabi, osabi_version=osabi_version,
+                  word_size=word_size, byte_order=byte_order, offset=offset, size=size,
+                  reserved0=reserved0, reserved1=reserved1)
 
     @property
     def arch(self) -> str | None:
@@ -288,15 +283,19 @@ class Record:
                                   self.reserved1, self.offset, self.size)
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(Frozen):
     """One thing :func:`verify` found wrong.  ``message`` names the record
-    index and file offset where there is one."""
+    index and file offset where there is one.  Immutable, compared by value."""
 
+    __slots__ = ("severity", "message", "index", "offset")
     severity: Severity
     message: str
-    index: int | None = None
-    offset: int | None = None
+    index: int | None
+    offset: int | None
+
+    def __init__(self, severity: Severity, message: str, index: int | None = None,
+                 offset: int | None = None) -> None:
+        self.init(severity=severity, message=message, index=index, offset=offset)
 
     def __str__(self) -> str:
         return self.message

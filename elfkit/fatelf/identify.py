@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FatElfFormatError, InvalidArgumentError
@@ -22,6 +21,7 @@ from .format import (
     hex_prefix,
     parse_header,
 )
+from .frozen import Frozen
 from .reader import FatElf, is_path
 
 __all__ = ["Identity", "identify"]
@@ -32,8 +32,7 @@ _ELF_PREFIX = 20
 _FATELF_PREFIX = HEADER_SIZE + RECORD_SIZE * MAX_RECORDS
 
 
-@dataclass(frozen=True, slots=True)
-class Identity:
+class Identity(Frozen):
     """What :func:`identify` found.  One entry per slice in each tuple (one
     for a plain ELF; none for a FatELF with no records).
 
@@ -45,10 +44,15 @@ class Identity:
     ``word_sizes``: 32 or 64 (bits).
     """
 
+    __slots__ = ("kind", "arches", "machines", "word_sizes")
     kind: str
     arches: tuple[str | None, ...]
     machines: tuple[int, ...]
     word_sizes: tuple[int, ...]
+
+    def __init__(self, kind: str, arches: tuple[str | None, ...], machines: tuple[int, ...],
+                 word_sizes: tuple[int, ...]) -> None:
+        self.init(kind=kind, arches=arches, machines=machines, word_sizes=word_sizes)
 
 
 def _from_records(records: list[Record], where: str) -> Identity:

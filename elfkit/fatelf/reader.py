@@ -7,7 +7,6 @@ itself is ``format.py``, the checks ``checks.py``, the host rules
 """
 from __future__ import annotations
 
-import json
 import mmap
 import os
 from collections.abc import Iterator
@@ -219,6 +218,7 @@ class FatElf:
                 "size": self._size, "records": [r.to_dict() for r in self.records]}
 
     def to_json(self) -> str:
+        import json  # only here: plain `fatelf list` starts without it
         return json.dumps(self.to_dict(), indent=2)
 
 

@@ -12,7 +12,6 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
@@ -37,16 +36,19 @@ from .reader import FatElf, is_path, opened
 _CHUNK = 1 << 20
 
 
-@dataclass(slots=True)
 class _Piece:
     """One ELF to write: from an fd range or from memory."""
 
-    name: str
-    size: int
-    info: ElfHeader
-    fd: int | None = None
-    offset: int = 0
-    view: memoryview | None = None
+    __slots__ = ("name", "size", "info", "fd", "offset", "view")
+
+    def __init__(self, name: str, size: int, info: ElfHeader, fd: int | None = None,
+                 offset: int = 0, view: memoryview | None = None) -> None:
+        self.name = name
+        self.size = size
+        self.info = info
+        self.fd = fd
+        self.offset = offset
+        self.view = view
 
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:

@@ -315,14 +315,29 @@ def test_is_fatelf(tmp_path):
     assert fatelf.is_fatelf(p) and fatelf.is_fatelf(str(p))
 
 
-def test_record_is_frozen_dataclass_with_slots():
-    import dataclasses
+def test_record_is_immutable_with_slots_and_compares_by_value():
+    import pickle
     r = fatelf.read(fatelf.pack([arch_elf("i386")])).records[0]
-    assert dataclasses.is_dataclass(r) and not hasattr(r, "__dict__")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert not hasattr(r, "__dict__")
+    with pytest.raises(AttributeError):
         r.offset = 0  # type: ignore[misc]
+    assert r.offset == 4096
+    same = fatelf.Record(r.index, r.machine, r.osabi, r.osabi_version, r.word_size,
+                         r.byte_order, r.offset, r.size)
+    assert same == r and hash(same) == hash(r) and same != fatelf.Record(1, *[0] * 7)
+    assert pickle.loads(pickle.dumps(r)) == r
+    assert repr(r).startswith("Record(index=0, machine=3, osabi=0, ")
     assert r.arch == "i386" and r.bits == 32 and r.end == r.offset + r.size
     assert r.to_dict()["machine_name"] == "i386"
+
+
+def test_machine_names_agree_with_the_arch_tables():
+    from elfkit import arch
+    for a in arch.ARCHES.values():
+        ws = 2 if a.bits == 64 else 1
+        r = fatelf.Record(0, a.machine, 0, 0, ws, 1, 4096, 1)
+        assert r.arch == a.name and r.machine_name == arch.MACHINE_NAMES[a.machine]
+    assert fatelf.Record(0, 62, 0, 0, 1, 1, 4096, 1).arch is None   # x86_64 is 64-bit only
 
 
 def test_machine_names_include_aarch64_and_riscv():
