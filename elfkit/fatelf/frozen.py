@@ -17,7 +17,7 @@ class FrozenError(AttributeError):
 
 
 class Frozen:
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def init(self, **values: object) -> None:
         """Set the fields (only from the subclass's ``__init__``)."""
@@ -37,7 +37,7 @@ class Frozen:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self.fields() == other.fields()   # type: ignore[attr-defined, no-any-return]
+        return self.fields() == other.fields()
 
     def __hash__(self) -> int:
         return hash(self.fields())
