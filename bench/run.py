@@ -61,8 +61,9 @@ WHY = {
           "1,024 page misses of the 4 MiB buffer again: a fixed per-call cost that shows on the "
           "fast aarch64 loop. With machine.share(array) (mapped once, the note's figure) elfkit "
           "is faster than the raw peer.",
-    "8": "the console script imports only the fatelf family (elfkit.arch and "
-         "elfkit.fatelf.format; the loader is imported lazily), plus, in this editable "
+    "8": "the console script imports only the fatelf family (no dataclasses, no "
+         "elfkit.arch: machine names come from elfkit.machines; the loader is imported "
+         "lazily), plus typing, argparse (which imports shutil) and, in this editable "
          "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
