@@ -17,14 +17,39 @@
   header, shipped inside the package; ``python -m elfkit --cmake-dir`` and
   ``--include-dir`` print them.
 
-Nothing here is imported by ``import elfkit``.
+Nothing here is imported by ``import elfkit``, and the submodules are
+imported on first use of a name, so that registering ``elfkit toolchain``
+(``elfkit --help``) does not import the builder (subprocess, hashlib).
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ..errors import ToolchainError
-from .compile import compile_plugin
-from .flags import HASH_STYLES, cflags, cmake_script, format_flags, ldflags
-from .paths import cmake_dir, cmake_modules_dir, include_dir
-from .project import build_plugin_project
-from .tools import find_tool, zig
+
+if TYPE_CHECKING:
+    from .compile import compile_plugin
+    from .flags import HASH_STYLES, cflags, cmake_script, format_flags, ldflags
+    from .paths import cmake_dir, cmake_modules_dir, include_dir
+    from .project import build_plugin_project
+    from .tools import find_tool, zig
+
+# name -> submodule that defines it
+_LAZY = {"compile_plugin": "compile", "HASH_STYLES": "flags", "cflags": "flags",
+         "cmake_script": "flags", "format_flags": "flags", "ldflags": "flags",
+         "cmake_dir": "paths", "cmake_modules_dir": "paths", "include_dir": "paths",
+         "build_plugin_project": "project", "find_tool": "tools", "zig": "tools"}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["ToolchainError", "compile_plugin", "build_plugin_project", "cmake_dir",
            "include_dir", "cmake_modules_dir", "cflags", "ldflags", "cmake_script",
