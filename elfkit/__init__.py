@@ -34,6 +34,7 @@ from .errors import (
     UnresolvedImportError,
     UnsupportedError,
 )
+from .lazy import lazy_names
 
 if TYPE_CHECKING:
     from .arch import Arch
@@ -50,16 +51,14 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
 _SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
 
 
+_lazy = lazy_names(__name__, _LAZY, globals())
+
+
 def __getattr__(name: str) -> Any:
-    import importlib
     if name in _SUBPACKAGES:      # ``elfkit.loader.parse(...)`` without importing it first
+        import importlib
         return importlib.import_module(f"{__name__}.{name}")
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'elfkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value
-    return value
+    return _lazy(name)
 
 __all__ = [
     "__version__", "load", "Module", "Imports", "SystemLibrary", "Limits", "ImportReport", "Arch",

@@ -31,24 +31,26 @@ from .format import (
     Record,
     slice_names,
 )
+from .frozen import Frozen
 from .reader import FatElf, is_path, opened
 
 _CHUNK = 1 << 20
 
 
-class _Piece:
+class _Piece(Frozen):
     """One ELF to write: from an fd range or from memory."""
 
     __slots__ = ("name", "size", "info", "fd", "offset", "view")
+    name: str
+    size: int
+    info: ElfHeader
+    fd: int | None
+    offset: int
+    view: memoryview | None
 
     def __init__(self, name: str, size: int, info: ElfHeader, fd: int | None = None,
                  offset: int = 0, view: memoryview | None = None) -> None:
-        self.name = name
-        self.size = size
-        self.info = info
-        self.fd = fd
-        self.offset = offset
-        self.view = view
+        self.init(name=name, size=size, info=info, fd=fd, offset=offset, view=view)
 
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:

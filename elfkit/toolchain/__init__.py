@@ -23,10 +23,10 @@ imported on first use of a name, so that registering ``elfkit toolchain``
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ToolchainError
+from ..lazy import lazy_names
 
 if TYPE_CHECKING:
     from .compile import compile_plugin
@@ -42,14 +42,7 @@ _LAZY = {"compile_plugin": "compile", "HASH_STYLES": "flags", "cflags": "flags",
          "build_plugin_project": "project", "find_tool": "tools", "zig": "tools"}
 
 
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = ["ToolchainError", "compile_plugin", "build_plugin_project", "cmake_dir",
            "include_dir", "cmake_modules_dir", "cflags", "ldflags", "cmake_script",

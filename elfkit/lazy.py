@@ -1,0 +1,30 @@
+"""Package attributes imported on first use (a PEP 562 module ``__getattr__``).
+
+``import elfkit`` and registering the ``elfkit`` commands stay fast because
+their packages name what they export without importing it::
+
+    __getattr__ = lazy_names(__name__, {"compile_plugin": "compile"}, globals())
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_names"]
+
+
+def lazy_names(package: str, where: Mapping[str, str],
+               namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package``: ``where`` maps each name to the
+    submodule (relative to ``package``) that defines it; the value found is
+    stored in ``namespace`` (the package's ``globals()``), so each name is
+    looked up once.  Other names raise AttributeError, as for any module."""
+    def get(name: str) -> Any:
+        sub = where.get(name)
+        if sub is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{sub}"), name)
+        namespace[name] = value
+        return value
+    return get
