@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from elfkit.lazy import lazy_names
+
 from .errors import (
     ArgumentError,
     BudgetExceeded,
@@ -88,17 +90,14 @@ __all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportRe
             "ArgumentError", "DefinitionError", "FunctionNotFoundError", "HalError"]
 
 
+_lazy = lazy_names(__name__, _LAZY, globals())
+
+
 def __getattr__(name: str) -> Any:
     if name == "__version__":
         import elfkit
         return elfkit.__version__
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'vmrt' has no attribute {name!r}")
-    import importlib
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-    globals()[name] = value
-    return value
+    return _lazy(name)
 
 
 def load_module(instance: Instance, source: Any) -> Module:

@@ -180,14 +180,15 @@ class CommandBuffer(RefObject):
                           StatusCode.FAILED_PRECONDITION)
         self.submitted += 1
         plans = self._plans
+        # what watches this submission's dispatches, looked up once
+        stats = getattr(self.device, "statistics", None)
+        observer = current_observer()
         for i, cmd in enumerate(self.commands):
             if i == len(plans):
                 plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
-                stats = getattr(self.device, "statistics", None)
                 t0 = 0.0 if stats is None else time.perf_counter()
-                observer = current_observer()
                 if observer is None:
                     run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
                 else:           # a tool watches (vmrt.hal.dispatch_observer)

@@ -238,13 +238,14 @@ def test_ctrl_c_stops_every_worker(hal_compile, emulation):
     assert lines[1] == "[0.0, 2.0, 4.0, 6.0]"
 
 
-def test_cancel_from_another_thread_stops_every_worker(iree, emulation):
+def test_cancel_from_another_thread_stops_every_worker(iree, emulation, monkeypatch):
     """``EmulatedWorkers.cancel`` (what an invocation's cancel calls) stops
     every worker and the dispatch raises CANCELLED; nothing is copied back.
     The cancel is issued from inside the 50th workgroup call, so the test
     does not depend on timing."""
     import threading
 
+    from vmrt.hal.local import emulated_workers
     from vmrt.hal.local.dispatch_args import u32_words
     groups = 20000
     n = 32 * groups
@@ -257,17 +258,19 @@ def test_cancel_from_another_thread_stops_every_worker(iree, emulation):
         exp = exe.export("saxpy")
         calls = []
         lock = threading.Lock()
+        run_workgroup = emulated_workers.guest_workgroup
 
-        def call(fn, machine, args):
+        def call(fn, machine, args, *limits):
             with lock:
                 calls.append(machine)
                 if len(calls) == 50:
                     threading.Thread(target=workers.cancel).start()
-            return int(fn(*args))
+            return run_workgroup(fn, machine, args, *limits)
+        monkeypatch.setattr(emulated_workers, "guest_workgroup", call)
         with pytest.raises(vmrt.VmError) as e:
             workers.dispatch(exp, (groups, 1, 1), exp.workgroup_size, [x, x, out],
-                             u32_words([1.0, *_index(n)], "constants"), 2, "saxpy", None,
-                             call=call)
+                             u32_words([1.0, *_index(n)], "constants"), 2, "saxpy", None)
+        monkeypatch.undo()
         assert e.value.code == vmrt.StatusCode.CANCELLED
         assert len(calls) < groups // 2
         assert not out.any()

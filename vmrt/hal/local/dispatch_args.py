@@ -73,6 +73,11 @@ def workgroup_order(order: Sequence[int], total: int, where: str) -> list[int]:
     return out
 
 
+def workgroup_xyz(k: int, wc: tuple[int, int, int]) -> str:
+    """``(x, y, z)`` of linear workgroup ``k`` of grid ``wc`` (x fastest)."""
+    return f"({k % wc[0]}, {(k // wc[0]) % wc[1]}, {k // (wc[0] * wc[1])})"
+
+
 def u32_words(values: Any, what: str) -> bytes:
     """Push constants as little-endian 32-bit words: ints as u32 (or i32),
     floats as f32 bits; a numpy array of 32-bit elements as is."""

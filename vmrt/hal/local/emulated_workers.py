@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import elfkit
 from elfkit.exec.emulated import page_aligned_empty
 
 from ...errors import (
-    BudgetExceeded,
     Cancelled,
     DispatchError,
     ExecutableError,
@@ -47,7 +45,8 @@ from ...errors import (
     VmError,
 )
 from .bindings import alias_groups
-from .dispatch_limits import current_limits, guest_workgroup, stop_error
+from .dispatch_args import workgroup_xyz
+from .dispatch_limits import ExecutionLimits, current_limits, guest_workgroup, stop_error
 from .guest import GuestMemory
 from .prepared import worker_pool
 
@@ -135,10 +134,6 @@ class SharedBindings:
                     a.reshape(-1).view(np.uint8)[:] = block[start:start + a.nbytes]
 
 
-def _xyz(k: int, wc: tuple[int, int, int]) -> str:
-    return f"({k % wc[0]}, {(k // wc[0]) % wc[1]}, {k // (wc[0] * wc[1])})"
-
-
 def _explain(guards: list[tuple[int, int, int, int, int]], e: BaseException) -> str | None:
     """A message for a fault in the unmapped page after a binding's block."""
     addr = getattr(e, "address", None)
@@ -183,14 +178,23 @@ class EmulatedWorkers:
 
     def dispatch(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  arrays: Sequence[Any], cbytes: bytes, threads: int, where: str,
-                 deadline: float | None, *, call: Callable[..., int] | None = None,
-                 timed_out: Callable[[elfkit.CallTimeout], VmError] | None = None) -> None:
+                 deadline: float | None) -> None:
         """Every workgroup of ``wc`` on ``threads`` machines (at most one per
-        workgroup); what the code writes lands in ``arrays``.  ``call(fn,
-        machine, args)`` runs one workgroup (default: started before
-        ``deadline`` and stopped at it); ``timed_out`` turns a guest call
-        stopped by its limits into the error raised (default:
-        DEADLINE_EXCEEDED)."""
+        workgroup); what the code writes lands in ``arrays``.  The limits of
+        the invocation running it apply: each workgroup is stopped at the
+        ``deadline`` and charged to the budget, and a cancel stops every
+        worker.  (Workers charge the budget without a lock, so a concurrent
+        charge may now and then be lost.)"""
+        limits = current_limits()
+        stop = contextlib.nullcontext() if limits is None else limits.stopping(
+            lambda: self.cancel(Cancelled(f"{where}: the invocation was cancelled",
+                                          StatusCode.CANCELLED)))
+        with stop:
+            self._dispatch(exp, wc, ws3, arrays, cbytes, threads, where, deadline, limits)
+
+    def _dispatch(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
+                  arrays: Sequence[Any], cbytes: bytes, threads: int, where: str,
+                  deadline: float | None, limits: ExecutionLimits | None) -> None:
         total = wc[0] * wc[1] * wc[2]
         threads = max(1, min(threads, total))
         with self.lock:
@@ -204,7 +208,7 @@ class EmulatedWorkers:
                 bounds.append((start, start + step + (t < extra)))
                 start = bounds[-1][1]
             job = self.job = _Job(exp, wc, ws3, cbytes, threads, where, deadline, shared,
-                                  call, timed_out)
+                                  limits)
             try:
                 parts = job.parts = [job.prepare(w, t) for t, w in enumerate(execs)]
                 job.run(parts, bounds)
@@ -234,8 +238,7 @@ class _Job:
 
     def __init__(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  cbytes: bytes, threads: int, where: str, deadline: float | None,
-                 shared: SharedBindings, call: Callable[..., int] | None,
-                 timed_out: Callable[[elfkit.CallTimeout], VmError] | None):
+                 shared: SharedBindings, limits: ExecutionLimits | None):
         self.exp, self.wc, self.ws3, self.cbytes = exp, wc, ws3, cbytes
         self.threads, self.where, self.deadline, self.shared = threads, where, deadline, shared
         self.stop = threading.Event()
@@ -243,20 +246,7 @@ class _Job:
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
         self.parts: list[tuple] = []
         self.cancelled: VmError | None = None
-        self.call: Callable[..., int] = call or self.deadline_call
-        self.timed_out: Callable[[elfkit.CallTimeout], VmError] = timed_out or self.deadline_error
-
-    def deadline_call(self, fn: Any, _machine: Any, args: tuple[int, int, int]) -> int:
-        """One workgroup, started only before the deadline and stopped at it."""
-        if self.deadline is None:
-            return int(fn(*args))
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise elfkit.CallTimeout("the deadline passed before the workgroup started")
-        return int(fn(*args, timeout=left))
-
-    def deadline_error(self, _e: elfkit.CallTimeout) -> VmError:
-        return BudgetExceeded(f"{self.where}: execution timed out", StatusCode.DEADLINE_EXCEEDED)
+        self.limits = limits
 
     def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, list]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
@@ -323,7 +313,8 @@ class _Job:
         """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""
         exe, fn, ds, local, mem, guards = part
         size = mem.layout.ws_size
-        env, stop, call, machine = exe.env, self.stop, self.call, exe.machine
+        env, stop, machine = exe.env, self.stop, exe.machine
+        where, deadline, limits = self.where, self.deadline, self.limits
         for first in range(start, end, _BATCH):
             idx = range(first, min(first + _BATCH, end))
             rec = exe.workgroup_records(self.wc, idx, t, local, self.exp.local_memory_size)
@@ -333,21 +324,22 @@ class _Job:
                 for k in range(len(idx)):  # k names the failing workgroup
                     if stop.is_set():
                         raise _Stopped()
-                    r = call(fn, machine, (env, ds, base + k * size))
+                    r = guest_workgroup(fn, machine, (env, ds, base + k * size), where,
+                                        deadline, limits)
                     if r:
                         raise DispatchError(f"{self.where} returned catastrophic error {r} in "
-                                            f"workgroup {_xyz(idx[k], self.wc)}",
+                                            f"workgroup {workgroup_xyz(idx[k], self.wc)}",
                                             StatusCode.INTERNAL)
             except (VmError, _Stopped):
                 raise
             except elfkit.CallTimeout as e:
                 if stop.is_set():
                     raise _Stopped() from None
-                raise self.timed_out(e) from None
+                raise stop_error(e, where, limits) from None
             except Exception as e:              # a fault: reported against its workgroup
                 if stop.is_set():               # (or how a call stopped by cancel ended)
                     raise _Stopped() from e
-                self._fail(e, guards, _xyz(idx[k], self.wc))
+                self._fail(e, guards, workgroup_xyz(idx[k], self.wc))
             finally:
                 mem.free(base)
 
@@ -367,24 +359,5 @@ class _Job:
         self.mapped = []
 
 
-__all__ = ["EmulatedWorkers", "SharedBindings", "dispatch_under_limits", "use_workers"]
+__all__ = ["EmulatedWorkers", "SharedBindings", "use_workers"]
 
-
-def dispatch_under_limits(workers: EmulatedWorkers, exp: Any, wc: tuple[int, int, int],
-                          ws3: tuple[int, int, int], arrays: Sequence[Any], cbytes: bytes,
-                          threads: int, where: str, deadline: float | None) -> None:
-    """:meth:`EmulatedWorkers.dispatch` under the limits of the invocation
-    running it: each workgroup charged to its budget and stopped at its
-    deadline, a cancel stopping every worker.  (Workers charge the budget
-    without a lock, so a concurrent charge may now and then be lost.)"""
-    limits = current_limits()
-
-    def call(fn: Any, machine: Any, args: tuple[int, int, int]) -> int:
-        return guest_workgroup(fn, machine, args, where, deadline, limits)
-
-    stop = contextlib.nullcontext() if limits is None else limits.stopping(
-        lambda: workers.cancel(Cancelled(f"{where}: the invocation was cancelled",
-                                         StatusCode.CANCELLED)))
-    with stop:
-        workers.dispatch(exp, wc, ws3, arrays, cbytes, threads, where, deadline, call=call,
-                         timed_out=lambda e: stop_error(e, where, limits))

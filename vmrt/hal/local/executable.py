@@ -47,7 +47,7 @@ from .dispatch_limits import (
     stop_error,
     stopping_guest,
 )
-from .emulated_workers import EmulatedWorkers, dispatch_under_limits, use_workers
+from .emulated_workers import EmulatedWorkers, use_workers
 from .export_symbols import name_exports
 from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
@@ -316,7 +316,7 @@ class Executable:
         if self.backend != "native":
             if use_workers(self, threads, wc, order):
                 self.workers = self.workers or EmulatedWorkers(self)
-                dispatch_under_limits(self.workers, exp, wc, ws3, arrays, dargs.u32_words(
+                self.workers.dispatch(exp, wc, ws3, arrays, dargs.u32_words(
                     constants, f"{where}: constants"), threads, where, deadline)
                 return bindings
             threads = 1

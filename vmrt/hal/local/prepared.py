@@ -21,6 +21,7 @@ from typing import Any
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_bytes
+from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
@@ -133,15 +134,11 @@ class NativeDispatch:
         except VmError:
             raise
         except Exception as e:
-            raise DispatchError(f"{self.where} failed in workgroup {self._xyz(k)}: "
+            raise DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
                                 f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
         if r:
             raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
-                                f"{self._xyz(k)}", StatusCode.INTERNAL)
-
-    def _xyz(self, k: int) -> str:
-        x, y = self.wc[0], self.wc[1]
-        return f"({k % x}, {(k // x) % y}, {k // (x * y)})"
+                                f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
 
 
 __all__ = ["NativeDispatch", "worker_pool"]
