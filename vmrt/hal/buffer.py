@@ -1,9 +1,11 @@
-"""``hal.buffer``: flat bytes of host memory (a numpy ``uint8`` array), and
-the allocation rules of vmrt's CPU device (64-byte aligned, bounded size)."""
+"""``hal.buffer``: flat bytes of host memory (a writable ``memoryview`` of
+format ``B`` whose address is known), and the allocation rules of vmrt's CPU
+device (64-byte aligned, bounded size).  numpy is not needed to allocate,
+fill, copy or address a buffer; :func:`aligned_bytes` / :func:`aligned_array`
+give numpy views for the code that computes on them."""
 from __future__ import annotations
 
 import threading
-from functools import partial
 from typing import Any
 
 from ..errors import HalError, StatusCode
@@ -18,6 +20,58 @@ BUFFER_ALIGNMENT = 64
 MAX_ALLOCATION = 1 << 30
 #: IREE_HAL_WHOLE_BUFFER
 WHOLE_BUFFER = -1
+#: allocations from this size on are anonymous mappings (page aligned, zeroed lazily)
+_MAPPED = 1 << 20
+
+
+def address_of(data: memoryview) -> int:
+    """The host address of a contiguous memoryview's first byte (-1 when it
+    is empty; numpy finds it when the memory is read-only)."""
+    if not data.nbytes:
+        return -1
+    import ctypes
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(data))
+    except TypeError:           # read-only memory
+        import numpy as np
+        return int(np.frombuffer(data, np.uint8).ctypes.data)
+
+
+def byte_view(data: Any) -> memoryview:
+    """``data`` (bytes-like: a memoryview, bytearray, numpy array ...) as a flat
+    memoryview of format ``B`` over the same memory (no copy)."""
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    if view.format != "B" or view.ndim != 1:
+        if not view.c_contiguous:
+            raise HalError("host memory for a buffer must be contiguous",
+                           StatusCode.INVALID_ARGUMENT)
+        view = view.cast("B")
+    return view
+
+
+def aligned_memory(size: int, what: str = "allocation") -> tuple[memoryview, int]:
+    """A zeroed writable memoryview of ``size`` bytes at a 64-byte aligned
+    address, and that address."""
+    if 0 <= size <= _SMALL:
+        return _small(size)
+    if size < 0:
+        raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
+    if size > MAX_ALLOCATION:
+        raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
+                      StatusCode.RESOURCE_EXHAUSTED)
+    try:
+        if size >= _MAPPED:
+            import mmap
+            view = memoryview(mmap.mmap(-1, size))
+            return view, address_of(view)
+        view = memoryview(bytearray(size + BUFFER_ALIGNMENT))
+    except (MemoryError, OSError):
+        raise HalError(f"{what} of {size} bytes: out of host memory",
+                       StatusCode.RESOURCE_EXHAUSTED) from None
+    addr = address_of(view)
+    skip = (-addr) % BUFFER_ALIGNMENT
+    return view[skip:skip + size], addr + skip
+
 
 def aligned_bytes(size: int, what: str = "allocation") -> Any:
     """A zeroed numpy uint8 array of ``size`` bytes at a 64-byte aligned address."""
@@ -26,52 +80,39 @@ def aligned_bytes(size: int, what: str = "allocation") -> Any:
 
 def aligned_array(size: int, what: str) -> tuple[Any, int]:
     """``aligned_bytes(size)`` and its address."""
-    if 0 <= size <= _SMALL:
-        return _small(size)
     import numpy as np
-    if size < 0:
-        raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
-    if size > MAX_ALLOCATION:
-        raise HalError(f"{what} of {size} bytes exceeds vmrt's limit of {MAX_ALLOCATION} bytes",
-                      StatusCode.RESOURCE_EXHAUSTED)
-    raw = np.zeros(size + BUFFER_ALIGNMENT, np.uint8)
-    addr = int(raw.ctypes.data)
-    skip = (-addr) % BUFFER_ALIGNMENT
-    return raw[skip:skip + size], addr + skip
+    view, addr = aligned_memory(size, what)
+    return np.frombuffer(view, np.uint8), addr
 
 
 #: allocations up to this size are carved from zeroed slabs (one address
 #: lookup per slab, not per buffer); a slab lives while any of its buffers
-#: does.  Each buffer is its own array over a memoryview of its bytes, so no
-#: two buffers look like views of one allocation (vmrt.hal.local.bindings)
+#: does.  Each buffer is its own memoryview of its bytes
 _SMALL = 1024
 _SLAB = 16384
 _slabs = threading.local()
 
 
-def _small(size: int) -> tuple[Any, int]:
+def _small(size: int) -> tuple[memoryview, int]:
     st = _slabs.__dict__
     off = st.get("off", _SLAB)
     if off + size > _SLAB:
-        import numpy as np
-        slab = np.zeros(_SLAB + BUFFER_ALIGNMENT, np.uint8)
-        base = int(slab.ctypes.data)
+        slab = memoryview(bytearray(_SLAB + BUFFER_ALIGNMENT))
+        base = address_of(slab)
         skip = (-base) % BUFFER_ALIGNMENT
-        view: Any = slab[skip:skip + _SLAB]
-        st["slab"], st["addr"], off = memoryview(view), base + skip, 0
-        st["new"] = partial(np.frombuffer, st["slab"], np.uint8)
+        st["slab"], st["addr"], off = slab[skip:skip + _SLAB], base + skip, 0
     st["off"] = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
-    return st["new"](size, off), st["addr"] + off
+    return st["slab"][off:off + size], st["addr"] + off
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    data, addr = _small(size) if 0 <= size <= _SMALL else aligned_array(size, what)
+    data, addr = _small(size) if 0 <= size <= _SMALL else aligned_memory(size, what)
     return HalBuffer(data, address=addr)
 
 
-def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
+def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> memoryview:
     """``buf.bytes[offset:offset+length]`` (``length`` -1 = to the end), checked."""
-    size = int(buf.bytes.size)
+    size = len(buf.bytes)
     if length == WHOLE_BUFFER:
         length = size - offset
     if offset < 0 or length < 0 or offset + length > size:
@@ -81,35 +122,42 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> Any:
 
 
 class HalBuffer(RefObject):
-    """``hal.buffer``: a flat byte view (numpy uint8) of host memory."""
+    """``hal.buffer``: a flat byte view (a memoryview of format ``B``) of host memory."""
 
     __slots__ = ("bytes", "read_only", "address", "__weakref__")
     vm_type = HAL_BUFFER_TYPE
 
     def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
-        self.bytes = data
+        if data.__class__ is not memoryview:
+            data = byte_view(data)
+        self.bytes: memoryview = data
         #: transfers (fill, update, copy) may not write it: module data
         #: imported from a read-only mapping (``--module_mode=mmap``)
         self.read_only = read_only
-        #: the host address of the bytes (-1 when they are not contiguous);
+        #: the host address of the bytes (-1 when empty and unknown);
         #: ``address`` is the caller's word for it when it knows it
-        self.address: int = address if address is not None else (
-            int(data.ctypes.data) if data.flags.c_contiguous else -1)
+        self.address: int = address if address is not None else address_of(data)
 
     def __len__(self) -> int:
-        return int(self.bytes.size)
+        return len(self.bytes)
 
-    def writable(self, what: str) -> Any:
+    def writable(self, what: str) -> memoryview:
         """The bytes, for a write that ``what`` names; PERMISSION_DENIED with
         IREE's text when the buffer only allows reads (module data from a
         read-only mapping, or read-only memory)."""
-        if self.read_only or not self.bytes.flags.writeable:
+        if self.read_only or self.bytes.readonly:
             raise HalError("buffer does not support the requested access type; buffer allows "
                            f"READ, operation requires READ|WRITE; {what}",
                            StatusCode.PERMISSION_DENIED)
         return self.bytes
 
+    def as_array(self) -> Any:
+        """The bytes as a numpy uint8 array (zero-copy; imports numpy)."""
+        import numpy as np
+        return np.frombuffer(self.bytes, np.uint8)
+
     def check_range(self, offset: int, length: int) -> None:
-        if offset < 0 or length < 0 or offset + length > self.bytes.size:
+        size = len(self.bytes)
+        if offset < 0 or length < 0 or offset + length > size:
             raise HalError(f"out-of-bounds access detected (offset={offset}, length={length}, "
-                          f"buffer length={self.bytes.size})", StatusCode.OUT_OF_RANGE)
+                          f"buffer length={size})", StatusCode.OUT_OF_RANGE)

@@ -1,22 +1,27 @@
-"""``hal.buffer_view`` values for the host side: a typed, shaped numpy array,
-parsed from and printed in iree-run-module's text format
-(``2x2xf32=[1 2][3 4]``)."""
+"""``hal.buffer_view`` values for the host side: typed, shaped host memory
+(a byte memoryview; a numpy array on demand), parsed from and printed in
+iree-run-module's text format (``2x2xf32=[1 2][3 4]``).  Parsing and
+printing need no numpy for the integer types, i1, f16, f32, f64 and bf16."""
 from __future__ import annotations
 
 import math
 import re
+import struct
 from typing import Any
 
 from ..errors import StatusCode, UsageError
 from ..vm.types import RefObject, RefType
+from .buffer import aligned_memory, byte_view
 from .element_types import (
     FLOAT8,
+    dtype_name,
     dtype_of,
     element_bits,
     element_type_of,
     is_binary_hex,
     is_packed,
     storage_size,
+    struct_code,
     to_float8,
 )
 
@@ -25,13 +30,14 @@ BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
 class BufferView(RefObject):
     """A shaped, typed view over host memory.
 
-    ``array`` is the elements as a numpy array (ml_dtypes' dtypes for bf16,
-    the f8 types and sub-byte integers).  For every type but the packed
-    sub-byte integers it *is* the memory (zero-copy, writes land in it);
-    for those, the memory is ``storage`` (packed bytes, as IREE lays them
-    out) and ``array`` unpacks a copy."""
+    ``storage`` is the memory: a flat byte memoryview of the elements
+    (packed for the sub-byte integers, as IREE lays them out).  ``array`` is
+    the elements as a numpy array (ml_dtypes' dtypes for bf16, the f8 types
+    and sub-byte integers), made on first use: for every type but the packed
+    sub-byte integers it *is* the memory (zero-copy, writes land in it); for
+    those it unpacks a copy."""
 
-    __slots__ = ("_array", "_packed", "_storage", "element_type", "shape", "address")
+    __slots__ = ("_array", "_storage", "element_type", "shape", "address")
     vm_type = BUFFER_VIEW_TYPE
 
     def __init__(self, array: Any, element_type: str | None = None):
@@ -39,48 +45,56 @@ class BufferView(RefObject):
         arr = np.asarray(array, order="C")   # keeps rank 0 (ascontiguousarray would not)
         self.element_type = element_type or element_type_of(arr.dtype)
         self.shape: tuple[int, ...] = tuple(arr.shape)
-        self._storage: Any = None
         #: the host address of the storage when it is known (else None)
         self.address: int | None = None
+        self._array: Any = None
+        self._storage: memoryview | None = None
         if is_packed(self.element_type):
-            self._array = None
-            self._packed = pack(arr, self.element_type)
+            self._storage = memoryview(pack(arr, self.element_type))
         else:
             self._array = arr
-            self._packed = None
 
     @classmethod
     def over(cls, storage: Any, element_type: str, shape: tuple[int, ...],
              address: int | None = None) -> BufferView:
-        """A view of ``storage`` (a uint8 numpy array holding exactly the
-        elements, packed for sub-byte types; at host ``address`` when the
-        caller knows it) without copying it."""
+        """A view of ``storage`` (bytes-like: a memoryview, a uint8 numpy
+        array ..., holding exactly the elements, packed for sub-byte types;
+        at host ``address`` when the caller knows it) without copying it."""
         view = cls.__new__(cls)
         view.element_type = element_type
         view.shape = tuple(shape)
         view.address = address
-        if is_packed(element_type):
-            view._array, view._packed, view._storage = None, storage, None
-        else:
-            view._array = storage.view(dtype_of(element_type)).reshape(view.shape)
-            view._packed, view._storage = None, storage
+        view._array = None
+        view._storage = byte_view(storage)
         return view
+
+    @classmethod
+    def zeros(cls, element_type: str, shape: tuple[int, ...], what: str = "buffer view") -> BufferView:
+        """A zeroed view of a new 64-byte aligned allocation (no numpy)."""
+        count = 1
+        for d in shape:
+            count *= d
+        mem, addr = aligned_memory(storage_size(element_type, count), what)
+        return cls.over(mem, element_type, shape, addr)
 
     @property
     def array(self) -> Any:
         if self._array is not None:
             return self._array
-        return unpack(self._packed, self.element_type, self.shape)
+        assert self._storage is not None
+        if is_packed(self.element_type):
+            return unpack(self._storage, self.element_type, self.shape)
+        import numpy as np
+        self._array = np.frombuffer(self._storage, dtype_of(self.element_type)) \
+            .reshape(self.shape)
+        return self._array
 
     @property
-    def storage(self) -> Any:
-        """The elements' memory as a flat uint8 numpy array (zero-copy)."""
-        if self._packed is not None:
-            return self._packed
+    def storage(self) -> memoryview:
+        """The elements' memory as a flat byte memoryview (zero-copy)."""
         if self._storage is None:
             import numpy as np
-            assert self._array is not None
-            self._storage = self._array.reshape(-1).view(np.uint8)
+            self._storage = memoryview(self._array.reshape(-1).view(np.uint8))
         return self._storage
 
     def __repr__(self) -> str:
@@ -147,7 +161,6 @@ def _parse_int(tok: str, elem: str, signed: bool, bits: int) -> int:
 
 def parse_buffer_view(spec: str) -> BufferView:
     """Parse ``[SHAPEx]TYPE[=DATA]`` (iree-run-module's tensor input grammar)."""
-    import numpy as np
     spec = spec.strip().strip('"')
     meta, eq, data = spec.partition("=")
     meta = meta.strip()
@@ -159,7 +172,7 @@ def parse_buffer_view(spec: str) -> BufferView:
             raise UsageError(f"invalid shape in '{meta}'", StatusCode.INVALID_ARGUMENT) from None
     else:
         shape, elem = (), meta
-    dtype_of(elem)                      # an unknown element type fails here
+    dtype_name(elem)                    # an unknown element type fails here
     count = 1
     for d in shape:
         count *= d
@@ -171,35 +184,61 @@ def parse_buffer_view(spec: str) -> BufferView:
     if is_binary_hex(elem):
         return _parse_binary_hex(tokens, elem, shape, count)
     if not tokens:
-        return BufferView(np.zeros(shape, dtype_of(elem)), elem)
+        return BufferView.zeros(elem, shape, "tensor input")
     _check_count(len(tokens), count)
     if is_float_type(elem):
         try:
-            vals = np.array([float(t) for t in tokens], np.float64)
+            vals = [float(t) for t in tokens]
         except ValueError as e:
             raise UsageError(f"failed to parse element as {elem}: {e}",
                              StatusCode.INVALID_ARGUMENT) from None
-        arr = _to_float_type(vals, elem)
+        if elem in FLOAT8:
+            import numpy as np
+            arr = to_float8(np.array(vals, np.float32), elem)
+            return BufferView(np.full(shape, arr[0], arr.dtype) if arr.size == 1
+                              else arr.reshape(shape), elem)
+        raw = _pack_bf16(vals) if elem == "bf16" else _pack_floats(struct_code(elem) or "", vals)
     else:
-        dt = dtype_of(elem)
-        arr = np.array([_parse_int(t, elem, dt.kind == "i", dt.itemsize * 8) for t in tokens],
-                       dt)
-    return BufferView(np.full(shape, arr[0], arr.dtype) if arr.size == 1
-                      else arr.reshape(shape), elem)
+        code = struct_code(elem) or ""
+        signed, bits = code.islower(), element_bits(elem)
+        raw = struct.pack(f"<{len(tokens)}{code}",
+                          *[_parse_int(t, elem, signed, bits) for t in tokens])
+    view = BufferView.zeros(elem, shape, "tensor input")
+    view.storage[:] = raw * count if len(tokens) == 1 else raw
+    return view
+
+
+def _pack_floats(code: str, values: list[float]) -> bytes:
+    """``values`` as little-endian f16/f32/f64 (``code`` e/f/d), rounded to
+    nearest even; a value too large for the type becomes an infinity."""
+    try:
+        return struct.pack(f"<{len(values)}{code}", *values)
+    except OverflowError:
+        out = []
+        for v in values:
+            try:
+                out.append(struct.pack(f"<{code}", v))
+            except OverflowError:
+                out.append(struct.pack(f"<{code}", math.copysign(math.inf, v)))
+        return b"".join(out)
+
+
+def _pack_bf16(values: list[float]) -> bytes:
+    """As IREE does: each value rounded to f32, then to bf16 (to nearest even;
+    a NaN becomes the quiet NaN of its sign, as ml_dtypes makes it)."""
+    words = struct.unpack(f"<{len(values)}I", _pack_floats("f", values))
+    out = []
+    for u in words:
+        if (u & 0x7F800000) == 0x7F800000 and u & 0x7FFFFF:
+            out.append(((u >> 16) & 0x8000) | 0x7FC0)
+        else:
+            out.append(((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+    return struct.pack(f"<{len(out)}H", *out)
 
 
 def is_float_type(elem: str) -> bool:
     """f16/f32/f64, bf16 and the f8 types: parsed and printed as numbers."""
     return elem in FLOAT8 or elem in ("f16", "f32", "f64", "bf16")
-
-
-def _to_float_type(vals: Any, elem: str) -> Any:
-    import numpy as np
-    if elem in FLOAT8:
-        return to_float8(vals.astype(np.float32), elem)
-    if elem == "bf16":      # as IREE does: parsed as f32, then rounded to bf16
-        return vals.astype(np.float32).astype(dtype_of(elem))
-    return vals.astype(dtype_of(elem))
 
 
 def _check_count(given: int, count: int) -> None:
@@ -220,16 +259,15 @@ def _parse_binary_hex(tokens: list[str], elem: str, shape: tuple[int, ...],
                       count: int) -> BufferView:
     """IREE's "binary hex" input: raw bytes, one token per element (i1:
     1 byte, cf64: 8 bytes ...) or, for packed sub-byte types, per storage byte."""
-    import numpy as np
     nbytes = storage_size(elem, count)
     width = 1 if is_packed(elem) else element_bits(elem) // 8
     units = nbytes // width
-    if not tokens:
-        return BufferView.over(np.zeros(nbytes, np.uint8), elem, shape)
-    blobs = [_parse_hex(t, width) for t in tokens]
-    _check_count(len(blobs), units)
-    raw = b"".join(blobs * units if len(blobs) == 1 else blobs)
-    return BufferView.over(np.frombuffer(raw, np.uint8).copy(), elem, shape)
+    view = BufferView.zeros(elem, shape, "tensor input")
+    if tokens:
+        blobs = [_parse_hex(t, width) for t in tokens]
+        _check_count(len(blobs), units)
+        view.storage[:] = b"".join(blobs * units if len(blobs) == 1 else blobs)
+    return view
 
 
 def _parse_hex(tok: str, width: int) -> bytes:
@@ -255,28 +293,33 @@ def _fmt_elem(v: Any, kind: str) -> str:
     return str(int(v))
 
 
-def _elements(bv: BufferView) -> tuple[Any, str, tuple[int, ...]]:
-    """What to print for ``bv``: a flat sequence, its kind, and the shape
-    that nests it (packed sub-byte types print their storage bytes, flat)."""
-    import numpy as np
+def _elements(bv: BufferView, limit: int) -> tuple[Any, str, tuple[int, ...]]:
+    """What to print for ``bv``: a flat sequence (its first ``limit``
+    elements at least, all that can be printed), its kind, and the shape that
+    nests it (packed sub-byte types print their storage bytes, flat)."""
     elem = bv.element_type
+    raw = bv.storage
     if is_packed(elem):
-        raw = bv.storage
-        return [raw[i:i + 1].tobytes() for i in range(raw.size)], "x", (int(raw.size),)
-    arr = bv.array
+        return [raw[i:i + 1] for i in range(min(len(raw), limit))], "x", (len(raw),)
+    width = max(1, element_bits(elem) // 8)
+    n = min(len(raw) // width, limit)
     if is_binary_hex(elem):
-        width = max(1, element_bits(elem) // 8)
-        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
-        return [raw[i * width:(i + 1) * width].tobytes() for i in range(arr.size)], "x", \
-            bv.shape
-    kind = "f8" if elem in FLOAT8 else "f" if is_float_type(elem) else "i"
-    return arr.reshape(-1), kind, bv.shape
+        return [raw[i * width:(i + 1) * width] for i in range(n)], "x", bv.shape
+    if elem in FLOAT8:
+        return bv.array.reshape(-1), "f8", bv.shape
+    if elem == "bf16":          # the upper half of an f32
+        words = [h << 16 for h in struct.unpack_from(f"<{n}H", raw)]
+        return struct.unpack(f"<{n}f", struct.pack(f"<{n}I", *words)), "f", bv.shape
+    code = struct_code(elem)
+    if code is None:            # (every type vmrt holds is covered above)
+        return bv.array.reshape(-1), "f" if is_float_type(elem) else "i", bv.shape
+    return struct.unpack_from(f"<{n}{code}", raw), "f" if code in "efd" else "i", bv.shape
 
 
 def format_buffer_view(bv: BufferView, max_elements: int = 1024) -> str:
     """``2x3xi32=[1 2 3][4 5 6]`` with iree-run-module's elision rules."""
     prefix = "x".join([str(d) for d in bv.shape] + [bv.element_type])
-    flat, kind, shape = _elements(bv)
+    flat, kind, shape = _elements(bv, max(max_elements, 1))
     budget = [max_elements]
     pos = [0]
 

@@ -6,9 +6,9 @@ by *slot* into the binding table given at submission (reusable command
 buffers the compiler memoizes; the buffer ref is null then).  The table entry
 supplies the buffer and a base offset the command's offset is added to.
 
-Dispatches go to :meth:`vmrt.Executable.dispatch`.  Bindings are numpy views
-of the buffers; a buffer whose address is not 64-byte aligned (a caller's
-input array, say) is staged through an aligned copy for the dispatch, once per
+Dispatches go to a prepared native dispatch (binding addresses) or to
+:meth:`vmrt.Executable.dispatch` (numpy views of the buffers); a buffer whose
+address is not 64-byte aligned (a caller's input array, say) is staged through an aligned copy for the dispatch, once per
 buffer so that aliasing bindings still alias.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
@@ -82,7 +82,7 @@ def resolve_all(refs: Sequence[BufferRef], table: Sequence[tuple[HalBuffer, int,
     for ref, what in zip(refs, labels):
         if ref.buffer is not None:
             buf, base = ref.buffer, 0
-            limit = buf.bytes.size
+            limit = len(buf.bytes)
         else:
             if not 0 <= ref.slot < n:
                 raise HalError(f"{what}: binding table slot {ref.slot} out of range (the "
@@ -91,7 +91,7 @@ def resolve_all(refs: Sequence[BufferRef], table: Sequence[tuple[HalBuffer, int,
             if buf is None:
                 raise HalError(f"{what}: binding table slot {ref.slot} is null",
                               StatusCode.INVALID_ARGUMENT)
-            size = buf.bytes.size
+            size = len(buf.bytes)
             limit = size if tlen == WHOLE_BUFFER else base + tlen
             if base < 0 or limit > size or base > limit:
                 raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) "
@@ -213,7 +213,8 @@ class CommandBuffer(RefObject):
                 if n != m:
                     raise HalError(f"{what}: source has {n} bytes, target {m}",
                                   StatusCode.INVALID_ARGUMENT)
-                tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n].copy()
+                # (memoryview assignment copies overlapping ranges correctly)
+                tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n]
 
 
 def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
@@ -230,13 +231,22 @@ def _target(ref: BufferRef, what: str) -> str:
 
 
 def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: str) -> None:
-    import numpy as np
     k = len(pattern)
     if start % k or length % k:
         raise HalError(f"{what}: offset {start} and length {length} must be multiples of the "
                       f"{k}-byte pattern", StatusCode.INVALID_ARGUMENT)
     dst = buf.writable(what)[start:start + length]
-    dst.view(np.dtype(f"<u{k}") if k > 1 else np.uint8)[:] = int.from_bytes(pattern, "little")
+    if length <= _FILL_CHUNK:
+        dst[:] = pattern * (length // k)
+        return
+    chunk = pattern * (_FILL_CHUNK // k)
+    for off in range(0, length, _FILL_CHUNK):
+        n = min(_FILL_CHUNK, length - off)
+        dst[off:off + n] = chunk[:n]
+
+
+#: a large fill writes its pattern this many bytes at a time
+_FILL_CHUNK = 1 << 16
 
 
 def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
@@ -287,9 +297,10 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
             return
         arrays = []
         for buf, start, length in ranges:
-            data = buf.bytes
-            if data.ctypes.data % BUFFER_ALIGNMENT:
+            if buf.address == -1 or buf.address % BUFFER_ALIGNMENT:
                 data = _stage(buf, staged)[0]
+            else:
+                data = buf.as_array()
             if length == 0:
                 arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
             else:
@@ -298,7 +309,7 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
                                     deadline=deadline, threads=threads)
     finally:
         for buf, copy, _addr in staged.values():
-            if buf.bytes.flags.writeable:
+            if not buf.bytes.readonly:
                 buf.bytes[:] = copy
 
 
@@ -307,7 +318,7 @@ def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, Any, int]]) -> tup
     hit = staged.get(id(buf))
     if hit is None:
         data = buf.bytes
-        copy, addr = aligned_array(int(data.size), "dispatch staging")
+        copy, addr = aligned_array(len(data), "dispatch staging")
         copy[:] = data
         hit = staged[id(buf)] = (buf, copy, addr)
     return hit[1], hit[2]

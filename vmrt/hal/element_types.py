@@ -1,7 +1,8 @@
 """IREE's HAL element types: names (``f32``, ``si8``, ``i1``, ``i4``,
 ``bf16``, ``f8E4M3FN``, ``cf64`` ...), their ``iree_hal_element_type_t``
-values, how many bits they take, and the numpy dtypes that hold them
-(ml_dtypes' for bf16, the f8 types and the sub-byte integers).
+values, how many bits they take, the numpy dtypes that hold them
+(ml_dtypes' for bf16, the f8 types and the sub-byte integers) and, for the
+plain ones, their ``struct`` codes and .npy descriptors (no numpy needed).
 
 Sub-byte integers (``i4``, ``ui2`` ...) are packed in storage as IREE packs
 them: the first element in the low bits of the first byte."""
@@ -92,28 +93,59 @@ def is_binary_hex(name: str) -> bool:
 
 
 @cache    # names are few; errors are not cached
+def dtype_name(name: str) -> str:
+    """The name of the numpy (or ml_dtypes) dtype of one (unpacked) element of
+    ``name``, found without importing numpy; an element type vmrt cannot
+    hold fails here."""
+    if name == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
+        return "uint8"
+    if name in FLOAT8:
+        return FLOAT8[name][1]
+    prefix, bits = _split(name)
+    if (prefix, bits) in _SUB_BYTE:
+        return _SUB_BYTE[prefix, bits]
+    if prefix in ("i", "si", "ui") and bits in (8, 16, 32, 64):
+        return ("uint" if prefix == "ui" else "int") + str(bits)
+    if prefix == "f" and bits in _FLOAT:
+        return _FLOAT[bits]
+    if prefix == "bf" and bits == 16:
+        return "bfloat16"
+    if prefix == "cf" and bits in _COMPLEX:
+        return _COMPLEX[bits]
+    raise _unhandled(name)
+
+
+#: dtype names (of :func:`dtype_name`) -> their ``struct`` code and .npy descr
+_PLAIN = {"int8": ("b", "|i1"), "uint8": ("B", "|u1"), "int16": ("h", "<i2"),
+          "uint16": ("H", "<u2"), "int32": ("i", "<i4"), "uint32": ("I", "<u4"),
+          "int64": ("q", "<i8"), "uint64": ("Q", "<u8"), "float16": ("e", "<f2"),
+          "float32": ("f", "<f4"), "float64": ("d", "<f8")}
+
+
+def struct_code(name: str) -> str | None:
+    """The ``struct`` format character of one element of ``name`` (``f32``:
+    ``f``, ``ui16``: ``H``, ``i1``: ``B``), or None when struct has none
+    (bf16, the f8 types, sub-byte and complex types)."""
+    plain = _PLAIN.get(dtype_name(name))
+    return None if plain is None else plain[0]
+
+
+def npy_descr(name: str) -> str | None:
+    """The .npy ``descr`` numpy writes for an array of ``name`` (``<f4``,
+    ``|u1`` ...), or None for the types without a plain one."""
+    plain = _PLAIN.get(dtype_name(name))
+    return None if plain is None else plain[1]
+
+
+@cache    # names are few; errors are not cached
 def dtype_of(name: str) -> Any:
     """The numpy dtype of one (unpacked) element of ``name``."""
     import numpy as np
-    if name == "i1":        # one byte per element, printed/parsed as raw hex bytes like IREE
-        return np.dtype("uint8")
-    if name in FLOAT8:
-        import ml_dtypes
-        return np.dtype(getattr(ml_dtypes, FLOAT8[name][1]))
-    prefix, bits = _split(name)
-    if (prefix, bits) in _SUB_BYTE:
-        import ml_dtypes
-        return np.dtype(getattr(ml_dtypes, _SUB_BYTE[prefix, bits]))
-    if prefix in ("i", "si", "ui") and bits in (8, 16, 32, 64):
-        return np.dtype(("u" if prefix == "ui" else "i") + str(bits // 8))
-    if prefix == "f" and bits in _FLOAT:
-        return np.dtype(_FLOAT[bits])
-    if prefix == "bf" and bits == 16:
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    if prefix == "cf" and bits in _COMPLEX:
-        return np.dtype(_COMPLEX[bits])
-    raise _unhandled(name)
+    dn = dtype_name(name)
+    if dn in _PLAIN or dn in _COMPLEX.values():
+        return np.dtype(dn)
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, dn))
 
 
 def element_type_of(dtype: Any) -> str:
@@ -177,7 +209,7 @@ def export_element_type(export: str, default: str | None = None) -> str | None:
         if _TOKEN.match(token):
             try:
                 if not is_binary_hex(token):
-                    dtype_of(token)
+                    dtype_name(token)
                     return token
             except HalError:
                 return default
@@ -185,6 +217,6 @@ def export_element_type(export: str, default: str | None = None) -> str | None:
     return default
 
 
-__all__ = ["ENCODING_DENSE_ROW_MAJOR", "FLOAT8", "dtype_of", "element_bits", "element_type_code",
-           "element_type_name", "element_type_of", "export_element_type", "is_binary_hex",
-           "is_packed", "storage_size", "to_float8"]
+__all__ = ["ENCODING_DENSE_ROW_MAJOR", "FLOAT8", "dtype_name", "dtype_of", "element_bits",
+           "element_type_code", "element_type_name", "element_type_of", "export_element_type",
+           "is_binary_hex", "is_packed", "npy_descr", "storage_size", "struct_code", "to_float8"]

@@ -6,7 +6,7 @@ Everything runs synchronously on the calling thread, like IREE's
 signal their fences at once, so a fence is either signalled, failed, or
 waiting for something that can never happen (awaiting it is an error, not a
 hang).  Buffers are :class:`vmrt.hal.buffer.HalBuffer` objects over 64-byte aligned
-numpy ``uint8`` arrays (the alignment compiled dispatch code assumes).
+host memory (the alignment compiled dispatch code assumes).
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class HalFile(RefObject):
     vm_type = FILE_TYPE
 
     def __init__(self, data: Any):
-        self.data = data        # numpy uint8 array
+        self.data = data        # a byte memoryview
 
 
 class HalExecutable(RefObject):

@@ -6,18 +6,20 @@ from __future__ import annotations
 import math
 import os
 import re
+import struct
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from ..hal.buffer_view import BufferView, format_buffer_view, is_float_type, parse_buffer_view
-from ..hal.element_types import is_binary_hex
+from ..hal.element_types import is_binary_hex, is_packed
 from ..vm.buffer import Buffer
 from ..vm.list import VmList
 from ..vm.module import cconv_fragments
 from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
 from .files import StagedOutputs, open_input
+from .npy import npy_bytes, read_npy
 
 # ------------------------------------------------------------------ inputs ---
 _INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
@@ -96,8 +98,7 @@ class _NpyStreams:
     def __init__(self) -> None:
         self.files: dict[str, Any] = {}
 
-    def read(self, path: str, fresh: bool) -> Any:
-        import numpy as np
+    def read(self, path: str, fresh: bool) -> BufferView:
         if not path.endswith(".npy"):
             raise UsageError(f"unsupported input file type '{path}' (only .npy)",
                           StatusCode.UNIMPLEMENTED)
@@ -113,8 +114,12 @@ class _NpyStreams:
                 raise UsageError(f"failed to open file '{path}': {e.strerror}",
                               StatusCode.NOT_FOUND) from None
             self.files[path] = fh
+        view = read_npy(fh)
+        if view is not None:
+            return view
+        import numpy as np
         try:
-            return np.load(fh, allow_pickle=False)
+            return BufferView(np.load(fh, allow_pickle=False))
         except MemoryError:
             raise UsageError(f"failed to read numpy array from '{path}': its header asks for "
                              f"more memory than there is", StatusCode.RESOURCE_EXHAUSTED) from None
@@ -166,7 +171,7 @@ def parse_inputs(specs: Sequence[str], cconv: str) -> list:
                         if arg_codes[i] != "r":
                             raise UsageError("function signature mismatch: expected cconv type "
                                              f"`{arg_codes[i]}` but provided type `r`")
-                        values.append(BufferView(arr))
+                        values.append(arr)
                         i += 1
                     continue
                 if s[0] == "&":
@@ -268,24 +273,46 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout: Text
     if mode is None:
         raise UsageError(f"unsupported output mode `{target}`")
     path = target[1:]
-    import numpy as np
-    if isinstance(v, BufferView):
-        arr = v.array
-    elif isinstance(v, Buffer):
-        arr = np.frombuffer(bytes(v.data), np.uint8)
-    elif code in "iIfF":
-        arr = np.array(v, {"i": np.int32, "I": np.int64, "f": np.float32, "F": np.float64}[code])
-    else:
-        raise UsageError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
+    data = _output_bytes(v, code, path, path.endswith(".npy"))
     try:
         with (files.open(path, mode == "ab") if files is not None else open(path, mode)) as fh:
-            if path.endswith(".npy"):
-                np.save(fh, arr, allow_pickle=False)
-            else:
-                fh.write(np.ascontiguousarray(arr).tobytes())
+            fh.write(data)
     except OSError as e:
         raise UsageError(f"failed to write '{path}': {e.strerror}", StatusCode.PERMISSION_DENIED) \
             from None
+
+
+_SCALARS = {"i": ("i32", "i"), "I": ("i64", "q"), "f": ("f32", "f"), "F": ("f64", "d")}
+
+
+def _output_bytes(v: Any, code: str, path: str, npy: bool) -> bytes:
+    """What ``--output=@path`` writes for ``v``: a .npy file as ``numpy.save``
+    writes it, else the raw elements (numpy only for the exotic types)."""
+    if isinstance(v, BufferView):
+        elem, shape = v.element_type, v.shape
+        raw = None if is_packed(elem) else bytes(v.storage)
+    elif isinstance(v, Buffer):
+        elem, shape, raw = "ui8", (len(v.data),), bytes(v.data)
+    elif code in _SCALARS:
+        elem, fmt = _SCALARS[code]
+        shape, raw = (), struct.pack("<" + fmt, v)
+    else:
+        raise UsageError(f"cannot write a {type(v).__name__} to '{path}'", StatusCode.UNIMPLEMENTED)
+    if raw is not None:
+        if not npy:
+            return raw
+        data = npy_bytes(elem, shape, raw)
+        if data is not None:
+            return data
+    import io
+
+    import numpy as np
+    arr = v.array if isinstance(v, BufferView) else np.frombuffer(raw or b"", np.uint8)
+    if not npy:
+        return np.ascontiguousarray(arr).tobytes()
+    out = io.BytesIO()
+    np.save(out, arr, allow_pickle=False)
+    return out.getvalue()
 
 
 # --------------------------------------------------------- expected outputs ---
@@ -305,7 +332,7 @@ def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str
         return f"metadata is {_meta(actual)}; expected that the view matches {exp_meta}; {tail}"
     floats = is_float_type(actual.element_type)
     if is_binary_hex(actual.element_type):       # raw bytes compare as raw bytes
-        a, e = actual.storage, expected.storage
+        a, e = np.frombuffer(actual.storage, np.uint8), np.frombuffer(expected.storage, np.uint8)
     else:
         a = actual.array.reshape(-1)
         e = expected.array.reshape(-1)

@@ -9,7 +9,7 @@ import pytest
 import vmrt
 from tests.vmrt.hal.hal_testutil import run_args, vmrt_run
 from vmrt.errors import StatusCode, VmError
-from vmrt.hal.buffer import aligned_bytes, new_buffer
+from vmrt.hal.buffer import aligned_bytes, aligned_memory, new_buffer
 from vmrt.hal.buffer_view import BufferView
 from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.local.device import Device
@@ -176,6 +176,15 @@ def test_aligned_allocations():
     with pytest.raises(VmError) as e:
         aligned_bytes(1 << 40)
     assert e.value.code == StatusCode.RESOURCE_EXHAUSTED
+    # the buffers' own memory: writable memoryviews at the aligned address given
+    import ctypes
+    for n in (0, 1, 100, 5000, 2 << 20):
+        view, addr = aligned_memory(n)
+        assert len(view) == n and not view.readonly and addr % 64 == 0
+        if n:
+            view[n - 1] = 7
+            assert ctypes.string_at(addr + n - 1, 1) == b"\x07"
+            assert ctypes.addressof(ctypes.c_char.from_buffer(view)) == addr
 
 
 def test_bad_executables_are_vm_errors(hal_compile):
@@ -252,14 +261,14 @@ def test_queue_transfers_and_files():
     dev = Device("local-sync")
     alloc = hal.device_allocator(None, dev)
     a = hal.allocator_allocate(None, alloc, -1, 48, 3075, 16)
-    assert a.bytes.tobytes() == bytes(16) and a.bytes.ctypes.data % 64 == 0
+    assert a.bytes.tobytes() == bytes(16) and a.address % 64 == 0
     ro = Buffer(bytes(range(32)))
     imported = hal.allocator_import(None, alloc, 1, -1, 48, 3075, ro, 8, 8)
     # module rodata is imported as a writable, aligned copy (a dispatch may
     # write into an imported constant); the vm.buffer itself never changes
-    assert imported.bytes.tobytes() == bytes(range(8, 16)) and imported.bytes.flags.writeable
-    assert imported.bytes.ctypes.data % 64 == 0
-    imported.bytes[:] = 0
+    assert imported.bytes.tobytes() == bytes(range(8, 16)) and not imported.bytes.readonly
+    assert imported.address % 64 == 0
+    imported.bytes[:] = bytes(8)
     assert bytes(ro.data) == bytes(range(32))
     signal = Fence()
     hal.queue_update(None, dev, -1, None, signal, ro, 4, a, 2, 4, 0)

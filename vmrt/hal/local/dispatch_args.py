@@ -3,6 +3,7 @@ grid, the bindings and the push constants."""
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,16 +82,18 @@ def workgroup_xyz(k: int, wc: tuple[int, int, int]) -> str:
 def u32_words(values: Any, what: str) -> bytes:
     """Push constants as little-endian 32-bit words: ints as u32 (or i32),
     floats as f32 bits; a numpy array of 32-bit elements as is."""
-    import numpy as np
-    if isinstance(values, np.ndarray):
+    np = sys.modules.get("numpy")   # numpy values come only from callers that imported it
+    floats: tuple[type, ...] = (float,) if np is None else (float, np.floating)
+    ints: tuple[type, ...] = (int,) if np is None else (int, np.integer)
+    if np is not None and isinstance(values, np.ndarray):
         if values.dtype.itemsize != 4:
             raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")
         return np.ascontiguousarray(values).tobytes()
     out = bytearray()
     for v in values:
-        if isinstance(v, (float, np.floating)):
+        if isinstance(v, floats):
             out += struct.pack("<f", float(v))
-        elif isinstance(v, (int, np.integer)):
+        elif isinstance(v, ints):
             iv = int(v)
             if not -(1 << 31) <= iv < (1 << 32):
                 raise DispatchError(f"{what}: {iv} does not fit in 32 bits")

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ...errors import DispatchError, StatusCode, VmError
-from ..buffer import aligned_bytes
+from ..buffer import aligned_memory
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 
@@ -71,22 +71,24 @@ class NativeDispatch:
             self.bounds.append((start, end))
             start = end
 
-    def _block(self) -> tuple[Any, int, Any, int]:
-        """This thread's block: (array, dispatch state address, workgroup states,
-        their address)."""
-        lay, n = self.layout, self.n
-        block = aligned_bytes(self.d_off + lay.ds_size + 64, "dispatch state")
-        base = int(block.ctypes.data)
-        view = memoryview(block)
-        view[:len(self.cbytes)] = self.cbytes
-        state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, self.wc, self.threads, n,
+    def _block(self) -> tuple[Any, int, int, int]:
+        """This thread's block: (memory, dispatch state address, offset of the
+        workgroup states, their address)."""
+        lay, n, size, wc = self.layout, self.n, self.ws_size, self.wc
+        ws_off = -(-(self.d_off + lay.ds_size) // 64) * 64
+        block, base = aligned_memory(ws_off + self.total * size, "dispatch state")
+        block[:len(self.cbytes)] = self.cbytes
+        state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, wc, self.threads, n,
                                    base if self.cbytes else 0, base + self.b_off if n else 0,
                                    base + self.l_off if n else 0)
-        view[self.d_off:self.d_off + len(state)] = state
-        recs = self.exe.workgroup_records(self.wc, range(self.total), 0, 0, 0)
+        block[self.d_off:self.d_off + len(state)] = state
+        pack, off = struct.Struct(lay.ws_fmt).pack_into, ws_off
         for t, (a, b) in enumerate(self.bounds):       # processor_id: the range's thread
-            recs["pid"][a:b] = t
-        mine = (block, base + self.d_off, recs, int(recs.ctypes.data))
+            for k in range(a, b):
+                pack(block, off, k % wc[0], (k // wc[0]) % wc[1], k // (wc[0] * wc[1]), 0, t,
+                     0, 0)
+                off += size
+        mine = (block, base + self.d_off, ws_off, base + ws_off)
         self.local.mine = mine
         return mine
 

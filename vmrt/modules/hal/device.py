@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
-from ...hal.buffer import HalBuffer, buffer_range, new_buffer
+from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer
 from ...hal.buffer_view import BufferView
 from ...hal.command_buffer import CommandBuffer, fill_range
 from ...hal.element_types import ENCODING_DENSE_ROW_MAJOR, element_type_code, element_type_name
@@ -53,8 +53,7 @@ def _text(buf: Any) -> str:
 
 
 def _vm_bytes(buf: Any, offset: int, length: int, what: str) -> Any:
-    """A numpy uint8 view of a ``vm.buffer`` range (zero-copy; read-only for rodata)."""
-    import numpy as np
+    """A byte memoryview of a ``vm.buffer`` range (zero-copy; read-only for rodata)."""
     data = _need(buf, Buffer, what).data
     size = len(data)
     if length == -1:
@@ -62,7 +61,7 @@ def _vm_bytes(buf: Any, offset: int, length: int, what: str) -> Any:
     if offset < 0 or length < 0 or offset + length > size:
         raise HalError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
                       f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
-    return np.frombuffer(data, np.uint8, length, offset)
+    return byte_view(data)[offset:offset + length]
 
 
 def _type_name(code: int) -> str:
@@ -197,10 +196,10 @@ class HalDeviceModule(HalModule):
         if not source.readonly:
             return HalBuffer(view)
         cache = getattr(state, "imported", {})         # no state: called outside a context
-        key = (id(source), offset, int(view.size))
+        key = (id(source), offset, len(view))
         hit = cache.get(key)
         if hit is None:
-            copy = new_buffer(int(view.size), "hal.allocator.import")
+            copy = new_buffer(len(view), "hal.allocator.import")
             copy.bytes[:] = view
             copy.read_only = self.module_mode == "mmap"
             hit = cache[key] = (source, copy)          # the source keeps its id alive
@@ -341,7 +340,7 @@ class HalDeviceModule(HalModule):
             raise HalError(f"{what}: pattern length {pattern_length} must be 1, 2, 4 or 8",
                           StatusCode.INVALID_ARGUMENT)
         raw = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
-        fill_range(buf, offset, int(data.size), raw, what)
+        fill_range(buf, offset, len(data), raw, what)
         if signal is not None:
             signal.signal()
 
@@ -360,8 +359,8 @@ class HalDeviceModule(HalModule):
                    target, target_offset, length, flags):
         what = "hal.device.queue.copy"
         self._queue(device, wait, signal, what)
-        src = buffer_range(_need(source, HalBuffer, "source buffer"), source_offset, length,
-                           f"{what} source").copy()
+        src = bytes(buffer_range(_need(source, HalBuffer, "source buffer"), source_offset,
+                                 length, f"{what} source"))
         self._write(target, target_offset, src, what)
         if signal is not None:
             signal.signal()
@@ -372,9 +371,9 @@ class HalDeviceModule(HalModule):
         what = "hal.device.queue.read"
         self._queue(device, wait, signal, what)
         f = _need(source_file, HalFile, "source file")
-        if source_offset < 0 or length < 0 or source_offset + length > f.data.size:
+        if source_offset < 0 or length < 0 or source_offset + length > len(f.data):
             raise HalError(f"{what}: range [{source_offset}, {source_offset + length}) is out "
-                          f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
+                          f"of bounds of a {len(f.data)}-byte file", StatusCode.OUT_OF_RANGE)
         self._write(target, target_offset, f.data[source_offset:source_offset + length], what)
         if signal is not None:
             signal.signal()
@@ -387,11 +386,11 @@ class HalDeviceModule(HalModule):
         f = _need(target_file, HalFile, "target file")
         src = buffer_range(_need(source, HalBuffer, "source buffer"), source_offset, length,
                            f"{what} source")
-        if not f.data.flags.writeable:
+        if f.data.readonly:
             raise HalError(f"{what}: the file is read-only", StatusCode.PERMISSION_DENIED)
-        if target_offset < 0 or target_offset + length > f.data.size:
+        if target_offset < 0 or target_offset + length > len(f.data):
             raise HalError(f"{what}: range [{target_offset}, {target_offset + length}) is out "
-                          f"of bounds of a {f.data.size}-byte file", StatusCode.OUT_OF_RANGE)
+                          f"of bounds of a {len(f.data)}-byte file", StatusCode.OUT_OF_RANGE)
         f.data[target_offset:target_offset + length] = src
         if signal is not None:
             signal.signal()
@@ -400,7 +399,7 @@ class HalDeviceModule(HalModule):
     def _write(target, offset, data, what: str) -> None:
         buf = _need(target, HalBuffer, "target buffer")
         buf.writable(what)
-        buffer_range(buf, offset, int(data.size), what)[:] = data
+        buffer_range(buf, offset, len(data), what)[:] = data
 
     @export("device.queue.barrier", "0rIrrI_v")
     def queue_barrier(self, state, device, affinity, wait, signal, flags):
@@ -461,7 +460,7 @@ class HalDeviceModule(HalModule):
         consts = None
         if constants is not None:
             raw = _vm_bytes(constants, 0, -1, "executable constants")
-            consts = [int(x) for x in raw[:raw.size // 4 * 4].view("<u4")]
+            consts = list(raw[:len(raw) // 4 * 4].cast("I"))
         try:
             return dev.load_executable(fmt, data, consts)
         except VmError as e:

@@ -1,11 +1,10 @@
-"""A minimal host-side ``hal`` module: buffer views over numpy arrays.
+"""A minimal host-side ``hal`` module: buffer views over host memory.
 
 Programs compiled with ``--iree-execution-model=host-only`` cannot compute on
 tensors, but they can take and return ``!hal.buffer_view`` values and use the
 ``hal.buffer_view.*`` / ``hal.buffer.*`` ops, which import functions from the
-``hal`` module.  This module implements those imports over host memory
-(numpy), so ``vmrt run --input=4xf32=...`` works like iree-run-module for
-such programs.  Devices, allocators, command buffers and executables are not
+``hal`` module.  This module implements those imports over host memory, so
+``vmrt run --input=4xf32=...`` works like iree-run-module for such programs.  Devices, allocators, command buffers and executables are not
 here: a HAL that dispatches executables can subclass :class:`HalModule` and
 add exports (as :mod:`vmrt.modules.hal.device` does).
 """
@@ -18,7 +17,7 @@ from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.element_types import (
     ENCODING_DENSE_ROW_MAJOR,
-    dtype_of,
+    dtype_name,
     element_type_code,
     element_type_name,
     storage_size,
@@ -87,7 +86,7 @@ class HalModule(NativeModule):
         b = _buffer(buf)
         b.check_range(offset, length)
         name = element_type_name(element_type)
-        dtype_of(name)                          # an element type vmrt cannot hold fails here
+        dtype_name(name)                        # an element type vmrt cannot hold fails here
         count = 1
         for d in shape:
             if d < 0:
@@ -113,7 +112,7 @@ class HalModule(NativeModule):
         if length not in (1, 2, 4):
             raise HalError(f"unsupported load length {length}", StatusCode.INVALID_ARGUMENT)
         b.check_range(offset, length)
-        value = int.from_bytes(b.bytes[offset:offset + length].tobytes(), "little")
+        value = int.from_bytes(b.bytes[offset:offset + length], "little")
         return value - (1 << 32) if value >= 1 << 31 else value
 
     @export("buffer.store", "0irIi_v", arg_types=(None, HAL_BUFFER_TYPE))
@@ -123,4 +122,4 @@ class HalModule(NativeModule):
             raise HalError(f"unsupported store length {length}", StatusCode.INVALID_ARGUMENT)
         b.check_range(offset, length)
         raw = struct.pack("<I", value & 0xFFFFFFFF)[:length]
-        b.bytes[offset:offset + length] = list(raw)
+        b.bytes[offset:offset + length] = raw

@@ -60,7 +60,7 @@ def test_queue_alloca(device):
     signal = Fence()
     (buf,) = call([device, -1, None, signal, 0, 48, 3075, 100, 0])
     assert isinstance(buf, HalBuffer) and len(buf) == 100 and buf.address % 64 == 0
-    assert signal.status == 0 and not buf.bytes.any() and not slow.calls
+    assert signal.status == 0 and not any(buf.bytes) and not slow.calls
     for args in ([device, -1, Fence(0), Fence(), 0, 48, 3075, 100, 0],       # a wait fence
                  [device, -1, None, None, 0, 48, 3075, 100, 0],              # no signal
                  [device, -1, None, Fence(), 0, 48, 3075, FAST_ALLOCATION + 1, 0],
