@@ -53,9 +53,9 @@ class ObservedDispatch:
     deadline: float | None
 
     def binding(self, i: int) -> Any:
-        """Binding ``i``'s bytes (a writable uint8 view of its buffer)."""
+        """Binding ``i``'s bytes (a writable numpy uint8 view of its buffer)."""
         buf, start, length = self.ranges[i]
-        return buf.bytes[start:start + length]
+        return buf.as_array()[start:start + length]
 
     def names(self) -> tuple[str, str]:
         """(executable name, export name)."""

@@ -80,7 +80,7 @@ class _Work:
             s = spans.setdefault(id(buf), [buf, start, start + length])
             s[1], s[2] = min(s[1], start), max(s[2], start + length)
         self.spans = list(spans.values())
-        self.initial = [buf.bytes[lo:hi].copy() for buf, lo, hi in self.spans]
+        self.initial = [buf.as_array()[lo:hi].copy() for buf, lo, hi in self.spans]
         self.copies = [aligned_array(max(hi - lo, 1), "race check copy")[0][:hi - lo]
                        for _buf, lo, hi in self.spans]
         self.where = []           # per binding: (span index, offset in the span)
@@ -127,8 +127,8 @@ class _Work:
 
     def write_back(self) -> None:
         for (buf, lo, hi), c in zip(self.spans, self.copies):
-            if buf.bytes.flags.writeable:
-                buf.bytes[lo:hi] = c
+            if not buf.bytes.readonly:
+                buf.bytes[lo:hi] = memoryview(c)
 
 
 def _ranges(positions: Any) -> list[tuple[int, int]]:
