@@ -69,7 +69,8 @@ class BufferView(RefObject):
         return view
 
     @classmethod
-    def zeros(cls, element_type: str, shape: tuple[int, ...], what: str = "buffer view") -> BufferView:
+    def zeros(cls, element_type: str, shape: tuple[int, ...],
+              what: str = "buffer view") -> BufferView:
         """A zeroed view of a new 64-byte aligned allocation (no numpy)."""
         count = 1
         for d in shape:

@@ -8,8 +8,9 @@ supplies the buffer and a base offset the command's offset is added to.
 
 Dispatches go to a prepared native dispatch (binding addresses) or to
 :meth:`vmrt.Executable.dispatch` (numpy views of the buffers); a buffer whose
-address is not 64-byte aligned (a caller's input array, say) is staged through an aligned copy for the dispatch, once per
-buffer so that aliasing bindings still alias.
+address is not 64-byte aligned (a caller's input array, say) is staged through
+an aligned copy for the dispatch, once per buffer so that aliasing bindings
+still alias.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the

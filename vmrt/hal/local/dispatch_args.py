@@ -82,9 +82,9 @@ def workgroup_xyz(k: int, wc: tuple[int, int, int]) -> str:
 def u32_words(values: Any, what: str) -> bytes:
     """Push constants as little-endian 32-bit words: ints as u32 (or i32),
     floats as f32 bits; a numpy array of 32-bit elements as is."""
-    np = sys.modules.get("numpy")   # numpy values come only from callers that imported it
-    floats: tuple[type, ...] = (float,) if np is None else (float, np.floating)
-    ints: tuple[type, ...] = (int,) if np is None else (int, np.integer)
+    np: Any = sys.modules.get("numpy")   # numpy values come only from callers that imported it
+    floats: Any = (float,) if np is None else (float, np.floating)
+    ints: Any = (int,) if np is None else (int, np.integer)
     if np is not None and isinstance(values, np.ndarray):
         if values.dtype.itemsize != 4:
             raise DispatchError(f"{what}: a {values.dtype} array; use 32-bit elements")

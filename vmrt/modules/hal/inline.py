@@ -4,9 +4,10 @@ Programs compiled with ``--iree-execution-model=host-only`` cannot compute on
 tensors, but they can take and return ``!hal.buffer_view`` values and use the
 ``hal.buffer_view.*`` / ``hal.buffer.*`` ops, which import functions from the
 ``hal`` module.  This module implements those imports over host memory, so
-``vmrt run --input=4xf32=...`` works like iree-run-module for such programs.  Devices, allocators, command buffers and executables are not
-here: a HAL that dispatches executables can subclass :class:`HalModule` and
-add exports (as :mod:`vmrt.modules.hal.device` does).
+``vmrt run --input=4xf32=...`` works like iree-run-module for such programs.
+Devices, allocators, command buffers and executables are not here: a HAL
+that dispatches executables can subclass :class:`HalModule` and add exports
+(as :mod:`vmrt.modules.hal.device` does).
 """
 from __future__ import annotations
 
