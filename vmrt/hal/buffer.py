@@ -105,6 +105,26 @@ def _small(size: int) -> tuple[memoryview, int]:
     return st["slab"][off:off + size], st["addr"] + off
 
 
+class HostBytes:
+    """A contiguous range of host bytes and its address: what
+    :meth:`vmrt.Executable.dispatch` takes as a binding besides a numpy array
+    (a command buffer's bindings, without numpy)."""
+
+    __slots__ = ("view", "address", "nbytes", "writeable", "base")
+
+    def __init__(self, view: memoryview, address: int, base: Any = None):
+        self.view = view
+        self.address = address
+        self.nbytes = len(view)
+        self.writeable = not view.readonly
+        #: the memory it is part of (like a numpy view's ``base``: ranges of
+        #: one buffer are staged together into an emulated dispatch)
+        self.base = base
+
+    def __repr__(self) -> str:
+        return f"<HostBytes {self.nbytes} bytes at {self.address:#x}>"
+
+
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
     data, addr = _small(size) if 0 <= size <= _SMALL else aligned_memory(size, what)
     return HalBuffer(data, address=addr)

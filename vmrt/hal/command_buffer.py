@@ -7,7 +7,7 @@ buffers the compiler memoizes; the buffer ref is null then).  The table entry
 supplies the buffer and a base offset the command's offset is added to.
 
 Dispatches go to a prepared native dispatch (binding addresses) or to
-:meth:`vmrt.Executable.dispatch` (numpy views of the buffers); a buffer whose
+:meth:`vmrt.Executable.dispatch` (``HostBytes`` ranges of the buffers); a buffer whose
 address is not 64-byte aligned (a caller's input array, say) is staged through
 an aligned copy for the dispatch, once per buffer so that aliasing bindings
 still alias.
@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
-from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, aligned_array
+from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, HostBytes, aligned_memory
 from .dispatch_observer import ObservedDispatch, current_observer
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
@@ -282,9 +282,8 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
             return
     if 0 in cmd.workgroups:
         return
-    import numpy as np
     ranges = resolve_all(cmd.bindings, table, labels)
-    staged: dict[int, tuple[HalBuffer, Any, int]] = {}
+    staged: dict[int, tuple[HalBuffer, memoryview, int]] = {}
     try:
         if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
             ptrs, sizes = [], []
@@ -296,17 +295,17 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
                 sizes.append(length)
             prepared.run(ptrs, sizes, deadline)
             return
-        arrays = []
+        bindings = []
         for buf, start, length in ranges:
             if buf.address == -1 or buf.address % BUFFER_ALIGNMENT:
-                data = _stage(buf, staged)[0]
+                data, addr = _stage(buf, staged)
             else:
-                data = buf.as_array()
+                data, addr = buf.bytes, buf.address
             if length == 0:
-                arrays.append(np.zeros(BUFFER_ALIGNMENT, np.uint8))    # never read
+                bindings.append(HostBytes(*aligned_memory(BUFFER_ALIGNMENT)))   # never read
             else:
-                arrays.append(data[start:start + length])
-        cmd.executable.exe.dispatch(cmd.ordinal, cmd.workgroups, arrays, list(cmd.constants),
+                bindings.append(HostBytes(data[start:start + length], addr + start, data))
+        cmd.executable.exe.dispatch(cmd.ordinal, cmd.workgroups, bindings, list(cmd.constants),
                                     deadline=deadline, threads=threads)
     finally:
         for buf, copy, _addr in staged.values():
@@ -314,12 +313,12 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
                 buf.bytes[:] = copy
 
 
-def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, Any, int]]) -> tuple[Any, int]:
+def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, memoryview, int]]
+           ) -> tuple[memoryview, int]:
     """An aligned copy of a buffer (once per dispatch, so aliasing bindings alias)."""
     hit = staged.get(id(buf))
     if hit is None:
-        data = buf.bytes
-        copy, addr = aligned_array(len(data), "dispatch staging")
-        copy[:] = data
+        copy, addr = aligned_memory(len(buf.bytes), "dispatch staging")
+        copy[:] = buf.bytes
         hit = staged[id(buf)] = (buf, copy, addr)
     return hit[1], hit[2]

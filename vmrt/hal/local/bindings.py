@@ -16,6 +16,8 @@ from typing import Any
 
 from elfkit.exec.base import PROT_NONE
 
+from .dispatch_args import host_address, host_view, host_writable
+
 
 def _root(array: Any) -> Any:
     """The object that owns an array's memory (the end of its ``.base`` chain)."""
@@ -29,7 +31,6 @@ def alias_groups(arrays: Sequence[Any]) -> list[list[int]]:
     allocation (overlapping or not) and arrays whose bytes overlap are one
     group; every other binding is a group of its own.  Groups come in the
     order of their first binding."""
-    import numpy as np
     parent = list(range(len(arrays)))
 
     def find(i: int) -> int:
@@ -38,9 +39,12 @@ def alias_groups(arrays: Sequence[Any]) -> list[list[int]]:
             i = parent[i]
         return i
     roots = [id(_root(a)) for a in arrays]
+    # bindings are contiguous: they share memory when their byte ranges overlap
+    los = [host_address(a) for a in arrays]
+    his = [lo + a.nbytes for lo, a in zip(los, arrays)]
     for i in range(len(arrays)):
         for j in range(i + 1, len(arrays)):
-            if roots[i] == roots[j] or np.shares_memory(arrays[i], arrays[j]):
+            if roots[i] == roots[j] or (los[i] < his[j] and los[j] < his[i]):
                 parent[find(j)] = find(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(arrays)):
@@ -61,24 +65,23 @@ class StagedBindings:
         self.ptrs: list[int] = []
 
     def _span(self, group: list[int]) -> tuple[int, int]:
-        lo = min(self.arrays[i].ctypes.data for i in group)
-        hi = max(self.arrays[i].ctypes.data + self.arrays[i].nbytes for i in group)
+        lo = min(host_address(self.arrays[i]) for i in group)
+        hi = max(host_address(self.arrays[i]) + self.arrays[i].nbytes for i in group)
         return lo, hi
 
     def stage(self) -> list[int]:
         """Copy every group into the guest; returns each binding's guest address."""
-        import numpy as np
         self.ptrs = [0] * len(self.arrays)
         for group in self.groups:
             lo, hi = self._span(group)
-            span = np.zeros(hi - lo, np.uint8)      # bytes between bindings stay zero
+            span = bytearray(hi - lo)               # bytes between bindings stay zero
             for i in group:
                 a = self.arrays[i]
-                off = a.ctypes.data - lo
-                span[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
-            start = self._place(group[-1], span.tobytes())
+                off = host_address(a) - lo
+                span[off:off + a.nbytes] = host_view(a)
+            start = self._place(group[-1], bytes(span))
             for i in group:
-                self.ptrs[i] = start + self.arrays[i].ctypes.data - lo
+                self.ptrs[i] = start + host_address(self.arrays[i]) - lo
         return self.ptrs
 
     def _place(self, index: int, data: bytes) -> int:
@@ -100,16 +103,15 @@ class StagedBindings:
     def copy_back(self) -> None:
         """What the guest code wrote lands in the host arrays (each group's
         span is read once; read-only bindings are left alone)."""
-        import numpy as np
         for group in self.groups:
             lo, hi = self._span(group)
-            start = self.ptrs[group[0]] - (self.arrays[group[0]].ctypes.data - lo)
-            span = np.frombuffer(self.machine.read(start, hi - lo), np.uint8)
+            start = self.ptrs[group[0]] - (host_address(self.arrays[group[0]]) - lo)
+            span = memoryview(self.machine.read(start, hi - lo))
             for i in group:
                 a = self.arrays[i]
-                if a.flags.writeable:
-                    off = a.ctypes.data - lo
-                    a.reshape(-1).view(np.uint8)[:] = span[off:off + a.nbytes]
+                if host_writable(a):
+                    off = host_address(a) - lo
+                    host_view(a)[:] = span[off:off + a.nbytes]
 
     @contextlib.contextmanager
     def recording(self, out: list[tuple[int, int, int]] | None) -> Iterator[None]:

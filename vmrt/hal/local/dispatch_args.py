@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import DispatchError
+from ..buffer import HostBytes
 
 
 def xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:
@@ -45,23 +46,39 @@ def grid(workgroup_count: Any, workgroup_size: Sequence[int] | None,
 
 def binding_arrays(bindings: list[Any], expected: int | None, where: str) -> list[Any]:
     """``bindings`` checked: ``expected`` of them (None: any number), each a
-    non-empty C-contiguous numpy array."""
-    import numpy as np
+    non-empty C-contiguous numpy array or :class:`vmrt.hal.buffer.HostBytes`."""
     if expected is not None and len(bindings) != expected:
         raise DispatchError(f"{where} takes {expected} binding(s), "
                             f"{len(bindings)} given")
+    np: Any = sys.modules.get("numpy")     # numpy arrays come only from callers that imported it
     arrays = []
     for i, b in enumerate(bindings):
-        if not isinstance(b, np.ndarray):
-            raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected a "
-                                f"numpy array")
-        if not b.flags.c_contiguous:
-            raise DispatchError(f"{where}: binding {i} is not C-contiguous "
-                                f"(use np.ascontiguousarray)")
+        if b.__class__ is not HostBytes:
+            if np is None or not isinstance(b, np.ndarray):
+                raise DispatchError(f"{where}: binding {i} is a {type(b).__name__}, expected "
+                                    f"a numpy array")
+            if not b.flags.c_contiguous:
+                raise DispatchError(f"{where}: binding {i} is not C-contiguous "
+                                    f"(use np.ascontiguousarray)")
         if b.nbytes == 0:
             raise DispatchError(f"{where}: binding {i} is empty")
         arrays.append(b)
     return arrays
+
+
+def host_address(binding: Any) -> int:
+    """The host address of a checked binding (see :func:`binding_arrays`)."""
+    return binding.address if binding.__class__ is HostBytes else int(binding.ctypes.data)
+
+
+def host_view(binding: Any) -> memoryview:
+    """A checked binding's bytes as a flat byte memoryview (no copy)."""
+    return binding.view if binding.__class__ is HostBytes \
+        else memoryview(binding.reshape(-1).view("u1"))
+
+
+def host_writable(binding: Any) -> bool:
+    return binding.writeable if binding.__class__ is HostBytes else binding.flags.writeable
 
 
 def workgroup_order(order: Sequence[int], total: int, where: str) -> list[int]:

@@ -45,7 +45,7 @@ from ...errors import (
     VmError,
 )
 from .bindings import alias_groups
-from .dispatch_args import workgroup_xyz
+from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
 from .dispatch_limits import ExecutionLimits, current_limits, guest_workgroup, stop_error
 from .guest import GuestMemory
 from .prepared import worker_pool
@@ -96,13 +96,13 @@ class SharedBindings:
             view[:] = 0                                 # bytes between bindings stay zero
             for i in group:
                 a = self.arrays[i]
-                start = a.ctypes.data - lo
-                view[start:start + a.nbytes] = a.reshape(-1).view(np.uint8)
+                start = host_address(a) - lo
+                view[start:start + a.nbytes] = np.frombuffer(host_view(a), np.uint8)
             self.placed.append((block, off, n))
 
     def _span(self, group: list[int]) -> tuple[int, int]:
-        lo = min(self.arrays[i].ctypes.data for i in group)
-        hi = max(self.arrays[i].ctypes.data + self.arrays[i].nbytes for i in group)
+        lo = min(host_address(self.arrays[i]) for i in group)
+        hi = max(host_address(self.arrays[i]) + self.arrays[i].nbytes for i in group)
         return lo, hi
 
     def map_into(self, machine: Any, bases: list[int]
@@ -118,20 +118,19 @@ class SharedBindings:
             bases.append(base)
             lo, _hi = self._span(group)
             for i in group:
-                ptrs[i] = base + off + self.arrays[i].ctypes.data - lo
+                ptrs[i] = base + off + host_address(self.arrays[i]) - lo
             guards.append((group[-1], base, base + off, n, int(block.nbytes)))
         return ptrs, guards
 
     def copy_back(self) -> None:
         """What the workers wrote lands in the caller's writable arrays."""
-        import numpy as np
         for group, (block, off, _n) in zip(self.groups, self.placed):
             lo, _hi = self._span(group)
             for i in group:
                 a = self.arrays[i]
-                if a.flags.writeable:
-                    start = off + a.ctypes.data - lo
-                    a.reshape(-1).view(np.uint8)[:] = block[start:start + a.nbytes]
+                if host_writable(a):
+                    start = off + host_address(a) - lo
+                    host_view(a)[:] = memoryview(block[start:start + a.nbytes])
 
 
 def _explain(guards: list[tuple[int, int, int, int, int]], e: BaseException) -> str | None:
@@ -318,7 +317,7 @@ class _Job:
         for first in range(start, end, _BATCH):
             idx = range(first, min(first + _BATCH, end))
             rec = exe.workgroup_records(self.wc, idx, t, local, self.exp.local_memory_size)
-            base = mem.alloc_bytes(rec.tobytes(), 16)
+            base = mem.alloc_bytes(rec, 16)
             k = 0
             try:
                 for k in range(len(idx)):  # k names the failing workgroup

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +36,7 @@ from elfkit import fatelf
 
 from ...errors import DispatchError, ExecutableError, StatusCode, VmError
 from ...files import MAX_MODULE_SIZE, read_input
-from ..buffer import aligned_bytes
+from ..buffer import aligned_bytes, aligned_memory
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .bindings import StagedBindings
@@ -81,7 +82,6 @@ class Executable:
         # emulated dispatch: the guest copies of the bindings of the dispatch running
         self._staged: StagedBindings | None = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
-        self._ws_dtype: Any = None                  # numpy dtype of a workgroup state
         self._scratch = threading.local()           # native: a reusable dispatch-state block
         #: emulated, threads > 1: the worker machines (made on first use)
         self.workers: EmulatedWorkers | None = None
@@ -296,7 +296,6 @@ class Executable:
         (emulated only): a list that gets ``(binding, byte offset, size)`` of
         every store the code makes into a binding (a memory write hook; see
         ``StagedBindings.recording``).  Returns ``bindings``."""
-        import numpy as np
         self.check_open()
         exp = self.export(export)
         where = f"executable '{self.name}' export '{exp.name}'"
@@ -304,7 +303,9 @@ class Executable:
         bindings = list(bindings)
         arrays = dargs.binding_arrays(bindings, exp.binding_count if exp.has_attrs else None,
                                      where)
-        constants = list(constants) if not isinstance(constants, np.ndarray) else constants
+        np = sys.modules.get("numpy")      # a numpy array comes only from a caller that imported it
+        constants = constants if np is not None and isinstance(constants, np.ndarray) \
+            else list(constants)
         if exp.has_attrs and len(constants) != exp.constant_count:
             raise DispatchError(f"{where} takes {exp.constant_count} constant(s), "
                                 f"{len(constants)} given")
@@ -325,7 +326,7 @@ class Executable:
         limits = current_limits()
         self._staged = None if native else StagedBindings(self.machine, arrays)
         try:
-            ptrs = [a.ctypes.data for a in arrays] if self._staged is None \
+            ptrs = [dargs.host_address(a) for a in arrays] if self._staged is None \
                 else self._staged.stage()
             cbytes = dargs.u32_words(constants, f"{where}: constants")
             sizes = [a.nbytes for a in arrays]
@@ -431,27 +432,13 @@ class Executable:
         return base + d_off
 
     def workgroup_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
-                    local_memory: int, local_size: int) -> Any:
-        """Workgroup states for linear workgroup ``indices`` (x fastest), as one
-        numpy byte array."""
-        import numpy as np
-        dt = self._ws_dtype
-        if dt is None:
-            lay = self._mem.layout
-            word = lay.word
-            dt = self._ws_dtype = np.dtype({
-                "names": ["x", "y", "z", "pid", "mem", "memsz"],
-                "formats": ["<u4", "<u4", "<u2", "<u4", f"<u{word}", "<u4"],
-                "offsets": [0, 4, 8, 12, 16, 16 + word], "itemsize": lay.ws_size})
-        idx = np.asarray(indices, dtype=np.int64)
-        rec = np.zeros(len(idx), dtype=dt)
-        rec["x"] = idx % wc[0]
-        rec["y"] = (idx // wc[0]) % wc[1]
-        rec["z"] = idx // (wc[0] * wc[1])
-        rec["pid"] = processor_id
-        rec["mem"] = local_memory
-        rec["memsz"] = local_size
-        return rec
+                          local_memory: int, local_size: int) -> bytes:
+        """Workgroup states for linear workgroup ``indices`` (x fastest), packed
+        one after another."""
+        pack = struct.Struct(self._mem.layout.ws_fmt).pack
+        x, xy = wc[0], wc[0] * wc[1]
+        return b"".join([pack(k % x, (k // x) % wc[1], (k // xy) & 0xFFFF, 0, processor_id,
+                              local_memory, local_size) for k in indices])
 
     def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
              processor_id: int, mem: GuestMemory, where: str,
@@ -464,7 +451,11 @@ class Executable:
         for start in range(0, n, _WS_BATCH):
             chunk = indices[start:start + _WS_BATCH]
             rec = self.workgroup_records(wc, chunk, processor_id, local, exp.local_memory_size)
-            base = rec.ctypes.data if native else mem.alloc_bytes(rec.tobytes(), 16)
+            if native:                  # (the block lives until the next chunk)
+                block, base = aligned_memory(len(rec), "workgroup states")
+                block[:] = rec
+            else:
+                base = mem.alloc_bytes(rec, 16)
             k = -1
             try:
                 # k names the failing workgroup in the except below
@@ -486,17 +477,16 @@ class Executable:
             except elfkit.CallTimeout as e:
                 raise stop_error(e, where, limits) from None
             except Exception as e:
-                x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
+                xyz = dargs.workgroup_xyz(chunk[k], wc)
                 why = None if self._staged is None else self._staged.explain_fault(e)
                 if why is not None:
-                    raise DispatchError(f"{where}, workgroup ({x}, {y}, {z}): {why}",
+                    raise DispatchError(f"{where}, workgroup {xyz}: {why}",
                                         StatusCode.OUT_OF_RANGE) from e
-                raise DispatchError(f"{where} failed in workgroup ({x}, {y}, {z}): "
+                raise DispatchError(f"{where} failed in workgroup {xyz}: "
                                     f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
             if r:
-                x, y, z = (int(rec[k][f]) for f in ("x", "y", "z"))
                 raise DispatchError(f"{where} returned catastrophic error {r} in workgroup "
-                                    f"({x}, {y}, {z})", StatusCode.INTERNAL)
+                                    f"{dargs.workgroup_xyz(chunk[k], wc)}", StatusCode.INTERNAL)
             if not native:
                 mem.free(base)
 

@@ -36,6 +36,7 @@ from ...vm.context import Context
 from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
+from .dispatch_args import host_view, host_writable
 from .executable import VMVX_FORMAT
 from .exports import ExportInfo, find_export
 from .vmvx import VmvxModule
@@ -46,11 +47,12 @@ SET_CONSTANTS = "__set_constants"
 
 
 def buffer_over(array: Any) -> Buffer:
-    """A ``vm.buffer`` sharing the bytes of a C-contiguous numpy array (what
-    IREE does with a binding pointer + length): writes land in the array."""
+    """A ``vm.buffer`` sharing the bytes of a C-contiguous numpy array or a
+    ``HostBytes`` range (what IREE does with a binding pointer + length):
+    writes land in the array."""
     buf = Buffer.__new__(Buffer)
-    buf.data = memoryview(array.reshape(-1).view("u1"))
-    buf.readonly = not array.flags.writeable
+    buf.data = host_view(array)
+    buf.readonly = not host_writable(array)
     return buf
 
 
