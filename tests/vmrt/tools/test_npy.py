@@ -109,10 +109,12 @@ func.func @f(%a: tensor<?x?xf16>, %b: tensor<?xi1>, %c: tensor<?xbf16>)
     assert outs[2].read_bytes() == want.getvalue()
 
 
-def test_device_run_imports_no_numpy(hal_compile, tmp_path):
-    """A native --device run with .npy input and output imports numpy nowhere
-    but, for large relocation tables, in elfkit's loader."""
-    prog = hal_compile("chain.mlir")
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_device_run_imports_no_numpy(hal_compile, tmp_path, arch):
+    """A --device run (native, or emulated for aarch64) with .npy input and
+    output imports numpy nowhere but, for large relocation tables, in
+    elfkit's loader."""
+    prog = hal_compile("chain.mlir", arch)
     np.save(tmp_path / "a.npy", np.arange(512, dtype=np.float32).reshape(16, 32) / 512)
     np.save(tmp_path / "b.npy", np.ones((32, 16), np.float32))
     probe = ("import builtins, sys, runpy\n"
