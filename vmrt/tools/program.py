@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
-from ..hal.buffer import aligned_array
+from ..hal.buffer import aligned_memory
 from ..hal.buffer_view import BufferView
 from ..hal.element_types import dtype_of, element_type_of, is_packed
 from ..vm.context import Context
@@ -51,7 +51,7 @@ def _array_arg(v: Any) -> Any:
             if name is None:
                 return BufferView(np.array(v, order="C"))
             # copied into device-aligned memory: dispatches use it in place
-            data, addr = aligned_array(arr.nbytes, "argument")
+            data, addr = aligned_memory(arr.nbytes, "argument")
         except MemoryError:
             raise UsageError(f"cannot copy a {'x'.join(map(str, v.shape)) or 'scalar'} "
                              f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
