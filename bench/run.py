@@ -101,8 +101,10 @@ WHY = {
            "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
            "on both devices (see the note) and only free cores turn them into a speed-up; "
            "the peer column is what two independent processes got right after.",
-    "14a": "start-up: a device run imports numpy (40-90 ms on this machine, more than "
-           "iree-run-module's whole run) and vmrt's HAL, and creates 64 dataclasses at import "
+    "14a": "start-up: a device run no longer imports numpy (40-90 ms here, more than "
+           "iree-run-module's whole run: HAL buffers are memoryviews, the text and .npy "
+           "formats are handled with struct) but imports vmrt's HAL, and creates 64 "
+           "dataclasses at import "
            "(~17 % of the run under cProfile); iree-run-module is one C binary. No longer "
            "imported for a plain run: the --compare_with runner, the dispatch dumper and race "
            "checker, the vmvx executable and kernels, the gdb helper's build tools, and "

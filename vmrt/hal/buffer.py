@@ -62,7 +62,7 @@ def aligned_memory(size: int, what: str = "allocation") -> tuple[memoryview, int
     try:
         if size >= _MAPPED:
             import mmap
-            view = memoryview(mmap.mmap(-1, size))
+            view = memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
             return view, address_of(view)
         view = memoryview(bytearray(size + BUFFER_ALIGNMENT))
     except (MemoryError, OSError):
