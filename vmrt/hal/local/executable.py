@@ -284,8 +284,9 @@ class Executable:
                  order: Sequence[int] | None = None,
                  writes: list[tuple[int, int, int]] | None = None) -> list[Any]:
         """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
-        tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays, in
-        binding order; what the code writes lands in them) with ``constants``
+        tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays or
+        :class:`vmrt.hal.buffer.HostBytes` ranges, in binding order; what the
+        code writes lands in them) with ``constants``
         (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
         independent workgroups on several host threads (an emulated
         executable on one machine per thread: see ``emulated_workers``).
