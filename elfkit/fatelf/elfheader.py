@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import FatElfFormatError
+from ..records import DataRecord
 from .format import hex_prefix
-from .frozen import Frozen
 
 __all__ = ["ELF_MAGIC", "ElfHeader", "read_elf_header", "view_reader", "fd_reader"]
 
@@ -25,13 +25,11 @@ _PT_LOAD = 1
 ReadAt = Callable[[int, int], Any]
 
 
-class ElfHeader(Frozen):
+class ElfHeader(DataRecord, frozen=True, slots=True):
     """What FatELF needs of one ELF header.  ``word_size`` and ``byte_order``
     use the FatELF numbers (1/2; 1 = little, 0 = big), so they compare
     directly with a :class:`~elfkit.fatelf.Record`."""
 
-    __slots__ = ("machine", "osabi", "osabi_version", "word_size", "byte_order",
-                 "max_load_align", "phdr_error")
     machine: int
     osabi: int
     osabi_version: int
@@ -41,12 +39,6 @@ class ElfHeader(Frozen):
     max_load_align: int
     #: why the program headers could not be read (None: they could)
     phdr_error: str | None
-
-    def __init__(self, machine: int, osabi: int, osabi_version: int, word_size: int,
-                 byte_order: int, max_load_align: int, phdr_error: str | None) -> None:
-        self.init(machine=machine, osabi=osabi, osabi_version=osabi_version,
-                  word_size=word_size, byte_order=byte_order, max_load_align=max_load_align,
-                  phdr_error=phdr_error)
 
 
 def view_reader(view: memoryview) -> ReadAt:

@@ -8,8 +8,9 @@ import builtins
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TextIO
+
+from elfkit.records import DataRecord, field
 
 from ..errors import UsageError, VmError
 
@@ -17,8 +18,7 @@ from ..errors import UsageError, VmError
 MAX_FLAGFILE_DEPTH = 8
 
 
-@dataclass(frozen=True)
-class FlagSpec:
+class FlagSpec(DataRecord, frozen=True):
     """The flags one sub-command accepts.  ``raw`` values keep their
     whitespace (``--input`` text is data); ``positional`` allows bare
     arguments (file names)."""
@@ -30,8 +30,7 @@ class FlagSpec:
     positional: bool = False
 
 
-@dataclass
-class Flags:
+class Flags(DataRecord):
     """Parsed flags: list flags in order given, the last value of each value
     flag, the set of boolean flags that are on, and positional arguments."""
 

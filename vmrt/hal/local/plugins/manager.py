@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import elfkit
 from elfkit import fatelf
 from elfkit.arch import host
+from elfkit.records import DataRecord
 
 from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
 from ....files import MAX_MODULE_SIZE, read_input
@@ -102,8 +102,7 @@ def _slice_arches(data: bytes) -> list[str]:
 # Spec parsing
 # ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class PluginSpec:
+class PluginSpec(DataRecord, frozen=True):
     """A parsed ``--executable_plugin`` value."""
 
     path: str
@@ -142,8 +141,7 @@ def _is_host_elf(data: bytes) -> bool:
 # PluginManager
 # ---------------------------------------------------------------------------
 
-@dataclass
-class Resolution:
+class Resolution(DataRecord):
     """The outcome of resolving one batch of imports."""
 
     names: list[str]
