@@ -10,7 +10,7 @@ import os
 from typing import BinaryIO
 
 from elfkit.errors import ElfkitError
-from elfkit.fatelf.files import open_regular
+from elfkit.files import open_regular
 
 from .errors import StatusCode, UsageError, VmError
 

@@ -7,8 +7,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..hal.dispatch_observer import observe_dispatches
-
 if TYPE_CHECKING:
     from ..hal.local.races import RaceChecker
     from .dump import DispatchDumper
@@ -27,6 +25,7 @@ class RunObserver:
         if observer is None:
             yield
             return
+        from ..hal.dispatch_observer import observe_dispatches  # only when watching
         with observe_dispatches(observer):
             yield
 
