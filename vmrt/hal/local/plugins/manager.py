@@ -17,7 +17,6 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -119,6 +118,7 @@ class PluginSpec(DataRecord, frozen=True):
         params: list[tuple[str, str]] = []
         path = spec
         if "?" in spec and not os.path.exists(spec):
+            import urllib.parse  # only for a spec with parameters (start-up)
             path, query = spec.split("?", 1)
             for item in query.split("&"):
                 if not item:
