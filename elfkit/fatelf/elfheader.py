@@ -10,19 +10,22 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import FatElfFormatError
 from ..records import DataRecord
 from .format import hex_prefix
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``
+    ReadAt = Callable[[int, int], Any]
+
 __all__ = ["ELF_MAGIC", "ElfHeader", "read_elf_header", "view_reader", "fd_reader"]
 
 ELF_MAGIC = b"\x7fELF"
 _PT_LOAD = 1
-
-#: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``
-ReadAt = Callable[[int, int], Any]
 
 
 class ElfHeader(DataRecord, frozen=True, slots=True):

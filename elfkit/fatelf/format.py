@@ -36,11 +36,14 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 from ..machines import MACHINE_NAMES, arch_for
 from ..records import DataRecord
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any
 
 from ..errors import FatElfFormatError, InvalidArgumentError
 from ..records import DataRecord
@@ -23,6 +22,10 @@ from .format import (
     parse_header,
 )
 from .reader import FatElf, is_path
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Identity", "identify"]
 

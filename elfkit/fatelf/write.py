@@ -12,7 +12,6 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from ..records import DataRecord
@@ -33,6 +32,10 @@ from .format import (
     slice_names,
 )
 from .reader import FatElf, is_path, opened
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _CHUNK = 1 << 20
 
