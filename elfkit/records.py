@@ -138,7 +138,7 @@ def _compile(cls: type, name: str, params: str, lines: list[str],
 
 def _make_init(cls: type) -> Any:
     specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
-    frozen = cls.__dict__.get("__setattr__") is _frozen_setattr
+    frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
     env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY}
     params, lines = ["self"], []
     for name, default, factory, _repr, _compare in specs:
@@ -243,12 +243,23 @@ def _own_fields(name: str, ns: dict[str, Any], slots: bool) -> list[_Spec]:
     return out
 
 
+def _check_frozen(name: str, bases: tuple[type, ...], frozen: bool) -> None:
+    """A record is frozen exactly when the records it extends are (as dataclasses)."""
+    for base in bases:
+        inherited: tuple[_Spec, ...] = getattr(base, "__record_fields__", ())
+        if inherited and (getattr(base, "__setattr__", None) is _frozen_setattr) != frozen:
+            want, have = ("frozen", "non-frozen") if frozen else ("non-frozen", "frozen")
+            raise TypeError(f"{name}: cannot inherit {want} record from a {have} one "
+                            f"({base.__name__})")
+
+
 @dataclass_transform(field_specifiers=(field, Field))
 class _RecordMeta(type):
     def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], *,
                 frozen: bool = False, slots: bool = False) -> _RecordMeta:
         if not bases:                  # DataRecord itself
             return super().__new__(mcls, name, bases, ns)
+        _check_frozen(name, bases, frozen)
         specs: dict[str, _Spec] = {}
         for base in reversed(bases):
             for spec in getattr(base, "__record_fields__", ()):

@@ -185,6 +185,12 @@ def test_bad_declarations():
             a: list[int] = []
     with pytest.raises(ValueError, match="both default and default_factory"):
         field(default=1, default_factory=int)
+    with pytest.raises(TypeError, match="cannot inherit non-frozen record from a frozen one"):
+        class Thawed(Point):
+            z: int = 0
+    with pytest.raises(TypeError, match="cannot inherit frozen record from a non-frozen one"):
+        class Iced(Bag, frozen=True):
+            z: int = 0
 
 
 def test_importing_records_imports_no_dataclasses():
