@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 from functools import partial
-from typing import Any
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject, RefType
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the ``hal.buffer`` ref type (``vmrt.BUFFER_TYPE`` is the VM's ``vm.buffer``)
 HAL_BUFFER_TYPE = RefType("hal.buffer")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from ..errors import StatusCode, UsageError
 from ..vm.types import RefObject, RefType
@@ -19,6 +18,10 @@ from .element_types import (
     storage_size,
     to_float8,
 )
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..hal.local.races import RaceChecker
     from .dump import DispatchDumper
 

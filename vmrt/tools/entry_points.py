@@ -18,9 +18,12 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from typing import Any
 
 from elfkit.records import DataRecord
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _VALUE = re.compile(r"^(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?(\[.*\]\s*)?$")
 

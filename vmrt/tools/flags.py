@@ -8,11 +8,14 @@ import builtins
 import math
 import re
 from collections.abc import Sequence
-from typing import TextIO
 
 from elfkit.records import DataRecord, field
 
 from ..errors import UsageError, VmError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 #: a flagfile may name another flagfile at most this deep
 MAX_FLAGFILE_DEPTH = 8

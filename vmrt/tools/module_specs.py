@@ -9,7 +9,6 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from elfkit.records import DataRecord, field
 
@@ -21,6 +20,10 @@ from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.context import Context
 from ..vm.instance import Instance
 from ..vm.module import DependencyFlags, Module
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENTRY_POINT_GROUP = "vmrt.modules"
 DYNAMIC_NATIVE_EXTS = frozenset({"so", "sos", "dll", "dylib"})

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from elfkit.records import DataRecord
 
 from ..errors import DefinitionError, StatusCode
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .context import Context
 
 

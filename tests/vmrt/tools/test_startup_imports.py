@@ -1,5 +1,5 @@
 """What a ``vmrt run`` imports: a host-only program needs neither the FatELF
-code, nor numpy, nor unicorn; a program whose dispatches run natively does
+code, nor numpy, nor unicorn, nor typing; a program whose dispatches run natively does
 not import the emulator; neither creates dataclasses.  The output is that of
 the pip ``iree-run-module`` on the same program."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from tests.vmrt.iree_tools import REPO, require_tool
 
-HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy")
+HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing")
 
 #: runs ``vmrt run`` in a fresh interpreter, then prints which HEAVY modules it imported
 RUN = ("import sys\n"
@@ -39,7 +39,7 @@ def _iree_run(*args: str) -> str:
     return proc.stdout
 
 
-def test_host_only_run_imports_no_fatelf_numpy_or_emulator(compile_mlir):
+def test_host_only_run_imports_no_fatelf_numpy_typing_or_emulator(compile_mlir):
     vmfb = compile_mlir("control.mlir")
     args = (f"--module={vmfb}", "--function=collatz", "--input=27")
     out, imported = _vmrt_run(*args)

@@ -13,7 +13,6 @@ are then skipped, as under iree-run-module).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from elfkit.records import DataRecord
 
@@ -28,6 +27,10 @@ from .compare import (
     expect_eq_message,
     expect_true_message,
 )
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _VIEWS = (DEVICE_TYPE, BUFFER_VIEW_TYPE, BUFFER_VIEW_TYPE)
 
