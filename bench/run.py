@@ -61,10 +61,12 @@ WHY = {
           "1,024 page misses of the 4 MiB buffer again: a fixed per-call cost that shows on the "
           "fast aarch64 loop. With machine.share(array) (mapped once, the note's figure) elfkit "
           "is faster than the raw peer.",
-    "8": "the console script imports only the fatelf family (no dataclasses, no "
-         "elfkit.arch: machine names come from elfkit.machines; the loader is imported "
-         "lazily), plus typing, argparse (which imports shutil) and, in this editable "
-         "install, setuptools' editable finder (~7 ms); see -X importtime in the note.",
+    "8": "the console script imports only the fatelf family (no elfkit.arch: machine names "
+         "come from elfkit.machines; the loader is imported lazily; no typing, no dataclasses), "
+         "plus argparse (which imports shutil) and what pip's console-script wrapper imports "
+         "itself (re). An editable install is a plain .pth path entry (no setuptools finder, "
+         "which cost both sides ~8 ms): the peer gained that too, so the ratio rose while "
+         "the command got faster; see -X importtime in the note.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
           "the native call, which iree.runtime does in C. They now take single-frame callers "
@@ -101,21 +103,19 @@ WHY = {
            "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
            "on both devices (see the note) and only free cores turn them into a speed-up; "
            "the peer column is what two independent processes got right after.",
-    "14a": "start-up: a device run no longer imports numpy (40-90 ms here, more than "
+    "14a": "start-up: a device run imports no numpy (40-90 ms here, more than "
            "iree-run-module's whole run: HAL buffers are memoryviews, the text and .npy "
-           "formats are handled with struct) but imports vmrt's HAL, and creates 64 "
-           "dataclasses at import "
-           "(~17 % of the run under cProfile); iree-run-module is one C binary. No longer "
-           "imported for a plain run: the --compare_with runner, the dispatch dumper and race "
-           "checker, the vmvx executable and kernels, the gdb helper's build tools, and "
-           "pyelftools (the dispatch ELF's DWARF address sites are cached per file). Next "
-           "step: cheaper records than dataclasses.",
+           "formats are handled with struct) but imports vmrt's HAL; iree-run-module is one C "
+           "binary. No longer imported for a plain native run: numpy, unicorn and the emulated "
+           "backend, dataclasses (records are elfkit.records, methods made on first use), "
+           "concurrent.futures (only for local-task), the --compare_with runner, the dispatch "
+           "dumper and race checker, the vmvx executable and kernels, the gdb helper's build "
+           "tools, and pyelftools (the dispatch ELF's DWARF address sites are cached per file).",
     "14b": "start-up of a host-only run: the interpreter alone (python -c pass) takes most "
-           "of what iree-run-module takes for the whole run; vmrt no longer imports numpy "
-           "(it did again through the --compare_with runner, now imported only for that flag), "
-           "the device module or importlib.metadata for it; what is left is its own modules "
-           "and the standard-library ones they use, of which 26 dataclasses created at import "
-           "are ~30 % of the in-process time under cProfile.",
+           "of what iree-run-module takes for the whole run; vmrt imports no numpy, no "
+           "dataclasses, no FatELF code, no dispatch observer and no importlib.metadata; what "
+           "is left is ~60 small modules of its own (~10 ms), typing, and pip's console-script "
+           "wrapper's re; the generated VM code is compiled (~1 ms).",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "

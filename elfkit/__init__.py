@@ -8,7 +8,7 @@
 ``import elfkit`` is cheap: the architecture tables, lief, unicorn and
 capstone are imported only by the parts that use them.
 """
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from ._version import __version__
 from .errors import (
@@ -36,7 +36,11 @@ from .errors import (
 )
 from .lazy import lazy_names
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from .arch import Arch
     from .signature import CType, Signature
 

@@ -5,7 +5,9 @@ and type name, symbol name, guest address).  Callers catch ``ElfkitError``.
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ElfkitError(Exception):

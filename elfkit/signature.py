@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import enum
 import functools
-from dataclasses import dataclass
 
 from .errors import SignatureError
+from .records import DataRecord
 
 
 class CType(enum.Enum):
@@ -47,8 +47,7 @@ _SIZES = {CType.VOID: 0, CType.I8: 1, CType.I16: 2, CType.I32: 4, CType.I64: 8, 
           CType.U16: 2, CType.U32: 4, CType.U64: 8, CType.F32: 4, CType.F64: 8}
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
+class Signature(DataRecord, frozen=True, slots=True):
     ret: CType
     params: tuple[CType, ...]
 

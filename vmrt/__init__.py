@@ -19,8 +19,6 @@ exports are called like Python functions, numpy arrays in and out:
 """
 from __future__ import annotations
 
-from typing import Any
-
 from elfkit.lazy import lazy_names
 
 from .errors import (
@@ -61,6 +59,10 @@ from .vm.module import (
 )
 from .vm.native_module import NativeModule, NativeState, export
 from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "Cancelled", "Context",

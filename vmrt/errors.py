@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class StatusCode(enum.IntEnum):

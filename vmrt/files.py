@@ -7,12 +7,15 @@ the ``vmrt`` command line."""
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
 
 from elfkit.errors import ElfkitError
-from elfkit.fatelf.files import open_regular
+from elfkit.files import open_regular
 
 from .errors import StatusCode, UsageError, VmError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["MAX_FLAGFILE_SIZE", "MAX_MODULE_SIZE", "check_input", "open_input", "read_input"]
 #: the largest module (.vmfb) file read

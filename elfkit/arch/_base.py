@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 
 from ..errors import ArchError
+from ..records import DataRecord, field
 
 #: Compiler flags of every bare-metal plugin, after the per-arch ones:
 #: position independent, no libc, symbols hidden unless exported explicitly,
@@ -42,8 +42,7 @@ class Check(enum.Enum):
     EITHER = "us"        # -2**(width-1) <= v < 2**width (aarch64 ABS32/PREL32)
 
 
-@dataclass(frozen=True, slots=True)
-class RelocType:
+class RelocType(DataRecord, frozen=True, slots=True):
     number: int
     name: str
     formula: Formula
@@ -51,8 +50,7 @@ class RelocType:
     check: Check = Check.WRAP
 
 
-@dataclass(frozen=True, slots=True)
-class CallingConvention:
+class CallingConvention(DataRecord, frozen=True, slots=True):
     """Register names are the suffix of unicorn's UC_<ARCH>_REG_<NAME> constants."""
 
     int_args: tuple[str, ...]
@@ -82,8 +80,7 @@ class CallingConvention:
     float_abi: str = "hard"
 
 
-@dataclass(frozen=True, slots=True)
-class GdbReg:
+class GdbReg(DataRecord, frozen=True, slots=True):
     """One register of the GDB remote protocol's register file (``g`` packet
     order), as described to gdb in ``target.xml``: its gdb name, width, gdb
     type, target-description feature, and the unicorn register it reads
@@ -107,8 +104,7 @@ def gdb_regs(feature: str, bits: int, spec: str, type: str = "int") -> tuple[Gdb
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Arch:
+class Arch(DataRecord, frozen=True, slots=True):
     name: str                 # x86_64, aarch64, riscv64, arm, i386, riscv32
     machine: int              # e_machine
     bits: int                 # 32 or 64

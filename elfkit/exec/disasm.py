@@ -9,15 +9,14 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..arch import Arch
 from ..arch import get as get_arch
+from ..records import DataRecord
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
+class Instruction(DataRecord, frozen=True, slots=True):
     address: int
     size: int
     mnemonic: str

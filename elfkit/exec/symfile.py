@@ -16,9 +16,9 @@ import bisect
 import struct
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import DataRecord
 from .cache import cache_dir
 from .dwarf_reloc import relocate_dwarf
 
@@ -31,8 +31,7 @@ PF_X = 0x1
 MAX_SYMTAB_SIZE = 64 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class PluginSymbol:
+class PluginSymbol(DataRecord, frozen=True, slots=True):
     """A symbol of a loaded plugin: ``address`` is where it is in memory."""
 
     name: str
@@ -42,8 +41,7 @@ class PluginSymbol:
     bind: int          # STB_*
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(DataRecord, frozen=True, slots=True):
     name: str
     type: int
     flags: int

@@ -19,8 +19,7 @@ the requested, host or best slice.
 Files: ``format.py`` (on-disk format, records, names), ``elfheader.py`` (the
 embedded ELF header), ``identify.py``, ``reader.py`` (read, verify, select),
 ``checks.py`` (what verify finds), ``selection.py`` (host and best slice
-rules), ``write.py`` (pack, extract, remove, replace, split), ``frozen.py``
-(the records' immutable base), ``cli.py``.
+rules), ``write.py`` (pack, extract, remove, replace, split), ``cli.py``.
 
 "Best" slice (``select(..., fallback=True)`` / :func:`best`): when the host
 has no slice, take a record whose arch elfkit can emulate, preferring osabi

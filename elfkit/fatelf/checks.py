@@ -9,8 +9,6 @@ finding is a :class:`~elfkit.fatelf.Problem`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..errors import FatElfFormatError
 from .elfheader import read_elf_header, view_reader
 from .format import (
@@ -25,6 +23,8 @@ from .format import (
     osabi_name,
     word_size_text,
 )
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 
 if TYPE_CHECKING:
     from .reader import FatElf

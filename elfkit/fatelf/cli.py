@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from ..errors import FatElfError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EPILOG_PACK = """\
 At the default --align 4096 the output is byte-identical to

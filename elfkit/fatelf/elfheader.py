@@ -10,28 +10,29 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import FatElfFormatError
+from ..records import DataRecord
 from .format import hex_prefix
-from .frozen import Frozen
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    #: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``
+    ReadAt = Callable[[int, int], Any]
 
 __all__ = ["ELF_MAGIC", "ElfHeader", "read_elf_header", "view_reader", "fd_reader"]
 
 ELF_MAGIC = b"\x7fELF"
 _PT_LOAD = 1
 
-#: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``
-ReadAt = Callable[[int, int], Any]
 
-
-class ElfHeader(Frozen):
+class ElfHeader(DataRecord, frozen=True, slots=True):
     """What FatELF needs of one ELF header.  ``word_size`` and ``byte_order``
     use the FatELF numbers (1/2; 1 = little, 0 = big), so they compare
     directly with a :class:`~elfkit.fatelf.Record`."""
 
-    __slots__ = ("machine", "osabi", "osabi_version", "word_size", "byte_order",
-                 "max_load_align", "phdr_error")
     machine: int
     osabi: int
     osabi_version: int
@@ -41,12 +42,6 @@ class ElfHeader(Frozen):
     max_load_align: int
     #: why the program headers could not be read (None: they could)
     phdr_error: str | None
-
-    def __init__(self, machine: int, osabi: int, osabi_version: int, word_size: int,
-                 byte_order: int, max_load_align: int, phdr_error: str | None) -> None:
-        self.init(machine=machine, osabi=osabi, osabi_version=osabi_version,
-                  word_size=word_size, byte_order=byte_order, max_load_align=max_load_align,
-                  phdr_error=phdr_error)
 
 
 def view_reader(view: memoryview) -> ReadAt:

@@ -1,19 +1,14 @@
-"""Opening input and output files safely: inputs must be regular files
-(a FIFO would block forever, a device has no end) and are read with a
-bounded size; outputs that are special files (``/dev/null``, a FIFO) are
-written as streams, never replaced by a regular file.
-
-``read_input`` is what ``elfkit.load`` and the ``elfkit`` commands read a
-path with; ``open_regular`` gives a descriptor for streaming readers.
+"""Reading input files with a bounded size (``read_input``, what
+``elfkit.load`` and the ``elfkit`` commands read a path with), over the
+regular-file checks of :mod:`elfkit.files` (re-exported here).
 """
 from __future__ import annotations
 
-import errno
 import mmap
 import os
-import stat as _stat
 
 from ..errors import ElfkitError
+from ..files import file_kind, open_regular, open_special_output
 from .format import MAGIC_BYTES
 
 __all__ = ["MAX_ELF_SIZE", "file_kind", "open_regular", "open_special_output", "read_input"]
@@ -21,40 +16,6 @@ __all__ = ["MAX_ELF_SIZE", "file_kind", "open_regular", "open_special_output", "
 #: the largest plain ELF file read into memory (a FatELF may be larger: its
 #: slices are mapped, and each must fit this bound to be copied)
 MAX_ELF_SIZE = 1 << 30
-
-_KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
-          (_stat.S_ISSOCK, "a socket"))
-
-
-def file_kind(mode: int) -> str:
-    """``"a FIFO (named pipe)"``, ``"a character device"`` ... for a st_mode."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "a regular file" if _stat.S_ISREG(mode) else "not a regular file"
-
-
-def open_regular(path: str | os.PathLike, what: str = "input") -> tuple[int, int]:
-    """``(fd, size)`` of a regular file opened for reading.
-
-    Opened non-blocking (opening a FIFO would otherwise wait for a writer),
-    then refused unless it is a regular file: ElfkitError naming the path
-    and what it is.  The caller closes ``fd``."""
-    name = os.fspath(path)
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-                 | getattr(os, "O_BINARY", 0))
-    try:
-        st = os.fstat(fd)
-        if not _stat.S_ISREG(st.st_mode):
-            raise ElfkitError(f"{name}: is {file_kind(st.st_mode)}; the {what} must be a "
-                              f"regular file")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return fd, st.st_size
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_input(path: str | os.PathLike, limit: int = MAX_ELF_SIZE,
@@ -95,33 +56,3 @@ def _read_into(fd: int, view: memoryview, at: int) -> int:  # pragma: no cover (
 def _size(n: int) -> str:
     return f"{n >> 30} GiB" if n >= 1 << 30 and not n % (1 << 30) else \
         f"{n >> 20} MiB" if n >= 1 << 20 and not n % (1 << 20) else f"{n} bytes"
-
-
-def open_special_output(path: str) -> int | None:
-    """A descriptor for writing to ``path`` when it is an existing special
-    file (a character device such as /dev/null, or a FIFO with a reader),
-    which must be written as a stream rather than replaced; None when
-    ``path`` is a regular file or does not exist.  A FIFO without a reader,
-    a block device or a socket is refused (ElfkitError)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    mode = st.st_mode
-    if _stat.S_ISREG(mode):
-        return None
-    if _stat.S_ISDIR(mode):
-        raise ElfkitError(f"{path}: is a directory")
-    if not (_stat.S_ISCHR(mode) or _stat.S_ISFIFO(mode)):
-        raise ElfkitError(f"{path}: is {file_kind(mode)}; refusing to write to it")
-    try:
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        if e.errno == errno.ENXIO:
-            raise ElfkitError(f"{path}: is a FIFO with no reader; refusing to wait for one") \
-                from None
-        raise
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return fd

@@ -36,11 +36,14 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 from ..machines import MACHINE_NAMES, arch_for
-from .frozen import Frozen
+from ..records import DataRecord
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",
@@ -182,7 +185,7 @@ def byte_order_text(byte_order: int) -> str:
 # --------------------------------------------------------------------------
 # records and problems
 
-class Record(Frozen):
+class Record(DataRecord, frozen=True, slots=True):
     """One FatELF record: which target a slice is for and where it lies.
 
     ``word_size`` and ``byte_order`` use the FatELF numbers (1/2 and
@@ -190,8 +193,6 @@ class Record(Frozen):
     record has offset 0 and the file's size.  Immutable, compared by value.
     """
 
-    __slots__ = ("index", "machine", "osabi", "osabi_version", "word_size", "byte_order",
-                 "offset", "size", "reserved0", "reserved1")
     index: int
     machine: int
     osabi: int
@@ -200,15 +201,8 @@ class Record(Frozen):
     byte_order: int
     offset: int
     size: int
-    reserved0: int
-    reserved1: int
-
-    def __init__(self, index: int, machine: int, osabi: int, osabi_version: int,
-                 word_size: int, byte_order: int, offset: int, size: int,
-                 reserved0: int = 0, reserved1: int = 0) -> None:
-        self.init(index=index, machine=machine, osabi=osabi, osabi_version=osabi_version,
-                  word_size=word_size, byte_order=byte_order, offset=offset, size=size,
-                  reserved0=reserved0, reserved1=reserved1)
+    reserved0: int = 0
+    reserved1: int = 0
 
     @property
     def arch(self) -> str | None:
@@ -283,19 +277,14 @@ class Record(Frozen):
                                   self.reserved1, self.offset, self.size)
 
 
-class Problem(Frozen):
+class Problem(DataRecord, frozen=True, slots=True):
     """One thing :func:`verify` found wrong.  ``message`` names the record
     index and file offset where there is one.  Immutable, compared by value."""
 
-    __slots__ = ("severity", "message", "index", "offset")
     severity: Severity
     message: str
-    index: int | None
-    offset: int | None
-
-    def __init__(self, severity: Severity, message: str, index: int | None = None,
-                 offset: int | None = None) -> None:
-        self.init(severity=severity, message=message, index=index, offset=offset)
+    index: int | None = None
+    offset: int | None = None
 
     def __str__(self) -> str:
         return self.message

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import Any
 
 from ..errors import FatElfFormatError, InvalidArgumentError
+from ..records import DataRecord
 from .elfheader import ELF_MAGIC
 from .files import open_regular
 from .format import (
@@ -21,8 +21,11 @@ from .format import (
     hex_prefix,
     parse_header,
 )
-from .frozen import Frozen
 from .reader import FatElf, is_path
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Identity", "identify"]
 
@@ -32,7 +35,7 @@ _ELF_PREFIX = 20
 _FATELF_PREFIX = HEADER_SIZE + RECORD_SIZE * MAX_RECORDS
 
 
-class Identity(Frozen):
+class Identity(DataRecord, frozen=True, slots=True):
     """What :func:`identify` found.  One entry per slice in each tuple (one
     for a plain ELF; none for a FatELF with no records).
 
@@ -44,15 +47,10 @@ class Identity(Frozen):
     ``word_sizes``: 32 or 64 (bits).
     """
 
-    __slots__ = ("kind", "arches", "machines", "word_sizes")
     kind: str
     arches: tuple[str | None, ...]
     machines: tuple[int, ...]
     word_sizes: tuple[int, ...]
-
-    def __init__(self, kind: str, arches: tuple[str | None, ...], machines: tuple[int, ...],
-                 word_sizes: tuple[int, ...]) -> None:
-        self.init(kind=kind, arches=arches, machines=machines, word_sizes=word_sizes)
 
 
 def _from_records(records: list[Record], where: str) -> Identity:

@@ -11,7 +11,6 @@ import mmap
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, BinaryIO
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from .checks import check_container, check_slice
@@ -33,6 +32,10 @@ from .format import (
     slice_names,
 )
 from .selection import best, host_record, host_target
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = ["FatElf", "is_path", "is_fatelf", "read", "opened", "verify", "select",
            "pick_slice"]

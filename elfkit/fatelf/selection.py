@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any
 
 from .format import BEST_ORDER, IREE_OSABIS, ByteOrder, Record, WordSize, resolve_arch
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["host_target", "matches_host", "host_record", "best"]
 

@@ -12,9 +12,9 @@ import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Any
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
+from ..records import DataRecord
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
 from .format import (
@@ -31,26 +31,24 @@ from .format import (
     Record,
     slice_names,
 )
-from .frozen import Frozen
 from .reader import FatElf, is_path, opened
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _CHUNK = 1 << 20
 
 
-class _Piece(Frozen):
+class _Piece(DataRecord, frozen=True, slots=True):
     """One ELF to write: from an fd range or from memory."""
 
-    __slots__ = ("name", "size", "info", "fd", "offset", "view")
     name: str
     size: int
     info: ElfHeader
-    fd: int | None
-    offset: int
-    view: memoryview | None
-
-    def __init__(self, name: str, size: int, info: ElfHeader, fd: int | None = None,
-                 offset: int = 0, view: memoryview | None = None) -> None:
-        self.init(name=name, size=size, info=info, fd=fd, offset=offset, view=view)
+    fd: int | None = None
+    offset: int = 0
+    view: memoryview | None = None
 
 
 def _piece_from_path(path: Any, stack: ExitStack) -> _Piece:

@@ -9,12 +9,12 @@ the file safely: :func:`read_struct` and :func:`vaddr_to_offset`.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 from .. import arch as _arch
 from ..arch import Arch
 from ..errors import ArchError, LayoutError, ParseError, UnsupportedError
+from ..records import DataRecord
 from . import _tags as T
 
 __all__ = ["TLS_MESSAGE", "Limits", "DEFAULT_LIMITS", "Segment", "Header", "read_struct",
@@ -24,8 +24,7 @@ __all__ = ["TLS_MESSAGE", "Limits", "DEFAULT_LIMITS", "Segment", "Header", "read
 TLS_MESSAGE = "TLS is not supported in bare-metal plugins"
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class Limits(DataRecord, frozen=True, slots=True):
     """Resource bounds applied while parsing and laying out."""
 
     max_image_size: int = 1 << 30        # bytes of address space one image may span
@@ -36,8 +35,7 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(DataRecord, frozen=True, slots=True):
     """One program header."""
 
     index: int
@@ -55,8 +53,7 @@ class Segment:
                ("X" if self.flags & 1 else "-")
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+class Header(DataRecord, frozen=True, slots=True):
     """The checked ELF header fields the loader uses."""
 
     arch: Arch

@@ -8,11 +8,11 @@ loads into host memory (native) or into an emulator (emulated).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..arch import Check, Formula
 from ..errors import ElfkitError, LayoutError, RelocationError
 from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
@@ -27,8 +27,7 @@ def _align_up(v: int, a: int) -> int:
     return (v + a - 1) & ~(a - 1)
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(DataRecord, frozen=True, slots=True):
     lo: int        # lowest link-time address covered (aligned)
     size: int      # bytes to reserve (page multiple)
     align: int     # alignment the base must have (largest p_align, at least a page)
@@ -69,8 +68,7 @@ def _prot(flags: int) -> int:
     return p
 
 
-@dataclass(slots=True)
-class LoadedImage:
+class LoadedImage(DataRecord, slots=True):
     elf: ElfFile
     machine: Machine
     base: int            # where the reservation starts

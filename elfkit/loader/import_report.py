@@ -10,12 +10,12 @@ plugin manager.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import DataRecord, field
 
-@dataclass(frozen=True, slots=True)
-class ProviderNote:
+
+class ProviderNote(DataRecord, frozen=True, slots=True):
     """A provider as the report lists it: ``label``, ``refused`` (why it
     could not serve this code at all; empty when it could) and ``asked``
     (False when, refused, it was not even asked which names it has)."""
@@ -25,8 +25,7 @@ class ProviderNote:
     asked: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class ImportAnswer:
+class ImportAnswer(DataRecord, frozen=True, slots=True):
     """One import.  ``provider``: the index (into ``ImportReport.providers``,
     newest first) of the provider that answered, or None; ``shadowed``: the
     older providers that have it too; ``refused``: providers that have it
@@ -44,8 +43,7 @@ class ImportAnswer:
         return self.provider is None and not self.optional
 
 
-@dataclass
-class ImportReport:
+class ImportReport(DataRecord):
     """Every import of ``subject`` and its answer, providers newest first."""
 
     subject: str

@@ -12,9 +12,8 @@ init/fini arrays), ``symbols.py`` (hash tables, versions, symbols) and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..arch import Arch
+from ..records import DataRecord
 from . import _tags as T
 from .dynamic import check_dynamic_flags, cstr, dynamic_array, read_dynamic, string_table
 from .headers import (
@@ -34,8 +33,7 @@ __all__ = ["ElfFile", "parse", "Limits", "DEFAULT_LIMITS", "Segment", "Symbol", 
            "TLS_MESSAGE"]
 
 
-@dataclass(slots=True)
-class ElfFile:
+class ElfFile(DataRecord, slots=True):
     """A parsed plugin: what the loader needs to lay out, relocate and bind it."""
 
     data: memoryview

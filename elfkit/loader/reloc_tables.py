@@ -5,18 +5,17 @@ them is ``relocate.py``."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LayoutError, ParseError
+from ..records import DataRecord, field
 from . import _tags as T
 from .headers import Limits, Segment, vaddr_to_offset
 
 __all__ = ["RelocTable", "read_reloc_tables"]
 
 
-@dataclass(slots=True)
-class RelocTable:
+class RelocTable(DataRecord, slots=True):
     """One relocation table in file order: parallel lists."""
 
     tag: str                 # "DT_RELA", "DT_REL", "DT_JMPREL", "DT_RELR"

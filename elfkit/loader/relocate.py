@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
+from ..records import DataRecord
 from . import _tags as T
 from .headers import TLS_MESSAGE
 from .parse import ElfFile
@@ -29,8 +29,7 @@ BULK = 256   # tables at least this long have their RELATIVE entries applied wit
 _FMT = {(8, False): "<B", (16, False): "<H", (32, False): "<I", (64, False): "<Q"}
 
 
-@dataclass(frozen=True, slots=True)
-class Deferred:
+class Deferred(DataRecord, frozen=True, slots=True):
     """A relocation that needs code to run first (IRELATIVE, or against an IFUNC)."""
 
     index: str          # e.g. "DT_RELA[3]"
@@ -42,8 +41,7 @@ class Deferred:
     p: int              # absolute address of the place
 
 
-@dataclass(slots=True)
-class Stats:
+class Stats(DataRecord, slots=True):
     by_type: dict[str, int]
     total: int
 

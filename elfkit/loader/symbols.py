@@ -4,10 +4,10 @@ DT_GNU_HASH or DT_HASH.  Bounds-checked like the rest of the parser."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ParseError, UnsupportedError
+from ..records import DataRecord
 from . import _tags as T
 from .dynamic import cstr
 from .headers import TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct, vaddr_to_offset
@@ -27,8 +27,7 @@ SHN_UNDEF = 0
 SHN_ABS = 0xFFF1
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(DataRecord, frozen=True, slots=True):
     index: int
     name: str
     value: int

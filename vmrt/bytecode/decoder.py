@@ -4,7 +4,8 @@ tables.  Errors are :class:`VerifyError` naming the function and the pc."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from elfkit.records import DataRecord
 
 from ..errors import VerifyError
 from .isa import CORE, OPCODE_SETS
@@ -22,8 +23,7 @@ REF_BIT = 0x8000
 MOVE_BIT = 0x4000
 
 
-@dataclass(frozen=True, slots=True)
-class Instr:
+class Instr(DataRecord, frozen=True, slots=True):
     pc: int
     mnemonic: str
     fields: tuple      # decoded field values, in table order
@@ -34,8 +34,7 @@ class Instr:
         return tuple(d[0] for d in self.defs)
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(DataRecord, frozen=True, slots=True):
     pc: int
     instrs: tuple[Instr, ...]
 

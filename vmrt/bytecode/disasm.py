@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ..vm.types import type_of
 from .decoder import MOVE_BIT, REF_BIT, Instr
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 IMPORT_BIT = 0x80000000
 _F32 = struct.Struct("<f")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from elfkit.records import DataRecord
 
 from ..errors import LoadError, StatusCode
 from .flatbuf import FlatBuffer, Table
@@ -20,8 +21,7 @@ _DESC = struct.Struct("<iiIhhhh")   # FunctionDescriptor, 20 bytes
 _ZIP_LOCAL = struct.Struct("<IHHHHHIIIHH")
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionDescriptor:
+class FunctionDescriptor(DataRecord, frozen=True, slots=True):
     bytecode_offset: int
     bytecode_length: int
     requirements: int
@@ -30,28 +30,24 @@ class FunctionDescriptor:
     ref_register_count: int
 
 
-@dataclass(frozen=True, slots=True)
-class ImportDef:
+class ImportDef(DataRecord, frozen=True, slots=True):
     full_name: str
     cconv: str
     flags: int
 
 
-@dataclass(frozen=True, slots=True)
-class ExportDef:
+class ExportDef(DataRecord, frozen=True, slots=True):
     local_name: str
     internal_ordinal: int
 
 
-@dataclass(frozen=True, slots=True)
-class DependencyDef:
+class DependencyDef(DataRecord, frozen=True, slots=True):
     name: str
     minimum_version: int
     flags: int
 
 
-@dataclass(frozen=True, slots=True)
-class ModuleDef:
+class ModuleDef(DataRecord, frozen=True, slots=True):
     name: str
     version: int
     requirements: int

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 

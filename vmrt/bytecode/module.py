@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ..errors import LoadError, StatusCode, VerifyError, VmError
 from ..files import MAX_MODULE_SIZE, read_input
@@ -26,6 +25,10 @@ from .codegen import FunctionTranslator, compile_functions
 from .decoder import decode_function
 from .disasm import TraceNames, list_value, ref_text
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 IMPORT_OPTIONAL_FLAG = 2
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from typing import Any
 
 from ..errors import VmError
 from ..vm.module import cconv_fragments
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["REINTERPRET", "register_coercions", "to_float", "to_int"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
 
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.buffer import Buffer
@@ -18,6 +17,10 @@ from ..vm.types import OPAQUE_TYPE, RefType, type_of
 from ..vm.values import convert_results, wrap_i32, wrap_i64
 from ..vm.values import round_f32 as rf32
 from .calls import variadic_spans
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 M32 = 0xFFFFFFFF
 M64 = 0xFFFFFFFFFFFFFFFF

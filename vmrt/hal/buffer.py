@@ -6,10 +6,13 @@ give numpy views for the code that computes on them."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject, RefType
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the ``hal.buffer`` ref type (``vmrt.BUFFER_TYPE`` is the VM's ``vm.buffer``)
 HAL_BUFFER_TYPE = RefType("hal.buffer")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import re
 import struct
-from typing import Any
 
 from ..errors import StatusCode, UsageError
 from ..vm.types import RefObject, RefType
@@ -24,6 +23,10 @@ from .element_types import (
     struct_code,
     to_float8,
 )
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 BUFFER_VIEW_TYPE = RefType("hal.buffer_view")
 

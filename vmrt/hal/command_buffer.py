@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from elfkit.records import DataRecord
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
@@ -33,8 +34,7 @@ from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 MODE_ONE_SHOT = 1 << 0
 
 
-@dataclass(frozen=True, slots=True)
-class BufferRef:
+class BufferRef(DataRecord, frozen=True, slots=True):
     """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``."""
     slot: int
     buffer: HalBuffer | None
@@ -42,26 +42,22 @@ class BufferRef:
     length: int
 
 
-@dataclass(frozen=True, slots=True)
-class Fill:
+class Fill(DataRecord, frozen=True, slots=True):
     target: BufferRef
     pattern: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(DataRecord, frozen=True, slots=True):
     source: bytes
     target: BufferRef
 
 
-@dataclass(frozen=True, slots=True)
-class Copy:
+class Copy(DataRecord, frozen=True, slots=True):
     source: BufferRef
     target: BufferRef
 
 
-@dataclass(frozen=True, slots=True)
-class Dispatch:
+class Dispatch(DataRecord, frozen=True, slots=True):
     executable: HalExecutable
     ordinal: int
     workgroups: tuple[int, int, int]

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
+
+from elfkit.records import DataRecord
 
 from ..errors import VmError
 
@@ -43,8 +44,7 @@ def observe_dispatches(observer: Observer) -> Iterator[None]:
         _OBSERVER.reset(token)
 
 
-@dataclass(frozen=True, slots=True)
-class ObservedDispatch:
+class ObservedDispatch(DataRecord, frozen=True, slots=True):
     """One dispatch about to run: what an observer sees."""
     command: Any                                # the recorded command_buffer.Dispatch
     what: str                                   # "command 3 (dispatch)"

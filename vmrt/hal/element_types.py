@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
-from typing import Any
 
 from ..errors import HalError, StatusCode
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # iree_hal_element_type_t = numerical_type << 24 | bit_count
 _NUMERICAL = {"i": 0x10, "si": 0x11, "ui": 0x12, "b": 0x13, "f": 0x21, "bf": 0x22,

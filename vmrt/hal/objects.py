@@ -10,12 +10,14 @@ host memory (the alignment compiled dispatch code assumes).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject, RefType
 from .buffer import HAL_BUFFER_TYPE
 from .buffer_view import BUFFER_VIEW_TYPE
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 ALLOCATOR_TYPE = RefType("hal.allocator")
 CHANNEL_TYPE = RefType("hal.channel")

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
+
+from elfkit.records import DataRecord, field
 
 #: IREE_HAL_MEMORY_TYPE_HOST_LOCAL (host-local memory; everything else is
 #: counted as device-local, as IREE's heap allocator does)
 MEMORY_TYPE_HOST_LOCAL = 0x46
 
 
-@dataclass
-class HeapStatistics:
+class HeapStatistics(DataRecord):
     """One memory heap's figures (IREE's ``*_bytes_*`` fields and counts)."""
     allocations: int = 0
     frees: int = 0
@@ -34,8 +34,7 @@ class HeapStatistics:
         return self.bytes_allocated - self.bytes_freed
 
 
-@dataclass
-class DispatchStatistics:
+class DispatchStatistics(DataRecord):
     """Dispatches of one executable export and their total wall time."""
     count: int = 0
     total_seconds: float = 0.0
@@ -45,8 +44,7 @@ class DispatchStatistics:
         return self.total_seconds / self.count if self.count else 0.0
 
 
-@dataclass
-class DeviceStatistics:
+class DeviceStatistics(DataRecord):
     """A device's allocator and dispatch statistics.  ``heaps`` maps
     ``"HOST_LOCAL"`` and ``"DEVICE_LOCAL"`` to :class:`HeapStatistics`;
     ``dispatches`` maps ``"executable:export"`` to

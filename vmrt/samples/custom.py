@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 from vmrt.errors import StatusCode, VmError
 from vmrt.hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, format_buffer_view
@@ -29,6 +28,10 @@ from vmrt.vm.buffer import Buffer
 from vmrt.vm.instance import Instance
 from vmrt.vm.native_module import NativeModule, NativeState, export
 from vmrt.vm.types import BUFFER_TYPE, RefObject, RefType
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 STRING_TYPE = RefType("custom.string")
 

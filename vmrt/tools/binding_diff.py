@@ -13,8 +13,9 @@ types); everything else must be equal.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from elfkit.records import DataRecord
 
 from ..errors import UsageError, VmError
 from ..hal.element_types import dtype_of
@@ -50,8 +51,7 @@ def typed(raw: Any, element_type: str | None) -> tuple[Any, str]:
     return flat.view(np.int8), "i8"
 
 
-@dataclass(frozen=True)
-class Difference:
+class Difference(DataRecord, frozen=True):
     """Where two arrays differ."""
     element_type: str
     count: int                                # differing elements

@@ -21,8 +21,9 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from elfkit.records import DataRecord, replace
 
 from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView
@@ -32,8 +33,7 @@ from .binding_diff import Difference, diff, diff_bytes, dispatch_element_type
 from .program import load
 
 
-@dataclass(frozen=True)
-class DispatchRecord:
+class DispatchRecord(DataRecord, frozen=True):
     """One dispatch of one program as it ran: its bindings before and after."""
     ordinal: int                       # in the program: 0 is its first dispatch
     executable: str
@@ -47,8 +47,7 @@ class DispatchRecord:
         return f"executable '{self.executable}' export '{self.export}', {x}x{y}x{z} workgroups"
 
 
-@dataclass(frozen=True)
-class Mismatch:
+class Mismatch(DataRecord, frozen=True):
     """The first place the two programs disagree: dispatch ``dispatch``'s
     binding ``index`` (or, when ``dispatch`` is None, result ``index``)."""
     dispatch: int | None
@@ -76,8 +75,7 @@ class Mismatch:
         return text
 
 
-@dataclass(frozen=True)
-class LockstepResult:
+class LockstepResult(DataRecord, frozen=True):
     """``dispatches`` agreed; then ``mismatch`` (None when all agree; then
     ``results`` holds both programs' results)."""
     dispatches: int
@@ -245,8 +243,6 @@ def lockstep_cli(flags: Any, stdout: Any, open_program: Callable[[Any], Any],
     """``vmrt run ... --compare_with=B``: ``open_program(flags)`` gives
     (context, main module, function name, function) as ``vmrt run`` opens
     them; B replaces the last ``--module``.  Exit 1 at a difference."""
-    from dataclasses import replace
-
     from .function_io import format_results, parse_inputs
     other = flags.values["compare_with"]
     for bad in ("output", "expected_output", "dump_dispatches", "check_races"):

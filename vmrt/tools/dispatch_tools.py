@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
 
-from ..hal.dispatch_observer import observe_dispatches
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..hal.local.races import RaceChecker
     from .dump import DispatchDumper
 
@@ -27,6 +28,7 @@ class RunObserver:
         if observer is None:
             yield
             return
+        from ..hal.dispatch_observer import observe_dispatches  # only when watching
         with observe_dispatches(observer):
             yield
 

@@ -18,19 +18,21 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+
+from elfkit.records import DataRecord
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _VALUE = re.compile(r"^(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?(\[.*\]\s*)?$")
 
 
-@dataclass(frozen=True)
-class Distribution:
+class Distribution(DataRecord, frozen=True):
     name: str
 
 
-@dataclass(frozen=True)
-class EntryPoint:
+class EntryPoint(DataRecord, frozen=True):
     """One entry point: ``name = value`` of ``dist``'s ``group`` section."""
     name: str
     value: str

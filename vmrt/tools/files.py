@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from typing import BinaryIO
 
 from ..files import MAX_FLAGFILE_SIZE, MAX_MODULE_SIZE, check_input, open_input, read_input
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["MAX_FLAGFILE_SIZE", "MAX_MODULE_SIZE", "StagedOutputs", "check_input",
            "check_plugin_specs", "open_input", "read_input"]

@@ -8,17 +8,20 @@ import builtins
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TextIO
+
+from elfkit.records import DataRecord, field
 
 from ..errors import UsageError, VmError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 #: a flagfile may name another flagfile at most this deep
 MAX_FLAGFILE_DEPTH = 8
 
 
-@dataclass(frozen=True)
-class FlagSpec:
+class FlagSpec(DataRecord, frozen=True):
     """The flags one sub-command accepts.  ``raw`` values keep their
     whitespace (``--input`` text is data); ``positional`` allows bare
     arguments (file names)."""
@@ -30,8 +33,7 @@ class FlagSpec:
     positional: bool = False
 
 
-@dataclass
-class Flags:
+class Flags(DataRecord):
     """Parsed flags: list flags in order given, the last value of each value
     flag, the set of boolean flags that are on, and positional arguments."""
 

@@ -8,7 +8,6 @@ import os
 import re
 import struct
 from collections.abc import Sequence
-from typing import Any, TextIO
 
 from ..errors import StatusCode, UsageError, VmError
 from ..hal.buffer_view import BufferView, format_buffer_view, is_float_type, parse_buffer_view
@@ -20,6 +19,10 @@ from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
 from .files import StagedOutputs, open_input
 from .npy import npy_bytes, read_npy
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 # ------------------------------------------------------------------ inputs ---
 _INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
 
 import elfkit
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 COMMANDS = ("run", "test", "executable")
 

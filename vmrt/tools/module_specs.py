@@ -9,8 +9,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+
+from elfkit.records import DataRecord, field
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
@@ -21,12 +21,15 @@ from ..vm.context import Context
 from ..vm.instance import Instance
 from ..vm.module import DependencyFlags, Module
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 ENTRY_POINT_GROUP = "vmrt.modules"
 DYNAMIC_NATIVE_EXTS = frozenset({"so", "sos", "dll", "dylib"})
 
 
-@dataclass
-class RunOptions:
+class RunOptions(DataRecord):
     """Flags that module providers (e.g. a HAL module) may need."""
     devices: list[str] = field(default_factory=list)
     executable_plugins: list[str] = field(default_factory=list)
@@ -40,8 +43,7 @@ class RunOptions:
     gdb: int | None = None
 
 
-@dataclass
-class ContextSettings:
+class ContextSettings(DataRecord):
     """What ``vmrt run`` and ``vmrt test`` read from their shared flags to
     set up a context: ``--module`` specs, providers' options (``--device``,
     ``--executable_plugin``), ``--instruction_budget`` and ``--timeout``."""
@@ -120,8 +122,7 @@ def all_providers(extra: Iterable[Any] = ()) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------- module specs ---
-@dataclass(frozen=True, slots=True)
-class ModuleSpec:
+class ModuleSpec(DataRecord, frozen=True, slots=True):
     path: str
     export: str
     params: tuple[tuple[str, str], ...]
@@ -308,8 +309,7 @@ def _create(prov: Any, instance: Instance, options: RunOptions) -> Module:
     return prov.create(instance, options)
 
 
-@dataclass
-class LoadedModules:
+class LoadedModules(DataRecord):
     """The user modules loaded on a fresh instance, with the provider table
     that resolves their dependencies (what :func:`new_context` needs to make
     any number of contexts over them, as iree-check-module does per test)."""

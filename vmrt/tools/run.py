@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
 
 import elfkit
 
@@ -15,6 +14,10 @@ from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
 from .module_specs import context_settings, create_context
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]

@@ -18,11 +18,11 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import elfkit
+from elfkit.records import DataRecord, field
 
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule
@@ -75,8 +75,7 @@ INVOKE_EXPRESSION = ("iree_vm_invoke(context_, function_, IREE_VM_INVOCATION_FLA
                      "nullptr, nullptr, nullptr, iree_vm_instance_allocator(instance_))")
 
 
-@dataclass
-class TestResult:
+class TestResult(DataRecord):
     """One test function: its export ``name`` and ``ordinal``, the failed
     expectations, the error that ended it (if any) and its time."""
 
@@ -96,8 +95,7 @@ class TestResult:
         return not self.failures and self.error is None
 
 
-@dataclass
-class TestRun:
+class TestRun(DataRecord):
     """All test functions of one program, in export order; ``suite`` is the
     main module's name."""
 

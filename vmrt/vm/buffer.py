@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..errors import InvocationError, StatusCode
 from .types import BUFFER_TYPE, RefObject
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _FORMATS = {
     "i8.u": struct.Struct("<B"), "i8.s": struct.Struct("<b"),

@@ -11,7 +11,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
 
 from ..errors import (
     ArgumentError,
@@ -26,6 +25,10 @@ from ..errors import (
 from .instance import Instance
 from .module import BoundFunction, DependencyFlags, Function, Linkage, Module, cconv_fragments
 from .values import to_vm
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ExecutionLimits:

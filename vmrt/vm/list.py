@@ -8,10 +8,13 @@ kept as a ``(type_name, number)`` pair, a ref as the object itself.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..errors import InvocationError, StatusCode
 from .types import LIST_TYPE, RefObject, RefType, type_of
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _MAX_LIST = 1 << 24
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+
+from elfkit.records import DataRecord
 
 from ..errors import DefinitionError, StatusCode
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .context import Context
 
 
@@ -29,30 +33,26 @@ class DependencyFlags(enum.IntFlag):
     OPTIONAL = 2
 
 
-@dataclass(frozen=True, slots=True)
-class Dependency:
+class Dependency(DataRecord, frozen=True, slots=True):
     name: str
     minimum_version: int = 0
     flags: int = DependencyFlags.REQUIRED
 
 
-@dataclass(frozen=True, slots=True)
-class ImportDecl:
+class ImportDecl(DataRecord, frozen=True, slots=True):
     full_name: str          # "module.function"
     cconv: str = ""         # "" = unchecked
     optional: bool = False
     minimum_version: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ExportDecl:
+class ExportDecl(DataRecord, frozen=True, slots=True):
     name: str
     cconv: str
     ordinal: int = 0        # module-defined (e.g. internal function ordinal)
 
 
-@dataclass(frozen=True, slots=True)
-class Function:
+class Function(DataRecord, frozen=True, slots=True):
     """A handle to one function of one module."""
     module: Module
     linkage: Linkage

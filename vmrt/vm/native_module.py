@@ -18,7 +18,6 @@ context binds them into ``state.imports`` (None for missing optional ones).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
 from .module import (
@@ -34,6 +33,10 @@ from .module import (
 )
 from .types import RefObject, RefType, type_of
 from .values import result_converter
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _EXPORT_ATTR = "_vmrt_export"
 

@@ -9,7 +9,10 @@ collector owns object lifetime; ``RefType.destroy`` (if given) is invoked by
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class RefType:

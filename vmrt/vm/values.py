@@ -4,12 +4,15 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import ArgumentError, InvocationError, StatusCode
 from .buffer import Buffer
 from .list import VmList
 from .types import RefObject, type_of
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _F32 = struct.Struct("<f")
 

@@ -30,19 +30,17 @@ Rules implemented (scalars only: integers, pointers, f32, f64):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ...arch import Arch
 from ...arch import get as get_arch
 from ...errors import SignatureError
+from ...records import DataRecord
 from ...signature import CType, Signature
 
 # float ABI names accepted (riscv uses the width, arm only "hard")
 FLOAT_ABIS = ("hard", "double", "single", "soft")
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
+class Piece(DataRecord, frozen=True, slots=True):
     """One register or stack slot holding (part of) a value."""
 
     reg: str | None          # unicorn register suffix, or None for the stack
@@ -53,16 +51,14 @@ class Piece:
     box: bool = False        # f32 in a 64-bit FP register: NaN-box the upper half
 
 
-@dataclass(frozen=True, slots=True)
-class Loc:
+class Loc(DataRecord, frozen=True, slots=True):
     type: CType
     pieces: tuple[Piece, ...]
     as_int: bool = False     # a float carried in integer registers / slots (soft float)
     x87: bool = False        # i386 float result in st(0)
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(DataRecord, frozen=True, slots=True):
     sig: Signature
     args: tuple[Loc, ...]
     ret: Loc | None          # None for void

@@ -11,10 +11,10 @@ chain), the disassembly around the faulting instruction and the registers.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import EmulationFault
+from ...records import DataRecord
 from ..disasm import disassemble
 from ._layout import SENTINEL
 from ._uc import strerror
@@ -56,8 +56,7 @@ _TRAP_MNEMONICS = {"ud2", "udf", "brk", "bkpt", "ebreak", "c.ebreak", "unimp", "
 _INTR["riscv32"] = _INTR["riscv64"]
 
 
-@dataclass
-class _Cause:
+class _Cause(DataRecord):
     """What went wrong: a kind of fault and, for memory faults, the access."""
     kind: str
     access: str | None = None

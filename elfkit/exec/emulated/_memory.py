@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import LayoutError, MemoryAccessError
+from ...records import DataRecord, field
 
 
-@dataclass(slots=True)
-class Region:
+class Region(DataRecord, slots=True):
     start: int
     size: int                 # bytes reserved (page multiple)
     kind: str                 # "image", "heap", "stack", "buffer", "runtime", "large"
@@ -96,8 +95,7 @@ class AddressSpace:
         return below, above
 
 
-@dataclass(slots=True)
-class _Arena:
+class _Arena(DataRecord, slots=True):
     base: int
     size: int
     free: list[list[int]] = field(default_factory=list)   # sorted [offset, size]

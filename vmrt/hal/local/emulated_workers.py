@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import elfkit
-from elfkit.exec.emulated import page_aligned_empty
 
 from ...errors import (
     Cancelled,
@@ -76,6 +75,9 @@ class SharedBindings:
 
     def __init__(self, arrays: Sequence[Any], blocks: dict[tuple[int, int], Any]):
         import numpy as np
+
+        # imported here: a native or host-only run never imports unicorn
+        from elfkit.exec.emulated import page_aligned_empty
         self.arrays = list(arrays)
         self.groups = alias_groups(self.arrays)
         #: per group: (host block, offset of the group's span in it, span size)

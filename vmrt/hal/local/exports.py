@@ -4,13 +4,13 @@ with :func:`find_export`) and its imports as resolved (:class:`ImportInfo`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from elfkit.records import DataRecord
 
 from ...errors import DispatchError, StatusCode
 
 
-@dataclass(frozen=True)
-class ExportInfo:
+class ExportInfo(DataRecord, frozen=True):
     """One entry point of an executable."""
 
     ordinal: int
@@ -50,8 +50,7 @@ def find_export(executable: str, exports: Sequence[ExportInfo],
     return e
 
 
-@dataclass(frozen=True)
-class ImportInfo:
+class ImportInfo(DataRecord, frozen=True):
     """One import of an executable and how it was resolved."""
 
     name: str                          # as in the library (with '?' when optional)

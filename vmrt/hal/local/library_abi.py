@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass
+
+from elfkit.records import DataRecord
 
 # ---------------------------------------------------------------------------
 # Executable plugins (version 0.1)
@@ -83,16 +84,14 @@ def strip_optional(name: str) -> str:
     return name[1:] if name.startswith("?") else name
 
 
-@dataclass(frozen=True, slots=True)
-class LibraryHeader:
+class LibraryHeader(DataRecord, frozen=True, slots=True):
     version: int
     name_ptr: int
     features: int
     sanitizer: int
 
 
-@dataclass(frozen=True, slots=True)
-class LibraryV0:
+class LibraryV0(DataRecord, frozen=True, slots=True):
     header: int
     import_count: int
     import_symbols: int
@@ -111,8 +110,7 @@ class LibraryV0:
     source_files: int
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchAttrs:
+class DispatchAttrs(DataRecord, frozen=True, slots=True):
     flags: int
     local_memory_pages: int
     constant_count: int
@@ -125,8 +123,7 @@ class DispatchAttrs:
         return self.local_memory_pages * LOCAL_MEMORY_PAGE_SIZE
 
 
-@dataclass(frozen=True, slots=True)
-class PluginHeader:
+class PluginHeader(DataRecord, frozen=True, slots=True):
     version: int
     name_ptr: int
     description_ptr: int

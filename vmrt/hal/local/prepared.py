@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
@@ -33,6 +35,9 @@ def worker_pool(threads: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         pool = _POOLS.get(threads)
         if pool is None:
+            # imported here: a local-sync run needs no pool (concurrent.futures
+            # imports logging and traceback, ~4 ms of start-up)
+            from concurrent.futures import ThreadPoolExecutor
             pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="vmrt-task")
         return pool
 

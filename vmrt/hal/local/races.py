@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from elfkit.records import DataRecord
 
 from ..buffer import aligned_array
 from ..dispatch_observer import ObservedDispatch
@@ -44,8 +45,7 @@ def workgroup_id(k: int, wc: Sequence[int]) -> tuple[int, int, int]:
     return k % wc[0], (k // wc[0]) % wc[1], k // (wc[0] * wc[1])
 
 
-@dataclass(frozen=True)
-class Race:
+class Race(DataRecord, frozen=True):
     """Bytes ``[start, end)`` of ``binding`` written by two workgroups
     (``kind`` "overlap") or whose value depends on the workgroup order
     (``kind`` "order"; ``workgroups`` is empty then)."""

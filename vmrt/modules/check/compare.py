@@ -17,11 +17,14 @@ Semantics, as IREE's check module has them:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer_view import BufferView, format_buffer_view
 from ...hal.element_types import element_type_code
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: googletest prints at most this many container elements
 MAX_PRINTED_ELEMENTS = 32

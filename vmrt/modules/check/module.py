@@ -13,8 +13,8 @@ are then skipped, as under iree-run-module).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+
+from elfkit.records import DataRecord
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
@@ -28,11 +28,14 @@ from .compare import (
     expect_true_message,
 )
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 _VIEWS = (DEVICE_TYPE, BUFFER_VIEW_TYPE, BUFFER_VIEW_TYPE)
 
 
-@dataclass(frozen=True)
-class CheckFailure:
+class CheckFailure(DataRecord, frozen=True):
     """One failed expectation: the ``check`` function (``expect_eq`` ...) and
     googletest's message for it (the lines iree-check-module prints after
     ``file:line: Failure``)."""

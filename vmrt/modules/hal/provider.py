@@ -7,11 +7,14 @@ run needs it, so host-only runs start fast."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ...hal.objects import ALL_TYPES
 from ...vm.instance import Instance
 from .inline import HalModule
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def needs_device(modules: Sequence[Any]) -> bool:

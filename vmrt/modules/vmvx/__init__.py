@@ -9,11 +9,13 @@ This package only registers it, importing the implementation (and numpy)
 only when a run needs the module."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ...vm.instance import Instance
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from ...hal.local.vmvx import VmvxModule
 
 

@@ -17,14 +17,13 @@ Plugin specs (``PluginManager.register("...")``, ``vmrt run --executable_plugin`
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import elfkit
 from elfkit import fatelf
 from elfkit.arch import host
+from elfkit.records import DataRecord
 
 from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
 from ....files import MAX_MODULE_SIZE, read_input
@@ -102,8 +101,7 @@ def _slice_arches(data: bytes) -> list[str]:
 # Spec parsing
 # ---------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class PluginSpec:
+class PluginSpec(DataRecord, frozen=True):
     """A parsed ``--executable_plugin`` value."""
 
     path: str
@@ -120,6 +118,7 @@ class PluginSpec:
         params: list[tuple[str, str]] = []
         path = spec
         if "?" in spec and not os.path.exists(spec):
+            import urllib.parse  # only for a spec with parameters (start-up)
             path, query = spec.split("?", 1)
             for item in query.split("&"):
                 if not item:
@@ -142,8 +141,7 @@ def _is_host_elf(data: bytes) -> bool:
 # PluginManager
 # ---------------------------------------------------------------------------
 
-@dataclass
-class Resolution:
+class Resolution(DataRecord):
     """The outcome of resolving one batch of imports."""
 
     names: list[str]

@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from elfkit.records import DataRecord, field
 
 from ....errors import PluginError, StatusCode
 from .. import library_abi as abi
@@ -126,8 +127,7 @@ class ImportCall:
 # ExecutablePlugin
 # ---------------------------------------------------------------------------
 
-@dataclass
-class Resolved:
+class Resolved(DataRecord):
     """What one plugin's resolve answered: its status, IREE's resolution
     bits and the names it provided."""
 

@@ -1,0 +1,310 @@
+"""Records: dataclass-like classes that cost almost nothing to create.
+
+A record lists its fields as annotations, as a dataclass does::
+
+    from elfkit.records import DataRecord, field
+
+    class Point(DataRecord, frozen=True, slots=True):
+        x: int
+        y: int = 0
+        tags: list[str] = field(default_factory=list, repr=False, compare=False)
+
+It behaves like ``@dataclass(frozen=True, slots=True)``: ``Point(1)``,
+``Point(x=1, y=2)``, the repr ``Point(x=1, y=0)``, equality by value between
+instances of the same class, a hash when frozen (none when not), assignment
+refused with :class:`FrozenInstanceError` when frozen, fields stored in
+``__slots__`` when ``slots=True``, pickling, ``__match_args__`` and
+:func:`replace`.  mypy checks the constructors (``dataclass_transform``).
+
+What it saves is the cost of ``@dataclass`` at import: ``dataclasses``
+imports :mod:`inspect` and :mod:`ast` and ``exec()``\\ s several generated
+functions for every class, on every start of the program.  A record's class
+creation only reads its annotations; ``__init__``, ``__repr__``, ``__eq__``
+and ``__hash__`` are generated on their first use (the same code a dataclass
+generates, so instances are as fast), and classes never instantiated in a
+run cost nothing more.
+
+Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
+``eq=False``, ``InitVar``; a recursive repr is not guarded.
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, TypeVar, overload
+
+    from typing_extensions import dataclass_transform
+
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_options):   # typing's is for type checkers only
+        return lambda obj: obj
+
+__all__ = ["MISSING", "DataRecord", "Field", "FrozenInstanceError", "field", "fields",
+           "replace"]
+
+
+class FrozenInstanceError(AttributeError):
+    """Assignment to (or deletion of) a field of a frozen record."""
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: "no default" (a field's default or default factory)
+MISSING: Any = _Missing()
+#: the parameter default that means "call the field's default factory"
+_HAS_FACTORY: Any = _Missing()
+
+
+class Field:
+    """What :func:`field` returns: a field's default and options."""
+
+    __slots__ = ("default", "default_factory", "repr", "compare")
+
+    def __init__(self, default: Any, default_factory: Any, repr: bool, compare: bool) -> None:
+        if default is not MISSING and default_factory is not MISSING:
+            raise ValueError("cannot specify both default and default_factory")
+        self.default = default
+        self.default_factory = default_factory
+        self.repr = repr
+        self.compare = compare
+
+
+if TYPE_CHECKING:
+    @overload
+    def field(*, default: T, repr: bool = True, compare: bool = True) -> T: ...
+
+    @overload
+    def field(*, default_factory: Callable[[], T], repr: bool = True,
+              compare: bool = True) -> T: ...
+
+    @overload
+    def field(*, repr: bool = True, compare: bool = True) -> Any: ...
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool = True,
+          compare: bool = True) -> Any:
+    """A field's default (``default`` or ``default_factory``, called for each
+    instance) and whether it shows in the repr and takes part in ``==`` and
+    the hash."""
+    return Field(default, default_factory, repr, compare)
+
+
+# A field as the class keeps it: (name, default, default factory, repr, compare).
+_Spec = tuple  # of (str, Any, Any, bool, bool)
+
+
+def fields(obj: Any) -> tuple[str, ...]:
+    """The field names of a record class or instance, in ``__init__`` order."""
+    return tuple(s[0] for s in obj.__record_fields__)
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """A copy of the record ``obj`` with the given fields changed."""
+    for spec in obj.__record_fields__:    # type: ignore[attr-defined]
+        if spec[0] not in changes:
+            changes[spec[0]] = getattr(obj, spec[0])
+    return obj.__class__(**changes)
+
+
+# ---------------------------------------------------------------------------
+# methods generated on first use
+
+def _owner(cls: type, name: str, placeholder: object) -> type:
+    """The class on whose own dict ``placeholder`` is ``name``."""
+    for klass in cls.__mro__:
+        if klass.__dict__.get(name) is placeholder:
+            return klass
+    raise TypeError(f"{cls.__qualname__}: no record class defines {name}")  # pragma: no cover
+
+
+def _compile(cls: type, name: str, params: str, lines: list[str],
+             env: dict[str, Any]) -> Any:
+    src = f"def {name}({params}):\n" + "".join(f"    {line}\n" for line in lines)
+    scope: dict[str, Any] = {}
+    exec(src, env, scope)       # the dataclass technique, on our own text
+    fn = scope[name]
+    fn.__qualname__ = f"{cls.__qualname__}.{name}"
+    fn.__module__ = cls.__module__
+    type.__setattr__(cls, name, fn)
+    return fn
+
+
+def _make_init(cls: type) -> Any:
+    specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
+    frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
+    env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY}
+    params, lines = ["self"], []
+    for name, default, factory, _repr, _compare in specs:
+        value = name
+        if factory is not MISSING:
+            env[f"_factory_{name}"] = factory
+            params.append(f"{name}=_HAS_FACTORY")
+            value = f"_factory_{name}() if {name} is _HAS_FACTORY else {name}"
+        elif default is not MISSING:
+            env[f"_default_{name}"] = default
+            params.append(f"{name}=_default_{name}")
+        else:
+            params.append(name)
+        lines.append(f"_setattr(self, {name!r}, {value})" if frozen else
+                     f"self.{name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        lines.append("self.__post_init__()")
+    return _compile(cls, "__init__", ", ".join(params), lines or ["pass"], env)
+
+
+def _make_repr(cls: type) -> Any:
+    specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
+    inner = ", ".join(f"{s[0]}={{self.{s[0]}!r}}" for s in specs if s[3])
+    return _compile(cls, "__repr__", "self",
+                    [f'return self.__class__.__qualname__ + f"({inner})"'], {})
+
+
+def _compared(cls: type, who: str) -> str:
+    specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
+    return "(" + "".join(f"{who}.{s[0]}," for s in specs if s[4]) + ")"
+
+
+def _make_eq(cls: type) -> Any:
+    return _compile(cls, "__eq__", "self, other", [
+        "if other.__class__ is self.__class__:",
+        f"    return {_compared(cls, 'self')} == {_compared(cls, 'other')}",
+        "return NotImplemented"], {})
+
+
+def _make_hash(cls: type) -> Any:
+    return _compile(cls, "__hash__", "self", [f"return hash({_compared(cls, 'self')})"], {})
+
+
+def _lazy_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    _make_init(_owner(type(self), "__init__", _lazy_init))(self, *args, **kwargs)
+
+
+def _lazy_repr(self: Any) -> str:
+    return _make_repr(_owner(type(self), "__repr__", _lazy_repr))(self)
+
+
+def _lazy_eq(self: Any, other: object) -> Any:
+    return _make_eq(_owner(type(self), "__eq__", _lazy_eq))(self, other)
+
+
+def _lazy_hash(self: Any) -> int:
+    return _make_hash(_owner(type(self), "__hash__", _lazy_hash))(self)
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _getstate(self: Any) -> list[Any]:
+    return [getattr(self, s[0]) for s in self.__record_fields__]
+
+
+def _setstate(self: Any, state: list[Any]) -> None:
+    for spec, value in zip(self.__record_fields__, state):
+        object.__setattr__(self, spec[0], value)
+
+
+# ---------------------------------------------------------------------------
+# class creation
+
+def _own_fields(name: str, ns: dict[str, Any], slots: bool) -> list[_Spec]:
+    """The fields the class body declares; their defaults leave the namespace
+    where a slot or nothing replaces them."""
+    out = []
+    for fname, ann in ns.get("__annotations__", {}).items():
+        if isinstance(ann, str) and ann.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        value = ns.get(fname, MISSING)
+        if value.__class__ is Field:
+            spec = (fname, value.default, value.default_factory, value.repr, value.compare)
+            if value.default is MISSING or slots:
+                ns.pop(fname)
+            else:
+                ns[fname] = value.default
+        else:
+            if value.__class__ in (list, dict, set):
+                raise ValueError(f"{name}.{fname}: mutable default {type(value).__name__} is "
+                                 "not allowed: use field(default_factory=...)")
+            spec = (fname, value, MISSING, True, True)
+            if slots:
+                ns.pop(fname, None)
+        out.append(spec)
+    return out
+
+
+def _check_frozen(name: str, bases: tuple[type, ...], frozen: bool) -> None:
+    """A record is frozen exactly when the records it extends are (as dataclasses)."""
+    for base in bases:
+        inherited: tuple[_Spec, ...] = getattr(base, "__record_fields__", ())
+        if inherited and (getattr(base, "__setattr__", None) is _frozen_setattr) != frozen:
+            want, have = ("frozen", "non-frozen") if frozen else ("non-frozen", "frozen")
+            raise TypeError(f"{name}: cannot inherit {want} record from a {have} one "
+                            f"({base.__name__})")
+
+
+@dataclass_transform(field_specifiers=(field, Field))
+class _RecordMeta(type):
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], *,
+                frozen: bool = False, slots: bool = False) -> _RecordMeta:
+        if not bases:                  # DataRecord itself
+            return super().__new__(mcls, name, bases, ns)
+        _check_frozen(name, bases, frozen)
+        specs: dict[str, _Spec] = {}
+        for base in reversed(bases):
+            for spec in getattr(base, "__record_fields__", ()):
+                specs[spec[0]] = spec
+        own = _own_fields(name, ns, slots)
+        for spec in own:
+            specs[spec[0]] = spec
+        seen_default = False
+        for fname, default, factory, _r, _c in specs.values():
+            if default is not MISSING or factory is not MISSING:
+                seen_default = True
+            elif seen_default:
+                raise TypeError(f"{name}: non-default argument {fname!r} follows default "
+                                "argument")
+        all_specs = tuple(specs.values())
+        ns["__record_fields__"] = all_specs
+        ns["__match_args__"] = tuple(s[0] for s in all_specs)
+        if slots:
+            inherited = {s[0] for base in bases for s in getattr(base, "__record_fields__", ())}
+            ns["__slots__"] = tuple(s[0] for s in own if s[0] not in inherited)
+        for meth, lazy in (("__init__", _lazy_init), ("__repr__", _lazy_repr),
+                           ("__eq__", _lazy_eq)):
+            if meth not in ns:
+                ns[meth] = lazy
+        if "__hash__" not in ns:
+            ns["__hash__"] = _lazy_hash if frozen else None
+        if frozen:
+            if "__setattr__" in ns or "__delattr__" in ns:
+                raise TypeError(f"{name}: a frozen record cannot define __setattr__ or "
+                                "__delattr__")
+            ns["__setattr__"] = _frozen_setattr
+            ns["__delattr__"] = _frozen_delattr
+            if slots:
+                ns.setdefault("__getstate__", _getstate)
+                ns.setdefault("__setstate__", _setstate)
+        return super().__new__(mcls, name, bases, ns)
+
+
+class DataRecord(metaclass=_RecordMeta):
+    """The base of records: ``class R(DataRecord, frozen=..., slots=...)``
+    (both default to False), fields as annotations (see the module's
+    docstring)."""
+
+    __slots__ = ()
+    __record_fields__: ClassVar[tuple[_Spec, ...]] = ()
+
+    if TYPE_CHECKING:
+        def __init_subclass__(cls, *, frozen: bool = False, slots: bool = False) -> None: ...

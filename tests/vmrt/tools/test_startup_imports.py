@@ -1,0 +1,58 @@
+"""What a ``vmrt run`` imports: a host-only program needs neither the FatELF
+code, nor numpy, nor unicorn, nor typing; a program whose dispatches run natively does
+not import the emulator; neither creates dataclasses.  The output is that of
+the pip ``iree-run-module`` on the same program."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.vmrt.iree_tools import REPO, require_tool
+
+HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing")
+
+#: runs ``vmrt run`` in a fresh interpreter, then prints which HEAVY modules it imported
+RUN = ("import sys\n"
+       "from vmrt.tools.main import main\n"
+       "rc = main(sys.argv[1:])\n"
+       "print('IMPORTED', *sorted(m for m in {heavy!r} if m in sys.modules))\n"
+       "sys.exit(rc)\n")
+
+
+def _vmrt_run(*args: str) -> tuple[str, list[str]]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", RUN.format(heavy=HEAVY), "run", *args],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out, _, imported = proc.stdout.rpartition("IMPORTED")
+    return out, imported.split()
+
+
+def _iree_run(*args: str) -> str:
+    exe = require_tool("iree-run-module", "iree-base-runtime")
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_host_only_run_imports_no_fatelf_numpy_typing_or_emulator(compile_mlir):
+    vmfb = compile_mlir("control.mlir")
+    args = (f"--module={vmfb}", "--function=collatz", "--input=27")
+    out, imported = _vmrt_run(*args)
+    assert out == _iree_run(*args)
+    assert imported == []
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatches are built for x86_64")
+def test_native_run_does_not_import_the_emulator(hal_compile):
+    vmfb = hal_compile("elementwise.mlir")
+    args = (f"--module={vmfb}", "--device=local-sync", "--function=add",
+            "--input=8xf32=1 2 3 4 5 6 7 8", "--input=8xf32=0.5")
+    out, imported = _vmrt_run(*args)
+    assert out == _iree_run(*args)
+    assert "unicorn" not in imported and "elfkit.exec.emulated" not in imported
+    assert "dataclasses" not in imported
