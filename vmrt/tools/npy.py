@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import re
 import struct
-from typing import BinaryIO
 
 from ..hal.buffer_view import BufferView
 from ..hal.element_types import npy_descr
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 MAGIC = b"\x93NUMPY"
 #: numpy pads the header so that the data starts at a multiple of this
