@@ -62,8 +62,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
         self._closed = False
-        self._uc = _uc.open_uc(arch, cpu)
-        self._h = _uc.handle(self._uc)
+        self._uc = _uc.Engine(arch, cpu)
+        self._h = self._uc.handle
         self._lock = threading.RLock()        # held by a call for its whole duration
         self._slock = threading.Lock()        # start/end of a run vs. stop requests
         self._gen = 0                         # number of the latest call
@@ -112,7 +112,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._word_ref = ctypes.byref(self._word_buf)
         # CPU set-up (FPU on, thread pointer zero), then the pristine context
         for name, value in arch.uc_init:
-            self._uc.reg_write(self._reg(name), value)
+            self._uc.reg_write(self._reg(name), name, value)
         self._ctx0 = self._uc.context_save()
         self._hooks: list[Any] = []
         self._init_hooks()
@@ -222,7 +222,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None:
         if exec_ever and self._ran:
-            self._uc.ctl_remove_cache(addr, addr + size)
+            self._uc.remove_cache(addr, addr + size)
         lib.uc_mem_unmap(self._h, addr, size)
 
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
@@ -281,7 +281,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             r.exec_ever = True
             self.note_code(addr, size)
         elif r.exec_ever and self._ran:
-            self._uc.ctl_remove_cache(addr, addr + size)
+            self._uc.remove_cache(addr, addr + size)
 
     def _write_raw(self, addr: int, data: Any) -> None:
         n = len(data)
@@ -314,7 +314,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         if self._ran:
             r = self._space.at(addr)
             if r is not None and r.exec_ever:
-                self._uc.ctl_remove_cache(addr, addr + max(len(data), 1))
+                self._uc.remove_cache(addr, addr + max(len(data), 1))
 
     def read(self, addr: int, size: int) -> bytes:
         with self._lock:
@@ -454,7 +454,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             uc = self._uc
             self._stubs = []
             self._callers.clear()
-            _uc.close(uc)
+            uc.close()
             self._uc = None
 
     def __enter__(self) -> EmulatedMachine:

@@ -110,7 +110,7 @@ class CallRunner(MachineState):
         if hook is not None:
             self._icount_hook = None
             self._del_hook(hook)
-            self._uc.ctl_flush_tb()
+            self._uc.flush_tb()
             return
         self._icount = 0
         sizes: dict[tuple[int, int], int] = {}
@@ -121,7 +121,7 @@ class CallRunner(MachineState):
                 n = sizes[(address, size)] = self._block_length(address, size)
             self._icount += n
         self._icount_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
-        self._uc.ctl_flush_tb()
+        self._uc.flush_tb()
 
     def _block_length(self, address: int, size: int) -> int:
         """How many instructions the basic block at ``address`` has."""
@@ -233,7 +233,7 @@ class CallRunner(MachineState):
         if run_count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
-            self._uc.ctl_flush_tb()
+            self._uc.flush_tb()
         self._count_mode = bool(run_count)
         gen = self._gen
         token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
@@ -301,7 +301,7 @@ class CallRunner(MachineState):
         page hits that entry without the check (a stale pointer into a
         closed zero-copy mapping read host memory on its second try)."""
         lib.uc_context_restore(self._h, self._ctx0.context)
-        self._uc.ctl(C.UC_CTL_TLB_FLUSH, C.UC_CTL_IO_WRITE)
+        self._uc.flush_tlb()
         self._mem_fault = None
         self._intno = None
 
