@@ -166,11 +166,15 @@ _CALL_RESET = {"riscv64": (("FCSR", 0),), "riscv32": (("FCSR", 0),), "arm": (("F
 _NO_RESET = ("TP", "TPIDR_EL0", "C13_C0_3", "FS_BASE", "GS_BASE")
 
 
-def call_reset(arch: Any) -> list[tuple[str, int]]:
+def call_reset(arch: Any, inexact: tuple[str, int] | None = None) -> list[tuple[str, int]]:
     """(register, value) pairs written at the start of every call: the
-    FPU enable and mode registers of ``uc_init`` and the FP control/status."""
+    FPU enable and mode registers of ``uc_init`` and the FP control/status
+    (with the sticky inexact flag ``inexact`` = (register, bit) raised, see
+    ``EmulatedMachine.raise_inexact_flag``)."""
     regs = [(r, v) for r, v in arch.uc_init if r not in _NO_RESET]
-    return regs + list(_CALL_RESET.get(arch.name, ()))
+    fp = [(r, v | (inexact[1] if inexact and inexact[0] == r else 0))
+          for r, v in _CALL_RESET.get(arch.name, ())]
+    return regs + fp
 
 
 def stack_area(m: Any, plan: Plan) -> tuple[int, int]:
@@ -204,7 +208,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
     # floating-point unit on, rounding and exception state as after reset:
     # nothing a previous call left there reaches this one
-    for reg, value in call_reset(arch):
+    for reg, value in call_reset(arch, m.inexact_flag):
         lay.reg(reg, "Q", 8, [str(value)])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:

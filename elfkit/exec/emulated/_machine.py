@@ -39,6 +39,12 @@ from ._x87 import X87Stack
 C = _uc.C
 lib = _uc.lib
 
+#: the floating-point status register and its sticky "inexact" bit, per arch
+#: (x86: QEMU's SSE status keeps its flags for the engine's life already)
+#: (the register calls reset, see _codegen.call_reset)
+_INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
+                 "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
+
 
 class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, Machine):
     """Runs guest code of ``arch`` under unicorn.
@@ -114,6 +120,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         for name, value in arch.uc_init:
             self._uc.reg_write(self._reg(name), name, value)
         self._ctx0 = self._uc.context_save()
+        #: (register, bit) of the FP flag ``raise_inexact_flag`` raised, or None
+        self.inexact_flag: tuple[str, int] | None = None
         self._hooks: list[Any] = []
         self._init_hooks()
         self._count_mode = False     # unicorn's instruction-count hook is installed
@@ -174,6 +182,35 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._add_hook(C.UC_HOOK_CODE, _uc.HOOK_CODE(on_stub), STUB_BASE, self._stub_end - 1)
         self._add_hook(C.UC_HOOK_MEM_INVALID, _uc.HOOK_MEM_INVALID(on_mem), 1, 0)
         self._add_hook(C.UC_HOOK_INTR, _uc.HOOK_INTR(on_intr), 1, 0)
+
+    def raise_inexact_flag(self) -> None:
+        """Set the FPU's sticky *inexact* exception flag, now and in the state
+        an abnormal stop resets the CPU to.
+
+        unicorn (QEMU's softfloat) computes float add, sub, mul, div, fma
+        and sqrt with the host FPU only once *inexact* is already raised
+        (it cannot tell whether a host result was exact), and in software
+        otherwise, about twice as slow overall; code whose arithmetic stays
+        exact (integer-valued data) never raises it.  Results are bit-identical
+        either way; only guest code that reads the FP exception flags without
+        clearing them first can tell.  vmrt does this for dispatch libraries
+        (IREE's generated code never reads the FP flags)."""
+        flag = _INEXACT_FLAG.get(self.arch.name)
+        with self._lock:
+            self._check_open()
+            if flag is None or self.inexact_flag is not None:
+                return
+            if self.in_call():
+                raise ExecutionError("raise_inexact_flag: not from inside a call")
+            reg, bit = flag
+            lib.uc_context_restore(self._h, self._ctx0.context)
+            self._word_buf.value = 0
+            lib.uc_reg_read(self._h, self._reg(reg), self._word_ref)
+            self._word_buf.value |= bit
+            lib.uc_reg_write(self._h, self._reg(reg), self._word_ref)
+            lib.uc_context_save(self._h, self._ctx0.context)
+            self.inexact_flag = flag
+            self._callers.clear()
 
     # ------------------------------------------------------------------ basics
     def _reg(self, name: str) -> int:
