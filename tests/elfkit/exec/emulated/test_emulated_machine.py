@@ -685,6 +685,18 @@ def test_import_elfkit_is_light():
     assert out.stdout.strip() == ""
 
 
+def test_emulated_machines_run_without_the_unicorn_python_package():
+    """elfkit calls libunicorn itself: making and using a machine never
+    imports the (slow to import) ``unicorn`` package."""
+    code = ("import sys, struct; from elfkit.exec.emulated import EmulatedMachine;"
+            "m = EmulatedMachine('aarch64', cpu='A72'); a = m.reserve(4096);"
+            "m.write(a, struct.pack('<2I', 0x8B010000, 0xD65F03C0)); m.protect(a, 4096, 5);"
+            "print(m.call(a, 'u64(u64,u64)', (40, 2)), m.read_register('PC') != 0,"
+            "      [n for n in sys.modules if n.split('.')[0] == 'unicorn'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["42", "True", "[]"]
+
+
 FABI_SOURCE = r"""
 float pass_f(float a, float b) { return b; }
 double pick(int i, double a, double b) { return i ? a : b; }
