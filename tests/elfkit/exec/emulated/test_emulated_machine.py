@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile  # noqa: E402
 
 import elfkit.arch as A  # noqa: E402
 from elfkit.errors import (  # noqa: E402
+    BackendError,
     CallTimeout,
     EmulationFault,
     ExecutionError,
@@ -695,6 +696,23 @@ def test_emulated_machines_run_without_the_unicorn_python_package():
             "      [n for n in sys.modules if n.split('.')[0] == 'unicorn'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["42", "True", "[]"]
+
+
+@pytest.mark.parametrize("arch,reg,value", [
+    ("aarch64", "V3", (1 << 127) | 0x1234), ("aarch64", "X5", (1 << 64) - 1),
+    ("x86_64", "XMM2", (0xDEAD << 100) | 7), ("x86_64", "FP1", (0x8000_0000_0000_0001, 0x3FFF)),
+    ("riscv64", "A0", 0x1234_5678_9ABC_DEF0), ("arm", "R4", 0xFFFF_FFFF)])
+def test_registers_of_every_width_round_trip(arch, reg, value):
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine(arch) as m:
+        m.write_register(reg, value)
+        assert m.read_register(reg) == value
+
+
+def test_unknown_register_names_are_refused():
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m, pytest.raises(BackendError, match="NOPE"):
+        m.read_register("NOPE")
 
 
 FABI_SOURCE = r"""
