@@ -114,6 +114,18 @@ WHY = {
            "the device module or importlib.metadata for it; what is left is its own modules "
            "and the standard-library ones they use, of which 26 dataclasses created at import "
            "are ~30 % of the in-process time under cProfile.",
+    "15a": "start-up dominates (the emulated dispatches take ~2 ms of guest time): python "
+           "itself (~17 ms), numpy where a run still imports it (~40-50 ms), vmrt's and "
+           "elfkit's modules with their dataclasses, then the emulated backend. That now "
+           "calls libunicorn through ctypes without importing the unicorn Python package "
+           "(45 ms alone; 15 ms CPU less in this run, as dataclasses import the same "
+           "inspect/ast modules); left are the dlopen of the 24 MB library (~5-8 ms), "
+           "machine creation and the emulated load (~5 ms). qemu-user starts one C binary.",
+    "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
+           "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
+           "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
+           "(bit-identical results), halving the guest time (~1.2 s -> ~0.65 s CPU); "
+           "qemu-user keeps the slow path for this input.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
