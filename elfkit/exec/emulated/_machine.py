@@ -88,7 +88,9 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._gdb: Any = None
         self._gdb_hooks: list[int] = []
         self._plans: dict[tuple[Signature, str], _cc.Plan] = {}
-        self._callers: dict[tuple[Signature, str], Callable[..., Any]] = {}
+        # (signature, float ABI, bound): callers of call() (bound False) and the
+        # prototypes function() copies for each entry address (bound True)
+        self._callers: dict[tuple[Signature, str, bool], Callable[..., Any]] = {}
         # RISC-V: float ABI per module image (lo, hi, abi, module); calls and
         # callbacks use the ABI of the code involved when modules disagree
         self._abi_ranges: list[tuple[int, int, str, Any]] = []

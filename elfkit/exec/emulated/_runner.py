@@ -169,10 +169,10 @@ class CallRunner(MachineState):
         if not isinstance(sig, Signature):
             sig = parse_signature(sig)
         abi = self._abi_at(addr) if self._mixed_abi else self._float_abi
-        f = self._callers.get((sig, abi))
+        f = self._callers.get((sig, abi, False))
         if f is None:
             self._ran = True       # from now on host writes to code invalidate translations
-            f = self._callers[(sig, abi)] = _codegen.build_caller(
+            f = self._callers[(sig, abi, False)] = _codegen.build_caller(
                 self, self.plan(sig, abi), None, f"call {sig}")
         return f(addr, tuple(args), timeout, budget)
 
@@ -184,7 +184,13 @@ class CallRunner(MachineState):
         label = name or self.symbolize(addr)
         if not label.isidentifier():
             label = f"guest_{addr:x}"
-        return _codegen.build_caller(self, self.plan(sig, self._abi_at(addr)), addr, label)
+        abi = self._abi_at(addr)
+        proto = self._callers.get((sig, abi, True))
+        if proto is None:     # generated once per signature, copied for each address
+            proto = self._callers[(sig, abi, True)] = _codegen.build_caller(
+                self, self.plan(sig, abi), addr, label)
+            return proto
+        return _codegen.rebind(proto, addr, label)
 
     def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
                 budget: Any) -> Any:

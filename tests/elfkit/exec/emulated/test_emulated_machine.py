@@ -709,6 +709,23 @@ def test_registers_of_every_width_round_trip(arch, reg, value):
         assert m.read_register(reg) == value
 
 
+def test_functions_of_one_signature_call_their_own_address():
+    """function() generates a caller once per signature and copies it per
+    address: each copy runs its own code and carries its own name."""
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m:
+        a = m.reserve(4096)
+        # add x0, x0, x1 ; ret | sub x0, x0, x1 ; ret | mul x0, x0, x1 ; ret
+        m.write(a, struct.pack("<6I", 0x8B010000, 0xD65F03C0, 0xCB010000, 0xD65F03C0,
+                               0x9B017C00, 0xD65F03C0))
+        m.protect(a, 4096, PROT_READ | PROT_EXEC)
+        add, sub, mul = (m.function(a + 8 * i, "u64(u64,u64)", name=n)
+                         for i, n in enumerate(("add", "sub", "mul")))
+        assert [f(40, 2) for f in (add, sub, mul, sub, add)] == [42, 38, 80, 38, 42]
+        assert [f.__name__ for f in (add, sub, mul)] == ["add", "sub", "mul"]
+        assert mul.__doc__ == f"u64(u64,u64) at {a + 16:#x}"
+
+
 def test_unknown_register_names_are_refused():
     from elfkit.exec.emulated import EmulatedMachine
     with EmulatedMachine("aarch64") as m, pytest.raises(BackendError, match="NOPE"):
