@@ -288,6 +288,27 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         with self._lock:
             return self._new_region(size, align, "image", name).start
 
+    def reserve_guarded(self, size: int, name: str = "") -> int:
+        """Reserve and map ``size`` bytes (rounded up to whole pages) of
+        read/write memory followed by an unmapped guard page, so that an
+        access running past the end faults; ``release`` frees both.  Cheaper
+        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
+        copies the contents of a mapping it splits."""
+        with self._lock:
+            self._check_open()
+            if size <= 0:
+                raise LayoutError(f"cannot reserve {size} bytes")
+            size = round_up(size)
+            start = self._space.find(size + PAGE, PAGE)
+            self._space.add(Region(start, size + PAGE, "image", name, mapped=size,
+                                   map_start=start))
+            try:
+                self._map(start, size, C.UC_PROT_READ | C.UC_PROT_WRITE)
+            except BaseException:
+                self._space.remove(start)
+                raise
+            return start
+
     def release(self, addr: int, size: int | None = None) -> None:
         with self._lock:
             self._release(addr)

@@ -14,8 +14,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from elfkit.exec.base import PROT_NONE
-
 
 def _root(array: Any) -> Any:
     """The object that owns an array's memory (the end of its ``.base`` chain)."""
@@ -71,27 +69,30 @@ class StagedBindings:
         self.ptrs = [0] * len(self.arrays)
         for group in self.groups:
             lo, hi = self._span(group)
-            span = np.zeros(hi - lo, np.uint8)      # bytes between bindings stay zero
-            for i in group:
-                a = self.arrays[i]
-                off = a.ctypes.data - lo
-                span[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
-            start = self._place(group[-1], span.tobytes())
+            if len(group) == 1:
+                span = self.arrays[group[0]].reshape(-1).view(np.uint8)   # copied once, by write
+            else:
+                span = np.zeros(hi - lo, np.uint8)      # bytes between bindings stay zero
+                for i in group:
+                    a = self.arrays[i]
+                    off = a.ctypes.data - lo
+                    span[off:off + a.nbytes] = a.reshape(-1).view(np.uint8)
+            start = self._place(group[-1], span)
             for i in group:
                 self.ptrs[i] = start + self.arrays[i].ctypes.data - lo
         return self.ptrs
 
-    def _place(self, index: int, data: bytes) -> int:
-        """Write ``data`` at a 64-byte aligned guest address (the alignment
-        compiled dispatch code assumes of a binding) so that it ends, within
-        63 bytes, at a page boundary followed by an unmapped guard page."""
+    def _place(self, index: int, data: Any) -> int:
+        """Write ``data`` (a uint8 array) at a 64-byte aligned guest address
+        (the alignment compiled dispatch code assumes of a binding) so that it
+        ends, within 63 bytes, at a page boundary followed by an unmapped
+        guard page."""
         m = self.machine
         page = m.arch.page_size
         n = len(data)
         data_span = -(-(n + 63) // page) * page
-        base = m.reserve(data_span + page, page)
+        base = m.reserve_guarded(data_span)
         self.guards.append((index, base, 0, n, data_span + page))
-        m.protect(base + data_span, page, PROT_NONE)
         addr = (base + data_span - n) & ~63
         m.write(addr, data)
         self.guards[-1] = (index, base, addr, n, data_span + page)
@@ -102,6 +103,8 @@ class StagedBindings:
         span is read once; read-only bindings are left alone)."""
         import numpy as np
         for group in self.groups:
+            if not any(self.arrays[i].flags.writeable for i in group):
+                continue
             lo, hi = self._span(group)
             start = self.ptrs[group[0]] - (self.arrays[group[0]].ctypes.data - lo)
             span = np.frombuffer(self.machine.read(start, hi - lo), np.uint8)

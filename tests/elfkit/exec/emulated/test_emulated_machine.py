@@ -726,6 +726,26 @@ def test_functions_of_one_signature_call_their_own_address():
         assert mul.__doc__ == f"u64(u64,u64) at {a + 16:#x}"
 
 
+def test_reserve_guarded_faults_one_byte_past_the_end():
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m:
+        base = m.reserve_guarded(5000)            # two pages, then the guard page
+        m.write(base + 8191, b"\x07")
+        code = m.reserve(4096)
+        m.write(code, struct.pack("<2I", 0x39400000, 0xD65F03C0))   # ldrb w0, [x0] ; ret
+        m.protect(code, 4096, PROT_READ | PROT_EXEC)
+        load = m.function(code, "u32(u64)", name="load")
+        assert load(base + 8191) == 7
+        with pytest.raises(EmulationFault) as e:
+            load(base + 8192)
+        assert e.value.address == base + 8192
+        with pytest.raises(MemoryAccessError):
+            m.read(base + 8192, 1)
+        m.release(base)
+        with pytest.raises(MemoryAccessError):
+            m.read(base, 1)
+
+
 def test_unknown_register_names_are_refused():
     from elfkit.exec.emulated import EmulatedMachine
     with EmulatedMachine("aarch64") as m, pytest.raises(BackendError, match="NOPE"):
