@@ -125,7 +125,10 @@ WHY = {
            "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
            "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
            "(bit-identical results), halving the guest time (~1.2 s -> ~0.65 s CPU); "
-           "qemu-user keeps the slow path for this input.",
+           "qemu-user keeps the slow path for this input. With random inputs both sides get "
+           "the host FPU and qemu-user wins (CPU ~0.70 s vs ~0.98 s): unicorn's guest time is "
+           "~10 % above qemu's (its softmmu checks every load and store; no hooks or "
+           "per-workgroup cost to speak of: 64 uc_emu_start calls) plus vmrt's start-up.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
