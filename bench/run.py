@@ -116,6 +116,21 @@ WHY = {
            "dataclasses, no FatELF code, no dispatch observer and no importlib.metadata; what "
            "is left is ~60 small modules of its own (~10 ms), typing, and pip's console-script "
            "wrapper's re; the generated VM code is compiled (~1 ms).",
+    "15a": "start-up dominates (the emulated dispatches take ~2 ms of guest time): python "
+           "itself, vmrt's and elfkit's modules (no numpy and no dataclasses any more), then "
+           "the emulated backend. That now "
+           "calls libunicorn through ctypes without importing the unicorn Python package "
+           "(45 ms alone; 15 ms CPU less in this run, as dataclasses import the same "
+           "inspect/ast modules); left are the dlopen of the 24 MB library (~5-8 ms), "
+           "machine creation and the emulated load (~5 ms). qemu-user starts one C binary.",
+    "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
+           "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
+           "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
+           "(bit-identical results), halving the guest time (~1.2 s -> ~0.65 s CPU); "
+           "qemu-user keeps the slow path for this input. With random inputs both sides get "
+           "the host FPU and qemu-user wins (CPU ~0.70 s vs ~0.98 s): unicorn's guest time is "
+           "~10 % above qemu's (its softmmu checks every load and store; no hooks or "
+           "per-workgroup cost to speak of: 64 uc_emu_start calls) plus vmrt's start-up.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "

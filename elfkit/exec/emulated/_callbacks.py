@@ -48,7 +48,7 @@ class Callbacks(MachineState):
         self._stub_names.append(label)
         self._write_raw(addr, self.arch.ret_insn)
         if self._ran:
-            self._uc.ctl_remove_cache(addr, addr + STUB_SIZE)
+            self._uc.remove_cache(addr, addr + STUB_SIZE)
         return addr
 
     def _on_stub(self, address: int) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -166,11 +167,15 @@ _CALL_RESET = {"riscv64": (("FCSR", 0),), "riscv32": (("FCSR", 0),), "arm": (("F
 _NO_RESET = ("TP", "TPIDR_EL0", "C13_C0_3", "FS_BASE", "GS_BASE")
 
 
-def call_reset(arch: Any) -> list[tuple[str, int]]:
+def call_reset(arch: Any, inexact: tuple[str, int] | None = None) -> list[tuple[str, int]]:
     """(register, value) pairs written at the start of every call: the
-    FPU enable and mode registers of ``uc_init`` and the FP control/status."""
+    FPU enable and mode registers of ``uc_init`` and the FP control/status
+    (with the sticky inexact flag ``inexact`` = (register, bit) raised, see
+    ``EmulatedMachine.raise_inexact_flag``)."""
     regs = [(r, v) for r, v in arch.uc_init if r not in _NO_RESET]
-    return regs + list(_CALL_RESET.get(arch.name, ()))
+    fp = [(r, v | (inexact[1] if inexact and inexact[0] == r else 0))
+          for r, v in _CALL_RESET.get(arch.name, ())]
+    return regs + fp
 
 
 def stack_area(m: Any, plan: Plan) -> tuple[int, int]:
@@ -204,7 +209,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
     # floating-point unit on, rounding and exception state as after reset:
     # nothing a previous call left there reaches this one
-    for reg, value in call_reset(arch):
+    for reg, value in call_reset(arch, m.inexact_flag):
         lay.reg(reg, "Q", 8, [str(value)])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:
@@ -248,12 +253,28 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     else:
         src.extend("        " + ln for ln in body)
     code = "\n".join(src) + "\n"
+    ns["_ENTRY"] = entry
     exec(compile(code, f"<elfkit call {name}>", "exec"), ns)
     fn = ns["__call"]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
     fn._source = code
     return fn
+
+
+def rebind(fn: Any, entry: int, name: str) -> Callable[..., Any]:
+    """A copy of caller ``fn`` (made by ``build_caller`` with an entry address)
+    that calls ``entry``: the same code and buffers, its own globals."""
+    ns = dict(fn.__globals__)
+    code = fn.__code__.replace(co_filename=f"<elfkit call {name}>")
+    new = types.FunctionType(code, ns, name, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    ns["_ENTRY"] = entry
+    ns["__call"] = new                  # nested calls re-enter this copy
+    new.__qualname__ = name
+    new.__doc__ = f"{ns['_plan'].sig} at {entry:#x}"
+    new._source = fn._source  # type: ignore[attr-defined]
+    return new
 
 
 def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
@@ -265,9 +286,9 @@ def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
         src.append("def __call(_entry, args, timeout=None, budget=None):")
         entry_expr = "_entry"
         self_call = "lambda *a, timeout=None, budget=None: __call(_entry, a, timeout, budget)"
-    else:
+    else:           # the address is a global, so that ``rebind`` can copy the caller
         src.append("def __call(*args, timeout=None, budget=None):")
-        entry_expr = str(entry)
+        entry_expr = "_ENTRY"
         self_call = "__call"
     if nargs:
         src.append("    try:")

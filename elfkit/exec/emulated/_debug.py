@@ -105,10 +105,10 @@ class DebugSupport(MachineState):
     def read_register(self, name: str) -> Any:
         """Any register by its unicorn name (suffix of UC_<ARCH>_REG_*): an
         int, or for x87 registers a (mantissa, exponent) pair."""
-        return self._uc.reg_read(self._reg(name))
+        return self._uc.reg_read(self._reg(name), name)
 
     def write_register(self, name: str, value: Any) -> None:
-        self._uc.reg_write(self._reg(name), value)
+        self._uc.reg_write(self._reg(name), name, value)
 
     @property
     def stop_requested(self) -> bool:
@@ -167,7 +167,7 @@ class DebugSupport(MachineState):
             self._add_hook(C.UC_HOOK_CODE, _uc.HOOK_CODE(on_code), 1, 0),
             self._add_hook(C.UC_HOOK_MEM_READ | C.UC_HOOK_MEM_WRITE, _uc.HOOK_MEM(on_mem), 1, 0)]
         self._gdb = stub
-        self._uc.ctl_flush_tb()
+        self._uc.flush_tb()
         return stub
 
     def _stop_debug(self) -> None:
@@ -179,7 +179,7 @@ class DebugSupport(MachineState):
                 self._del_hook(h)
             self._gdb_hooks = []
             if not self._closed:
-                self._uc.ctl_flush_tb()
+                self._uc.flush_tb()
         finally:
             stub.close()
 
@@ -214,13 +214,13 @@ class DebugSupport(MachineState):
         # that begins before the first range and reaches into it
         hook = self._add_hook(C.UC_HOOK_MEM_WRITE, cfn, max(spans[0][0] - _WIDEST_STORE, 1),
                               max(hi for _lo, hi in spans) - 1)
-        self._uc.ctl_flush_tb()
+        self._uc.flush_tb()
         try:
             yield seen
         finally:
             if not self._closed:
                 self._del_hook(hook)
-                self._uc.ctl_flush_tb()
+                self._uc.flush_tb()
             if cfn in self._hooks:
                 self._hooks.remove(cfn)
 
@@ -241,7 +241,7 @@ class DebugSupport(MachineState):
                 tracer.on_block(address, size)
             self._trace_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
             self._tracer = tracer
-            self._uc.ctl_flush_tb()
+            self._uc.flush_tb()
 
     def _stop_trace(self) -> None:
         tracer, self._tracer = self._tracer, None
@@ -250,7 +250,7 @@ class DebugSupport(MachineState):
         try:
             self._del_hook(self._trace_hook)
             if not self._closed:
-                self._uc.ctl_flush_tb()
+                self._uc.flush_tb()
         finally:
             tracer.close()
 

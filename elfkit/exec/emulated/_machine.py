@@ -39,6 +39,12 @@ from ._x87 import X87Stack
 C = _uc.C
 lib = _uc.lib
 
+#: the floating-point status register and its sticky "inexact" bit, per arch
+#: (x86: QEMU's SSE status keeps its flags for the engine's life already)
+#: (the register calls reset, see _codegen.call_reset)
+_INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
+                 "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
+
 
 class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, Machine):
     """Runs guest code of ``arch`` under unicorn.
@@ -62,8 +68,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
         self._closed = False
-        self._uc = _uc.open_uc(arch, cpu)
-        self._h = _uc.handle(self._uc)
+        self._uc = _uc.Engine(arch, cpu)
+        self._h = self._uc.handle
         self._lock = threading.RLock()        # held by a call for its whole duration
         self._slock = threading.Lock()        # start/end of a run vs. stop requests
         self._gen = 0                         # number of the latest call
@@ -82,7 +88,9 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._gdb: Any = None
         self._gdb_hooks: list[int] = []
         self._plans: dict[tuple[Signature, str], _cc.Plan] = {}
-        self._callers: dict[tuple[Signature, str], Callable[..., Any]] = {}
+        # (signature, float ABI, bound): callers of call() (bound False) and the
+        # prototypes function() copies for each entry address (bound True)
+        self._callers: dict[tuple[Signature, str, bool], Callable[..., Any]] = {}
         # RISC-V: float ABI per module image (lo, hi, abi, module); calls and
         # callbacks use the ABI of the code involved when modules disagree
         self._abi_ranges: list[tuple[int, int, str, Any]] = []
@@ -112,8 +120,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._word_ref = ctypes.byref(self._word_buf)
         # CPU set-up (FPU on, thread pointer zero), then the pristine context
         for name, value in arch.uc_init:
-            self._uc.reg_write(self._reg(name), value)
+            self._uc.reg_write(self._reg(name), name, value)
         self._ctx0 = self._uc.context_save()
+        #: (register, bit) of the FP flag ``raise_inexact_flag`` raised, or None
+        self.inexact_flag: tuple[str, int] | None = None
         self._hooks: list[Any] = []
         self._init_hooks()
         self._count_mode = False     # unicorn's instruction-count hook is installed
@@ -175,6 +185,35 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._add_hook(C.UC_HOOK_MEM_INVALID, _uc.HOOK_MEM_INVALID(on_mem), 1, 0)
         self._add_hook(C.UC_HOOK_INTR, _uc.HOOK_INTR(on_intr), 1, 0)
 
+    def raise_inexact_flag(self) -> None:
+        """Set the FPU's sticky *inexact* exception flag, now and in the state
+        an abnormal stop resets the CPU to.
+
+        unicorn (QEMU's softfloat) computes float add, sub, mul, div, fma
+        and sqrt with the host FPU only once *inexact* is already raised
+        (it cannot tell whether a host result was exact), and in software
+        otherwise, about twice as slow overall; code whose arithmetic stays
+        exact (integer-valued data) never raises it.  Results are bit-identical
+        either way; only guest code that reads the FP exception flags without
+        clearing them first can tell.  vmrt does this for dispatch libraries
+        (IREE's generated code never reads the FP flags)."""
+        flag = _INEXACT_FLAG.get(self.arch.name)
+        with self._lock:
+            self._check_open()
+            if flag is None or self.inexact_flag is not None:
+                return
+            if self.in_call():
+                raise ExecutionError("raise_inexact_flag: not from inside a call")
+            reg, bit = flag
+            lib.uc_context_restore(self._h, self._ctx0.context)
+            self._word_buf.value = 0
+            lib.uc_reg_read(self._h, self._reg(reg), self._word_ref)
+            self._word_buf.value |= bit
+            lib.uc_reg_write(self._h, self._reg(reg), self._word_ref)
+            lib.uc_context_save(self._h, self._ctx0.context)
+            self.inexact_flag = flag
+            self._callers.clear()
+
     # ------------------------------------------------------------------ basics
     def _reg(self, name: str) -> int:
         r = self._regid.get(name)
@@ -222,7 +261,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None:
         if exec_ever and self._ran:
-            self._uc.ctl_remove_cache(addr, addr + size)
+            self._uc.remove_cache(addr, addr + size)
         lib.uc_mem_unmap(self._h, addr, size)
 
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
@@ -248,6 +287,27 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def reserve(self, size: int, align: int = PAGE, name: str = "") -> int:
         with self._lock:
             return self._new_region(size, align, "image", name).start
+
+    def reserve_guarded(self, size: int, name: str = "") -> int:
+        """Reserve and map ``size`` bytes (rounded up to whole pages) of
+        read/write memory followed by an unmapped guard page, so that an
+        access running past the end faults; ``release`` frees both.  Cheaper
+        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
+        copies the contents of a mapping it splits."""
+        with self._lock:
+            self._check_open()
+            if size <= 0:
+                raise LayoutError(f"cannot reserve {size} bytes")
+            size = round_up(size)
+            start = self._space.find(size + PAGE, PAGE)
+            self._space.add(Region(start, size + PAGE, "image", name, mapped=size,
+                                   map_start=start))
+            try:
+                self._map(start, size, C.UC_PROT_READ | C.UC_PROT_WRITE)
+            except BaseException:
+                self._space.remove(start)
+                raise
+            return start
 
     def release(self, addr: int, size: int | None = None) -> None:
         with self._lock:
@@ -281,7 +341,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             r.exec_ever = True
             self.note_code(addr, size)
         elif r.exec_ever and self._ran:
-            self._uc.ctl_remove_cache(addr, addr + size)
+            self._uc.remove_cache(addr, addr + size)
 
     def _write_raw(self, addr: int, data: Any) -> None:
         n = len(data)
@@ -314,7 +374,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         if self._ran:
             r = self._space.at(addr)
             if r is not None and r.exec_ever:
-                self._uc.ctl_remove_cache(addr, addr + max(len(data), 1))
+                self._uc.remove_cache(addr, addr + max(len(data), 1))
 
     def read(self, addr: int, size: int) -> bytes:
         with self._lock:
@@ -454,7 +514,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             uc = self._uc
             self._stubs = []
             self._callers.clear()
-            _uc.close(uc)
+            uc.close()
             self._uc = None
 
     def __enter__(self) -> EmulatedMachine:

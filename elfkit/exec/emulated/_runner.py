@@ -110,7 +110,7 @@ class CallRunner(MachineState):
         if hook is not None:
             self._icount_hook = None
             self._del_hook(hook)
-            self._uc.ctl_flush_tb()
+            self._uc.flush_tb()
             return
         self._icount = 0
         sizes: dict[tuple[int, int], int] = {}
@@ -121,7 +121,7 @@ class CallRunner(MachineState):
                 n = sizes[(address, size)] = self._block_length(address, size)
             self._icount += n
         self._icount_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
-        self._uc.ctl_flush_tb()
+        self._uc.flush_tb()
 
     def _block_length(self, address: int, size: int) -> int:
         """How many instructions the basic block at ``address`` has."""
@@ -169,10 +169,10 @@ class CallRunner(MachineState):
         if not isinstance(sig, Signature):
             sig = parse_signature(sig)
         abi = self._abi_at(addr) if self._mixed_abi else self._float_abi
-        f = self._callers.get((sig, abi))
+        f = self._callers.get((sig, abi, False))
         if f is None:
             self._ran = True       # from now on host writes to code invalidate translations
-            f = self._callers[(sig, abi)] = _codegen.build_caller(
+            f = self._callers[(sig, abi, False)] = _codegen.build_caller(
                 self, self.plan(sig, abi), None, f"call {sig}")
         return f(addr, tuple(args), timeout, budget)
 
@@ -184,7 +184,13 @@ class CallRunner(MachineState):
         label = name or self.symbolize(addr)
         if not label.isidentifier():
             label = f"guest_{addr:x}"
-        return _codegen.build_caller(self, self.plan(sig, self._abi_at(addr)), addr, label)
+        abi = self._abi_at(addr)
+        proto = self._callers.get((sig, abi, True))
+        if proto is None:     # generated once per signature, copied for each address
+            proto = self._callers[(sig, abi, True)] = _codegen.build_caller(
+                self, self.plan(sig, abi), addr, label)
+            return proto
+        return _codegen.rebind(proto, addr, label)
 
     def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
                 budget: Any) -> Any:
@@ -233,7 +239,7 @@ class CallRunner(MachineState):
         if run_count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
-            self._uc.ctl_flush_tb()
+            self._uc.flush_tb()
         self._count_mode = bool(run_count)
         gen = self._gen
         token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
@@ -301,7 +307,7 @@ class CallRunner(MachineState):
         page hits that entry without the check (a stale pointer into a
         closed zero-copy mapping read host memory on its second try)."""
         lib.uc_context_restore(self._h, self._ctx0.context)
-        self._uc.ctl(C.UC_CTL_TLB_FLUSH, C.UC_CTL_IO_WRITE)
+        self._uc.flush_tlb()
         self._mem_fault = None
         self._intno = None
 

@@ -56,7 +56,7 @@ class MachineState:
     _stack: Region
     _stack_top: int
     _plans: dict[tuple[Signature, str], _cc.Plan]
-    _callers: dict[tuple[Signature, str], Callable[..., Any]]
+    _callers: dict[tuple[Signature, str, bool], Callable[..., Any]]
     _float_abi: str
     _abi_ranges: list[tuple[int, int, str, Any]]
     _mixed_abi: bool

@@ -1,33 +1,133 @@
-"""Thin access to unicorn's C library (imported only when a machine is made).
+"""unicorn's C library through ctypes, without the ``unicorn`` Python package.
 
-The hot paths (register batches, ``uc_emu_start``, memory reads/writes and
-the hooks) call the C functions directly through ctypes with preallocated
-buffers; the Python ``Uc`` object is kept for rarely used conveniences
-(``ctl_*``, contexts, mapping lists).
+Importing the ``unicorn`` package costs ~45 ms (it pulls in ``inspect``,
+``importlib.resources``, ``tempfile``, ``random``...); all elfkit needs is
+the shared library, so this module finds ``libunicorn`` in the installed
+package's directory (``importlib.util.find_spec`` does not run the
+package), declares the prototypes of the functions it calls, and keeps
+the few constants it uses (``C``, values from unicorn.h).  Register and
+CPU model numbers come from the package's own ``<arch>_const.py`` tables,
+loaded by path (plain assignments, nothing else runs).
+
+The hot paths call the C functions (``lib``) directly with preallocated
+buffers; ``Engine`` wraps one ``uc_engine *`` for the rarely used
+operations (controls, contexts, registers of any width).
 """
 from __future__ import annotations
 
 import ctypes
+import importlib.util
+import os
+import sys
+import weakref
+from types import ModuleType
 from typing import Any
-
-import unicorn
-from unicorn import unicorn_const as C
-
-try:                                    # unicorn >= 2.1
-    from unicorn.unicorn_py3.unicorn import uclib as lib
-except ImportError:                     # pragma: no cover - unicorn 2.0.x
-    from unicorn.unicorn import _uc as lib  # type: ignore[attr-defined,no-redef]
 
 from ...arch import Arch
 from ...errors import BackendError
 
-Uc = unicorn.Uc
-UcError = unicorn.UcError
 
-_CONST_MODULES = {"UC_ARCH_X86": "x86_const", "UC_ARCH_ARM": "arm_const",
-                  "UC_ARCH_ARM64": "arm64_const", "UC_ARCH_RISCV": "riscv_const"}
-_REG_PREFIX = {"UC_ARCH_X86": "UC_X86_REG_", "UC_ARCH_ARM": "UC_ARM_REG_",
-               "UC_ARCH_ARM64": "UC_ARM64_REG_", "UC_ARCH_RISCV": "UC_RISCV_REG_"}
+class C:
+    """The unicorn.h constants elfkit uses (unicorn 2.x)."""
+    UC_ARCH_ARM = 1
+    UC_ARCH_ARM64 = 2
+    UC_ARCH_X86 = 4
+    UC_ARCH_RISCV = 8
+    UC_MODE_ARM = 0
+    UC_MODE_THUMB = 16
+    UC_MODE_32 = 4
+    UC_MODE_64 = 8
+    UC_MODE_RISCV32 = 4
+    UC_MODE_RISCV64 = 8
+    UC_PROT_READ = 1
+    UC_PROT_WRITE = 2
+    UC_PROT_EXEC = 4
+    UC_MEM_READ = 16
+    UC_MEM_WRITE = 17
+    UC_MEM_FETCH = 18
+    UC_MEM_READ_UNMAPPED = 19
+    UC_MEM_WRITE_UNMAPPED = 20
+    UC_MEM_FETCH_UNMAPPED = 21
+    UC_MEM_WRITE_PROT = 22
+    UC_MEM_READ_PROT = 23
+    UC_MEM_FETCH_PROT = 24
+    UC_HOOK_INTR = 1
+    UC_HOOK_CODE = 4
+    UC_HOOK_BLOCK = 8
+    UC_HOOK_MEM_READ = 1024
+    UC_HOOK_MEM_WRITE = 2048
+    UC_HOOK_MEM_INVALID = 1008
+    UC_CTL_IO_WRITE = 1
+    UC_CTL_CPU_MODEL = 7
+    UC_CTL_TB_REMOVE_CACHE = 9
+    UC_CTL_TB_FLUSH = 10
+    UC_CTL_TLB_FLUSH = 11
+
+
+_LIB_NAMES = {"darwin": ("libunicorn.2.dylib", "libunicorn.dylib"),
+              "win32": ("unicorn.dll",), "cygwin": ("cygunicorn.dll",)}
+
+
+def _package_dir() -> str:
+    spec = importlib.util.find_spec("unicorn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the unicorn package is not installed (pip install unicorn)")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _load_library() -> ctypes.CDLL:
+    names = _LIB_NAMES.get(sys.platform, ("libunicorn.so.2", "libunicorn.so"))
+    pkg = _package_dir()
+    dirs = [d for d in (os.environ.get("LIBUNICORN_PATH"), os.path.join(pkg, "lib"), pkg) if d]
+    tried = []
+    for d in dirs:
+        for n in names:
+            path = os.path.join(d, n)
+            if os.path.exists(path):
+                try:
+                    return ctypes.CDLL(path)
+                except OSError as e:
+                    tried.append(f"{path}: {e}")
+    raise ImportError("cannot load the unicorn library"
+                      + (f" ({'; '.join(tried)})" if tried else f" (no {names[0]} in {dirs})"))
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    err, h, p = ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p
+    s32, u32, u64, size_t = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
+    char_p = ctypes.POINTER(ctypes.c_char)
+    protos: dict[str, tuple[Any, ...]] = {
+        "uc_open": (err, u32, u32, ctypes.POINTER(h)),
+        "uc_close": (err, h),
+        "uc_strerror": (ctypes.c_char_p, err),
+        "uc_ctl": (err, h, s32),
+        "uc_emu_start": (err, h, u64, u64, u64, size_t),
+        "uc_emu_stop": (err, h),
+        "uc_hook_add": (err, h, ctypes.POINTER(size_t), s32, p, p, u64, u64),
+        "uc_hook_del": (err, h, size_t),
+        "uc_mem_map": (err, h, u64, u64, u32),
+        "uc_mem_map_ptr": (err, h, u64, u64, u32, p),
+        "uc_mem_protect": (err, h, u64, u64, u32),
+        "uc_mem_unmap": (err, h, u64, u64),
+        "uc_mem_read": (err, h, u64, char_p, u64),
+        "uc_mem_write": (err, h, u64, char_p, u64),
+        "uc_reg_read": (err, h, s32, p),
+        "uc_reg_write": (err, h, s32, p),
+        "uc_reg_read_batch": (err, h, ctypes.POINTER(s32), ctypes.POINTER(p), s32),
+        "uc_reg_write_batch": (err, h, ctypes.POINTER(s32), ctypes.POINTER(p), s32),
+        "uc_context_alloc": (err, h, ctypes.POINTER(p)),
+        "uc_context_free": (err, p),
+        "uc_context_save": (err, h, p),
+        "uc_context_restore": (err, h, p),
+    }
+    for name, (res, *args) in protos.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = tuple(args)
+
+
+lib = _load_library()
+_declare(lib)
 
 # native callback types (see unicorn.h)
 HOOK_CODE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
@@ -44,26 +144,51 @@ MEM_ACCESS = {C.UC_MEM_READ: "read", C.UC_MEM_WRITE: "write", C.UC_MEM_FETCH: "f
               C.UC_MEM_WRITE_PROT: "write", C.UC_MEM_FETCH_PROT: "fetch"}
 MEM_PROT_KINDS = (C.UC_MEM_READ_PROT, C.UC_MEM_WRITE_PROT, C.UC_MEM_FETCH_PROT)
 
+_CONST_FILES = {"UC_ARCH_X86": "x86_const", "UC_ARCH_ARM": "arm_const",
+                "UC_ARCH_ARM64": "arm64_const", "UC_ARCH_RISCV": "riscv_const"}
+_REG_PREFIX = {"UC_ARCH_X86": "UC_X86_REG_", "UC_ARCH_ARM": "UC_ARM_REG_",
+               "UC_ARCH_ARM64": "UC_ARM64_REG_", "UC_ARCH_RISCV": "UC_RISCV_REG_"}
+_tables: dict[str, ModuleType] = {}
 
-def consts(arch: Arch) -> Any:
-    import importlib
-    return importlib.import_module(f"unicorn.{_CONST_MODULES[arch.uc_arch]}")
+
+def consts(arch: Arch) -> ModuleType:
+    """unicorn's register/CPU-model table of ``arch`` (its ``<arch>_const.py``,
+    loaded by path so that the ``unicorn`` package itself never runs)."""
+    name = _CONST_FILES[arch.uc_arch]
+    mod = _tables.get(name)
+    if mod is None:
+        path = os.path.join(_package_dir(), name + ".py")
+        spec = importlib.util.spec_from_file_location(f"{__name__}.{name}", path)
+        if spec is None or spec.loader is None:        # pragma: no cover - broken install
+            raise BackendError(f"cannot read unicorn's register table {path}")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _tables[name] = mod
+    return mod
 
 
 def reg(arch: Arch, name: str) -> int:
     """Register id of ``UC_<ARCH>_REG_<name>``."""
-    return getattr(consts(arch), _REG_PREFIX[arch.uc_arch] + name)
+    value = getattr(consts(arch), _REG_PREFIX[arch.uc_arch] + name, None)
+    if not isinstance(value, int):
+        raise BackendError(f"unicorn has no {arch.name} register {name!r}")
+    return value
 
 
-def open_uc(arch: Arch, cpu: str | int | None = None) -> unicorn.Uc:
-    mode = 0
-    for m in arch.uc_mode:
-        mode |= getattr(C, m)
-    uc = Uc(getattr(C, arch.uc_arch), mode)
-    cpu = cpu if cpu is not None else (arch.uc_cpu or None)
-    if cpu is not None:
-        uc.ctl_set_cpu_model(_cpu_model(arch, cpu))
-    return uc
+def _reg_bytes(arch: Arch, name: str) -> int:
+    """How many bytes unicorn reads/writes for register ``name`` (0: an x87
+    register, a (mantissa, exponent) pair)."""
+    family = arch.uc_arch
+    if family == "UC_ARCH_X86":
+        if name.startswith("FP") and name[2:].isdigit():
+            return 0
+        for prefix, n in (("XMM", 16), ("YMM", 32), ("ZMM", 64)):
+            if name.startswith(prefix) and name[3:].isdigit():
+                return n
+    elif family in ("UC_ARCH_ARM", "UC_ARCH_ARM64") and name[:1] in ("Q", "V") \
+            and name[1:].isdigit():
+        return 16
+    return 8
 
 
 def _cpu_model(arch: Arch, cpu: str | int) -> int:
@@ -86,20 +211,92 @@ def _cpu_model(arch: Arch, cpu: str | int) -> int:
                        f"{', '.join(names)}")
 
 
-def handle(uc: unicorn.Uc) -> Any:
-    """The C ``uc_engine *`` behind a ``Uc`` (for the direct ctypes calls)."""
-    return uc._uch
-
-
-def close(uc: unicorn.Uc) -> None:
-    """Close the engine now instead of at garbage collection."""
-    fin = getattr(uc, "_Uc__finalizer", None)
-    if fin is not None:
-        fin()
-
-
 def strerror(err: int) -> str:
-    try:
-        return lib.uc_strerror(err).decode("ascii", "replace")
-    except (AttributeError, TypeError, ctypes.ArgumentError):  # pragma: no cover - no restype
-        return f"unicorn error {err}"
+    text = lib.uc_strerror(err)
+    return text.decode("ascii", "replace") if text else f"unicorn error {err}"
+
+
+class Context:
+    """A saved CPU context (``uc_context *``), freed with the object."""
+    __slots__ = ("context", "__weakref__")
+
+    def __init__(self, handle: ctypes.c_void_p) -> None:
+        self.context = ctypes.c_void_p()
+        err = lib.uc_context_alloc(handle, ctypes.byref(self.context))
+        if err:
+            raise BackendError(f"unicorn: cannot allocate a CPU context: {strerror(err)}")
+        weakref.finalize(self, lib.uc_context_free, self.context)
+
+
+def _ctl_code(control: int, nargs: int) -> int:
+    return (C.UC_CTL_IO_WRITE << 30) | (nargs << 26) | control
+
+
+class Engine:
+    """One unicorn engine (``uc_engine *``); closed by :meth:`close` or at
+    garbage collection."""
+
+    def __init__(self, arch: Arch, cpu: str | int | None = None) -> None:
+        mode = 0
+        for m in arch.uc_mode:
+            mode |= getattr(C, m)
+        self.arch = arch
+        self.handle = ctypes.c_void_p()
+        err = lib.uc_open(getattr(C, arch.uc_arch), mode, ctypes.byref(self.handle))
+        if err:
+            raise BackendError(f"unicorn cannot emulate {arch.name}: {strerror(err)}")
+        self._finalizer = weakref.finalize(self, lib.uc_close, self.handle)
+        cpu = cpu if cpu is not None else (arch.uc_cpu or None)
+        if cpu is not None:
+            model = _cpu_model(arch, cpu)
+            self._ctl(C.UC_CTL_CPU_MODEL, ctypes.c_int(model))
+
+    def _ctl(self, control: int, *args: Any) -> None:
+        err = lib.uc_ctl(self.handle, _ctl_code(control, len(args)), *args)
+        if err:
+            raise BackendError(f"unicorn control {control} failed: {strerror(err)}")
+
+    def flush_tb(self) -> None:
+        """Drop every translated block."""
+        self._ctl(C.UC_CTL_TB_FLUSH)
+
+    def flush_tlb(self) -> None:
+        self._ctl(C.UC_CTL_TLB_FLUSH)
+
+    def remove_cache(self, begin: int, end: int) -> None:
+        """Drop the translated blocks of ``[begin, end)``."""
+        self._ctl(C.UC_CTL_TB_REMOVE_CACHE, ctypes.c_uint64(begin), ctypes.c_uint64(end))
+
+    def context_save(self) -> Context:
+        ctx = Context(self.handle)
+        lib.uc_context_save(self.handle, ctx.context)
+        return ctx
+
+    def reg_read(self, regid: int, name: str) -> Any:
+        """Register ``regid`` (named ``name``): an int, or for an x87
+        register a (mantissa, exponent) pair."""
+        n = _reg_bytes(self.arch, name)
+        buf = ctypes.create_string_buffer(64)
+        err = lib.uc_reg_read(self.handle, regid, buf)
+        if err:
+            raise BackendError(f"cannot read register {name}: {strerror(err)}")
+        if n == 0:
+            return (int.from_bytes(buf.raw[:8], "little"), int.from_bytes(buf.raw[8:10], "little"))
+        return int.from_bytes(buf.raw[:n], "little")
+
+    def reg_write(self, regid: int, name: str, value: Any) -> None:
+        n = _reg_bytes(self.arch, name)
+        if n == 0:
+            mantissa, exponent = value
+            data = ((mantissa & (1 << 64) - 1).to_bytes(8, "little")
+                    + (exponent & 0xFFFF).to_bytes(2, "little"))
+        else:
+            data = (int(value) & ((1 << 8 * n) - 1)).to_bytes(n, "little")
+        buf = ctypes.create_string_buffer(data, 64)
+        err = lib.uc_reg_write(self.handle, regid, buf)
+        if err:
+            raise BackendError(f"cannot write register {name}: {strerror(err)}")
+
+    def close(self) -> None:
+        """Close the engine now instead of at garbage collection."""
+        self._finalizer()

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import socket
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 from ...errors import ExecutionError
 
@@ -92,6 +91,10 @@ class GdbStub:
         self._regs = machine.arch.gdb_regs
         if not self._regs:
             raise ExecutionError(f"no gdb register layout for {machine.arch.name}")
+        # the network modules only when a session opens
+        import select
+        import socket
+        self._select = select.select
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             self._listener.bind((host, port))
@@ -192,6 +195,7 @@ class GdbStub:
                     self.finished = True
                     raise ExecutionError(f"no gdb connected to {self.host}:{self.port} within "
                                           f"{self.accept_timeout} s") from None
+        import socket
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn.settimeout(_WAKE)
         self._conn = conn
@@ -215,6 +219,8 @@ class GdbStub:
             print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port} "
                   f"(target remote :{self.port})", file=sys.stderr, flush=True)
             return 0
+        import tempfile
+        from pathlib import Path
         folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
         folder.mkdir(exist_ok=True)
         stem = re.sub(r"[^\w.-]+", "_", str(mod.name)).strip("_.") or f"module_{mod.base:x}"
@@ -234,7 +240,7 @@ class GdbStub:
     def _interrupted(self) -> bool:
         """Whether gdb sent an interrupt (Ctrl-C) while guest code ran."""
         conn = self._conn
-        if conn is None or not select.select([conn], [], [], 0)[0]:
+        if conn is None or not self._select([conn], [], [], 0)[0]:
             return False
         data = conn.recv(1)
         if not data:

@@ -164,6 +164,24 @@ def test_worker_machines_closed_with_the_executable(iree, emulation):
     assert all(r() is None for r in refs)
 
 
+def test_dispatch_machines_run_with_the_inexact_flag_raised(iree, emulation):
+    """unicorn evaluates floats with the host FPU only once the sticky
+    inexact flag is up: every machine running dispatch code has it raised,
+    and exact arithmetic still gives exact results."""
+    n = 32 * 8
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+    exe = vmrt.Executable.load(iree.compile("codegen", "riscv64").library)
+    try:
+        exe.dispatch("saxpy", 8, [x, x, out], [3.0, *_index(n)], threads=3)
+        assert out.tobytes() == (np.float32(3.0) * x + x).tobytes()
+        machines = [exe.machine, *exe.workers.machines]
+        assert len(machines) == 3
+        assert all(m.inexact_flag == ("FCSR", 1) for m in machines)
+    finally:
+        exe.close()
+
+
 def test_traced_machine_keeps_one_thread(iree, emulation, tmp_path):
     """An execution trace watches one machine: a traced executable is not
     replicated, so the trace holds every workgroup's code."""

@@ -14,8 +14,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from elfkit.exec.base import PROT_NONE
-
 from .dispatch_args import host_address, host_view, host_writable
 
 
@@ -74,27 +72,30 @@ class StagedBindings:
         self.ptrs = [0] * len(self.arrays)
         for group in self.groups:
             lo, hi = self._span(group)
-            span = bytearray(hi - lo)               # bytes between bindings stay zero
-            for i in group:
-                a = self.arrays[i]
-                off = host_address(a) - lo
-                span[off:off + a.nbytes] = host_view(a)
-            start = self._place(group[-1], bytes(span))
+            if len(group) == 1:
+                span: Any = host_view(self.arrays[group[0]])    # copied once, by write
+            else:
+                span = bytearray(hi - lo)               # bytes between bindings stay zero
+                for i in group:
+                    a = self.arrays[i]
+                    off = host_address(a) - lo
+                    span[off:off + a.nbytes] = host_view(a)
+            start = self._place(group[-1], span)
             for i in group:
                 self.ptrs[i] = start + host_address(self.arrays[i]) - lo
         return self.ptrs
 
-    def _place(self, index: int, data: bytes) -> int:
-        """Write ``data`` at a 64-byte aligned guest address (the alignment
-        compiled dispatch code assumes of a binding) so that it ends, within
-        63 bytes, at a page boundary followed by an unmapped guard page."""
+    def _place(self, index: int, data: Any) -> int:
+        """Write ``data`` (bytes-like) at a 64-byte aligned guest address
+        (the alignment compiled dispatch code assumes of a binding) so that it
+        ends, within 63 bytes, at a page boundary followed by an unmapped
+        guard page."""
         m = self.machine
         page = m.arch.page_size
         n = len(data)
         data_span = -(-(n + 63) // page) * page
-        base = m.reserve(data_span + page, page)
+        base = m.reserve_guarded(data_span)
         self.guards.append((index, base, 0, n, data_span + page))
-        m.protect(base + data_span, page, PROT_NONE)
         addr = (base + data_span - n) & ~63
         m.write(addr, data)
         self.guards[-1] = (index, base, addr, n, data_span + page)
@@ -104,6 +105,8 @@ class StagedBindings:
         """What the guest code wrote lands in the host arrays (each group's
         span is read once; read-only bindings are left alone)."""
         for group in self.groups:
+            if not any(host_writable(self.arrays[i]) for i in group):
+                continue
             lo, hi = self._span(group)
             start = self.ptrs[group[0]] - (host_address(self.arrays[group[0]]) - lo)
             span = memoryview(self.machine.read(start, hi - lo))

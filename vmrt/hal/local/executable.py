@@ -130,6 +130,9 @@ class Executable:
         self.machine = self.module.machine
         self.arch = self.module.arch
         self.backend = self.module.backend
+        if self.backend == "emulated":
+            # dispatch code never reads the FP flags: let unicorn use the host FPU
+            self.machine.raise_inexact_flag()
         self.plugins = plugins
         self._mem = GuestMemory(self.machine)
         self.closed = False

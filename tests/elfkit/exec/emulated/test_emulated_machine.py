@@ -23,6 +23,7 @@ from elftools.elf.elffile import ELFFile  # noqa: E402
 
 import elfkit.arch as A  # noqa: E402
 from elfkit.errors import (  # noqa: E402
+    BackendError,
     CallTimeout,
     EmulationFault,
     ExecutionError,
@@ -683,6 +684,72 @@ def test_import_elfkit_is_light():
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_emulated_machines_run_without_the_unicorn_python_package():
+    """elfkit calls libunicorn itself: making and using a machine never
+    imports the (slow to import) ``unicorn`` package."""
+    code = ("import sys, struct; from elfkit.exec.emulated import EmulatedMachine;"
+            "m = EmulatedMachine('aarch64', cpu='A72'); a = m.reserve(4096);"
+            "m.write(a, struct.pack('<2I', 0x8B010000, 0xD65F03C0)); m.protect(a, 4096, 5);"
+            "print(m.call(a, 'u64(u64,u64)', (40, 2)), m.read_register('PC') != 0,"
+            "      [n for n in sys.modules if n.split('.')[0] == 'unicorn'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["42", "True", "[]"]
+
+
+@pytest.mark.parametrize("arch,reg,value", [
+    ("aarch64", "V3", (1 << 127) | 0x1234), ("aarch64", "X5", (1 << 64) - 1),
+    ("x86_64", "XMM2", (0xDEAD << 100) | 7), ("x86_64", "FP1", (0x8000_0000_0000_0001, 0x3FFF)),
+    ("riscv64", "A0", 0x1234_5678_9ABC_DEF0), ("arm", "R4", 0xFFFF_FFFF)])
+def test_registers_of_every_width_round_trip(arch, reg, value):
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine(arch) as m:
+        m.write_register(reg, value)
+        assert m.read_register(reg) == value
+
+
+def test_functions_of_one_signature_call_their_own_address():
+    """function() generates a caller once per signature and copies it per
+    address: each copy runs its own code and carries its own name."""
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m:
+        a = m.reserve(4096)
+        # add x0, x0, x1 ; ret | sub x0, x0, x1 ; ret | mul x0, x0, x1 ; ret
+        m.write(a, struct.pack("<6I", 0x8B010000, 0xD65F03C0, 0xCB010000, 0xD65F03C0,
+                               0x9B017C00, 0xD65F03C0))
+        m.protect(a, 4096, PROT_READ | PROT_EXEC)
+        add, sub, mul = (m.function(a + 8 * i, "u64(u64,u64)", name=n)
+                         for i, n in enumerate(("add", "sub", "mul")))
+        assert [f(40, 2) for f in (add, sub, mul, sub, add)] == [42, 38, 80, 38, 42]
+        assert [f.__name__ for f in (add, sub, mul)] == ["add", "sub", "mul"]
+        assert mul.__doc__ == f"u64(u64,u64) at {a + 16:#x}"
+
+
+def test_reserve_guarded_faults_one_byte_past_the_end():
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m:
+        base = m.reserve_guarded(5000)            # two pages, then the guard page
+        m.write(base + 8191, b"\x07")
+        code = m.reserve(4096)
+        m.write(code, struct.pack("<2I", 0x39400000, 0xD65F03C0))   # ldrb w0, [x0] ; ret
+        m.protect(code, 4096, PROT_READ | PROT_EXEC)
+        load = m.function(code, "u32(u64)", name="load")
+        assert load(base + 8191) == 7
+        with pytest.raises(EmulationFault) as e:
+            load(base + 8192)
+        assert e.value.address == base + 8192
+        with pytest.raises(MemoryAccessError):
+            m.read(base + 8192, 1)
+        m.release(base)
+        with pytest.raises(MemoryAccessError):
+            m.read(base, 1)
+
+
+def test_unknown_register_names_are_refused():
+    from elfkit.exec.emulated import EmulatedMachine
+    with EmulatedMachine("aarch64") as m, pytest.raises(BackendError, match="NOPE"):
+        m.read_register("NOPE")
 
 
 FABI_SOURCE = r"""
