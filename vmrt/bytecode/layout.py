@@ -62,6 +62,7 @@ class ControlFlow:
     operands: Callable[[Instr], tuple[str | None, list[str]]]
     reg: Callable[[int], str]
     int_reg: Callable[[int], str]
+    konst: Any
 
     #: pc of the block being emitted as an inner loop (None: not in one)
     loop_pc: int | None = None
@@ -214,7 +215,9 @@ class ControlFlow:
         """Block-argument copies, one after another in list order, as IREE's
         VM does them: the compiler relies on it (it swaps registers through a
         scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""
-        srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
+        # (a branch ends its block, so it runs after the entry block's constants)
+        srcs = [self.konst.literal(s, -1) or s for s in (self.reg(src & ~MOVE_BIT)
+                                                         for src, _ in pairs)]
         dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
         return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
 
