@@ -18,10 +18,10 @@ from ..errors import StatusCode, VerifyError, VmError
 from ..vm.module import cconv_fragments
 from . import runtime
 from .calls import group_variadic
-from .constregs import ConstantRegs, constant_registers
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .layout import ControlFlow, drop_unread
+from .regfacts import ConstantRegs, constant_registers, no_overflow
 from .regkinds import REINTERPRET, register_coercions
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, wrap_lines
 
@@ -64,8 +64,10 @@ class FunctionTranslator(ControlFlow):
         self.used_i: set[int] = set()
         self.used_r: set[int] = set()
         self.coerce: dict[int, list] = {}
-        #: registers holding one constant (constregs.py), read as literals
+        #: registers holding one constant (regfacts.py), read as literals
         self.konst = ConstantRegs({}, frozenset())
+        #: pcs of the wrapped ops whose result is known in range (regfacts.py)
+        self.in_range: frozenset[int] = frozenset()
 
     # -- register names ----------------------------------------------------
     def int_reg(self, raw: int) -> str:
@@ -132,6 +134,7 @@ class FunctionTranslator(ControlFlow):
         if self.trace is None:          # the trace shows registers as they are
             self.konst = constant_registers(
                 self.blocks, params, (c[0] for cs in self.coerce.values() for c in cs))
+            self.in_range = no_overflow(self.blocks, self.konst, self.coerce)
         body = drop_unread(self.dispatch(self.blocks, "            "))
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
@@ -202,7 +205,7 @@ class FunctionTranslator(ControlFlow):
         if tmpl is not None:
             dst, reads = self.operands(ins)
             out.append(f"{ind}{dst} = {tmpl.format(**dict(zip('abc', reads)))}")
-            if wrapped is not None and dst is not None:
+            if wrapped is not None and dst is not None and ins.pc not in self.in_range:
                 out += wrap_lines(m, wrapped[1], dst, reads, ind)
             return out
         meth = getattr(self, "op_" + m.replace(".", "_"), None)

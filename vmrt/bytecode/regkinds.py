@@ -26,7 +26,7 @@ from ..errors import VmError
 from ..vm.module import cconv_fragments
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 
-__all__ = ["REINTERPRET", "register_coercions", "to_float", "to_int"]
+__all__ = ["REINTERPRET", "register_coercions", "successors", "to_float", "to_int"]
 
 #: kinds are banks ("i32", "i64", "f32", "f64"), "?" unknown or "X" (depends
 #: on the path taken); absent: never written (the local holds int 0)
@@ -134,7 +134,7 @@ class _Effects:
         return reads, writes
 
 
-def _successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
+def successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
     """(target pc, remap pairs) of each branch of ``ins``."""
     fields = list(zip(ins.names, ins.fields, ins.defs))
     for i, (name, v, _d) in enumerate(fields):
@@ -206,7 +206,7 @@ def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
                 st[reg] = want               # converted in place
             for reg, kind in writes:
                 st[reg] = kind
-            for target, pairs in _successors(ins):
+            for target, pairs in successors(ins):
                 if target not in by_pc:
                     continue                 # the decoder reports bad targets
                 succ = _after_remap(st, pairs)

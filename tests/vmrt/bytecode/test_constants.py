@@ -80,6 +80,16 @@ func.func @up(%start: i64, %n: i64) -> i64 {
   }
   return %r#1 : i64
 }
+func.func @span(%lb: i64, %ub: i64) -> i64 {
+  %c1 = arith.constant 1 : i64
+  %c3 = arith.constant 3 : i64
+  %r = scf.for %i = %lb to %ub step %c1 iter_args(%acc = %c1) -> i64 : i64 {
+    %m = arith.muli %acc, %c3 : i64
+    %x = arith.xori %m, %i : i64
+    scf.yield %x : i64
+  }
+  return %r : i64
+}
 func.func @down(%start: i64, %n: i64) -> i64 {
   %c0 = arith.constant 0 : i64
   %c1 = arith.constant 1 : i64
@@ -167,14 +177,30 @@ def test_counting_by_a_constant_past_the_end_wraps(ctxs, fn, start, sign):
             assert ctx.invoke(f"module.{fn}", [start, n]) == [want]
 
 
+def _span(lb: int, ub: int) -> int:
+    acc = 1
+    for i in range(lb, ub):
+        acc = _wrap64(acc * 3) ^ i
+    return acc
+
+
+@pytest.mark.parametrize("lb,ub", [(I64_MAX - 5, I64_MAX), (I64_MIN, I64_MIN + 5),
+                                   (-3, 4), (I64_MAX - 1, I64_MAX), (5, 5), (6, 5)])
+def test_a_counted_loop_up_to_int64_max(ctxs, lb, ub):
+    """The counter's increment is not range-checked (it is below its bound)."""
+    for ctx in ctxs:
+        assert ctx.invoke("module.span", [lb, ub]) == [_span(lb, ub)]
+
+
 def test_constants_reach_the_translation_as_literals(compile_mlir):
     """The loop body of `up` adds the literal 1 (no register) and checks
-    only the end an add of 1 can cross; the trace translation keeps the
-    registers."""
+    only the end an add of 1 can cross (INT64_MAX) of the value it counts,
+    and no end of the loop counter (below `n`)."""
     inst = vmrt.Instance()
     mod = vmrt.BytecodeModule.load(inst, compile_mlir(CONSTS, name="constants"))
     k = next(e.ordinal for e in mod.exports if e.name == "up")
     src = mod.disassemble_source(k)
     adds = [ln.strip() for ln in src.splitlines() if ln.strip().endswith(" + 1")]
     assert adds, src
-    assert f"> {I64_MAX}: " in src and f"< {I64_MIN}" not in src, src
+    assert len(adds) == 2, src
+    assert src.count(f"> {I64_MAX}: ") == 1 and f"< {I64_MIN}" not in src, src
