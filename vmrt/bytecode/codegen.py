@@ -204,6 +204,7 @@ class FunctionTranslator(ControlFlow):
             tmpl = wrapped[0]
         if tmpl is not None:
             dst, reads = self.operands(ins)
+            dst = self.renamed.get(ins.pc, dst)
             out.append(f"{ind}{dst} = {tmpl.format(**dict(zip('abc', reads)))}")
             if wrapped is not None and dst is not None and ins.pc not in self.in_range:
                 out += wrap_lines(m, wrapped[1], dst, reads, ind)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
+from .regfacts import reads, writes
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
@@ -72,6 +73,10 @@ class ControlFlow:
     charges = True
     #: the ``br`` whose target is appended in place (falls through)
     inline_br: Instr | None = None
+    #: ops writing the destination of a copy of ``inline_br`` directly (pc -> register)
+    renamed: dict[int, str] = {}
+    #: the copies of ``inline_br`` those ops made
+    folded: frozenset = frozenset()
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -148,13 +153,54 @@ class ControlFlow:
             return tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
         early = all(cannot_raise(i) for i in blk.instrs[:-1])
         out = tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
+        self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)
         out += self.straight(blk.instrs[:-1], ind)
         self.inline_br = blk.instrs[-1]
         out += self.emit(blk.instrs[-1], ind)          # its copies, then fall through
-        self.inline_br = None
+        self.inline_br, self.renamed, self.folded = None, {}, frozenset()
         if not early:
             out += tick(len(nxt.instrs), ind)
         return out + self.straight(nxt.instrs, ind)
+
+    def coalesced(self, instrs: tuple[Instr, ...], after: tuple[Instr, ...]
+                  ) -> tuple[dict[int, str], frozenset]:
+        """Copies ``y = x`` of the ``br`` ending ``instrs`` that the last op
+        writing ``x`` can make itself (``y = x ^ i2`` instead of ``x = x ^ i2;
+        ...; y = x``): nothing between reads ``x`` or touches ``y``, no other
+        copy of the ``br`` does either, and ``x`` is written again in
+        ``after`` (the appended block) before anything reads it."""
+        if self.trace is not None:
+            return {}, frozenset()
+        body, pairs = instrs[:-1], instrs[-1].fields[1]
+        names = [(self.reg(s & ~MOVE_BIT), self.reg(d & ~MOVE_BIT)) for s, d in pairs]
+        renamed: dict[int, str] = {}
+        folded = set()
+        for (x, y), pair in zip(names, pairs):
+            if x[0] != "i" or y[0] != "i" or x == y or \
+                    sum(x in p or y in p for p in names) != 1:
+                continue
+            w = next((k for k in range(len(body) - 1, -1, -1) if x in writes(body[k])), None)
+            if w is None or body[w].pc in renamed or not (
+                    body[w].mnemonic in SIMPLE_OPS or body[w].mnemonic in WRAPPED_OPS):
+                continue
+            if all(not {x, y} & (self.touched(i) | set(writes(i))) for i in body[w + 1:]) \
+                    and self.dead(x, after):
+                renamed[body[w].pc] = y
+                folded.add(pair)
+        return renamed, frozenset(folded)
+
+    def touched(self, ins: Instr) -> set[str]:
+        """The integer registers ``ins`` reads, reinterpretations included."""
+        return set(reads(ins)) | {f"i{c[0]}" for c in self.coerce.get(ins.pc, ())}
+
+    def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
+        """Whether ``instrs`` write ``x`` before anything reads it."""
+        for ins in instrs:
+            if x in self.touched(ins):
+                return False
+            if x in writes(ins):
+                return True
+        return False
 
     def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
         """A run of instructions, compares fused with the branch after them."""
@@ -223,7 +269,7 @@ class ControlFlow:
 
     def op_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
         if ins is self.inline_br:
-            return self.remap(f[1], ind)
+            return self.remap(tuple(p for p in f[1] if p not in self.folded), ind)
         return self.remap(f[1], ind) + self.jump(f[0], ind)
 
     def op_cond_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:

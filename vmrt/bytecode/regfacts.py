@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
-__all__ = ["ConstantRegs", "constant_registers", "no_overflow"]
+__all__ = ["ConstantRegs", "constant_registers", "no_overflow", "reads", "writes"]
 
 _CONSTS = {"const.i32": True, "const.i64": True, "const.i32.zero": False,
            "const.i64.zero": False}
@@ -48,11 +48,30 @@ class ConstantRegs:
         return str(v) if v >= 0 else f"({v})"
 
 
+def reads(ins: Instr) -> Iterator[str]:
+    """The names of the integer registers ``ins`` reads, branch copies included."""
+    for val, d in zip(ins.fields, ins.defs):
+        kind = d[1]
+        if kind == "register" and d[3] == "read" and d[2] != "ref":
+            regs: Iterable[int] = (val,)
+        elif kind == "variadic_operands" and d[0] != "segment_sizes":
+            regs = val
+        elif kind == "branch_operands":
+            regs = (src for src, _dst in val)
+        elif kind == "branch_table_cases":
+            regs = (src for _t, pairs in val for src, _dst in pairs)
+        else:
+            continue
+        for r in regs:
+            if not r & REF_BIT:
+                yield f"i{r & ~MOVE_BIT}"
+
+
 def writes(ins: Instr) -> Iterator[str]:
     """The names of the integer registers ``ins`` writes, branch copies included."""
     for val, d in zip(ins.fields, ins.defs):
         kind = d[1]
-        if kind == "register" and d[3] == "write":
+        if kind == "register" and d[3] == "write" and d[2] != "ref":
             regs: Iterable[int] = (val,)
         elif kind == "variadic_results":
             regs = val
