@@ -26,7 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
-from .regfacts import reads, writes
+from .regfacts import live_in, reads, writes
+from .regkinds import successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
@@ -77,6 +78,8 @@ class ControlFlow:
     renamed: dict[int, str] = {}
     #: the copies of ``inline_br`` those ops made
     folded: frozenset = frozenset()
+    #: per block pc, the registers it may read before writing (regfacts.live_in)
+    live: dict[int, set[str]] | None = None
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -194,13 +197,16 @@ class ControlFlow:
         return set(reads(ins)) | {f"i{c[0]}" for c in self.coerce.get(ins.pc, ())}
 
     def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
-        """Whether ``instrs`` write ``x`` before anything reads it."""
+        """Whether ``x`` is not read after it: ``instrs`` (ending their block)
+        write it before reading it, or the blocks they go to do."""
         for ins in instrs:
             if x in self.touched(ins):
                 return False
-            if x in writes(ins):
+            if x in writes(ins, copies=False):
                 return True
-        return False
+        if self.live is None:               # made on first use: most functions need none
+            self.live = live_in(self.blocks, self.coerce)
+        return not any(x in self.live.get(t, {x}) for t, _pairs in successors(instrs[-1]))
 
     def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
         """A run of instructions, compares fused with the branch after them."""

@@ -15,15 +15,18 @@ anything (used by codegen.py to write less code per instruction).
   ``a < INT64_MAX``) can add 1 to ``a`` without overflowing, as long as
   nothing in the block wrote ``a`` before.  :func:`no_overflow` lists such
   adds.
+* **Liveness**: :func:`live_in`, the registers a block may read before
+  writing them (layout.py folds a copy into the op computing its source when
+  the source is dead after it).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
-__all__ = ["ConstantRegs", "constant_registers", "no_overflow", "reads", "writes"]
+__all__ = ["ConstantRegs", "constant_registers", "live_in", "no_overflow", "reads", "writes"]
 
 _CONSTS = {"const.i32": True, "const.i64": True, "const.i32.zero": False,
            "const.i64.zero": False}
@@ -48,42 +51,53 @@ class ConstantRegs:
         return str(v) if v >= 0 else f"({v})"
 
 
-def reads(ins: Instr) -> Iterator[str]:
+#: per mnemonic: where its integer reads, writes and branch copies are
+#: (field index, 0 register / 1 list / 2 copy pairs / 3 table cases)
+_PLANS: dict[str, tuple[tuple, tuple, tuple]] = {}
+
+
+def _plan(ins: Instr) -> tuple[tuple, tuple, tuple]:
+    plan = _PLANS.get(ins.mnemonic)
+    if plan is None:
+        rd: list[tuple[int, int]] = []
+        wr: list[tuple[int, int]] = []
+        cp: list[tuple[int, int]] = []
+        for k, (name, kind, bank, access, _move) in enumerate(ins.defs):
+            if kind == "register" and bank != "ref":
+                (rd if access == "read" else wr).append((k, 0))
+            elif kind == "variadic_operands" and name != "segment_sizes":
+                rd.append((k, 1))
+            elif kind == "variadic_results":
+                wr.append((k, 1))
+            elif kind in ("branch_operands", "branch_table_cases"):
+                how = 2 if kind == "branch_operands" else 3
+                rd.append((k, how))
+                cp.append((k, how))
+        plan = _PLANS[ins.mnemonic] = (tuple(rd), tuple(wr), tuple(cp))
+    return plan
+
+
+def _names(fields: tuple, spec: tuple, side: int) -> list[str]:
+    out: list[str] = []
+    for k, how in spec:
+        v = fields[k]
+        regs = (v,) if how == 0 else v if how == 1 else [p[side] for p in v] if how == 2 \
+            else [p[side] for _t, pairs in v for p in pairs]
+        out += [f"i{r & ~MOVE_BIT}" for r in regs if not r & REF_BIT]
+    return out
+
+
+def reads(ins: Instr) -> list[str]:
     """The names of the integer registers ``ins`` reads, branch copies included."""
-    for val, d in zip(ins.fields, ins.defs):
-        kind = d[1]
-        if kind == "register" and d[3] == "read" and d[2] != "ref":
-            regs: Iterable[int] = (val,)
-        elif kind == "variadic_operands" and d[0] != "segment_sizes":
-            regs = val
-        elif kind == "branch_operands":
-            regs = (src for src, _dst in val)
-        elif kind == "branch_table_cases":
-            regs = (src for _t, pairs in val for src, _dst in pairs)
-        else:
-            continue
-        for r in regs:
-            if not r & REF_BIT:
-                yield f"i{r & ~MOVE_BIT}"
+    return _names(ins.fields, _plan(ins)[0], 0)
 
 
-def writes(ins: Instr) -> Iterator[str]:
-    """The names of the integer registers ``ins`` writes, branch copies included."""
-    for val, d in zip(ins.fields, ins.defs):
-        kind = d[1]
-        if kind == "register" and d[3] == "write" and d[2] != "ref":
-            regs: Iterable[int] = (val,)
-        elif kind == "variadic_results":
-            regs = val
-        elif kind == "branch_operands":
-            regs = (dst for _src, dst in val)
-        elif kind == "branch_table_cases":
-            regs = (dst for _t, pairs in val for _src, dst in pairs)
-        else:
-            continue
-        for r in regs:
-            if not r & REF_BIT:
-                yield f"i{r & ~MOVE_BIT}"
+def writes(ins: Instr, copies: bool = True) -> list[str]:
+    """The names of the integer registers ``ins`` writes, branch copies
+    included unless ``copies`` is false (they happen on one edge only)."""
+    rd, wr, cp = _plan(ins)
+    out = _names(ins.fields, wr, 0)
+    return out + _names(ins.fields, cp, 1) if copies and cp else out
 
 
 def constant_registers(blocks: list[Block], params: Iterable[str],
@@ -91,7 +105,8 @@ def constant_registers(blocks: list[Block], params: Iterable[str],
     """The registers of ``blocks`` written once, by a ``const`` of the entry
     block; ``params`` are the parameter names, ``rewritten`` the registers
     reinterpreted in place (regkinds.py), neither of which qualifies."""
-    if not blocks or blocks[0].pc != 0:
+    if not blocks or blocks[0].pc != 0 or not any(
+            i.mnemonic in _CONSTS for i in blocks[0].instrs):
         return ConstantRegs({}, frozenset())
     count: dict[str, int] = {}
     for blk in blocks:
@@ -112,6 +127,41 @@ def constant_registers(blocks: list[Block], params: Iterable[str],
         last = k
     early = frozenset(i.pc for i in blocks[0].instrs[:last + 1])
     return ConstantRegs(values, early)
+
+
+def live_in(blocks: list[Block], rewritten: dict[int, list]) -> dict[int, set[str]]:
+    """Per block pc, the integer registers some path from its start may read
+    before writing (a superset: a branch's copies are not taken as writes,
+    and what a branch in the middle of a block needs counts as read at its
+    start; ``rewritten``: the reinterpretations per pc, which read)."""
+    summary = []
+    for blk in blocks:
+        used: set[str] = set()
+        killed: set[str] = set()
+        mid: list[int] = []
+        for ins in blk.instrs:
+            used |= ({f"i{c[0]}" for c in rewritten.get(ins.pc, ())} |
+                     set(reads(ins))) - killed
+            if ins is not blk.instrs[-1]:
+                mid += [t for t, _pairs in successors(ins)]
+            killed |= set(writes(ins, copies=False))
+        ends = [t for t, _pairs in successors(blk.instrs[-1])] if blk.instrs else []
+        summary.append((blk.pc, used, killed, mid, ends))
+    live: dict[int, set[str]] = {b.pc: set() for b in blocks}
+    changed = True
+    while changed:
+        changed = False
+        for pc, used, killed, mid, ends in reversed(summary):
+            out: set[str] = set()
+            for t in ends:
+                out |= live.get(t, set())
+            cur = used | (out - killed)
+            for t in mid:
+                cur |= live.get(t, set())
+            if cur != live[pc]:
+                live[pc] = cur
+                changed = True
+    return live
 
 
 def _below_max(prev: Instr | None, ins: Instr, target: int, pairs: tuple) -> str | None:
@@ -135,6 +185,10 @@ def no_overflow(blocks: list[Block], konst: ConstantRegs,
     """The pcs of the ``add.i64 a, 1`` that cannot overflow: their block is
     entered only where ``a < b`` was just found true, and ``a`` was not
     written since (``rewritten``: the reinterpretations per pc)."""
+    if not any(i.mnemonic == "add.i64" and "1" in (konst.literal(f"i{i.fields[0]}", i.pc),
+                                                    konst.literal(f"i{i.fields[1]}", i.pc))
+               for b in blocks for i in b.instrs):
+        return frozenset()
     facts: dict[int, set[str] | None] = {b.pc: None for b in blocks}
     if blocks:
         facts[blocks[0].pc] = set()          # the entry: nothing known
