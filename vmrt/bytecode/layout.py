@@ -65,6 +65,7 @@ class ControlFlow:
     reg: Callable[[int], str]
     int_reg: Callable[[int], str]
     konst: Any
+    in_range: frozenset[int]
 
     #: pc of the block being emitted as an inner loop (None: not in one)
     loop_pc: int | None = None
@@ -105,6 +106,10 @@ class ControlFlow:
         """The code of one block: an inner loop when it branches to itself."""
         self.loop_pc, self.self_jumps = blk.pc, 0
         self.charges = not self.counted(blk)
+        ranged = None if self.charges else self.range_loop(blk, ind)
+        if ranged is not None:
+            self.loop_pc, self.charges = None, True
+            return ranged
         body = self.superblock(blk, ind + ("    " if self.charges else "        "))
         looped = self.self_jumps > 0
         self.loop_pc = None
@@ -137,6 +142,62 @@ class ControlFlow:
                 [f"{i1}else:", f"{i2}L.left -= ln * {cost} + {cost}",
                  f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
                  f"{i1}L.left -= (ln - LEN_HINT(li)) * {cost}", f"{i1}break"])
+
+    def counter(self, blk: Block) -> tuple[Instr, str, str, tuple] | None:
+        """A counted loop of ``blk`` that a Python ``range`` can run: the
+        appended block is ``cmp.lt.i64.s a, b`` and a ``cond_br`` on it back
+        to ``blk`` (no copies; the compare's result not needed there);
+        ``a`` is written only by an ``add.i64 a, 1`` that cannot overflow
+        and read before it only; ``b`` is not written; nothing is
+        reinterpreted.  (add, a, b, the exit's cond_br fields)."""
+        nxt = self.appended(blk)
+        if nxt is None or len(nxt.instrs) != 2 or nxt.instrs[0].mnemonic != "cmp.lt.i64.s":
+            return None
+        cmp, br = nxt.instrs
+        ra, rb, rc = cmp.fields
+        c, t, tr, e, er = br.fields
+        a, b, flag = self.int_reg(ra), self.int_reg(rb), self.int_reg(rc)
+        body = blk.instrs[:-1]
+        adds = [i for i in body if a in writes(i)]
+        if c != rc or t != blk.pc or tr or e == blk.pc or len({a, b, flag}) != 3 \
+                or len(adds) != 1 or adds[0].pc not in self.in_range \
+                or self.flag(flag, 1, tr, t, "") or any(
+                    i.pc in self.coerce for i in blk.instrs + nxt.instrs):
+            return None
+        add = adds[0]
+        if add.mnemonic != "add.i64" or self.int_reg(add.fields[2]) != a or any(
+                b in writes(i) for i in blk.instrs) or any(
+                a in self.touched(i) for i in body[body.index(add) + 1:] + (blk.instrs[-1],)):
+            return None
+        return add, a, self.konst.literal(b, -1) or b, (flag, e, er)
+
+    def range_loop(self, blk: Block, ind: str) -> list[str] | None:
+        """A counted loop run by ``for a in range(a, hi)`` (see
+        :meth:`counter`): the body runs at least once per entry, as the
+        bytecode's does, and ``hi`` stops where the budget needs its next
+        check (charged up front: the body cannot raise)."""
+        found = self.counter(blk)
+        if found is None:
+            return None
+        add, a, b, (flag, e, er) = found
+        nxt = self.appended(blk)
+        assert nxt is not None
+        cost = len(blk.instrs) + len(nxt.instrs)
+        i1, i2 = ind + "    ", ind + "        "
+        self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)
+        body = self.straight(tuple(i for i in blk.instrs[:-1] if i is not add), i2)
+        br = blk.instrs[-1]
+        body += self.remap(tuple(p for p in br.fields[1] if p not in self.folded), i2)
+        self.renamed, self.folded = {}, frozenset()
+        return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
+                 f"{i1}ex = {b} if {b} > {a} + 1 else {a} + 1",
+                 f"{i1}hi = ex if ex < {a} + ln else {a} + ln",
+                 f"{i1}L.left -= (hi - {a}) * {cost}",
+                 f"{i1}for {a} in range({a}, hi):"] + (body or [f"{i2}pass"]) +
+                [f"{i1}{a} = hi", f"{i1}if hi == ex:"] +
+                self.flag(flag, 0, er, e, i2) + self.remap(er, i2) + self.jump(e, i2) +
+                [f"{i1}L.left -= {cost}", f"{i1}if L.left < 0: L.tick()",
+                 f"{i1}L.left += {cost}"])
 
     def appended(self, blk: Block) -> Block | None:
         """The block copied to the end of ``blk``, if any."""

@@ -151,6 +151,19 @@ def test_loops_passing_values_around(compile_mlir, fn, oracle):
         assert _run(vmfb, fn, n, trace=traced)[0] == res
 
 
+@pytest.mark.parametrize("src,fn,n", [(SWAPS, "fib", 7), (SWAPS, "rot", 5), (NESTED, "tri", 6)])
+def test_every_budget_short_of_the_count_stops(compile_mlir, src, fn, n):
+    """Counted loops (run by a Python range) charge exactly what runs: any
+    smaller budget stops the program, the exact one does not."""
+    vmfb = compile_mlir(src, name=fn)
+    res, executed = _run(vmfb, fn, n)
+    assert executed == _traced_count(vmfb, fn, n)
+    assert _run(vmfb, fn, n, budget=executed) == (res, executed)
+    for budget in range(1, executed):
+        with pytest.raises(vmrt.BudgetExceeded):
+            _run(vmfb, fn, n, budget=budget)
+
+
 def test_a_long_loop_refills_and_stops_at_its_budget(compile_mlir):
     # more instructions than one refill of the budget counter (ExecutionLimits.CHUNK)
     vmfb = compile_mlir(NESTED, name="tri")
