@@ -66,20 +66,6 @@ func.func @walk(%start: i64, %step: i64, %n: i64) -> (i64, i64) {
   }
   return %r#1, %r#2 : i64, i64
 }
-func.func @up(%start: i64, %n: i64) -> i64 {
-  %c0 = arith.constant 0 : i64
-  %c1 = arith.constant 1 : i64
-  %r:2 = scf.while (%i = %c0, %v = %start) : (i64, i64) -> (i64, i64) {
-    %go = arith.cmpi slt, %i, %n : i64
-    scf.condition(%go) %i, %v : i64, i64
-  } do {
-  ^bb0(%i: i64, %v: i64):
-    %i1 = arith.addi %i, %c1 : i64
-    %v1 = arith.addi %v, %c1 : i64
-    scf.yield %i1, %v1 : i64, i64
-  }
-  return %r#1 : i64
-}
 func.func @span(%lb: i64, %ub: i64) -> i64 {
   %c1 = arith.constant 1 : i64
   %c3 = arith.constant 3 : i64
@@ -90,7 +76,11 @@ func.func @span(%lb: i64, %ub: i64) -> i64 {
   }
   return %r : i64
 }
-func.func @down(%start: i64, %n: i64) -> i64 {
+"""
+
+#: count a value up or down by one, n times (`@up`, `@down`)
+STEP = """
+func.func @NAME(%start: i64, %n: i64) -> i64 {
   %c0 = arith.constant 0 : i64
   %c1 = arith.constant 1 : i64
   %r:2 = scf.while (%i = %c0, %v = %start) : (i64, i64) -> (i64, i64) {
@@ -99,12 +89,14 @@ func.func @down(%start: i64, %n: i64) -> i64 {
   } do {
   ^bb0(%i: i64, %v: i64):
     %i1 = arith.addi %i, %c1 : i64
-    %v1 = arith.subi %v, %c1 : i64
+    %v1 = arith.OP %v, %c1 : i64
     scf.yield %i1, %v1 : i64, i64
   }
   return %r#1 : i64
 }
 """
+CONSTS += STEP.replace("NAME", "up").replace("OP", "addi") + \
+    STEP.replace("NAME", "down").replace("OP", "subi")
 
 EDGES64 = [0, 1, -1, 2, -2, 7, I64_MAX, I64_MAX - 1, I64_MIN, I64_MIN + 1,
            I64_MAX // 7 + 1, I64_MIN // 7 - 1, 1 << 32, -(1 << 32)]
