@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .decoder import MOVE_BIT, Block, Instr
-from .regfacts import live_in, reads, writes
+from .regfacts import reads, writes
 from .regkinds import successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
@@ -34,6 +34,8 @@ __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
 #: largest block (in instructions) copied to the end of a predecessor
 INLINE_MAX = 8
+#: most blocks searched for a read of a register (copy folding)
+SEARCH_MAX = 32
 
 
 def cannot_raise(ins: Instr) -> bool:
@@ -79,8 +81,6 @@ class ControlFlow:
     renamed: dict[int, str] = {}
     #: the copies of ``inline_br`` those ops made
     folded: frozenset = frozenset()
-    #: per block pc, the registers it may read before writing (regfacts.live_in)
-    live: dict[int, set[str]] | None = None
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -217,7 +217,8 @@ class ControlFlow:
             return tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
         early = all(cannot_raise(i) for i in blk.instrs[:-1])
         out = tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
-        self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)
+        if self.loop_pc == blk.pc and any(t == blk.pc for t, _p in successors(nxt.instrs[-1])):
+            self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)  # a loop's back edge
         out += self.straight(blk.instrs[:-1], ind)
         self.inline_br = blk.instrs[-1]
         out += self.emit(blk.instrs[-1], ind)          # its copies, then fall through
@@ -259,15 +260,36 @@ class ControlFlow:
 
     def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
         """Whether ``x`` is not read after it: ``instrs`` (ending their block)
-        write it before reading it, or the blocks they go to do."""
+        write it before reading it, or no path from the blocks they go to
+        reads it before writing it."""
         for ins in instrs:
             if x in self.touched(ins):
                 return False
             if x in writes(ins, copies=False):
                 return True
-        if self.live is None:               # made on first use: most functions need none
-            self.live = live_in(self.blocks, self.coerce)
-        return not any(x in self.live.get(t, {x}) for t, _pairs in successors(instrs[-1]))
+        return not self.read_first(x, [t for t, _pairs in successors(instrs[-1])])
+
+    def read_first(self, x: str, todo: list[int]) -> bool:
+        """Whether some path from the blocks ``todo`` reads ``x`` before
+        writing it (a branch's copies are not taken as writes); past
+        ``SEARCH_MAX`` blocks, assumed so."""
+        by_pc = {b.pc: b for b in self.blocks}
+        seen: set[int] = set()
+        while todo:
+            pc = todo.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            blk = by_pc.get(pc)
+            if blk is None or len(seen) > SEARCH_MAX:
+                return True
+            for ins in blk.instrs:
+                if x in self.touched(ins):
+                    return True
+                if x in writes(ins, copies=False):
+                    break
+                todo += [t for t, _pairs in successors(ins)]
+        return False
 
     def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
         """A run of instructions, compares fused with the branch after them."""

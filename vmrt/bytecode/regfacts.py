@@ -15,9 +15,9 @@ anything (used by codegen.py to write less code per instruction).
   ``a < INT64_MAX``) can add 1 to ``a`` without overflowing, as long as
   nothing in the block wrote ``a`` before.  :func:`no_overflow` lists such
   adds.
-* **Liveness**: :func:`live_in`, the registers a block may read before
-  writing them (layout.py folds a copy into the op computing its source when
-  the source is dead after it).
+* **Reads and writes** of each instruction (:func:`reads`, :func:`writes`;
+  layout.py folds a copy into the op computing its source when the source is
+  not read after it).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
-__all__ = ["ConstantRegs", "constant_registers", "live_in", "no_overflow", "reads", "writes"]
+__all__ = ["ConstantRegs", "constant_registers", "no_overflow", "reads", "writes"]
 
 _CONSTS = {"const.i32": True, "const.i64": True, "const.i32.zero": False,
            "const.i64.zero": False}
@@ -127,41 +127,6 @@ def constant_registers(blocks: list[Block], params: Iterable[str],
         last = k
     early = frozenset(i.pc for i in blocks[0].instrs[:last + 1])
     return ConstantRegs(values, early)
-
-
-def live_in(blocks: list[Block], rewritten: dict[int, list]) -> dict[int, set[str]]:
-    """Per block pc, the integer registers some path from its start may read
-    before writing (a superset: a branch's copies are not taken as writes,
-    and what a branch in the middle of a block needs counts as read at its
-    start; ``rewritten``: the reinterpretations per pc, which read)."""
-    summary = []
-    for blk in blocks:
-        used: set[str] = set()
-        killed: set[str] = set()
-        mid: list[int] = []
-        for ins in blk.instrs:
-            used |= ({f"i{c[0]}" for c in rewritten.get(ins.pc, ())} |
-                     set(reads(ins))) - killed
-            if ins is not blk.instrs[-1]:
-                mid += [t for t, _pairs in successors(ins)]
-            killed |= set(writes(ins, copies=False))
-        ends = [t for t, _pairs in successors(blk.instrs[-1])] if blk.instrs else []
-        summary.append((blk.pc, used, killed, mid, ends))
-    live: dict[int, set[str]] = {b.pc: set() for b in blocks}
-    changed = True
-    while changed:
-        changed = False
-        for pc, used, killed, mid, ends in reversed(summary):
-            out: set[str] = set()
-            for t in ends:
-                out |= live.get(t, set())
-            cur = used | (out - killed)
-            for t in mid:
-                cur |= live.get(t, set())
-            if cur != live[pc]:
-                live[pc] = cur
-                changed = True
-    return live
 
 
 def _below_max(prev: Instr | None, ins: Instr, target: int, pairs: tuple) -> str | None:
