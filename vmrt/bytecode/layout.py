@@ -1,7 +1,7 @@
 """Block layout and branches of a translated function (used by codegen.py).
 
 A translated function is a ``while True`` loop selecting the block whose pc
-is ``b``.  Three things keep a hot loop out of that selection:
+is ``b``.  These keep a hot loop out of that selection, and short:
 
 * **superblocks**: a block ending in an unconditional ``br`` to a small
   block that ends in some other branch gets a copy of that block appended
@@ -11,6 +11,11 @@ is ``b``.  Three things keep a hot loop out of that selection:
   exits set ``b`` and ``break`` to the selection; when the body only
   computes registers, the loop runs the iterations the budget has left
   before its next check and charges them in bulk (:meth:`counted_loop`);
+  when its counter ``a`` only goes up by one to ``b`` (an ``scf.for``), the
+  loop is ``for a in range(a, hi)`` without the add and the compare
+  (:meth:`range_loop`);
+* **copy folding**: a back-edge copy ``y = x`` is made by the op computing
+  ``x`` when ``x`` is not read after it (:meth:`coalesced`);
 * **compare and branch**: a ``cmp.*`` whose result is the condition of the
   ``cond_br`` right after it becomes the ``if`` itself (the register still
   gets its 0 or 1 in each arm).
