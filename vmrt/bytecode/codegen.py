@@ -21,8 +21,9 @@ from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .layout import ControlFlow, drop_unread
+from .regfacts import ConstantRegs, constant_registers, no_overflow
 from .regkinds import REINTERPRET, register_coercions
-from .templates import PURE_PREFIXES, RESULT_RANGES, SIMPLE_OPS, WRAPPED_OPS
+from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, wrap_lines
 
 _WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
           "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
@@ -63,6 +64,10 @@ class FunctionTranslator(ControlFlow):
         self.used_i: set[int] = set()
         self.used_r: set[int] = set()
         self.coerce: dict[int, list] = {}
+        #: registers holding one constant (regfacts.py), read as literals
+        self.konst = ConstantRegs({}, frozenset())
+        #: pcs of the wrapped ops whose result is known in range (regfacts.py)
+        self.in_range: frozenset[int] = frozenset()
 
     # -- register names ----------------------------------------------------
     def int_reg(self, raw: int) -> str:
@@ -126,6 +131,10 @@ class FunctionTranslator(ControlFlow):
         # registers read as the other kind (integer vs float) than they hold: reinterpret
         # their bits first, as IREE's untyped registers do
         self.coerce = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
+        if self.trace is None:          # the trace shows registers as they are
+            self.konst = constant_registers(
+                self.blocks, params, (c[0] for cs in self.coerce.values() for c in cs))
+            self.in_range = no_overflow(self.blocks, self.konst, self.coerce)
         body = drop_unread(self.dispatch(self.blocks, "            "))
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
@@ -183,7 +192,7 @@ class FunctionTranslator(ControlFlow):
             if access == "write":
                 dst = reg
             else:
-                reads.append(reg)
+                reads.append(self.konst.literal(reg, ins.pc) or reg)
         return dst, reads
 
     def emit(self, ins: Instr, ind: str) -> list[str]:
@@ -195,10 +204,10 @@ class FunctionTranslator(ControlFlow):
             tmpl = wrapped[0]
         if tmpl is not None:
             dst, reads = self.operands(ins)
+            dst = self.renamed.get(ins.pc, dst)
             out.append(f"{ind}{dst} = {tmpl.format(**dict(zip('abc', reads)))}")
-            if wrapped is not None:
-                lo, hi, wrap = RESULT_RANGES[wrapped[1]]
-                out.append(f"{ind}if {dst} < {lo} or {dst} > {hi}: {dst} = {wrap.format(x=dst)}")
+            if wrapped is not None and dst is not None and ins.pc not in self.in_range:
+                out += wrap_lines(m, wrapped[1], dst, reads, ind)
             return out
         meth = getattr(self, "op_" + m.replace(".", "_"), None)
         if meth is None:

@@ -1,7 +1,7 @@
 """Block layout and branches of a translated function (used by codegen.py).
 
 A translated function is a ``while True`` loop selecting the block whose pc
-is ``b``.  Three things keep a hot loop out of that selection:
+is ``b``.  These keep a hot loop out of that selection, and short:
 
 * **superblocks**: a block ending in an unconditional ``br`` to a small
   block that ends in some other branch gets a copy of that block appended
@@ -11,6 +11,11 @@ is ``b``.  Three things keep a hot loop out of that selection:
   exits set ``b`` and ``break`` to the selection; when the body only
   computes registers, the loop runs the iterations the budget has left
   before its next check and charges them in bulk (:meth:`counted_loop`);
+  when its counter ``a`` only goes up by one to ``b`` (an ``scf.for``), the
+  loop is ``for a in range(a, hi)`` without the add and the compare
+  (:meth:`range_loop`);
+* **copy folding**: a back-edge copy ``y = x`` is made by the op computing
+  ``x`` when ``x`` is not read after it (:meth:`coalesced`);
 * **compare and branch**: a ``cmp.*`` whose result is the condition of the
   ``cond_br`` right after it becomes the ``if`` itself (the register still
   gets its 0 or 1 in each arm).
@@ -25,6 +30,8 @@ import re
 from collections.abc import Callable
 
 from .decoder import MOVE_BIT, Block, Instr
+from .regfacts import reads, writes
+from .regkinds import successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -35,6 +42,8 @@ __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
 #: largest block (in instructions) copied to the end of a predecessor
 INLINE_MAX = 8
+#: most blocks searched for a read of a register (copy folding)
+SEARCH_MAX = 32
 
 
 def cannot_raise(ins: Instr) -> bool:
@@ -65,6 +74,8 @@ class ControlFlow:
     operands: Callable[[Instr], tuple[str | None, list[str]]]
     reg: Callable[[int], str]
     int_reg: Callable[[int], str]
+    konst: Any
+    in_range: frozenset[int]
 
     #: pc of the block being emitted as an inner loop (None: not in one)
     loop_pc: int | None = None
@@ -74,6 +85,10 @@ class ControlFlow:
     charges = True
     #: the ``br`` whose target is appended in place (falls through)
     inline_br: Instr | None = None
+    #: ops writing the destination of a copy of ``inline_br`` directly (pc -> register)
+    renamed: dict[int, str] = {}
+    #: the copies of ``inline_br`` those ops made
+    folded: frozenset = frozenset()
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -99,6 +114,10 @@ class ControlFlow:
         """The code of one block: an inner loop when it branches to itself."""
         self.loop_pc, self.self_jumps = blk.pc, 0
         self.charges = not self.counted(blk)
+        ranged = None if self.charges else self.range_loop(blk, ind)
+        if ranged is not None:
+            self.loop_pc, self.charges = None, True
+            return ranged
         body = self.superblock(blk, ind + ("    " if self.charges else "        "))
         looped = self.self_jumps > 0
         self.loop_pc = None
@@ -132,6 +151,62 @@ class ControlFlow:
                  f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
                  f"{i1}L.left -= (ln - LEN_HINT(li)) * {cost}", f"{i1}break"])
 
+    def counter(self, blk: Block) -> tuple[Instr, str, str, tuple] | None:
+        """A counted loop of ``blk`` that a Python ``range`` can run: the
+        appended block is ``cmp.lt.i64.s a, b`` and a ``cond_br`` on it back
+        to ``blk`` (no copies; the compare's result not needed there);
+        ``a`` is written only by an ``add.i64 a, 1`` that cannot overflow
+        and read before it only; ``b`` is not written; nothing is
+        reinterpreted.  (add, a, b, the exit's cond_br fields)."""
+        nxt = self.appended(blk)
+        if nxt is None or len(nxt.instrs) != 2 or nxt.instrs[0].mnemonic != "cmp.lt.i64.s":
+            return None
+        cmp, br = nxt.instrs
+        ra, rb, rc = cmp.fields
+        c, t, tr, e, er = br.fields
+        a, b, flag = self.int_reg(ra), self.int_reg(rb), self.int_reg(rc)
+        body = blk.instrs[:-1]
+        adds = [i for i in body if a in writes(i)]
+        if c != rc or t != blk.pc or tr or e == blk.pc or len({a, b, flag}) != 3 \
+                or len(adds) != 1 or adds[0].pc not in self.in_range \
+                or self.flag(flag, 1, tr, t, "") or any(
+                    i.pc in self.coerce for i in blk.instrs + nxt.instrs):
+            return None
+        add = adds[0]
+        if add.mnemonic != "add.i64" or self.int_reg(add.fields[2]) != a or any(
+                b in writes(i) for i in blk.instrs) or any(
+                a in self.touched(i) for i in body[body.index(add) + 1:] + (blk.instrs[-1],)):
+            return None
+        return add, a, self.konst.literal(b, -1) or b, (flag, e, er)
+
+    def range_loop(self, blk: Block, ind: str) -> list[str] | None:
+        """A counted loop run by ``for a in range(a, hi)`` (see
+        :meth:`counter`): the body runs at least once per entry, as the
+        bytecode's does, and ``hi`` stops where the budget needs its next
+        check (charged up front: the body cannot raise)."""
+        found = self.counter(blk)
+        if found is None:
+            return None
+        add, a, b, (flag, e, er) = found
+        nxt = self.appended(blk)
+        assert nxt is not None
+        cost = len(blk.instrs) + len(nxt.instrs)
+        i1, i2 = ind + "    ", ind + "        "
+        self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)
+        body = self.straight(tuple(i for i in blk.instrs[:-1] if i is not add), i2)
+        br = blk.instrs[-1]
+        body += self.remap(tuple(p for p in br.fields[1] if p not in self.folded), i2)
+        self.renamed, self.folded = {}, frozenset()
+        return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
+                 f"{i1}ex = {b} if {b} > {a} + 1 else {a} + 1",
+                 f"{i1}hi = ex if ex < {a} + ln else {a} + ln",
+                 f"{i1}L.left -= (hi - {a}) * {cost}",
+                 f"{i1}for {a} in range({a}, hi):"] + (body or [f"{i2}pass"]) +
+                [f"{i1}{a} = hi", f"{i1}if hi == ex:"] +
+                self.flag(flag, 0, er, e, i2) + self.remap(er, i2) + self.jump(e, i2) +
+                [f"{i1}L.left -= {cost}", f"{i1}if L.left < 0: L.tick()",
+                 f"{i1}L.left += {cost}"])
+
     def appended(self, blk: Block) -> Block | None:
         """The block copied to the end of ``blk``, if any."""
         if not blk.instrs or blk.instrs[-1].mnemonic != "br":
@@ -150,13 +225,79 @@ class ControlFlow:
             return tick(len(blk.instrs), ind) + self.straight(blk.instrs, ind)
         early = all(cannot_raise(i) for i in blk.instrs[:-1])
         out = tick(len(blk.instrs) + (len(nxt.instrs) if early else 0), ind)
+        if self.loop_pc == blk.pc and any(t == blk.pc for t, _p in successors(nxt.instrs[-1])):
+            self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)  # a loop's back edge
         out += self.straight(blk.instrs[:-1], ind)
         self.inline_br = blk.instrs[-1]
         out += self.emit(blk.instrs[-1], ind)          # its copies, then fall through
-        self.inline_br = None
+        self.inline_br, self.renamed, self.folded = None, {}, frozenset()
         if not early:
             out += tick(len(nxt.instrs), ind)
         return out + self.straight(nxt.instrs, ind)
+
+    def coalesced(self, instrs: tuple[Instr, ...], after: tuple[Instr, ...]
+                  ) -> tuple[dict[int, str], frozenset]:
+        """Copies ``y = x`` of the ``br`` ending ``instrs`` that the last op
+        writing ``x`` can make itself (``y = x ^ i2`` instead of ``x = x ^ i2;
+        ...; y = x``): nothing between reads ``x`` or touches ``y``, no other
+        copy of the ``br`` does either, and ``x`` is written again in
+        ``after`` (the appended block) before anything reads it."""
+        if self.trace is not None:
+            return {}, frozenset()
+        body, pairs = instrs[:-1], instrs[-1].fields[1]
+        names = [(self.reg(s & ~MOVE_BIT), self.reg(d & ~MOVE_BIT)) for s, d in pairs]
+        renamed: dict[int, str] = {}
+        folded = set()
+        for (x, y), pair in zip(names, pairs):
+            if x[0] != "i" or y[0] != "i" or x == y or \
+                    sum(x in p or y in p for p in names) != 1:
+                continue
+            w = next((k for k in range(len(body) - 1, -1, -1) if x in writes(body[k])), None)
+            if w is None or body[w].pc in renamed or not (
+                    body[w].mnemonic in SIMPLE_OPS or body[w].mnemonic in WRAPPED_OPS):
+                continue
+            if all(not {x, y} & (self.touched(i) | set(writes(i))) for i in body[w + 1:]) \
+                    and self.dead(x, after):
+                renamed[body[w].pc] = y
+                folded.add(pair)
+        return renamed, frozenset(folded)
+
+    def touched(self, ins: Instr) -> set[str]:
+        """The integer registers ``ins`` reads, reinterpretations included."""
+        return set(reads(ins)) | {f"i{c[0]}" for c in self.coerce.get(ins.pc, ())}
+
+    def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
+        """Whether ``x`` is not read after it: ``instrs`` (ending their block)
+        write it before reading it, or no path from the blocks they go to
+        reads it before writing it."""
+        for ins in instrs:
+            if x in self.touched(ins):
+                return False
+            if x in writes(ins, copies=False):
+                return True
+        return not self.read_first(x, [t for t, _pairs in successors(instrs[-1])])
+
+    def read_first(self, x: str, todo: list[int]) -> bool:
+        """Whether some path from the blocks ``todo`` reads ``x`` before
+        writing it (a branch's copies are not taken as writes); past
+        ``SEARCH_MAX`` blocks, assumed so."""
+        by_pc = {b.pc: b for b in self.blocks}
+        seen: set[int] = set()
+        while todo:
+            pc = todo.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            blk = by_pc.get(pc)
+            if blk is None or len(seen) > SEARCH_MAX:
+                return True
+            for ins in blk.instrs:
+                if x in self.touched(ins):
+                    return True
+                if x in writes(ins, copies=False):
+                    break
+                todo += [t for t, _pairs in successors(ins)]
+        return False
 
     def straight(self, instrs: tuple[Instr, ...], ind: str) -> list[str]:
         """A run of instructions, compares fused with the branch after them."""
@@ -217,13 +358,15 @@ class ControlFlow:
         """Block-argument copies, one after another in list order, as IREE's
         VM does them: the compiler relies on it (it swaps registers through a
         scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""
-        srcs = [self.reg(src & ~MOVE_BIT) for src, _ in pairs]
+        # (a branch ends its block, so it runs after the entry block's constants)
+        srcs = [self.konst.literal(s, -1) or s for s in (self.reg(src & ~MOVE_BIT)
+                                                         for src, _ in pairs)]
         dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
         return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
 
     def op_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
         if ins is self.inline_br:
-            return self.remap(f[1], ind)
+            return self.remap(tuple(p for p in f[1] if p not in self.folded), ind)
         return self.remap(f[1], ind) + self.jump(f[0], ind)
 
     def op_cond_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:

@@ -29,7 +29,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["REINTERPRET", "register_coercions", "to_float", "to_int"]
+__all__ = ["REINTERPRET", "register_coercions", "successors", "to_float", "to_int"]
 
 #: kinds are banks ("i32", "i64", "f32", "f64"), "?" unknown or "X" (depends
 #: on the path taken); absent: never written (the local holds int 0)
@@ -137,7 +137,7 @@ class _Effects:
         return reads, writes
 
 
-def _successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
+def successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
     """(target pc, remap pairs) of each branch of ``ins``."""
     fields = list(zip(ins.names, ins.fields, ins.defs))
     for i, (name, v, _d) in enumerate(fields):
@@ -209,7 +209,7 @@ def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
                 st[reg] = want               # converted in place
             for reg, kind in writes:
                 st[reg] = kind
-            for target, pairs in _successors(ins):
+            for target, pairs in successors(ins):
                 if target not in by_pc:
                     continue                 # the decoder reports bad targets
                 succ = _after_remap(st, pairs)

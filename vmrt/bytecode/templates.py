@@ -33,12 +33,48 @@ for _w, _bits, _M, _S in (("i32", 32, "4294967295", 31), ("i64", 64, "1844674407
         f"select.{_w}": "{b} if {a} else {c}",
     })
 WRAPPED_OPS["trunc.i64.i32"] = ("{a}", 32)
-#: per width: (lowest, highest, wrapping expression of ``{x}``); the wrap is
-#: inline (no call) since an overflowing multiply may need it every time
-RESULT_RANGES = {
-    32: ("-2147483648", "2147483647", "(({x} + 2147483648) & 4294967295) - 2147483648"),
-    64: ("-9223372036854775808", "9223372036854775807",
-         "(({x} + 9223372036854775808) & 18446744073709551615) - 9223372036854775808")}
+#: per width: (lowest, highest, modulus) of a wrapped result
+RESULT_RANGES = {32: (-2147483648, 2147483647, 4294967296),
+                 64: (-9223372036854775808, 9223372036854775807, 18446744073709551616)}
+
+
+def _literal(s: str) -> int | None:
+    """The value of an operand the translator wrote as a literal (``7``, ``(-1)``)."""
+    t = s.strip("()")
+    return int(t) if t.lstrip("-").isdigit() else None
+
+
+def _sides(mnemonic: str, reads: list[str]) -> tuple[bool, bool]:
+    """Whether the result of ``mnemonic`` on ``reads`` can fall below / rise
+    above its range.  An i64 add or subtract of a constant can only cross the
+    side the constant moves towards (i64 registers always hold values in
+    range: every producer wraps and every input is converted); i32 registers
+    may hold a whole i64 read through a 32-bit op, so i32 checks both."""
+    if mnemonic in ("add.i64", "sub.i64"):
+        c = _literal(reads[1])
+        if c is None and mnemonic == "add.i64":
+            c = _literal(reads[0])
+        if c is not None:
+            if mnemonic == "sub.i64":
+                c = -c
+            return c < 0, c > 0
+    return True, True
+
+
+def wrap_lines(mnemonic: str, bits: int, dst: str, reads: list[str], ind: str) -> list[str]:
+    """The range check and wrap of ``dst`` after a wrapped op: compares only
+    (no arithmetic) while values stay in range, which they mostly do; a value
+    past one end only is brought back by one add or subtract of 2**bits."""
+    lo, hi, mod = RESULT_RANGES[bits]
+    below, above = _sides(mnemonic, reads)
+    if not below:
+        return [f"{ind}if {dst} > {hi}: {dst} -= {mod}"] if above else []
+    if not above:
+        return [f"{ind}if {dst} < {lo}: {dst} += {mod}"]
+    return [f"{ind}if {dst} < {lo} or {dst} > {hi}:", f"{ind}    {dst} &= {mod - 1}",
+            f"{ind}    if {dst} > {hi}: {dst} -= {mod}"]
+
+
 SIMPLE_OPS.update({
     "trunc.i32.i8": "{a} & 255", "trunc.i32.i16": "{a} & 65535",
     "ext.i8.i32.s": "(({a} + 128) & 255) - 128", "ext.i8.i32.u": "{a} & 255",
@@ -100,4 +136,4 @@ PURE_PREFIXES = ("add.i", "sub.i", "mul.i", "fma.i", "not.", "and.", "or.", "xor
                   "import.resolved", "trace", "print", "yield", "break", "cond_break")
 
 
-__all__ = ["PURE_PREFIXES", "RESULT_RANGES", "SIMPLE_OPS", "WRAPPED_OPS"]
+__all__ = ["PURE_PREFIXES", "RESULT_RANGES", "SIMPLE_OPS", "WRAPPED_OPS", "wrap_lines"]

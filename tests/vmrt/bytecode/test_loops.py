@@ -53,6 +53,56 @@ func.func @count(%n: i64) -> i64 {
 }
 """
 
+#: block arguments passed around (fib's swap, a rotation of three): the
+#: copies at the back edge that the op computing them can make itself, and
+#: those it cannot (a value still read after its copy)
+SWAPS = """
+func.func @fib(%n: i64) -> (i64, i64) {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %c0, %b = %c1, %k = %c0)
+      -> (i64, i64, i64) : i64 {
+    %s = arith.addi %a, %b : i64
+    %t = arith.xori %s, %i : i64
+    %u = arith.addi %k, %t : i64
+    scf.yield %b, %t, %u : i64, i64, i64
+  }
+  return %r#0, %r#2 : i64, i64
+}
+func.func @rot(%n: i64) -> (i64, i64, i64) {
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  %c5 = arith.constant 5 : i64
+  %r:3 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %c1, %y = %c5, %z = %c0)
+      -> (i64, i64, i64) : i64 {
+    %m = arith.muli %x, %c5 : i64
+    %p = arith.addi %m, %i : i64
+    scf.yield %y, %z, %p : i64, i64, i64
+  }
+  return %r#0, %r#1, %r#2 : i64, i64, i64
+}
+"""
+
+
+def _w64(v: int) -> int:
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _fib(n: int) -> list[int]:
+    a, b, k = 0, 1, 0
+    for i in range(n):
+        t = _w64(a + b) ^ i
+        a, b, k = b, t, _w64(k + t)
+    return [a, k]
+
+
+def _rot(n: int) -> list[int]:
+    x, y, z = 1, 5, 0
+    for i in range(n):
+        x, y, z = y, z, _w64(x * 5 + i)
+    return [x, y, z]
+
 
 def _tri(n: int) -> int:
     acc = 1
@@ -88,6 +138,30 @@ def test_loops_compute_count_and_exhaust_exactly(compile_mlir, src, fn, n, expec
     with pytest.raises(vmrt.BudgetExceeded) as ei:
         _run(vmfb, fn, n, budget=executed - 1)
     assert f"instruction budget of {executed - 1} exhausted" in str(ei.value)
+
+
+@pytest.mark.parametrize("fn,oracle", [("fib", _fib), ("rot", _rot)])
+def test_loops_passing_values_around(compile_mlir, fn, oracle):
+    vmfb = compile_mlir(SWAPS, name="swaps")
+    for n in (0, 1, 2, 3, 10, 100, 200):
+        res, executed = _run(vmfb, fn, n)
+        assert res == oracle(n)
+        assert executed == _traced_count(vmfb, fn, n)
+        traced = io.StringIO()
+        assert _run(vmfb, fn, n, trace=traced)[0] == res
+
+
+@pytest.mark.parametrize("src,fn,n", [(SWAPS, "fib", 7), (SWAPS, "rot", 5), (NESTED, "tri", 6)])
+def test_every_budget_short_of_the_count_stops(compile_mlir, src, fn, n):
+    """Counted loops (run by a Python range) charge exactly what runs: any
+    smaller budget stops the program, the exact one does not."""
+    vmfb = compile_mlir(src, name=fn)
+    res, executed = _run(vmfb, fn, n)
+    assert executed == _traced_count(vmfb, fn, n)
+    assert _run(vmfb, fn, n, budget=executed) == (res, executed)
+    for budget in range(1, executed):
+        with pytest.raises(vmrt.BudgetExceeded):
+            _run(vmfb, fn, n, budget=budget)
 
 
 def test_a_long_loop_refills_and_stops_at_its_budget(compile_mlir):
