@@ -7,6 +7,7 @@ loads into host memory (native) or into an emulator (emulated).
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
+from .plan import LoadPlan, plain_relative
 from .relocate import Deferred, Stats, apply, store
 
 
@@ -134,20 +136,32 @@ class LoadedImage:
 _VOID = _parse_sig("void()")
 
 
-def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], int]) -> LoadedImage:
+def place(plan: LoadPlan, machine: Machine,
+          symbol_address: Callable[[int, int], int]) -> LoadedImage:
     """Reserve, relocate, write, protect.  ``symbol_address(i, bias)`` gives S
-    for dynamic symbol i (defined ones are bias + st_value; imports bound)."""
+    for dynamic symbol i (defined ones are bias + st_value; imports bound).
+    What depends on the file alone is worked out once, in ``plan``."""
+    elf = plan.elf
     page = machine.arch.page_size
-    lay = layout(elf, page)
+    if plan.layout is None or plan.layout[0] != page:
+        plan.layout = (page, layout(elf, page))
+    lay: Layout = plan.layout[1]
     image = build(elf, lay)
     base = machine.reserve(lay.size, lay.align)
     bias = base - lay.lo
     try:
-        deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+        if plan.relative is None:
+            plan.relative = plain_relative(elf, lay.lo, image) or False
+        if plan.relative:
+            deferred, stats = _apply_relative(plan.relative, image, bias, elf.word)
+        else:
+            deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
         machine.write(base, image)
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
-        prots = _page_prots(elf, lay, page)
+        if plan.protections is None or plan.protections[0] != page:
+            plan.protections = (page, _page_prots(elf, lay, page), _relro(elf, lay, page))
+        _page, prots, relro = plan.protections
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
@@ -156,19 +170,38 @@ def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], i
             _apply_deferred(li, image, deferred)
         elif deferred:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
-        for s in elf.segments:
-            if s.type == T.PT_GNU_RELRO and s.memsz:
-                start = _align_down(s.vaddr, page) - lay.lo
-                end = _align_up(s.vaddr + s.memsz, page) - lay.lo
-                # lld pads RELRO to a page end; never protect beyond the image
-                end = min(end, lay.size)
-                if end > start:
-                    machine.protect(base + start, end - start, PROT_READ)
-                    li.protections.append((base + start, end - start, PROT_READ))
+        for start, size in relro:
+            machine.protect(base + start, size, PROT_READ)
+            li.protections.append((base + start, size, PROT_READ))
         return li
     except BaseException:
         machine.release(base, lay.size)
         raise
+
+
+def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: bytearray,
+                    bias: int, w: int) -> tuple[list[Deferred], Stats]:
+    """Relocate by a plan's plain RELATIVE list (see ``plan.plain_relative``)."""
+    positions, addends, counts = plan
+    fmt, mask = ("<Q", 0xFFFFFFFFFFFFFFFF) if w == 8 else ("<I", 0xFFFFFFFF)
+    pack = struct.pack_into
+    for pos, a in zip(positions, addends):
+        pack(fmt, image, pos, (bias + a) & mask)
+    return [], Stats(dict(counts), len(positions))
+
+
+def _relro(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int]]:
+    """``(image offset, size)`` of each PT_GNU_RELRO, whole pages."""
+    out = []
+    for s in elf.segments:
+        if s.type == T.PT_GNU_RELRO and s.memsz:
+            start = _align_down(s.vaddr, page) - lay.lo
+            end = _align_up(s.vaddr + s.memsz, page) - lay.lo
+            # lld pads RELRO to a page end; never protect beyond the image
+            end = min(end, lay.size)
+            if end > start:
+                out.append((start, end - start))
+    return out
 
 
 def _page_prots(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int, int]]:
