@@ -26,6 +26,7 @@ from .exec.symfile import PluginSymbol, sized_functions
 from .fatelf import pick_slice
 from .fatelf.files import read_input
 from .loader import _tags as T
+from .loader.image import place
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits
 from .loader.plan import LoadPlan, plan_for
@@ -412,7 +413,6 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
                 return bias + s.value
             return bound.get(i, 0)
 
-        from .loader.image import place  # the machinery of placing: imported at first load
         image = place(plan, machine, symbol_address)
         mod = Module(plan, image, machine, owns, name, imports)
         for p in used:

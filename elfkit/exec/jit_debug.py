@@ -47,18 +47,17 @@ JIT_NOACTION, JIT_REGISTER_FN, JIT_UNREGISTER_FN = 0, 1, 2
 
 
 class CodeEntry(ctypes.Structure):
-    pass
+    """``struct jit_code_entry``; the links are raw addresses (0 or None: NULL)."""
 
-
-CodeEntry._fields_ = [("next_entry", ctypes.POINTER(CodeEntry)),
-                      ("prev_entry", ctypes.POINTER(CodeEntry)),
-                      ("symfile_addr", ctypes.c_void_p), ("symfile_size", ctypes.c_uint64)]
+    _fields_ = [("next_entry", ctypes.c_void_p), ("prev_entry", ctypes.c_void_p),
+                ("symfile_addr", ctypes.c_void_p), ("symfile_size", ctypes.c_uint64)]
 
 
 class Descriptor(ctypes.Structure):
+    """``struct jit_descriptor``; the entry pointers are raw addresses."""
+
     _fields_ = [("version", ctypes.c_uint32), ("action_flag", ctypes.c_uint32),
-                ("relevant_entry", ctypes.POINTER(CodeEntry)),
-                ("first_entry", ctypes.POINTER(CodeEntry))]
+                ("relevant_entry", ctypes.c_void_p), ("first_entry", ctypes.c_void_p)]
 
 
 class Registration:
@@ -68,6 +67,7 @@ class Registration:
         self.interface = interface
         self.buffer = ctypes.create_string_buffer(symfile, len(symfile))
         self.entry = CodeEntry(None, None, ctypes.addressof(self.buffer), len(symfile))
+        self.address = ctypes.addressof(self.entry)
         self.active = False
 
     def unregister(self) -> None:
@@ -75,7 +75,10 @@ class Registration:
 
 
 class JitInterface:
-    """The process's descriptor (in the helper library) and its list."""
+    """The process's descriptor (in the helper library) and its list.
+
+    Only this object changes the list: each entry's registration is found
+    by the entry's address, so the links are plain integers."""
 
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
@@ -84,21 +87,20 @@ class JitInterface:
         self.notify.restype = None
         self.notify.argtypes = ()
         self.lock = threading.Lock()
-        self.live: set[Registration] = set()
+        self.live: dict[int, Registration] = {}     # entry address -> registration
 
     def add(self, symfile: bytes) -> Registration:
         reg = Registration(self, symfile)
-        entry = ctypes.pointer(reg.entry)
         with self.lock:
             d = self.descriptor
             first = d.first_entry
             reg.entry.next_entry = first
             if first:
-                first.contents.prev_entry = entry
-            d.first_entry = entry
+                self.live[first].entry.prev_entry = reg.address
+            d.first_entry = reg.address
             reg.active = True
-            self.live.add(reg)
-            self._tell(entry, JIT_REGISTER_FN)
+            self.live[reg.address] = reg
+            self._tell(reg.address, JIT_REGISTER_FN)
         return reg
 
     def remove(self, reg: Registration) -> None:
@@ -107,17 +109,17 @@ class JitInterface:
                 return
             reg.active = False
             e = reg.entry
-            d = self.descriptor
-            if e.prev_entry:
-                e.prev_entry.contents.next_entry = e.next_entry
+            nxt, prev = e.next_entry, e.prev_entry
+            if prev:
+                self.live[prev].entry.next_entry = nxt
             else:
-                d.first_entry = e.next_entry
-            if e.next_entry:
-                e.next_entry.contents.prev_entry = e.prev_entry
-            self._tell(ctypes.pointer(e), JIT_UNREGISTER_FN)
-            self.live.discard(reg)
+                self.descriptor.first_entry = nxt
+            if nxt:
+                self.live[nxt].entry.prev_entry = prev
+            self._tell(reg.address, JIT_UNREGISTER_FN)
+            del self.live[reg.address]
 
-    def _tell(self, entry: Any, action: int) -> None:
+    def _tell(self, entry: int, action: int) -> None:
         d = self.descriptor
         d.relevant_entry = entry
         d.action_flag = action
@@ -130,7 +132,7 @@ class JitInterface:
         with self.lock:
             p = self.descriptor.first_entry
             while p:
-                e = p.contents
+                e = CodeEntry.from_address(p)
                 out.append(ctypes.string_at(e.symfile_addr, e.symfile_size))
                 p = e.next_entry
         return out

@@ -49,6 +49,10 @@ def _os_prot(prot: int) -> int:
     return p
 
 
+#: the OS protection of each of elfkit's protection values (all bits combined)
+_OS_PROTS = tuple(_os_prot(p) for p in range((PROT_READ | PROT_WRITE | PROT_EXEC) + 1))
+
+
 class _Ptr:
     """ctypes argument type for ``ptr``: ints, None, numpy arrays, writable buffers."""
 
@@ -201,7 +205,8 @@ class NativeMachine(Machine):
         r = self._find(addr, size)
         if r is None or r[0] not in self._prot:
             raise MemoryAccessError(f"protect {addr:#x}+{size:#x}: not inside a reservation")
-        if _mprotect(addr, size, _os_prot(prot)) != 0:
+        if _mprotect(addr, size, _OS_PROTS[prot] if 0 <= prot < len(_OS_PROTS)
+                     else _os_prot(prot)) != 0:
             raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
                                     f"{ctypes.get_errno()}")
         page = self.arch.page_size

@@ -152,7 +152,7 @@ def place(plan: LoadPlan, machine: Machine,
     try:
         if plan.relative is None:
             plan.relative = plain_relative(elf, lay.lo, image) or False
-        if plan.relative:
+        if isinstance(plan.relative, tuple):
             deferred, stats = _apply_relative(plan.relative, image, bias, elf.word)
         else:
             deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
@@ -160,19 +160,25 @@ def place(plan: LoadPlan, machine: Machine,
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
         if plan.protections is None or plan.protections[0] != page:
-            plan.protections = (page, _page_prots(elf, lay, page), _relro(elf, lay, page))
-        _page, prots, relro = plan.protections
+            prots = _page_prots(elf, lay, page)
+            relro = _relro(elf, lay, page)
+            plan.protections = (page, prots, relro, _final_calls(prots, relro, lay.size, page))
+        _page, prots, relro, final = plan.protections
+        li.protections = [(base + a, s, p) for a, s, p in prots]
+        li.protections += [(base + start, size, PROT_READ) for start, size in relro]
+        if not deferred:        # straight to the final protections, in fewest calls
+            for addr, size, prot in final:
+                machine.protect(base + addr, size, prot)
+            return li
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
-        li.protections = [(base + a, s, p) for a, s, p in prots]
-        if deferred and machine.can_execute:
+        if machine.can_execute:
             _apply_deferred(li, image, deferred)
-        elif deferred:
+        else:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
-        for start, size in relro:
+        for start, size in relro:       # RELRO after the deferred relocations
             machine.protect(base + start, size, PROT_READ)
-            li.protections.append((base + start, size, PROT_READ))
         return li
     except BaseException:
         machine.release(base, lay.size)
@@ -188,6 +194,33 @@ def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: by
     for pos, a in zip(positions, addends):
         pack(fmt, image, pos, (bias + a) & mask)
     return [], Stats(dict(counts), len(positions))
+
+
+def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]], size: int,
+                 page: int) -> list[tuple[int, int, int]]:
+    """``protect`` calls that take a new (read/write) reservation to the
+    final protections (``prots``, then RELRO read-only): one per run that
+    is not read/write, or, when fewer, the whole image to its commonest
+    protection first and then the runs that differ."""
+    final = [PROT_NONE] * (size // page)
+    for addr, n, prot in prots:
+        final[addr // page:(addr + n) // page] = [prot] * (n // page)
+    for start, n in relro:
+        final[start // page:(start + n) // page] = [PROT_READ] * (n // page)
+    runs = []
+    i = 0
+    while i < len(final):
+        j = i
+        while j + 1 < len(final) and final[j + 1] == final[i]:
+            j += 1
+        runs.append((i * page, (j - i + 1) * page, final[i]))
+        i = j + 1
+    rw = PROT_READ | PROT_WRITE
+    plain = [r for r in runs if r[2] != rw]
+    common = max(set(final), key=final.count)
+    first = [] if common == rw else [(0, size, common)]
+    whole = first + [r for r in runs if r[2] != common]
+    return whole if len(whole) < len(plain) else plain
 
 
 def _relro(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int]]:

@@ -43,9 +43,10 @@ class LoadPlan:
         self.elf = elf
         #: (page size, image.Layout) of the last placement
         self.layout: tuple[int, Any] | None = None
-        #: (page size, protection runs, RELRO ranges) as image.py computes them
-        self.protections: tuple[int, list[tuple[int, int, int]],
-                                list[tuple[int, int]]] | None = None
+        #: (page size, protection runs, RELRO ranges, protect calls without
+        #: deferred relocations) as image.py computes them
+        self.protections: tuple[int, list[tuple[int, int, int]], list[tuple[int, int]],
+                                list[tuple[int, int, int]]] | None = None
         #: the whole relocation work when every relocation is a word-sized
         #: RELATIVE into a writable segment: (image offsets, addends or None
         #: when read from the image, counts by type name); False: use the
