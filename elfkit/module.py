@@ -379,7 +379,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     if machine is not None and machine_options:
         raise InvalidArgumentError(f"load(): {', '.join(sorted(machine_options))} cannot be "
                                    f"given with machine= (they configure a new machine)")
-    arguments.machine_options(machine_options, "load()")
+    if machine_options:
+        arguments.machine_options(machine_options, "load()")
     want = _arch.get(arch) if arch is not None else None
     data, label = _read_source(source)
     if machine is not None:

@@ -57,7 +57,7 @@ class LoadPlan:
         self.exports, self.funcs = export_table(elf)
 
 
-_plans: dict[tuple[bytes, Limits, str | None], LoadPlan] = {}
+_plans: dict[tuple[bytes, Limits | None, str | None], LoadPlan] = {}
 _lock = threading.Lock()
 
 
@@ -69,7 +69,8 @@ def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
         return LoadPlan(parse(data, limits=limits, expect_arch=expect_arch))
     obj = data.obj
     raw = obj if type(obj) is bytes and len(obj) == data.nbytes else bytes(data)
-    key = (raw, limits, expect_arch.name if expect_arch is not None else None)
+    key = (raw, None if limits is DEFAULT_LIMITS else limits,
+           expect_arch.name if expect_arch is not None else None)
     with _lock:
         plan = _plans.pop(key, None)
         if plan is not None:
