@@ -4,7 +4,8 @@ Loading the same plugin again (load, close, load; or several instances)
 should not parse it again.  :func:`plan_for` keeps the parsed file, and
 what placing it computes once (layout, page protections, the relocations
 when they are all plain word-sized RELATIVE ones), for the last few files
-by content: the key is the file's bytes themselves (a small file's copy;
+by content (PLAN_CACHE files of at most PLAN_MAX_FILE bytes, at most
+PLAN_CACHE_BYTES in all): the key is the file's bytes themselves (a copy;
 a ``bytes`` source is used as is), so a hit is always the same content,
 and the plan reads its own copy, never a buffer the caller may change.
 Only files that parse are remembered; a bad file is parsed (and refused,
@@ -18,16 +19,16 @@ from typing import Any
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .relocate import relative_types
+from .relocate import BULK, relative_types
 
-__all__ = ["LoadPlan", "plan_for", "PLAN_CACHE", "PLAN_MAX_FILE", "BULK"]
+__all__ = ["LoadPlan", "plan_for", "PLAN_CACHE", "PLAN_CACHE_BYTES", "PLAN_MAX_FILE"]
 
-#: how many plans are kept (least recently used first out)
+#: how many plans are kept (least recently used first out), and how many
+#: bytes of files they may hold in all
 PLAN_CACHE = 16
-#: larger files get a plan of their own each load (their bytes would be the key)
-PLAN_MAX_FILE = 1 << 20
-#: relocation tables this long are applied in bulk (numpy), not by the plan's loop
-BULK = 256
+PLAN_CACHE_BYTES = 16 << 20
+#: larger files get a plan of their own each load
+PLAN_MAX_FILE = 4 << 20
 
 
 class LoadPlan:
@@ -48,8 +49,8 @@ class LoadPlan:
         self.protections: tuple[int, list[tuple[int, int, int]], list[tuple[int, int]],
                                 list[tuple[int, int, int]]] | None = None
         #: the whole relocation work when every relocation is a word-sized
-        #: RELATIVE into a writable segment: (image offsets, addends or None
-        #: when read from the image, counts by type name); False: use the
+        #: RELATIVE into a writable segment: (image offsets, addends, counts
+        #: by type name); False: use the
         #: general path; None: not worked out yet
         self.relative: tuple[list[int], list[int], dict[str, int]] | bool | None = None
         #: exported name -> (value, absolute), in Module.exports order; None
@@ -59,6 +60,7 @@ class LoadPlan:
 
 _plans: dict[tuple[bytes, Limits | None, str | None], LoadPlan] = {}
 _lock = threading.Lock()
+_held = [0]          # bytes of the files the kept plans hold
 
 
 def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
@@ -68,7 +70,8 @@ def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
     if data.nbytes > PLAN_MAX_FILE:
         return LoadPlan(parse(data, limits=limits, expect_arch=expect_arch))
     obj = data.obj
-    raw = obj if type(obj) is bytes and len(obj) == data.nbytes else bytes(data)
+    raw = obj if (type(obj) is bytes and len(obj) == data.nbytes and data.c_contiguous) \
+        else bytes(data)
     key = (raw, None if limits is DEFAULT_LIMITS else limits,
            expect_arch.name if expect_arch is not None else None)
     with _lock:
@@ -78,9 +81,11 @@ def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
             return plan
     plan = LoadPlan(parse(memoryview(raw), limits=limits, expect_arch=expect_arch))
     with _lock:
+        old = _plans.pop(key, None)          # another thread's plan of the same file
+        _held[0] += len(raw) - (len(old.elf.data) if old is not None else 0)
         _plans[key] = plan
-        while len(_plans) > PLAN_CACHE:
-            del _plans[next(iter(_plans))]
+        while len(_plans) > PLAN_CACHE or _held[0] > PLAN_CACHE_BYTES:
+            _held[0] -= len(_plans.pop(next(iter(_plans))).elf.data)
     return plan
 
 
