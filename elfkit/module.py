@@ -26,8 +26,10 @@ from .exec.symfile import PluginSymbol, sized_functions
 from .fatelf import pick_slice
 from .fatelf.files import read_input
 from .loader import _tags as T
+from .loader.image import place
 from .loader.imports import Imports, lazy_stub
-from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits, parse
+from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits
+from .loader.plan import LoadPlan, plan_for
 from .signature import CType, Signature, ctype
 from .signature import parse as parse_signature
 
@@ -35,9 +37,9 @@ from .signature import parse as parse_signature
 class Module:
     """A loaded plugin.  Use it as a context manager, or call ``close()``."""
 
-    def __init__(self, elf: ElfFile, image: Any, machine: Machine, owns_machine: bool,
+    def __init__(self, plan: LoadPlan, image: Any, machine: Machine, owns_machine: bool,
                  name: str, imports: Imports | None):
-        self.elf = elf
+        self.elf = plan.elf
         self._image = image
         self.machine = machine
         self._owns_machine = owns_machine
@@ -53,7 +55,7 @@ class Module:
         self.exports: dict[str, int] = {}
         self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
         self._added: list[PluginSymbol] = []
-        self._collect_exports()
+        self._collect_exports(plan)
 
     # -- identity ----------------------------------------------------------
     @property
@@ -99,9 +101,14 @@ class Module:
         self.close()
 
     # -- symbols -------------------------------------------------------------
-    def _collect_exports(self) -> None:
+    def _collect_exports(self, plan: LoadPlan) -> None:
         bias = self._image.bias
-        funcs = []
+        self._funcs = [(bias + v, size, name) for v, size, name in plan.funcs]
+        if plan.exports is not None:
+            self.exports = {n: v if absolute else bias + v
+                            for n, (v, absolute) in plan.exports.items()}
+            return
+        # an IFUNC export: its resolver gives its address, at each load
         for s in self.elf.symbols[1:]:
             if not s.defined or s.bind not in (T.STB_GLOBAL, T.STB_WEAK, 10) or not s.name:
                 continue
@@ -116,14 +123,6 @@ class Module:
                 self.exports[s.name] = addr
             if s.version and not s.version_hidden:
                 self.exports.setdefault(f"{s.name}@{s.version}", addr)
-        mode_bit = self.arch.func_mode_bit     # arm: bit 0 marks Thumb code, not an address
-        for s in self.elf.symbols[1:]:
-            if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE,
-                                                   T.STT_OBJECT):
-                v = s.value & ~1 if mode_bit and s.type == T.STT_FUNC else s.value
-                funcs.append((bias + v, max(s.size, 1), s.name))
-        funcs.sort()
-        self._funcs = funcs
 
     @property
     def added_symbols(self) -> tuple[PluginSymbol, ...]:
@@ -380,14 +379,16 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     if machine is not None and machine_options:
         raise InvalidArgumentError(f"load(): {', '.join(sorted(machine_options))} cannot be "
                                    f"given with machine= (they configure a new machine)")
-    arguments.machine_options(machine_options, "load()")
+    if machine_options:
+        arguments.machine_options(machine_options, "load()")
     want = _arch.get(arch) if arch is not None else None
     data, label = _read_source(source)
     if machine is not None:
         backend = machine.backend
     data, rec = pick_slice(data, want, fallback=backend != "native")
     slice_label = f"[{rec.arch}]" if rec is not None else ""
-    elf = parse(data, limits=limits, expect_arch=want)
+    plan = plan_for(data, limits, want)
+    elf = plan.elf
     if machine is None:
         machine = create_machine(elf.arch, backend, **machine_options)
         owns = True
@@ -413,9 +414,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
                 return bias + s.value
             return bound.get(i, 0)
 
-        from .loader.image import place  # numpy is imported only when loading
-        image = place(elf, machine, symbol_address)
-        mod = Module(elf, image, machine, owns, name, imports)
+        image = place(plan, machine, symbol_address)
+        mod = Module(plan, image, machine, owns, name, imports)
         for p in used:
             if isinstance(p, Module) and p not in mod._providers:
                 mod._providers.append(p)

@@ -62,6 +62,16 @@ def from_machine(machine: int, bits: int) -> Arch:
 
 def host() -> Arch | None:
     """The architecture of the running Python process, or None if not supported."""
+    if _host:
+        return _host[0]
+    _host.append(_find_host())
+    return _host[0]
+
+
+_host: list[Arch | None] = []
+
+
+def _find_host() -> Arch | None:
     import platform
     m = platform.machine().lower()
     bits = 64 if sys.maxsize > 2**32 else 32

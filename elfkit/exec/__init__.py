@@ -27,6 +27,9 @@ def choose_backend(arch: Arch, backend: str) -> str:
     return backend
 
 
+_classes: dict[str, Any] = {}
+
+
 def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine:
     """A new machine for ``arch``; ``backend`` is native, emulated or auto."""
     backend = choose_backend(arch, backend)
@@ -34,8 +37,11 @@ def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine
         if options:
             raise BackendError(f"{', '.join(sorted(options))}: option(s) of the emulated backend; "
                                f"this {arch.name} plugin runs natively (pass backend='emulated')")
-        from .native import NativeMachine
-        return NativeMachine(arch)
+        native = _classes.get("native")
+        if native is None:      # ctypes and the native machine: imported at first use
+            from .native import NativeMachine
+            native = _classes["native"] = NativeMachine
+        return native(arch)
     try:
         from .emulated import EmulatedMachine
     except ImportError as e:  # pragma: no cover - unicorn is a dependency

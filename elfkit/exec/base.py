@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ..arch import Arch
@@ -111,12 +111,11 @@ class Machine(abc.ABC):
         be interrupted, ``release`` and ``close`` wait for them)."""
         return None
 
-    @contextlib.contextmanager
-    def quiesced(self) -> Iterator[None]:
+    def quiesced(self) -> contextlib.AbstractContextManager[None]:
         """While this is held, no call of another thread runs in the machine
         and none starts (emulated: running ones are cancelled first); the
         holder may still call.  For tearing down what calls use."""
-        yield
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def close(self) -> None: ...

@@ -5,17 +5,20 @@ GDB looks, in every library of the process, for a global
 function ``__jit_debug_register_code`` it puts a breakpoint on; after
 each change to the list the program calls that function and gdb reads the
 entry named in the descriptor.  Python cannot define global C symbols, so
-the first registration builds a ten-line C library that defines both,
-with the host's C compiler (``cc``) or the ``ziglang`` wheel, caches it
+the first registration builds a small C library that defines both (and
+links or unlinks an entry and tells gdb, in one call), with the host's C
+compiler (``cc``) or the ``ziglang`` wheel, caches it
 (``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
-``~/.cache/elfkit``) and loads it with ``ctypes``; the list itself is kept
-from Python.  ``ELFKIT_GDB_JIT=0`` turns registration off.  Without a
-compiler nothing is registered and ``available()`` says why.
+``~/.cache/elfkit``) and loads it with ``ctypes``; each entry and its
+symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
+registration off.  Without a compiler nothing is registered and
+``available()`` says why.
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import struct
 import sys
 import threading
 import zlib
@@ -41,24 +44,51 @@ __attribute__((visibility("default"), used))
 struct jit_descriptor __jit_debug_descriptor = {1, 0, 0, 0};
 __attribute__((visibility("default"), noinline, used))
 void __jit_debug_register_code(void) { __asm__ volatile("" ::: "memory"); }
+
+static void tell(struct jit_code_entry *e, uint32_t action) {
+  __jit_debug_descriptor.relevant_entry = e;
+  __jit_debug_descriptor.action_flag = action;
+  __jit_debug_register_code();
+  __jit_debug_descriptor.action_flag = 0;
+}
+/* elfkit's side: link an entry first in the list, or unlink it; gdb is told */
+__attribute__((visibility("default")))
+void elfkit_jit_add(struct jit_code_entry *e) {
+  e->prev_entry = 0;
+  e->next_entry = __jit_debug_descriptor.first_entry;
+  if (e->next_entry) e->next_entry->prev_entry = e;
+  __jit_debug_descriptor.first_entry = e;
+  tell(e, 1);
+}
+__attribute__((visibility("default")))
+void elfkit_jit_remove(struct jit_code_entry *e) {
+  if (e->prev_entry) e->prev_entry->next_entry = e->next_entry;
+  else __jit_debug_descriptor.first_entry = e->next_entry;
+  if (e->next_entry) e->next_entry->prev_entry = e->prev_entry;
+  tell(e, 2);
+}
 """
 
 JIT_NOACTION, JIT_REGISTER_FN, JIT_UNREGISTER_FN = 0, 1, 2
 
 
 class CodeEntry(ctypes.Structure):
-    pass
+    """``struct jit_code_entry``; the links are raw addresses (0 or None: NULL)."""
 
-
-CodeEntry._fields_ = [("next_entry", ctypes.POINTER(CodeEntry)),
-                      ("prev_entry", ctypes.POINTER(CodeEntry)),
-                      ("symfile_addr", ctypes.c_void_p), ("symfile_size", ctypes.c_uint64)]
+    _fields_ = [("next_entry", ctypes.c_void_p), ("prev_entry", ctypes.c_void_p),
+                ("symfile_addr", ctypes.c_void_p), ("symfile_size", ctypes.c_uint64)]
 
 
 class Descriptor(ctypes.Structure):
+    """``struct jit_descriptor``; the entry pointers are raw addresses."""
+
     _fields_ = [("version", ctypes.c_uint32), ("action_flag", ctypes.c_uint32),
-                ("relevant_entry", ctypes.POINTER(CodeEntry)),
-                ("first_entry", ctypes.POINTER(CodeEntry))]
+                ("relevant_entry", ctypes.c_void_p), ("first_entry", ctypes.c_void_p)]
+
+
+#: a registration's buffer: its entry, then (16-byte aligned) the symfile
+_ENTRY = struct.Struct("@PPPQ")
+_HEADER = bytes((_ENTRY.size + 15) & ~15)
 
 
 class Registration:
@@ -66,8 +96,9 @@ class Registration:
 
     def __init__(self, interface: JitInterface, symfile: bytes):
         self.interface = interface
-        self.buffer = ctypes.create_string_buffer(symfile, len(symfile))
-        self.entry = CodeEntry(None, None, ctypes.addressof(self.buffer), len(symfile))
+        self.buffer = ctypes.create_string_buffer(_HEADER + symfile)
+        self.address = ctypes.addressof(self.buffer)
+        _ENTRY.pack_into(self.buffer, 0, 0, 0, self.address + len(_HEADER), len(symfile))
         self.active = False
 
     def unregister(self) -> None:
@@ -75,54 +106,30 @@ class Registration:
 
 
 class JitInterface:
-    """The process's descriptor (in the helper library) and its list."""
+    """The process's descriptor and list (in the helper library, which
+    links and unlinks entries and tells gdb; called holding the GIL)."""
 
-    def __init__(self, lib: ctypes.CDLL):
+    def __init__(self, lib: ctypes.PyDLL):
         self.lib = lib
         self.descriptor = Descriptor.in_dll(lib, "__jit_debug_descriptor")
-        self.notify = lib["__jit_debug_register_code"]
-        self.notify.restype = None
-        self.notify.argtypes = ()
+        self.link, self.unlink = lib.elfkit_jit_add, lib.elfkit_jit_remove
+        for f in (self.link, self.unlink):
+            f.restype = None
+            f.argtypes = (ctypes.c_void_p,)
         self.lock = threading.Lock()
-        self.live: set[Registration] = set()
 
     def add(self, symfile: bytes) -> Registration:
         reg = Registration(self, symfile)
-        entry = ctypes.pointer(reg.entry)
         with self.lock:
-            d = self.descriptor
-            first = d.first_entry
-            reg.entry.next_entry = first
-            if first:
-                first.contents.prev_entry = entry
-            d.first_entry = entry
+            self.link(reg.address)
             reg.active = True
-            self.live.add(reg)
-            self._tell(entry, JIT_REGISTER_FN)
         return reg
 
     def remove(self, reg: Registration) -> None:
         with self.lock:
-            if not reg.active:
-                return
-            reg.active = False
-            e = reg.entry
-            d = self.descriptor
-            if e.prev_entry:
-                e.prev_entry.contents.next_entry = e.next_entry
-            else:
-                d.first_entry = e.next_entry
-            if e.next_entry:
-                e.next_entry.contents.prev_entry = e.prev_entry
-            self._tell(ctypes.pointer(e), JIT_UNREGISTER_FN)
-            self.live.discard(reg)
-
-    def _tell(self, entry: Any, action: int) -> None:
-        d = self.descriptor
-        d.relevant_entry = entry
-        d.action_flag = action
-        self.notify()                      # gdb's breakpoint: it reads the entry now
-        d.action_flag = JIT_NOACTION
+            if reg.active:
+                reg.active = False
+                self.unlink(reg.address)
 
     def entries(self) -> list[bytes]:
         """The symfiles in the list as gdb walks it (newest first)."""
@@ -130,7 +137,7 @@ class JitInterface:
         with self.lock:
             p = self.descriptor.first_entry
             while p:
-                e = p.contents
+                e = CodeEntry.from_address(p)
                 out.append(ctypes.string_at(e.symfile_addr, e.symfile_size))
                 p = e.next_entry
         return out
@@ -151,7 +158,7 @@ def interface() -> JitInterface | None:
     with _state_lock:
         if "interface" not in _state:
             try:
-                _state["interface"] = JitInterface(ctypes.CDLL(str(helper_library())))
+                _state["interface"] = JitInterface(ctypes.PyDLL(str(helper_library())))
                 _state["why"] = ""
             except (OSError, RuntimeError) as e:      # _build reports compiler failures so
                 _state["interface"] = None

@@ -49,6 +49,68 @@ def _os_prot(prot: int) -> int:
     return p
 
 
+#: the OS protection of each of elfkit's protection values (all bits combined)
+_OS_PROTS = tuple(_os_prot(p) for p in range((PROT_READ | PROT_WRITE | PROT_EXEC) + 1))
+
+
+def _map(size: int, align: int, page: int) -> int:
+    """A new read/write anonymous mapping of ``size`` bytes at an ``align``-aligned address."""
+    total = size + align - page
+    p = _mmap_fn(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
+                 _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS, -1, 0)
+    if p in (None, _MAP_FAILED):
+        raise MemoryAccessError(f"mmap of {total} bytes failed: errno {ctypes.get_errno()}")
+    base = (p + align - 1) & ~(align - 1)
+    if base > p:
+        _munmap(p, base - p)
+    tail = (p + total) - (base + size)
+    if tail > 0:
+        _munmap(base + size, tail)
+    return base
+
+
+#: Released reservations kept, inaccessible (PROT_NONE), for the next
+#: reservation of the same size: loading and closing small plugins in turn
+#: then costs two mprotect calls and a memset instead of mmap, munmap and a
+#: page fault per page.  At most SPARE_COUNT of them, each at most
+#: SPARE_MAX_SIZE bytes, shared by every native machine of the process.
+SPARE_COUNT = 4
+SPARE_MAX_SIZE = 256 << 10
+_spare: list[tuple[int, int]] = []     # (address, size)
+_spare_lock = threading.Lock()
+_RW = _mmap.PROT_READ | _mmap.PROT_WRITE
+
+
+def _take_spare(size: int, align: int) -> int | None:
+    """A kept reservation of ``size`` bytes aligned to ``align``, read/write
+    and zero-filled as a new mapping would be; None when there is none."""
+    if size > SPARE_MAX_SIZE:
+        return None
+    with _spare_lock:
+        for i, (addr, n) in enumerate(_spare):
+            if n == size and not addr & (align - 1):
+                del _spare[i]
+                break
+        else:
+            return None
+    if _mprotect(addr, size, _RW) != 0:
+        _munmap(addr, size)
+        return None
+    ctypes.memset(addr, 0, size)
+    return addr
+
+
+def _give_spare(addr: int, size: int) -> bool:
+    """Keep a released reservation for a later one (False: unmap it)."""
+    if size > SPARE_MAX_SIZE or len(_spare) >= SPARE_COUNT or _mprotect(addr, size, 0) != 0:
+        return False
+    with _spare_lock:
+        if len(_spare) >= SPARE_COUNT:
+            return False
+        _spare.append((addr, size))
+    return True
+
+
 class _Ptr:
     """ctypes argument type for ``ptr``: ints, None, numpy arrays, writable buffers."""
 
@@ -154,17 +216,9 @@ class NativeMachine(Machine):
         page = self.arch.page_size
         size = (size + page - 1) & ~(page - 1)
         align = max(align, page)
-        total = size + align - page
-        p = _mmap_fn(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
-                     _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS, -1, 0)
-        if p in (None, _MAP_FAILED):
-            raise MemoryAccessError(f"mmap of {total} bytes failed: errno {ctypes.get_errno()}")
-        base = (p + align - 1) & ~(align - 1)
-        if base > p:
-            _munmap(p, base - p)
-        tail = (p + total) - (base + size)
-        if tail > 0:
-            _munmap(base + size, tail)
+        base = _take_spare(size, align)
+        if base is None:
+            base = _map(size, align, page)
         self._add_region(base, size)
         self._prot[base] = [PROT_READ | PROT_WRITE] * (size // page)
         self._alive[base] = [True]
@@ -191,8 +245,9 @@ class NativeMachine(Machine):
     def release(self, addr: int, size: int) -> None:
         if addr in self._prot:
             self._retire(addr, "release an image")
-            del self._prot[addr]
-            _munmap(addr, size)
+            size = len(self._prot.pop(addr)) * self.arch.page_size
+            if not _give_spare(addr, size):
+                _munmap(addr, size)
             self._drop_region(addr)
             for key in [k for k in self._fns if addr <= k[0] < addr + size]:
                 del self._fns[key]
@@ -201,7 +256,8 @@ class NativeMachine(Machine):
         r = self._find(addr, size)
         if r is None or r[0] not in self._prot:
             raise MemoryAccessError(f"protect {addr:#x}+{size:#x}: not inside a reservation")
-        if _mprotect(addr, size, _os_prot(prot)) != 0:
+        if _mprotect(addr, size, _OS_PROTS[prot] if 0 <= prot < len(_OS_PROTS)
+                     else _os_prot(prot)) != 0:
             raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
                                     f"{ctypes.get_errno()}")
         page = self.arch.page_size

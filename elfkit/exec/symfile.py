@@ -275,32 +275,37 @@ _dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, in
     weakref.WeakKeyDictionary()
 
 
-#: symfiles of recent loads, by (file bytes, load base, address range, added
-#: symbols): a symfile depends on nothing else, and loading a plugin again after closing
-#: it (load, close, load) usually lands at the same base
-_recent: dict[tuple, bytes] = {}
+#: symfiles of recent loads, by (parsed file, load base, address range,
+#: added symbols): a symfile depends on nothing else, and loading a plugin
+#: again after closing it (load, close, load) usually lands at the same base
+#: with the same parsed file (the loader keeps one per file content).  The
+#: key holds the file's id; the entry keeps the file itself, so the id is
+#: not reused while the entry lives
+_recent: dict[tuple, tuple[Any, bytes]] = {}
 _recent_lock = threading.Lock()
 RECENT_MAX = 8
-#: larger files are not kept (their bytes would be the key)
+#: larger files are not kept alive by the cache
 RECENT_MAX_FILE = 1 << 20
 
 
 def cached_symfile(module: Any) -> bytes:
     """:func:`build_symfile`, remembered for the last few (file, base) pairs."""
-    data = module.elf.data
-    if len(data) > RECENT_MAX_FILE:
+    elf = module.elf
+    if len(elf.data) > RECENT_MAX_FILE:
         return build_symfile(module)
-    key = (bytes(data), module.base, module.address_range,
+    key = (id(elf), module.base, module.address_range,
            tuple(getattr(module, "added_symbols", ())))
     with _recent_lock:
         found = _recent.get(key)
-    if found is None:
-        found = build_symfile(module)
-        with _recent_lock:
-            if len(_recent) >= RECENT_MAX:
-                del _recent[next(iter(_recent))]
-            _recent[key] = found
-    return found
+    if found is not None and found[0] is elf:
+        return found[1]
+    symfile = build_symfile(module)
+    with _recent_lock:
+        _recent.pop(key, None)
+        if len(_recent) >= RECENT_MAX:
+            del _recent[next(iter(_recent))]
+        _recent[key] = (elf, symfile)
+    return symfile
 
 
 def debug_sections(module: Any, sections: list[Section]) -> dict[str, bytes]:

@@ -447,12 +447,12 @@ def pick_slice(data: Any, arch: Any = None, *,
     (FatElfArchError when no slice fits).
     """
     if not isinstance(data, FatElf):
-        if is_path(data):
+        if not isinstance(data, (bytes, bytearray, memoryview)) and is_path(data):
             raise InvalidArgumentError("pick_slice takes bytes or a FatElf, not a path")
         view = memoryview(data)
         if view.ndim != 1 or view.format != "B":
             view = view.cast("B")
-        if not is_fatelf(view):
+        if bytes(view[:4]) != MAGIC_BYTES:     # a plain ELF (is_fatelf, without its checks)
             return view, None
         data = view
     if arch is not None:

@@ -7,6 +7,7 @@ loads into host memory (native) or into an emulator (emulated).
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from ..arch import Check, Formula
@@ -16,6 +17,7 @@ from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
+from .plan import LoadPlan, plain_relative
 from .relocate import Deferred, Stats, apply, store
 
 
@@ -132,41 +134,105 @@ class LoadedImage(DataRecord, slots=True):
 _VOID = _parse_sig("void()")
 
 
-def place(elf: ElfFile, machine: Machine, symbol_address: Callable[[int, int], int]) -> LoadedImage:
+def place(plan: LoadPlan, machine: Machine,
+          symbol_address: Callable[[int, int], int]) -> LoadedImage:
     """Reserve, relocate, write, protect.  ``symbol_address(i, bias)`` gives S
-    for dynamic symbol i (defined ones are bias + st_value; imports bound)."""
+    for dynamic symbol i (defined ones are bias + st_value; imports bound).
+    What depends on the file alone is worked out once, in ``plan``."""
+    elf = plan.elf
     page = machine.arch.page_size
-    lay = layout(elf, page)
+    if plan.layout is None or plan.layout[0] != page:
+        plan.layout = (page, layout(elf, page))
+    lay: Layout = plan.layout[1]
     image = build(elf, lay)
     base = machine.reserve(lay.size, lay.align)
     bias = base - lay.lo
     try:
-        deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+        if plan.relative is None:
+            plan.relative = plain_relative(elf, lay.lo, image) or False
+        if isinstance(plan.relative, tuple):
+            deferred, stats = _apply_relative(plan.relative, image, bias, elf.word)
+        else:
+            deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
         machine.write(base, image)
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
-        prots = _page_prots(elf, lay, page)
+        if plan.protections is None or plan.protections[0] != page:
+            prots = _page_prots(elf, lay, page)
+            relro = _relro(elf, lay, page)
+            plan.protections = (page, prots, relro, _final_calls(prots, relro, lay.size, page))
+        _page, prots, relro, final = plan.protections
+        li.protections = [(base + a, s, p) for a, s, p in prots]
+        li.protections += [(base + start, size, PROT_READ) for start, size in relro]
+        if not deferred:        # straight to the final protections, in fewest calls
+            for addr, size, prot in final:
+                machine.protect(base + addr, size, prot)
+            return li
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
-        li.protections = [(base + a, s, p) for a, s, p in prots]
-        if deferred and machine.can_execute:
+        if machine.can_execute:
             _apply_deferred(li, image, deferred)
-        elif deferred:
+        else:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
-        for s in elf.segments:
-            if s.type == T.PT_GNU_RELRO and s.memsz:
-                start = _align_down(s.vaddr, page) - lay.lo
-                end = _align_up(s.vaddr + s.memsz, page) - lay.lo
-                # lld pads RELRO to a page end; never protect beyond the image
-                end = min(end, lay.size)
-                if end > start:
-                    machine.protect(base + start, end - start, PROT_READ)
-                    li.protections.append((base + start, end - start, PROT_READ))
+        for start, size in relro:       # RELRO after the deferred relocations
+            machine.protect(base + start, size, PROT_READ)
         return li
     except BaseException:
         machine.release(base, lay.size)
         raise
+
+
+def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: bytearray,
+                    bias: int, w: int) -> tuple[list[Deferred], Stats]:
+    """Relocate by a plan's plain RELATIVE list (see ``plan.plain_relative``)."""
+    positions, addends, counts = plan
+    fmt, mask = ("<Q", 0xFFFFFFFFFFFFFFFF) if w == 8 else ("<I", 0xFFFFFFFF)
+    pack = struct.pack_into
+    for pos, a in zip(positions, addends):
+        pack(fmt, image, pos, (bias + a) & mask)
+    return [], Stats(dict(counts), len(positions))
+
+
+def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]], size: int,
+                 page: int) -> list[tuple[int, int, int]]:
+    """``protect`` calls that take a new (read/write) reservation to the
+    final protections (``prots``, then RELRO read-only): one per run that
+    is not read/write, or, when fewer, the whole image to its commonest
+    protection first and then the runs that differ."""
+    final = [PROT_NONE] * (size // page)
+    for addr, n, prot in prots:
+        final[addr // page:(addr + n) // page] = [prot] * (n // page)
+    for start, n in relro:
+        final[start // page:(start + n) // page] = [PROT_READ] * (n // page)
+    runs = []
+    i = 0
+    while i < len(final):
+        j = i
+        while j + 1 < len(final) and final[j + 1] == final[i]:
+            j += 1
+        runs.append((i * page, (j - i + 1) * page, final[i]))
+        i = j + 1
+    rw = PROT_READ | PROT_WRITE
+    plain = [r for r in runs if r[2] != rw]
+    common = max(set(final), key=final.count)
+    first = [] if common == rw else [(0, size, common)]
+    whole = first + [r for r in runs if r[2] != common]
+    return whole if len(whole) < len(plain) else plain
+
+
+def _relro(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int]]:
+    """``(image offset, size)`` of each PT_GNU_RELRO, whole pages."""
+    out = []
+    for s in elf.segments:
+        if s.type == T.PT_GNU_RELRO and s.memsz:
+            start = _align_down(s.vaddr, page) - lay.lo
+            end = _align_up(s.vaddr + s.memsz, page) - lay.lo
+            # lld pads RELRO to a page end; never protect beyond the image
+            end = min(end, lay.size)
+            if end > start:
+                out.append((start, end - start))
+    return out
 
 
 def _page_prots(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int, int]]:

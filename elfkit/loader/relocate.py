@@ -3,18 +3,17 @@
 The per-architecture tables (elfkit/arch/<arch>.py) say what each type
 number means (name, formula, width, range check); this module only
 evaluates them.  RELATIVE relocations and DT_RELR bitmaps, which dominate
-large objects, are applied with numpy in bulk; everything else goes through
-one small loop.  Every problem is collected and reported at once: unknown
-types, symbols out of range, places outside writable segments, values that
-do not fit their field.
+large objects, are applied with numpy in bulk (imported only then: a small
+plugin loads without it); everything else goes through one small loop.
+Every problem is collected and reported at once: unknown types, symbols out
+of range, places outside writable segments, values that do not fit their
+field.
 """
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
@@ -23,6 +22,9 @@ from . import _tags as T
 from .headers import TLS_MESSAGE
 from .parse import ElfFile
 from .reloc_tables import RelocTable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy
 
@@ -65,11 +67,11 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     deferred: list[Deferred] = []
     counts: dict[str, int] = {}
     total = 0
-    relative_types = _relative_types(arch, w)
+    rel_types = relative_types(arch, w)
 
     for t in elf.reloc_tables:
         rows, nbulk = _bulk_rows(elf, t, image, lo, bias, writable, problems, counts,
-                                 relative_types)
+                                 rel_types)
         total += nbulk
         for i, off, rtype, sym, add in rows:
             rt = arch.relocs.get(rtype)
@@ -154,6 +156,7 @@ def _bulk_rows(elf: ElfFile, t: RelocTable, image: bytearray, lo: int, bias: int
         return (), 0
     nrel = 0
     if t.count >= BULK and relative_types:
+        import numpy as np  # large tables only
         types = np.asarray(t.types, dtype=np.int64)
         rel_mask = np.isin(types, list(relative_types))
         nrel = int(rel_mask.sum())
@@ -185,7 +188,7 @@ def _inside(ranges: list[tuple[int, int]], lo: int, hi: int) -> bool:
 _RELATIVE: dict[tuple[str, int], frozenset[int]] = {}
 
 
-def _relative_types(arch: Any, w: int) -> frozenset[int]:
+def relative_types(arch: Any, w: int) -> frozenset[int]:
     """Word-sized RELATIVE type numbers of an architecture (cached)."""
     key = (arch.name, w)
     r = _RELATIVE.get(key)
@@ -197,11 +200,11 @@ def _relative_types(arch: Any, w: int) -> frozenset[int]:
 
 def relative_name(arch: Any, w: int) -> str:
     """Name DT_RELR entries are counted under: the arch's word-sized RELATIVE."""
-    return arch.relocs[min(_relative_types(arch, w))].name
+    return arch.relocs[min(relative_types(arch, w))].name
 
 
 def _list(seq: Any) -> list:
-    return seq.tolist() if isinstance(seq, np.ndarray) else seq
+    return seq if isinstance(seq, list) else seq.tolist()    # a numpy array: large tables
 
 
 def _desc(elf: ElfFile, t: RelocTable, i: int, rt: object) -> str:
@@ -232,6 +235,7 @@ def store(image: bytearray, pos: int, width: int, check: Check, v: int, word: in
 
 
 def _place_ok(offs: np.ndarray, w: int, writable: list[tuple[int, int]]) -> np.ndarray:
+    import numpy as np  # large tables only
     ok = np.zeros(len(offs), dtype=bool)
     for a, b in writable:
         ok |= (offs >= a) & (offs + w <= b)
@@ -239,6 +243,7 @@ def _place_ok(offs: np.ndarray, w: int, writable: list[tuple[int, int]]) -> np.n
 
 
 def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) -> None:
+    import numpy as np  # large tables only
     dt = "<u8" if w == 8 else "<u4"
     if len(image) % w == 0 and not (pos % w).any():      # the usual case: aligned words
         np.frombuffer(image, dtype=dt)[pos // w] = values.astype(dt)
@@ -249,6 +254,7 @@ def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) 
 
 
 def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
+    import numpy as np  # large tables only
     dt = "<u8" if w == 8 else "<u4"
     if len(image) % w == 0 and not (pos % w).any():
         return np.frombuffer(image, dtype=dt)[pos // w]
@@ -260,6 +266,7 @@ def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
 def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image: bytearray,
                          lo: int, bias: int, w: int, writable: list[tuple[int, int]],
                          problems: list[str]) -> None:
+    import numpy as np  # large tables only
     offs = offs.astype(np.int64) if w == 4 else offs
     ok = _place_ok(offs.astype(np.int64), w, writable)
     if not ok.all():
@@ -291,6 +298,7 @@ def relr_offsets(raw: bytes, w: int) -> np.ndarray:
     bit ``b`` (from 1) marks ``base + (k*(8w-1) + b-1) * w``, where ``base``
     is the last address + w and ``k`` counts bitmaps since that address.
     """
+    import numpy as np  # large tables only
     if not raw:
         return np.zeros(0, dtype=np.int64)
     words = np.frombuffer(raw, dtype="<u8" if w == 8 else "<u4").astype(np.uint64)
@@ -316,6 +324,7 @@ def relr_offsets(raw: bytes, w: int) -> np.ndarray:
 
 def _apply_relr(t: RelocTable, image: bytearray, lo: int, bias: int, w: int,
                 writable: list[tuple[int, int]], problems: list[str]) -> int:
+    import numpy as np  # large tables only
     offs = relr_offsets(t.relr_raw, w)
     if not len(offs):
         return 0

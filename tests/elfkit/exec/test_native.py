@@ -259,3 +259,29 @@ print('survived', flush=True)
     assert "writing" in r.stdout
     assert "survived" not in r.stdout
     assert r.returncode != 0
+
+
+def test_a_reservation_starts_zeroed_after_a_release():
+    """Released reservations may be kept for the next one: it still starts
+    as zeros, read/write, as a fresh mapping does."""
+    m = elfkit.exec.create_machine(elfkit.arch.get(ARCH), "native")
+    try:
+        for _ in range(3):
+            base = m.reserve(3 * 4096, 4096)
+            assert m.read(base, 3 * 4096) == bytes(3 * 4096)
+            m.write(base, b"\xa5" * (3 * 4096))
+            m.release(base, 3 * 4096)
+    finally:
+        m.close()
+
+
+def test_a_closed_image_is_inaccessible(plugins):
+    """Touching a closed module's memory faults (SIGSEGV), also when its
+    pages are kept for a later load."""
+    code = ("import ctypes, sys, elfkit\n"
+            "m = elfkit.load(sys.argv[1]); a = m.exports['get_counter']; m.close()\n"
+            "print('closed', flush=True); ctypes.string_at(a, 1); print('read')\n")
+    r = subprocess.run([sys.executable, "-c", code, str(plugins.path("relocs", ARCH))],
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["closed"]
+    assert r.returncode == -11

@@ -1,0 +1,161 @@
+"""Load plans: what loading a plugin needs that depends on its bytes alone.
+
+Loading the same plugin again (load, close, load; or several instances)
+should not parse it again.  :func:`plan_for` keeps the parsed file, and
+what placing it computes once (layout, page protections, the relocations
+when they are all plain word-sized RELATIVE ones), for the last few files
+by content (PLAN_CACHE files of at most PLAN_MAX_FILE bytes, at most
+PLAN_CACHE_BYTES in all): the key is the file's bytes themselves (a copy;
+a ``bytes`` source is used as is), so a hit is always the same content,
+and the plan reads its own copy, never a buffer the caller may change.
+Only files that parse are remembered; a bad file is parsed (and refused,
+with the same error) every time.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..arch import Arch, Check, Formula
+from . import _tags as T
+from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
+from .relocate import BULK, relative_types
+
+__all__ = ["LoadPlan", "plan_for", "PLAN_CACHE", "PLAN_CACHE_BYTES", "PLAN_MAX_FILE"]
+
+#: how many plans are kept (least recently used first out), and how many
+#: bytes of files they may hold in all
+PLAN_CACHE = 16
+PLAN_CACHE_BYTES = 16 << 20
+#: larger files get a plan of their own each load
+PLAN_MAX_FILE = 4 << 20
+
+
+class LoadPlan:
+    """A parsed plugin and what placing it computes once.
+
+    ``layout``, ``protections`` and ``relative`` are filled by the first
+    load that gets that far (``loader/image.py``); a step that fails leaves
+    them unset, so the next load fails the same way, at the same point."""
+
+    __slots__ = ("elf", "layout", "protections", "relative", "exports", "funcs")
+
+    def __init__(self, elf: ElfFile):
+        self.elf = elf
+        #: (page size, image.Layout) of the last placement
+        self.layout: tuple[int, Any] | None = None
+        #: (page size, protection runs, RELRO ranges, protect calls without
+        #: deferred relocations) as image.py computes them
+        self.protections: tuple[int, list[tuple[int, int, int]], list[tuple[int, int]],
+                                list[tuple[int, int, int]]] | None = None
+        #: the whole relocation work when every relocation is a word-sized
+        #: RELATIVE into a writable segment: (image offsets, addends, counts
+        #: by type name); False: use the
+        #: general path; None: not worked out yet
+        self.relative: tuple[list[int], list[int], dict[str, int]] | bool | None = None
+        #: exported name -> (value, absolute), in Module.exports order; None
+        #: when an export is an IFUNC (its resolver must run at each load)
+        self.exports, self.funcs = export_table(elf)
+
+
+_plans: dict[tuple[bytes, Limits | None, str | None], LoadPlan] = {}
+_lock = threading.Lock()
+_held = [0]          # bytes of the files the kept plans hold
+
+
+def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
+             expect_arch: Arch | None = None) -> LoadPlan:
+    """The plan of the file ``data`` (parsed now, or remembered from an
+    earlier load of the same bytes with the same limits and architecture)."""
+    if data.nbytes > PLAN_MAX_FILE:
+        return LoadPlan(parse(data, limits=limits, expect_arch=expect_arch))
+    obj = data.obj
+    raw = obj if (type(obj) is bytes and len(obj) == data.nbytes and data.c_contiguous) \
+        else bytes(data)
+    key = (raw, None if limits is DEFAULT_LIMITS else limits,
+           expect_arch.name if expect_arch is not None else None)
+    with _lock:
+        plan = _plans.pop(key, None)
+        if plan is not None:
+            _plans[key] = plan          # most recently used last
+            return plan
+    plan = LoadPlan(parse(memoryview(raw), limits=limits, expect_arch=expect_arch))
+    with _lock:
+        old = _plans.pop(key, None)          # another thread's plan of the same file
+        _held[0] += len(raw) - (len(old.elf.data) if old is not None else 0)
+        _plans[key] = plan
+        while len(_plans) > PLAN_CACHE or _held[0] > PLAN_CACHE_BYTES:
+            _held[0] -= len(_plans.pop(next(iter(_plans))).elf.data)
+    return plan
+
+
+def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
+                                        list[tuple[int, int, str]]]:
+    """What ``Module.exports`` and its function list are at load bias 0:
+    ``{name: (value, absolute)}`` (None when an export is an IFUNC, whose
+    address its resolver gives at each load) and the sorted
+    ``(link-time address, size, name)`` of the functions and data."""
+    exports: dict[str, tuple[int, bool]] | None = {}
+    for s in elf.symbols[1:]:
+        if not s.defined or s.bind not in (T.STB_GLOBAL, T.STB_WEAK, 10) or not s.name:
+            continue
+        if s.visibility not in (T.STV_DEFAULT, T.STV_PROTECTED):
+            continue
+        if s.type in (T.STT_SECTION, T.STT_FILE):
+            continue
+        if s.type == T.STT_GNU_IFUNC:
+            exports = None
+            break
+        assert exports is not None
+        entry = (s.value, s.absolute)
+        if s.name not in exports or s.bind == T.STB_GLOBAL:
+            exports[s.name] = entry
+        if s.version and not s.version_hidden:
+            exports.setdefault(f"{s.name}@{s.version}", entry)
+    mode_bit = elf.arch.func_mode_bit     # arm: bit 0 marks Thumb code, not an address
+    funcs = []
+    for s in elf.symbols[1:]:
+        if s.defined and s.name and s.type in (T.STT_FUNC, T.STT_GNU_IFUNC, T.STT_NOTYPE,
+                                               T.STT_OBJECT):
+            v = s.value & ~1 if mode_bit and s.type == T.STT_FUNC else s.value
+            funcs.append((v, max(s.size, 1), s.name))
+    funcs.sort()
+    return exports, funcs
+
+
+def plain_relative(elf: ElfFile, lo: int,
+                   image: bytearray) -> tuple[list[int], list[int], dict[str, int]] | None:
+    """``(image offsets, addends, counts by type name)`` when every
+    relocation of ``elf`` is a word-sized RELATIVE without a symbol whose
+    place is inside a writable segment, in small tables (what the general
+    path would apply one by one, with nothing to check per load); else
+    None.  Implicit addends are read from ``image`` (the unrelocated image
+    at link-time addresses starting at ``lo``)."""
+    arch = elf.arch
+    w = elf.word
+    relative = relative_types(arch, w)
+    writable = [(s.vaddr, s.vaddr + s.memsz) for s in elf.loads if s.flags & T.PF_W]
+    positions: list[int] = []
+    addends: list[int] = []
+    counts: dict[str, int] = {}
+    for t in elf.reloc_tables:
+        if t.tag == "DT_RELR" or t.count >= BULK:
+            return None
+        if not t.count:
+            continue
+        adds = t.addends if t.explicit_addend else None
+        for i, (off, rtype, sym) in enumerate(zip(t.offsets, t.types, t.syms)):
+            rt = arch.relocs.get(rtype)
+            if (rtype not in relative or rt is None or sym
+                    or (rt.width != 64 and rt.check is not Check.WRAP)
+                    or rt.formula is not Formula.RELATIVE
+                    or not any(a <= off and off + w <= b for a, b in writable)):
+                return None
+            pos = off - lo
+            positions.append(pos)
+            addends.append(adds[i] if adds is not None
+                           else int.from_bytes(image[pos:pos + w], "little"))
+            counts[rt.name] = counts.get(rt.name, 0) + 1
+        if not t.explicit_addend and len(set(positions)) != len(positions):
+            return None    # a place relocated twice: the second reads what the first wrote
+    return positions, addends, counts
