@@ -27,6 +27,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,9 @@ def dispatch_cost(cfg: Config) -> dict[str, Any]:
             ours = stack.enter_context(vmrt.load(vmfb))["chain"]
             peer = rt.load_vm_flatbuffer_file(str(vmfb), driver="local-sync")["chain"]
             np.testing.assert_allclose(ours(x), np.asarray(peer(x)), rtol=1e-6)
-            number = calibrate(lambda f=ours: f(x), cfg.target)
-            samplers[f"vmrt/{n}"] = in_process(lambda f=ours: f(x), number)
-            samplers[f"iree/{n}"] = in_process(lambda f=peer: f(x), number)
+            number = calibrate(partial(ours, x), cfg.target)
+            samplers[f"vmrt/{n}"] = in_process(partial(ours, x), number)
+            samplers[f"iree/{n}"] = in_process(partial(peer, x), number)
         med = round_robin(samplers, cfg.repeat)
     counts = list(DISPATCH_COUNTS)
     out: dict[str, Any] = {"dispatches": counts}
@@ -197,8 +198,8 @@ def native_scaling(cfg: Config) -> dict[str, Any]:
     import iree.runtime as rt
     vmfb = matmul_vmfb(cfg.work)
     with matmul_programs(vmfb) as (fns, (a, b), ref), ExitStack() as stack:
-        number = calibrate(lambda: fns["sync"](a, b), cfg.target)
-        samplers = {f"vmrt/{k}": in_process(lambda f=f: f(a, b), number)
+        number = calibrate(partial(fns["sync"], a, b), cfg.target)
+        samplers = {f"vmrt/{k}": in_process(partial(f, a, b), number)
                     for k, f in fns.items()}
         sync = rt.load_vm_flatbuffer_file(str(vmfb), driver="local-sync")["matmul"]
         if sync(a, b).to_host().tobytes() != ref:
@@ -221,7 +222,7 @@ def emulated_scaling(cfg: Config) -> dict[str, Any]:
     """Row 12b's aarch64 matmul through vmrt: local-sync and 1-4 workers."""
     vmfb = cpu_vmfb(cfg.work, "matmul512_aarch64", MATMUL_MLIR, triple="aarch64-linux-gnu")
     with matmul_programs(vmfb) as (fns, (a, b), _):
-        med = round_robin({k: in_process(lambda f=f: f(a, b), 1) for k, f in fns.items()},
+        med = round_robin({k: in_process(partial(f, a, b), 1) for k, f in fns.items()},
                           3 if cfg.quick else 5)
     return {"vmrt": {"sync_s": med["sync"], "task_s": [med[str(w)] for w in WORKER_COUNTS]}}
 
@@ -261,9 +262,14 @@ def speedups(side: dict[str, Any]) -> list[float]:
     return [side["sync_s"] / t for t in side["task_s"]]
 
 
+def signed_time(s: float) -> str:
+    """fmt_time for a fitted value, which noise can make negative."""
+    return ("-" if s < 0 else "") + fmt_time(abs(s))
+
+
 def slope_label(name: str, side: dict[str, Any]) -> str:
-    return (f"{name}: {fmt_time(side['slope_s'])}/dispatch + "
-            f"{fmt_time(side['intercept_s'])}/call")
+    return (f"{name}: {signed_time(side['slope_s'])}/dispatch, "
+            f"{signed_time(side['intercept_s'])}/call")
 
 
 def dispatch_table(d: dict[str, Any]) -> list[list[str]]:
@@ -272,8 +278,8 @@ def dispatch_table(d: dict[str, Any]) -> list[list[str]]:
              "per call (intercept)"]]
     for side, name in (("vmrt", "vmrt.load"), ("iree", "iree.runtime")):
         s = d[side]
-        rows.append([name, *(fmt_time(t) for t in s["per_call_s"]), fmt_time(s["slope_s"]),
-                     fmt_time(s["intercept_s"])])
+        rows.append([name, *(fmt_time(t) for t in s["per_call_s"]), signed_time(s["slope_s"]),
+                     signed_time(s["intercept_s"])])
     return rows
 
 
@@ -366,17 +372,18 @@ def _image(png: Path, md_path: Path, alt: str) -> list[str]:
 def draw(data: dict[str, Any], plot_dir: Path) -> list[str]:
     """Draw both plots into ``plot_dir``; one line per plot saying where it
     went or why it was skipped (a stale image of a skipped plot is removed)."""
+    plt: Any = None
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        plt = None
+        pass
     said = []
     for key, name, fn in (("dispatch", DISPATCH_PNG, draw_dispatch),
                           ("scaling", SCALING_PNG, draw_scaling)):
         path = plot_dir / name
-        d = data.get(key)
+        d: Any = data.get(key)
         why = ("matplotlib is not installed (pip install -e '.[bench]')" if plt is None
                else "not measured" if d is None else d.get("error"))
         if why:
