@@ -274,8 +274,8 @@ def slope_label(name: str, side: dict[str, Any]) -> str:
 
 def dispatch_table(d: dict[str, Any]) -> list[list[str]]:
     """Header and rows: time per call at each dispatch count, and the fit."""
-    rows = [["", *(f"{n} dispatches" for n in d["dispatches"]), "per dispatch (slope)",
-             "per call (intercept)"]]
+    rows = [["", *(f"{n} dispatch" + ("es" if n > 1 else "") for n in d["dispatches"]),
+             "per dispatch (slope)", "per call (intercept)"]]
     for side, name in (("vmrt", "vmrt.load"), ("iree", "iree.runtime")):
         s = d[side]
         rows.append([name, *(fmt_time(t) for t in s["per_call_s"]), signed_time(s["slope_s"]),
@@ -327,36 +327,45 @@ def markdown_lines(data: dict[str, Any], plot_dir: str | None, md_path: Path) ->
     """The results page's sections for both plots: image, caption, numbers
     (none without ``--plot-dir``)."""
     out: list[str] = []
-    if not plot_dir:
-        return out
-    d = data.get("dispatch")
-    if d is not None:
-        out += ["## Per-dispatch cost", ""]
-        out += _image(Path(plot_dir, DISPATCH_PNG), md_path, "time per call vs dispatches")
-        out += ["*Time per call of an x86_64 program of N small elementwise dispatches "
-                "(16 floats each, local-sync) against N, vmrt.load vs iree.runtime, medians of "
-                "interleaved samples, with least-squares lines: the slope is the cost of one "
-                "more dispatch, the intercept the fixed cost of a call.*", ""]
-        if "error" in d:
-            out += [f"Not measured: {d['error']}", ""]
-        else:
-            ratio = d["vmrt"]["slope_s"] / d["iree"]["slope_s"]
-            out += md_table(dispatch_table(d)) + [
-                "", f"Per dispatch vmrt costs {ratio:.1f}× iree.runtime (ratio of the slopes; "
-                "row 11 divides a whole 50-dispatch call, so it also carries 1/50 of the "
-                "per-call cost).", ""]
-    s = data.get("scaling")
-    if s is not None:
-        out += ["## Local-task scaling", ""]
-        out += _image(Path(plot_dir, SCALING_PNG), md_path, "local-task scaling")
-        out += ["*Speed-up of local-task over the same runtime's local-sync (left) and time "
-                "per call (right) of the 512x512 f32 matmul against the number of worker "
-                f"threads on this {s.get('cores', '?')}-core machine: x86_64 through vmrt.load "
-                "and iree.runtime (`--task_topology_group_count=N`), aarch64 emulated through "
-                "vmrt.load; results bit-identical to local-sync.*", ""]
-        out += ([f"Not measured: {s['error']}", ""] if "error" in s
-                else md_table(scaling_table(s)) + [""])
+    for key, title, png, caption, body in SECTIONS if plot_dir else ():
+        d = data.get(key)
+        if d is None:
+            continue
+        out += [f"## {title}", ""] + _image(Path(plot_dir or "", png), md_path, title.lower())
+        out += [f"*{caption(d)}*", ""]
+        out += [f"Not measured: {d['error']}", ""] if "error" in d else body(d)
     return out
+
+
+def _dispatch_caption(d: dict[str, Any]) -> str:
+    return ("Time per call of an x86_64 program of N small elementwise dispatches (16 floats "
+            "each, local-sync) against N, vmrt.load vs iree.runtime, medians of interleaved "
+            "samples, with least-squares lines: the slope is the cost of one more dispatch, "
+            "the intercept the fixed cost of a call.")
+
+
+def _dispatch_text(d: dict[str, Any]) -> list[str]:
+    ratio = d["vmrt"]["slope_s"] / d["iree"]["slope_s"]
+    return md_table(dispatch_table(d)) + [
+        "", f"Per dispatch vmrt costs {ratio:.1f}× iree.runtime (ratio of the slopes; row 11 "
+        "divides a whole 50-dispatch call, so it also carries 1/50 of the per-call cost).", ""]
+
+
+def _scaling_caption(s: dict[str, Any]) -> str:
+    return ("Speed-up of local-task over the same runtime's local-sync (left) and time per "
+            "call (right) of the 512x512 f32 matmul against the number of worker threads on "
+            f"this {s.get('cores', '?')}-core machine: x86_64 through vmrt.load and "
+            "iree.runtime (`--task_topology_group_count=N`), aarch64 emulated through "
+            "vmrt.load; results bit-identical to local-sync.")
+
+
+#: the results page's plot sections: data key, title, image, caption, numbers
+SECTIONS: tuple[tuple[str, str, str, Callable[[dict[str, Any]], str],
+                      Callable[[dict[str, Any]], list[str]]], ...] = (
+    ("dispatch", "Per-dispatch cost", DISPATCH_PNG, _dispatch_caption, _dispatch_text),
+    ("scaling", "Local-task scaling", SCALING_PNG, _scaling_caption,
+     lambda s: md_table(scaling_table(s)) + [""]),
+)
 
 
 def _image(png: Path, md_path: Path, alt: str) -> list[str]:
