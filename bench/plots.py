@@ -107,7 +107,7 @@ def dispatch_cost(cfg: Config) -> dict[str, Any]:
 #: prints the result's sha256, then for each line "k" on stdin the seconds
 #: of k back-to-back calls
 IREE_CHILD = """\
-import hashlib, sys, time
+import gc, hashlib, sys, time
 import numpy as np
 import iree.runtime as rt
 path, workers, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -116,6 +116,7 @@ fn = rt.load_vm_flatbuffer_file(path, driver="local-task")["matmul"]
 rng = np.random.default_rng(0)
 a, b = (rng.standard_normal((n, n), np.float32) for _ in range(2))
 print(hashlib.sha256(fn(a, b).to_host().tobytes()).hexdigest(), flush=True)
+gc.disable()                # as the in-process samples run
 for line in sys.stdin:
     k = int(line)
     t = time.perf_counter()
