@@ -219,7 +219,7 @@ def interpreter(cfg: Config) -> list[Row]:
 CHAIN_DISPATCHES = 50
 
 
-def _chain_mlir(n: int) -> str:
+def chain_mlir(n: int) -> str:
     """``n`` small elementwise dispatches kept apart by optimization barriers."""
     lines = ["func.func @chain(%x: tensor<16xf32>) -> tensor<16xf32> {",
              "  %c = arith.constant dense<1.5> : tensor<16xf32>"]
@@ -255,8 +255,10 @@ def cpu_vmfb(work: Path, name: str, text: str, triple: str = "x86_64-pc-linux-el
     return out
 
 
-def _chain_vmfb(work: Path) -> Path:
-    return cpu_vmfb(work, "chain", _chain_mlir(CHAIN_DISPATCHES))
+def chain_vmfb(work: Path, n: int = CHAIN_DISPATCHES) -> Path:
+    """The chain program of ``n`` dispatches (row 11's has 50; the
+    per-dispatch plot uses several)."""
+    return cpu_vmfb(work, "chain" if n == CHAIN_DISPATCHES else f"chain{n}", chain_mlir(n))
 
 
 def load_api(cfg: Config) -> list[Row]:
@@ -269,7 +271,7 @@ def load_api(cfg: Config) -> list[Row]:
         import numpy as np
 
         import vmrt
-        vmfb = _chain_vmfb(cfg.work)
+        vmfb = chain_vmfb(cfg.work)
     except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
         return [na_row("11", name, goal, str(e).splitlines()[0])]
     x = np.arange(16, dtype=np.float32)

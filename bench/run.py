@@ -4,6 +4,7 @@
     python -m bench --quick              # ~1 minute smoke run (N=5, small inputs)
     python -m bench --json results.json  # also save every number
     python -m bench --plot docs/benchmarks_relocs.png   # load time vs relocations
+    python -m bench --plot-dir docs     # + per-dispatch cost and local-task scaling plots
     python -m bench --markdown docs/benchmarks.md       # write the results page
     python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import _build
+from . import _build, plots
 from ._timing import REPO, Config, Row, na_row
 
 #: measure number -> (title, function(cfg) -> rows).  Filled below.
@@ -445,7 +446,8 @@ def plot(series: dict[str, dict[int, float]], path: Path) -> str | None:
 
 
 def markdown(rows: list[Row], info: dict, cfg: Config, command: str, elapsed: float,
-             plot_path: Path | None, md_path: Path) -> str:
+             plot_path: Path | None, md_path: Path,
+             plot_sections: list[str] | None = None) -> str:
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
@@ -502,6 +504,7 @@ def markdown(rows: list[Row], info: dict, cfg: Config, command: str, elapsed: fl
               "one dynamic relocation (RELATIVE, or R_X86_64_64 against an exported symbol), "
               "assembled with `python -m ziglang cc` and linked with `ld.lld -shared -z now`.",
               ""]
+    lines += plot_sections or []
     hist = _history_lines()
     if hist:
         lines += ["## Trend: vmrt interpreter vs iree-run-module (measure 10)", "",
@@ -596,6 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="write all results (and raw numbers) as JSON")
     ap.add_argument("--plot", metavar="FILE.png", help="plot load time vs relocations "
                     "(needs matplotlib; skipped with a message when it is missing)")
+    ap.add_argument("--plot-dir", metavar="DIR", help="also measure and draw the per-dispatch "
+                    "cost and local-task scaling plots into DIR (bench/plots.py; ~1 min more; "
+                    "their numbers go to the terminal, --json and --markdown)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
     ap.add_argument("--only", metavar="N,N", help="run only these measures (1-15)")
@@ -635,11 +641,13 @@ def main(argv: list[str] | None = None) -> int:
     if plot_path is not None:
         why = plot(_SERIES, plot_path)
         print(f"\nplot: {plot_path}" if why is None else f"\nplot skipped: {why}")
+    plot_data = plots.run(cfg, args.plot_dir)
     date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     result = {"date": date, "command": command, "quick": cfg.quick, "repeat": cfg.repeat,
               "elapsed_s": elapsed, "machine": info, "rows": [r.to_dict() for r in rows],
               "relocation_series": {k: {str(n): t for n, t in v.items()}
-                                    for k, v in _SERIES.items()}}
+                                    for k, v in _SERIES.items()},
+              "plots": plot_data}
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     if not cfg.quick and not args.no_history and not only:
@@ -651,5 +659,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         md = Path(args.markdown)
         md.parent.mkdir(parents=True, exist_ok=True)
-        md.write_text(markdown(rows, info, cfg, command, elapsed, plot_path, md))
+        md.write_text(markdown(rows, info, cfg, command, elapsed, plot_path, md,
+                               plots.markdown_lines(plot_data, args.plot_dir, md)))
     return 0

@@ -113,7 +113,8 @@ class CommandBuffer(RefObject):
         self.modes = modes
         self.categories = categories
         self.binding_capacity = binding_capacity
-        #: host threads a dispatch's workgroups run on (the device's)
+        #: host threads a dispatch's workgroups run on: the device's, read again
+        #: at the first submission (when the native dispatches are prepared)
         self.threads = getattr(device, "dispatch_threads", 1)
         self.commands: list[Any] = []
         self.finalized = False
@@ -163,6 +164,7 @@ class CommandBuffer(RefObject):
         if not isinstance(cmd, Dispatch):
             return what, (), None
         labels = tuple(f"{what} binding {k}" for k in range(len(cmd.bindings)))
+        self.threads = getattr(self.device, "dispatch_threads", 1)
         return what, labels, prepare_dispatch(cmd, self.device)
 
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,

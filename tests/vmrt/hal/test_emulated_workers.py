@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.hal.local.device import Device
+from vmrt.hal.local.device import Device, task_workers
 from vmrt.hal.local.emulated_workers import EmulatedWorkers
 
 from .test_local_task import _two_threads
@@ -201,7 +201,7 @@ def test_traced_machine_keeps_one_thread(iree, emulation, tmp_path):
 
 CTRL_C_CHILD = """
 import os, signal, threading, numpy as np, vmrt
-from vmrt.hal.local.device import Device
+from vmrt.hal.local.device import Device, task_workers
 init = Device.__init__
 def two(self, *a, **k):
     init(self, *a, **k)
@@ -294,3 +294,28 @@ def test_cancel_from_another_thread_stops_every_worker(iree, emulation, monkeypa
         assert not out.any()
         exe.dispatch("saxpy", 2, [x[:64], x[:64], out[:64]], [1.0, *_index(64)], threads=2)
         assert (out[:64] == 2).all()
+
+
+def test_worker_count_read_at_first_submission(hal_compile, emulation, monkeypatch):
+    """The program's command buffer is recorded in ``__init`` (memoized), yet
+    its emulated dispatches use the device's ``dispatch_threads`` as set
+    before the first call, like its native (prepared) dispatches do."""
+    used: list[int] = []
+    orig = EmulatedWorkers.dispatch
+
+    def spy(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline, **kwargs):
+        used.append(threads)
+        return orig(self, exp, wc, ws3, arrays, cbytes, threads, where, deadline, **kwargs)
+    monkeypatch.setattr(EmulatedWorkers, "dispatch", spy)
+    vmfb = hal_compile("task_matmul.mlir", "aarch64")
+    args = _inputs("scale")
+    wanted = task_workers() + 1              # never the count the device started with
+    with vmrt.load(vmfb, device="local-task") as prog:
+        ctx = prog.context
+        devices = [d for m in ctx.modules for d in getattr(ctx.state_of(m), "devices", ())]
+        assert devices
+        for d in devices:
+            d.dispatch_threads = wanted
+        task = prog["scale"](*args)
+    assert used and set(used) == {wanted}
+    assert task.tobytes() == _run(vmfb, "local-sync", "scale", *args).tobytes()
