@@ -94,8 +94,10 @@ class NativeDispatch:
         """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
         if self.exe.closed:
             self.exe.check_open()
-        mine = getattr(self.local, "mine", None) or self._block()
-        block, ds, _recs, ws = mine
+        try:
+            block, ds, _recs, ws = self.local.mine
+        except AttributeError:
+            block, ds, _recs, ws = self._block()
         self.pack(block, self.b_off, *ptrs, *sizes)
         limits = current_limits()       # a cancel is checked between workgroups
         if self.threads == 1:
@@ -122,11 +124,10 @@ class NativeDispatch:
         k = start - 1
         try:
             for k in range(start, end):  # k names the failing workgroup
-                if deadline is None and limits is None:
-                    r = fn(env, ds, ws + k * size)
-                else:
+                if deadline is not None or limits is not None and (
+                        limits.cancelled or limits.parent is not None):
                     before_workgroup(self.where, deadline, limits)
-                    r = int(fn(env, ds, ws + k * size))
+                r = fn(env, ds, ws + k * size)
                 if r:
                     break
             else:
