@@ -26,9 +26,9 @@ Observer = Callable[["ObservedDispatch"], None]
 _OBSERVER: ContextVar[Observer | None] = ContextVar("vmrt_dispatch_observer", default=None)
 
 
-def current_observer() -> Observer | None:
-    """The observer of the calling thread, or None."""
-    return _OBSERVER.get()
+#: ``current_observer()``: the observer of the calling thread, or None (the
+#: variable's own getter: no Python frame per submission)
+current_observer: Callable[[], Observer | None] = _OBSERVER.get
 
 
 @contextmanager
