@@ -9,7 +9,11 @@ supplies the buffer and a base offset the command's offset is added to.
 Dispatches go to :meth:`vmrt.Executable.dispatch`.  Bindings are numpy views
 of the buffers; a buffer whose address is not 64-byte aligned (a caller's
 input array, say) is staged through an aligned copy for the dispatch, once per
-buffer so that aliasing bindings still alias.
+buffer so that aliasing bindings still alias.  A native dispatch is prepared
+at its first submission (:meth:`vmrt.Executable.prepare`); when every command
+has a prepared form and nothing watches, a submission runs one
+:func:`dispatch_runner` per command, which resolves the bindings of the
+common case inline and leaves everything else to :func:`run_dispatch`.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
