@@ -100,6 +100,19 @@ class NativeDispatch:
             block, ds, _recs, ws = self._block()
         self.pack(block, self.b_off, *ptrs, *sizes)
         limits = current_limits()       # a cancel is checked between workgroups
+        if self.total == 1:             # run_range(ds, ws, 0, 1, ...) in this frame
+            if deadline is not None or limits is not None and (
+                    limits.cancelled or limits.parent is not None):
+                before_workgroup(self.where, deadline, limits)
+            try:
+                r = self.fn(self.env, ds, ws)
+            except VmError:
+                raise
+            except Exception as exc:
+                raise self._failure(0, exc) from exc
+            if r:
+                raise self._failure(0, r)
+            return
         if self.threads == 1:
             self.run_range(ds, ws, 0, self.total, deadline, limits)
             return
@@ -135,11 +148,18 @@ class NativeDispatch:
         except VmError:
             raise
         except Exception as e:
-            raise DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
-                                f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
+            raise self._failure(k, e) from e
         if r:
-            raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
-                                f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
+            raise self._failure(k, r)
+
+    def _failure(self, k: int, cause: Exception | int) -> DispatchError:
+        """The error of workgroup ``k`` that raised ``cause`` or returned it
+        (a nonzero status)."""
+        if isinstance(cause, int):
+            return DispatchError(f"{self.where} returned catastrophic error {cause} in workgroup "
+                                 f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
+        return DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
+                             f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
 __all__ = ["NativeDispatch", "worker_pool"]
