@@ -70,13 +70,14 @@ WHY = {
           "the native call, which iree.runtime does in C. The generated code calls the "
           "single-frame hal callers (vmrt.modules.hal.fast) with positional arguments (no "
           "argument list per import), a memoized command buffer runs one runner per prepared "
-          "dispatch that resolves its bindings inline, and the workgroup loop checks cancel "
-          "and deadline inline. Measured by parts (timeit, quiet moments): the submission "
-          "(fast caller, execute, binding resolution, prepared run) ~1.9 µs of which the "
-          "ctypes call itself ~0.34 µs and elfkit's call guard ~0.14 µs; the allocation "
-          "~1.0 µs (new_buffer 0.8 µs: np.frombuffer + HalBuffer); the generated VM code with "
-          "its five calls ~0.8 µs; the fences ~0.25 µs. What remains is CPython's cost per "
-          "call and per object.",
+          "dispatch that resolves its bindings inline, and a one-workgroup dispatch runs in "
+          "the prepared run's frame with cancel and deadline checked inline. Measured by parts "
+          "(timeit, quiet machine, per dispatch of ~4.1 µs): the submission (fast caller, "
+          "execute, binding resolution, prepared run) ~2.1 µs, of which the ctypes call itself "
+          "~0.35 µs (u64 arguments; c_void_p ones would take ~0.2) and elfkit's call guard "
+          "~0.15 µs; the allocation ~0.9 µs (new_buffer ~0.8 µs: np.frombuffer over a slab "
+          "and the HalBuffer); the generated VM code with its five calls ~0.8 µs; the fences "
+          "~0.2 µs. What remains is CPython's cost per call and per object.",
     "13a": "per call: the input copied into an aligned buffer view, 15 hal imports and one "
            "submission of the model's dispatches, the output copied out; each import and "
            "dispatch costs what row 11 shows, where iree.runtime spends microseconds of C.",
