@@ -8,7 +8,7 @@ thread's command buffers execute is handed to ``observer(obs)`` as an
 workgroups itself).  The observer is per thread (a context variable), so two
 programs on two threads can be watched by two observers; other threads are
 unaffected, and with no observer a command buffer pays one lookup per
-dispatch.
+submission.
 """
 from __future__ import annotations
 
