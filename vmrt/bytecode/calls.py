@@ -1,9 +1,11 @@
 """Import calls of translated code, specialised once per context link.
 
 When a context binds import ``k`` of a bytecode module, :func:`import_caller`
-makes the one callable the generated code calls for it (``CI[k]([args])``):
-the target's direct caller (:meth:`vmrt.Module.caller`; a native export's
-checks and result packing precomputed) followed by the conversion of its
+makes the one callable the generated code calls for it with the import's
+arguments (``CI[k](a, b, [c, d])``; a variadic span is one list): the
+target's converting caller (:meth:`vmrt.Module.converting_caller`; a
+native export's checks and result packing precomputed) or its direct
+caller (:meth:`vmrt.Module.caller`) followed by the conversion of its
 results to the import's cconv result codes, with a fast path for the
 common shapes (no result, one ref, one integer).  Errors are those of the
 generic path (:func:`vmrt.bytecode.runtime.callimp_variadic`): ``NOT_FOUND`` for an
@@ -13,17 +15,18 @@ unresolved optional import, ``INTERNAL`` for a wrong result count, every
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.module import BoundFunction, cconv_fragments
 from ..vm.values import result_converter
 
-Caller = Callable[[list], tuple]
+Caller = Callable[..., tuple]
 
 
 def unresolved(full_name: str, k: int) -> Caller:
     """The caller of an optional import no module provides."""
-    def call(args: list) -> tuple:
+    def call(*args: Any) -> tuple:
         raise InvocationError(f"optional import `{full_name}` (ordinal {k}) not resolved",
                       StatusCode.NOT_FOUND)
     return call
@@ -39,9 +42,9 @@ def import_caller(bound: BoundFunction | None, codes: str, full_name: str, k: in
     target = bound.caller()
     convert = result_converter(codes, bound.name)
 
-    def call(args: list) -> tuple:
+    def call(*args: Any) -> tuple:
         try:
-            res = target(args)
+            res = target(list(args))
         except VmError as e:
             e.annotate("while calling import")
             raise

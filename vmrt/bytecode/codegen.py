@@ -460,13 +460,13 @@ class FunctionTranslator(ControlFlow):
                 if plan is None:        # the generic path reports what does not add up
                     return [f"{ind}{self._results(results)}callimp_variadic(state, {k}, "
                             f"{segs!r}, [{', '.join(regs)}])"]
-                return [f"{ind}{self._results(results)}CI[{k}]([{_grouped(plan, regs)}])"]
+                return [f"{ind}{self._results(results)}CI[{k}]({_grouped(plan, regs)})"]
             if "C" in a_codes:
                 raise self.fail(ins, "call to a variadic import without segment sizes")
             if cconv:
                 self.check_regs(ins, args, a_codes, "argument")
                 self.check_regs(ins, results, r_codes, "result")
-            return [f"{ind}{self._results(results)}CI[{k}]([{', '.join(regs)}])"]
+            return [f"{ind}{self._results(results)}CI[{k}]({', '.join(regs)})"]
         if segments is not None:
             raise self.fail(ins, "variadic calls only supported for import callees")
         if callee >= self.mod.n_functions:
@@ -516,8 +516,8 @@ for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
 
 
 def _grouped(plan: list[tuple[int, int]], regs: list[str]) -> str:
-    """The argument list of a variadic import call: each span a list (of
-    tuples when its groups hold more than one register)."""
+    """The arguments of a variadic import call: each span a list (of tuples
+    when its groups hold more than one register)."""
     out: list[str] = []
     pos = 0
     for n, count in plan:

@@ -253,8 +253,8 @@ class BytecodeModule(Module):
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:
     """``call`` writing a trace line with the results when a native module's
     function returns (the caller's ``vm.call`` line shows the arguments)."""
-    def traced(args: list) -> tuple:
-        res = call(args)
+    def traced(*args: Any) -> tuple:
+        res = call(*args)
         write(f"[{name}]    <native> returned ({', '.join(map(list_value, res))})\n")
         return res
     return traced

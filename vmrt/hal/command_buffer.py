@@ -10,7 +10,11 @@ Dispatches go to a prepared native dispatch (binding addresses) or to
 :meth:`vmrt.Executable.dispatch` (``HostBytes`` ranges of the buffers); a buffer whose
 address is not 64-byte aligned (a caller's input array, say) is staged through
 an aligned copy for the dispatch, once per buffer so that aliasing bindings
-still alias.
+still alias.  A native dispatch is prepared at its first submission
+(:meth:`vmrt.Executable.prepare`); when every command has a prepared form and
+nothing watches, a submission runs one :func:`dispatch_runner` per command,
+which resolves the bindings of the common case inline and leaves everything
+else to :func:`run_dispatch`.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -122,6 +126,9 @@ class CommandBuffer(RefObject):
         #: per command, made at its first submission: its label in errors and,
         #: for a dispatch, its bindings' labels and its NativeDispatch (or None)
         self._plans: list[tuple[str, tuple[str, ...], Any]] = []
+        #: when every command is a prepared dispatch: one runner per command
+        #: for submissions nothing watches (made at the first one), else ()
+        self._runners: tuple[Any, ...] | None = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -167,6 +174,17 @@ class CommandBuffer(RefObject):
         self.threads = getattr(self.device, "dispatch_threads", 1)
         return what, labels, prepare_dispatch(cmd, self.device)
 
+    def _make_runners(self) -> tuple[Any, ...]:
+        """:func:`dispatch_runner` of each command when all are dispatches
+        with a prepared form, else ()."""
+        plans = self._plans
+        for i in range(len(plans), len(self.commands)):
+            plans.append(self._plan(i, self.commands[i]))
+        if not plans or any(prepared is None for _w, _l, prepared in plans):
+            return ()
+        return tuple(dispatch_runner(cmd, what, prepared, labels, self.threads)
+                     for cmd, (what, labels, prepared) in zip(self.commands, plans))
+
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,
                 deadline: float | None = None) -> None:
         """Run the recorded commands; dispatches stop at ``deadline``
@@ -178,10 +196,18 @@ class CommandBuffer(RefObject):
             raise HalError("one-shot command buffer submitted twice",
                           StatusCode.FAILED_PRECONDITION)
         self.submitted += 1
-        plans = self._plans
         # what watches this submission's dispatches, looked up once
         stats = getattr(self.device, "statistics", None)
         observer = current_observer()
+        if stats is None and observer is None:
+            runners = self._runners
+            if runners is None:
+                runners = self._runners = self._make_runners()
+            if runners:
+                for run in runners:
+                    run(table, deadline)
+                return
+        plans = self._plans
         for i, cmd in enumerate(self.commands):
             if i == len(plans):
                 plans.append(self._plan(i, cmd))
@@ -256,6 +282,49 @@ def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
         return None
     return prepare(cmd.ordinal, cmd.workgroups, list(cmd.constants), len(cmd.bindings),
                    threads=getattr(device, "dispatch_threads", 1))
+
+
+def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str],
+                    threads: int) -> Any:
+    """``runner(table, deadline)``: :func:`run_dispatch` of a recorded
+    dispatch with a prepared form, with the common case inline: every
+    binding a range of fixed length inside its table entry (or buffer) of
+    an aligned buffer.  Anything else goes to run_dispatch, which stages it
+    or reports what is wrong."""
+    refs = cmd.bindings
+
+    def checked(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
+        run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
+    if not all(b.slot >= 0 and b.offset >= 0 and b.length > 0 for b in refs):
+        return checked
+    # per binding: (slot, its fixed buffer or None, offset, offset + length)
+    specs = tuple((b.slot, b.buffer, b.offset, b.offset + b.length) for b in refs)
+    sizes = [b.length for b in refs]
+    run = prepared.run
+
+    def runner(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
+        ptrs: list[int] = []
+        try:
+            for slot, buf, off, end in specs:
+                if buf is None:
+                    buf, base, tlen = table[slot]
+                    # inside the entry [base, base + tlen), itself inside the buffer
+                    if base < 0 or end > tlen or base + tlen > buf.bytes.size:
+                        break
+                    off += base
+                elif end > buf.bytes.size:
+                    break
+                addr = buf.address
+                if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
+                    break
+                ptrs.append(addr + off)
+        except (IndexError, TypeError, ValueError, AttributeError):
+            pass                        # run_dispatch reports what is wrong
+        if len(ptrs) == len(specs):
+            run(ptrs, sizes, deadline)
+        else:
+            run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
+    return runner
 
 
 def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,

@@ -8,7 +8,7 @@ thread's command buffers execute is handed to ``observer(obs)`` as an
 workgroups itself).  The observer is per thread (a context variable), so two
 programs on two threads can be watched by two observers; other threads are
 unaffected, and with no observer a command buffer pays one lookup per
-dispatch.
+submission.
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ Observer = Callable[["ObservedDispatch"], None]
 _OBSERVER: ContextVar[Observer | None] = ContextVar("vmrt_dispatch_observer", default=None)
 
 
-def current_observer() -> Observer | None:
-    """The observer of the calling thread, or None."""
-    return _OBSERVER.get()
+#: ``current_observer()``: the observer of the calling thread, or None (the
+#: variable's own getter: no Python frame per submission)
+current_observer: Callable[[], Observer | None] = _OBSERVER.get
 
 
 @contextmanager

@@ -153,9 +153,10 @@ class Module:
         return bound
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
-                          note: str) -> Callable[[list], tuple] | None:
+                          note: str) -> Callable[..., tuple] | None:
         """Optionally, one callable doing what an import call does with
-        :meth:`caller`: call, annotate every ``VmError`` with ``note`` too, and
+        :meth:`caller`, taking the arguments as positional arguments (not
+        one list): call, annotate every ``VmError`` with ``note`` too, and
         convert the results to VM values of ``result_codes``
         (:func:`vmrt.vm.values.convert_results`).  None (the default): the
         linker composes those steps itself."""
@@ -182,7 +183,7 @@ class BoundFunction:
         """A callable ``f(args) -> results`` equivalent to calling this."""
         return self.function.module.caller(self.state, self.function)
 
-    def converting_caller(self, result_codes: str, note: str) -> Callable[[list], tuple] | None:
+    def converting_caller(self, result_codes: str, note: str) -> Callable[..., tuple] | None:
         """See :meth:`Module.converting_caller`."""
         return self.function.module.converting_caller(self.state, self.function, result_codes,
                                                       note)

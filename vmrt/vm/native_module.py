@@ -176,23 +176,25 @@ class NativeModule(Module):
 
     # -- calls ----------------------------------------------------------
     def call(self, state: Any, function: Function, args: list) -> list:
-        return self._export_caller(state, function)(args)
+        return self._make_caller(state, function, None, None)(*args)
 
     def caller(self, state: Any, function: Function) -> Callable[[list], list]:
         """The export's call with its ref checks and result packing decided
         once (what the context links imports to)."""
         if type(self).call is not NativeModule.call:      # a subclass's own call()
             return super().caller(state, function)
-        return self._export_caller(state, function)
+        call = self._make_caller(state, function, None, None)
 
-    def _export_caller(self, state: Any, function: Function) -> Callable[[list], list]:
-        return self._make_caller(state, function, None, None)
+        def bound(args: list) -> list:
+            return call(*args)
+        return bound
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
-                          note: str) -> Callable[[list], tuple] | None:
-        """The export's call, ``note`` annotation and result conversion in
-        one frame (the hot path of every ``hal`` call a program makes);
-        None for a subclass's own ``call()`` or other result codes."""
+                          note: str) -> Callable[..., tuple] | None:
+        """The export's call (positional arguments), ``note`` annotation and
+        result conversion in one frame (the hot path of every ``hal`` call a
+        program makes); None for a subclass's own ``call()`` or other result
+        codes."""
         ex = self._exports[function.ordinal]
         if type(self).call is not NativeModule.call or ex.result_codes != result_codes \
                 or ex.n_results < 0:
@@ -202,14 +204,15 @@ class NativeModule(Module):
 
     def _make_caller(self, state: Any, function: Function,
                      convert: Callable[[Any], tuple] | None, note: str | None) -> Any:
-        """Without ``convert``: results as a list (``caller``); with it: VM
-        values of the export's result codes, errors also annotated ``note``."""
+        """``call(*args)``: without ``convert``, results as a list; with it,
+        VM values of the export's result codes, errors also annotated
+        ``note``."""
         ex = self._exports[function.ordinal]
         impl, n, checks = ex.impl, ex.n_results, ex.checks
         where = f"while invoking native function {self.name}.{ex.decl.name}"
         ref, i32 = ex.result_codes == "r", ex.result_codes == "i"
 
-        def call(args: list) -> Any:
+        def call(*args: Any) -> Any:
             try:
                 if checks:
                     _check_refs(checks, args, where)
@@ -251,7 +254,7 @@ def native_error(e: Exception, where: str) -> Exception:
     return err
 
 
-def _check_refs(checks: tuple[tuple[int, RefType], ...], args: list, where: str) -> None:
+def _check_refs(checks: tuple[tuple[int, RefType], ...], args: Sequence[Any], where: str) -> None:
     """Each ref argument ``i`` with an expected type is null or of that type."""
     for i, want in checks:
         value = args[i] if i < len(args) else None

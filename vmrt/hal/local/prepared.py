@@ -101,10 +101,25 @@ class NativeDispatch:
         """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
         if self.exe.closed:
             self.exe.check_open()
-        mine = getattr(self.local, "mine", None) or self._block()
-        block, ds, _recs, ws = mine
+        try:
+            block, ds, _recs, ws = self.local.mine
+        except AttributeError:
+            block, ds, _recs, ws = self._block()
         self.pack(block, self.b_off, *ptrs, *sizes)
         limits = current_limits()       # a cancel is checked between workgroups
+        if self.total == 1:             # run_range(ds, ws, 0, 1, ...) in this frame
+            if deadline is not None or limits is not None and (
+                    limits.cancelled or limits.parent is not None):
+                before_workgroup(self.where, deadline, limits)
+            try:
+                r = self.fn(self.env, ds, ws)
+            except VmError:
+                raise
+            except Exception as exc:
+                raise self._failure(0, exc) from exc
+            if r:
+                raise self._failure(0, r)
+            return
         if self.threads == 1:
             self.run_range(ds, ws, 0, self.total, deadline, limits)
             return
@@ -129,11 +144,10 @@ class NativeDispatch:
         k = start - 1
         try:
             for k in range(start, end):  # k names the failing workgroup
-                if deadline is None and limits is None:
-                    r = fn(env, ds, ws + k * size)
-                else:
+                if deadline is not None or limits is not None and (
+                        limits.cancelled or limits.parent is not None):
                     before_workgroup(self.where, deadline, limits)
-                    r = int(fn(env, ds, ws + k * size))
+                r = fn(env, ds, ws + k * size)
                 if r:
                     break
             else:
@@ -141,11 +155,18 @@ class NativeDispatch:
         except VmError:
             raise
         except Exception as e:
-            raise DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
-                                f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
+            raise self._failure(k, e) from e
         if r:
-            raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
-                                f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
+            raise self._failure(k, r)
+
+    def _failure(self, k: int, cause: Exception | int) -> DispatchError:
+        """The error of workgroup ``k`` that raised ``cause`` or returned it
+        (a nonzero status)."""
+        if isinstance(cause, int):
+            return DispatchError(f"{self.where} returned catastrophic error {cause} in workgroup "
+                                 f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
+        return DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
+                             f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
 __all__ = ["NativeDispatch", "worker_pool"]

@@ -142,7 +142,7 @@ class HalDeviceModule(HalModule):
         return getattr(state, "statistics", None)
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
-                          note: str) -> Callable[[list], tuple] | None:
+                          note: str) -> Callable[..., tuple] | None:
         """The per-dispatch imports get single-frame callers
         (:mod:`vmrt.modules.hal.fast`) in front of the generic one."""
         generic = super().converting_caller(state, function, result_codes, note)

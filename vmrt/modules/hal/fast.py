@@ -4,7 +4,7 @@ program makes: ``fence.create``, ``device.queue.alloca``,
 this sequence per dispatch, so their call overhead is the per-dispatch
 overhead of vmrt).
 
-Each caller takes the import's argument list and returns its VM results
+Each caller takes the import's arguments and returns its VM results
 directly, for the common case only: when an argument is anything but the
 expected object in the expected state (a null or foreign ref, a pending or
 failed fence, a large allocation, a device collecting statistics), it hands the call to the export's
@@ -24,37 +24,36 @@ from ...hal.local.device import Device
 from ...hal.objects import Fence
 from ...vm.native_module import native_error
 
-Caller = Callable[[list], tuple]
+Caller = Callable[..., tuple]
 
 #: allocations the fast path makes itself (larger ones take the checked path)
 FAST_ALLOCATION = 1 << 20
 
 
 def fence_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(args: list) -> tuple:
-        if args[0].__class__ is Device:
+    def call(device: Any, flags: int) -> tuple:
+        if device.__class__ is Device:
             return (Fence(),)
-        return slow(args)
+        return slow(device, flags)
     return call
 
 
 def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(args: list) -> tuple:
-        for f in args[2]:
+    def call(timeout: int, flags: int, fences: list) -> tuple:
+        for f in fences:
             if f.__class__ is not Fence or f.status != 0:
-                return slow(args)
+                return slow(timeout, flags, fences)
         return (0,)
     return call
 
 
 def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(args: list) -> tuple:
-        signal, size = args[3], args[7]
-        device = args[0]
-        if device.__class__ is not Device or args[2] is not None or \
+    def call(device: Any, affinity: int, wait: Any, signal: Any, pool: int, memory_type: int,
+             usage: int, size: int, flags: int) -> tuple:
+        if device.__class__ is not Device or wait is not None or \
                 signal.__class__ is not Fence or not 0 <= size <= FAST_ALLOCATION \
                 or device.statistics is not None:      # counted by the export
-            return slow(args)
+            return slow(device, affinity, wait, signal, pool, memory_type, usage, size, flags)
         buf = new_buffer(size, "hal.device.queue.alloca")
         if signal.status is None:       # Fence.signal()
             signal.status = 0
@@ -63,14 +62,14 @@ def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 
 def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(args: list) -> tuple:
-        wait, signal, cb, table = args[2], args[3], args[4], args[6]
-        if args[0].__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
+    def call(device: Any, affinity: int, wait: Any, signal: Any, cb: Any, flags: int,
+             table: list) -> tuple:
+        if device.__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
                 or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
-            return slow(args)
+            return slow(device, affinity, wait, signal, cb, flags, table)
         for entry in table:
             if entry[0].__class__ is not HalBuffer:
-                return slow(args)
+                return slow(device, affinity, wait, signal, cb, flags, table)
         try:
             deadline = state.context.limits.deadline
         except AttributeError:          # no context

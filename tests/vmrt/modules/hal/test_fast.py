@@ -24,8 +24,8 @@ class Slow:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, args):
-        self.calls.append(args)
+    def __call__(self, *args):
+        self.calls.append(list(args))
         return ("slow",)
 
 
@@ -39,18 +39,18 @@ def device():
 def test_fence_create(device):
     slow = Slow()
     call = fence_create(None, slow, "where", "note")
-    (f,) = call([device, 0])
+    (f,) = call(device, 0)
     assert isinstance(f, Fence) and f.status is None and not slow.calls
-    assert call([None, 0]) == ("slow",) and slow.calls == [[None, 0]]
+    assert call(None, 0) == ("slow",) and slow.calls == [[None, 0]]
 
 
 def test_fence_await():
     slow = Slow()
     call = fence_await(None, slow, "where", "note")
     done, pending, failed = Fence(0), Fence(), Fence(5)
-    assert call([-1, 0, [done, done]]) == (0,) and not slow.calls
+    assert call(-1, 0, [done, done]) == (0,) and not slow.calls
     for odd in (pending, failed, None):
-        assert call([-1, 0, [done, odd]]) == ("slow",)
+        assert call(-1, 0, [done, odd]) == ("slow",)
     assert len(slow.calls) == 3
 
 
@@ -58,14 +58,14 @@ def test_queue_alloca(device):
     slow = Slow()
     call = queue_alloca(None, slow, "where", "note")
     signal = Fence()
-    (buf,) = call([device, -1, None, signal, 0, 48, 3075, 100, 0])
+    (buf,) = call(device, -1, None, signal, 0, 48, 3075, 100, 0)
     assert isinstance(buf, HalBuffer) and len(buf) == 100 and buf.address % 64 == 0
     assert signal.status == 0 and not any(buf.bytes) and not slow.calls
     for args in ([device, -1, Fence(0), Fence(), 0, 48, 3075, 100, 0],       # a wait fence
                  [device, -1, None, None, 0, 48, 3075, 100, 0],              # no signal
                  [device, -1, None, Fence(), 0, 48, 3075, FAST_ALLOCATION + 1, 0],
                  [device, -1, None, Fence(), 0, 48, 3075, -1, 0]):
-        assert call(args) == ("slow",)
+        assert call(*args) == ("slow",) and slow.calls[-1] == args
     assert len(slow.calls) == 4
 
 
@@ -76,7 +76,7 @@ def test_queue_execute_indirect_hands_odd_arguments_to_the_checked_path(device):
     for args in ([device, -1, Fence(), Fence(), None, 0, []],                # pending wait
                  [device, -1, Fence(0), Fence(), None, 0, []],               # no command buffer
                  [device, -1, None, Fence(), None, 0, [(buf, 0, 64)]]):
-        assert call(args) == ("slow",)
+        assert call(*args) == ("slow",) and slow.calls[-1] == args
     assert len(slow.calls) == 3
 
 
