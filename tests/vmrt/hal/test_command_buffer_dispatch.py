@@ -44,7 +44,7 @@ def _record(saxpy, refs) -> CommandBuffer:
 
 
 def _floats(buf: HalBuffer, start: int) -> np.ndarray:
-    return buf.bytes[start:start + 4 * N].view(np.float32)
+    return np.frombuffer(buf.bytes[start:start + 4 * N], np.float32)
 
 
 def _inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:
