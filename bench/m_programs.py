@@ -12,7 +12,8 @@
     (``loop.vmfb`` with n=1; goal ≤ 1.5×).
 15. Emulated aarch64 (``vmrt run`` on the x86_64 host, dispatches emulated)
     vs IREE's own aarch64 ``iree-run-module`` under ``qemu-aarch64`` on the
-    MNIST and matmul programs compiled for aarch64.  Nothing is installed
+    MNIST and matmul programs compiled for aarch64 (15b: operands of ones and
+    twos, as the row has always had; 15c: random operands, see its note).  Nothing is installed
     here: the row runs when ``qemu-aarch64`` is on PATH and
     ``VMRT_BENCH_IREE_AARCH64`` names an unpacked aarch64 ``iree-base-runtime``
     wheel, and says how to get them otherwise.
@@ -161,6 +162,18 @@ def _mnist_input(work: Path) -> Path:
     return path
 
 
+def _matmul_inputs(work: Path) -> list[Path]:
+    """Row 13c's random matmul operands as .npy files (for row 15c)."""
+    import numpy as np
+    paths = []
+    for k, x in enumerate(_inputs()["matmul"]):
+        path = work / "data" / f"matmul512_input{k}.npy"
+        if not path.is_file() or not np.array_equal(np.load(path), x):
+            np.save(path, x)
+        paths.append(path)
+    return paths
+
+
 def whole_command(cfg: Config) -> list[Row]:
     iree_exe = which_tool("iree-run-module")
     cases = (("14a", "MNIST MLP, --device=local-sync", 2.0),
@@ -214,7 +227,8 @@ HOW_QEMU = ("install Debian's qemu-user and an aarch64 sysroot (apt-get install 
 
 def qemu_user(cfg: Config) -> list[Row]:
     goal = "≤ 1× peer time (faster)"
-    names = {"15a": "MNIST MLP", "15b": "512x512 f32 matmul"}
+    names = {"15a": "MNIST MLP", "15b": "512x512 f32 matmul",
+             "15c": "512x512 f32 matmul, random inputs"}
     qemu = shutil.which("qemu-aarch64")
     wheel = os.environ.get("VMRT_BENCH_IREE_AARCH64")
     tool = None
@@ -236,8 +250,10 @@ def qemu_user(cfg: Config) -> list[Row]:
         args = [f"--module={vmfb}", "--device=local-sync"]
         if rid == "15a":
             args += ["--function=predict", f"--input=@{_mnist_input(cfg.work)}"]
-        else:
+        elif rid == "15b":
             args += ["--function=matmul", "--input=512x512xf32=1", "--input=512x512xf32=2"]
+        else:
+            args += ["--function=matmul"] + [f"--input=@{p}" for p in _matmul_inputs(cfg.work)]
         cmds = {"ours": _ours_cmd() + args, "peer": [qemu, "-L", sysroot, tool] + args}
         res = compare_commands(cmds, cfg, env=bytecode_env(), repeat=5, warmup=1)
         o, p = res["ours"], res["peer"]

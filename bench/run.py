@@ -127,6 +127,11 @@ WHY = {
            "(45 ms alone; 15 ms CPU less in this run, as dataclasses import the same "
            "inspect/ast modules); left are the dlopen of the 24 MB library (~5-8 ms), "
            "machine creation and the emulated load (~5 ms). qemu-user starts one C binary.",
+    "15c": "the same matmul on random operands (row 13c's): both sides now use the host FPU "
+           "for the float maths, and unicorn's guest time stays ~10 % above qemu-user's (its "
+           "softmmu checks every load and store, qemu-user's guest memory is the host's), "
+           "to which vmrt adds its start-up; row 15b's integer-valued operands are the case "
+           "where qemu-user stays in softfloat and vmrt does not.",
     "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
            "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
            "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
@@ -211,7 +216,8 @@ HOW = [
     "runs the code under test.",
     "**15** the MNIST and matmul programs compiled for aarch64: `vmrt run` on this host (VM "
     "and HAL native, dispatches emulated) vs IREE's aarch64 `iree-run-module` under "
-    "`qemu-aarch64 -L <sysroot>`; runs only when `qemu-aarch64` and an unpacked aarch64 "
+    "`qemu-aarch64 -L <sysroot>` (15b: operands of ones and twos; 15c: row 13c's random "
+    "operands from .npy files); runs only when `qemu-aarch64` and an unpacked aarch64 "
     "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
     "get them.",
 ]

@@ -309,10 +309,10 @@ def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[st
                 if buf is None:
                     buf, base, tlen = table[slot]
                     # inside the entry [base, base + tlen), itself inside the buffer
-                    if base < 0 or end > tlen or base + tlen > buf.bytes.size:
+                    if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
                         break
                     off += base
-                elif end > buf.bytes.size:
+                elif end > buf.bytes.nbytes:
                     break
                 addr = buf.address
                 if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)

@@ -120,3 +120,23 @@ def test_bad_tables_report_what_the_checked_path_reports(saxpy):
         assert fast is not None and fast == checked, name
         assert fast.startswith("OUT_OF_RANGE") or fast.startswith("INVALID_ARGUMENT"), fast
     assert _submit(cb, good, False) is None        # still usable
+
+
+def test_common_case_runs_inline(saxpy, monkeypatch):
+    """A table of aligned device buffers takes the runner's inline path: the
+    checked path (run_dispatch) is not called.  Guards the speed of every
+    dispatch: an exception inside the inline checks silently sends each
+    dispatch down the checked path with the same results."""
+    import vmrt.hal.command_buffer as cbmod
+    calls = []
+    checked = cbmod.run_dispatch
+    monkeypatch.setattr(cbmod, "run_dispatch", lambda *a, **k: calls.append(a) or checked(*a, **k))
+    cb = _record(saxpy, [(0, None, 0), (1, None, 0), (2, None, 0)])
+    x, y = _inputs(11)
+    out = new_buffer(4 * N)
+    table = [(_filled(x, 4 * N, 0), 0, 4 * N), (_filled(y, 4 * N, 0), 0, 4 * N), (out, 0, 4 * N)]
+    assert _submit(cb, table, False) is None
+    np.testing.assert_array_equal(_floats(out, 0), np.float32(ALPHA) * x + y)
+    assert calls == []
+    assert _submit(cb, [table[0], table[1], (new_buffer(4 * N - 4), 0, 4 * N)], False)
+    assert len(calls) == 1                      # an odd table still goes to the checked path
