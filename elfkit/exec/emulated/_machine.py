@@ -28,7 +28,7 @@ from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
 from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
-from . import _cc, _uc, gdbstub
+from . import _cc, _uc
 from ._args import ArgumentMemory
 from ._callbacks import Callbacks
 from ._debug import DebugSupport
@@ -130,9 +130,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._count_mode = False     # unicorn's instruction-count hook is installed
         if trace is not None:
             self.trace(trace)
-        gdb = gdbstub.take_request()       # ELFKIT_GDB or gdbstub.request (vmrt run --gdb)
-        if gdb is not None:
-            self.debug(gdb[1], host=gdb[0], offset=None)
+        self._serve_gdb_if_asked()
 
     def _init_runtime_page(self, max_callbacks: int) -> None:
         """The sentinel page and the callback stubs, all trap instructions."""
