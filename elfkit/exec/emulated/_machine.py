@@ -290,7 +290,11 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         as long as the mapping exists.  unicorn splits such a mapping without
         copying its contents when ``protect`` gives part of it other rights
         (it copies the whole of a mapping it allocated itself)."""
-        buf = (ctypes.c_char * size).from_buffer(mmap.mmap(-1, size))
+        try:
+            buf = (ctypes.c_char * size).from_buffer(mmap.mmap(-1, size))
+        except OSError as e:
+            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: no host memory "
+                                    f"({e.strerror or e})") from None
         err = lib.uc_mem_map_ptr(self._h, addr, size, perms, ctypes.addressof(buf))
         if err:
             raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: "

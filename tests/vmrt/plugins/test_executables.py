@@ -514,7 +514,7 @@ def test_staged_spans_are_reused_zeroed_and_guarded(arch):
     from elfkit.arch import get
     from elfkit.errors import MemoryAccessError
     from elfkit.exec import create_machine
-    from vmrt.hal.local.bindings import StagedBindings
+    from vmrt.hal.local.bindings import StagedBindings, span_pool
     machine = create_machine(get(arch), "emulated")
     page = machine.arch.page_size
     try:
@@ -534,6 +534,9 @@ def test_staged_spans_are_reused_zeroed_and_guarded(arch):
         with pytest.raises(MemoryAccessError):
             machine.read(base + page, 1)                # the guard page
         second.release()
+        assert machine.try_read(p2, 1) is not None      # idle, still mapped
+        span_pool(machine).drain()                      # what closing an executable does
+        assert machine.try_read(p2, 1) is None
     finally:
         machine.close()
 

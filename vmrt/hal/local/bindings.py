@@ -11,6 +11,7 @@ else of the host is reachable from the guest."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -23,7 +24,7 @@ from .dispatch_args import host_address, host_view, host_writable
 #: this many, of at most this many bytes in all): mapping and unmapping a
 #: span costs unicorn ~0.1 ms each, a dispatch usually needs the same sizes
 _IDLE_SPANS = 16
-_IDLE_BYTES = 32 << 20
+_IDLE_BYTES = 16 << 20
 
 
 class SpanPool:
@@ -38,14 +39,16 @@ class SpanPool:
         self.idle: dict[int, list[int]] = {}
         self.count = 0
         self.bytes = 0
+        self.lock = threading.Lock()     # executables on other threads share the machine
 
     def take(self, size: int) -> tuple[int, bool]:
         """(base, reused) of a span of ``size`` bytes (a page multiple)."""
-        bases = self.idle.get(size)
-        if bases:
-            self.count -= 1
-            self.bytes -= size
-            return bases.pop(), True
+        with self.lock:
+            bases = self.idle.get(size)
+            if bases:
+                self.count -= 1
+                self.bytes -= size
+                return bases.pop(), True
         try:
             return self.machine.reserve_guarded(size), False
         except ElfkitError:
@@ -55,15 +58,19 @@ class SpanPool:
             return self.machine.reserve_guarded(size), False
 
     def give(self, base: int, size: int) -> None:
-        if self.count >= _IDLE_SPANS or self.bytes + size > _IDLE_BYTES:
+        with self.lock:
+            keep = self.count < _IDLE_SPANS and self.bytes + size <= _IDLE_BYTES
+            if keep:
+                self.idle.setdefault(size, []).append(base)
+                self.count += 1
+                self.bytes += size
+        if not keep:
             self.machine.release(base, size)
-            return
-        self.idle.setdefault(size, []).append(base)
-        self.count += 1
-        self.bytes += size
 
     def drain(self) -> None:
-        idle, self.idle, self.count, self.bytes = self.idle, {}, 0, 0
+        """Release every idle span (an executable closing, the memory limit)."""
+        with self.lock:
+            idle, self.idle, self.count, self.bytes = self.idle, {}, 0, 0
         for size, bases in idle.items():
             for base in bases:
                 self.machine.release(base, size)
