@@ -535,7 +535,7 @@ def test_staged_spans_are_reused_zeroed_and_guarded(arch):
             machine.read(base + page, 1)                # the guard page
         second.release()
         assert machine.try_read(p2, 1) is not None      # idle, still mapped
-        span_pool(machine).drain()                      # what closing an executable does
+        span_pool(machine).drain(machine)               # what closing an executable does
         assert machine.try_read(p2, 1) is None
     finally:
         machine.close()
@@ -559,3 +559,22 @@ def test_staged_spans_give_way_to_the_memory_limit():
         staged.release()
     finally:
         machine.close()
+
+
+def test_a_machine_with_idle_spans_is_still_collected():
+    """The span pool does not keep its machine alive."""
+    import gc
+    import weakref
+
+    from elfkit.arch import get
+    from elfkit.exec import create_machine
+    from vmrt.hal.local.bindings import StagedBindings
+    machine = create_machine(get("riscv64"), "emulated")
+    staged = StagedBindings(machine, [np.ones(100, np.uint8)])
+    staged.stage()
+    staged.release()                                    # the span stays idle in the pool
+    machine.close()
+    ref = weakref.ref(machine)
+    del machine, staged
+    gc.collect()
+    assert ref() is None

@@ -32,16 +32,16 @@ class SpanPool:
     dispatches: ``take`` returns an idle span of that size or reserves one,
     ``give`` keeps it for the next ``take`` (or releases it when the pool is
     full).  A span handed out again is zero outside what its new owner
-    writes (see :meth:`StagedBindings._place`)."""
+    writes (see :meth:`StagedBindings._place`).  The pool does not hold its
+    machine (each call passes it), so the machine's lifetime is its own."""
 
-    def __init__(self, machine: Any):
-        self.machine = machine
+    def __init__(self) -> None:
         self.idle: dict[int, list[int]] = {}
         self.count = 0
         self.bytes = 0
         self.lock = threading.Lock()     # executables on other threads share the machine
 
-    def take(self, size: int) -> tuple[int, bool]:
+    def take(self, machine: Any, size: int) -> tuple[int, bool]:
         """(base, reused) of a span of ``size`` bytes (a page multiple)."""
         with self.lock:
             bases = self.idle.get(size)
@@ -50,14 +50,14 @@ class SpanPool:
                 self.bytes -= size
                 return bases.pop(), True
         try:
-            return self.machine.reserve_guarded(size), False
+            return machine.reserve_guarded(size), False
         except ElfkitError:
             if not self.count:
                 raise
-            self.drain()        # the memory limit: give the idle spans back, retry
-            return self.machine.reserve_guarded(size), False
+            self.drain(machine)     # the memory limit: give the idle spans back, retry
+            return machine.reserve_guarded(size), False
 
-    def give(self, base: int, size: int) -> None:
+    def give(self, machine: Any, base: int, size: int) -> None:
         with self.lock:
             keep = self.count < _IDLE_SPANS and self.bytes + size <= _IDLE_BYTES
             if keep:
@@ -65,15 +65,15 @@ class SpanPool:
                 self.count += 1
                 self.bytes += size
         if not keep:
-            self.machine.release(base, size)
+            machine.release(base, size)
 
-    def drain(self) -> None:
+    def drain(self, machine: Any) -> None:
         """Release every idle span (an executable closing, the memory limit)."""
         with self.lock:
             idle, self.idle, self.count, self.bytes = self.idle, {}, 0, 0
         for size, bases in idle.items():
             for base in bases:
-                self.machine.release(base, size)
+                machine.release(base, size)
 
 
 _pools: weakref.WeakKeyDictionary[Any, SpanPool] = weakref.WeakKeyDictionary()
@@ -83,7 +83,7 @@ def span_pool(machine: Any) -> SpanPool:
     """The span pool of ``machine`` (made on first use, dropped with it)."""
     pool = _pools.get(machine)
     if pool is None:
-        pool = _pools[machine] = SpanPool(machine)
+        pool = _pools[machine] = SpanPool()
     return pool
 
 
@@ -165,7 +165,7 @@ class StagedBindings:
         page = m.arch.page_size
         n = len(data)
         data_span = -(-(n + 63) // page) * page
-        base, reused = self.pool.take(data_span)
+        base, reused = self.pool.take(m, data_span)
         self.guards.append((index, base, 0, n, data_span + page))
         addr = (base + data_span - n) & ~63
         if reused:          # what an earlier dispatch left around the data: zero, as when new
@@ -227,7 +227,7 @@ class StagedBindings:
     def release(self) -> None:
         page = self.machine.arch.page_size
         for _i, base, _addr, _n, span in self.guards:
-            self.pool.give(base, span - page)
+            self.pool.give(self.machine, base, span - page)
         self.guards = []
 
 
