@@ -122,11 +122,15 @@ WHY = {
            "wrapper's re; the generated VM code is compiled (~1 ms).",
     "15a": "start-up dominates (the emulated dispatches take ~2 ms of guest time): python "
            "itself, vmrt's and elfkit's modules (no numpy and no dataclasses any more), then "
-           "the emulated backend. That now "
-           "calls libunicorn through ctypes without importing the unicorn Python package "
-           "(45 ms alone; 15 ms CPU less in this run, as dataclasses import the same "
-           "inspect/ast modules); left are the dlopen of the 24 MB library (~5-8 ms), "
-           "machine creation and the emulated load (~5 ms). qemu-user starts one C binary.",
+           "the emulated backend: libunicorn through ctypes (no unicorn Python package), opened "
+           "with lazy binding (~3.5 ms: the 24 MB library exports every symbol, so its ~30,000 "
+           "relocations are symbol lookups; on a second thread, while the loader's modules are "
+           "imported), its Python modules (~4 ms; fault reports, tracer, "
+           "disassembler and gdb stub are imported only when used), machine creation (~1 ms, "
+           "mostly unicorn's own set-up on the first mapping), the load (~1 ms: the image is "
+           "backed by host pages so protect splits it without copying), two generated callers "
+           "(~0.8 ms of compile) and the dispatches (binding spans are reused, not mapped and "
+           "unmapped per dispatch). qemu-user starts one C binary.",
     "15c": "the same matmul on random operands (row 13c's): both sides now use the host FPU "
            "for the float maths, and unicorn's guest time stays ~10 % above qemu-user's (its "
            "softmmu checks every load and store, qemu-user's guest memory is the host's), "

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import os
+import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -19,11 +21,10 @@ from . import _uc
 from ._cc import float_abi_from_eflags
 from ._layout import SENTINEL
 from ._runner import STOP_HOOK
-from ._tracer import ExecutionTracer
-from .gdbstub import GdbStub
 
 if TYPE_CHECKING:
     from ._state import MachineState
+    from .gdbstub import GdbStub
 else:
     MachineState = object
 
@@ -129,6 +130,18 @@ class DebugSupport(MachineState):
                 return mod
         return None
 
+    def _serve_gdb_if_asked(self) -> None:
+        """Serve gdb when ``ELFKIT_GDB`` or ``gdbstub.request`` (``vmrt run
+        --gdb``, which imports the module to call it) asks for it; without
+        either, the gdb stub module is not even imported."""
+        gdbstub = sys.modules.get(__package__ + ".gdbstub")
+        if gdbstub is None and os.environ.get("ELFKIT_GDB", "").strip():
+            from . import gdbstub
+        if gdbstub is not None:
+            gdb = gdbstub.take_request()
+            if gdb is not None:
+                self.debug(gdb[1], host=gdb[0], offset=None)
+
     def debug(self, port: int | None, *, host: str = "127.0.0.1", offset: int | None = 0,
               accept_timeout: float | None = None) -> GdbStub | None:
         """Let gdb debug the guest code: listen on ``host:port`` (0: any free
@@ -144,6 +157,7 @@ class DebugSupport(MachineState):
         if port is None:
             return None
         self._check_open()
+        from .gdbstub import GdbStub  # the gdb server: imported on first use
         stub = GdbStub(self, port, host=host, offset=offset, ignore=(SENTINEL, self._stub_end),
                        accept_timeout=accept_timeout)
         me = weakref.ref(self)
@@ -235,6 +249,7 @@ class DebugSupport(MachineState):
         self._stop_trace()
         if target is not None:
             self._check_open()
+            from ._tracer import ExecutionTracer  # imported when tracing starts
             tracer = ExecutionTracer(self, target, mode)
 
             def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:

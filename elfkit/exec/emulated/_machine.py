@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import mmap
 import threading
 import weakref
 from collections import OrderedDict
@@ -27,7 +28,7 @@ from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
 from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
-from . import _cc, _uc, gdbstub
+from . import _cc, _uc
 from ._args import ArgumentMemory
 from ._callbacks import Callbacks
 from ._debug import DebugSupport
@@ -129,9 +130,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._count_mode = False     # unicorn's instruction-count hook is installed
         if trace is not None:
             self.trace(trace)
-        gdb = gdbstub.take_request()       # ELFKIT_GDB or gdbstub.request (vmrt run --gdb)
-        if gdb is not None:
-            self.debug(gdb[1], host=gdb[0], offset=None)
+        self._serve_gdb_if_asked()
 
     def _init_runtime_page(self, max_callbacks: int) -> None:
         """The sentinel page and the callback stubs, all trap instructions."""
@@ -265,7 +264,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         lib.uc_mem_unmap(self._h, addr, size)
 
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
-                    perms: int = C.UC_PROT_READ | C.UC_PROT_WRITE) -> Region:
+                    perms: int = C.UC_PROT_READ | C.UC_PROT_WRITE,
+                    host: bool = False) -> Region:
         self._check_open()
         if size <= 0:
             raise LayoutError(f"cannot reserve {size} bytes")
@@ -275,18 +275,40 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         start = self._space.find(size, max(align, PAGE))
         region = self._space.add(Region(start, size, kind, name, mapped=size, map_start=start))
         try:
-            self._map(start, size, perms)
+            if host:
+                region.extra = self._map_host(start, size, perms)
+            else:
+                self._map(start, size, perms)
         except BaseException:
             self._space.remove(start)
             raise
         return region
 
+    def _map_host(self, addr: int, size: int, perms: int) -> Any:
+        """Map ``size`` bytes at ``addr`` backed by fresh zeroed host pages
+        (``uc_mem_map_ptr``); returns the host buffer, to be kept alive for
+        as long as the mapping exists.  unicorn splits such a mapping without
+        copying its contents when ``protect`` gives part of it other rights
+        (it copies the whole of a mapping it allocated itself)."""
+        try:
+            buf = (ctypes.c_char * size).from_buffer(mmap.mmap(-1, size))
+        except OSError as e:
+            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: no host memory "
+                                    f"({e.strerror or e})") from None
+        err = lib.uc_mem_map_ptr(self._h, addr, size, perms, ctypes.addressof(buf))
+        if err:
+            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: "
+                                    f"{_uc.strerror(err)}")
+        return buf
+
     # Memory operations from the host take the call lock: they wait while a
     # call runs in another thread (unmapping under running guest code would
     # crash unicorn), and run at once from a host callback of the call.
     def reserve(self, size: int, align: int = PAGE, name: str = "") -> int:
+        """Reserve and map ``size`` bytes for a module image; its segments
+        then get their own rights through ``protect``."""
         with self._lock:
-            return self._new_region(size, align, "image", name).start
+            return self._new_region(size, align, "image", name, host=True).start
 
     def reserve_guarded(self, size: int, name: str = "") -> int:
         """Reserve and map ``size`` bytes (rounded up to whole pages) of
@@ -320,6 +342,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
         self._space.remove(addr)
         self._unmap(r.map_start, r.mapped, r.exec_ever)
+        r.extra = None          # the host pages of a reserve()d image, now unmapped
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         with self._lock:

@@ -18,9 +18,7 @@ from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
-from ..disasm import disassemble, longest_x87_run
 from . import _cc, _codegen, _uc, _watchdog
-from ._faults import build_fault
 from ._layout import SENTINEL
 
 if TYPE_CHECKING:
@@ -132,6 +130,7 @@ class CallRunner(MachineState):
         if self.arch.name == "arm":
             lib.uc_reg_read(self._h, self._reg("CPSR"), self._word_ref)
             thumb = bool(self._word_buf.value & 0x20)
+        from ..disasm import disassemble  # tracing and budgets only: imported on use
         return max(1, len(disassemble(buf.raw[:size], address, self.arch, thumb=thumb)))
 
     def note_code(self, addr: int, size: int) -> None:
@@ -143,6 +142,7 @@ class CallRunner(MachineState):
         buf = ctypes.create_string_buffer(size)
         if lib.uc_mem_read(self._h, addr, buf, size):
             return
+        from ..disasm import longest_x87_run  # i386 only: imported on use
         if longest_x87_run(buf.raw, addr) >= X87_RUN_LIMIT:
             self._x87_counted = True
             self._limited = True
@@ -353,6 +353,7 @@ class CallRunner(MachineState):
             if err2 or self._stop is not None:
                 self._abnormal(err2, entry, timeout, budget)
             return
+        from ._faults import build_fault  # a fault report: imported on the first one
         fault = build_fault(self, err, pc, entry, interrupted=stop == STOP_INTR,
                             mem_fault=self._mem_fault, intno=self._intno)
         self._reset()

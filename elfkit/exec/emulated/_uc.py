@@ -2,9 +2,9 @@
 
 Importing the ``unicorn`` package costs ~45 ms (it pulls in ``inspect``,
 ``importlib.resources``, ``tempfile``, ``random``...); all elfkit needs is
-the shared library, so this module finds ``libunicorn`` in the installed
-package's directory (``importlib.util.find_spec`` does not run the
-package), declares the prototypes of the functions it calls, and keeps
+the shared library, so this module opens ``libunicorn`` (found and opened
+by ``elfkit.exec.unicorn_lib``, which may have started that already),
+declares the prototypes of the functions it calls, and keeps
 the few constants it uses (``C``, values from unicorn.h).  Register and
 CPU model numbers come from the package's own ``<arch>_const.py`` tables,
 loaded by path (plain assignments, nothing else runs).
@@ -18,13 +18,13 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-import sys
 import weakref
 from types import ModuleType
 from typing import Any
 
 from ...arch import Arch
 from ...errors import BackendError
+from ..unicorn_lib import open_library, package_dir
 
 
 class C:
@@ -64,34 +64,6 @@ class C:
     UC_CTL_TLB_FLUSH = 11
 
 
-_LIB_NAMES = {"darwin": ("libunicorn.2.dylib", "libunicorn.dylib"),
-              "win32": ("unicorn.dll",), "cygwin": ("cygunicorn.dll",)}
-
-
-def _package_dir() -> str:
-    spec = importlib.util.find_spec("unicorn")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the unicorn package is not installed (pip install unicorn)")
-    return list(spec.submodule_search_locations)[0]
-
-
-def _load_library() -> ctypes.CDLL:
-    names = _LIB_NAMES.get(sys.platform, ("libunicorn.so.2", "libunicorn.so"))
-    pkg = _package_dir()
-    dirs = [d for d in (os.environ.get("LIBUNICORN_PATH"), os.path.join(pkg, "lib"), pkg) if d]
-    tried = []
-    for d in dirs:
-        for n in names:
-            path = os.path.join(d, n)
-            if os.path.exists(path):
-                try:
-                    return ctypes.CDLL(path)
-                except OSError as e:
-                    tried.append(f"{path}: {e}")
-    raise ImportError("cannot load the unicorn library"
-                      + (f" ({'; '.join(tried)})" if tried else f" (no {names[0]} in {dirs})"))
-
-
 def _declare(lib: ctypes.CDLL) -> None:
     err, h, p = ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p
     s32, u32, u64, size_t = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
@@ -126,7 +98,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn.argtypes = tuple(args)
 
 
-lib = _load_library()
+lib = open_library()
 _declare(lib)
 
 # native callback types (see unicorn.h)
@@ -157,7 +129,7 @@ def consts(arch: Arch) -> ModuleType:
     name = _CONST_FILES[arch.uc_arch]
     mod = _tables.get(name)
     if mod is None:
-        path = os.path.join(_package_dir(), name + ".py")
+        path = os.path.join(package_dir(), name + ".py")
         spec = importlib.util.spec_from_file_location(f"{__name__}.{name}", path)
         if spec is None or spec.loader is None:        # pragma: no cover - broken install
             raise BackendError(f"cannot read unicorn's register table {path}")

@@ -504,3 +504,77 @@ def test_aliased_bindings_alias_in_the_guest(arch):
         staged.release()
     finally:
         machine.close()
+
+
+@pytest.mark.parametrize("arch", ["aarch64", "riscv32"])
+def test_staged_spans_are_reused_zeroed_and_guarded(arch):
+    """A dispatch's guest span is kept for the next dispatch of that size:
+    it comes back at the same address, zero outside the new binding's bytes
+    (whatever the previous one left there), still followed by a guard page."""
+    from elfkit.arch import get
+    from elfkit.errors import MemoryAccessError
+    from elfkit.exec import create_machine
+    from vmrt.hal.local.bindings import StagedBindings, span_pool
+    machine = create_machine(get(arch), "emulated")
+    page = machine.arch.page_size
+    try:
+        first = StagedBindings(machine, [np.full(1000, 7, np.uint8)])
+        (p1,) = first.stage()
+        base = p1 - (p1 % page)
+        machine.write(base, b"\xee" * page)             # dirty the whole span (one page)
+        first.release()
+        data = np.arange(900, dtype=np.uint8) % 251
+        second = StagedBindings(machine, [data])
+        (p2,) = second.stage()
+        assert p2 - (p2 % page) == base               # the same span again
+        span = machine.read(base, page)
+        off = p2 - base
+        assert span[off:off + 900] == data.tobytes()
+        assert span[:off] == bytes(off) and span[off + 900:] == bytes(page - off - 900)
+        with pytest.raises(MemoryAccessError):
+            machine.read(base + page, 1)                # the guard page
+        second.release()
+        assert machine.try_read(p2, 1) is not None      # idle, still mapped
+        span_pool(machine).drain(machine)               # what closing an executable does
+        assert machine.try_read(p2, 1) is None
+    finally:
+        machine.close()
+
+
+def test_staged_spans_give_way_to_the_memory_limit():
+    """Idle spans count against the machine's memory limit; a dispatch that
+    needs the room gets it back from them."""
+    from elfkit.arch import get
+    from elfkit.exec import create_machine
+    from vmrt.hal.local.bindings import StagedBindings
+    machine = create_machine(get("aarch64"), "emulated", memory_limit=12 << 20)
+    try:
+        big = StagedBindings(machine, [np.ones(5 << 20, np.uint8)])
+        big.stage()
+        big.release()                                   # kept mapped, idle
+        other = np.arange(6 << 20, dtype=np.uint8)
+        staged = StagedBindings(machine, [other])
+        (ptr,) = staged.stage()
+        assert machine.read(ptr, 1 << 20) == other[:1 << 20].tobytes()
+        staged.release()
+    finally:
+        machine.close()
+
+
+def test_a_machine_with_idle_spans_is_still_collected():
+    """The span pool does not keep its machine alive."""
+    import gc
+    import weakref
+
+    from elfkit.arch import get
+    from elfkit.exec import create_machine
+    from vmrt.hal.local.bindings import StagedBindings
+    machine = create_machine(get("riscv64"), "emulated")
+    staged = StagedBindings(machine, [np.ones(100, np.uint8)])
+    staged.stage()
+    staged.release()                                    # the span stays idle in the pool
+    machine.close()
+    ref = weakref.ref(machine)
+    del machine, staged
+    gc.collect()
+    assert ref() is None

@@ -39,7 +39,7 @@ from ...files import MAX_MODULE_SIZE, read_input
 from ..buffer import aligned_bytes, aligned_memory
 from . import dispatch_args as dargs
 from . import library_abi as abi
-from .bindings import StagedBindings
+from .bindings import StagedBindings, span_pool
 from .dispatch_limits import (
     ExecutionLimits,
     before_workgroup,
@@ -72,6 +72,17 @@ def _arch_of(data: bytes, arch: Any, backend: str) -> str:
         raise ExecutableError("the executable is for an architecture elfkit does not know",
                               StatusCode.UNAVAILABLE)
     return rec.arch
+
+
+def _prefetch_unicorn(arch_name: str, backend: str) -> None:
+    """Start opening libunicorn when ``arch_name`` code will be emulated
+    (elfkit.exec is imported here: a host-only run needs none of it)."""
+    if backend == "native":
+        return
+    from elfkit.arch import get as get_arch
+    from elfkit.exec import choose_backend, unicorn_lib
+    if choose_backend(get_arch(arch_name), backend) == "emulated":
+        unicorn_lib.prefetch()
 
 
 class Executable:
@@ -115,6 +126,8 @@ class Executable:
         self.data = data
         if machine is None and plugins is not None:
             arch_name = _arch_of(data, arch, backend)
+            _prefetch_unicorn(arch_name, backend)   # opens on another thread while this
+            load = elfkit.load                      # one imports the loader (first use)
             machine = plugins.machine(arch_name)
             if backend != "auto" and machine.backend != backend:
                 raise ExecutableError(
@@ -122,9 +135,11 @@ class Executable:
                     f"{machine.backend}, not {backend} (create the manager with "
                     f"backend={backend!r})", StatusCode.INVALID_ARGUMENT)
             arch = arch_name
+        else:
+            load = elfkit.load
         try:
-            self.module = elfkit.load(data, arch=arch, backend=backend, machine=machine,
-                                      name=label, imports=_runtime_imports())
+            self.module = load(data, arch=arch, backend=backend, machine=machine, name=label,
+                               imports=_runtime_imports())
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"loading executable {label}: {e}") from e
         self.machine = self.module.machine
@@ -528,6 +543,9 @@ class Executable:
             if self.workers is not None:
                 self.workers.close()
             self._mem.free_all()
+            if self.backend != "native":        # the idle binding spans of its dispatches
+                with contextlib.suppress(elfkit.ElfkitError):
+                    span_pool(self.machine).drain(self.machine)
             try:
                 self.module.close()
             except elfkit.ElfkitError as e:       # its finalisers faulted, say

@@ -1,0 +1,116 @@
+"""Where unicorn's C library is and how elfkit opens it.
+
+The emulated backend calls ``libunicorn`` through ctypes without importing
+the ``unicorn`` Python package (~45 ms): ``library_path`` finds the library
+in the installed package's directory (``importlib.util.find_spec`` does not
+run the package) or in ``$LIBUNICORN_PATH``, and ``open_library`` opens it
+with lazy binding.  Opening the 24 MB library takes a few milliseconds of
+the dynamic linker's time, which ``prefetch`` moves to a background thread
+(the GIL is not held meanwhile) for a caller that knows an emulated machine
+is coming and has other work to do first.  Nothing of the emulated backend
+is imported here.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import sys
+import threading
+from typing import Any
+
+__all__ = ["package_dir", "library_path", "open_library", "prefetch"]
+
+_LIB_NAMES = {"darwin": ("libunicorn.2.dylib", "libunicorn.dylib"),
+              "win32": ("unicorn.dll",), "cygwin": ("cygunicorn.dll",)}
+
+
+def package_dir() -> str:
+    """The installed ``unicorn`` package's directory (ImportError if none)."""
+    spec = importlib.util.find_spec("unicorn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the unicorn package is not installed (pip install unicorn)")
+    return list(spec.submodule_search_locations)[0]
+
+
+def library_path() -> tuple[str | None, list[str]]:
+    """(the library's path or None, the directories searched)."""
+    names = _LIB_NAMES.get(sys.platform, ("libunicorn.so.2", "libunicorn.so"))
+    pkg = package_dir()
+    dirs = [d for d in (os.environ.get("LIBUNICORN_PATH"), os.path.join(pkg, "lib"), pkg) if d]
+    for d in dirs:
+        for n in names:
+            path = os.path.join(d, n)
+            if os.path.exists(path):
+                return path, dirs
+    return None, dirs
+
+
+def _lazy_dlopen() -> tuple[Any, Any] | None:
+    """libc's ``dlopen``/``dlerror`` where ``RTLD_LAZY`` can be asked for, else None."""
+    if getattr(os, "RTLD_LAZY", None) is None or sys.platform != "linux" \
+            or os.environ.get("LD_BIND_NOW"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        dlopen, dlerror = libc.dlopen, libc.dlerror
+    except (OSError, AttributeError):        # pragma: no cover - static or odd libc
+        return None
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_int)
+    dlerror.restype, dlerror.argtypes = ctypes.c_char_p, ()
+    return dlopen, dlerror
+
+
+def _open(path: str) -> ctypes.CDLL:
+    """``path`` opened with lazy binding where the C library allows it.
+
+    ctypes always adds ``RTLD_NOW``, which makes the dynamic linker bind all
+    ~7,800 PLT entries of libunicorn (it exports every function, so each is
+    a symbol lookup) before the first call; ``RTLD_LAZY`` binds the few that
+    are called on first use, ~1 ms less.  Elsewhere plain ``ctypes.CDLL``."""
+    fns = _lazy_dlopen()
+    if fns is None:
+        return ctypes.CDLL(path)
+    dlopen, dlerror = fns
+    handle = dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL)
+    if not handle:
+        msg = dlerror()
+        raise OSError(msg.decode("utf-8", "replace") if msg else f"cannot dlopen {path}")
+    return ctypes.CDLL(path, handle=handle)
+
+
+def open_library() -> ctypes.CDLL:
+    """libunicorn, opened (again: the dynamic linker hands out the copy
+    already loaded); ImportError saying what was tried when it cannot be."""
+    path, dirs = library_path()
+    if path is None:
+        names = _LIB_NAMES.get(sys.platform, ("libunicorn.so.2",))
+        raise ImportError(f"cannot load the unicorn library (no {names[0]} in {dirs})")
+    try:
+        return _open(path)
+    except OSError as e:
+        raise ImportError(f"cannot load the unicorn library ({path}: {e})") from None
+
+
+_prefetched: list[threading.Thread] = []
+
+
+def prefetch() -> None:
+    """Start opening libunicorn on a daemon thread (once per process), so
+    that the emulated backend's import finds it loaded.  Failures are left
+    to that import to report."""
+    if _prefetched:
+        return
+    try:
+        path, _dirs = library_path()
+        fns = _lazy_dlopen()
+    except ImportError:
+        return
+    if path is None or fns is None:
+        return
+    dlopen = fns[0]
+    raw = os.fsencode(path)
+    t = threading.Thread(target=lambda: dlopen(raw, os.RTLD_LAZY | os.RTLD_LOCAL),
+                         name="elfkit-unicorn-prefetch", daemon=True)
+    _prefetched.append(t)
+    t.start()
