@@ -6,6 +6,7 @@ in ``_MODULES``.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from .. import machines as _machines
@@ -72,8 +73,7 @@ _host: list[Arch | None] = []
 
 
 def _find_host() -> Arch | None:
-    import platform
-    m = platform.machine().lower()
+    m = os.uname().machine.lower()      # what platform.machine() answers on POSIX
     bits = 64 if sys.maxsize > 2**32 else 32
     table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
              "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm",

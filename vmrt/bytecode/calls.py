@@ -15,11 +15,14 @@ unresolved optional import, ``INTERNAL`` for a wrong result count, every
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import InvocationError, StatusCode, VmError
 from ..vm.module import BoundFunction, cconv_fragments
 from ..vm.values import result_converter
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 Caller = Callable[..., tuple]
 
