@@ -17,12 +17,14 @@ import sys
 from ._version import __version__
 from .errors import ElfkitError
 
-# (module, attribute) of each command family's register(subparsers) function
+# (module, attribute, takes the words) of each command family's register function:
+# register(subparsers), or register(subparsers, words) for a family that builds only
+# the parser of the sub-command the words after the family's name ask for
 _FAMILIES = (
-    ("elfkit.loader.cli", "register"),
-    ("elfkit.exec.cli", "register"),
-    ("elfkit.fatelf.cli", "register"),
-    ("elfkit.toolchain.cli", "register"),
+    ("elfkit.loader.cli", "register", False),
+    ("elfkit.exec.cli", "register", False),
+    ("elfkit.fatelf.cli", "register", True),
+    ("elfkit.toolchain.cli", "register", False),
 )
 # which family defines each command: only that one is imported to run it
 _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
@@ -62,7 +64,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     first = argv[0] if argv else None
     wanted = _COMMANDS.get(first) if first else None
-    for modname, attr in _FAMILIES:
+    for modname, attr, takes_words in _FAMILIES:
         if wanted is not None and modname != wanted:
             continue
         try:
@@ -71,7 +73,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             if e.name != modname:
                 raise
             continue
-        getattr(mod, attr)(sub)
+        if takes_words and wanted is not None and argv:
+            getattr(mod, attr)(sub, argv[1:])
+        else:
+            getattr(mod, attr)(sub)
     return p
 
 
