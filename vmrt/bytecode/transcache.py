@@ -22,6 +22,8 @@ import marshal
 import os
 import sys
 
+from elfkit.files import user_cache_dir
+
 try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - a Python without it
@@ -44,12 +46,7 @@ def cache_dir() -> str | None:
     """The cache directory, or None when the cache is turned off."""
     if os.environ.get("VMRT_NO_CACHE", "") not in ("", "0"):
         return None
-    env = os.environ.get("VMRT_CACHE_DIR")
-    if env:
-        return env
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return os.path.join(xdg, "vmrt") if xdg else os.path.join(
-        os.path.expanduser("~"), ".cache", "vmrt")
+    return user_cache_dir("VMRT_CACHE_DIR", "vmrt")
 
 
 def _vmrt_fingerprint() -> bytes:
