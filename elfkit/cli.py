@@ -10,6 +10,7 @@ plugin ABI header are (elfkit/toolchain/paths.py), as pybind11's do.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -89,7 +90,17 @@ def fail(message: str, code: int = 2) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
-        argv = sys.argv[1:]
+        # the console script: the process ends after the command, and its final
+        # collections would walk every object start-up made; keep them out of the
+        # collector (refcounting still frees them)
+        try:
+            return _command(sys.argv[1:])
+        finally:
+            gc.freeze()
+    return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
