@@ -33,6 +33,35 @@ _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
              "toolchain": "elfkit.toolchain.cli"}
 
 
+def terminal_width() -> int:
+    """The help text width argparse would use (``shutil.get_terminal_size()``'s
+    columns less 2: ``$COLUMNS``, else the terminal's, else 80), without importing
+    shutil, which with its compression modules costs each command start-up time."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):   # no stdout (None), not a terminal
+            columns = 0
+    return (columns or 80) - 2
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, its width from :func:`terminal_width`."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_width() if width is None else width)
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """argparse's RawDescriptionHelpFormatter, its width from :func:`terminal_width`."""
+
+
 class _PrintDir(argparse.Action):
     """``--cmake-dir`` / ``--include-dir``: print the directory and exit (like ``--version``)."""
 
@@ -53,7 +82,7 @@ class _PrintDir(argparse.Action):
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="elfkit",
+        prog="elfkit", formatter_class=HelpFormatter,
         description="Inspect, pack, load and run bare-metal ELF plugins (natively or under "
                     "emulation).")
     p.add_argument("--version", action="version", version=f"elfkit {__version__}")

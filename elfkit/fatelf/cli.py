@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import RawDescriptionHelpFormatter
 from ..errors import FatElfError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -61,7 +62,7 @@ def _which_args(p: argparse.ArgumentParser, verb: str) -> None:
     g.add_argument("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')")
 
 
-_FMT = argparse.RawDescriptionHelpFormatter
+_FMT = RawDescriptionHelpFormatter
 
 
 def register(subparsers: Any, words: Sequence[str] = ()) -> None:
