@@ -66,9 +66,10 @@ WHY = {
          "fatelf's names are imported on first use, so listing never imports the writer), "
          "builds only the parser of the sub-command it runs (argparse costs a formatter and "
          "gettext look-ups per parser), and skips the exit-time collection over start-up's "
-         "objects (gc.freeze). What is left: argparse (which imports shutil, gettext, locale) "
-         "and what pip's console-script wrapper imports itself (re, ~2 ms, ~40% of the "
-         "peer's whole time); see -X importtime in the note.",
+         "objects (gc.freeze); the help width is found without shutil (and its compression "
+         "modules). What is left: argparse (with gettext and locale), fatelf's reader "
+         "(enums, records, mmap) and what pip's console-script wrapper imports itself (re, "
+         "~2 ms, ~40% of the peer's whole time); see -X importtime in the note.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
           "the native call, which iree.runtime does in C. The generated code calls the "
