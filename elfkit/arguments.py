@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import Any
 
 from .errors import InvalidArgumentError, SignatureError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["EMULATED_OPTIONS", "buffer", "integer", "machine_options", "timeout"]
 

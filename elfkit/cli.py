@@ -10,6 +10,7 @@ plugin ABI header are (elfkit/toolchain/paths.py), as pybind11's do.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -17,17 +18,48 @@ import sys
 from ._version import __version__
 from .errors import ElfkitError
 
-# (module, attribute) of each command family's register(subparsers) function
+# (module, attribute, takes the words) of each command family's register function:
+# register(subparsers), or register(subparsers, words) for a family that builds only
+# the parser of the sub-command the words after the family's name ask for
 _FAMILIES = (
-    ("elfkit.loader.cli", "register"),
-    ("elfkit.exec.cli", "register"),
-    ("elfkit.fatelf.cli", "register"),
-    ("elfkit.toolchain.cli", "register"),
+    ("elfkit.loader.cli", "register", False),
+    ("elfkit.exec.cli", "register", False),
+    ("elfkit.fatelf.cli", "register", True),
+    ("elfkit.toolchain.cli", "register", False),
 )
 # which family defines each command: only that one is imported to run it
 _COMMANDS = {"inspect": "elfkit.loader.cli", "run": "elfkit.exec.cli",
              "disasm": "elfkit.exec.cli", "fatelf": "elfkit.fatelf.cli",
              "toolchain": "elfkit.toolchain.cli"}
+
+
+def terminal_width() -> int:
+    """The help text width argparse would use (``shutil.get_terminal_size()``'s
+    columns less 2: ``$COLUMNS``, else the terminal's, else 80), without importing
+    shutil, which with its compression modules costs each command start-up time."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):   # no stdout (None), not a terminal
+            columns = 0
+    return (columns or 80) - 2
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, its width from :func:`terminal_width`."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_width() if width is None else width)
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """argparse's RawDescriptionHelpFormatter, its width from :func:`terminal_width`."""
 
 
 class _PrintDir(argparse.Action):
@@ -50,7 +82,7 @@ class _PrintDir(argparse.Action):
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="elfkit",
+        prog="elfkit", formatter_class=HelpFormatter,
         description="Inspect, pack, load and run bare-metal ELF plugins (natively or under "
                     "emulation).")
     p.add_argument("--version", action="version", version=f"elfkit {__version__}")
@@ -62,7 +94,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     first = argv[0] if argv else None
     wanted = _COMMANDS.get(first) if first else None
-    for modname, attr in _FAMILIES:
+    for modname, attr, takes_words in _FAMILIES:
         if wanted is not None and modname != wanted:
             continue
         try:
@@ -71,7 +103,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             if e.name != modname:
                 raise
             continue
-        getattr(mod, attr)(sub)
+        if takes_words and wanted is not None and argv:
+            getattr(mod, attr)(sub, argv[1:])
+        else:
+            getattr(mod, attr)(sub)
     return p
 
 
@@ -84,7 +119,17 @@ def fail(message: str, code: int = 2) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
-        argv = sys.argv[1:]
+        # the console script: the process ends after the command, and its final
+        # collections would walk every object start-up made; keep them out of the
+        # collector (refcounting still frees them)
+        try:
+            return _command(sys.argv[1:])
+        finally:
+            gc.freeze()
+    return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

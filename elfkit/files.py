@@ -15,7 +15,7 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["file_kind", "open_regular", "open_special_output"]
+__all__ = ["file_kind", "open_regular", "open_special_output", "user_cache_dir"]
 
 _KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
           (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
@@ -80,3 +80,14 @@ def open_special_output(path: str) -> int | None:
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return fd
+
+
+def user_cache_dir(env_var: str, name: str) -> str:
+    """A per-user cache directory: ``$env_var``, else ``$XDG_CACHE_HOME/name``,
+    else ``~/.cache/name`` (a string: pathlib costs start-up time)."""
+    env = os.environ.get(env_var)
+    if env:
+        return env
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return os.path.join(xdg, name) if xdg else os.path.join(
+        os.path.expanduser("~"), ".cache", name)

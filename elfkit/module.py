@@ -6,7 +6,6 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from . import arch as _arch
 from . import arguments
@@ -32,6 +31,10 @@ from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits
 from .loader.plan import LoadPlan, plan_for
 from .signature import CType, Signature, ctype
 from .signature import parse as parse_signature
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Module:

@@ -17,11 +17,15 @@ command line: ``sos([path, ...], "name.sos") -> Path``.
 ``standalone_sos`` (session): the standalone plugin for x86_64, aarch64 and
 riscv64 in one .sos (what IREE's sample builds).
 
+``VMRT_CACHE_DIR`` points at a directory of the session's own (autouse), so the
+suite neither reads nor fills the user's translation cache.
+
 Plugins other than the catalogue are built with
 ``elfkit.toolchain.compile_plugin`` (the project's one builder).
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +33,17 @@ from pathlib import Path
 import pytest
 
 from tests.plugins import PluginSet, build_plugins
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_translation_cache(tmp_path_factory):
+    old = os.environ.get("VMRT_CACHE_DIR")
+    os.environ["VMRT_CACHE_DIR"] = str(tmp_path_factory.mktemp("vmrt-cache"))
+    yield
+    if old is None:
+        os.environ.pop("VMRT_CACHE_DIR", None)
+    else:
+        os.environ["VMRT_CACHE_DIR"] = old
 
 
 @pytest.fixture(scope="session")

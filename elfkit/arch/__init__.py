@@ -24,21 +24,47 @@ from ._base import (
 
 _MODULES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
-ARCHES: dict[str, Arch] = {}
-for _m in _MODULES:
-    _a = importlib.import_module(f"{__name__}.{_m}").ARCH
-    ARCHES[_a.name] = _a
-
+#: every architecture by name, in ``_MODULES`` order.  Built on first use (PEP 562
+#: ``__getattr__`` below): ``get``, ``from_machine`` and ``host`` import only the one
+#: architecture file they need (a native run needs one of six).
+ARCHES: dict[str, Arch]
+_loaded: dict[str, Arch] = {}
 _ALIASES: dict[str, Arch] = {}
-for _a in ARCHES.values():
-    _ALIASES[_a.name] = _a
-    for _al in _a.aliases:
-        _ALIASES[_al] = _a
 
-# elfkit.machines is the light copy of (name, machine, bits) for code that must
-# start fast; the two must agree.
-if {a.name: (a.machine, a.bits) for a in ARCHES.values()} != _machines.ARCH_MACHINES:
-    raise ImportError("elfkit.machines.ARCH_MACHINES does not match elfkit.arch.ARCHES")
+
+def _load(name: str) -> Arch:
+    """The architecture ``name`` (a name of ``elfkit.machines.ARCH_MACHINES``)."""
+    a = _loaded.get(name)
+    if a is None:
+        a = importlib.import_module(f"{__name__}.{name}").ARCH
+        # elfkit.machines is the light copy of (name, machine, bits) for code that must
+        # start fast; the two must agree.
+        if a.name != name or _machines.ARCH_MACHINES.get(name) != (a.machine, a.bits):
+            raise ImportError(f"elfkit.machines.ARCH_MACHINES does not match {a.name}")
+        _loaded[name] = a
+    return a
+
+
+def _all() -> dict[str, Arch]:
+    arches = globals().get("ARCHES")
+    if arches is None:
+        arches = {name: _load(name) for name in _MODULES}
+        if set(arches) != set(_machines.ARCH_MACHINES):
+            raise ImportError("elfkit.machines.ARCH_MACHINES does not match elfkit.arch.ARCHES")
+        for a in arches.values():
+            _ALIASES[a.name] = a
+            for al in a.aliases:
+                _ALIASES[al] = a
+        globals()["ARCHES"] = arches
+    return arches
+
+
+def __getattr__(name: str) -> object:
+    if name == "ARCHES":
+        return _all()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 MACHINE_NAMES = dict(_machines.MACHINE_NAMES)
 
 
@@ -46,19 +72,23 @@ def get(name: str | Arch) -> Arch:
     """Look an architecture up by name or alias (``x86_64``, ``arm64`` ...)."""
     if isinstance(name, Arch):
         return name
-    a = _ALIASES.get(str(name).lower().replace("-", "_")) or _ALIASES.get(str(name).lower())
+    key = str(name).lower().replace("-", "_")
+    if key in _machines.ARCH_MACHINES:
+        return _load(key)
+    arches = _all()
+    a = _ALIASES.get(key) or _ALIASES.get(str(name).lower())
     if a is None:
-        raise ArchError(f"unknown architecture {name!r}; known: {', '.join(ARCHES)}")
+        raise ArchError(f"unknown architecture {name!r}; known: {', '.join(arches)}")
     return a
 
 
 def from_machine(machine: int, bits: int) -> Arch:
     """The architecture of an ELF ``e_machine`` and class (32 or 64 bits)."""
-    for a in ARCHES.values():
-        if a.machine == machine and a.bits == bits:
-            return a
+    name = _machines.arch_for(machine, bits)
+    if name is not None:
+        return _load(name)
     raise ArchError(f"unsupported machine {machine} ({bits}-bit); supported: "
-                    + ", ".join(f"{a.name} ({a.machine}, {a.bits}-bit)" for a in ARCHES.values()))
+                    + ", ".join(f"{a.name} ({a.machine}, {a.bits}-bit)" for a in _all().values()))
 
 
 def host() -> Arch | None:
@@ -86,7 +116,7 @@ def _find_host() -> Arch | None:
     name = table.get(m)
     if name == "x86_64" and bits == 32:
         name = "i386"
-    return ARCHES.get(name) if name else None
+    return _load(name) if name else None
 
 
 __all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "RelocType",

@@ -5,11 +5,13 @@ touches unicorn.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..arch import Arch, host
 from ..errors import BackendError
 from .base import Machine
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 BACKENDS = ("auto", "native", "emulated")
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import abc
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 from ..arch import Arch
 from ..signature import Signature
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 PROT_NONE = 0
 PROT_READ = 1

@@ -3,15 +3,11 @@ address sites of plugins): ``$ELFKIT_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/elfkit``, else ``~/.cache/elfkit``."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from ..files import user_cache_dir
 
 __all__ = ["cache_dir"]
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("ELFKIT_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return Path(xdg) / "elfkit" if xdg else Path.home() / ".cache" / "elfkit"
+def cache_dir() -> str:
+    """The directory's path."""
+    return user_cache_dir("ELFKIT_CACHE_DIR", "elfkit")

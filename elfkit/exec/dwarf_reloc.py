@@ -21,15 +21,17 @@ import os
 import struct
 import zlib
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 DW_OP_addr = 0x03
 
 
 def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
                    functions: dict[int, int] | None = None,
-                   cache: Path | None = None) -> dict[str, bytes]:
+                   cache: str | None = None) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
     every absolute address moved by ``bias``.  ``functions``, when given,
     receives the subprograms: linked ``DW_AT_low_pc`` -> size (from
@@ -52,7 +54,7 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
 _SITES_MAGIC = b"elfkit-dwarf-sites-2\0\0\0\0"
 
 
-def info_sites(elf_bytes: bytes, cache: Path | None = None
+def info_sites(elf_bytes: bytes, cache: str | None = None
                ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     """(address size of the last unit, [(offset, address size)] of each
     address in the file's ``.debug_info``, {low_pc: size} of its
@@ -61,9 +63,10 @@ def info_sites(elf_bytes: bytes, cache: Path | None = None
     path = None
     if cache is not None:
         key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
-        path = cache / f"dwarf-sites-{key}.bin"
+        path = os.path.join(cache, f"dwarf-sites-{key}.bin")
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                raw = fh.read()
         except OSError:
             raw = b""
         if raw.startswith(_SITES_MAGIC) and (len(raw) - len(_SITES_MAGIC)) % 8 == 0:
@@ -76,10 +79,11 @@ def info_sites(elf_bytes: bytes, cache: Path | None = None
     if path is not None:
         flat = array.array("Q", [word, len(sites)] + [v for site in sites for v in site]
                            + [v for item in funcs.items() for v in item])
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp = f"{path}.{os.getpid()}.tmp"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(_SITES_MAGIC + flat.tobytes())
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as fh:
+                fh.write(_SITES_MAGIC + flat.tobytes())
             os.replace(tmp, path)              # atomic: other processes see all or nothing
         except OSError:
             pass                               # a cache we cannot write: found again next time

@@ -23,11 +23,13 @@ import sys
 import threading
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 from .cache import cache_dir
 from .symfile import cached_symfile
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 HELPER_SOURCE = b"""\
 #include <stdint.h>
@@ -158,7 +160,7 @@ def interface() -> JitInterface | None:
     with _state_lock:
         if "interface" not in _state:
             try:
-                _state["interface"] = JitInterface(ctypes.PyDLL(str(helper_library())))
+                _state["interface"] = JitInterface(ctypes.PyDLL(helper_library()))
                 _state["why"] = ""
             except (OSError, RuntimeError) as e:      # _build reports compiler failures so
                 _state["interface"] = None
@@ -199,16 +201,16 @@ def _compilers() -> list[list[str]]:
     return out
 
 
-def helper_library() -> Path:
+def helper_library() -> str:
     """The helper library's path, built at first use (raises RuntimeError
     naming every compiler tried when none could build it)."""
     key = f"{zlib.crc32(HELPER_SOURCE + os.uname().machine.encode()):08x}"
     for root in _cache_roots():
-        lib = root / f"jit-debug-{key}.so"
-        if lib.is_file():
+        lib = os.path.join(root, f"jit-debug-{key}.so")
+        if os.path.isfile(lib):
             return lib
         try:
-            root.mkdir(parents=True, exist_ok=True)
+            os.makedirs(root, exist_ok=True)
         except OSError:
             continue
         if os.access(root, os.W_OK):
@@ -217,21 +219,22 @@ def helper_library() -> Path:
     raise RuntimeError("no writable cache directory for the gdb JIT helper library")
 
 
-def _cache_roots() -> Iterator[Path]:
+def _cache_roots() -> Iterator[str]:
     yield cache_dir()
     import tempfile
-    yield Path(tempfile.gettempdir()) / f"elfkit-{os.getuid()}"
+    yield os.path.join(tempfile.gettempdir(), f"elfkit-{os.getuid()}")
 
 
-def _build(lib: Path) -> None:
+def _build(lib: str) -> None:
     # the compiler's plumbing is imported here: most processes find the library built
     import subprocess
     import tempfile
     errors = []
-    with tempfile.TemporaryDirectory(dir=lib.parent) as tmp:
-        src = Path(tmp) / "jit_debug.c"
-        src.write_bytes(HELPER_SOURCE)
-        out = Path(tmp) / "jit_debug.so"
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(lib)) as tmp:
+        src = os.path.join(tmp, "jit_debug.c")
+        with open(src, "wb") as fh:
+            fh.write(HELPER_SOURCE)
+        out = os.path.join(tmp, "jit_debug.so")
         for cc in _compilers():
             cmd = [*cc, "-shared", "-fPIC", "-O1", "-nostdlib", "-o", str(out), str(src)]
             try:
@@ -239,7 +242,7 @@ def _build(lib: Path) -> None:
             except (OSError, subprocess.SubprocessError) as e:
                 errors.append(f"{' '.join(cc)}: {e}")
                 continue
-            if r.returncode == 0 and out.is_file():
+            if r.returncode == 0 and os.path.isfile(out):
                 os.replace(out, lib)               # atomic: other processes see all or nothing
                 return
             errors.append(f"{' '.join(cc)}: {r.stderr.strip().splitlines()[-1:] or r.returncode}")

@@ -13,7 +13,6 @@ import mmap as _mmap
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from .. import arch as _arch
 from ..errors import (
@@ -26,6 +25,10 @@ from ..errors import (
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
 from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap_fn = _libc.mmap

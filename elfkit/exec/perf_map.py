@@ -15,10 +15,12 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from .symfile import PluginSymbol, function_symbols
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _switch: dict[str, bool | None] = {"on": None}
 _lock = threading.Lock()
@@ -37,9 +39,9 @@ def enabled() -> bool:
     return os.environ.get("ELFKIT_PERF_MAP", "").strip().lower() in ("1", "yes", "true", "on")
 
 
-def path() -> Path:
+def path() -> str:
     """This process's map file."""
-    return Path(f"/tmp/perf-{os.getpid()}.map")
+    return f"/tmp/perf-{os.getpid()}.map"
 
 
 def lines(module: Any, symbols: Sequence[PluginSymbol] | None = None) -> list[str]:

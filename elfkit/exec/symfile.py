@@ -16,11 +16,13 @@ import bisect
 import struct
 import threading
 import weakref
-from typing import Any
 
 from ..records import DataRecord
 from .cache import cache_dir
-from .dwarf_reloc import relocate_dwarf
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 3, 4, 10
 STB_LOCAL, STB_GLOBAL = 0, 1
@@ -323,8 +325,10 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
     try:
         found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
-        moved = relocate_dwarf(bytes(data), found, module.base, functions, cache_dir()) \
-            if ".debug_info" in found else {}
+        moved = {}
+        if ".debug_info" in found:      # most plugins have none: array and the mover on demand
+            from .dwarf_reloc import relocate_dwarf
+            moved = relocate_dwarf(bytes(data), found, module.base, functions, cache_dir())
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}
     _dwarf_read[module] = done = (moved, functions)

@@ -27,39 +27,78 @@ NONE/Linux/Standalone, then x86_64, aarch64, riscv64, arm, i386, riscv32,
 then file order.
 """
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError
-from .format import (
-    BEST_ORDER,
-    DEFAULT_ALIGN,
-    HEADER_SIZE,
-    IREE_OSABIS,
-    MAGIC,
-    MAGIC_BYTES,
-    MAX_RECORDS,
-    PAGE_SIZE,
-    RECORD_SIZE,
-    VERSION,
-    ByteOrder,
-    OsAbi,
-    Problem,
-    Record,
-    Severity,
-    WordSize,
-    machine_name,
-    osabi_name,
-    slice_names,
-)
+from ..lazy import lazy_names
+
+# eager: the name ``identify`` is also a submodule, which would shadow a lazy function
 from .identify import Identity, identify
-from .reader import FatElf, is_fatelf, pick_slice, read, select, verify
-from .selection import best, host_record, matches_host
-from .write import (
-    extract_to,
-    layout,
-    pack,
-    pack_to,
-    remove_to,
-    replace_to,
-    split,
-)
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from .format import (
+        BEST_ORDER,
+        DEFAULT_ALIGN,
+        HEADER_SIZE,
+        IREE_OSABIS,
+        MAGIC,
+        MAGIC_BYTES,
+        MAX_RECORDS,
+        PAGE_SIZE,
+        RECORD_SIZE,
+        VERSION,
+        ByteOrder,
+        OsAbi,
+        Problem,
+        Record,
+        Severity,
+        WordSize,
+        machine_name,
+        osabi_name,
+        slice_names,
+    )
+    from .reader import FatElf, is_fatelf, pick_slice, read, select, verify
+    from .selection import best, host_record, matches_host
+    from .write import extract_to, layout, pack, pack_to, remove_to, replace_to, split
+
+# Each name is imported from its file on first use: ``fatelf list`` never imports
+# the writer, a native ``vmrt run`` of a plain ELF only what reads headers.
+_LAZY = {
+    "BEST_ORDER": "format",
+    "DEFAULT_ALIGN": "format",
+    "HEADER_SIZE": "format",
+    "IREE_OSABIS": "format",
+    "MAGIC": "format",
+    "MAGIC_BYTES": "format",
+    "MAX_RECORDS": "format",
+    "PAGE_SIZE": "format",
+    "RECORD_SIZE": "format",
+    "VERSION": "format",
+    "ByteOrder": "format",
+    "OsAbi": "format",
+    "Problem": "format",
+    "Record": "format",
+    "Severity": "format",
+    "WordSize": "format",
+    "machine_name": "format",
+    "osabi_name": "format",
+    "slice_names": "format",
+    "FatElf": "reader",
+    "is_fatelf": "reader",
+    "pick_slice": "reader",
+    "read": "reader",
+    "select": "reader",
+    "verify": "reader",
+    "best": "selection",
+    "host_record": "selection",
+    "matches_host": "selection",
+    "extract_to": "write",
+    "layout": "write",
+    "pack": "write",
+    "pack_to": "write",
+    "remove_to": "write",
+    "replace_to": "write",
+    "split": "write",
+}
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 __all__ = [
     "BEST_ORDER", "DEFAULT_ALIGN", "HEADER_SIZE", "IREE_OSABIS", "MAGIC", "MAGIC_BYTES",

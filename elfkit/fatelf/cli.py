@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli import RawDescriptionHelpFormatter
 from ..errors import FatElfError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 _EPILOG_PACK = """\
@@ -60,10 +62,14 @@ def _which_args(p: argparse.ArgumentParser, verb: str) -> None:
     g.add_argument("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')")
 
 
-_FMT = argparse.RawDescriptionHelpFormatter
+_FMT = RawDescriptionHelpFormatter
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, words: Sequence[str] = ()) -> None:
+    """Add ``fatelf`` and its sub-commands; ``words`` (what follows ``fatelf`` on the
+    command line) naming one sub-command builds only that one's parser (start-up
+    time: each costs argparse a formatter and gettext look-ups); anything else
+    (``--help``, a typo, nothing) builds them all, for the usage and choices."""
     top = subparsers.add_parser(
         "fatelf", help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
         description="Pack ELF plugins for several CPUs into one FatELF (.sos) file, inspect it, "
@@ -72,9 +78,10 @@ def register(subparsers: Any) -> None:
         formatter_class=_FMT)
     top.set_defaults(func=lambda args: _no_command(top))
     sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND")
-    for add in (_add_pack, _add_list, _add_extract, _add_split, _add_select, _add_remove,
-                _add_replace, _add_verify):
-        add(sub)
+    first = words[0] if words else None
+    for name, add in _SUBCOMMANDS.items():
+        if first not in _SUBCOMMANDS or name == first:
+            add(sub)
 
 
 def _add_pack(sub: Any) -> None:
@@ -322,6 +329,11 @@ def cmd_verify(args: Any) -> int:
         return 1
     print(f"{args.file}: OK" + (f" ({len(problems)} note(s))" if problems else ""))
     return 0
+
+
+_SUBCOMMANDS = {"pack": _add_pack, "list": _add_list, "extract": _add_extract,
+               "split": _add_split, "select": _add_select, "remove": _add_remove,
+               "replace": _add_replace, "verify": _add_verify}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,13 +9,16 @@ the file safely: :func:`read_struct` and :func:`vaddr_to_offset`.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from .. import arch as _arch
 from ..arch import Arch
 from ..errors import ArchError, LayoutError, ParseError, UnsupportedError
 from ..records import DataRecord
 from . import _tags as T
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["TLS_MESSAGE", "Limits", "DEFAULT_LIMITS", "Segment", "Header", "read_struct",
            "vaddr_to_offset", "in_file_backed", "read_header", "read_segments",

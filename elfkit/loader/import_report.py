@@ -10,9 +10,12 @@ plugin manager.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..records import DataRecord, field
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ProviderNote(DataRecord, frozen=True, slots=True):

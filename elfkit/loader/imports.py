@@ -19,12 +19,15 @@ import os
 import stat
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ..errors import BackendError, ElfkitError, LazyImportError
 from ..fatelf.files import file_kind
 from ..signature import parse as parse_signature
 from .import_report import ImportReport, ProviderNote
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: why a host library answers no import of emulated code
 HOST_LIBRARY_REFUSAL = "a host library cannot serve emulated code"

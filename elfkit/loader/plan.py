@@ -14,12 +14,15 @@ with the same error) every time.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
 from .relocate import BULK, relative_types
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LoadPlan", "plan_for", "PLAN_CACHE", "PLAN_CACHE_BYTES", "PLAN_MAX_FILE"]
 

@@ -5,12 +5,15 @@ them is ``relocate.py``."""
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..errors import LayoutError, ParseError
 from ..records import DataRecord, field
 from . import _tags as T
 from .headers import Limits, Segment, vaddr_to_offset
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RelocTable", "read_reloc_tables"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
@@ -23,7 +22,10 @@ from .headers import TLS_MESSAGE
 from .parse import ElfFile
 from .reloc_tables import RelocTable
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy

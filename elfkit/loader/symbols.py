@@ -4,7 +4,6 @@ DT_GNU_HASH or DT_HASH.  Bounds-checked like the rest of the parser."""
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..errors import ParseError, UnsupportedError
 from ..records import DataRecord
@@ -12,13 +11,17 @@ from . import _tags as T
 from .dynamic import cstr
 from .headers import TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct, vaddr_to_offset
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Symbol", "SysvHash", "GnuHash", "sysv_hash", "gnu_hash", "read_symbols",
            "sysv_lookup", "gnu_lookup"]
 
 #: DT_HASH as read: (nbucket, buckets, chains)
 SysvHash = tuple[int, tuple[int, ...], tuple[int, ...]]
 #: DT_GNU_HASH as read: nbuckets, symoffset, bloom, shift, buckets, chain
-GnuHash = dict[str, Any]
+GnuHash = dict[str, "Any"]
 
 
 #: st_shndx of an undefined symbol

@@ -9,42 +9,16 @@ and floats go through the constant table ``K``.
 """
 from __future__ import annotations
 
-import itertools
-import operator
-import struct
-from collections.abc import Callable
-
-from ..errors import StatusCode, VerifyError, VmError
+from ..errors import VerifyError
 from ..vm.module import cconv_fragments
-from . import runtime
 from .calls import group_variadic
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .layout import ControlFlow, drop_unread
+from .namespace import WIDTH
 from .regfacts import ConstantRegs, constant_registers, no_overflow
-from .regkinds import REINTERPRET, register_coercions
+from .regkinds import register_coercions
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, wrap_lines
-
-_WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
-          "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
-
-
-def _namespace() -> dict:
-    ns = {name: getattr(runtime, name) for name in dir(runtime) if not name.startswith("_")}
-    for k, v in runtime.FMATH.items():
-        ns[f"FM_{k}"] = v
-    for k, v in runtime.FMATH2.items():
-        ns[f"FM_{k}"] = v
-    for k, v in _WIDTH.items():
-        ns[f"ST_{k}"] = v
-        ns[f"UN_{k}"] = v.unpack_from
-        ns[f"PK_{k}"] = v.pack_into
-    ns.update(REINTERPRET)
-    ns["REPEAT"] = itertools.repeat
-    ns["LEN_HINT"] = operator.length_hint
-    ns["_VmError"] = VmError
-    ns["_StatusCode"] = StatusCode
-    return ns
 
 
 class FunctionTranslator(ControlFlow):
@@ -253,14 +227,14 @@ class FunctionTranslator(ControlFlow):
     @staticmethod
     def _gload(w):
         def op(self, ins, f, ind):
-            self._gcheck(ins, f[0], _WIDTH[w].size)
+            self._gcheck(ins, f[0], WIDTH[w].size)
             return [f"{ind}{self.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
         return op
 
     @staticmethod
     def _gstore(w):
         def op(self, ins, f, ind):
-            self._gcheck(ins, f[0], _WIDTH[w].size)
+            self._gcheck(ins, f[0], WIDTH[w].size)
             return [f"{ind}PK_{w}(RW, {f[0]}, {self.int_reg(f[1])})"]
         return op
 
@@ -533,11 +507,3 @@ def _grouped(plan: list[tuple[int, int]], regs: list[str]) -> str:
             out.append("[" + ", ".join(f"({', '.join(span[i:i + n])},)"
                                        for i in range(0, len(span), n)) + "]")
     return ", ".join(out)
-
-
-def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:
-    ns = _namespace()
-    ns.update(ns_extra)
-    code = compile("\n".join(sources), filename, "exec")
-    exec(code, ns)
-    return [ns[f"f{i}"] for i in range(len(sources))]

@@ -20,11 +20,11 @@ from ..vm.module import (
 )
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
+from . import transcache
 from .calls import Caller, import_caller, unresolved
-from .codegen import FunctionTranslator, compile_functions
-from .decoder import decode_function
 from .disasm import TraceNames, list_value, ref_text
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
+from .namespace import function_code, functions_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -154,8 +154,32 @@ class BytecodeModule(Module):
         return self._traced
 
     def _translate(self, trace: TraceNames | None = None) -> list:
+        """The module's functions: from the translation cache when it holds this
+        module (untraced only), else translated and compiled (and cached)."""
         d = self.definition
+        ns = {"RO": self.rodata, "TY": self.types, "TREF": ref_text, "TLIST": list_value}
+        n = len(d.functions)
+        key = transcache.cache_key(self._data, "plain") if trace is None else None
+        hit = transcache.load(key, n) if key is not None else None
+        if hit is not None:
+            code, consts, self._sources = hit
+            return functions_of(code, {**ns, "K": consts}, n)
         info = ModuleInfo(self)
+        sources = self._function_sources(info, trace)
+        if trace is None:
+            self._sources = sources
+        try:
+            code = function_code(sources, f"<vmfb {self.name!r}>")
+        except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
+            raise LoadError(f"failed to translate module: {e}") from None
+        if key is not None:
+            transcache.store(key, code, info.consts, sources)
+        return functions_of(code, {**ns, "K": info.consts}, n)
+
+    def _function_sources(self, info: ModuleInfo, trace: TraceNames | None) -> list[str]:
+        from .codegen import FunctionTranslator  # only when not cached (start-up time)
+        from .decoder import decode_function
+        d = self.definition
         code = d.bytecode
         sources = []
         for k, fd in enumerate(d.functions):
@@ -173,14 +197,7 @@ class BytecodeModule(Module):
             tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
                                     fd.ref_register_count, trace)
             sources.append(tr.translate(a_codes, r_codes))
-        if trace is None:
-            self._sources = sources
-        ns = {"K": info.consts, "RO": self.rodata, "TY": self.types,
-              "TREF": ref_text, "TLIST": list_value}
-        try:
-            return compile_functions(sources, ns, f"<vmfb {self.name!r}>")
-        except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
-            raise LoadError(f"failed to translate module: {e}") from None
+        return sources
 
     # -- Module interface --------------------------------------------------------
     @property

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from elfkit.records import DataRecord
 
@@ -33,6 +32,10 @@ from ..vm.types import RefObject
 from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, HostBytes, aligned_memory
 from .dispatch_observer import ObservedDispatch, current_observer
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # iree_hal_command_buffer_mode_t bits
 MODE_ONE_SHOT = 1 << 0

@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
 
 from elfkit.records import DataRecord
 
 from ..errors import VmError
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 Observer = Callable[["ObservedDispatch"], None]
 

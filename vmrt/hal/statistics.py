@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
 
 from elfkit.records import DataRecord, field
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: IREE_HAL_MEMORY_TYPE_HOST_LOCAL (host-local memory; everything else is
 #: counted as device-local, as IREE's heap allocator does)

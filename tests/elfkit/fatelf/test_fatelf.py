@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from elfkit import fatelf
 from elfkit.errors import ArchError, ElfkitError, FatElfError
+from elfkit.fatelf.write import Sink
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
     ARCHES,
@@ -241,7 +242,7 @@ def test_pack_error_midway_leaves_no_file(tmp_path, monkeypatch):
     def boom(self, *a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fatelf.write.Sink, "copy_from_fd", boom)
+    monkeypatch.setattr(Sink, "copy_from_fd", boom)
     with pytest.raises(OSError):
         fatelf.pack_to(out, [src])
     assert out.read_bytes() == b"previous contents"
@@ -251,13 +252,13 @@ def test_pack_error_midway_leaves_no_file(tmp_path, monkeypatch):
 def test_input_shrinking_while_copied_is_detected(tmp_path, monkeypatch):
     src = tmp_path / "a.so"
     src.write_bytes(arch_elf("x86_64", 9000))
-    real = fatelf.write.Sink.copy_from_fd
+    real = Sink.copy_from_fd
 
     def shrink_first(self, fd, offset, count, name):
         os.truncate(src, 5000)
         return real(self, fd, offset, count, name)
 
-    monkeypatch.setattr(fatelf.write.Sink, "copy_from_fd", shrink_first)
+    monkeypatch.setattr(Sink, "copy_from_fd", shrink_first)
     with pytest.raises(FatElfError, match="shrank"):
         fatelf.pack_to(tmp_path / "o.sos", [src])
     assert not (tmp_path / "o.sos").exists()

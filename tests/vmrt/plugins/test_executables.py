@@ -255,8 +255,8 @@ def test_emulated_import_calls_stay_in_guest(iree, standalone_sos_all, emulation
         # the import thunk is aarch64 code in the same machine
         from vmrt.hal.local.guest import import_thunk
         thunk = import_thunk(machine)
-        assert machine.read(thunk, len(abi.IMPORT_THUNKS["aarch64"])) == \
-            abi.IMPORT_THUNKS["aarch64"]
+        assert machine.read(thunk, len(abi.import_thunk_code("aarch64"))) == \
+            abi.import_thunk_code("aarch64")
         exe.close()
 
 

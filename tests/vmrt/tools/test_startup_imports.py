@@ -1,6 +1,7 @@
 """What a ``vmrt run`` imports: a host-only program needs neither the FatELF
 code, nor numpy, nor unicorn, nor typing; a program whose dispatches run natively does
-not import the emulator; neither creates dataclasses.  The output is that of
+not import the emulator, typing, pathlib or platform; neither creates dataclasses; a
+program run twice is translated once (the translation cache).  The output is that of
 the pip ``iree-run-module`` on the same program."""
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from tests.vmrt.iree_tools import REPO, require_tool
 
-HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing")
+HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing",
+         "pathlib", "urllib.parse", "platform", "vmrt.bytecode.codegen")
 
 #: runs ``vmrt run`` in a fresh interpreter, then prints which HEAVY modules it imported
 RUN = ("import sys\n"
@@ -44,7 +46,9 @@ def test_host_only_run_imports_no_fatelf_numpy_typing_or_emulator(compile_mlir):
     args = (f"--module={vmfb}", "--function=collatz", "--input=27")
     out, imported = _vmrt_run(*args)
     assert out == _iree_run(*args)
-    assert imported == []
+    assert imported in ([], ["vmrt.bytecode.codegen"])     # translated unless cached
+    out2, imported2 = _vmrt_run(*args)
+    assert out2 == out and imported2 == []
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatches are built for x86_64")
@@ -56,3 +60,9 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     assert out == _iree_run(*args)
     assert "unicorn" not in imported and "elfkit.exec.emulated" not in imported
     assert "dataclasses" not in imported
+    # no typing, no pathlib (nor the urllib.parse it imports), no platform
+    for name in ("typing", "pathlib", "urllib.parse", "platform"):
+        assert name not in imported
+    # the second run of the same program reads its translation from the cache
+    out2, imported2 = _vmrt_run(*args)
+    assert out2 == out and "vmrt.bytecode.codegen" not in imported2

@@ -14,11 +14,14 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from elfkit import ElfkitError
 
 from .dispatch_args import host_address, host_view, host_writable
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: idle guarded spans kept mapped per machine for the next dispatch (at most
 #: this many, of at most this many bytes in all): mapping and unmapping a

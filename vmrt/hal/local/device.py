@@ -8,12 +8,15 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from ...errors import HalError, StatusCode
 from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
 from .loader import ExecutableLoader, supports_format
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: drivers vmrt answers for (queues run synchronously for both)
 DRIVERS = ("local-sync", "local-task")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from ...errors import DispatchError
 from ..buffer import HostBytes
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def xyz(value: Any, where: str, what: str) -> tuple[int, int, int]:

@@ -17,12 +17,15 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import elfkit
 
 from ...errors import BudgetExceeded, Cancelled, StatusCode, VmError
 from ...vm.context import ExecutionLimits, current_limits
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ExecutionLimits", "before_workgroup", "current_limits", "guest_workgroup", "stop_error",
            "stopping_guest"]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import elfkit
 
@@ -48,6 +47,10 @@ from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
 from .dispatch_limits import ExecutionLimits, current_limits, guest_workgroup, stop_error
 from .guest import GuestMemory
 from .prepared import worker_pool
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _BATCH = 4096          # workgroup states written to guest memory at a time
 

@@ -29,7 +29,6 @@ import struct
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 import elfkit
 from elfkit import fatelf
@@ -55,6 +54,10 @@ from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .prepared import NativeDispatch
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the format of VM bytecode executables (loaded by vmvx_executable.py)
 VMVX_FORMAT = "vmvx-bytecode-fb"

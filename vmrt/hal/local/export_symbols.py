@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
 
 import elfkit
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def name_exports(module: elfkit.Module, exports: Sequence[Any]) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 from elfkit import ElfkitError
 from elfkit.exec.base import PROT_EXEC, PROT_READ
@@ -19,6 +18,10 @@ from elfkit.signature import parse as parse_signature
 
 from ...errors import StatusCode, VmError
 from . import library_abi as abi
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _SIGS: dict[str, Signature] = {}
 

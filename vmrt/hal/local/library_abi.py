@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import struct
 
+from elfkit.errors import ElfkitError
 from elfkit.records import DataRecord
 
 # ---------------------------------------------------------------------------
@@ -244,18 +245,16 @@ def layout(word: int) -> Layout:
 # shifts the three arguments down one register (or stack slot) and jumps
 # (or calls) to the function.
 
-def _thunks() -> dict[str, bytes]:
-    from elfkit.arch import ARCHES  # the code lives with each architecture's facts
-    return {name: a.call_through3 for name, a in ARCHES.items() if a.call_through3}
+def import_thunk_code(arch_name: str) -> bytes:
+    """The thunk's machine code for architecture ``arch_name`` (KeyError: none)."""
+    from elfkit import arch  # the code lives with each architecture's facts (one file)
+    try:
+        code = arch.get(arch_name).call_through3
+    except ElfkitError:
+        code = b""
+    if not code:
+        raise KeyError(f"no import thunk for architecture {arch_name!r}")
+    return code
 
-
-IMPORT_THUNKS: dict[str, bytes] = _thunks()
 
 THUNK_SIGNATURE = "i32(ptr,ptr,ptr,ptr)"
-
-
-def import_thunk_code(arch_name: str) -> bytes:
-    try:
-        return IMPORT_THUNKS[arch_name]
-    except KeyError:
-        raise KeyError(f"no import thunk for architecture {arch_name!r}") from None

@@ -7,7 +7,6 @@ with one plugin manager resolving every executable's imports, or into a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from elfkit import FatElfError, fatelf
 
@@ -15,7 +14,10 @@ from ...errors import ExecutableError, StatusCode
 from .executable import VMVX_FORMAT, Executable
 from .plugins.manager import PluginManager, register_plugins
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .vmvx_executable import VmvxExecutable
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format

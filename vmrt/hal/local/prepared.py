@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import TYPE_CHECKING, Any
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+    from typing import Any
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()

@@ -17,7 +17,6 @@ exports below, each with the cconv the pip compiler (3.13) emits; any other
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer
@@ -33,6 +32,10 @@ from ...vm.module import Function
 from ...vm.native_module import NativeState, export
 from .fast import FAST
 from .inline import HalModule
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
 

@@ -15,7 +15,6 @@ exports in :mod:`vmrt.modules.hal.device`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from ...errors import StatusCode, VmError
 from ...hal.buffer import HalBuffer, new_buffer
@@ -23,6 +22,10 @@ from ...hal.command_buffer import CommandBuffer
 from ...hal.local.device import Device
 from ...hal.objects import Fence
 from ...vm.native_module import native_error
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 Caller = Callable[..., tuple]
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ....errors import PluginError, StatusCode
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name, host_allocator, read_cstr, sig, status_code
 from .plugin import ExecutablePlugin, ImportSlots, Resolved
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class AbiPlugin(ExecutablePlugin):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
 
 import elfkit
 from elfkit import fatelf
@@ -30,6 +29,10 @@ from ....files import MAX_MODULE_SIZE, read_input
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
 from .plugin import ExecutablePlugin, ImportSlots, normalize_params
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------
 # Lazily instantiated embedded plugins (one instance per machine)

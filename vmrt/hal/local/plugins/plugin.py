@@ -22,13 +22,16 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from elfkit.records import DataRecord, field
 
 from ....errors import PluginError, StatusCode
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------
 # Import slots: the host's live arrays a resolve writes into

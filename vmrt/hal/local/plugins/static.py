@@ -4,12 +4,15 @@ IREE's static plugins."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ....errors import PluginError, StatusCode, VmError
 from .. import library_abi as abi
 from ..guest import GuestMemory, sig
 from .plugin import ExecutablePlugin, ImportCall, ImportSlots, Resolved
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class StaticPlugin:

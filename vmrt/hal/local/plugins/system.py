@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
 
 from elfkit.signature import parse as parse_signature
 
@@ -12,6 +11,10 @@ from ....errors import PluginError, StatusCode
 from .. import library_abi as abi
 from ..guest import GuestMemory
 from .embedded import AbiPlugin
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class SystemPlugin(AbiPlugin):

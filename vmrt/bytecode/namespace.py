@@ -1,0 +1,61 @@
+"""What translated code runs in: the global names the generated Python refers to
+(the runtime helpers of :mod:`vmrt.bytecode.runtime`, struct packers, the
+register reinterpretations) and turning compiled code into the module's
+functions.  Kept apart from the translator so a module whose translation comes
+from the cache (:mod:`vmrt.bytecode.transcache`) never imports it."""
+from __future__ import annotations
+
+import itertools
+import operator
+import struct
+from collections.abc import Callable
+
+from ..errors import StatusCode, VmError
+from . import runtime
+from .regkinds import REINTERPRET
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from types import CodeType
+
+__all__ = ["WIDTH", "compile_functions", "function_code", "functions_of"]
+
+#: the packers of the register widths (``ST_i32``, ``UN_i32``, ``PK_i32`` ...)
+WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
+         "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
+
+
+def _namespace() -> dict:
+    ns = {name: getattr(runtime, name) for name in dir(runtime) if not name.startswith("_")}
+    for k, v in runtime.FMATH.items():
+        ns[f"FM_{k}"] = v
+    for k, v in runtime.FMATH2.items():
+        ns[f"FM_{k}"] = v
+    for k, v in WIDTH.items():
+        ns[f"ST_{k}"] = v
+        ns[f"UN_{k}"] = v.unpack_from
+        ns[f"PK_{k}"] = v.pack_into
+    ns.update(REINTERPRET)
+    ns["REPEAT"] = itertools.repeat
+    ns["LEN_HINT"] = operator.length_hint
+    ns["_VmError"] = VmError
+    ns["_StatusCode"] = StatusCode
+    return ns
+
+
+def function_code(sources: list[str], filename: str) -> CodeType:
+    """The code object defining ``f0`` .. ``fN-1`` from their sources."""
+    return compile("\n".join(sources), filename, "exec")
+
+
+def functions_of(code: CodeType, ns_extra: dict, count: int) -> list[Callable]:
+    """Run ``code`` (from :func:`function_code`) in a fresh namespace holding the
+    runtime names and ``ns_extra``; its functions ``f0`` .. ``f{count-1}``."""
+    ns = _namespace()
+    ns.update(ns_extra)
+    exec(code, ns)
+    return [ns[f"f{i}"] for i in range(count)]
+
+
+def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:
+    return functions_of(function_code(sources, filename), ns_extra, len(sources))

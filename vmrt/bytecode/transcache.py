@@ -1,0 +1,148 @@
+"""The translation cache: the compiled Python a bytecode module was translated
+into, kept on disk so the next load of the same ``.vmfb`` skips the translator
+(like ``__pycache__`` does for ``.py`` files).
+
+An entry is keyed by a hash of the module's bytes, of the Python that reads it
+(``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
+translator: the name, size and modification time of every source file of
+:mod:`vmrt.bytecode` and :mod:`vmrt.vm`.  Changing the module or vmrt picks
+another key; stale entries are simply never read again.
+
+Where: ``$VMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/vmrt``, else
+``~/.cache/vmrt``; ``VMRT_NO_CACHE=1`` turns the cache off (nothing read or
+written).  A cache file is only a cache: it is read only from a directory and
+file owned by the current user and writable by nobody else; it carries its
+key and a checksum of its contents; anything unexpected (truncated, corrupt,
+renamed, other Python, wrong shape) is ignored and the module is translated
+again.  Failing to write the cache is silent too.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+from elfkit.files import user_cache_dir
+
+try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python without it
+    from hashlib import blake2b
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from types import CodeType
+
+__all__ = ["cache_dir", "cache_key", "load", "store"]
+
+_MAGIC = b"VMRTTC01"
+_DIGEST = 32
+#: the packages whose sources decide what a module is translated into
+_PACKAGES = ("bytecode", "vm")
+_fingerprint: list[bytes] = []
+
+
+def cache_dir() -> str | None:
+    """The cache directory, or None when the cache is turned off."""
+    if os.environ.get("VMRT_NO_CACHE", "") not in ("", "0"):
+        return None
+    return user_cache_dir("VMRT_CACHE_DIR", "vmrt")
+
+
+def _vmrt_fingerprint() -> bytes:
+    """What identifies this vmrt's translator (computed once per process)."""
+    if not _fingerprint:
+        h = blake2b(digest_size=_DIGEST)
+        h.update(sys.implementation.cache_tag.encode() + b"\0" + sys.version.encode())
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for pkg in _PACKAGES:
+            with os.scandir(os.path.join(root, pkg)) as it:
+                entries = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py"))
+            for name, st in entries:
+                h.update(f"{pkg}/{name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+        _fingerprint.append(h.digest())
+    return _fingerprint[0]
+
+
+def cache_key(data: bytes, variant: str) -> bytes:
+    """The key of the translation of module ``data`` (``variant``: which
+    translation, e.g. plain or traced)."""
+    h = blake2b(digest_size=_DIGEST)
+    h.update(_vmrt_fingerprint())
+    h.update(variant.encode() + b"\0")
+    h.update(data)
+    return h.digest()
+
+
+def _path(where: str, key: bytes) -> str:
+    return os.path.join(where, key.hex() + ".vmtc")
+
+
+def _private(st: os.stat_result) -> bool:
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
+    """``(code, constants, sources)`` stored under ``key`` for a module of
+    ``count`` functions, or None (no entry, cache off, or an entry that is not
+    exactly what :func:`store` writes)."""
+    where = cache_dir()
+    if where is None:
+        return None
+    path = _path(where, key)
+    try:
+        if not _private(os.stat(where)):
+            return None
+        with open(path, "rb") as fh:
+            if not _private(os.fstat(fh.fileno())):
+                return None
+            blob = fh.read()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 2 * _DIGEST
+    if blob[:len(_MAGIC)] != _MAGIC or blob[len(_MAGIC):len(_MAGIC) + _DIGEST] != key:
+        return None
+    payload = blob[head:]
+    if blob[len(_MAGIC) + _DIGEST:head] != blake2b(payload, digest_size=_DIGEST).digest():
+        return None
+    try:
+        entry = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return entry if _well_formed(entry, count) else None
+
+
+def _well_formed(entry: object, count: int) -> bool:
+    if not (isinstance(entry, tuple) and len(entry) == 3):
+        return False
+    code, consts, sources = entry
+    return (type(code) is type(_well_formed.__code__) and isinstance(consts, list)
+            and isinstance(sources, list) and len(sources) == count
+            and all(isinstance(s, str) for s in sources))
+
+
+def store(key: bytes, code: CodeType, consts: list, sources: list[str]) -> None:
+    """Keep a translation under ``key`` (best effort: never raises for I/O or
+    for constants marshal cannot write)."""
+    where = cache_dir()
+    if where is None:
+        return
+    try:
+        payload = marshal.dumps((code, consts, sources))
+    except ValueError:
+        return
+    blob = _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload
+    path = _path(where, key)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return
