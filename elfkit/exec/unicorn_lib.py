@@ -17,7 +17,10 @@ import importlib.util
 import os
 import sys
 import threading
-from typing import Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["package_dir", "library_path", "open_library", "prefetch"]
 

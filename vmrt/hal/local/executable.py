@@ -83,8 +83,9 @@ def _prefetch_unicorn(arch_name: str, backend: str) -> None:
     if backend == "native":
         return
     from elfkit.arch import get as get_arch
-    from elfkit.exec import choose_backend, unicorn_lib
+    from elfkit.exec import choose_backend
     if choose_backend(get_arch(arch_name), backend) == "emulated":
+        from elfkit.exec import unicorn_lib
         unicorn_lib.prefetch()
 
 
