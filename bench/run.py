@@ -205,9 +205,10 @@ HOW = [
     "dispatch(threads=1)` vs `threads=2`; the peer column is the 2-thread speed-up of the "
     "same amount of native work called through bare ctypes in the same run.",
     "**10** `vmrt run` vs `iree-run-module` with the same flags on a host-only `.vmfb` "
-    "(an i64 loop of n iterations), whole command wall time at n and at 1 (the four commands round-robin in one series); the ratio is the "
-    "per-iteration cost (t(n) - t(1)) / n of each. Full runs append to `bench/history.jsonl`, "
-    "the trend table above.",
+    "(an i64 loop of n iterations), whole command wall time at n and at 1 (the four "
+    "commands round-robin in one series); the ratio is the per-iteration cost "
+    "(t(n) - t(1)) / n of each. Full runs append to `bench/history.jsonl`, the trend table "
+    "above.",
     "**11** `vmrt.load(prog)[\"chain\"](x)` vs `iree.runtime.load_vm_flatbuffer_file(prog, "
     "driver=\"local-sync\")[\"chain\"](x)` on one x86_64 llvm-cpu program of 50 small "
     "dispatches, module and context made once; time per call divided by 50.",
