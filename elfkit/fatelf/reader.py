@@ -10,7 +10,6 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from .checks import check_container, check_slice
@@ -37,7 +36,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-__all__ = ["FatElf", "is_path", "is_fatelf", "read", "opened", "verify", "select",
+__all__ = ["FatElf", "is_path", "is_fatelf", "read", "verify", "select",
            "pick_slice"]
 
 
@@ -332,20 +331,6 @@ def read(source: Any, *, strict: bool = True) -> FatElf:
     except BaseException:
         fat.close()
         raise
-
-
-@contextmanager
-def opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
-    """:func:`read` as a context manager that closes what it opened (a
-    FatElf passed in stays open: its owner closes it)."""
-    if isinstance(source, FatElf):
-        yield source
-        return
-    fat = read(source, strict=strict)
-    try:
-        yield fat
-    finally:
-        fat.close()
 
 
 def verify(source: Any) -> list[Problem]:

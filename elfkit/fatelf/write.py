@@ -31,7 +31,7 @@ from .format import (
     Record,
     slice_names,
 )
-from .reader import FatElf, is_path, opened
+from .reader import FatElf, is_path, read
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -275,6 +275,20 @@ def _write_single(sink: Sink, piece: _Piece) -> None:
     else:
         assert piece.fd is not None
         sink.copy_from_fd(piece.fd, piece.offset, piece.size, piece.name)
+
+
+@contextmanager
+def opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
+    """:func:`read` as a context manager that closes what it opened (a
+    FatElf passed in stays open: its owner closes it)."""
+    if isinstance(source, FatElf):
+        yield source
+        return
+    fat = read(source, strict=strict)
+    try:
+        yield fat
+    finally:
+        fat.close()
 
 
 @contextmanager
