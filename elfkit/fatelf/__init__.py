@@ -17,7 +17,7 @@ for which machines (:class:`Identity`), from the headers alone.
 the requested, host or best slice.
 
 Files: ``format.py`` (on-disk format, records, names), ``elfheader.py`` (the
-embedded ELF header), ``identify.py``, ``reader.py`` (read, verify, select),
+embedded ELF header), ``identity.py`` (identify), ``reader.py`` (read, verify, select),
 ``checks.py`` (what verify finds), ``selection.py`` (host and best slice
 rules), ``write.py`` (pack, extract, remove, replace, split), ``cli.py``.
 
@@ -28,9 +28,6 @@ then file order.
 """
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError
 from ..lazy import lazy_names
-
-# eager: the name ``identify`` is also a submodule, which would shadow a lazy function
-from .identify import Identity, identify
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -55,6 +52,7 @@ if TYPE_CHECKING:
         osabi_name,
         slice_names,
     )
+    from .identity import Identity, identify
     from .reader import FatElf, is_fatelf, pick_slice, read, select, verify
     from .selection import best, host_record, matches_host
     from .write import extract_to, layout, pack, pack_to, remove_to, replace_to, split
@@ -81,6 +79,8 @@ _LAZY = {
     "machine_name": "format",
     "osabi_name": "format",
     "slice_names": "format",
+    "Identity": "identity",
+    "identify": "identity",
     "FatElf": "reader",
     "is_fatelf": "reader",
     "pick_slice": "reader",
