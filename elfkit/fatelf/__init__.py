@@ -16,7 +16,7 @@ for which machines (:class:`Identity`), from the headers alone.
 ``pick_slice(data, arch)`` is what the loader loads: a plain ELF as is, else
 the requested, host or best slice.
 
-Files: ``format.py`` (on-disk format, records, names), ``elfheader.py`` (the
+Files: ``format.py`` (on-disk format, records, names), ``enums.py``, ``elfheader.py`` (the
 embedded ELF header), ``identity.py`` (identify), ``reader.py`` (read, verify, select),
 ``checks.py`` (what verify finds), ``selection.py`` (host and best slice
 rules), ``write.py`` (pack, extract, remove, replace, split), ``cli.py``.
@@ -31,6 +31,7 @@ from ..lazy import lazy_names
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from .enums import ByteOrder, OsAbi, WordSize
     from .format import (
         BEST_ORDER,
         DEFAULT_ALIGN,
@@ -42,12 +43,9 @@ if TYPE_CHECKING:
         PAGE_SIZE,
         RECORD_SIZE,
         VERSION,
-        ByteOrder,
-        OsAbi,
         Problem,
         Record,
         Severity,
-        WordSize,
         machine_name,
         osabi_name,
         slice_names,
@@ -70,12 +68,12 @@ _LAZY = {
     "PAGE_SIZE": "format",
     "RECORD_SIZE": "format",
     "VERSION": "format",
-    "ByteOrder": "format",
-    "OsAbi": "format",
+    "ByteOrder": "enums",
+    "OsAbi": "enums",
     "Problem": "format",
     "Record": "format",
     "Severity": "format",
-    "WordSize": "format",
+    "WordSize": "enums",
     "machine_name": "format",
     "osabi_name": "format",
     "slice_names": "format",

@@ -49,7 +49,7 @@ __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",
     "PAGE_SIZE", "DEFAULT_ALIGN", "MAX_ALIGN", "IREE_OSABIS", "BEST_ORDER",
     "HEADER_STRUCT", "RECORD_STRUCT",
-    "WordSize", "ByteOrder", "OsAbi", "Severity", "Record", "Problem",
+    "BIG", "LITTLE", "OSABI_NAMES", "Severity", "Record", "Problem",
     "arch_name", "machine_name", "osabi_name", "resolve_arch", "word_size_text",
     "byte_order_text", "hex_prefix", "parse_header", "slice_names",
 ]
@@ -79,38 +79,17 @@ IREE_OSABIS = frozenset({0, 3, 255})
 BEST_ORDER = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
 
-class WordSize(enum.IntEnum):
-    """FatELF ``word_size`` (same numbers as ELF ``EI_CLASS``)."""
+#: FatELF ``byte_order`` values (careful: ELF ``EI_DATA`` uses 1 = LSB, 2 = MSB);
+#: :class:`ByteOrder` (``enums.py``) names them
+BIG = 0
+LITTLE = 1
 
-    BITS32 = 1
-    BITS64 = 2
-
-
-class ByteOrder(enum.IntEnum):
-    """FatELF ``byte_order``.  Careful: ELF ``EI_DATA`` uses 1 = LSB, 2 = MSB."""
-
-    BIG = 0
-    LITTLE = 1
-
-
-class OsAbi(enum.IntEnum):
-    NONE = 0
-    HPUX = 1
-    NETBSD = 2
-    LINUX = 3
-    HURD = 4
-    SOLARIS = 6
-    AIX = 7
-    IRIX = 8
-    FREEBSD = 9
-    TRU64 = 10
-    MODESTO = 11
-    OPENBSD = 12
-    OPENVMS = 13
-    NSK = 14
-    AROS = 15
-    ARM = 97
-    STANDALONE = 255
+#: display names of ``EI_OSABI`` values; :class:`OsAbi` (``enums.py``) is built from
+#: them, so that reading a file does not create the enum classes
+OSABI_NAMES = {0: "none", 1: "hpux", 2: "netbsd", 3: "linux", 4: "hurd", 6: "solaris",
+               7: "aix", 8: "irix", 9: "freebsd", 10: "tru64", 11: "modesto",
+               12: "openbsd", 13: "openvms", 14: "nsk", 15: "aros", 97: "arm",
+               255: "standalone"}
 
 
 class Severity(str, enum.Enum):
@@ -157,10 +136,7 @@ def machine_name(machine: int) -> str:
 
 def osabi_name(osabi: int) -> str:
     """A display name for an ``EI_OSABI`` value (``linux`` for 3)."""
-    try:
-        return OsAbi(osabi).name.lower()
-    except ValueError:
-        return f"osabi{osabi}"
+    return OSABI_NAMES.get(osabi) or f"osabi{osabi}"
 
 
 def resolve_arch(arch: Any) -> str:
@@ -209,7 +185,7 @@ class Record(DataRecord, frozen=True, slots=True):
         """The elfkit architecture name (``x86_64``, ``aarch64``, ``riscv64``,
         ``arm``, ``i386``, ``riscv32``), or None if elfkit has no such
         architecture (other machines, wrong word size, big-endian)."""
-        if self.byte_order != ByteOrder.LITTLE:
+        if self.byte_order != LITTLE:
             return None
         return arch_name(self.machine, self.word_size)
 
@@ -219,7 +195,7 @@ class Record(DataRecord, frozen=True, slots=True):
 
     @property
     def little_endian(self) -> bool:
-        return self.byte_order == ByteOrder.LITTLE
+        return self.byte_order == LITTLE
 
     @property
     def end(self) -> int:
@@ -248,8 +224,8 @@ class Record(DataRecord, frozen=True, slots=True):
         if name is None:
             name = f"{self.machine_name}-{self.bits}bit" if self.bits else \
                 f"{self.machine_name}-ws{self.word_size}"
-        if self.byte_order != ByteOrder.LITTLE:
-            name += "-be" if self.byte_order == ByteOrder.BIG else f"-bo{self.byte_order}"
+        if self.byte_order != LITTLE:
+            name += "-be" if self.byte_order == BIG else f"-bo{self.byte_order}"
         return name
 
     def describe(self) -> str:
