@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import sys
 
@@ -99,7 +98,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         if wanted is not None and modname != wanted:
             continue
         try:
-            mod = importlib.import_module(modname)
+            __import__(modname)    # as importlib.import_module, without importing importlib
+            mod = sys.modules[modname]
         except ModuleNotFoundError as e:  # a family not built yet
             if e.name != modname:
                 raise

@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterator
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
+from ..files import open_regular
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
-from .files import open_regular
 from .format import (
     HEADER_SIZE,
     IREE_OSABIS,
@@ -29,7 +29,6 @@ from .format import (
     resolve_arch,
     slice_names,
 )
-from .selection import best, host_record, host_target
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -390,6 +389,7 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
     (machine, class, byte order, osabi), as IREE does after selecting.
     Errors are FatElfError with IREE's texts where IREE has one.
     """
+    from .selection import best, host_record, host_target  # not needed to read a file
     if isinstance(source, FatElf):
         fat, own = source, False
     else:
