@@ -34,7 +34,6 @@ come from ``elfkit.machines``, and ``elfkit.arch`` is imported only by
 from __future__ import annotations
 
 import enum
-import struct
 from collections.abc import Callable, Iterable
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",
     "PAGE_SIZE", "DEFAULT_ALIGN", "MAX_ALIGN", "IREE_OSABIS", "BEST_ORDER",
-    "HEADER_STRUCT", "RECORD_STRUCT",
+    "HEADER_FORMAT", "RECORD_FORMAT",
     "BIG", "LITTLE", "OSABI_NAMES", "Severity", "Record", "Problem",
     "arch_name", "machine_name", "osabi_name", "resolve_arch", "word_size_text",
     "byte_order_text", "hex_prefix", "parse_header", "slice_names",
@@ -65,11 +64,13 @@ DEFAULT_ALIGN = 4096
 #: largest alignment ``pack`` accepts (also the cap for ``align="auto"``)
 MAX_ALIGN = 1 << 30
 
+# (struct formats; reading takes the fields with int.from_bytes, so that ``fatelf list``
+# does not load the _struct extension)
 #: the FatELF header: magic, version, record count, reserved
-HEADER_STRUCT = struct.Struct("<IHBB")
+HEADER_FORMAT = "<IHBB"
 #: one record: machine, osabi, osabi_version, word_size, byte_order, reserved0,
 #: reserved1, offset, size
-RECORD_STRUCT = struct.Struct("<HBBBBBBQQ")
+RECORD_FORMAT = "<HBBBBBBQQ"
 
 #: EI_OSABI values IREE's runtime accepts for the host slice: NONE (SysV),
 #: Linux and Standalone.
@@ -248,7 +249,8 @@ class Record(DataRecord, frozen=True, slots=True):
 
     def pack(self) -> bytes:
         """The 24 on-disk bytes of this record."""
-        return RECORD_STRUCT.pack(self.machine, self.osabi, self.osabi_version,
+        import struct  # only writing packs records
+        return struct.pack(RECORD_FORMAT, self.machine, self.osabi, self.osabi_version,
                                   self.word_size, self.byte_order, self.reserved0,
                                   self.reserved1, self.offset, self.size)
 
@@ -284,7 +286,8 @@ def parse_header(view: memoryview) -> tuple[int, int, list[Record]]:
     n = len(view)
     if n < HEADER_SIZE:
         raise FatElfFormatError(f"FatELF header truncated ({n} bytes, need {HEADER_SIZE})")
-    _magic, version, count, reserved = HEADER_STRUCT.unpack_from(view, 0)
+    head = bytes(view[:HEADER_SIZE])
+    version, count, reserved = head[4] | head[5] << 8, head[6], head[7]
     if version != VERSION:
         raise FatElfFormatError(f"FatELF has version {version} but runtime only supports "
                                 f"version {VERSION}")
@@ -292,10 +295,13 @@ def parse_header(view: memoryview) -> tuple[int, int, list[Record]]:
     if n < required:
         raise FatElfFormatError(f"FatELF file truncated, requires at least {required}B for "
                                 f"headers but only have {n}B available ({count} records)")
+    table = bytes(view[HEADER_SIZE:required])
     records = []
     for i in range(count):
-        f = RECORD_STRUCT.unpack_from(view, HEADER_SIZE + RECORD_SIZE * i)
-        records.append(Record(i, f[0], f[1], f[2], f[3], f[4], f[7], f[8], f[5], f[6]))
+        f = table[RECORD_SIZE * i:RECORD_SIZE * (i + 1)]
+        records.append(Record(i, f[0] | f[1] << 8, f[2], f[3], f[4], f[5],
+                              int.from_bytes(f[8:16], "little"),
+                              int.from_bytes(f[16:24], "little"), f[6], f[7]))
     return version, reserved, records
 
 

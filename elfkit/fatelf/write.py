@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -19,8 +20,8 @@ from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
 from .format import (
     DEFAULT_ALIGN,
+    HEADER_FORMAT,
     HEADER_SIZE,
-    HEADER_STRUCT,
     MAGIC,
     MAGIC_BYTES,
     MAX_ALIGN,
@@ -254,7 +255,7 @@ def _pread_into(fd: int, into: memoryview, offset: int) -> int:
 
 
 def _emit(sink: Sink, records: list[Record], pieces: list[_Piece]) -> None:
-    head = bytearray(HEADER_STRUCT.pack(MAGIC, VERSION, len(records), 0))
+    head = bytearray(struct.pack(HEADER_FORMAT, MAGIC, VERSION, len(records), 0))
     for r in records:
         head += r.pack()
     sink.write(head)
