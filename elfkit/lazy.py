@@ -8,10 +8,10 @@ their packages name what they export without importing it::
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 __all__ = ["lazy_names"]

@@ -8,7 +8,6 @@ describes a slice for its FatELF record and for the checks.)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ..errors import FatElfFormatError
 from ..records import DataRecord
@@ -16,6 +15,7 @@ from .format import hex_prefix
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Literal
 
     #: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``

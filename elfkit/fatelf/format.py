@@ -34,7 +34,6 @@ come from ``elfkit.machines``, and ``elfkit.arch`` is imported only by
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 from ..machines import MACHINE_NAMES, arch_for
@@ -42,6 +41,7 @@ from ..records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 __all__ = [

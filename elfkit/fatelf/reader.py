@@ -8,7 +8,6 @@ itself is ``format.py``, the checks ``checks.py``, the host rules
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
 from ..files import open_regular
@@ -33,6 +32,7 @@ from .format import (
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     import mmap
+    from collections.abc import Iterator
     from typing import Any, BinaryIO
 
 __all__ = ["FatElf", "READ_LIMIT", "is_path", "is_fatelf", "read", "verify", "select",
