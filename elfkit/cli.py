@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import sys
 
@@ -91,14 +90,16 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                         "toolchain files) for find_package(elfkit CONFIG) and exit")
     p.add_argument("--include-dir", action=_PrintDir,
                    help="print the directory of elfkit_plugin.h (the plugin ABI header) and exit")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    # prog given: argparse would otherwise format the usage just to find "elfkit"
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", prog=p.prog)
     first = argv[0] if argv else None
     wanted = _COMMANDS.get(first) if first else None
     for modname, attr, takes_words in _FAMILIES:
         if wanted is not None and modname != wanted:
             continue
         try:
-            mod = importlib.import_module(modname)
+            __import__(modname)    # as importlib.import_module, without importing importlib
+            mod = sys.modules[modname]
         except ModuleNotFoundError as e:  # a family not built yet
             if e.name != modname:
                 raise

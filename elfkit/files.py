@@ -9,7 +9,6 @@ vmrt, which needs these without importing the FatELF code.
 """
 from __future__ import annotations
 
-import errno
 import os
 import stat as _stat
 
@@ -73,6 +72,7 @@ def open_special_output(path: str) -> int | None:
         fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0)
                      | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
+        import errno  # only here: reading a file (fatelf list) does not need it
         if e.errno == errno.ENXIO:
             raise ElfkitError(f"{path}: is a FIFO with no reader; refusing to wait for one") \
                 from None

@@ -7,11 +7,11 @@ their packages name what they export without importing it::
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+import sys
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 __all__ = ["lazy_names"]
@@ -27,7 +27,9 @@ def lazy_names(package: str, where: Mapping[str, str],
         sub = where.get(name)
         if sub is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{sub}"), name)
+        module = f"{package}.{sub}"
+        __import__(module)  # importlib.import_module's work, without importing importlib
+        value = getattr(sys.modules[module], name)
         namespace[name] = value
         return value
     return get

@@ -16,8 +16,8 @@ for which machines (:class:`Identity`), from the headers alone.
 ``pick_slice(data, arch)`` is what the loader loads: a plain ELF as is, else
 the requested, host or best slice.
 
-Files: ``format.py`` (on-disk format, records, names), ``elfheader.py`` (the
-embedded ELF header), ``identify.py``, ``reader.py`` (read, verify, select),
+Files: ``format.py`` (on-disk format, records, names), ``enums.py``, ``elfheader.py`` (the
+embedded ELF header), ``identity.py`` (identify), ``reader.py`` (read, verify, select),
 ``checks.py`` (what verify finds), ``selection.py`` (host and best slice
 rules), ``write.py`` (pack, extract, remove, replace, split), ``cli.py``.
 
@@ -29,11 +29,9 @@ then file order.
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError
 from ..lazy import lazy_names
 
-# eager: the name ``identify`` is also a submodule, which would shadow a lazy function
-from .identify import Identity, identify
-
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from .enums import ByteOrder, OsAbi, WordSize
     from .format import (
         BEST_ORDER,
         DEFAULT_ALIGN,
@@ -45,16 +43,14 @@ if TYPE_CHECKING:
         PAGE_SIZE,
         RECORD_SIZE,
         VERSION,
-        ByteOrder,
-        OsAbi,
         Problem,
         Record,
         Severity,
-        WordSize,
         machine_name,
         osabi_name,
         slice_names,
     )
+    from .identity import Identity, identify
     from .reader import FatElf, is_fatelf, pick_slice, read, select, verify
     from .selection import best, host_record, matches_host
     from .write import extract_to, layout, pack, pack_to, remove_to, replace_to, split
@@ -72,15 +68,17 @@ _LAZY = {
     "PAGE_SIZE": "format",
     "RECORD_SIZE": "format",
     "VERSION": "format",
-    "ByteOrder": "format",
-    "OsAbi": "format",
+    "ByteOrder": "enums",
+    "OsAbi": "enums",
     "Problem": "format",
     "Record": "format",
     "Severity": "format",
-    "WordSize": "format",
+    "WordSize": "enums",
     "machine_name": "format",
     "osabi_name": "format",
     "slice_names": "format",
+    "Identity": "identity",
+    "identify": "identity",
     "FatElf": "reader",
     "is_fatelf": "reader",
     "pick_slice": "reader",

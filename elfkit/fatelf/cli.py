@@ -77,7 +77,8 @@ def register(subparsers: Any, words: Sequence[str] = ()) -> None:
         epilog="Exit status: 0 success, 1 'verify' found problems, 2 error.",
         formatter_class=_FMT)
     top.set_defaults(func=lambda args: _no_command(top))
-    sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND")
+    # prog given: argparse would otherwise format a usage just to find "elfkit fatelf"
+    sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND", prog=top.prog)
     first = words[0] if words else None
     for name, add in _SUBCOMMANDS.items():
         if first not in _SUBCOMMANDS or name == first:

@@ -8,8 +8,6 @@ describes a slice for its FatELF record and for the checks.)
 from __future__ import annotations
 
 import os
-import struct
-from collections.abc import Callable
 
 from ..errors import FatElfFormatError
 from ..records import DataRecord
@@ -17,7 +15,8 @@ from .format import hex_prefix
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, Literal
 
     #: ``readat(offset, count)`` -> at most ``count`` bytes from ``offset``
     ReadAt = Callable[[int, int], Any]
@@ -75,16 +74,21 @@ def read_elf_header(readat: ReadAt, size: int) -> ElfHeader:
     if size < ehsize:
         raise FatElfFormatError(f"ELF header truncated ({size} bytes, a {32 * cls}-bit header "
                                 f"needs {ehsize})")
-    e = "<" if data == 1 else ">"
+    order: Literal["little", "big"] = "little" if data == 1 else "big"
     hdr = bytes(readat(16, ehsize - 16))
+    # e_machine, e_phoff, e_phentsize, e_phnum (offsets from byte 16); int.from_bytes
+    # rather than struct, so that reading a FatELF does not load the _struct extension
+    machine = int.from_bytes(hdr[2:4], order)
     if cls == 1:
-        _t, machine, _v, _entry, phoff, _shoff, _fl, _ehs, phentsize, phnum = \
-            struct.unpack_from(e + "HHIIIIIHHH", hdr, 0)
-        min_ent, align_fmt, align_at = 32, e + "I", 28
+        phoff, phentsize, phnum = (int.from_bytes(hdr[12:16], order),
+                                   int.from_bytes(hdr[26:28], order),
+                                   int.from_bytes(hdr[28:30], order))
+        min_ent, align_size, align_at = 32, 4, 28
     else:
-        _t, machine, _v, _entry, phoff, _shoff, _fl, _ehs, phentsize, phnum = \
-            struct.unpack_from(e + "HHIQQQIHHH", hdr, 0)
-        min_ent, align_fmt, align_at = 56, e + "Q", 48
+        phoff, phentsize, phnum = (int.from_bytes(hdr[16:24], order),
+                                   int.from_bytes(hdr[38:40], order),
+                                   int.from_bytes(hdr[40:42], order))
+        min_ent, align_size, align_at = 56, 8, 48
     max_align = 0
     phdr_error = None
     if phnum:
@@ -98,9 +102,9 @@ def read_elf_header(readat: ReadAt, size: int) -> ElfHeader:
             table = bytes(readat(phoff, phnum * phentsize))
             for i in range(phnum):
                 base = i * phentsize
-                p_type = struct.unpack_from(e + "I", table, base)[0]
+                p_type = int.from_bytes(table[base:base + 4], order)
                 if p_type == _PT_LOAD:
-                    a = struct.unpack_from(align_fmt, table, base + align_at)[0]
+                    a = int.from_bytes(table[base + align_at:base + align_at + align_size], order)
                     if a > max_align:
                         max_align = a
     return ElfHeader(machine, ident[7], ident[8], cls, 1 if data == 1 else 0, max_align,

@@ -4,7 +4,6 @@ regular-file checks of :mod:`elfkit.files` (re-exported here).
 """
 from __future__ import annotations
 
-import mmap
 import os
 
 from ..errors import ElfkitError
@@ -31,6 +30,7 @@ def read_input(path: str | os.PathLike, limit: int = MAX_ELF_SIZE,
     try:
         if size > limit:
             if os.pread(fd, 4, 0) == MAGIC_BYTES:
+                import mmap  # only here: reading a small file does not load it
                 return memoryview(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
             raise ElfkitError(f"{name}: is {size} bytes, more than the {_size(limit)} elfkit "
                               f"reads (only a FatELF may be larger)")

@@ -34,8 +34,6 @@ come from ``elfkit.machines``, and ``elfkit.arch`` is imported only by
 from __future__ import annotations
 
 import enum
-import struct
-from collections.abc import Callable, Iterable
 
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 from ..machines import MACHINE_NAMES, arch_for
@@ -43,13 +41,14 @@ from ..records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 __all__ = [
     "MAGIC", "MAGIC_BYTES", "VERSION", "HEADER_SIZE", "RECORD_SIZE", "MAX_RECORDS",
     "PAGE_SIZE", "DEFAULT_ALIGN", "MAX_ALIGN", "IREE_OSABIS", "BEST_ORDER",
-    "HEADER_STRUCT", "RECORD_STRUCT",
-    "WordSize", "ByteOrder", "OsAbi", "Severity", "Record", "Problem",
+    "HEADER_FORMAT", "RECORD_FORMAT",
+    "BIG", "LITTLE", "OSABI_NAMES", "Severity", "Record", "Problem",
     "arch_name", "machine_name", "osabi_name", "resolve_arch", "word_size_text",
     "byte_order_text", "hex_prefix", "parse_header", "slice_names",
 ]
@@ -65,11 +64,13 @@ DEFAULT_ALIGN = 4096
 #: largest alignment ``pack`` accepts (also the cap for ``align="auto"``)
 MAX_ALIGN = 1 << 30
 
+# (struct formats; reading takes the fields with int.from_bytes, so that ``fatelf list``
+# does not load the _struct extension)
 #: the FatELF header: magic, version, record count, reserved
-HEADER_STRUCT = struct.Struct("<IHBB")
+HEADER_FORMAT = "<IHBB"
 #: one record: machine, osabi, osabi_version, word_size, byte_order, reserved0,
 #: reserved1, offset, size
-RECORD_STRUCT = struct.Struct("<HBBBBBBQQ")
+RECORD_FORMAT = "<HBBBBBBQQ"
 
 #: EI_OSABI values IREE's runtime accepts for the host slice: NONE (SysV),
 #: Linux and Standalone.
@@ -79,38 +80,17 @@ IREE_OSABIS = frozenset({0, 3, 255})
 BEST_ORDER = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
 
-class WordSize(enum.IntEnum):
-    """FatELF ``word_size`` (same numbers as ELF ``EI_CLASS``)."""
+#: FatELF ``byte_order`` values (careful: ELF ``EI_DATA`` uses 1 = LSB, 2 = MSB);
+#: :class:`ByteOrder` (``enums.py``) names them
+BIG = 0
+LITTLE = 1
 
-    BITS32 = 1
-    BITS64 = 2
-
-
-class ByteOrder(enum.IntEnum):
-    """FatELF ``byte_order``.  Careful: ELF ``EI_DATA`` uses 1 = LSB, 2 = MSB."""
-
-    BIG = 0
-    LITTLE = 1
-
-
-class OsAbi(enum.IntEnum):
-    NONE = 0
-    HPUX = 1
-    NETBSD = 2
-    LINUX = 3
-    HURD = 4
-    SOLARIS = 6
-    AIX = 7
-    IRIX = 8
-    FREEBSD = 9
-    TRU64 = 10
-    MODESTO = 11
-    OPENBSD = 12
-    OPENVMS = 13
-    NSK = 14
-    AROS = 15
-    ARM = 97
-    STANDALONE = 255
+#: display names of ``EI_OSABI`` values; :class:`OsAbi` (``enums.py``) is built from
+#: them, so that reading a file does not create the enum classes
+OSABI_NAMES = {0: "none", 1: "hpux", 2: "netbsd", 3: "linux", 4: "hurd", 6: "solaris",
+               7: "aix", 8: "irix", 9: "freebsd", 10: "tru64", 11: "modesto",
+               12: "openbsd", 13: "openvms", 14: "nsk", 15: "aros", 97: "arm",
+               255: "standalone"}
 
 
 class Severity(str, enum.Enum):
@@ -157,10 +137,7 @@ def machine_name(machine: int) -> str:
 
 def osabi_name(osabi: int) -> str:
     """A display name for an ``EI_OSABI`` value (``linux`` for 3)."""
-    try:
-        return OsAbi(osabi).name.lower()
-    except ValueError:
-        return f"osabi{osabi}"
+    return OSABI_NAMES.get(osabi) or f"osabi{osabi}"
 
 
 def resolve_arch(arch: Any) -> str:
@@ -209,7 +186,7 @@ class Record(DataRecord, frozen=True, slots=True):
         """The elfkit architecture name (``x86_64``, ``aarch64``, ``riscv64``,
         ``arm``, ``i386``, ``riscv32``), or None if elfkit has no such
         architecture (other machines, wrong word size, big-endian)."""
-        if self.byte_order != ByteOrder.LITTLE:
+        if self.byte_order != LITTLE:
             return None
         return arch_name(self.machine, self.word_size)
 
@@ -219,7 +196,7 @@ class Record(DataRecord, frozen=True, slots=True):
 
     @property
     def little_endian(self) -> bool:
-        return self.byte_order == ByteOrder.LITTLE
+        return self.byte_order == LITTLE
 
     @property
     def end(self) -> int:
@@ -248,8 +225,8 @@ class Record(DataRecord, frozen=True, slots=True):
         if name is None:
             name = f"{self.machine_name}-{self.bits}bit" if self.bits else \
                 f"{self.machine_name}-ws{self.word_size}"
-        if self.byte_order != ByteOrder.LITTLE:
-            name += "-be" if self.byte_order == ByteOrder.BIG else f"-bo{self.byte_order}"
+        if self.byte_order != LITTLE:
+            name += "-be" if self.byte_order == BIG else f"-bo{self.byte_order}"
         return name
 
     def describe(self) -> str:
@@ -272,7 +249,8 @@ class Record(DataRecord, frozen=True, slots=True):
 
     def pack(self) -> bytes:
         """The 24 on-disk bytes of this record."""
-        return RECORD_STRUCT.pack(self.machine, self.osabi, self.osabi_version,
+        import struct  # only writing packs records
+        return struct.pack(RECORD_FORMAT, self.machine, self.osabi, self.osabi_version,
                                   self.word_size, self.byte_order, self.reserved0,
                                   self.reserved1, self.offset, self.size)
 
@@ -308,7 +286,8 @@ def parse_header(view: memoryview) -> tuple[int, int, list[Record]]:
     n = len(view)
     if n < HEADER_SIZE:
         raise FatElfFormatError(f"FatELF header truncated ({n} bytes, need {HEADER_SIZE})")
-    _magic, version, count, reserved = HEADER_STRUCT.unpack_from(view, 0)
+    head = bytes(view[:HEADER_SIZE])
+    version, count, reserved = head[4] | head[5] << 8, head[6], head[7]
     if version != VERSION:
         raise FatElfFormatError(f"FatELF has version {version} but runtime only supports "
                                 f"version {VERSION}")
@@ -316,10 +295,13 @@ def parse_header(view: memoryview) -> tuple[int, int, list[Record]]:
     if n < required:
         raise FatElfFormatError(f"FatELF file truncated, requires at least {required}B for "
                                 f"headers but only have {n}B available ({count} records)")
+    table = bytes(view[HEADER_SIZE:required])
     records = []
     for i in range(count):
-        f = RECORD_STRUCT.unpack_from(view, HEADER_SIZE + RECORD_SIZE * i)
-        records.append(Record(i, f[0], f[1], f[2], f[3], f[4], f[7], f[8], f[5], f[6]))
+        f = table[RECORD_SIZE * i:RECORD_SIZE * (i + 1)]
+        records.append(Record(i, f[0] | f[1] << 8, f[2], f[3], f[4], f[5],
+                              int.from_bytes(f[8:16], "little"),
+                              int.from_bytes(f[16:24], "little"), f[6], f[7]))
     return version, reserved, records
 
 

@@ -7,15 +7,12 @@ itself is ``format.py``, the checks ``checks.py``, the host rules
 """
 from __future__ import annotations
 
-import mmap
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
+from ..files import open_regular
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
-from .files import open_regular
 from .format import (
     HEADER_SIZE,
     IREE_OSABIS,
@@ -31,14 +28,18 @@ from .format import (
     resolve_arch,
     slice_names,
 )
-from .selection import best, host_record, host_target
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    import mmap
+    from collections.abc import Iterator
     from typing import Any, BinaryIO
 
-__all__ = ["FatElf", "is_path", "is_fatelf", "read", "opened", "verify", "select",
+__all__ = ["FatElf", "READ_LIMIT", "is_path", "is_fatelf", "read", "verify", "select",
            "pick_slice"]
+
+#: files up to this size are read into memory, larger ones mapped
+READ_LIMIT = 1 << 20
 
 
 def is_path(source: Any) -> bool:
@@ -64,10 +65,11 @@ def is_fatelf(data: Any) -> bool:
 class FatElf:
     """A parsed FatELF (or a plain ELF seen as a one-record FatELF).
 
-    Slices are memoryviews over the caller's buffer or over a read-only
-    ``mmap`` of the file: nothing is copied.  Close it (or use ``with``) to
-    unmap; views handed out earlier keep the mapping alive until they are
-    released.
+    Slices are read-only memoryviews over the caller's buffer or over the
+    file: a file of up to :data:`READ_LIMIT` bytes is read into memory (cheaper
+    than mapping it), a larger one mapped read-only (``mmap``), so nothing is
+    copied.  Close it (or use ``with``) to unmap; views handed out earlier keep
+    the mapping alive until they are released.
     """
 
     def __init__(self, view: memoryview, records: list[Record], *, is_plain: bool,
@@ -231,20 +233,18 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
     if is_path(source):
         name = os.fspath(source)
         fd, size = open_regular(name)   # FIFOs, devices, directories are refused
+        if size <= READ_LIMIT:       # no mmap (its import and the mapping cost more)
+            try:
+                return memoryview(_pread_all(fd, size)), name, None, None
+            finally:
+                os.close(fd)
         f = os.fdopen(fd, "rb")
         try:
-            mm = None
-            if size > 0:
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-                view = memoryview(mm)
-            else:  # an empty file: nothing to map
-                view = memoryview(b"")
-                f.close()
-                f = None  # type: ignore[assignment]
-            return view, name, mm, f
+            import mmap
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return memoryview(mm), name, mm, f
         except BaseException:
-            if f is not None:
-                f.close()
+            f.close()
             raise
     if isinstance(source, FatElf):
         raise InvalidArgumentError("already a FatElf")
@@ -256,6 +256,19 @@ def _open_source(source: Any) -> tuple[memoryview, str | None, mmap.mmap | None,
     if view.ndim != 1 or view.itemsize != 1 or view.format not in ("B", "b", "c"):
         view = view.cast("B")
     return view, None, None, None
+
+
+def _pread_all(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer if the file shrank meanwhile)."""
+    parts = []
+    done = 0
+    while done < size:
+        part = os.pread(fd, size - done, done)
+        if not part:
+            break
+        parts.append(part)
+        done += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _parse(view: memoryview) -> tuple[bool, int | None, int, list[Record]]:
@@ -334,20 +347,6 @@ def read(source: Any, *, strict: bool = True) -> FatElf:
         raise
 
 
-@contextmanager
-def opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
-    """:func:`read` as a context manager that closes what it opened (a
-    FatElf passed in stays open: its owner closes it)."""
-    if isinstance(source, FatElf):
-        yield source
-        return
-    fat = read(source, strict=strict)
-    try:
-        yield fat
-    finally:
-        fat.close()
-
-
 def verify(source: Any) -> list[Problem]:
     """Every problem found in ``source`` (path, bytes or FatElf), in file
     order of discovery.  A file that cannot be read at all gives one
@@ -390,6 +389,7 @@ def select(source: Any, arch: Any = None, *, fallback: bool = False,
     (machine, class, byte order, osabi), as IREE does after selecting.
     Errors are FatElfError with IREE's texts where IREE has one.
     """
+    from .selection import best, host_record, host_target  # not needed to read a file
     if isinstance(source, FatElf):
         fat, own = source, False
     else:

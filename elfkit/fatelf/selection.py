@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from .format import BEST_ORDER, IREE_OSABIS, ByteOrder, Record, WordSize, resolve_arch
+from .format import BEST_ORDER, BIG, IREE_OSABIS, LITTLE, Record, resolve_arch
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -33,11 +33,11 @@ def host_target(host: Any = None) -> tuple[int, int, int] | None:
         a = _arch.host()
         if a is None:
             return None
-        order = ByteOrder.LITTLE if sys.byteorder == "little" else ByteOrder.BIG
+        order = LITTLE if sys.byteorder == "little" else BIG
     else:
         a = _arch.get(host) if not isinstance(host, _arch.Arch) else host
-        order = ByteOrder.LITTLE
-    return a.machine, (WordSize.BITS64 if a.bits == 64 else WordSize.BITS32), order
+        order = LITTLE
+    return a.machine, (2 if a.bits == 64 else 1), order   # FatELF word size: 2 = 64-bit
 
 
 def matches_host(record: Record, host: Any = None) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -19,8 +20,8 @@ from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
 from .format import (
     DEFAULT_ALIGN,
+    HEADER_FORMAT,
     HEADER_SIZE,
-    HEADER_STRUCT,
     MAGIC,
     MAGIC_BYTES,
     MAX_ALIGN,
@@ -31,7 +32,7 @@ from .format import (
     Record,
     slice_names,
 )
-from .reader import FatElf, is_path, opened
+from .reader import FatElf, is_path, read
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ def _pread_into(fd: int, into: memoryview, offset: int) -> int:
 
 
 def _emit(sink: Sink, records: list[Record], pieces: list[_Piece]) -> None:
-    head = bytearray(HEADER_STRUCT.pack(MAGIC, VERSION, len(records), 0))
+    head = bytearray(struct.pack(HEADER_FORMAT, MAGIC, VERSION, len(records), 0))
     for r in records:
         head += r.pack()
     sink.write(head)
@@ -275,6 +276,20 @@ def _write_single(sink: Sink, piece: _Piece) -> None:
     else:
         assert piece.fd is not None
         sink.copy_from_fd(piece.fd, piece.offset, piece.size, piece.name)
+
+
+@contextmanager
+def opened(source: Any, strict: bool = True) -> Iterator[FatElf]:
+    """:func:`read` as a context manager that closes what it opened (a
+    FatElf passed in stays open: its owner closes it)."""
+    if isinstance(source, FatElf):
+        yield source
+        return
+    fat = read(source, strict=strict)
+    try:
+        yield fat
+    finally:
+        fat.close()
 
 
 @contextmanager

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from elfkit import fatelf
 from elfkit.errors import ArchError, ElfkitError, FatElfError
+from elfkit.fatelf.reader import READ_LIMIT
 from elfkit.fatelf.write import Sink
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
@@ -288,15 +289,19 @@ def test_slices_are_zero_copy(tmp_path):
     view = fat.slice(1)
     assert isinstance(view, memoryview) and view.obj is data
     p = tmp_path / "f.sos"
-    p.write_bytes(data)
-    with fatelf.read(p) as fat:
-        v = fat.slice(0)
-        assert isinstance(v.obj, mmap.mmap) and v.readonly
-        assert bytes(v) == arch_elf("x86_64")
-        del v
-    assert fat.closed
-    with pytest.raises(FatElfError, match="closed"):
-        fat.slice(0)
+    # a large file is mapped; a small one (up to READ_LIMIT) read into memory
+    big = fatelf.pack([arch_elf("x86_64"), arch_elf("i386")], align=2 * READ_LIMIT)
+    assert len(big) > READ_LIMIT >= len(data)
+    for contents, backing in ((big, mmap.mmap), (data, bytes)):
+        p.write_bytes(contents)
+        with fatelf.read(p) as fat:
+            v = fat.slice(0)
+            assert isinstance(v.obj, backing) and v.readonly
+            assert bytes(v) == arch_elf("x86_64")
+            del v
+        assert fat.closed
+        with pytest.raises(FatElfError, match="closed"):
+            fat.slice(0)
 
 
 def test_select_view_outlives_file_object(tmp_path):
