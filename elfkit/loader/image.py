@@ -77,10 +77,20 @@ class LoadedImage(DataRecord, slots=True):
     bias: int            # runtime address = bias + link-time address
     size: int
     stats: Stats
-    protections: list[tuple[int, int, int]] = field(default_factory=list)  # addr, size, prot
+    # the final protection runs and RELRO ranges, image offsets (see protections)
+    prot_runs: tuple[list[tuple[int, int, int]], list[tuple[int, int]]] = ([], [])
     # IFUNC relocations left unapplied because the machine cannot run code
     unapplied: list[str] = field(default_factory=list)
     released: bool = False
+
+    @property
+    def protections(self) -> list[tuple[int, int, int]]:
+        """``(address, size, prot)`` of every PT_LOAD's pages, then each
+        RELRO range (read-only), as placing the image set them."""
+        prots, relro = self.prot_runs
+        base = self.base
+        return ([(base + a, s, p) for a, s, p in prots]
+                + [(base + start, size, PROT_READ) for start, size in relro])
 
     def address(self, vaddr: int) -> int:
         return self.bias + vaddr
@@ -162,8 +172,7 @@ def place(plan: LoadPlan, machine: Machine,
             relro = _relro(elf, lay, page)
             plan.protections = (page, prots, relro, _final_calls(prots, relro, lay.size, page))
         _page, prots, relro, final = plan.protections
-        li.protections = [(base + a, s, p) for a, s, p in prots]
-        li.protections += [(base + start, size, PROT_READ) for start, size in relro]
+        li.prot_runs = (prots, relro)
         if not deferred:        # straight to the final protections, in fewest calls
             for addr, size, prot in final:
                 machine.protect(base + addr, size, prot)
