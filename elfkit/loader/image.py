@@ -17,7 +17,7 @@ from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
-from .plan import LoadPlan, plain_relative
+from .plan import IMAGE_KEEP_MAX, LoadPlan, plain_relative
 from .relocate import Deferred, Stats, apply, store
 
 
@@ -154,16 +154,10 @@ def place(plan: LoadPlan, machine: Machine,
     if plan.layout is None or plan.layout[0] != page:
         plan.layout = (page, layout(elf, page))
     lay: Layout = plan.layout[1]
-    image = build(elf, lay)
     base = machine.reserve(lay.size, lay.align)
     bias = base - lay.lo
     try:
-        if plan.relative is None:
-            plan.relative = plain_relative(elf, lay.lo, image) or False
-        if isinstance(plan.relative, tuple):
-            deferred, stats = _apply_relative(plan.relative, image, bias, elf.word)
-        else:
-            deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+        deferred, stats, image = _relocated(plan, lay, page, bias, symbol_address)
         machine.write(base, image)
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
@@ -180,8 +174,9 @@ def place(plan: LoadPlan, machine: Machine,
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
-        if machine.can_execute:
-            _apply_deferred(li, image, deferred)
+        if machine.can_execute:     # (a kept image, bytes, has no deferred relocations)
+            _apply_deferred(li, image if isinstance(image, bytearray) else bytearray(image),
+                            deferred)
         else:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
         for start, size in relro:       # RELRO after the deferred relocations
@@ -190,6 +185,28 @@ def place(plan: LoadPlan, machine: Machine,
     except BaseException:
         machine.release(base, lay.size)
         raise
+
+
+def _relocated(plan: LoadPlan, lay: Layout, page: int, bias: int,
+               symbol_address: Callable[[int, int], int]
+               ) -> tuple[list[Deferred], Stats, bytes | bytearray]:
+    """The image relocated for ``bias`` (the plan's kept one when it was
+    relocated by the plain RELATIVE list for the same bias and page size)."""
+    elf = plan.elf
+    kept = plan.image
+    rel = plan.relative
+    if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, tuple):
+        return [], Stats(dict(rel[2]), len(rel[0])), kept[2]
+    image = build(elf, lay)
+    if rel is None:
+        rel = plan.relative = plain_relative(elf, lay.lo, image) or False
+    if isinstance(rel, tuple):
+        deferred, stats = _apply_relative(rel, image, bias, elf.word)
+        if lay.size <= IMAGE_KEEP_MAX:
+            plan.image = (page, bias, bytes(image))
+        return deferred, stats, image
+    deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+    return deferred, stats, image
 
 
 def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: bytearray,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["LoadPlan", "plan_for", "undefined_symbols", "PLAN_CACHE", "PLAN_CACHE_BYTES",
-           "PLAN_MAX_FILE"]
+           "PLAN_MAX_FILE", "IMAGE_KEEP_MAX"]
 
 #: how many plans are kept (least recently used first out), and how many
 #: bytes of files they may hold in all
@@ -33,6 +33,8 @@ PLAN_CACHE = 16
 PLAN_CACHE_BYTES = 16 << 20
 #: larger files get a plan of their own each load
 PLAN_MAX_FILE = 4 << 20
+#: larger images are not kept in their plan (LoadPlan.image)
+IMAGE_KEEP_MAX = 256 << 10
 
 
 class LoadPlan:
@@ -42,7 +44,8 @@ class LoadPlan:
     load that gets that far (``loader/image.py``); a step that fails leaves
     them unset, so the next load fails the same way, at the same point."""
 
-    __slots__ = ("elf", "layout", "protections", "relative", "exports", "funcs", "undefined")
+    __slots__ = ("elf", "layout", "protections", "relative", "exports", "funcs", "undefined",
+                 "image")
 
     def __init__(self, elf: ElfFile):
         self.elf = elf
@@ -57,6 +60,10 @@ class LoadPlan:
         #: by type name); False: use the
         #: general path; None: not worked out yet
         self.relative: tuple[list[int], list[int], dict[str, int]] | bool | None = None
+        #: (page size, load bias, finished image) of the last placement by
+        #: the plain RELATIVE list, when the image is at most IMAGE_KEEP_MAX
+        #: bytes: a reload at the same address writes the same bytes
+        self.image: tuple[int, int, bytes] | None = None
         #: exported name -> (value, absolute), in Module.exports order; None
         #: when an export is an IFUNC (its resolver must run at each load)
         self.exports, self.funcs = export_table(elf)
