@@ -175,14 +175,17 @@ def enabled() -> bool:
 def interface() -> JitInterface | None:
     """The process's JIT interface, building and loading the helper library
     on first use; None when it cannot be had (``available()`` says why)."""
+    if "interface" in _state:       # set once, under the lock, never changed
+        return _state["interface"]
     with _state_lock:
         if "interface" not in _state:
-            try:
-                _state["interface"] = JitInterface(ctypes.PyDLL(helper_library()))
+            try:        # "why" first: a thread that sees "interface" finds it too
+                jit = JitInterface(ctypes.PyDLL(helper_library()))
                 _state["why"] = ""
+                _state["interface"] = jit
             except (OSError, RuntimeError) as e:      # _build reports compiler failures so
-                _state["interface"] = None
                 _state["why"] = str(e)
+                _state["interface"] = None
         return _state["interface"]
 
 
