@@ -27,7 +27,7 @@ from .fatelf.files import read_input
 from .loader import _tags as T
 from .loader.image import place
 from .loader.imports import Imports, lazy_stub
-from .loader.parse import DEFAULT_LIMITS, ElfFile, Limits
+from .loader.parse import DEFAULT_LIMITS, Limits
 from .loader.plan import LoadPlan, plan_for
 from .signature import CType, Signature, ctype
 from .signature import parse as parse_signature
@@ -405,7 +405,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
             imports = Imports(imports)
         used: list[Any] = []
         name = name or (elf.soname or label) + slice_label
-        bound = _bind_imports(elf, machine, imports, lazy, used, name)
+        bound = _bind_imports(plan, machine, imports, lazy, used, name)
 
         def symbol_address(i: int, bias: int) -> int:
             s = elf.symbols[i]
@@ -441,11 +441,14 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         raise
 
 
-def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
+def _bind_imports(plan: LoadPlan, machine: Machine, imports: Imports | None,
                   lazy: bool, used: list[Any], name: str) -> dict[int, int]:
     bound: dict[int, int] = {}
+    if not plan.undefined:
+        return bound
+    elf = plan.elf
     missing: list[str] = []
-    for s in undefined_symbols(elf):
+    for s in plan.undefined:
         addr = imports.resolve(s.name, machine, used) if imports is not None else None
         if addr is None:
             if s.weak:
@@ -457,15 +460,10 @@ def _bind_imports(elf: ElfFile, machine: Machine, imports: Imports | None,
                 continue
         bound[s.index] = addr
     if missing:
-        wanted = [(s.name, s.weak) for s in undefined_symbols(elf)]
+        wanted = [(s.name, s.weak) for s in plan.undefined]
         report = (imports or Imports()).explain(wanted, machine.backend, machine,
                                                 f"{name} ({elf.arch.name}, {machine.backend})")
         raise UnresolvedImportError(
             f"{len(missing)} required import(s) not found: {', '.join(missing)}\n"
             + report.format(), missing, report)
     return bound
-
-
-def undefined_symbols(elf: ElfFile) -> list[Any]:
-    """The imports of a plugin: its undefined global and weak symbols."""
-    return [s for s in elf.symbols[1:] if not s.defined and s.name and s.bind != T.STB_LOCAL]

@@ -98,6 +98,7 @@ class Registration:
 
     def __init__(self, interface: JitInterface, symfile: bytes):
         self.interface = interface
+        self.symfile = symfile
         self.buffer = ctypes.create_string_buffer(_HEADER + symfile)
         self.address = ctypes.addressof(self.buffer)
         _ENTRY.pack_into(self.buffer, 0, 0, 0, self.address + len(_HEADER), len(symfile))
@@ -105,6 +106,12 @@ class Registration:
 
     def unregister(self) -> None:
         self.interface.remove(self)
+
+
+#: unlinked registrations a JitInterface keeps for reuse (each symfile at
+#: most SPARE_MAX_SIZE bytes)
+SPARE_MAX = 8
+SPARE_MAX_SIZE = 256 << 10
 
 
 class JitInterface:
@@ -119,10 +126,18 @@ class JitInterface:
             f.restype = None
             f.argtypes = (ctypes.c_void_p,)
         self.lock = threading.Lock()
+        # unlinked registrations kept for the same symfile object (a reload
+        # of a plugin at the same base gets the cached symfile again), so a
+        # load does not build and fill a new buffer; at most SPARE_MAX
+        self.spare: dict[int, tuple[bytes, Registration]] = {}
 
     def add(self, symfile: bytes) -> Registration:
-        reg = Registration(self, symfile)
         with self.lock:
+            kept = self.spare.pop(id(symfile), None)
+            if kept is not None and kept[0] is symfile:
+                reg = kept[1]
+            else:
+                reg = Registration(self, symfile)
             self.link(reg.address)
             reg.active = True
         return reg
@@ -132,6 +147,8 @@ class JitInterface:
             if reg.active:
                 reg.active = False
                 self.unlink(reg.address)
+                if len(self.spare) < SPARE_MAX and len(reg.symfile) <= SPARE_MAX_SIZE:
+                    self.spare[id(reg.symfile)] = (reg.symfile, reg)
 
     def entries(self) -> list[bytes]:
         """The symfiles in the list as gdb walks it (newest first)."""
@@ -151,20 +168,24 @@ _state_lock = threading.Lock()
 
 def enabled() -> bool:
     """Whether plugins are registered (``ELFKIT_GDB_JIT=0`` turns it off)."""
-    return os.environ.get("ELFKIT_GDB_JIT", "1").strip().lower() not in ("0", "no", "false", "off")
+    v = os.environ.get("ELFKIT_GDB_JIT")
+    return v is None or v.strip().lower() not in ("0", "no", "false", "off")
 
 
 def interface() -> JitInterface | None:
     """The process's JIT interface, building and loading the helper library
     on first use; None when it cannot be had (``available()`` says why)."""
+    if "interface" in _state:       # set once, under the lock, never changed
+        return _state["interface"]
     with _state_lock:
         if "interface" not in _state:
-            try:
-                _state["interface"] = JitInterface(ctypes.PyDLL(helper_library()))
+            try:        # "why" first: a thread that sees "interface" finds it too
+                jit = JitInterface(ctypes.PyDLL(helper_library()))
                 _state["why"] = ""
+                _state["interface"] = jit
             except (OSError, RuntimeError) as e:      # _build reports compiler failures so
-                _state["interface"] = None
                 _state["why"] = str(e)
+                _state["interface"] = None
         return _state["interface"]
 
 

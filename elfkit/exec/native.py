@@ -252,8 +252,9 @@ class NativeMachine(Machine):
             if not _give_spare(addr, size):
                 _munmap(addr, size)
             self._drop_region(addr)
-            for key in [k for k in self._fns if addr <= k[0] < addr + size]:
-                del self._fns[key]
+            if self._fns:
+                for key in [k for k in self._fns if addr <= k[0] < addr + size]:
+                    del self._fns[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)

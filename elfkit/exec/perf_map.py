@@ -36,7 +36,8 @@ def enabled() -> bool:
     on = _switch["on"]
     if on is not None:
         return on
-    return os.environ.get("ELFKIT_PERF_MAP", "").strip().lower() in ("1", "yes", "true", "on")
+    v = os.environ.get("ELFKIT_PERF_MAP")
+    return v is not None and v.strip().lower() in ("1", "yes", "true", "on")
 
 
 def path() -> str:

@@ -17,7 +17,7 @@ from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
-from .plan import LoadPlan, plain_relative
+from .plan import IMAGE_KEEP_MAX, LoadPlan, plain_relative
 from .relocate import Deferred, Stats, apply, store
 
 
@@ -77,10 +77,20 @@ class LoadedImage(DataRecord, slots=True):
     bias: int            # runtime address = bias + link-time address
     size: int
     stats: Stats
-    protections: list[tuple[int, int, int]] = field(default_factory=list)  # addr, size, prot
+    # the final protection runs and RELRO ranges, image offsets (see protections)
+    prot_runs: tuple[list[tuple[int, int, int]], list[tuple[int, int]]] = ([], [])
     # IFUNC relocations left unapplied because the machine cannot run code
     unapplied: list[str] = field(default_factory=list)
     released: bool = False
+
+    @property
+    def protections(self) -> list[tuple[int, int, int]]:
+        """``(address, size, prot)`` of every PT_LOAD's pages, then each
+        RELRO range (read-only), as placing the image set them."""
+        prots, relro = self.prot_runs
+        base = self.base
+        return ([(base + a, s, p) for a, s, p in prots]
+                + [(base + start, size, PROT_READ) for start, size in relro])
 
     def address(self, vaddr: int) -> int:
         return self.bias + vaddr
@@ -144,16 +154,10 @@ def place(plan: LoadPlan, machine: Machine,
     if plan.layout is None or plan.layout[0] != page:
         plan.layout = (page, layout(elf, page))
     lay: Layout = plan.layout[1]
-    image = build(elf, lay)
     base = machine.reserve(lay.size, lay.align)
     bias = base - lay.lo
     try:
-        if plan.relative is None:
-            plan.relative = plain_relative(elf, lay.lo, image) or False
-        if isinstance(plan.relative, tuple):
-            deferred, stats = _apply_relative(plan.relative, image, bias, elf.word)
-        else:
-            deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+        deferred, stats, image = _relocated(plan, lay, page, bias, symbol_address)
         machine.write(base, image)
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
@@ -162,8 +166,7 @@ def place(plan: LoadPlan, machine: Machine,
             relro = _relro(elf, lay, page)
             plan.protections = (page, prots, relro, _final_calls(prots, relro, lay.size, page))
         _page, prots, relro, final = plan.protections
-        li.protections = [(base + a, s, p) for a, s, p in prots]
-        li.protections += [(base + start, size, PROT_READ) for start, size in relro]
+        li.prot_runs = (prots, relro)
         if not deferred:        # straight to the final protections, in fewest calls
             for addr, size, prot in final:
                 machine.protect(base + addr, size, prot)
@@ -171,8 +174,9 @@ def place(plan: LoadPlan, machine: Machine,
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
-        if machine.can_execute:
-            _apply_deferred(li, image, deferred)
+        if machine.can_execute:     # (a kept image, bytes, has no deferred relocations)
+            _apply_deferred(li, image if isinstance(image, bytearray) else bytearray(image),
+                            deferred)
         else:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
         for start, size in relro:       # RELRO after the deferred relocations
@@ -181,6 +185,28 @@ def place(plan: LoadPlan, machine: Machine,
     except BaseException:
         machine.release(base, lay.size)
         raise
+
+
+def _relocated(plan: LoadPlan, lay: Layout, page: int, bias: int,
+               symbol_address: Callable[[int, int], int]
+               ) -> tuple[list[Deferred], Stats, bytes | bytearray]:
+    """The image relocated for ``bias`` (the plan's kept one when it was
+    relocated by the plain RELATIVE list for the same bias and page size)."""
+    elf = plan.elf
+    kept = plan.image
+    rel = plan.relative
+    if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, tuple):
+        return [], Stats(dict(rel[2]), len(rel[0])), kept[2]
+    image = build(elf, lay)
+    if rel is None:
+        rel = plan.relative = plain_relative(elf, lay.lo, image) or False
+    if isinstance(rel, tuple):
+        deferred, stats = _apply_relative(rel, image, bias, elf.word)
+        if lay.size <= IMAGE_KEEP_MAX:
+            plan.image = (page, bias, bytes(image))
+        return deferred, stats, image
+    deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+    return deferred, stats, image
 
 
 def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: bytearray,

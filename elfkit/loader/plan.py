@@ -24,7 +24,8 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LoadPlan", "plan_for", "PLAN_CACHE", "PLAN_CACHE_BYTES", "PLAN_MAX_FILE"]
+__all__ = ["LoadPlan", "plan_for", "undefined_symbols", "PLAN_CACHE", "PLAN_CACHE_BYTES",
+           "PLAN_MAX_FILE", "IMAGE_KEEP_MAX"]
 
 #: how many plans are kept (least recently used first out), and how many
 #: bytes of files they may hold in all
@@ -32,6 +33,8 @@ PLAN_CACHE = 16
 PLAN_CACHE_BYTES = 16 << 20
 #: larger files get a plan of their own each load
 PLAN_MAX_FILE = 4 << 20
+#: larger images are not kept in their plan (LoadPlan.image)
+IMAGE_KEEP_MAX = 256 << 10
 
 
 class LoadPlan:
@@ -41,7 +44,8 @@ class LoadPlan:
     load that gets that far (``loader/image.py``); a step that fails leaves
     them unset, so the next load fails the same way, at the same point."""
 
-    __slots__ = ("elf", "layout", "protections", "relative", "exports", "funcs")
+    __slots__ = ("elf", "layout", "protections", "relative", "exports", "funcs", "undefined",
+                 "image")
 
     def __init__(self, elf: ElfFile):
         self.elf = elf
@@ -56,9 +60,15 @@ class LoadPlan:
         #: by type name); False: use the
         #: general path; None: not worked out yet
         self.relative: tuple[list[int], list[int], dict[str, int]] | bool | None = None
+        #: (page size, load bias, finished image) of the last placement by
+        #: the plain RELATIVE list, when the image is at most IMAGE_KEEP_MAX
+        #: bytes: a reload at the same address writes the same bytes
+        self.image: tuple[int, int, bytes] | None = None
         #: exported name -> (value, absolute), in Module.exports order; None
         #: when an export is an IFUNC (its resolver must run at each load)
         self.exports, self.funcs = export_table(elf)
+        #: the plugin's imports (``undefined_symbols``)
+        self.undefined = undefined_symbols(elf)
 
 
 _plans: dict[tuple[bytes, Limits | None, str | None], LoadPlan] = {}
@@ -90,6 +100,11 @@ def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
         while len(_plans) > PLAN_CACHE or _held[0] > PLAN_CACHE_BYTES:
             _held[0] -= len(_plans.pop(next(iter(_plans))).elf.data)
     return plan
+
+
+def undefined_symbols(elf: ElfFile) -> list[Any]:
+    """The imports of a plugin: its undefined global and weak symbols."""
+    return [s for s in elf.symbols[1:] if not s.defined and s.name and s.bind != T.STB_LOCAL]
 
 
 def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,

@@ -57,6 +57,28 @@ def test_reloads_relocate_for_their_own_base(plugins, arch):
         m.close()
 
 
+def test_native_reloads_at_the_same_and_other_bases(plugins):
+    """Load, close, load again (the closed range is reused: same base, the
+    image the plan kept), and a load beside an open one (another base): the
+    RELATIVE words and the relocation counts are right each time."""
+    data = plugins.path("standalone", plugins.host_arch).read_bytes()
+    words = _relative_words(data)
+    assert words
+    mods = []
+    for keep_open in (False, False, True, True):
+        m = elfkit.load(data)
+        for place, add, w in words:
+            got = int.from_bytes(m.read(m.base + place, w), "little")
+            assert got == (m.base + add) & ((1 << (8 * w)) - 1)
+        assert sum(m.relocation_counts.values()) == len(words)
+        mods.append(m)
+        if not keep_open:
+            m.close()
+    assert len({m.base for m in mods}) >= 2
+    for m in mods:
+        m.close()
+
+
 def test_same_content_shares_the_parsed_file(plugins):
     data = plugins.path("relocs", "x86_64").read_bytes()
     a = plan_for(memoryview(data))
