@@ -28,7 +28,7 @@ from .loader import _tags as T
 from .loader.image import place
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, Limits
-from .loader.plan import LoadPlan, plan_for
+from .loader.plan import LoadPlan, exported_symbols, plan_for
 from .signature import CType, Signature, ctype
 from .signature import parse as parse_signature
 
@@ -112,13 +112,7 @@ class Module:
                             for n, (v, absolute) in plan.exports.items()}
             return
         # an IFUNC export: its resolver gives its address, at each load
-        for s in self.elf.symbols[1:]:
-            if not s.defined or s.bind not in (T.STB_GLOBAL, T.STB_WEAK, 10) or not s.name:
-                continue
-            if s.visibility not in (T.STV_DEFAULT, T.STV_PROTECTED):
-                continue
-            if s.type in (T.STT_SECTION, T.STT_FILE):
-                continue
+        for s in exported_symbols(self.elf):
             addr = s.value if s.absolute else bias + s.value
             if s.type == T.STT_GNU_IFUNC:
                 addr = self.machine.call(addr, parse_signature("ptr()"), ())

@@ -22,10 +22,11 @@ from .relocate import BULK, relative_types
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
-__all__ = ["LoadPlan", "plan_for", "undefined_symbols", "PLAN_CACHE", "PLAN_CACHE_BYTES",
-           "PLAN_MAX_FILE", "IMAGE_KEEP_MAX"]
+__all__ = ["LoadPlan", "exported_symbols", "plan_for", "undefined_symbols", "PLAN_CACHE",
+           "PLAN_CACHE_BYTES", "PLAN_MAX_FILE", "IMAGE_KEEP_MAX"]
 
 #: how many plans are kept (least recently used first out), and how many
 #: bytes of files they may hold in all
@@ -107,13 +108,9 @@ def undefined_symbols(elf: ElfFile) -> list[Any]:
     return [s for s in elf.symbols[1:] if not s.defined and s.name and s.bind != T.STB_LOCAL]
 
 
-def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
-                                        list[tuple[int, int, str]]]:
-    """What ``Module.exports`` and its function list are at load bias 0:
-    ``{name: (value, absolute)}`` (None when an export is an IFUNC, whose
-    address its resolver gives at each load) and the sorted
-    ``(link-time address, size, name)`` of the functions and data."""
-    exports: dict[str, tuple[int, bool]] | None = {}
+def exported_symbols(elf: ElfFile) -> Iterator[Any]:
+    """The dynamic symbols a load exports: defined, named, global, weak or
+    unique, default or protected visibility, not a section or file symbol."""
     for s in elf.symbols[1:]:
         if not s.defined or s.bind not in (T.STB_GLOBAL, T.STB_WEAK, 10) or not s.name:
             continue
@@ -121,6 +118,17 @@ def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
             continue
         if s.type in (T.STT_SECTION, T.STT_FILE):
             continue
+        yield s
+
+
+def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
+                                        list[tuple[int, int, str]]]:
+    """What ``Module.exports`` and its function list are at load bias 0:
+    ``{name: (value, absolute)}`` (None when an export is an IFUNC, whose
+    address its resolver gives at each load) and the sorted
+    ``(link-time address, size, name)`` of the functions and data."""
+    exports: dict[str, tuple[int, bool]] | None = {}
+    for s in exported_symbols(elf):
         if s.type == T.STT_GNU_IFUNC:
             exports = None
             break
