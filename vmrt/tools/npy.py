@@ -16,7 +16,7 @@ import re
 import struct
 
 from ..hal.buffer_view import BufferView
-from ..hal.element_types import npy_descr
+from ..hal.element_types import element_bits, npy_descr
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -27,12 +27,10 @@ MAGIC = b"\x93NUMPY"
 _ALIGN = 64
 #: numpy leaves room in the header for the first dimension to grow to this many digits
 _GROWTH_DIGITS = 21
-#: descr -> element type name (numpy's signed integers are IREE's siN)
-_TYPES = {"|b1": "i1", "|i1": "si8", "|u1": "ui8", "<i2": "si16", "<u2": "ui16",
-          "<i4": "si32", "<u4": "ui32", "<i8": "si64", "<u8": "ui64", "<f2": "f16",
-          "<f4": "f32", "<f8": "f64"}
-_SIZES = {"b1": 1, "i1": 1, "u1": 1, "i2": 2, "u2": 2, "f2": 2, "i4": 4, "u4": 4, "f4": 4,
-          "i8": 8, "u8": 8, "f8": 8}
+#: descr -> element type name, from element_types' table (numpy's signed
+#: integers are IREE's siN; numpy's bool, one byte, is IREE's i1)
+_TYPES = {"|b1": "i1", **{str(npy_descr(t)): t for t in (
+    "si8", "ui8", "si16", "ui16", "si32", "ui32", "si64", "ui64", "f16", "f32", "f64")}}
 _ITEM = re.compile(r"\s*'(descr|fortran_order|shape)'\s*:\s*"
                    r"('[^']*'|True|False|\(\s*(?:\d+\s*,\s*)*(?:\d+\s*)?\))\s*,?")
 
@@ -93,7 +91,7 @@ def _read(fh: BinaryIO) -> BufferView | None:
     count = 1
     for d in shape:
         count *= d
-    nbytes = count * _SIZES[descr[1:]]
+    nbytes = count * (element_bits(_TYPES[descr]) // 8)
     try:
         left = os.fstat(fh.fileno()).st_size - fh.tell()
     except (OSError, AttributeError, ValueError):
