@@ -458,10 +458,8 @@ class Executable:
                           local_memory: int, local_size: int) -> bytes:
         """Workgroup states for linear workgroup ``indices`` (x fastest), packed
         one after another."""
-        pack = struct.Struct(self._mem.layout.ws_fmt).pack
-        x, xy = wc[0], wc[0] * wc[1]
-        return b"".join([pack(k % x, (k // x) % wc[1], (k // xy) & 0xFFFF, 0, processor_id,
-                              local_memory, local_size) for k in indices])
+        return self._mem.layout.workgroup_records(wc, indices, processor_id, local_memory,
+                                                  local_size)
 
     def _run(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int], indices: Any,
              processor_id: int, mem: GuestMemory, where: str,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterable
 
 from elfkit.errors import ElfkitError
 from elfkit.records import DataRecord
@@ -221,6 +222,15 @@ class Layout:
                         local_memory_size: int) -> bytes:
         return struct.pack(self.ws_fmt, x, y, z, 0, processor_id, local_memory,
                            local_memory_size)
+
+    def workgroup_records(self, wc: tuple[int, int, int], indices: Iterable[int],
+                          processor_id: int, local_memory: int, local_memory_size: int) -> bytes:
+        """The workgroup states of linear workgroup ``indices`` (x fastest) of a
+        ``wc`` grid, packed one after another."""
+        pack = struct.Struct(self.ws_fmt).pack
+        x, xy = wc[0], wc[0] * wc[1]
+        return b"".join([pack(k % x, (k // x) % wc[1], (k // xy) & 0xFFFF, 0, processor_id,
+                              local_memory, local_memory_size) for k in indices])
 
 
 _LAYOUTS = {4: Layout(4), 8: Layout(8)}

@@ -88,12 +88,11 @@ class NativeDispatch:
                                    base if self.cbytes else 0, base + self.b_off if n else 0,
                                    base + self.l_off if n else 0)
         block[self.d_off:self.d_off + len(state)] = state
-        pack, off = struct.Struct(lay.ws_fmt).pack_into, ws_off
+        off = ws_off
         for t, (a, b) in enumerate(self.bounds):       # processor_id: the range's thread
-            for k in range(a, b):
-                pack(block, off, k % wc[0], (k // wc[0]) % wc[1], k // (wc[0] * wc[1]), 0, t,
-                     0, 0)
-                off += size
+            rec = lay.workgroup_records(wc, range(a, b), t, 0, 0)
+            block[off:off + len(rec)] = rec
+            off += len(rec)
         mine = (block, base + self.d_off, ws_off, base + ws_off)
         self.local.mine = mine
         return mine
