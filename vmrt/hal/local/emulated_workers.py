@@ -18,7 +18,11 @@ workgroup -- the same bytes local-sync produces.  Each binding ends within
 after every mapping, so an access past a binding faults and is reported
 against it.  Each machine gets its own dispatch state (its binding
 addresses, which may differ from machine to machine) and its own workgroup
-states, whose processor id is the worker's number.
+states, whose processor id is the worker's number.  The workers share the
+invocation's instruction budget without a lock
+(:class:`~vmrt.hal.local.dispatch_limits.BudgetShares`): the dispatch runs
+out of budget exactly where one thread would, and every instruction run is
+charged.
 
 When one worker fails (a fault, a deadline, Ctrl-C on the calling thread),
 the others are stopped: between workgroups by a shared flag and inside one
@@ -44,7 +48,13 @@ from ...errors import (
 )
 from .bindings import alias_groups
 from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
-from .dispatch_limits import ExecutionLimits, current_limits, guest_workgroup, stop_error
+from .dispatch_limits import (
+    ExecutionLimits,
+    current_limits,
+    guest_workgroup,
+    shares_for,
+    stop_error,
+)
 from .guest import GuestMemory
 from .prepared import worker_pool
 
@@ -186,9 +196,9 @@ class EmulatedWorkers:
         """Every workgroup of ``wc`` on ``threads`` machines (at most one per
         workgroup); what the code writes lands in ``arrays``.  The limits of
         the invocation running it apply: each workgroup is stopped at the
-        ``deadline`` and charged to the budget, and a cancel stops every
-        worker.  (Workers charge the budget without a lock, so a concurrent
-        charge may now and then be lost.)"""
+        ``deadline``, the workers share the budget (exactly: the dispatch
+        stops where one thread would, and what every worker ran is
+        charged), and a cancel stops every worker."""
         limits = current_limits()
         stop = contextlib.nullcontext() if limits is None else limits.stopping(
             lambda: self.cancel(Cancelled(f"{where}: the invocation was cancelled",
@@ -218,6 +228,8 @@ class EmulatedWorkers:
                 job.run(parts, bounds)
             finally:
                 self.job = None
+                if job.shares is not None:
+                    job.shares.settle()
                 job.release()
             shared.copy_back()
 
@@ -251,6 +263,7 @@ class _Job:
         self.parts: list[tuple] = []
         self.cancelled: VmError | None = None
         self.limits = limits
+        self.shares = shares_for(limits, threads)
 
     def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, list]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
@@ -318,7 +331,7 @@ class _Job:
         exe, fn, ds, local, mem, guards = part
         size = mem.layout.ws_size
         env, stop, machine = exe.env, self.stop, exe.machine
-        where, deadline, limits = self.where, self.deadline, self.limits
+        where, deadline, limits, shares = self.where, self.deadline, self.limits, self.shares
         for first in range(start, end, _BATCH):
             idx = range(first, min(first + _BATCH, end))
             rec = exe.workgroup_records(self.wc, idx, t, local, self.exp.local_memory_size)
@@ -329,7 +342,7 @@ class _Job:
                     if stop.is_set():
                         raise _Stopped()
                     r = guest_workgroup(fn, machine, (env, ds, base + k * size), where,
-                                        deadline, limits)
+                                        deadline, limits, shares, t)
                     if r:
                         raise DispatchError(f"{self.where} returned catastrophic error {r} in "
                                             f"workgroup {workgroup_xyz(idx[k], self.wc)}",
