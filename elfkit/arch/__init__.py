@@ -19,6 +19,7 @@ from ._base import (
     CallingConvention,
     Check,
     Formula,
+    GdbReg,
     RelocType,
 )
 
@@ -119,6 +120,6 @@ def _find_host() -> Arch | None:
     return _load(name) if name else None
 
 
-__all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "RelocType",
+__all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "GdbReg", "RelocType",
            "MACHINE_NAMES", "get", "from_machine", "host",
            "FLAVORS", "PLUGIN_CFLAGS", "PLUGIN_LDFLAGS"]

@@ -48,5 +48,8 @@ ARCH = Arch(
     gdb_regs=(*gdb_regs("org.gnu.gdb.aarch64.core", 64, " ".join(f"x{i}" for i in range(31))),
               *gdb_regs("org.gnu.gdb.aarch64.core", 64, "sp", "data_ptr"),
               *gdb_regs("org.gnu.gdb.aarch64.core", 64, "pc", "code_ptr"),
-              *gdb_regs("org.gnu.gdb.aarch64.core", 32, "cpsr=PSTATE")),
+              *gdb_regs("org.gnu.gdb.aarch64.core", 32, "cpsr=PSTATE"),
+              *gdb_regs("org.gnu.gdb.aarch64.fpu", 128, " ".join(f"v{i}" for i in range(32)),
+                        "aarch64v"),
+              *gdb_regs("org.gnu.gdb.aarch64.fpu", 32, "fpsr fpcr")),
 )

@@ -54,5 +54,8 @@ ARCH = Arch(
               *gdb_regs("org.gnu.gdb.arm.core", 32, "sp", "data_ptr"),
               *gdb_regs("org.gnu.gdb.arm.core", 32, "lr"),
               *gdb_regs("org.gnu.gdb.arm.core", 32, "pc", "code_ptr"),
-              *gdb_regs("org.gnu.gdb.arm.core", 32, "cpsr")),
+              *gdb_regs("org.gnu.gdb.arm.core", 32, "cpsr"),
+              *gdb_regs("org.gnu.gdb.arm.vfp", 64, " ".join(f"d{i}" for i in range(32)),
+                        "ieee_double"),
+              *gdb_regs("org.gnu.gdb.arm.vfp", 32, "fpscr")),
 )

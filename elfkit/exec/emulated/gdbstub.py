@@ -11,8 +11,11 @@ right there, inside the hook, until gdb resumes (``c``/``s``), detaches
 (``D``) or kills (``k``).  Nothing is stopped or restarted in unicorn, so
 calls, nested calls from host callbacks and limits work as without gdb.
 
-The register file and the target description (``target.xml``) come from the
-architecture's ``gdb_regs`` (``elfkit/arch/``).  ``qOffsets`` reports the
+The register file and the target description (``target.xml``, built by
+:mod:`.gdbtarget`) come from the architecture's ``gdb_regs``
+(``elfkit/arch/``): general registers everywhere, and the float/vector ones
+(x87 and SSE, RISC-V F/D, aarch64 V0-V31 with FPSR/FPCR, arm D0-D31 with
+FPSCR).  ``qOffsets`` reports the
 load bias of the module being debugged, so ``file plugin.so`` in gdb gives
 symbols at their loaded addresses.
 """
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     import socket
 
 from ...errors import ExecutionError
+from .gdbtarget import target_xml
 
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
 _WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
@@ -259,7 +263,7 @@ class GdbStub:
             return None
         if p.startswith("qXfer:features:read:target.xml:"):
             off, _, n = p.rsplit(":", 1)[1].partition(",")
-            return _chunk(self._target_xml(), int(off, 16), int(n, 16))
+            return _chunk(target_xml(self.m.arch, self._regs), int(off, 16), int(n, 16))
         if p == "qOffsets":
             bias = self.offset or 0
             return f"Text={bias:x};Data={bias:x};Bss={bias:x}"
@@ -377,22 +381,6 @@ class GdbStub:
         except Exception:   # noqa: BLE001 - any refusal is gdb's "cannot access memory"
             return "E14"
         return "OK"
-
-    def _target_xml(self) -> str:
-        arch = self.m.arch
-        parts = ['<?xml version="1.0"?>\n<!DOCTYPE target SYSTEM "gdb-target.dtd">\n'
-                 f'<target version="1.0">\n<architecture>{arch.gdb_arch}</architecture>\n']
-        feature = None
-        for i, r in enumerate(self._regs):
-            if r.feature != feature:
-                if feature is not None:
-                    parts.append("</feature>\n")
-                feature = r.feature
-                parts.append(f'<feature name="{feature}">\n')
-            parts.append(f'<reg name="{r.name}" bitsize="{r.bits}" type="{r.type}" '
-                         f'regnum="{i}"/>\n')
-        parts.append("</feature>\n</target>\n")
-        return "".join(parts)
 
     # --------------------------------------------------------------- packets
     def _getc(self) -> bytes:
