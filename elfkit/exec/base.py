@@ -84,6 +84,11 @@ class Machine(abc.ABC):
                 return s
         return hex(addr)
 
+    @property
+    def modules(self) -> list[Any]:
+        """The modules living in this machine, in load order."""
+        return list(getattr(self, "_modules", ()))
+
     def attach(self, module: Any) -> None:
         """Remember a module living in this machine (for symbolization)."""
         mods: list[Any] | None = getattr(self, "_modules", None)

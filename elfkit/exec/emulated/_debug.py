@@ -65,9 +65,13 @@ class DebugSupport(MachineState):
             bias = getattr(module, "base", 0)        # a Module's base is its load bias
             self._line_info.append((span[0], span[1], DwarfLines(data, bias)))
             self._line_owner[id(self._line_info[-1][2])] = module
+        if self._gdb is not None:
+            self._gdb.modules_changed()
 
     def detach(self, module: Any) -> None:
         super().detach(module)
+        if self._gdb is not None:
+            self._gdb.modules_changed()
         self._abi_ranges = [r for r in self._abi_ranges if r[3] is not module]
         self._mixed_abi = len({r[2] for r in self._abi_ranges} | {self.float_abi}) > 1
         self._line_info = [li for li in self._line_info

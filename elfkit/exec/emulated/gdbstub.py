@@ -15,9 +15,15 @@ The register file and the target description (``target.xml``, built by
 :mod:`.gdbtarget`) come from the architecture's ``gdb_regs``
 (``elfkit/arch/``): general registers everywhere, and the float/vector ones
 (x87 and SSE, RISC-V F/D, aarch64 V0-V31 with FPSR/FPCR, arm D0-D31 with
-FPSCR).  ``qOffsets`` reports the
-load bias of the module being debugged, so ``file plugin.so`` in gdb gives
-symbols at their loaded addresses.
+FPSCR).
+
+``qOffsets`` reports the load bias of the module being debugged, so
+``file plugin.so`` in gdb gives symbols at their loaded addresses; every
+other module of the machine is listed as a shared library
+(``qXfer:libraries-svr4`` / ``qXfer:libraries``, see :mod:`.gdbtarget`), so
+gdb reads its symbols too.  A module loaded or closed while gdb is attached
+is reported with a ``library`` stop, after which gdb reads the list again
+and resumes by itself.
 """
 from __future__ import annotations
 
@@ -30,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import socket
+    from pathlib import Path
 
 from ...errors import ExecutionError
-from .gdbtarget import target_xml
+from .gdbtarget import elf_copy, library_list, library_list_svr4, target_xml
 
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
 _WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
@@ -118,6 +125,10 @@ class GdbStub:
         self._watches: list[tuple[int, int, int]] = []    # (address, length, 2/3/4)
         self._hit: str | None = None
         self._count = 0
+        self._libs_changed = False  # modules loaded or closed since gdb last heard
+        self._files: dict[int, tuple[Any, Path]] = {}     # id(module) -> (module, copy)
+        self._taken: dict[str, int] = {}                   # copy names given out
+        self._lib_xml = ""
         self.finished = False       # detached, killed or the client vanished
 
     # ------------------------------------------------------------ machine hooks
@@ -125,6 +136,12 @@ class GdbStub:
         """Before each guest instruction: stop and serve gdb when due."""
         if self.finished or self._ignore[0] <= addr < self._ignore[1]:
             return
+        if self._libs_changed:
+            self._libs_changed = False
+            if self._conn is not None:
+                self._serve("T05library:;")  # gdb reads the module list and resumes
+                if self.finished:
+                    return
         if self._hit is not None:           # a watchpoint, also when a step ends here
             reply = self._hit
         elif self._stop_next or self._stepping or addr in self._bps:
@@ -137,6 +154,11 @@ class GdbStub:
         self._stop_next = self._stepping = False
         self._hit = None
         self._serve(reply)
+
+    def modules_changed(self) -> None:
+        """The machine loaded or closed a module: tell gdb at the next stop
+        point (before the next guest instruction)."""
+        self._libs_changed = True
 
     def on_mem(self, write: bool, addr: int, size: int) -> None:
         """On each guest data access: note a watchpoint hit (reported before
@@ -223,17 +245,25 @@ class GdbStub:
             print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port} "
                   f"(target remote :{self.port})", file=sys.stderr, flush=True)
             return 0
-        import tempfile
-        from pathlib import Path
-        folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
-        folder.mkdir(exist_ok=True)
-        stem = re.sub(r"[^\w.-]+", "_", str(mod.name)).strip("_.") or f"module_{mod.base:x}"
-        path = folder / (stem if stem.endswith(".so") else stem + ".so")
-        path.write_bytes(bytes(mod.elf.data))
+        path = self._file_of(mod)
         print(f"elfkit: gdb: stopped at {where}; waiting for gdb on {self.host}:{self.port}: "
               f"gdb-multiarch {path} -ex 'target remote :{self.port}'", file=sys.stderr,
               flush=True)
         return int(mod.base)
+
+    def _file_of(self, mod: Any) -> Path:
+        """The copy of ``mod``'s ELF file gdb reads (written once)."""
+        known = self._files.get(id(mod))
+        if known is None or known[0] is not mod:
+            known = self._files[id(mod)] = (mod, elf_copy(mod, self._taken))
+        return known[1]
+
+    def _libraries(self) -> list[tuple[Any, Path]]:
+        """Every module of the machine with an ELF image but the one gdb has
+        from ``file`` (the one whose load bias ``qOffsets`` reports)."""
+        mods = [mod for mod in self.m.modules if getattr(mod, "elf", None) is not None
+                and not getattr(mod, "closed", False)]
+        return [(mod, self._file_of(mod)) for mod in mods if int(mod.base) != self.offset]
 
     def _drop(self) -> None:
         self.finished = True
@@ -256,7 +286,8 @@ class GdbStub:
         """The answer to one packet (None: no answer; resumes set _waiting)."""
         cmd = p[:1]
         if p.startswith("qSupported"):
-            return "PacketSize=4000;qXfer:features:read+;QStartNoAckMode+"
+            return ("PacketSize=4000;qXfer:features:read+;qXfer:libraries-svr4:read+;"
+                    "qXfer:libraries:read+;QStartNoAckMode+")
         if p == "QStartNoAckMode":
             self._send("OK")
             self._ack = False
@@ -264,6 +295,12 @@ class GdbStub:
         if p.startswith("qXfer:features:read:target.xml:"):
             off, _, n = p.rsplit(":", 1)[1].partition(",")
             return _chunk(target_xml(self.m.arch, self._regs), int(off, 16), int(n, 16))
+        if p.startswith(("qXfer:libraries-svr4:read::", "qXfer:libraries:read::")):
+            off, _, n = p.rsplit(":", 1)[1].partition(",")
+            if int(off, 16) == 0:   # a new read: the list as it is now
+                render = library_list_svr4 if "svr4" in p else library_list
+                self._lib_xml = render(self._libraries())
+            return _chunk(self._lib_xml, int(off, 16), int(n, 16))
         if p == "qOffsets":
             bias = self.offset or 0
             return f"Text={bias:x};Data={bias:x};Bss={bias:x}"

@@ -1,6 +1,9 @@
-"""The target description (``target.xml``) the gdb stub sends: the
-architecture's register file (``Arch.gdb_regs``, in ``g``-packet order) as
-gdb's features, with the composite register types a feature needs.
+"""What the gdb stub tells gdb about the target: the target description
+(``target.xml``) and the list of loaded modules.
+
+The target description is the architecture's register file
+(``Arch.gdb_regs``, in ``g``-packet order) as gdb's features, with the
+composite register types a feature needs.
 
 gdb knows its predefined types (``int``, ``code_ptr``, ``ieee_double``,
 ``uint128``, ``i387_ext``, ...); a register typed otherwise gets the
@@ -8,10 +11,24 @@ definition from :data:`TYPES` placed at the start of its feature.  The one
 in use is aarch64's ``aarch64v``: the union over a 128-bit V register that
 gdb's own aarch64 description declares, so ``p $v0.d.f[0]`` and the pseudo
 registers ``$q0``/``$d0``/``$s0`` work as against a real target.
+
+The module list tells gdb where every module but the one it loaded with
+``file`` (reported by ``qOffsets``) lives, so it reads each one's symbols
+at its load address -- in both of gdb's formats: ``qXfer:libraries-svr4``
+(what gdb asks under its default GNU/Linux OS ABI: each module's load bias
+and dynamic section) and ``qXfer:libraries`` (other OS ABIs: the address of
+each module's first ``PT_LOAD`` segment).  gdb opens the files named there:
+copies of the modules' ELF images written to a temporary directory
+(:func:`elf_copy`).
 """
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,4 +89,59 @@ def target_xml(arch: Arch, regs: Sequence[GdbReg]) -> str:
     return "".join(parts)
 
 
-__all__ = ["TYPES", "target_xml"]
+PT_LOAD, PT_DYNAMIC = 1, 2
+
+
+def elf_copy(module: Any, taken: dict[str, int] | None = None) -> Path:
+    """A copy of ``module``'s ELF image for gdb to read, in
+    ``$TMPDIR/elfkit-gdb-PID/``, named after the module.  ``taken``: file
+    names already given out to other modules (name -> module base), so two
+    modules of the same name get different files."""
+    import tempfile
+    folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    base = int(module.base)
+    stem = re.sub(r"[^\w.-]+", "_", str(module.name)).strip("_.") or f"module_{base:x}"
+    stem = stem.removesuffix(".so")
+    if taken is not None:
+        if taken.setdefault(stem, base) != base:
+            stem = f"{stem}-{base:x}"
+        taken[stem] = base
+    path = folder / (stem + ".so")
+    path.write_bytes(bytes(module.elf.data))
+    return path
+
+
+def _segments(module: Any, kind: int) -> list[int]:
+    return [s.vaddr for s in module.elf.segments if s.type == kind]
+
+
+def library_list_svr4(libraries: Sequence[tuple[Any, Path]]) -> str:
+    """``qXfer:libraries-svr4``: per (module, file) its load bias
+    (``l_addr``), dynamic section (``l_ld``) and a link-map address that
+    names it (``lm``: the start of its image)."""
+    parts = ['<library-list-svr4 version="1.0">\n']
+    for mod, path in libraries:
+        bias = int(mod.base)
+        dyn = _segments(mod, PT_DYNAMIC)
+        ld = bias + dyn[0] if dyn else 0
+        parts.append(f'<library name={quoteattr(str(path))} lm="{mod.address_range[0]:#x}" '
+                     f'l_addr="{bias:#x}" l_ld="{ld:#x}" lmid="0x0"/>\n')
+    parts.append("</library-list-svr4>\n")
+    return "".join(parts)
+
+
+def library_list(libraries: Sequence[tuple[Any, Path]]) -> str:
+    """``qXfer:libraries``: per (module, file) the address of its first
+    ``PT_LOAD`` segment (gdb moves the others by the same amount)."""
+    parts = ['<library-list version="1.0">\n']
+    for mod, path in libraries:
+        loads = _segments(mod, PT_LOAD)
+        first = int(mod.base) + (loads[0] if loads else 0)
+        parts.append(f'<library name={quoteattr(str(path))}>'
+                     f'<segment address="{first:#x}"/></library>\n')
+    parts.append("</library-list>\n")
+    return "".join(parts)
+
+
+__all__ = ["TYPES", "elf_copy", "library_list", "library_list_svr4", "target_xml"]
