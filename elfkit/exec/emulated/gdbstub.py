@@ -182,6 +182,22 @@ class GdbStub:
                 pass
             conn.close()
         self._listener.close()
+        self._remove_files()
+
+    def _remove_files(self) -> None:
+        """Delete the ELF copies written for gdb (and their folder once empty):
+        gdb needs them only while the session lasts."""
+        files, self._files = self._files, {}
+        for _mod, path in files.values():
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        for _mod, path in list(files.values())[:1]:
+            try:
+                path.parent.rmdir()
+            except OSError:                          # another session's files remain
+                pass
 
     # ----------------------------------------------------------- serving gdb
     def _serve(self, reply: str) -> None:

@@ -69,6 +69,9 @@ def test_breakpoint_in_a_second_module(arch):
         out = finish(proc)
         assert box.get("result") == fp_entry(4.0), (box, out)
         check_stop_in_fp_sink(out, second, so2)
+        # the ELF copies gdb read are deleted when the session ends
+        copies = re.findall(r"^0x[0-9a-f]+ +0x[0-9a-f]+ +Yes +(\S+)$", out, re.M)
+        assert copies and not any(Path(p).exists() for p in copies), copies
 
 
 @needs_gdb
