@@ -36,7 +36,7 @@ class _ExitAction(argparse.Action):
     """An :class:`~elfkit.cli_spec.Exit` option: run its function, exit with its code."""
 
     def __init__(self, option_strings: list[str], dest: str, run: Exit,
-                 help: str | None = None) -> None:  # noqa: A002
+                 help: str | None = None) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
         self.run = run
 

@@ -69,6 +69,10 @@ class Namespace:
     def __repr__(self) -> str:
         return "Namespace(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
 
+    if TYPE_CHECKING:       # attributes are the commands' destinations (argparse's typing)
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
 
 class Exit:
     """The action of an option that runs ``run()`` and exits with the code it returns
@@ -164,7 +168,7 @@ class Lazy:
         __import__(self.module)  # as importlib.import_module, without importing importlib
         for c in sys.modules[self.module].COMMANDS:
             if c.name == self.name:
-                return c                     # type: ignore[no-any-return]
+                return c
         raise LookupError(f"{self.module}.COMMANDS has no command {self.name!r}")
 
 
@@ -174,7 +178,7 @@ class Command:
     such a command takes no positionals).  ``raw`` keeps the description and epilog's
     line breaks in ``--help``."""
 
-    def __init__(self, name: str, *args: Arg | OneOf, help: str | None = None,  # noqa: A002
+    def __init__(self, name: str, *args: Arg | OneOf, help: str | None = None,
                  description: str | None = None, epilog: str | None = None,
                  raw: bool = False, run: Callable[[Any], int] | None = None,
                  commands: Sequence[Command | Lazy] = (), dest: str | None = None,
