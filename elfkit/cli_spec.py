@@ -296,7 +296,7 @@ def _parse_command(cmd: Command, words: Sequence[str]) -> dict[str, Any] | None:
             continue
         name, eq, explicit = w.partition("=") if w[:2] == "--" else (w, "", "")
         a = options.get(name)
-        if a is None:
+        if a is None or not a.sets_value:       # unknown, or one that exits: argparse's
             return None
         state = 2 if state else 0
         i = _take_option(a, explicit if eq else None, words, i + 1, values, chosen)

@@ -16,7 +16,7 @@ import pytest
 
 from elfkit import cli
 from elfkit.cli_argparse import build_parser
-from elfkit.cli_spec import Arg, Command, Namespace, OneOf, parse
+from elfkit.cli_spec import Arg, Command, Exit, Namespace, OneOf, parse
 from tests.vmrt.iree_tools import REPO
 
 
@@ -234,6 +234,18 @@ def test_a_word_a_family_would_take_as_its_own_option_goes_to_argparse():
     assert ns is None        # (leaf takes no positionals: argparse reports it)
     assert parse(root, ["fam", "leaf"]) == Namespace(cmd="fam", sub="leaf", cmake_dir=None,
                                                     c=None, vers=False, hel=False, func=print)
+
+
+def test_options_that_exit_are_left_to_argparse(capsys):
+    leaf = Command("leaf", Arg("--where", action=Exit(lambda: 3)),
+                   Arg("--version", action="version", version="v9"), Arg("--x"), run=print)
+    root = Command("p", commands=[leaf], dest="cmd")
+    assert parse(root, ["leaf", "--x", "1"]) == Namespace(cmd="leaf", x="1", func=print)
+    for argv, code, out in ((["leaf", "--where"], 3, ""), (["leaf", "--version"], 0, "v9\n")):
+        assert parse(root, argv) is None
+        with pytest.raises(SystemExit) as e:
+            build_parser(root).parse_args(argv, Namespace())
+        assert (e.value.code, capsys.readouterr().out) == (code, out)
 
 
 def test_defaults_and_types_as_argparse_applies_them(capsys):
