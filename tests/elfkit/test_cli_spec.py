@@ -241,7 +241,8 @@ def test_options_that_exit_are_left_to_argparse(capsys):
                    Arg("--version", action="version", version="v9"), Arg("--x"), run=print)
     root = Command("p", commands=[leaf], dest="cmd")
     assert parse(root, ["leaf", "--x", "1"]) == Namespace(cmd="leaf", x="1", func=print)
-    for argv, code, out in ((["leaf", "--where"], 3, ""), (["leaf", "--version"], 0, "v9\n")):
+    for argv, code, out in ((["leaf", "--where", "x"], 3, ""),
+                            (["leaf", "--version", "x"], 0, "v9\n")):
         assert parse(root, argv) is None
         with pytest.raises(SystemExit) as e:
             build_parser(root).parse_args(argv, Namespace())
