@@ -6,62 +6,12 @@ capstone listing of a plugin (or one of its functions) without loading it.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 from typing import Any
 
+from ..cli_spec import Arg, Command, Namespace
 from ..errors import CallTimeout, ElfkitError, EmulationFault, SignatureError
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "run", help="load a plugin and call one of its exports",
-        description="Load a plugin (natively, or under emulation for a foreign architecture) and "
-        "call one export.  Arguments are ints (decimal or 0x...), floats, or 'null'; without "
-        "--sig an int is passed as a pointer-sized signed integer and a float as f64, and the "
-        "result is read as a pointer-sized signed integer (see --restype).",
-        epilog="examples:\n  elfkit run k.so --call add_i32 --arg 2 --arg 40 --sig 'i32(i32,i32)'\n"
-        "  elfkit run k_aarch64.so --call spin_forever --timeout 0.5\n"
-        "  elfkit run k.sos --arch riscv64 --call dot --sig 'f64(f64,f64)' --arg 1.5 --arg 2 "
-        "--trace trace.txt",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="plugin (.so) or FatELF (.sos)")
-    p.add_argument("--call", required=True, metavar="SYMBOL", help="export to call")
-    p.add_argument("--arg", action="append", default=[], metavar="VALUE",
-                   help="an argument (repeat in order); ints, 0x..., floats, null")
-    p.add_argument("--sig", metavar="SIG", help="C signature, e.g. 'i64(i64,f64)'")
-    p.add_argument("--restype", metavar="TYPE", help="result type when --sig is not given "
-                   "(void, i8..i64, u8..u64, f32, f64, ptr)")
-    p.add_argument("--arch", help="architecture (picks a FatELF slice; checked against the ELF)")
-    p.add_argument("--backend", default="auto", choices=("auto", "native", "emulated"),
-                   help="auto (default): native when the plugin is for this host")
-    p.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit of the call")
-    p.add_argument("--budget", type=int, metavar="N",
-                   help="instruction budget of the call (emulated)")
-    p.add_argument("--trace", metavar="FILE",
-                   help="write an execution trace (basic blocks with disassembly) to FILE "
-                   "(emulated)")
-    p.add_argument("--trace-mode", default="block", choices=("block", "compact"),
-                   help="block: every block with its instructions; compact: block addresses")
-    p.add_argument("--gdb", type=int, metavar="PORT",
-                   help="debug the call with gdb (emulated): listen on 127.0.0.1:PORT and stop "
-                   "before the first instruction until gdb attaches with "
-                   "'file FILE' and 'target remote :PORT'")
-    p.add_argument("--hex", action="store_true", help="print integer results in hex too")
-    p.set_defaults(func=run)
-
-    d = sub.add_parser(
-        "disasm", help="disassemble a plugin or one of its functions (capstone, symbolised)",
-        description="Disassemble the executable sections of a plugin, or one function, with "
-        "symbol labels and branch targets named.  Does not load or run anything.")
-    d.add_argument("file", help="plugin (.so), object (.o) or FatELF (.sos)")
-    d.add_argument("symbol", nargs="?", help="only this function (put it right after FILE)")
-    d.add_argument("-s", "--symbol", dest="symbol_opt", metavar="SYMBOL",
-                   help="only this function (same as the positional SYMBOL)")
-    d.add_argument("--arch", help="FatELF: the slice to disassemble (default: host's, else first)")
-    d.add_argument("--no-bytes", action="store_true", help="do not print instruction bytes")
-    d.set_defaults(func=disasm)
 
 
 # ------------------------------------------------------------------------ run
@@ -86,7 +36,7 @@ def _parse_value(text: str, t: Any) -> Any:
         raise SignatureError(f"--arg {text!r} is not {want}") from None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Namespace) -> int:
     import elfkit
 
     from ..signature import ctype, parse
@@ -177,7 +127,7 @@ def _run_interruptibly(call: Any, machine: Any) -> Any:
 
 
 # --------------------------------------------------------------------- disasm
-def disasm(args: argparse.Namespace) -> int:
+def disasm(args: Namespace) -> int:
     try:
         return _disasm(args)
     except BrokenPipeError:
@@ -187,7 +137,7 @@ def disasm(args: argparse.Namespace) -> int:
         return 0
 
 
-def _disasm(args: argparse.Namespace) -> int:
+def _disasm(args: Namespace) -> int:
     import io
 
     if getattr(args, "symbol_opt", None):
@@ -297,3 +247,55 @@ def _machine_number(m: Any) -> int:
     if m in _EM:
         return _EM[m]
     raise ElfkitError(f"unsupported machine {m}")
+
+
+#: ``elfkit run`` and ``elfkit disasm`` (elfkit/cli_spec.py)
+COMMANDS = (
+    Command(
+        "run",
+        Arg("file", help="plugin (.so) or FatELF (.sos)"),
+        Arg("--call", required=True, metavar="SYMBOL", help="export to call"),
+        Arg("--arg", action="append", default=[], metavar="VALUE",
+            help="an argument (repeat in order); ints, 0x..., floats, null"),
+        Arg("--sig", metavar="SIG", help="C signature, e.g. 'i64(i64,f64)'"),
+        Arg("--restype", metavar="TYPE", help="result type when --sig is not given "
+            "(void, i8..i64, u8..u64, f32, f64, ptr)"),
+        Arg("--arch", help="architecture (picks a FatELF slice; checked against the ELF)"),
+        Arg("--backend", default="auto", choices=("auto", "native", "emulated"),
+            help="auto (default): native when the plugin is for this host"),
+        Arg("--timeout", type=float, metavar="S", help="wall-clock limit of the call"),
+        Arg("--budget", type=int, metavar="N", help="instruction budget of the call (emulated)"),
+        Arg("--trace", metavar="FILE",
+            help="write an execution trace (basic blocks with disassembly) to FILE "
+            "(emulated)"),
+        Arg("--trace-mode", default="block", choices=("block", "compact"),
+            help="block: every block with its instructions; compact: block addresses"),
+        Arg("--gdb", type=int, metavar="PORT",
+            help="debug the call with gdb (emulated): listen on 127.0.0.1:PORT and stop "
+            "before the first instruction until gdb attaches with "
+            "'file FILE' and 'target remote :PORT'"),
+        Arg("--hex", action="store_true", help="print integer results in hex too"),
+        help="load a plugin and call one of its exports",
+        description="Load a plugin (natively, or under emulation for a foreign architecture) "
+        "and call one export.  Arguments are ints (decimal or 0x...), floats, or 'null'; "
+        "without --sig an int is passed as a pointer-sized signed integer and a float as f64, "
+        "and the result is read as a pointer-sized signed integer (see --restype).",
+        epilog="examples:\n  elfkit run k.so --call add_i32 --arg 2 --arg 40 --sig "
+        "'i32(i32,i32)'\n"
+        "  elfkit run k_aarch64.so --call spin_forever --timeout 0.5\n"
+        "  elfkit run k.sos --arch riscv64 --call dot --sig 'f64(f64,f64)' --arg 1.5 --arg 2 "
+        "--trace trace.txt",
+        raw=True, run=run),
+    Command(
+        "disasm",
+        Arg("file", help="plugin (.so), object (.o) or FatELF (.sos)"),
+        Arg("symbol", nargs="?", help="only this function (put it right after FILE)"),
+        Arg("-s", "--symbol", dest="symbol_opt", metavar="SYMBOL",
+            help="only this function (same as the positional SYMBOL)"),
+        Arg("--arch", help="FatELF: the slice to disassemble (default: host's, else first)"),
+        Arg("--no-bytes", action="store_true", help="do not print instruction bytes"),
+        help="disassemble a plugin or one of its functions (capstone, symbolised)",
+        description="Disassemble the executable sections of a plugin, or one function, with "
+        "symbol labels and branch targets named.  Does not load or run anything.",
+        run=disasm),
+)

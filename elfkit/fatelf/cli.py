@@ -7,15 +7,13 @@ stdout.  Exit codes: 0 success, 1 ``verify`` found problems, 2 any error
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
-from ..cli import RawDescriptionHelpFormatter
+from ..cli_spec import Arg, Command, OneOf
 from ..errors import FatElfError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any
 
 _EPILOG_PACK = """\
@@ -45,152 +43,7 @@ on stdout, or on stderr when the slice itself goes to stdout (-o -).
 """
 
 
-def _output_arg(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help=f"{what} ('-' for stdout); written atomically")
-
-
-def _align_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--align", default="4096", metavar="N|auto",
-                   help="slice alignment: a power of two, or 'auto' for the largest "
-                        "PT_LOAD p_align of the slices (default: 4096, as iree-fatelf)")
-
-
-def _which_args(p: argparse.ArgumentParser, verb: str) -> None:
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--arch", metavar="ARCH", help=f"{verb} the first record of this architecture")
-    g.add_argument("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')")
-
-
-_FMT = RawDescriptionHelpFormatter
-
-
-def register(subparsers: Any, words: Sequence[str] = ()) -> None:
-    """Add ``fatelf`` and its sub-commands; ``words`` (what follows ``fatelf`` on the
-    command line) naming one sub-command builds only that one's parser (start-up
-    time: each costs argparse a formatter and gettext look-ups); anything else
-    (``--help``, a typo, nothing) builds them all, for the usage and choices."""
-    top = subparsers.add_parser(
-        "fatelf", help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
-        description="Pack ELF plugins for several CPUs into one FatELF (.sos) file, inspect it, "
-                    "and take slices out of it.  Compatible with IREE's FatELF support.",
-        epilog="Exit status: 0 success, 1 'verify' found problems, 2 error.",
-        formatter_class=_FMT)
-    top.set_defaults(func=lambda args: _no_command(top))
-    # prog given: argparse would otherwise format a usage just to find "elfkit fatelf"
-    sub = top.add_subparsers(dest="fatelf_command", metavar="SUBCOMMAND", prog=top.prog)
-    first = words[0] if words else None
-    for name, add in _SUBCOMMANDS.items():
-        if first not in _SUBCOMMANDS or name == first:
-            add(sub)
-
-
-def _add_pack(sub: Any) -> None:
-    p = sub.add_parser("pack", help="pack ELF files into a FatELF",
-                       description="Pack ELF files (one per target) into a FatELF, in the "
-                                   "order given.",
-                       epilog=_EPILOG_PACK, formatter_class=_FMT)
-    _output_arg(p, "the FatELF to write")
-    _align_arg(p)
-    p.add_argument("inputs", nargs="+", metavar="IN",
-                   help="ELF files (at most 255, distinct targets)")
-    p.set_defaults(func=cmd_pack)
-
-
-def _add_list(sub: Any) -> None:
-    p = sub.add_parser("list", help="list the records of a FatELF",
-                       description="List the records of a FatELF (a plain ELF shows as one "
-                                   "record).",
-                       formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=cmd_list)
-
-
-def _add_extract(sub: Any) -> None:
-    p = sub.add_parser("extract", help="write one slice (by arch or index) to a file",
-                       description="Write the exact bytes of one record's ELF.",
-                       epilog=_EPILOG_ARCH, formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    _which_args(p, "extract")
-    _output_arg(p, "the ELF to write")
-    p.set_defaults(func=cmd_extract)
-
-
-def _add_split(sub: Any) -> None:
-    p = sub.add_parser("split", help="write every slice to its own file",
-                       description="Write every record's ELF to DIR/<stem>.<name>.so, where "
-                                   "<stem> is FILE's name up to its last dot and <name> is the "
-                                   "arch (x86_64, aarch64, riscv64, arm, i386, riscv32; other "
-                                   "machines as e.g. ppc-64bit, big-endian with -be), extended "
-                                   "by osabi, abiversion and index only when two records would "
-                                   "clash.",
-                       formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("-d", "--directory", metavar="DIR",
-                   help="output directory (default: the directory of FILE)")
-    p.set_defaults(func=cmd_split)
-
-
-def _add_select(sub: Any) -> None:
-    p = sub.add_parser("select", help="write the slice this host would load (or --arch)",
-                       description="Write the slice IREE's runtime would pick on this host, or the "
-                                   "first slice of --arch.",
-                       epilog=_EPILOG_SELECT + "\n" + _EPILOG_ARCH, formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--arch", metavar="ARCH", help="take this architecture instead of the host's")
-    p.add_argument("--fallback", action="store_true",
-                   help="if the host has no slice, take the best one elfkit can emulate")
-    _output_arg(p, "the ELF to write")
-    p.set_defaults(func=cmd_select)
-
-
-def _add_remove(sub: Any) -> None:
-    p = sub.add_parser("remove", help="write a FatELF without one record",
-                       description="Write FILE without one record, repacked (the same bytes as "
-                                   "packing the remaining slices in order).",
-                       epilog=_EPILOG_ARCH, formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    _which_args(p, "remove")
-    _output_arg(p, "the FatELF to write")
-    _align_arg(p)
-    p.set_defaults(func=cmd_remove)
-
-
-def _add_replace(sub: Any) -> None:
-    p = sub.add_parser("replace", help="write a FatELF with one slice replaced",
-                       description="Write FILE with the record whose target (machine, osabi, "
-                                   "abiversion, class, byte order) matches IN's ELF header "
-                                   "replaced by IN, repacked.",
-                       formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("new", metavar="IN", help="the ELF to put in")
-    _output_arg(p, "the FatELF to write")
-    _align_arg(p)
-    p.set_defaults(func=cmd_replace)
-
-
-def _add_verify(sub: Any) -> None:
-    p = sub.add_parser("verify", help="check a FatELF thoroughly",
-                       description="Check the header, the record table, bounds, overlaps, "
-                                   "alignment, duplicate targets and each slice's ELF header "
-                                   "against its record; print every problem found.",
-                       epilog="Exit status: 0 clean (notes only), 1 problems found (errors or "
-                              "warnings), "
-                              "2 unusable input (not a FatELF/ELF, unknown version, truncated "
-                              "table, unreadable file).",
-                       formatter_class=_FMT)
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--json", action="store_true", help="print the problems as JSON")
-    p.set_defaults(func=cmd_verify)
-
-
 # --------------------------------------------------------------------------
-
-def _no_command(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
-
 
 def _err(message: str) -> None:
     print(f"elfkit: error: {message}", file=sys.stderr)
@@ -332,9 +185,93 @@ def cmd_verify(args: Any) -> int:
     return 0
 
 
-_SUBCOMMANDS = {"pack": _add_pack, "list": _add_list, "extract": _add_extract,
-               "split": _add_split, "select": _add_select, "remove": _add_remove,
-               "replace": _add_replace, "verify": _add_verify}
+# ------------------------------------------------------------ the command line
+
+def _output(what: str) -> Arg:
+    return Arg("-o", "--output", required=True, metavar="OUT",
+               help=f"{what} ('-' for stdout); written atomically")
+
+
+_ALIGN = Arg("--align", default="4096", metavar="N|auto",
+             help="slice alignment: a power of two, or 'auto' for the largest PT_LOAD "
+                  "p_align of the slices (default: 4096, as iree-fatelf)")
+_FILE = Arg("file", metavar="FILE")
+
+
+def _which(verb: str) -> OneOf:
+    return OneOf(Arg("--arch", metavar="ARCH", help=f"{verb} the first record of this "
+                                                    f"architecture"),
+                 Arg("--index", type=int, metavar="N", help=f"{verb} record N (see 'list')"),
+                 required=True)
+
+
+_SUBCOMMANDS = (
+    Command("pack", _output("the FatELF to write"), _ALIGN,
+            Arg("inputs", nargs="+", metavar="IN",
+                help="ELF files (at most 255, distinct targets)"),
+            help="pack ELF files into a FatELF",
+            description="Pack ELF files (one per target) into a FatELF, in the order given.",
+            epilog=_EPILOG_PACK, raw=True, run=cmd_pack),
+    Command("list", _FILE, Arg("--json", action="store_true",
+                               help="print JSON instead of a table"),
+            help="list the records of a FatELF",
+            description="List the records of a FatELF (a plain ELF shows as one record).",
+            raw=True, run=cmd_list),
+    Command("extract", _FILE, _which("extract"), _output("the ELF to write"),
+            help="write one slice (by arch or index) to a file",
+            description="Write the exact bytes of one record's ELF.",
+            epilog=_EPILOG_ARCH, raw=True, run=cmd_extract),
+    Command("split", _FILE,
+            Arg("-d", "--directory", metavar="DIR",
+                help="output directory (default: the directory of FILE)"),
+            help="write every slice to its own file",
+            description="Write every record's ELF to DIR/<stem>.<name>.so, where <stem> is "
+                        "FILE's name up to its last dot and <name> is the arch (x86_64, "
+                        "aarch64, riscv64, arm, i386, riscv32; other machines as e.g. "
+                        "ppc-64bit, big-endian with -be), extended by osabi, abiversion and "
+                        "index only when two records would clash.",
+            raw=True, run=cmd_split),
+    Command("select", _FILE,
+            Arg("--arch", metavar="ARCH", help="take this architecture instead of the host's"),
+            Arg("--fallback", action="store_true",
+                help="if the host has no slice, take the best one elfkit can emulate"),
+            _output("the ELF to write"),
+            help="write the slice this host would load (or --arch)",
+            description="Write the slice IREE's runtime would pick on this host, or the first "
+                        "slice of --arch.",
+            epilog=_EPILOG_SELECT + "\n" + _EPILOG_ARCH, raw=True, run=cmd_select),
+    Command("remove", _FILE, _which("remove"), _output("the FatELF to write"), _ALIGN,
+            help="write a FatELF without one record",
+            description="Write FILE without one record, repacked (the same bytes as packing "
+                        "the remaining slices in order).",
+            epilog=_EPILOG_ARCH, raw=True, run=cmd_remove),
+    Command("replace", _FILE, Arg("new", metavar="IN", help="the ELF to put in"),
+            _output("the FatELF to write"), _ALIGN,
+            help="write a FatELF with one slice replaced",
+            description="Write FILE with the record whose target (machine, osabi, abiversion, "
+                        "class, byte order) matches IN's ELF header replaced by IN, repacked.",
+            raw=True, run=cmd_replace),
+    Command("verify", _FILE, Arg("--json", action="store_true",
+                                 help="print the problems as JSON"),
+            help="check a FatELF thoroughly",
+            description="Check the header, the record table, bounds, overlaps, alignment, "
+                        "duplicate targets and each slice's ELF header against its record; "
+                        "print every problem found.",
+            epilog="Exit status: 0 clean (notes only), 1 problems found (errors or warnings), "
+                   "2 unusable input (not a FatELF/ELF, unknown version, truncated table, "
+                   "unreadable file).",
+            raw=True, run=cmd_verify),
+)
+
+#: ``elfkit fatelf`` and its sub-commands (elfkit/cli_spec.py)
+COMMANDS = (
+    Command("fatelf",
+            help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
+            description="Pack ELF plugins for several CPUs into one FatELF (.sos) file, inspect "
+                        "it, and take slices out of it.  Compatible with IREE's FatELF support.",
+            epilog="Exit status: 0 success, 1 'verify' found problems, 2 error.", raw=True,
+            commands=_SUBCOMMANDS, dest="fatelf_command", metavar="SUBCOMMAND"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:

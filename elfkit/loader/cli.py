@@ -1,38 +1,15 @@
 """``elfkit inspect FILE``: what the loader sees, and whether it can load it."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
+from ..cli_spec import Arg, Command, Namespace
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
 from . import _tags as T
 from .import_report import ImportReport
-
-
-def register(sub: Any) -> None:
-    p = sub.add_parser("inspect", help="show architecture, segments, dynamic tags, exports, "
-                       "imports and relocations of a plugin",
-                       description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way "
-                       "the loader sees it, and say why it cannot be loaded if it cannot.")
-    p.add_argument("file")
-    p.add_argument("--arch", help="FatELF: the slice to inspect (default: the host's, else the "
-                                  "first)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--sections", action="store_true",
-                   help="also list section headers and the static symbol table (read with "
-                        "LIEF; the loader itself never needs sections)")
-    p.add_argument("--imports-from", nargs="+", action="extend", metavar="PROVIDER",
-                   help="explain import resolution against these providers, registered in "
-                        "the order given (so the last is searched first): a plugin file "
-                        "(ELF or FatELF; its exports) or system:LIBRARY (a host shared "
-                        "library, dlopen'ed; it serves native code only)")
-    p.add_argument("--backend", choices=("auto", "native", "emulated"), default="auto",
-                   help="with --imports-from: the backend the plugin would run on (auto: "
-                        "native when it is for this host's CPU)")
-    p.set_defaults(func=run)
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -169,7 +146,7 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
 _STT = {0: "notype", 1: "object", 2: "func", 10: "ifunc"}
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Namespace) -> int:
     try:   # bounded; a FIFO or device is refused, not waited on or read forever
         data = read_input(args.file)
     except OSError as e:
@@ -199,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     return _print(args, info, report)
 
 
-def _print(args: argparse.Namespace, info: dict[str, Any], report: ImportReport | None) -> int:
+def _print(args: Namespace, info: dict[str, Any], report: ImportReport | None) -> int:
     if args.json:
         json.dump({"file": args.file, **info}, sys.stdout, indent=2)
         print()
@@ -248,3 +225,29 @@ def _print(args: argparse.Namespace, info: dict[str, Any], report: ImportReport 
         out.append("loadable: yes")
     print("\n".join(out))
     return 0 if info["loadable"] else 1
+
+
+#: ``elfkit inspect`` (elfkit/cli_spec.py)
+COMMANDS = (
+    Command("inspect",
+            Arg("file"),
+            Arg("--arch", help="FatELF: the slice to inspect (default: the host's, else the "
+                               "first)"),
+            Arg("--json", action="store_true", help="machine-readable output"),
+            Arg("--sections", action="store_true",
+                help="also list section headers and the static symbol table (read with "
+                     "LIEF; the loader itself never needs sections)"),
+            Arg("--imports-from", nargs="+", action="extend", metavar="PROVIDER",
+                help="explain import resolution against these providers, registered in "
+                     "the order given (so the last is searched first): a plugin file "
+                     "(ELF or FatELF; its exports) or system:LIBRARY (a host shared "
+                     "library, dlopen'ed; it serves native code only)"),
+            Arg("--backend", choices=("auto", "native", "emulated"), default="auto",
+                help="with --imports-from: the backend the plugin would run on (auto: "
+                     "native when it is for this host's CPU)"),
+            help="show architecture, segments, dynamic tags, exports, imports and "
+                 "relocations of a plugin",
+            description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way the "
+                        "loader sees it, and say why it cannot be loaded if it cannot.",
+            run=run),
+)

@@ -10,8 +10,13 @@ cannot drift apart.
 """
 from __future__ import annotations
 
-import argparse
 import sys
+
+from ..cli_spec import Arg, Command, OneOf
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from ..cli_spec import Namespace
 
 _EPILOG = """\
 ARCH is an elfkit architecture name or alias: x86_64, aarch64, riscv64, arm,
@@ -20,39 +25,43 @@ shell prints shell-quoted words, lines one flag per line.
 """
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("toolchain", help="flags for building plugins (for CMake and scripts)",
-                       description="Print the compiler and linker flags elfkit builds plugins "
-                                   "with.")
-    tsub = p.add_subparsers(dest="toolchain_command", metavar="SUBCOMMAND")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
-
-    f = tsub.add_parser("flags", help="compile (or link) flags of one architecture",
-                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    what = f.add_mutually_exclusive_group(required=True)
-    what.add_argument("--arch", metavar="ARCH", help="compile flags of this architecture")
-    what.add_argument("--link", action="store_true", help="ld.lld flags (any architecture)")
-    f.add_argument("--flavor", choices=("zig", "clang"), default="zig",
-                   help="zig: for `python -m ziglang cc` (default); clang: a plain clang")
-    f.add_argument("--hash-style", choices=("sysv", "gnu", "both"), default="sysv",
-                   help="with --link: the --hash-style flag (default sysv)")
-    f.add_argument("--format", choices=("cmake", "shell", "lines"), default="cmake",
-                   help="output format (default cmake)")
-    f.set_defaults(func=_flags)
-
-    c = tsub.add_parser("cmake", help="every arch's flags as CMake code (used by "
-                                      "ElfkitArchs.cmake)")
-    c.set_defaults(func=_cmake)
-
-
-def _flags(args: argparse.Namespace) -> int:
+def _flags(args: Namespace) -> int:
     from .flags import cflags, format_flags, ldflags
     values = ldflags(args.hash_style) if args.link else cflags(args.arch, args.flavor)
     print(format_flags(values, args.format))
     return 0
 
 
-def _cmake(args: argparse.Namespace) -> int:
+def _cmake(args: Namespace) -> int:
     from .flags import cmake_script
     sys.stdout.write(cmake_script())
     return 0
+
+
+#: ``elfkit toolchain`` and its sub-commands (elfkit/cli_spec.py)
+COMMANDS = (
+    Command("toolchain",
+            help="flags for building plugins (for CMake and scripts)",
+            description="Print the compiler and linker flags elfkit builds plugins with.",
+            commands=(
+                Command("flags",
+                        OneOf(Arg("--arch", metavar="ARCH",
+                                  help="compile flags of this architecture"),
+                              Arg("--link", action="store_true",
+                                  help="ld.lld flags (any architecture)"),
+                              required=True),
+                        Arg("--flavor", choices=("zig", "clang"), default="zig",
+                            help="zig: for `python -m ziglang cc` (default); clang: a plain "
+                                 "clang"),
+                        Arg("--hash-style", choices=("sysv", "gnu", "both"), default="sysv",
+                            help="with --link: the --hash-style flag (default sysv)"),
+                        Arg("--format", choices=("cmake", "shell", "lines"), default="cmake",
+                            help="output format (default cmake)"),
+                        help="compile (or link) flags of one architecture",
+                        epilog=_EPILOG, raw=True, run=_flags),
+                Command("cmake",
+                        help="every arch's flags as CMake code (used by ElfkitArchs.cmake)",
+                        run=_cmake),
+            ),
+            dest="toolchain_command", metavar="SUBCOMMAND"),
+)
