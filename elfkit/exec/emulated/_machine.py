@@ -21,7 +21,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ...arch import Arch
 from ...arch import get as get_arch
@@ -36,6 +35,10 @@ from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL, STUB_BASE, STUB_
 from ._memory import AddressSpace, Heap, Region
 from ._runner import STOP_INTR, CallRunner
 from ._x87 import X87Stack
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 C = _uc.C
 lib = _uc.lib

@@ -20,11 +20,14 @@ import importlib.util
 import os
 import weakref
 from types import ModuleType
-from typing import Any
 
 from ...arch import Arch
 from ...errors import BackendError
 from ..unicorn_lib import open_library, package_dir
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class C:
