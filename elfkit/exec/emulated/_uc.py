@@ -205,8 +205,8 @@ class Context:
         weakref.finalize(self, lib.uc_context_free, self.context)
 
 
-def _ctl_code(control: int, nargs: int) -> int:
-    return (C.UC_CTL_IO_WRITE << 30) | (nargs << 26) | control
+def _ctl_code(control: int, nargs: int, io: int = C.UC_CTL_IO_WRITE) -> int:
+    return (io << 30) | (nargs << 26) | control
 
 
 #: the families whose guest page size unicorn lets a caller choose.  It
@@ -252,7 +252,7 @@ class Engine:
     def page_size(self) -> int:
         """The guest page size unicorn uses (its TLB and mapping granularity)."""
         value = ctypes.c_uint32()
-        code = (C.UC_CTL_IO_READ << 30) | (1 << 26) | C.UC_CTL_UC_PAGE_SIZE
+        code = _ctl_code(C.UC_CTL_UC_PAGE_SIZE, 1, C.UC_CTL_IO_READ)
         err = lib.uc_ctl(self.handle, code, ctypes.byref(value))
         if err:
             raise BackendError(f"unicorn cannot tell its page size: {strerror(err)}")
