@@ -153,11 +153,11 @@ WHY = {
            "256-entry TLB covered 256 KiB of the 3 MiB of operands and ~10 % of the run went "
            "to TLB refills (load_helper, tlb_set_page, get_phys_addr); elfkit now asks for "
            "4 KiB pages and the refills are gone (1.25x -> ~1.08x). What is left is unicorn's "
-           "build, not vmrt: its JIT code checks the TLB inline on every load and store (in a "
-           "2 kHz profile 190 samples of JIT code against qemu-user's 104, whose guest memory "
-           "is the host's), and its FMA helper makes two more calls through the PLT "
-           "(float32_muladd, __isinff) where Debian's qemu inlines isinf; the float path "
-           "itself costs about the same on both (~1,300 samples each). Start-up is even.",
+           "design, not vmrt: the float path (float32_muladd and fmaf) costs the same on both "
+           "(~1,300 samples each in a 2 kHz profile), but unicorn's JIT code checks its TLB "
+           "inline on every load and store and calls a helper at every block for stop "
+           "requests (190 samples of JIT code against qemu-user's 104, whose guest memory is "
+           "the host's). Start-up is even.",
     "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
            "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
            "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
