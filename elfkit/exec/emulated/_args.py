@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from typing import TYPE_CHECKING, Any
 
 from ...errors import MemoryAccessError, SignatureError
 from . import _uc
 from ._layout import PAGE, round_up
 from ._memory import Region
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._state import MachineState
 else:
     MachineState = object

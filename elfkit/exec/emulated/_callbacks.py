@@ -9,7 +9,6 @@ function stops emulation and is re-raised by the call that ran the guest code.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from ...errors import ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
@@ -18,7 +17,10 @@ from . import _codegen, _uc
 from ._layout import SENTINEL, STUB_BASE, STUB_SIZE
 from ._runner import STOP_HOOK
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._state import MachineState
 else:
     MachineState = object

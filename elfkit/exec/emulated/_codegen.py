@@ -10,13 +10,16 @@ import struct
 import threading
 import types
 from collections.abc import Callable
-from typing import Any
 
 from ...errors import SignatureError
 from ...signature import CType
 from . import _uc, _watchdog
 from ._cc import Loc, Piece, Plan, reg_size
 from ._layout import SENTINEL
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _F = struct.Struct("<f")
 _D = struct.Struct("<d")

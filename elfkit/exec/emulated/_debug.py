@@ -15,14 +15,16 @@ import os
 import sys
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from . import _uc
 from ._cc import float_abi_from_eflags
 from ._layout import SENTINEL
 from ._runner import STOP_HOOK
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._state import MachineState
     from .gdbstub import GdbStub
 else:

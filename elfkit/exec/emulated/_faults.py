@@ -11,13 +11,16 @@ chain), the disassembly around the faulting instruction and the registers.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ...errors import EmulationFault
 from ...records import DataRecord
 from ..disasm import disassemble
 from ._layout import SENTINEL
 from ._uc import strerror
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _SYM_OFF = re.compile(r"^(.*)\+0x([0-9a-f]+)$")
 

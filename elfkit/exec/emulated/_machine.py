@@ -21,7 +21,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ...arch import Arch
 from ...arch import get as get_arch
@@ -36,6 +35,10 @@ from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL, STUB_BASE, STUB_
 from ._memory import AddressSpace, Heap, Region
 from ._runner import STOP_INTR, CallRunner
 from ._x87 import X87Stack
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 C = _uc.C
 lib = _uc.lib
@@ -69,7 +72,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
         self._closed = False
-        self._uc = _uc.Engine(arch, cpu)
+        self._uc = _uc.Engine(arch, cpu, page_size=PAGE)
         self._h = self._uc.handle
         self._lock = threading.RLock()        # held by a call for its whole duration
         self._slock = threading.Lock()        # start/end of a run vs. stop requests
@@ -251,6 +254,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def stack_range(self) -> tuple[int, int]:
         """[low, high) of the machine's stack (without its guard page)."""
         return self._stack.map_start, self._stack_top
+
+    @property
+    def page_size(self) -> int:
+        """The emulator's guest page size (4 KiB on every architecture): the
+        granularity of its mappings, protections and TLB entries."""
+        self._check_open()
+        return self._uc.page_size
 
     # ---------------------------------------------------------- address space
     def _map(self, addr: int, size: int, perms: int) -> None:

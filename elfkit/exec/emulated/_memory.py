@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ...errors import LayoutError, MemoryAccessError
 from ...records import DataRecord, field
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Region(DataRecord, slots=True):

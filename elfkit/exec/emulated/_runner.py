@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from ... import arguments
 from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
@@ -21,7 +20,10 @@ from ...signature import parse as parse_signature
 from . import _cc, _codegen, _uc, _watchdog
 from ._layout import SENTINEL
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._state import MachineState
 else:
     MachineState = object

@@ -11,12 +11,15 @@ import ctypes
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 from ...arch import Arch
 from ...signature import Signature
 from . import _cc
 from ._memory import AddressSpace, Region
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class MachineState:

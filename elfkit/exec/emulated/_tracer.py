@@ -10,10 +10,13 @@ tracing, and reads the machine only through public accessors (``arch``,
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from ...errors import ExecutionError, SignatureError
 from ..disasm import disassemble
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MODES = ("block", "compact")
 

@@ -31,7 +31,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 _REPEAT = 0.002
 #: how long a signal keeps stopping the main thread's call until the call has

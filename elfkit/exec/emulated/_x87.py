@@ -6,10 +6,10 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
-from typing import TYPE_CHECKING
 
 from . import _uc
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from ._state import MachineState
 else:
