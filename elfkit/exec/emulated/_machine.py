@@ -341,7 +341,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
         r = self._space.at(addr)
-        if addr % PAGE or r is None or addr + size > r.end or r.kind == "runtime":
+        if (addr % PAGE or r is None or addr + size > r.end
+                or r.kind in ("runtime", "released span")):
             raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
                                     "inside a reservation")
         if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):

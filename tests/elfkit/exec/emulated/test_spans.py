@@ -69,6 +69,8 @@ def test_a_released_span_is_out_of_reach_until_taken_again():
         with pytest.raises(MemoryAccessError, match="released span"):
             m.write(span, b"\x01")
         assert m.try_read(span, 1) is None
+        with pytest.raises(MemoryAccessError, match="not a page-aligned range inside a reservation"):
+            m.protect(span, PAGE, PROT_READ)
         with pytest.raises(MemoryAccessError, match="not the start of a reservation"):
             m.release(span)                                  # twice
         assert m.reserve_guarded(2 * PAGE) != span           # another size: a new span
