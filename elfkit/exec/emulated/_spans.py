@@ -1,11 +1,13 @@
 """Released guarded spans an emulated machine keeps for its next
 ``reserve_guarded`` of the same size.
 
-Mapping a span and unmapping it cost unicorn a few hundred microseconds
-each; a caller staging data per call (vmrt's dispatch bindings) asks for the
-same sizes again and again.  A released span therefore stays mapped, made
-inaccessible to guest code (no rights) and counted as in use by the machine,
-until a reservation of its size takes it again or the pool lets it go.
+Mapping a span and unmapping it cost unicorn ~30 us for a page and ~130 us
+for a MiB (more on a busy machine); a caller staging data per call (vmrt's
+dispatch bindings) asks for the same sizes again and again.  A released span
+therefore stays mapped, made inaccessible to guest code (no rights: a
+``uc_mem_protect`` each way, ~4 us each, no translated code is dropped) and
+counted as in use by the machine, until a reservation of its size takes it
+again or the pool lets it go.
 
 A span handed out again reads as fresh memory: it is zero-filled whole on
 the way out (its host pages are written directly, ~40 us per MiB; guest code
@@ -103,9 +105,10 @@ class GuardedSpans(MachineState):
             if kept is not None:
                 r = self._space.at(kept[0])
                 assert r is not None
-                self._set_span_rights(r, C.UC_PROT_READ | C.UC_PROT_WRITE)
-                r.kind, r.name = "span", name
-                return r.start
+                if self._set_span_rights(r, C.UC_PROT_READ | C.UC_PROT_WRITE):
+                    r.kind, r.name = "span", name
+                    return r.start
+                self._unmap_span(r)
             try:
                 return self._new_span(size, name)
             except (LayoutError, MemoryAccessError):
@@ -124,17 +127,20 @@ class GuardedSpans(MachineState):
             raise
         return start
 
-    def _set_span_rights(self, r: Region, perms: int) -> None:
-        err = lib.uc_mem_protect(self._h, r.start, r.mapped, perms)
-        if err:
-            raise MemoryAccessError(f"protect({r.start:#x}, {r.mapped:#x}): "
-                                    f"{_uc.strerror(err)}")
+    def _set_span_rights(self, r: Region, perms: int) -> bool:
+        return not lib.uc_mem_protect(self._h, r.start, r.mapped, perms)
+
+    def _unmap_span(self, r: Region) -> None:
+        self._space.remove(r.start)
+        self._unmap(r.start, r.mapped, False)
+        r.extra = None              # the host pages, now unmapped
 
     def _keep_span(self, r: Region) -> bool:
         """Keep the released span ``r`` in the pool (False: unmap it)."""
         if r.exec_ever or not self.idle_spans.fits(r.mapped):
             return False
-        self._set_span_rights(r, 0)         # out of guest code's reach while idle
+        if not self._set_span_rights(r, 0):     # out of guest code's reach while idle
+            return False
         r.kind = "released span"
         self.idle_spans.keep(r.start, r.mapped, r.extra)
         return True
@@ -143,10 +149,10 @@ class GuardedSpans(MachineState):
         """Unmap every kept span (a reservation short of room, closing);
         whether there was any."""
         spans = self.idle_spans.drain()
-        for base, size in spans:
-            r = self._space.remove(base)
-            self._unmap(base, size, False)
-            r.extra = None          # the host pages, now unmapped
+        for base, _size in spans:
+            r = self._space.at(base)
+            assert r is not None
+            self._unmap_span(r)
         return bool(spans)
 
     def _idle_span(self, addr: int, size: int) -> Region | None:
