@@ -12,9 +12,9 @@ address is not 64-byte aligned (a caller's input array, say) is staged through
 an aligned copy for the dispatch, once per buffer so that aliasing bindings
 still alias.  A native dispatch is prepared at its first submission
 (:meth:`vmrt.Executable.prepare`); when every command has a prepared form and
-nothing watches, a submission runs one :func:`dispatch_runner` per command,
-which resolves the bindings of the common case inline and leaves everything
-else to :func:`run_dispatch`.
+nothing watches, a submission resolves each command's bindings with
+:func:`run_resolved` (the common case, which :func:`run_dispatch` tries
+first too) and leaves everything else to run_dispatch's checked path.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -207,8 +207,9 @@ class CommandBuffer(RefObject):
             if runners is None:
                 runners = self._runners = self._make_runners()
             if runners:
-                for run in runners:
-                    run(table, deadline)
+                for specs, sizes, run, checked in runners:
+                    if specs is None or not run_resolved(specs, sizes, run, table, deadline):
+                        checked(table, deadline)
                 return
         plans = self._plans
         for i, cmd in enumerate(self.commands):
@@ -287,47 +288,57 @@ def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
                    threads=getattr(device, "dispatch_threads", 1))
 
 
-def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str],
-                    threads: int) -> Any:
-    """``runner(table, deadline)``: :func:`run_dispatch` of a recorded
-    dispatch with a prepared form, with the common case inline: every
-    binding a range of fixed length inside its table entry (or buffer) of
-    an aligned buffer.  Anything else goes to run_dispatch, which stages it
-    or reports what is wrong."""
-    refs = cmd.bindings
+def binding_specs(refs: Sequence[BufferRef]) -> tuple[tuple[Any, ...], ...] | None:
+    """Per binding ``(slot, its fixed buffer or None, offset, offset +
+    length)`` when every binding is a range of fixed, non-zero length at a
+    non-negative offset (what :func:`run_resolved` takes), else None."""
+    if not all(b.slot >= 0 and b.offset >= 0 and b.length > 0 for b in refs):
+        return None
+    return tuple((b.slot, b.buffer, b.offset, b.offset + b.length) for b in refs)
 
+
+def run_resolved(specs: tuple[tuple[Any, ...], ...], sizes: list[int], run: Any,
+                 table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> bool:
+    """The binding-table resolution of the common case, shared by the
+    runners and :func:`run_dispatch`: when every binding of ``specs`` (see
+    :func:`binding_specs`) lies inside its table entry, itself inside an
+    aligned buffer (or inside its fixed aligned buffer), call
+    ``run(pointers, sizes, deadline)`` and return True.  Otherwise (a short,
+    null, whole-buffer or out-of-bounds entry, a misaligned buffer) return
+    False without running anything: the checked path stages the binding or
+    reports what is wrong."""
+    ptrs: list[int] = []
+    try:
+        for slot, buf, off, end in specs:
+            if buf is None:
+                buf, base, tlen = table[slot]
+                # inside the entry [base, base + tlen), itself inside the buffer
+                if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
+                    return False
+                off += base
+            elif end > buf.bytes.nbytes:
+                return False
+            addr = buf.address
+            if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
+                return False
+            ptrs.append(addr + off)
+    except (IndexError, TypeError, ValueError, AttributeError):
+        return False
+    run(ptrs, sizes, deadline)
+    return True
+
+
+def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str],
+                    threads: int) -> tuple[Any, list[int], Any, Any]:
+    """``(specs, sizes, run, checked)`` of a recorded dispatch with a
+    prepared form: a submission calls ``run_resolved(specs, sizes, run,
+    table, deadline)`` (the common case, in that one frame) and, when that
+    returns False or ``specs`` is None, ``checked(table, deadline)``
+    (:func:`run_dispatch`, which stages odd bindings or reports what is
+    wrong)."""
     def checked(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
         run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
-    if not all(b.slot >= 0 and b.offset >= 0 and b.length > 0 for b in refs):
-        return checked
-    # per binding: (slot, its fixed buffer or None, offset, offset + length)
-    specs = tuple((b.slot, b.buffer, b.offset, b.offset + b.length) for b in refs)
-    sizes = [b.length for b in refs]
-    run = prepared.run
-
-    def runner(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
-        ptrs: list[int] = []
-        try:
-            for slot, buf, off, end in specs:
-                if buf is None:
-                    buf, base, tlen = table[slot]
-                    # inside the entry [base, base + tlen), itself inside the buffer
-                    if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
-                        break
-                    off += base
-                elif end > buf.bytes.nbytes:
-                    break
-                addr = buf.address
-                if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
-                    break
-                ptrs.append(addr + off)
-        except (IndexError, TypeError, ValueError, AttributeError):
-            pass                        # run_dispatch reports what is wrong
-        if len(ptrs) == len(specs):
-            run(ptrs, sizes, deadline)
-        else:
-            run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
-    return runner
+    return binding_specs(cmd.bindings), [b.length for b in cmd.bindings], prepared.run, checked
 
 
 def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
@@ -336,26 +347,20 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
     when every binding is a non-empty range of an aligned buffer, else
     :meth:`vmrt.Executable.dispatch`."""
-    if labels is None:
-        labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
     if prepared is not None:            # (never made for an empty grid)
-        # the common case: every binding a non-empty range of an aligned buffer
-        ptrs, sizes = [], []
-        for buf, start, length in resolve_all(cmd.bindings, table, labels):
-            addr = buf.address
-            if not length or addr == -1 or addr % BUFFER_ALIGNMENT:
-                break
-            ptrs.append(addr + start)
-            sizes.append(length)
-        else:
-            prepared.run(ptrs, sizes, deadline)
+        specs = binding_specs(cmd.bindings)
+        if specs is not None and run_resolved(specs, [b.length for b in cmd.bindings],
+                                              prepared.run, table, deadline):
             return
     if 0 in cmd.workgroups:
         return
+    if labels is None:
+        labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
     ranges = resolve_all(cmd.bindings, table, labels)
     staged: dict[int, tuple[HalBuffer, memoryview, int]] = {}
     try:
         if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
+            # aligned buffers as they are, misaligned ones through an aligned copy
             ptrs, sizes = [], []
             for buf, start, length in ranges:
                 addr = buf.address

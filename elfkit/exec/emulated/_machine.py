@@ -34,6 +34,7 @@ from ._debug import DebugSupport
 from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL, STUB_BASE, STUB_SIZE, round_up
 from ._memory import AddressSpace, Heap, Region
 from ._runner import STOP_INTR, CallRunner
+from ._spans import GuardedSpans, SpanPool
 from ._x87 import X87Stack
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -50,7 +51,8 @@ _INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
                  "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
 
 
-class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, Machine):
+class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, GuardedSpans,
+                      Machine):
     """Runs guest code of ``arch`` under unicorn.
 
     ``memory_limit``: bytes of guest memory that may be mapped (images, heap,
@@ -111,6 +113,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         hi = (1 << 32) - 0x10000 if arch.bits == 32 else 1 << 46
         limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else int(memory_limit)
         self._space = AddressSpace(LOW, hi, PAGE, limit)
+        #: released ``reserve_guarded`` spans kept for reuse (see ``_spans``)
+        self.idle_spans = SpanPool(limit)
         self._init_runtime_page(max_callbacks)
         self._init_stack(stack_size)
         self._heap = Heap(self._heap_range, self._heap_drop)
@@ -318,28 +322,12 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         """Reserve and map ``size`` bytes for a module image; its segments
         then get their own rights through ``protect``."""
         with self._lock:
-            return self._new_region(size, align, "image", name, host=True).start
-
-    def reserve_guarded(self, size: int, name: str = "") -> int:
-        """Reserve and map ``size`` bytes (rounded up to whole pages) of
-        read/write memory followed by an unmapped guard page, so that an
-        access running past the end faults; ``release`` frees both.  Cheaper
-        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
-        copies the contents of a mapping it splits."""
-        with self._lock:
-            self._check_open()
-            if size <= 0:
-                raise LayoutError(f"cannot reserve {size} bytes")
-            size = round_up(size)
-            start = self._space.find(size + PAGE, PAGE)
-            self._space.add(Region(start, size + PAGE, "image", name, mapped=size,
-                                   map_start=start))
             try:
-                self._map(start, size, C.UC_PROT_READ | C.UC_PROT_WRITE)
-            except BaseException:
-                self._space.remove(start)
-                raise
-            return start
+                return self._new_region(size, align, "image", name, host=True).start
+            except (LayoutError, MemoryAccessError):
+                if not self._drain_spans():
+                    raise
+            return self._new_region(size, align, "image", name, host=True).start
 
     def release(self, addr: int, size: int | None = None) -> None:
         with self._lock:
@@ -348,8 +336,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def _release(self, addr: int) -> None:
         self._check_open()
         r = self._space.at(addr)
-        if r is None or r.start != addr or r.kind not in ("image",):
+        if r is None or r.start != addr or r.kind not in ("image", "span"):
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
+        if r.kind == "span" and self._keep_span(r):
+            return
         self._space.remove(addr)
         self._unmap(r.map_start, r.mapped, r.exec_ever)
         r.extra = None          # the host pages of a reserve()d image, now unmapped
@@ -361,7 +351,8 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
         r = self._space.at(addr)
-        if addr % PAGE or r is None or addr + size > r.end or r.kind == "runtime":
+        if (addr % PAGE or r is None or addr + size > r.end
+                or r.kind in ("runtime", "released span")):
             raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
                                     "inside a reservation")
         if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):
@@ -390,8 +381,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise MemoryAccessError(f"cannot write {n} bytes at {addr:#x}: "
                                     f"{self.describe_address(addr, n)}")
 
-    def _refuse_closed(self, addr: int, size: int, what: str) -> None:
+    def _refused(self, addr: int, size: int) -> Region | None:
+        """The closed zero-copy mapping or released span [addr, addr+size) touches."""
         r = self._closed_zero_copy(addr, size)
+        return r if r is not None or not self.idle_spans.count else self._idle_span(addr, size)
+
+    def _refuse_closed(self, addr: int, size: int, what: str) -> None:
+        r = self._refused(addr, size)
         if r is not None:
             raise MemoryAccessError(f"cannot {what} {size} bytes at {addr:#x}: "
                                     f"{self.describe_address(r.start)}")
@@ -442,7 +438,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         """``size`` bytes at ``addr``, or None where guest memory is not readable."""
         if addr < 0 or addr + size > 1 << self.arch.bits or size > self._space.used + PAGE:
             return None
-        if self._closed_zero_copy(addr, max(size, 1)) is not None:
+        if self._refused(addr, max(size, 1)) is not None:
             return None
         buf = ctypes.create_string_buffer(size)
         return None if lib.uc_mem_read(self._h, addr, buf, size) else buf.raw
@@ -540,6 +536,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _close(self) -> None:
         try:
+            self._drain_spans()
             self._stop_debug()
             self._stop_trace()          # raises if writing the trace failed
         finally:

@@ -140,3 +140,28 @@ def test_common_case_runs_inline(saxpy, monkeypatch):
     assert calls == []
     assert _submit(cb, [table[0], table[1], (new_buffer(4 * N - 4), 0, 4 * N)], False)
     assert len(calls) == 1                      # an odd table still goes to the checked path
+
+
+def test_run_dispatch_shares_the_runners_resolution(saxpy, monkeypatch):
+    """run_dispatch (the path of watched submissions and of command buffers
+    with other commands) resolves a common table the runners' way, without
+    the checked resolution, and an odd one through it."""
+    import vmrt.hal.command_buffer as cbmod
+    calls = []
+    checked = cbmod.resolve_all
+    monkeypatch.setattr(cbmod, "resolve_all", lambda *a: calls.append(a) or checked(*a))
+    device = saxpy[0]
+    cb = _record(saxpy, [(0, None, 0), (1, None, 0), (2, None, 0)])
+    cmd = cb.commands[0]
+    prepared = cbmod.prepare_dispatch(cmd, device)
+    x, y = _inputs(13)
+    out = new_buffer(4 * N)
+    table = [(_filled(x, 4 * N, 0), 0, 4 * N), (_filled(y, 4 * N, 0), 0, 4 * N), (out, 0, 4 * N)]
+    cbmod.run_dispatch(cmd, table, "command 0", None, prepared)
+    np.testing.assert_array_equal(_floats(out, 0), np.float32(ALPHA) * x + y)
+    assert calls == []
+    table[2] = (out, 0, -1)                                 # a whole-buffer entry
+    out.bytes[:] = bytes(4 * N)
+    cbmod.run_dispatch(cmd, table, "command 0", None, prepared)
+    np.testing.assert_array_equal(_floats(out, 0), np.float32(ALPHA) * x + y)
+    assert len(calls) == 1

@@ -11,84 +11,13 @@ else of the host is reachable from the guest."""
 from __future__ import annotations
 
 import contextlib
-import threading
-import weakref
 from collections.abc import Iterator, Sequence
-
-from elfkit import ElfkitError
 
 from .dispatch_args import host_address, host_view, host_writable
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
-
-#: idle guarded spans kept mapped per machine for the next dispatch (at most
-#: this many, of at most this many bytes in all): mapping and unmapping a
-#: span costs unicorn ~0.1 ms each, a dispatch usually needs the same sizes
-_IDLE_SPANS = 16
-_IDLE_BYTES = 16 << 20
-
-
-class SpanPool:
-    """Guarded spans (``reserve_guarded``) of one machine, reused across
-    dispatches: ``take`` returns an idle span of that size or reserves one,
-    ``give`` keeps it for the next ``take`` (or releases it when the pool is
-    full).  A span handed out again is zero outside what its new owner
-    writes (see :meth:`StagedBindings._place`).  The pool does not hold its
-    machine (each call passes it), so the machine's lifetime is its own."""
-
-    def __init__(self) -> None:
-        self.idle: dict[int, list[int]] = {}
-        self.count = 0
-        self.bytes = 0
-        self.lock = threading.Lock()     # executables on other threads share the machine
-
-    def take(self, machine: Any, size: int) -> tuple[int, bool]:
-        """(base, reused) of a span of ``size`` bytes (a page multiple)."""
-        with self.lock:
-            bases = self.idle.get(size)
-            if bases:
-                self.count -= 1
-                self.bytes -= size
-                return bases.pop(), True
-        try:
-            return machine.reserve_guarded(size), False
-        except ElfkitError:
-            if not self.count:
-                raise
-            self.drain(machine)     # the memory limit: give the idle spans back, retry
-            return machine.reserve_guarded(size), False
-
-    def give(self, machine: Any, base: int, size: int) -> None:
-        with self.lock:
-            keep = self.count < _IDLE_SPANS and self.bytes + size <= _IDLE_BYTES
-            if keep:
-                self.idle.setdefault(size, []).append(base)
-                self.count += 1
-                self.bytes += size
-        if not keep:
-            machine.release(base, size)
-
-    def drain(self, machine: Any) -> None:
-        """Release every idle span (an executable closing, the memory limit)."""
-        with self.lock:
-            idle, self.idle, self.count, self.bytes = self.idle, {}, 0, 0
-        for size, bases in idle.items():
-            for base in bases:
-                machine.release(base, size)
-
-
-_pools: weakref.WeakKeyDictionary[Any, SpanPool] = weakref.WeakKeyDictionary()
-
-
-def span_pool(machine: Any) -> SpanPool:
-    """The span pool of ``machine`` (made on first use, dropped with it)."""
-    pool = _pools.get(machine)
-    if pool is None:
-        pool = _pools[machine] = SpanPool()
-    return pool
-
 
 def _root(array: Any) -> Any:
     """The object that owns an array's memory (the end of its ``.base`` chain)."""
@@ -134,7 +63,6 @@ class StagedBindings:
         #: guest address of the span, span size, reservation size)
         self.guards: list[tuple[int, int, int, int, int]] = []
         self.ptrs: list[int] = []
-        self.pool = span_pool(machine)
 
     def _span(self, group: list[int]) -> tuple[int, int]:
         lo = min(host_address(self.arrays[i]) for i in group)
@@ -163,19 +91,15 @@ class StagedBindings:
         """Write ``data`` (bytes-like) at a 64-byte aligned guest address
         (the alignment compiled dispatch code assumes of a binding) so that it
         ends, within 63 bytes, at a page boundary followed by an unmapped
-        guard page."""
+        guard page.  (The machine hands out a span an earlier dispatch
+        released, zero-filled, instead of mapping a new one.)"""
         m = self.machine
         page = m.arch.page_size
         n = len(data)
         data_span = -(-(n + 63) // page) * page
-        base, reused = self.pool.take(m, data_span)
+        base = m.reserve_guarded(data_span)
         self.guards.append((index, base, 0, n, data_span + page))
         addr = (base + data_span - n) & ~63
-        if reused:          # what an earlier dispatch left around the data: zero, as when new
-            if addr > base:
-                m.write(base, bytes(addr - base))
-            if addr + n < base + data_span:
-                m.write(addr + n, bytes(base + data_span - addr - n))
         m.write(addr, data)
         self.guards[-1] = (index, base, addr, n, data_span + page)
         return addr
@@ -228,10 +152,9 @@ class StagedBindings:
         return None
 
     def release(self) -> None:
-        page = self.machine.arch.page_size
-        for _i, base, _addr, _n, span in self.guards:
-            self.pool.give(self.machine, base, span - page)
+        for _i, base, _addr, _n, _span in self.guards:
+            self.machine.release(base)
         self.guards = []
 
 
-__all__ = ["StagedBindings", "alias_groups", "SpanPool", "span_pool"]
+__all__ = ["StagedBindings", "alias_groups"]

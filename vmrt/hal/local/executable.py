@@ -38,7 +38,7 @@ from ...files import MAX_MODULE_SIZE, read_input
 from ..buffer import aligned_bytes, aligned_memory
 from . import dispatch_args as dargs
 from . import library_abi as abi
-from .bindings import StagedBindings, span_pool
+from .bindings import StagedBindings
 from .dispatch_limits import (
     ExecutionLimits,
     before_workgroup,
@@ -545,9 +545,6 @@ class Executable:
             if self.workers is not None:
                 self.workers.close()
             self._mem.free_all()
-            if self.backend != "native":        # the idle binding spans of its dispatches
-                with contextlib.suppress(elfkit.ElfkitError):
-                    span_pool(self.machine).drain(self.machine)
             try:
                 self.module.close()
             except elfkit.ElfkitError as e:       # its finalisers faulted, say
