@@ -21,14 +21,16 @@ it when a reservation hits its memory limit and when it closes.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any
 
 from ...errors import LayoutError, MemoryAccessError
 from . import _uc
 from ._layout import PAGE, round_up
 from ._memory import Region
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._state import MachineState
 else:
     MachineState = object
