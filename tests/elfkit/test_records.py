@@ -165,6 +165,39 @@ def test_methods_are_generated_per_class_and_inherited_fields_come_first():
     assert hash(child) == hash((5, 1, 2)) and hash(base) == hash((5, 1))
 
 
+def test_classes_of_the_same_shape_keep_their_own_names_defaults_and_factories():
+    # same field count, factory positions and frozenness: one shared shape
+    class Left(DataRecord, frozen=True):
+        _f1_: int                     # a name that could clash with a placeholder
+        items: list[int] = field(default_factory=list)
+        note: str = "left"
+
+    class Right(DataRecord, frozen=True):
+        value: str
+        _f0_: dict[str, int] = field(default_factory=dict)
+        label: str = "right"
+
+    class Checked(DataRecord):
+        size: int
+        seen: list[int] = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            self.seen.append(self.size)
+
+    left, right = Left(1), Right("v", label="x")
+    assert repr(left) == f"{Left.__qualname__}(_f1_=1, items=[], note='left')"
+    assert repr(right) == f"{Right.__qualname__}(value='v', _f0_={{}}, label='x')"
+    assert Left(_f1_=2, note="n") == Left(2, [], "n") and Left(1).items is not left.items
+    assert Right(_f0_={"a": 1}, value="w")._f0_ == {"a": 1}
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'value'"):
+        Right()   # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'items'"):
+        Right("v", items=[])   # type: ignore[call-arg]
+    with pytest.raises(FrozenInstanceError):
+        left._f1_ = 3         # type: ignore[misc]
+    assert Checked(4).seen == [4] and Checked(5, [1]).seen == [1, 5]
+
+
 def test_class_body_methods_win():
     class Named(DataRecord, frozen=True):
         name: str
