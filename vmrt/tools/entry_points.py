@@ -13,7 +13,6 @@ file or egg) or another finder publishes distributions, the answer comes from
 """
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import sys
@@ -44,7 +43,9 @@ class EntryPoint(DataRecord, frozen=True):
         m = _VALUE.match(self.value)
         if m is None:
             raise ValueError(f"malformed entry point value {self.value!r}")
-        obj: Any = importlib.import_module(m.group("module"))
+        name = m.group("module")
+        __import__(name)            # importlib.import_module without importing importlib
+        obj: Any = sys.modules[name]
         for part in (m.group("attr") or "").split("."):
             if part:
                 obj = getattr(obj, part)
@@ -55,11 +56,20 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
+def _path_finder() -> Any:
+    """importlib.machinery.PathFinder, without importing importlib (and the
+    warnings module it imports): the interpreter's import system already holds it."""
+    finder = getattr(sys.modules.get("_frozen_importlib_external"), "PathFinder", None)
+    if finder is None:        # pragma: no cover - an interpreter without the frozen bootstrap
+        from importlib.machinery import PathFinder as finder
+    return finder
+
+
 def _dist_dirs() -> Iterator[tuple[str, str]] | None:
     """(normalised name, metadata directory) of each distribution on the
     path, or None when the path needs importlib.metadata."""
-    from importlib.machinery import PathFinder
-    if any(f is not PathFinder and hasattr(f, "find_distributions") for f in sys.meta_path):
+    path_finder = _path_finder()
+    if any(f is not path_finder and hasattr(f, "find_distributions") for f in sys.meta_path):
         return None
     found: list[tuple[str, str]] = []
     for entry in sys.path:
