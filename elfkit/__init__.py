@@ -54,7 +54,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Signature": "signature"}
 
 
-_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain", "arch")
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())
