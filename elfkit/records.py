@@ -24,15 +24,22 @@ and ``__hash__`` are made on their first use, and classes never instantiated
 in a run cost nothing more.  ``__init__`` is the code a dataclass generates
 (so instances are as fast), compiled once per shape (field count, which
 fields have a default factory, frozen or not) and renamed for each class;
-the others are closures over the class's field names.
+the others are closures over the class's field names.  The compiled shapes
+are kept in elfkit's cache directory (``$ELFKIT_CACHE_DIR``, else
+``~/.cache/elfkit``), so the next start of the program compiles none.
 
 Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
 ``eq=False``, ``InitVar``; a recursive repr is not guarded.
 """
 from __future__ import annotations
 
+import marshal
+import os
+import sys
 from operator import attrgetter
 from types import FunctionType
+
+from .files import read_private, user_cache_dir, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +52,8 @@ if TYPE_CHECKING:
 else:
     def dataclass_transform(**_options):   # typing's is for type checkers only
         return lambda obj: obj
+
+_CACHE_FILE = f"records-{sys.implementation.cache_tag}.bin"
 
 __all__ = ["MISSING", "DataRecord", "Field", "FrozenInstanceError", "field", "fields",
            "replace"]
@@ -139,17 +148,61 @@ def _install(cls: type, name: str, fn: Any) -> Any:
 #: ``__init__`` code per shape: (field count, the fields with a default factory, frozen,
 #: calls ``__post_init__``), compiled once with the placeholder field names
 #: :func:`_slot` gives, then renamed for each class (``CodeType.replace``, about a
-#: microsecond, where compiling costs 20-80 µs and a vmrt run builds some 40 of them)
+#: microsecond, where compiling costs 20-80 µs and a vmrt run builds some 40 of them).
+#: The shapes compiled are kept on disk (see :func:`_read_shapes`), so a program's
+#: next start compiles none.
 _INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
+#: the cache file's header, once it has been read (empty: not read yet)
+_disk: list[bytes] = []
 
 
 def _slot(i: int) -> str:
     return f"_f{i}_"
 
 
+def _cache_header() -> bytes:
+    """What a usable cache file starts with: this Python, and this file's size and
+    time (editing the generator below makes the old shapes unreadable)."""
+    st = os.stat(__file__)
+    return (f"elfkit records 1\0{sys.version}\0{sys.implementation.cache_tag}\0"
+            f"{st.st_size}:{st.st_mtime_ns}\0").encode()
+
+
+def _well_formed(key: Any, code: Any) -> bool:
+    return (type(key) is tuple and len(key) == 4 and type(key[0]) is int
+            and type(key[1]) is tuple and all(type(i) is int for i in key[1])
+            and type(key[2]) is bool and type(key[3]) is bool
+            and type(code) is type(_slot.__code__) and code.co_argcount == key[0] + 1)
+
+
+def _read_shapes() -> None:
+    """Add the shapes of elfkit's cache file (``records-<python>.bin`` in
+    ``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
+    ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
+    trusted only when private to the user (owner, permissions); anything else
+    (missing, another Python, an older elfkit, truncated) is ignored."""
+    try:
+        header = _cache_header()
+    except OSError:        # pragma: no cover - a records.py without a file (zip import)
+        header = b"-"
+    _disk.append(header)
+    blob = read_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE)
+    if blob is None or not blob.startswith(header):
+        return
+    try:
+        shapes = marshal.loads(blob[len(header):])
+    except (ValueError, EOFError, TypeError):
+        return
+    if type(shapes) is dict:
+        _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
+
+
 def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: bool) -> Any:
     key = (n, factories, frozen, post_init)
     code = _INIT_CODE.get(key)
+    if code is None and not _disk:
+        _read_shapes()
+        code = _INIT_CODE.get(key)
     if code is None:
         lines = []
         for i in range(n):
@@ -165,6 +218,8 @@ def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: 
         scope: dict[str, Any] = {}
         exec(src, scope)        # the dataclass technique, on our own text, once per shape
         code = _INIT_CODE[key] = scope["__init__"].__code__
+        write_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE,
+                      _disk[0] + marshal.dumps(_INIT_CODE))
     return code
 
 

@@ -266,3 +266,54 @@ def test_mypy_checks_record_constructors(tmp_path):
     lines = sorted(int(e.split(":")[1]) for e in errors)
     assert lines == [14, 15, 16], out.stdout
     assert 'incompatible type "str"; expected "int"' in out.stdout
+
+
+#: defines a record of a shape no other test uses, makes one, and prints how many
+#: times Python compiled source meanwhile (the "compile" audit event)
+_SHAPE_RUN = textwrap.dedent("""\
+    import sys
+    from elfkit.records import DataRecord, field
+    compiled = []
+    sys.addaudithook(lambda event, args: compiled.append(1) if event == "compile" else None)
+
+    class Wide(DataRecord, frozen=True):
+        a: int
+        b: int
+        c: int
+        d: int
+        e: int
+        f: int
+        g: int
+        h: int
+        i: int
+        j: int
+        k: int
+        m: list = field(default_factory=list)
+        n: int = 5
+
+    w = Wide(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, n=7)
+    assert (w.a, w.k, w.m, w.n) == (1, 11, [], 7) and w.m is not Wide(*range(11)).m
+    print(len(compiled))
+    """)
+
+
+def _shape_run(cache: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ELFKIT_CACHE_DIR": str(cache)}
+    out = subprocess.run([sys.executable, "-c", _SHAPE_RUN], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def test_compiled_shapes_are_kept_for_the_next_run(tmp_path):
+    cache = tmp_path / "cache"
+    assert _shape_run(cache) >= 1                     # compiled, and kept
+    kept = list(cache.iterdir())
+    assert [p.name.startswith("records-") for p in kept] == [True]
+    assert _shape_run(cache) == 0                     # read back: nothing compiled
+    # a damaged file, or one others may write, is not used (and the records still work)
+    kept[0].write_bytes(kept[0].read_bytes()[:-40])
+    assert _shape_run(cache) >= 1
+    assert _shape_run(cache) == 0                     # rewritten whole
+    kept[0].chmod(0o622)
+    assert _shape_run(cache) >= 1

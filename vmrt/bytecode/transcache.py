@@ -22,7 +22,7 @@ import marshal
 import os
 import sys
 
-from elfkit.files import user_cache_dir
+from elfkit.files import read_private, user_cache_dir, write_private
 
 try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
     from _blake2 import blake2b
@@ -74,12 +74,8 @@ def cache_key(data: bytes, variant: str) -> bytes:
     return h.digest()
 
 
-def _path(where: str, key: bytes) -> str:
-    return os.path.join(where, key.hex() + ".vmtc")
-
-
-def _private(st: os.stat_result) -> bool:
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+def _name(key: bytes) -> str:
+    return key.hex() + ".vmtc"
 
 
 def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
@@ -89,15 +85,8 @@ def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
     where = cache_dir()
     if where is None:
         return None
-    path = _path(where, key)
-    try:
-        if not _private(os.stat(where)):
-            return None
-        with open(path, "rb") as fh:
-            if not _private(os.fstat(fh.fileno())):
-                return None
-            blob = fh.read()
-    except OSError:
+    blob = read_private(where, _name(key))
+    if blob is None:
         return None
     head = len(_MAGIC) + 2 * _DIGEST
     if blob[:len(_MAGIC)] != _MAGIC or blob[len(_MAGIC):len(_MAGIC) + _DIGEST] != key:
@@ -131,18 +120,5 @@ def store(key: bytes, code: CodeType, consts: list, sources: list[str]) -> None:
         payload = marshal.dumps((code, consts, sources))
     except ValueError:
         return
-    blob = _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload
-    path = _path(where, key)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(where, mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
+    write_private(where, _name(key),
+                  _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload)
