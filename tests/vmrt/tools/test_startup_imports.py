@@ -18,7 +18,7 @@ from tests.vmrt.iree_tools import REPO, require_tool
 HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing",
          "pathlib", "urllib.parse", "platform", "vmrt.bytecode.codegen", "importlib",
          "warnings", "vmrt.bytecode.disasm", "vmrt.modules.check.module", "numbers",
-         "vmrt.bytecode.regkinds")
+         "vmrt.bytecode.regkinds", "vmrt.hal.local.emulated_workers")
 #: what translating a program (no cached translation) imports
 TRANSLATOR = ["vmrt.bytecode.codegen", "vmrt.bytecode.disasm", "vmrt.bytecode.regkinds"]
 
@@ -68,6 +68,7 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     out, imported = _vmrt_run(*args)
     assert out == _iree_run(*args)
     assert "unicorn" not in imported and "elfkit.exec.emulated" not in imported
+    assert "vmrt.hal.local.emulated_workers" not in imported
     assert "dataclasses" not in imported
     # no typing, no pathlib (nor the urllib.parse it imports), no platform, no importlib
     # or warnings, no check module
