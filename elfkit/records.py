@@ -53,7 +53,7 @@ else:
     def dataclass_transform(**_options):   # typing's is for type checkers only
         return lambda obj: obj
 
-_CACHE_FILE = f"records-{sys.implementation.cache_tag}.bin"
+_CACHE_FILE = f"records-{sys.implementation.cache_tag}-{sys.version_info.micro}.bin"
 
 __all__ = ["MISSING", "DataRecord", "Field", "FrozenInstanceError", "field", "fields",
            "replace"]
