@@ -79,3 +79,19 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     out2, imported2 = _vmrt_run(*args)
     assert out2 == out and not set(TRANSLATOR) & set(imported2)
     assert set(imported2) <= set(imported)
+
+
+def test_import_vmrt_defers_the_vm_core_until_a_name_is_used():
+    # ``vmrt run`` raises the collector's thresholds before the VM core is imported
+    code = ("import sys\n"
+            "before = set(sys.modules)\n"
+            "import vmrt\n"
+            "print(sorted(m for m in sys.modules if m.startswith('vmrt.vm') and m not in before))\n"
+            "from vmrt import Context, NativeModule, export\n"
+            "print(Context.__module__, NativeModule.__module__, export.__module__)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "[]", "vmrt.vm.context vmrt.vm.native_module vmrt.vm.native_module"]
