@@ -68,8 +68,12 @@ def _age(root, seconds: float = 60) -> None:
 
 
 def _cached_run(cache, *dirs, **env) -> tuple[int, str]:
+    cwd = cache.parent / "cwd"        # on the path (python -c): a directory nothing writes to
+    if not cwd.exists():
+        cwd.mkdir()
+        _age(cwd)
     out = subprocess.run([sys.executable, "-c", _CACHED_RUN, *map(str, dirs)],
-                         capture_output=True, text=True, timeout=120,
+                         capture_output=True, text=True, timeout=120, cwd=cwd,
                          env={**os.environ, "PYTHONPATH": str(REPO),
                               "VMRT_CACHE_DIR": str(cache), **env})
     assert out.returncode == 0, out.stderr
