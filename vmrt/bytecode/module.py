@@ -164,7 +164,8 @@ class BytecodeModule(Module):
             from .disasm import list_value, ref_text
             ns["TREF"], ns["TLIST"] = ref_text, list_value
         n = len(d.functions)
-        key = transcache.cache_key(self._data, "plain") if trace is None else None
+        key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
+            if trace is None else None
         hit = transcache.load(key, n) if key is not None else None
         if hit is not None:
             code, consts, self._sources = hit

@@ -2,8 +2,9 @@
 into, kept on disk so the next load of the same ``.vmfb`` skips the translator
 (like ``__pycache__`` does for ``.py`` files).
 
-An entry is keyed by a hash of the module's bytes, of the Python that reads it
-(``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
+An entry is keyed by a hash of the module's bytes (its rodata segments only by
+where they lie: the translation never reads their contents), of the Python that
+reads it (``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
 translator: the name, size and modification time of every source file of
 :mod:`vmrt.bytecode` and :mod:`vmrt.vm`.  Changing the module or vmrt picks
 another key; stale entries are simply never read again.
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover - a Python without it
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import CodeType
 
 __all__ = ["cache_dir", "cache_key", "load", "store"]
@@ -64,13 +66,25 @@ def _vmrt_fingerprint() -> bytes:
     return _fingerprint[0]
 
 
-def cache_key(data: bytes, variant: str) -> bytes:
+def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] = ()) -> bytes:
     """The key of the translation of module ``data`` (``variant``: which
-    translation, e.g. plain or traced)."""
+    translation, e.g. plain or traced).  ``data_spans`` (offset, length) are
+    the module's rodata segments: their contents are data the translated code
+    reads at run time, never part of a translation, so only where they lie
+    counts (an MNIST module's weights are ~95 % of its bytes)."""
     h = blake2b(digest_size=_DIGEST)
     h.update(_vmrt_fingerprint())
     h.update(variant.encode() + b"\0")
-    h.update(data)
+    view = memoryview(data)
+    pos = 0
+    for off, n in sorted(data_spans):
+        start, end = max(off, pos), min(off + n, len(view))
+        if start >= end:
+            continue
+        h.update(view[pos:start])
+        h.update(f"\0rodata {start}:{end}\0".encode())
+        pos = end
+    h.update(view[pos:])
     return h.digest()
 
 
