@@ -134,14 +134,18 @@ def entry_points(group: str) -> list[Any]:
     """The entry points of ``group`` of every distribution on the path."""
     if not _only_path_finder():
         return _from_metadata(group)
-    key = (os.getcwd(), tuple(sys.path), group)
-    rows = _cached(key)
+    try:
+        key: tuple | None = (os.getcwd(), tuple(sys.path), group)
+    except OSError:             # the working directory is gone: nothing to key on
+        key = None
+    rows = _cached(key) if key is not None else None
     if rows is None:
         dirs = _dist_dirs()
         if dirs is None:
             return _from_metadata(group)
         rows, read = _scan(dirs, group)
-        _store(key, [__file__, *(entry or "." for entry in sys.path), *read], rows)
+        if key is not None:
+            _store(key, [__file__, *(entry or "." for entry in sys.path), *read], rows)
     return [EntryPoint(name, value, group, Distribution(dist)) for name, value, dist in rows]
 
 

@@ -104,3 +104,11 @@ def test_the_answer_is_kept_until_a_directory_or_file_read_changes(tmp_path):
     # another path, or the cache turned off: listed again
     assert _cached_run(cache, root, tmp_path)[0] == 2         # both listed
     assert _cached_run(cache, root, VMRT_NO_CACHE="1") == (1, expected)
+
+
+def test_a_vanished_working_directory_is_no_error(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert _pairs(entry_points("vmrt.modules")) == _pairs(md.entry_points(group="vmrt.modules"))
