@@ -10,6 +10,8 @@ capstone are imported only by the parts that use them.
 """
 from __future__ import annotations
 
+import sys
+
 from ._version import __version__
 from .errors import (
     ArchError,
@@ -52,7 +54,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Signature": "signature"}
 
 
-_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain")
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain", "arch")
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())
@@ -60,8 +62,9 @@ _lazy = lazy_names(__name__, _LAZY, globals())
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:      # ``elfkit.loader.parse(...)`` without importing it first
-        import importlib
-        return importlib.import_module(f"{__name__}.{name}")
+        module = f"{__name__}.{name}"
+        __import__(module)     # importlib.import_module without importing importlib
+        return sys.modules[module]
     return _lazy(name)
 
 __all__ = [

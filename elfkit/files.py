@@ -14,7 +14,8 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["file_kind", "open_regular", "open_special_output", "user_cache_dir"]
+__all__ = ["file_kind", "open_regular", "open_special_output", "read_private", "user_cache_dir",
+           "write_private"]
 
 _KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
           (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
@@ -91,3 +92,42 @@ def user_cache_dir(env_var: str, name: str) -> str:
     xdg = os.environ.get("XDG_CACHE_HOME")
     return os.path.join(xdg, name) if xdg else os.path.join(
         os.path.expanduser("~"), ".cache", name)
+
+
+def _private(st: os.stat_result) -> bool:
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def read_private(directory: str, name: str) -> bytes | None:
+    """The bytes of cache file ``directory/name``, or None when it is missing
+    or unreadable, or when it or ``directory`` is not owned by the current
+    user or is writable by anyone else (a cache is trusted only then)."""
+    try:
+        if not _private(os.stat(directory)):
+            return None
+        with open(os.path.join(directory, name), "rb") as fh:
+            if not _private(os.fstat(fh.fileno())):
+                return None
+            return fh.read()
+    except OSError:
+        return None
+
+
+def write_private(directory: str, name: str, data: bytes) -> None:
+    """Write cache file ``directory/name`` whole or not at all (a temporary
+    file renamed over it; the directory made private if missing).  Best
+    effort: an I/O failure is silent, a cache is only a cache."""
+    path = os.path.join(directory, name)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return

@@ -20,14 +20,26 @@ What it saves is the cost of ``@dataclass`` at import: ``dataclasses``
 imports :mod:`inspect` and :mod:`ast` and ``exec()``\\ s several generated
 functions for every class, on every start of the program.  A record's class
 creation only reads its annotations; ``__init__``, ``__repr__``, ``__eq__``
-and ``__hash__`` are generated on their first use (the same code a dataclass
-generates, so instances are as fast), and classes never instantiated in a
-run cost nothing more.
+and ``__hash__`` are made on their first use, and classes never instantiated
+in a run cost nothing more.  ``__init__`` is the code a dataclass generates
+(so instances are as fast), compiled once per shape (field count, which
+fields have a default factory, frozen or not) and renamed for each class;
+the others are closures over the class's field names.  The compiled shapes
+are kept in elfkit's cache directory (``$ELFKIT_CACHE_DIR``, else
+``~/.cache/elfkit``), so the next start of the program compiles none.
 
 Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
 ``eq=False``, ``InitVar``; a recursive repr is not guarded.
 """
 from __future__ import annotations
+
+import marshal
+import os
+import sys
+from operator import attrgetter
+from types import FunctionType
+
+from .files import read_private, user_cache_dir, write_private
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +52,8 @@ if TYPE_CHECKING:
 else:
     def dataclass_transform(**_options):   # typing's is for type checkers only
         return lambda obj: obj
+
+_CACHE_FILE = f"records-{sys.implementation.cache_tag}-{sys.version_info.micro}.bin"
 
 __all__ = ["MISSING", "DataRecord", "Field", "FrozenInstanceError", "field", "fields",
            "replace"]
@@ -124,62 +138,147 @@ def _owner(cls: type, name: str, placeholder: object) -> type:
     raise TypeError(f"{cls.__qualname__}: no record class defines {name}")  # pragma: no cover
 
 
-def _compile(cls: type, name: str, params: str, lines: list[str],
-             env: dict[str, Any]) -> Any:
-    src = f"def {name}({params}):\n" + "".join(f"    {line}\n" for line in lines)
-    scope: dict[str, Any] = {}
-    exec(src, env, scope)       # the dataclass technique, on our own text
-    fn = scope[name]
+def _install(cls: type, name: str, fn: Any) -> Any:
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
     fn.__module__ = cls.__module__
     type.__setattr__(cls, name, fn)
     return fn
 
 
+#: ``__init__`` code per shape: (field count, the fields with a default factory, frozen,
+#: calls ``__post_init__``), compiled once with the placeholder field names
+#: :func:`_slot` gives, then renamed for each class (``CodeType.replace``, about a
+#: microsecond, where compiling costs 20-80 µs and a vmrt run builds some 40 of them).
+#: The shapes compiled are kept on disk (see :func:`_read_shapes`), so a program's
+#: next start compiles none.
+_INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
+#: the cache file's header, once it has been read (empty: not read yet)
+_disk: list[bytes] = []
+
+
+def _slot(i: int) -> str:
+    return f"_f{i}_"
+
+
+def _cache_header() -> bytes:
+    """What a usable cache file starts with: this Python, and this file's size and
+    time (editing the generator below makes the old shapes unreadable)."""
+    st = os.stat(__file__)
+    return (f"elfkit records 1\0{sys.version}\0{sys.implementation.cache_tag}\0"
+            f"{st.st_size}:{st.st_mtime_ns}\0").encode()
+
+
+def _well_formed(key: Any, code: Any) -> bool:
+    return (type(key) is tuple and len(key) == 4 and type(key[0]) is int
+            and type(key[1]) is tuple and all(type(i) is int for i in key[1])
+            and type(key[2]) is bool and type(key[3]) is bool
+            and type(code) is type(_slot.__code__) and code.co_argcount == key[0] + 1)
+
+
+def _read_shapes() -> None:
+    """Add the shapes of elfkit's cache file (``records-<python>.bin`` in
+    ``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
+    ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
+    trusted only when private to the user (owner, permissions); anything else
+    (missing, another Python, an older elfkit, truncated) is ignored."""
+    try:
+        header = _cache_header()
+    except OSError:        # pragma: no cover - a records.py without a file (zip import)
+        header = b"-"
+    _disk.append(header)
+    blob = read_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE)
+    if blob is None or not blob.startswith(header):
+        return
+    try:
+        shapes = marshal.loads(blob[len(header):])
+    except (ValueError, EOFError, TypeError):
+        return
+    if type(shapes) is dict:
+        _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
+
+
+def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: bool) -> Any:
+    key = (n, factories, frozen, post_init)
+    code = _INIT_CODE.get(key)
+    if code is None and not _disk:
+        _read_shapes()
+        code = _INIT_CODE.get(key)
+    if code is None:
+        lines = []
+        for i in range(n):
+            value = (f"_factory_{i}() if {_slot(i)} is _HAS_FACTORY else {_slot(i)}"
+                     if i in factories else _slot(i))
+            lines.append(f"_setattr(self, {_slot(i)!r}, {value})" if frozen else
+                         f"self.{_slot(i)} = {value}")
+        if post_init:
+            lines.append("self.__post_init__()")
+        params = "".join(f", {_slot(i)}" for i in range(n))
+        src = f"def __init__(self{params}):\n" + "".join(
+            f"    {line}\n" for line in lines or ["pass"])
+        scope: dict[str, Any] = {}
+        exec(src, scope)        # the dataclass technique, on our own text, once per shape
+        code = _INIT_CODE[key] = scope["__init__"].__code__
+        write_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE,
+                      _disk[0] + marshal.dumps(_INIT_CODE))
+    return code
+
+
 def _make_init(cls: type) -> Any:
     specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
     frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
-    env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY}
-    params, lines = ["self"], []
-    for name, default, factory, _repr, _compare in specs:
-        value = name
+    env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY,
+                           "__builtins__": __builtins__}
+    names = {_slot(i): spec[0] for i, spec in enumerate(specs)}
+    factories, defaults = [], []
+    for i, (_name, default, factory, _repr, _compare) in enumerate(specs):
         if factory is not MISSING:
-            env[f"_factory_{name}"] = factory
-            params.append(f"{name}=_HAS_FACTORY")
-            value = f"_factory_{name}() if {name} is _HAS_FACTORY else {name}"
+            env[f"_factory_{i}"] = factory
+            factories.append(i)
+            defaults.append(_HAS_FACTORY)
         elif default is not MISSING:
-            env[f"_default_{name}"] = default
-            params.append(f"{name}=_default_{name}")
-        else:
-            params.append(name)
-        lines.append(f"_setattr(self, {name!r}, {value})" if frozen else
-                     f"self.{name} = {value}")
-    if hasattr(cls, "__post_init__"):
-        lines.append("self.__post_init__()")
-    return _compile(cls, "__init__", ", ".join(params), lines or ["pass"], env)
+            defaults.append(default)
+    code = _init_template(len(specs), tuple(factories), frozen, hasattr(cls, "__post_init__"))
+    code = code.replace(
+        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
+        co_names=tuple(names.get(v, v) for v in code.co_names),
+        co_consts=tuple(names.get(c, c) if c.__class__ is str else c for c in code.co_consts))
+    return _install(cls, "__init__", FunctionType(code, env, "__init__", tuple(defaults) or None))
 
 
 def _make_repr(cls: type) -> Any:
-    specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
-    inner = ", ".join(f"{s[0]}={{self.{s[0]}!r}}" for s in specs if s[3])
-    return _compile(cls, "__repr__", "self",
-                    [f'return self.__class__.__qualname__ + f"({inner})"'], {})
+    shown = tuple(s[0] for s in cls.__record_fields__ if s[3])    # type: ignore[attr-defined]
+
+    def __repr__(self: Any) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
+        return f"{self.__class__.__qualname__}({inner})"
+    return _install(cls, "__repr__", __repr__)
 
 
-def _compared(cls: type, who: str) -> str:
-    specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
-    return "(" + "".join(f"{who}.{s[0]}," for s in specs if s[4]) + ")"
+def _compared(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of the fields that take part in ``==`` and the hash, as a tuple."""
+    names = [s[0] for s in cls.__record_fields__ if s[4]]    # type: ignore[attr-defined]
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return attrgetter(*names) if names else lambda obj: ()
 
 
 def _make_eq(cls: type) -> Any:
-    return _compile(cls, "__eq__", "self, other", [
-        "if other.__class__ is self.__class__:",
-        f"    return {_compared(cls, 'self')} == {_compared(cls, 'other')}",
-        "return NotImplemented"], {})
+    values = _compared(cls)
+
+    def __eq__(self: Any, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+    return _install(cls, "__eq__", __eq__)
 
 
 def _make_hash(cls: type) -> Any:
-    return _compile(cls, "__hash__", "self", [f"return hash({_compared(cls, 'self')})"], {})
+    values = _compared(cls)
+
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+    return _install(cls, "__hash__", __hash__)
 
 
 def _lazy_init(self: Any, *args: Any, **kwargs: Any) -> None:

@@ -41,28 +41,29 @@ from .errors import (
     VerifyError,
     VmError,
 )
-from .vm.buffer import Buffer
-from .vm.context import Context, ExecutionLimits
-from .vm.instance import Instance
-from .vm.list import VmList
-from .vm.module import (
-    BoundFunction,
-    Dependency,
-    DependencyFlags,
-    ExportDecl,
-    Function,
-    ImportDecl,
-    Linkage,
-    Module,
-    cconv_fragments,
-    make_cconv,
-)
-from .vm.native_module import NativeModule, NativeState, export
-from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .vm.buffer import Buffer
+    from .vm.context import Context, ExecutionLimits
+    from .vm.instance import Instance
+    from .vm.list import VmList
+    from .vm.module import (
+        BoundFunction,
+        Dependency,
+        DependencyFlags,
+        ExportDecl,
+        Function,
+        ImportDecl,
+        Linkage,
+        Module,
+        cconv_fragments,
+        make_cconv,
+    )
+    from .vm.native_module import NativeModule, NativeState, export
+    from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "Cancelled", "Context",
@@ -77,6 +78,18 @@ __all__ = [
 # heavier pieces are imported on first use to keep ``import vmrt`` cheap:
 # public name -> the module that defines it
 _LAZY = {
+    # the VM core: imported by the first use of any of them (so that ``vmrt run``
+    # imports it after its start-up settings, see vmrt/tools/main.py)
+    **dict.fromkeys(("Buffer",), "vm.buffer"),
+    **dict.fromkeys(("Context", "ExecutionLimits"), "vm.context"),
+    **dict.fromkeys(("Instance",), "vm.instance"),
+    **dict.fromkeys(("VmList",), "vm.list"),
+    **dict.fromkeys(("BoundFunction", "Dependency", "DependencyFlags", "ExportDecl", "Function",
+                     "ImportDecl", "Linkage", "Module", "cconv_fragments", "make_cconv"),
+                    "vm.module"),
+    **dict.fromkeys(("NativeModule", "NativeState", "export"), "vm.native_module"),
+    **dict.fromkeys(("BUFFER_TYPE", "LIST_TYPE", "RefObject", "RefType", "type_of"),
+                    "vm.types"),
     "BytecodeModule": "bytecode.module",
     "BufferView": "hal.buffer_view",
     "PluginManager": "hal.local.plugins.manager",
@@ -88,8 +101,9 @@ _LAZY = {
     "load": "tools.program",
     "Program": "tools.program",
 }
-__all__ += [*_LAZY, "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
-            "ArgumentError", "DefinitionError", "FunctionNotFoundError", "HalError"]
+__all__ += [*(name for name in _LAZY if name not in __all__), "ExecutableError",
+            "DispatchError", "PluginError", "ImportResolutionError", "ArgumentError",
+            "DefinitionError", "FunctionNotFoundError", "HalError"]
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())

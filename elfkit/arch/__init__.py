@@ -5,7 +5,6 @@ in ``_MODULES``.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -37,7 +36,9 @@ def _load(name: str) -> Arch:
     """The architecture ``name`` (a name of ``elfkit.machines.ARCH_MACHINES``)."""
     a = _loaded.get(name)
     if a is None:
-        a = importlib.import_module(f"{__name__}.{name}").ARCH
+        module = f"{__name__}.{name}"
+        __import__(module)     # importlib.import_module without importing importlib
+        a = sys.modules[module].ARCH
         # elfkit.machines is the light copy of (name, machine, bits) for code that must
         # start fast; the two must agree.
         if a.name != name or _machines.ARCH_MACHINES.get(name) != (a.machine, a.bits):

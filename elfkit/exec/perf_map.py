@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 
 from .symfile import PluginSymbol, function_symbols
@@ -67,4 +66,5 @@ def record(module: Any, symbols: Sequence[PluginSymbol] | None = None) -> None:
             finally:
                 os.close(fd)
         except OSError as e:      # a profiling aid must not fail the load
+            import warnings  # only then (start-up time)
             warnings.warn(f"elfkit: cannot append to {path()}: {e.strerror or e}", stacklevel=2)

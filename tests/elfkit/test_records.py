@@ -165,6 +165,39 @@ def test_methods_are_generated_per_class_and_inherited_fields_come_first():
     assert hash(child) == hash((5, 1, 2)) and hash(base) == hash((5, 1))
 
 
+def test_classes_of_the_same_shape_keep_their_own_names_defaults_and_factories():
+    # same field count, factory positions and frozenness: one shared shape
+    class Left(DataRecord, frozen=True):
+        _f1_: int                     # a name that could clash with a placeholder
+        items: list[int] = field(default_factory=list)
+        note: str = "left"
+
+    class Right(DataRecord, frozen=True):
+        value: str
+        _f0_: dict[str, int] = field(default_factory=dict)
+        label: str = "right"
+
+    class Checked(DataRecord):
+        size: int
+        seen: list[int] = field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            self.seen.append(self.size)
+
+    left, right = Left(1), Right("v", label="x")
+    assert repr(left) == f"{Left.__qualname__}(_f1_=1, items=[], note='left')"
+    assert repr(right) == f"{Right.__qualname__}(value='v', _f0_={{}}, label='x')"
+    assert Left(_f1_=2, note="n") == Left(2, [], "n") and Left(1).items is not left.items
+    assert Right(_f0_={"a": 1}, value="w")._f0_ == {"a": 1}
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'value'"):
+        Right()   # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'items'"):
+        Right("v", items=[])   # type: ignore[call-arg]
+    with pytest.raises(FrozenInstanceError):
+        left._f1_ = 3         # type: ignore[misc]
+    assert Checked(4).seen == [4] and Checked(5, [1]).seen == [1, 5]
+
+
 def test_class_body_methods_win():
     class Named(DataRecord, frozen=True):
         name: str
@@ -233,3 +266,54 @@ def test_mypy_checks_record_constructors(tmp_path):
     lines = sorted(int(e.split(":")[1]) for e in errors)
     assert lines == [14, 15, 16], out.stdout
     assert 'incompatible type "str"; expected "int"' in out.stdout
+
+
+#: defines a record of a shape no other test uses, makes one, and prints how many
+#: times Python compiled source meanwhile (the "compile" audit event)
+_SHAPE_RUN = textwrap.dedent("""\
+    import sys
+    from elfkit.records import DataRecord, field
+    compiled = []
+    sys.addaudithook(lambda event, args: compiled.append(1) if event == "compile" else None)
+
+    class Wide(DataRecord, frozen=True):
+        a: int
+        b: int
+        c: int
+        d: int
+        e: int
+        f: int
+        g: int
+        h: int
+        i: int
+        j: int
+        k: int
+        m: list = field(default_factory=list)
+        n: int = 5
+
+    w = Wide(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, n=7)
+    assert (w.a, w.k, w.m, w.n) == (1, 11, [], 7) and w.m is not Wide(*range(11)).m
+    print(len(compiled))
+    """)
+
+
+def _shape_run(cache: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ELFKIT_CACHE_DIR": str(cache)}
+    out = subprocess.run([sys.executable, "-c", _SHAPE_RUN], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def test_compiled_shapes_are_kept_for_the_next_run(tmp_path):
+    cache = tmp_path / "cache"
+    assert _shape_run(cache) >= 1                     # compiled, and kept
+    kept = list(cache.iterdir())
+    assert [p.name.startswith("records-") for p in kept] == [True]
+    assert _shape_run(cache) == 0                     # read back: nothing compiled
+    # a damaged file, or one others may write, is not used (and the records still work)
+    kept[0].write_bytes(kept[0].read_bytes()[:-40])
+    assert _shape_run(cache) >= 1
+    assert _shape_run(cache) == 0                     # rewritten whole
+    kept[0].chmod(0o622)
+    assert _shape_run(cache) >= 1

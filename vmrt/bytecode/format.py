@@ -63,6 +63,8 @@ class ModuleDef(DataRecord, frozen=True, slots=True):
     functions: tuple[FunctionDescriptor, ...]
     bytecode_version: int
     bytecode: memoryview | bytes
+    #: (offset in the module's data, length) of each rodata segment
+    rodata_spans: tuple[tuple[int, int], ...] = ()
 
 
 def _payload_start(data: memoryview) -> int:
@@ -110,7 +112,7 @@ def parse_module(data: bytes | bytearray | memoryview,
         raise LoadError(f"function signature and descriptor table length mismatch "
                         f"({len(sigs)} vs {len(descs)})")
     exports = _exports(root, len(descs))
-    rodata = _rodata(root, fb, data, fb_end)
+    rodata, spans = _rodata(root, fb, data, fb_end)
     gbytes, grefs = _state_size(root)
     bv = root.scalar(13, "u32")
     _check_bytecode_version(bv)
@@ -120,7 +122,7 @@ def parse_module(data: bytes | bytearray | memoryview,
     _check_descriptors(descs, bc_len)
     return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
                      tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs,
-                     tuple(descs), bv, bytecode)
+                     tuple(descs), bv, bytecode, tuple(spans))
 
 
 def _open_flatbuffer(data: memoryview) -> tuple[FlatBuffer, int]:
@@ -204,17 +206,20 @@ def _exports(root: Table, nfuncs: int) -> list[ExportDef]:
     return exports
 
 
-def _rodata(root: Table, fb: FlatBuffer, data: memoryview,
-            fb_end: int) -> list[memoryview | bytes]:
+def _rodata(root: Table, fb: FlatBuffer, data: memoryview, fb_end: int
+            ) -> tuple[list[memoryview | bytes], list[tuple[int, int]]]:
     """Rodata segments: embedded in the FlatBuffer or external, after it
-    (64-aligned)."""
+    (64-aligned); and where each lies in ``data`` (offset, length)."""
     rodata_base = (fb_end + 63) & ~63
+    fb_start = fb_end - len(fb.data)
     rodata: list[memoryview | bytes] = []
+    spans: list[tuple[int, int]] = []
     for i, t in enumerate(root.vector_tables(9)):
         emb = t.vector_bytes(2)
         if emb is not None:
             s, n = emb
             rodata.append(fb.data[s:s + n])
+            spans.append((fb_start + s, n))
         else:
             off = t.scalar(3, "u64")
             length = t.scalar(4, "u64")
@@ -223,7 +228,8 @@ def _rodata(root: Table, fb: FlatBuffer, data: memoryview,
                 raise LoadError(f"rodata_segments[{i}] external data out of bounds "
                                 f"(offset {off}, length {length}, file {len(data)} bytes)")
             rodata.append(data[lo:lo + length])
-    return rodata
+            spans.append((lo, length))
+    return rodata, spans
 
 
 def _state_size(root: Table) -> tuple[int, int]:

@@ -22,13 +22,14 @@ from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from . import transcache
 from .calls import Caller, import_caller, unresolved
-from .disasm import TraceNames, list_value, ref_text
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
 from .namespace import function_code, functions_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .disasm import TraceNames
 
 IMPORT_OPTIONAL_FLAG = 2
 
@@ -147,6 +148,7 @@ class BytecodeModule(Module):
         if not trace:
             return self._functions
         if self._traced is None:
+            from .disasm import TraceNames  # trace mode only (start-up time)
             d = self.definition
             names = TraceNames(self.name, self.function_names,
                                [i.full_name for i in d.imports], list(d.types))
@@ -157,9 +159,13 @@ class BytecodeModule(Module):
         """The module's functions: from the translation cache when it holds this
         module (untraced only), else translated and compiled (and cached)."""
         d = self.definition
-        ns = {"RO": self.rodata, "TY": self.types, "TREF": ref_text, "TLIST": list_value}
+        ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types}
+        if trace is not None:      # what trace lines call (untraced code never does)
+            from .disasm import list_value, ref_text
+            ns["TREF"], ns["TLIST"] = ref_text, list_value
         n = len(d.functions)
-        key = transcache.cache_key(self._data, "plain") if trace is None else None
+        key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
+            if trace is None else None
         hit = transcache.load(key, n) if key is not None else None
         if hit is not None:
             code, consts, self._sources = hit
@@ -270,6 +276,8 @@ class BytecodeModule(Module):
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:
     """``call`` writing a trace line with the results when a native module's
     function returns (the caller's ``vm.call`` line shows the arguments)."""
+    from .disasm import list_value
+
     def traced(*args: Any) -> tuple:
         res = call(*args)
         write(f"[{name}]    <native> returned ({', '.join(map(list_value, res))})\n")

@@ -12,17 +12,47 @@ from collections.abc import Callable
 
 from ..errors import StatusCode, VmError
 from . import runtime
-from .regkinds import REINTERPRET
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from types import CodeType
+    from typing import Any
 
-__all__ = ["WIDTH", "compile_functions", "function_code", "functions_of"]
+__all__ = ["REINTERPRET", "WIDTH", "compile_functions", "function_code", "functions_of",
+           "to_float", "to_int"]
 
 #: the packers of the register widths (``ST_i32``, ``UN_i32``, ``PK_i32`` ...)
 WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
          "f32": struct.Struct("<f"), "f64": struct.Struct("<d")}
+_F32, _F64 = WIDTH["f32"], WIDTH["f64"]
+
+
+def to_int(v: Any, bits: int, src_bits: int) -> Any:
+    """``v`` read as a ``bits``-wide signed integer: a float gives its IEEE
+    bit pattern (``src_bits`` wide: 32 for an f32 value, 64 for f64)."""
+    if type(v) is float:
+        try:
+            raw = (_F32 if src_bits == 32 else _F64).pack(v)
+        except OverflowError:         # not an f32 value after all
+            raw = _F64.pack(v)
+        v = int.from_bytes(raw, "little")
+    elif type(v) is not int:
+        return v
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def to_float(v: Any, bits: int) -> Any:
+    """``v`` read as a ``bits``-wide float: an integer's low bits are the
+    IEEE bit pattern."""
+    if type(v) is not int:
+        return v
+    raw = (v & ((1 << bits) - 1)).to_bytes(bits // 8, "little")
+    return (_F32 if bits == 32 else _F64).unpack(raw)[0]
+
+
+#: what the translated code calls, by name (added to its namespace)
+REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float}
 
 
 def _namespace() -> dict:

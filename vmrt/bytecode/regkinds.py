@@ -1,6 +1,6 @@
-"""Register kinds through a function, and the reinterpretations a
-translated function needs where integer and float values meet in one
-register.
+"""Register kinds through a function, and where a translated function must
+reinterpret a register's bits (the reinterpretations themselves,
+``REINT_I`` / ``REINT_F``, are in namespace.py: translated code calls them).
 
 The VM's 32-bit register bank holds i32 and f32 values (and i64/f64 in
 even pairs) as raw bits: IREE's VM reads whatever bits a register holds, so
@@ -18,7 +18,6 @@ differ; where the kind depends on the path taken, a run-time check does.
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 
 from ..errors import VmError
@@ -29,42 +28,12 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["REINTERPRET", "register_coercions", "successors", "to_float", "to_int"]
+__all__ = ["register_coercions", "successors"]
 
 #: kinds are banks ("i32", "i64", "f32", "f64"), "?" unknown or "X" (depends
 #: on the path taken); absent: never written (the local holds int 0)
 _BANKS = frozenset({"i32", "i64", "f32", "f64"})
 _CODE_KIND = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}
-_F32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
-
-
-def to_int(v: Any, bits: int, src_bits: int) -> Any:
-    """``v`` read as a ``bits``-wide signed integer: a float gives its IEEE
-    bit pattern (``src_bits`` wide: 32 for an f32 value, 64 for f64)."""
-    if type(v) is float:
-        try:
-            raw = (_F32 if src_bits == 32 else _F64).pack(v)
-        except OverflowError:         # not an f32 value after all
-            raw = _F64.pack(v)
-        v = int.from_bytes(raw, "little")
-    elif type(v) is not int:
-        return v
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
-
-
-def to_float(v: Any, bits: int) -> Any:
-    """``v`` read as a ``bits``-wide float: an integer's low bits are the
-    IEEE bit pattern."""
-    if type(v) is not int:
-        return v
-    raw = (v & ((1 << bits) - 1)).to_bytes(bits // 8, "little")
-    return (_F32 if bits == 32 else _F64).unpack(raw)[0]
-
-
-#: what the translated code calls, by name (added to its namespace)
-REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float}
 
 State = dict[int, str]
 

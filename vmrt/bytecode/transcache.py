@@ -2,8 +2,9 @@
 into, kept on disk so the next load of the same ``.vmfb`` skips the translator
 (like ``__pycache__`` does for ``.py`` files).
 
-An entry is keyed by a hash of the module's bytes, of the Python that reads it
-(``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
+An entry is keyed by a hash of the module's bytes (its rodata segments only by
+where they lie: the translation never reads their contents), of the Python that
+reads it (``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
 translator: the name, size and modification time of every source file of
 :mod:`vmrt.bytecode` and :mod:`vmrt.vm`.  Changing the module or vmrt picks
 another key; stale entries are simply never read again.
@@ -22,7 +23,7 @@ import marshal
 import os
 import sys
 
-from elfkit.files import user_cache_dir
+from elfkit.files import read_private, user_cache_dir, write_private
 
 try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
     from _blake2 import blake2b
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover - a Python without it
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from types import CodeType
 
 __all__ = ["cache_dir", "cache_key", "load", "store"]
@@ -64,22 +66,30 @@ def _vmrt_fingerprint() -> bytes:
     return _fingerprint[0]
 
 
-def cache_key(data: bytes, variant: str) -> bytes:
+def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] = ()) -> bytes:
     """The key of the translation of module ``data`` (``variant``: which
-    translation, e.g. plain or traced)."""
+    translation, e.g. plain or traced).  ``data_spans`` (offset, length) are
+    the module's rodata segments: their contents are data the translated code
+    reads at run time, never part of a translation, so only where they lie
+    counts (an MNIST module's weights are ~95 % of its bytes)."""
     h = blake2b(digest_size=_DIGEST)
     h.update(_vmrt_fingerprint())
     h.update(variant.encode() + b"\0")
-    h.update(data)
+    view = memoryview(data)
+    pos = 0
+    for off, n in sorted(data_spans):
+        start, end = max(off, pos), min(off + n, len(view))
+        if start >= end:
+            continue
+        h.update(view[pos:start])
+        h.update(f"\0rodata {start}:{end}\0".encode())
+        pos = end
+    h.update(view[pos:])
     return h.digest()
 
 
-def _path(where: str, key: bytes) -> str:
-    return os.path.join(where, key.hex() + ".vmtc")
-
-
-def _private(st: os.stat_result) -> bool:
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+def _name(key: bytes) -> str:
+    return key.hex() + ".vmtc"
 
 
 def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
@@ -89,15 +99,8 @@ def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
     where = cache_dir()
     if where is None:
         return None
-    path = _path(where, key)
-    try:
-        if not _private(os.stat(where)):
-            return None
-        with open(path, "rb") as fh:
-            if not _private(os.fstat(fh.fileno())):
-                return None
-            blob = fh.read()
-    except OSError:
+    blob = read_private(where, _name(key))
+    if blob is None:
         return None
     head = len(_MAGIC) + 2 * _DIGEST
     if blob[:len(_MAGIC)] != _MAGIC or blob[len(_MAGIC):len(_MAGIC) + _DIGEST] != key:
@@ -131,18 +134,5 @@ def store(key: bytes, code: CodeType, consts: list, sources: list[str]) -> None:
         payload = marshal.dumps((code, consts, sources))
     except ValueError:
         return
-    blob = _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload
-    path = _path(where, key)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(where, mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        return
+    write_private(where, _name(key),
+                  _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload)

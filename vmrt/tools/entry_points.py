@@ -10,16 +10,26 @@ way (``[group]`` sections of ``name = module:attr [extras]`` lines, ``#``
 comments).  When the path holds anything this does not read (a zip
 file or egg) or another finder publishes distributions, the answer comes from
 :mod:`importlib.metadata` itself.
+
+The answer is kept in vmrt's cache directory (``entry-points.bin``, next to the
+translation cache, private to the user, off with ``VMRT_NO_CACHE=1``) with the
+modification time of each directory on the path and of each ``entry_points.txt``
+read: while none of them changes (installing or removing a distribution changes
+its directory's), the next start reads that file instead of listing every
+directory on the path.
 """
 from __future__ import annotations
 
-import importlib
+import marshal
 import os
 import re
 import sys
-from collections.abc import Iterator
+import time
 
+from elfkit.files import read_private, write_private
 from elfkit.records import DataRecord
+
+from ..bytecode.transcache import cache_dir
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -44,7 +54,9 @@ class EntryPoint(DataRecord, frozen=True):
         m = _VALUE.match(self.value)
         if m is None:
             raise ValueError(f"malformed entry point value {self.value!r}")
-        obj: Any = importlib.import_module(m.group("module"))
+        name = m.group("module")
+        __import__(name)            # importlib.import_module without importing importlib
+        obj: Any = sys.modules[name]
         for part in (m.group("attr") or "").split("."):
             if part:
                 obj = getattr(obj, part)
@@ -55,12 +67,25 @@ def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _dist_dirs() -> Iterator[tuple[str, str]] | None:
+def _path_finder() -> Any:
+    """importlib.machinery.PathFinder, without importing importlib (and the
+    warnings module it imports): the interpreter's import system already holds it."""
+    finder = getattr(sys.modules.get("_frozen_importlib_external"), "PathFinder", None)
+    if finder is None:        # pragma: no cover - an interpreter without the frozen bootstrap
+        from importlib.machinery import PathFinder as finder
+    return finder
+
+
+def _only_path_finder() -> bool:
+    """Whether distributions are found only on the path (no other finder has any)."""
+    path_finder = _path_finder()
+    return not any(f is not path_finder and hasattr(f, "find_distributions")
+                   for f in sys.meta_path)
+
+
+def _dist_dirs() -> list[tuple[str, str]] | None:
     """(normalised name, metadata directory) of each distribution on the
     path, or None when the path needs importlib.metadata."""
-    from importlib.machinery import PathFinder
-    if any(f is not PathFinder and hasattr(f, "find_distributions") for f in sys.meta_path):
-        return None
     found: list[tuple[str, str]] = []
     for entry in sys.path:
         where = entry or "."
@@ -78,7 +103,7 @@ def _dist_dirs() -> Iterator[tuple[str, str]] | None:
                 if dot and ext == kind:
                     found.append((_normalise(stem.partition("-")[0]),
                                   os.path.join(where, child)))
-    return iter(found)
+    return found
 
 
 def _parse(text: str, group: str, dist: Distribution) -> list[EntryPoint]:
@@ -98,25 +123,94 @@ def _parse(text: str, group: str, dist: Distribution) -> list[EntryPoint]:
     return out
 
 
+_CACHE_FILE = "entry-points.bin"
+_CACHE_MAGIC = b"VMRTEP01"
+#: a file changed this recently may change again within the same timestamp
+#: tick; such an answer is not kept (git's "racy" rule)
+_RACY_NS = 2_000_000_000
+
+
 def entry_points(group: str) -> list[Any]:
     """The entry points of ``group`` of every distribution on the path."""
-    dirs = _dist_dirs()
-    if dirs is None:
-        from importlib.metadata import entry_points as metadata_entry_points
-        return list(metadata_entry_points(group=group))
+    if not _only_path_finder():
+        return _from_metadata(group)
+    try:
+        key: tuple | None = (os.getcwd(), tuple(sys.path), group)
+    except OSError:             # the working directory is gone: nothing to key on
+        key = None
+    rows = _cached(key) if key is not None else None
+    if rows is None:
+        dirs = _dist_dirs()
+        if dirs is None:
+            return _from_metadata(group)
+        rows, read = _scan(dirs, group)
+        if key is not None:
+            _store(key, [__file__, *(entry or "." for entry in sys.path), *read], rows)
+    return [EntryPoint(name, value, group, Distribution(dist)) for name, value, dist in rows]
+
+
+def _from_metadata(group: str) -> list[Any]:
+    from importlib.metadata import entry_points as metadata_entry_points
+    return list(metadata_entry_points(group=group))
+
+
+def _scan(dirs: list[tuple[str, str]], group: str
+          ) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """((name, value, distribution) of each entry point of ``group``, the
+    ``entry_points.txt`` paths looked at)."""
     seen: set[str] = set()
-    out: list[Any] = []
+    rows: list[tuple[str, str, str]] = []
+    read: list[str] = []
     for name, path in dirs:
         if name in seen:
             continue
         seen.add(name)
+        read.append(os.path.join(path, "entry_points.txt"))
         try:
-            with open(os.path.join(path, "entry_points.txt"), encoding="utf-8") as fh:
+            with open(read[-1], encoding="utf-8") as fh:
                 text = fh.read()
         except OSError:
             continue
-        out += _parse(text, group, Distribution(name))
-    return out
+        rows += [(ep.name, ep.value, name) for ep in _parse(text, group, Distribution(name))]
+    return rows, read
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _cached(key: tuple) -> list[tuple[str, str, str]] | None:
+    """The rows kept for ``key`` when nothing they were read from has changed."""
+    where = cache_dir()
+    blob = read_private(where, _CACHE_FILE) if where is not None else None
+    if blob is None or not blob.startswith(_CACHE_MAGIC):
+        return None
+    try:
+        kept_key, stamps, rows = marshal.loads(blob[len(_CACHE_MAGIC):])
+    except (ValueError, EOFError, TypeError):
+        return None
+    if kept_key != key or not isinstance(stamps, tuple) or not isinstance(rows, list) or \
+            not all(isinstance(r, tuple) and len(r) == 3 for r in rows):
+        return None
+    for path, stamp in stamps:
+        if _stamp(path) != stamp:
+            return None
+    return rows
+
+
+def _store(key: tuple, paths: list[str], rows: list[tuple[str, str, str]]) -> None:
+    where = cache_dir()
+    if where is None:
+        return
+    stamps = tuple((p, _stamp(p)) for p in paths)
+    recent = time.time_ns() - _RACY_NS
+    if any(s is not None and s[0] >= recent for _p, s in stamps):
+        return
+    write_private(where, _CACHE_FILE, _CACHE_MAGIC + marshal.dumps((key, stamps, rows)))
 
 
 __all__ = ["Distribution", "EntryPoint", "entry_points"]

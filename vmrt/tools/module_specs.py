@@ -4,7 +4,6 @@ conventions; see vmrt/README.md for the differences).  Function inputs and
 outputs live in function_io.py."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
@@ -176,6 +175,7 @@ def load_python_module(instance: Instance, spec: ModuleSpec) -> Module:
         raise LoadError(f"failed to load dynamic module (file not found): '{path}'",
                         StatusCode.NOT_FOUND)
     mod_name = "_vmrt_dynamic_" + re.sub(r"\W", "_", os.path.abspath(path))
+    import importlib.util  # only for Python module files (start-up time)
     try:
         pyspec = importlib.util.spec_from_file_location(mod_name, path)
         if pyspec is None or pyspec.loader is None:

@@ -135,3 +135,32 @@ def test_keys_differ_by_module_and_variant():
     assert transcache.cache_key(a, "plain") == transcache.cache_key(a, "plain")
     assert transcache.cache_key(a, "plain") != transcache.cache_key(b, "plain")
     assert transcache.cache_key(a, "plain") != transcache.cache_key(a, "trace")
+
+
+def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
+    # two modules that differ only in a rodata segment's bytes share one translation
+    # (the translated code reads the segment at run time), and each reads its own data
+    vmfb = compile_mlir("vmops2.mlir", "--compile-mode=vm")
+    data = vmfb.read_bytes()
+    mod = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb)
+    [(off, n)] = [s for s, seg in zip(mod.definition.rodata_spans, mod.definition.rodata)
+                  if bytes(seg) == b"0123456789"]
+    assert data[off:off + n] == b"0123456789"
+    other = vmfb.with_name("other.vmfb")
+    other.write_bytes(data[:off] + b"abcdefghij" + data[off + n:])
+    n_funcs = len(mod.definition.functions)
+    spans = mod.definition.rodata_spans
+    assert transcache.cache_key(data, "plain", spans) == \
+        transcache.cache_key(other.read_bytes(), "plain", spans)
+    assert transcache.cache_key(data, "plain", spans) != transcache.cache_key(data, "plain")
+    # ... and bytes outside the rodata still make another key
+    flipped = bytearray(data)
+    flipped[off - 1] ^= 1
+    assert transcache.cache_key(bytes(flipped), "plain", spans) != \
+        transcache.cache_key(data, "plain", spans)
+    assert transcache.load(transcache.cache_key(data, "plain", spans), n_funcs) is not None
+    for path, text in ((vmfb, b"0123456789"), (other, b"abcdefghij")):
+        inst = vmrt.Instance()
+        with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
+            assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0]) for i in range(10)] == list(text)
+    assert len(_entries(cache)) == 1

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import importlib.metadata as md
+import os
+import subprocess
 import sys
+import time
 
+from tests.vmrt.iree_tools import REPO
 from vmrt.tools.entry_points import entry_points
 
 
@@ -41,3 +45,70 @@ def test_first_distribution_of_a_name_wins_and_lines_parse(tmp_path, monkeypatch
     loaded = {e.name: e.load() for e in ours}
     assert loaded == {"x": json.dumps, "y": os.path.join, "w": os}
     assert {e.dist.name for e in ours} == {"my_pkg", "solo"}
+
+
+#: prints how many times entry_points() listed a directory of the test's, then its answer
+_CACHED_RUN = """\
+import sys
+sys.path[:0] = sys.argv[1:]
+from vmrt.tools.entry_points import entry_points
+listed = []
+sys.addaudithook(lambda event, args: listed.append(args[0])
+                 if event == "os.listdir" and str(args[0]) in sys.argv[1:] else None)
+eps = entry_points("grp")
+print(len(listed), sorted((e.name, e.value, e.dist.name) for e in eps))
+"""
+
+
+def _age(root, seconds: float = 60) -> None:
+    """Date ``root`` and everything below it ``seconds`` back."""
+    when = time.time() - seconds
+    for p in [root, *root.rglob("*")]:
+        os.utime(p, (when, when))
+
+
+def _cached_run(cache, *dirs, **env) -> tuple[int, str]:
+    cwd = cache.parent / "cwd"        # on the path (python -c): a directory nothing writes to
+    if not cwd.exists():
+        cwd.mkdir()
+        _age(cwd)
+    out = subprocess.run([sys.executable, "-c", _CACHED_RUN, *map(str, dirs)],
+                         capture_output=True, text=True, timeout=120, cwd=cwd,
+                         env={**os.environ, "PYTHONPATH": str(REPO),
+                              "VMRT_CACHE_DIR": str(cache), **env})
+    assert out.returncode == 0, out.stderr
+    count, _, answer = out.stdout.strip().partition(" ")
+    return int(count), answer
+
+
+def test_the_answer_is_kept_until_a_directory_or_file_read_changes(tmp_path):
+    root, cache = tmp_path / "site", tmp_path / "cache"
+    _dist(root, "one-1.0", "[grp]\na = os\n")
+    _age(root)
+    listed, first = _cached_run(cache, root)
+    assert listed == 1 and first == "[('a', 'os', 'one')]"
+    assert _cached_run(cache, root) == (0, first)                  # from the cache
+    # an entry_points.txt edited in place
+    (root / "one-1.0.dist-info" / "entry_points.txt").write_text("[grp]\na = os\nb = sys\n")
+    _age(root, 30)
+    assert _cached_run(cache, root) == (1, "[('a', 'os', 'one'), ('b', 'sys', 'one')]")
+    assert _cached_run(cache, root)[0] == 0
+    # a distribution installed (its directory's time is too recent to keep the answer)
+    _dist(root, "two-1.0", "[grp]\nc = os\n")
+    expected = "[('a', 'os', 'one'), ('b', 'sys', 'one'), ('c', 'os', 'two')]"
+    assert _cached_run(cache, root) == (1, expected)
+    assert _cached_run(cache, root) == (1, expected)
+    _age(root)
+    assert _cached_run(cache, root) == (1, expected)
+    assert _cached_run(cache, root) == (0, expected)
+    # another path, or the cache turned off: listed again
+    assert _cached_run(cache, root, tmp_path)[0] == 2         # both listed
+    assert _cached_run(cache, root, VMRT_NO_CACHE="1") == (1, expected)
+
+
+def test_a_vanished_working_directory_is_no_error(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert _pairs(entry_points("vmrt.modules")) == _pairs(md.entry_points(group="vmrt.modules"))

@@ -47,7 +47,6 @@ from .dispatch_limits import (
     stop_error,
     stopping_guest,
 )
-from .emulated_workers import EmulatedWorkers, use_workers
 from .export_symbols import name_exports
 from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
@@ -58,6 +57,8 @@ from .prepared import NativeDispatch
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .emulated_workers import EmulatedWorkers
 
 #: the format of VM bytecode executables (loaded by vmvx_executable.py)
 VMVX_FORMAT = "vmvx-bytecode-fb"
@@ -338,6 +339,7 @@ class Executable:
             raise DispatchError(f"{where}: only an emulated dispatch can record its writes")
         threads = max(1, int(threads))
         if self.backend != "native":
+            from .emulated_workers import EmulatedWorkers, use_workers  # emulated only
             if use_workers(self, threads, wc, order):
                 self.workers = self.workers or EmulatedWorkers(self)
                 self.workers.dispatch(exp, wc, ws3, arrays, dargs.u32_words(

@@ -115,21 +115,3 @@ def failures(context: Any) -> list[CheckFailure]:
         if isinstance(m, CheckModule):
             out.extend(ctx.state_of(m).failures)
     return out
-
-
-class CheckProvider:
-    """The built-in ``check`` provider: a :class:`CheckModule` for programs
-    that import ``check`` functions (``options.extra["check_on_failure"]``,
-    if set, becomes its ``on_failure`` callback)."""
-
-    name = "check"
-
-    def register_types(self, instance: Instance) -> None:
-        """``check`` has no types of its own."""
-
-    def create(self, instance: Instance, options: Any = None) -> CheckModule:
-        extra = getattr(options, "extra", None) or {}
-        return CheckModule(instance, extra.get("check_on_failure"))
-
-
-PROVIDER = CheckProvider()
