@@ -51,6 +51,15 @@ class Machine(abc.ABC):
     @abc.abstractmethod
     def read(self, addr: int, size: int) -> bytes: ...
 
+    def host_view(self, addr: int, size: int) -> memoryview | None:
+        """A writable byte view of ``[addr, addr+size)`` when that range is
+        host memory this process may write directly (a read/write part of a
+        reservation); None when the machine's memory is elsewhere (then use
+        ``write``).  The loader fills a new reservation through it before
+        protecting it; the view must not be used once the range's
+        protection changed or it was released."""
+        return None
+
     # --- heap for the host's structs ------------------------------------
     @abc.abstractmethod
     def alloc(self, size: int, align: int = 16) -> int:

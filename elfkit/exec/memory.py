@@ -81,6 +81,10 @@ class MemoryMachine(Machine):
         start, buf, _ = self._block(addr, size, "read")
         return bytes(buf[addr - start:addr - start + size])
 
+    def host_view(self, addr: int, size: int) -> memoryview | None:
+        start, buf, _ = self._block(addr, size, "view")
+        return memoryview(buf)[addr - start:addr - start + size]
+
     def alloc(self, size: int, align: int = 16) -> int:
         start = self._carve(max(size, 1), max(align, 16))
         self._add(start, max(size, 1), PROT_READ | PROT_WRITE)

@@ -17,8 +17,8 @@ from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile
-from .plan import IMAGE_KEEP_MAX, LoadPlan, plain_relative
-from .relocate import Deferred, Stats, apply, store
+from .plan import IMAGE_KEEP_MAX, LoadPlan, Relative, plain_relative
+from .relocate import Deferred, ImageBuffer, Stats, add_bias, apply, store
 
 
 def _align_down(v: int, a: int) -> int:
@@ -48,9 +48,10 @@ def layout(elf: ElfFile, page: int) -> Layout:
     return Layout(lo, size, align)
 
 
-def build(elf: ElfFile, lay: Layout) -> bytearray:
-    """The image at link-time addresses: file bytes copied, the rest zero."""
-    image = bytearray(lay.size)
+def build(elf: ElfFile, lay: Layout, into: memoryview | None = None) -> ImageBuffer:
+    """The image at link-time addresses: file bytes copied, the rest zero
+    (copied into ``into``, zero-filled and ``lay.size`` bytes, when given)."""
+    image = bytearray(lay.size) if into is None else into
     data = elf.data
     for s in elf.loads:
         if s.filesz:
@@ -157,8 +158,7 @@ def place(plan: LoadPlan, machine: Machine,
     base = machine.reserve(lay.size, lay.align)
     bias = base - lay.lo
     try:
-        deferred, stats, image = _relocated(plan, lay, page, bias, symbol_address)
-        machine.write(base, image)
+        deferred, stats = _relocated(plan, lay, page, machine, base, symbol_address)
         li = LoadedImage(elf, machine, base, bias, lay.size, stats)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
         if plan.protections is None or plan.protections[0] != page:
@@ -174,9 +174,8 @@ def place(plan: LoadPlan, machine: Machine,
         for addr, size, prot in prots:
             if prot != PROT_READ | PROT_WRITE:      # a reservation starts read/write
                 machine.protect(base + addr, size, prot)
-        if machine.can_execute:     # (a kept image, bytes, has no deferred relocations)
-            _apply_deferred(li, image if isinstance(image, bytearray) else bytearray(image),
-                            deferred)
+        if machine.can_execute:
+            _apply_deferred(li, deferred)
         else:
             li.unapplied = [f"{d.index} (IFUNC resolver at {d.resolver:#x})" for d in deferred]
         for start, size in relro:       # RELRO after the deferred relocations
@@ -187,37 +186,47 @@ def place(plan: LoadPlan, machine: Machine,
         raise
 
 
-def _relocated(plan: LoadPlan, lay: Layout, page: int, bias: int,
-               symbol_address: Callable[[int, int], int]
-               ) -> tuple[list[Deferred], Stats, bytes | bytearray]:
-    """The image relocated for ``bias`` (the plan's kept one when it was
-    relocated by the plain RELATIVE list for the same bias and page size)."""
+def _relocated(plan: LoadPlan, lay: Layout, page: int, machine: Machine, base: int,
+               symbol_address: Callable[[int, int], int]) -> tuple[list[Deferred], Stats]:
+    """Write the image relocated for ``base`` into the new reservation there:
+    the plan's kept one when it was relocated by the plain RELATIVE list for
+    the same bias and page size; else laid out and relocated in place when
+    the reservation is host memory (``Machine.host_view``: no second copy of
+    the image to allocate, fault in and copy over), or in a buffer written
+    in one go."""
     elf = plan.elf
+    bias = base - lay.lo
     kept = plan.image
     rel = plan.relative
-    if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, tuple):
-        return [], Stats(dict(rel[2]), len(rel[0])), kept[2]
-    image = build(elf, lay)
+    if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, Relative):
+        machine.write(base, kept[2])
+        return [], Stats(dict(rel.counts), rel.total)
+    view = machine.host_view(base, lay.size)
+    image = build(elf, lay, view)
     if rel is None:
         rel = plan.relative = plain_relative(elf, lay.lo, image) or False
-    if isinstance(rel, tuple):
+    if isinstance(rel, Relative):
         deferred, stats = _apply_relative(rel, image, bias, elf.word)
         if lay.size <= IMAGE_KEEP_MAX:
             plan.image = (page, bias, bytes(image))
-        return deferred, stats, image
-    deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
-    return deferred, stats, image
+    else:
+        deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+    if view is None:
+        machine.write(base, image)
+    return deferred, stats
 
 
-def _apply_relative(plan: tuple[list[int], list[int], dict[str, int]], image: bytearray,
-                    bias: int, w: int) -> tuple[list[Deferred], Stats]:
+def _apply_relative(rel: Relative, image: ImageBuffer, bias: int, w: int
+                    ) -> tuple[list[Deferred], Stats]:
     """Relocate by a plan's plain RELATIVE list (see ``plan.plain_relative``)."""
-    positions, addends, counts = plan
+    if rel.positions is None:
+        add_bias(image, rel.words, rel.values, rel.runs, bias, w)
+        return [], Stats(dict(rel.counts), rel.total)
     fmt, mask = ("<Q", 0xFFFFFFFFFFFFFFFF) if w == 8 else ("<I", 0xFFFFFFFF)
     pack = struct.pack_into
-    for pos, a in zip(positions, addends):
+    for pos, a in zip(rel.positions, rel.addends or ()):
         pack(fmt, image, pos, (bias + a) & mask)
-    return [], Stats(dict(counts), len(positions))
+    return [], Stats(dict(rel.counts), rel.total)
 
 
 def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]], size: int,
@@ -291,7 +300,7 @@ def _page_prots(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int, in
 _PTR_FN = _parse_sig("ptr()")
 
 
-def _apply_deferred(li: LoadedImage, image: bytearray, deferred: list[Deferred]) -> None:
+def _apply_deferred(li: LoadedImage, deferred: list[Deferred]) -> None:
     m = li.machine
     problems = []
     w = li.elf.word
@@ -306,10 +315,11 @@ def _apply_deferred(li: LoadedImage, image: bytearray, deferred: list[Deferred])
                                   f"failed: {e}") from e
         v = r if d.formula is Formula.SYM else (r + d.addend if d.formula is Formula.ABS
                                                 else r + d.addend - d.p)
-        err = store(image, d.place, d.width, Check.WRAP if d.width == 8 * w else Check.SIGNED, v, w)
+        buf = bytearray(d.width // 8)
+        err = store(buf, 0, d.width, Check.WRAP if d.width == 8 * w else Check.SIGNED, v, w)
         if err:
             problems.append(f"{d.index}: value {v:#x} {err}")
             continue
-        m.write(li.base + d.place, image[d.place:d.place + d.width // 8])
+        m.write(li.base + d.place, buf)
     if problems:
         raise RelocationError(f"{len(problems)} IFUNC relocation(s) cannot be applied", problems)

@@ -18,7 +18,7 @@ import threading
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .relocate import BULK, relative_types
+from .relocate import BULK, ImageBuffer, relative_types
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class LoadPlan:
         #: RELATIVE into a writable segment: (image offsets, addends, counts
         #: by type name); False: use the
         #: general path; None: not worked out yet
-        self.relative: tuple[list[int], list[int], dict[str, int]] | bool | None = None
+        self.relative: Relative | bool | None = None
         #: (page size, load bias, finished image) of the last placement by
         #: the plain RELATIVE list, when the image is at most IMAGE_KEEP_MAX
         #: bytes: a reload at the same address writes the same bytes
@@ -149,39 +149,117 @@ def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
     return exports, funcs
 
 
-def plain_relative(elf: ElfFile, lo: int,
-                   image: bytearray) -> tuple[list[int], list[int], dict[str, int]] | None:
-    """``(image offsets, addends, counts by type name)`` when every
-    relocation of ``elf`` is a word-sized RELATIVE without a symbol whose
-    place is inside a writable segment, in small tables (what the general
-    path would apply one by one, with nothing to check per load); else
-    None.  Implicit addends are read from ``image`` (the unrelocated image
-    at link-time addresses starting at ``lo``)."""
+class Relative:
+    """The whole relocation work of a plugin whose relocations are all plain
+    word-sized RELATIVE ones (``plain_relative``): image offsets and addends
+    as lists, or for large tables (BULK and more) as numpy arrays of word
+    indices and addends, with the runs of consecutive words they form."""
+
+    __slots__ = ("counts", "total", "positions", "addends", "words", "values", "runs")
+
+    def __init__(self, counts: dict[str, int], positions: list[int], addends: list[int]):
+        #: relocations by type name, and in all
+        self.counts = counts
+        self.total = len(positions)
+        #: small tables: image offsets and addends (else None)
+        self.positions: list[int] | None = positions
+        self.addends: list[int] | None = addends
+        #: large tables: word index of each place, its addend (image word
+        #: type) and ``(first word, count, first value)`` runs when few
+        self.words: Any = None
+        self.values: Any = None
+        self.runs: list[tuple[int, int, int]] | None = None
+
+
+def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None:
+    """The ``Relative`` plan when every relocation of ``elf`` is a
+    word-sized RELATIVE without a symbol whose place is inside a writable
+    segment (what the general path would apply, with nothing to check per
+    load); else None.  Implicit addends are read from ``image`` (the
+    unrelocated image at link-time addresses starting at ``lo``)."""
     arch = elf.arch
     w = elf.word
     relative = relative_types(arch, w)
     writable = [(s.vaddr, s.vaddr + s.memsz) for s in elf.loads if s.flags & T.PF_W]
+    ok = {n for n in relative if (rt := arch.relocs.get(n)) is not None
+          and (rt.width == 64 or rt.check is Check.WRAP) and rt.formula is Formula.RELATIVE}
     positions: list[int] = []
     addends: list[int] = []
     counts: dict[str, int] = {}
+    big = []
     for t in elf.reloc_tables:
-        if t.tag == "DT_RELR" or t.count >= BULK:
+        if t.tag == "DT_RELR":
             return None
+        if t.count >= BULK:
+            got = _bulk_relative(t, ok, writable, lo, image, w)
+            if got is None:
+                return None
+            big.append(got)
+            for n, c in got[2].items():
+                counts[arch.relocs[n].name] = counts.get(arch.relocs[n].name, 0) + c
+            continue
         if not t.count:
             continue
         adds = t.addends if t.explicit_addend else None
         for i, (off, rtype, sym) in enumerate(zip(t.offsets, t.types, t.syms)):
-            rt = arch.relocs.get(rtype)
-            if (rtype not in relative or rt is None or sym
-                    or (rt.width != 64 and rt.check is not Check.WRAP)
-                    or rt.formula is not Formula.RELATIVE
-                    or not any(a <= off and off + w <= b for a, b in writable)):
+            if rtype not in ok or sym or not any(a <= off and off + w <= b for a, b in writable):
                 return None
             pos = off - lo
             positions.append(pos)
             addends.append(adds[i] if adds is not None
                            else int.from_bytes(image[pos:pos + w], "little"))
-            counts[rt.name] = counts.get(rt.name, 0) + 1
+            name = arch.relocs[rtype].name
+            counts[name] = counts.get(name, 0) + 1
         if not t.explicit_addend and len(set(positions)) != len(positions):
             return None    # a place relocated twice: the second reads what the first wrote
-    return positions, addends, counts
+    rel = Relative(counts, positions, addends)
+    return rel if not big or _bulk_plan(rel, big, w) else None
+
+
+def _bulk_relative(t: Any, ok: set[int], writable: list[tuple[int, int]], lo: int,
+                   image: ImageBuffer, w: int) -> tuple[Any, Any, dict[int, int]] | None:
+    """A large table's image offsets, addends and counts by type number,
+    when all its entries are plain RELATIVE ones at word-aligned places."""
+    import numpy as np  # large tables only
+    types = np.asarray(t.types, dtype=np.int64)
+    offs = np.asarray(t.offsets, dtype=np.int64)
+    if not np.isin(types, list(ok)).all() or np.asarray(t.syms).any():
+        return None
+    inside = np.zeros(len(offs), dtype=bool)
+    for a, b in writable:
+        inside |= (offs >= a) & (offs + w <= b)
+    pos = offs - lo
+    if not inside.all() or (pos % w).any():
+        return None
+    dt = "<u8" if w == 8 else "<u4"
+    if t.explicit_addend:
+        add = np.asarray(t.addends, dtype=np.int64).astype(np.uint64).astype(dt)  # wraps
+    else:
+        add = np.frombuffer(image, dtype=dt)[pos // w].copy()
+    kinds, n = np.unique(types, return_counts=True)
+    return pos, add, dict(zip(kinds.tolist(), n.tolist()))
+
+
+def _bulk_plan(rel: Relative, big: list[tuple[Any, Any, dict[int, int]]], w: int) -> bool:
+    """Turn ``rel`` into its bulk form (False: a place is relocated twice)."""
+    import numpy as np  # large tables only
+    dt = "<u8" if w == 8 else "<u4"
+    assert rel.positions is not None and rel.addends is not None
+    pos = np.concatenate([np.asarray(rel.positions, dtype=np.int64)] + [b[0] for b in big])
+    if (pos % w).any() or len(np.unique(pos)) != len(pos):
+        return False
+    words = pos // w
+    mask = (1 << (8 * w)) - 1
+    values = np.concatenate([np.asarray([a & mask for a in rel.addends], dtype=dt)]
+                            + [b[1] for b in big])
+    breaks = np.nonzero(np.diff(words) != 1)[0] + 1
+    if len(breaks) < len(words) // 64:      # long runs: each one a slice, no index
+        firsts = [0] + breaks.tolist()
+        ends = breaks.tolist() + [len(words)]
+        rel.runs = [(int(words[a]), b - a, a) for a, b in zip(firsts, ends)]
+    else:
+        rel.words = words
+    rel.values = values
+    rel.total = len(words)
+    rel.positions = rel.addends = None
+    return True

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+#: an image being relocated: a buffer of its own, or a view of the machine's memory
+ImageBuffer = bytearray | memoryview
+
 BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy
 
 _FMT = {(8, False): "<B", (16, False): "<H", (32, False): "<I", (64, False): "<Q"}
@@ -54,7 +57,7 @@ class Stats(DataRecord, slots=True):
 # relocation (100k and more in large plugins, see bench reloc scaling), and
 # keeping the whole per-relocation body inline, on fast locals, avoids a Python
 # call per relocation.  The per-table bulk work is in _bulk_rows().
-def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
+def apply(elf: ElfFile, image: ImageBuffer, lo: int, bias: int,
           symbol_address: Callable[[int], int]) -> tuple[list[Deferred], Stats]:
     """Relocate ``image`` (the bytes of [lo, lo+len) at link-time addresses)
     for load bias ``bias``.  ``symbol_address(i)`` gives S for dynamic symbol
@@ -139,7 +142,7 @@ def apply(elf: ElfFile, image: bytearray, lo: int, bias: int,
     return deferred, Stats(counts, total)
 
 
-def _bulk_rows(elf: ElfFile, t: RelocTable, image: bytearray, lo: int, bias: int,
+def _bulk_rows(elf: ElfFile, t: RelocTable, image: ImageBuffer, lo: int, bias: int,
                writable: list[tuple[int, int]], problems: list[str], counts: dict[str, int],
                relative_types: frozenset[int]) -> tuple[Iterable[tuple], int]:
     """Apply what of table ``t`` can be done in bulk (all of DT_RELR; the
@@ -220,7 +223,7 @@ def _desc(elf: ElfFile, t: RelocTable, i: int, rt: object) -> str:
     return s
 
 
-def store(image: bytearray, pos: int, width: int, check: Check, v: int, word: int) -> str:
+def store(image: ImageBuffer, pos: int, width: int, check: Check, v: int, word: int) -> str:
     """Range-check ``v`` for a ``width``-bit field and store it; returns an error or ''."""
     if width == 64:
         struct.pack_into("<Q", image, pos, v & 0xFFFFFFFFFFFFFFFF)
@@ -244,7 +247,7 @@ def _place_ok(offs: np.ndarray, w: int, writable: list[tuple[int, int]]) -> np.n
     return ok
 
 
-def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) -> None:
+def _write_words(image: ImageBuffer, pos: np.ndarray, values: np.ndarray, w: int) -> None:
     import numpy as np  # large tables only
     dt = "<u8" if w == 8 else "<u4"
     if len(image) % w == 0 and not (pos % w).any():      # the usual case: aligned words
@@ -255,7 +258,24 @@ def _write_words(image: bytearray, pos: np.ndarray, values: np.ndarray, w: int) 
     img[pos[:, None] + np.arange(w, dtype=np.int64)] = raw
 
 
-def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
+def add_bias(image: ImageBuffer, words: Any, values: Any, runs: list[tuple[int, int, int]] | None,
+             bias: int, w: int) -> None:
+    """Store ``values + bias`` (modulo the word size; ``values`` a numpy
+    array of image words) at the word indices ``words`` of ``image``, or
+    for each ``(first word, count, first value)`` of ``runs`` as a slice
+    (no index array, no temporary)."""
+    import numpy as np  # large tables only
+    dt = "<u8" if w == 8 else "<u4"
+    img = np.frombuffer(image, dtype=dt, count=len(image) // w)
+    b = np.array(bias & ((1 << (8 * w)) - 1), dtype=dt)
+    if runs is None:
+        img[words] = values + b
+        return
+    for first, n, v in runs:
+        np.add(values[v:v + n], b, out=img[first:first + n])
+
+
+def _read_words(image: ImageBuffer, pos: np.ndarray, w: int) -> np.ndarray:
     import numpy as np  # large tables only
     dt = "<u8" if w == 8 else "<u4"
     if len(image) % w == 0 and not (pos % w).any():
@@ -265,7 +285,7 @@ def _read_words(image: bytearray, pos: np.ndarray, w: int) -> np.ndarray:
     return raw.view(dt).reshape(-1)
 
 
-def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image: bytearray,
+def _apply_relative_bulk(t: RelocTable, idx: np.ndarray, offs: np.ndarray, image: ImageBuffer,
                          lo: int, bias: int, w: int, writable: list[tuple[int, int]],
                          problems: list[str]) -> None:
     import numpy as np  # large tables only
@@ -324,7 +344,7 @@ def relr_offsets(raw: bytes, w: int) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _apply_relr(t: RelocTable, image: bytearray, lo: int, bias: int, w: int,
+def _apply_relr(t: RelocTable, image: ImageBuffer, lo: int, bias: int, w: int,
                 writable: list[tuple[int, int]], problems: list[str]) -> int:
     import numpy as np  # large tables only
     offs = relr_offsets(t.relr_raw, w)
