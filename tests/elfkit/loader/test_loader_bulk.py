@@ -9,13 +9,14 @@ import pytest
 import elfkit
 from elfkit.exec.memory import MemoryMachine
 from elfkit.loader import parse
+from elfkit.loader.plan import Relative, plan_for
 from elfkit.toolchain import compile_plugin
 from tests.elfkit.loader.reloc_oracle import check_plugin
 
 ARCHES = ("x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32")
 
 
-def _build(tmp_path, arch, n, relr=False, unaligned=False):
+def _build(tmp_path, arch, n, relr=False, unaligned=False, symbolic=True, gap_every=100):
     word = ".quad" if arch in ("x86_64", "aarch64", "riscv64") else ".long"
     align = 3 if word == ".quad" else 2
     src = tmp_path / f"big_{arch}.s"
@@ -25,11 +26,13 @@ def _build(tmp_path, arch, n, relr=False, unaligned=False):
             "exported: .zero 8", *([".byte 0"] if unaligned else []), ".globl table", "table:"]
     for i in range(n):
         body.append(f"{word} local_sym+{i % 7}")
-        if i % 100 == 99:
+        if i % gap_every == gap_every - 1:
             body.append(f".zero {8 * 70}")
-    body.append(f"{word} exported")
+    if symbolic:
+        body.append(f"{word} exported")
     src.write_text("\n".join(body) + "\n")
-    so = tmp_path / f"big_{arch}{'_relr' if relr else ''}{'_unaligned' if unaligned else ''}.so"
+    so = tmp_path / (f"big_{arch}{'_relr' if relr else ''}{'_unaligned' if unaligned else ''}"
+                     f"{'' if symbolic else '_relative'}_{gap_every}.so")
     compile_plugin(src, arch, so, ldflags=["-z", "pack-relative-relocs"] if relr else [])
     return so
 
@@ -73,3 +76,43 @@ def test_bulk_path_handles_unaligned_places(tmp_path, arch):
     w = 8 if arch in ("x86_64", "aarch64", "riscv64") else 4
     assert sum(1 for o in table.offsets if o % w) >= 1000     # the places really are unaligned
     assert check_plugin(so, arch) >= 1000
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("gap_every", [100, 1])
+def test_relative_only_tables_are_applied_from_the_plan(tmp_path, arch, gap_every):
+    """A large table of RELATIVE relocations only (runs of 100 consecutive
+    words, or every word on its own) is kept in the load plan: the first
+    load and the ones through the plan match pyelftools."""
+    so = _build(tmp_path, arch, 3000, symbolic=False, gap_every=gap_every)
+    data = so.read_bytes()
+    assert max(t.count for t in parse(data).reloc_tables) >= 3000
+    for _ in range(3):
+        assert check_plugin(so, arch) == 3000
+    assert isinstance(plan_for(memoryview(data)).relative, Relative)
+
+
+def test_large_relative_only_plugin_reloads_natively(tmp_path, plugins):
+    """Load, close, load again natively (the closed range and its pages are
+    reused), and a load beside an open one: every word is base + addend."""
+    arch = plugins.host_arch
+    so = _build(tmp_path, arch, 40000, symbolic=False, gap_every=1000)
+    data = so.read_bytes()
+    w = 8 if arch in ("x86_64", "aarch64", "riscv64") else 4
+    table = next(t for t in parse(data).reloc_tables if t.count)
+    assert table.explicit_addend
+    places = list(zip(table.offsets.tolist(), table.addends.tolist()))
+    mods = []
+    for keep_open in (False, False, True, True):
+        m = elfkit.load(data)
+        first, last = min(o for o, _a in places), max(o for o, _a in places)
+        got = memoryview(m.read(m.base + first, last + w - first)).cast("Q" if w == 8 else "I")
+        for off, add in places:
+            assert got[(off - first) // w] == (m.base + add) & ((1 << (8 * w)) - 1)
+        assert sum(m.relocation_counts.values()) == 40000
+        mods.append(m)
+        if not keep_open:
+            m.close()
+    assert len({m.base for m in mods}) >= 2
+    for m in mods:
+        m.close()
