@@ -18,7 +18,7 @@ import threading
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .relocate import BULK, ImageBuffer, relative_types
+from .relocate import BULK, ImageBuffer
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -150,10 +150,11 @@ def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
 
 
 class Relative:
-    """The whole relocation work of a plugin whose relocations are all plain
-    word-sized RELATIVE ones (``plain_relative``): image offsets and addends
-    as lists, or for large tables (BULK and more) as numpy arrays of word
-    indices and addends, with the runs of consecutive words they form."""
+    """The whole relocation work of a plugin whose relocations all come to
+    the load bias plus a constant (``plain_relative``): image offsets and
+    those constants as lists, or for large tables (BULK and more) as numpy
+    arrays of word indices and constants, with the runs of consecutive
+    words they form."""
 
     __slots__ = ("counts", "total", "positions", "addends", "words", "values", "runs")
 
@@ -161,28 +162,46 @@ class Relative:
         #: relocations by type name, and in all
         self.counts = counts
         self.total = len(positions)
-        #: small tables: image offsets and addends (else None)
+        #: small tables: image offsets and constants (else None)
         self.positions: list[int] | None = positions
         self.addends: list[int] | None = addends
-        #: large tables: word index of each place, its addend (image word
+        #: large tables: word index of each place, its constant (image word
         #: type) and ``(first word, count, first value)`` runs when few
         self.words: Any = None
         self.values: Any = None
         self.runs: list[tuple[int, int, int]] | None = None
 
 
+class _Kinds:
+    """Which relocation types of a plugin come to bias + constant: plain
+    word-sized RELATIVE ones without a symbol (constant A), and word-sized
+    S+A or S ones against a symbol the plugin defines itself, not absolute
+    and not an IFUNC (S is bias + its value: constant value+A or value)."""
+
+    def __init__(self, elf: ElfFile, w: int):
+        arch = elf.arch
+        wide = [(n, rt) for n, rt in arch.relocs.items() if rt.width == 8 * w
+                and (rt.width == 64 or rt.check is Check.WRAP)]
+        self.relative = {n for n, rt in wide if rt.formula is Formula.RELATIVE}
+        #: type -> True for S+A, False for S
+        self.symbolic = {n: rt.formula is Formula.ABS for n, rt in wide
+                         if rt.formula in (Formula.ABS, Formula.SYM)}
+        #: link-time value of each symbol a relocation may fold (else None)
+        self.values = [s.value if i and s.defined and not s.absolute
+                       and s.type != T.STT_GNU_IFUNC else None
+                       for i, s in enumerate(elf.symbols)]
+
+
 def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None:
-    """The ``Relative`` plan when every relocation of ``elf`` is a
-    word-sized RELATIVE without a symbol whose place is inside a writable
-    segment (what the general path would apply, with nothing to check per
-    load); else None.  Implicit addends are read from ``image`` (the
-    unrelocated image at link-time addresses starting at ``lo``)."""
+    """The ``Relative`` plan when every relocation of ``elf`` comes to the
+    load bias plus a constant (see ``_Kinds``) and its place is inside a
+    writable segment (what the general path would apply, with nothing to
+    check per load); else None.  Implicit addends are read from ``image``
+    (the unrelocated image at link-time addresses starting at ``lo``)."""
     arch = elf.arch
     w = elf.word
-    relative = relative_types(arch, w)
+    kinds = _Kinds(elf, w)
     writable = [(s.vaddr, s.vaddr + s.memsz) for s in elf.loads if s.flags & T.PF_W]
-    ok = {n for n in relative if (rt := arch.relocs.get(n)) is not None
-          and (rt.width == 64 or rt.check is Check.WRAP) and rt.formula is Formula.RELATIVE}
     positions: list[int] = []
     addends: list[int] = []
     counts: dict[str, int] = {}
@@ -191,7 +210,7 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
         if t.tag == "DT_RELR":
             return None
         if t.count >= BULK:
-            got = _bulk_relative(t, ok, writable, lo, image, w)
+            got = _bulk_relative(t, kinds, writable, lo, image, w)
             if got is None:
                 return None
             big.append(got)
@@ -202,12 +221,20 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
             continue
         adds = t.addends if t.explicit_addend else None
         for i, (off, rtype, sym) in enumerate(zip(t.offsets, t.types, t.syms)):
-            if rtype not in ok or sym or not any(a <= off and off + w <= b for a, b in writable):
+            if not any(a <= off and off + w <= b for a, b in writable):
                 return None
             pos = off - lo
+            a = adds[i] if adds is not None else int.from_bytes(image[pos:pos + w], "little")
+            if sym:
+                s_abs = kinds.symbolic.get(rtype)
+                v = kinds.values[sym] if sym < len(kinds.values) else None
+                if s_abs is None or v is None:
+                    return None
+                a = v + a if s_abs else v
+            elif rtype not in kinds.relative:
+                return None
             positions.append(pos)
-            addends.append(adds[i] if adds is not None
-                           else int.from_bytes(image[pos:pos + w], "little"))
+            addends.append(a)
             name = arch.relocs[rtype].name
             counts[name] = counts.get(name, 0) + 1
         if not t.explicit_addend and len(set(positions)) != len(positions):
@@ -216,14 +243,17 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
     return rel if not big or _bulk_plan(rel, big, w) else None
 
 
-def _bulk_relative(t: Any, ok: set[int], writable: list[tuple[int, int]], lo: int,
+def _bulk_relative(t: Any, kinds: _Kinds, writable: list[tuple[int, int]], lo: int,
                    image: ImageBuffer, w: int) -> tuple[Any, Any, dict[int, int]] | None:
-    """A large table's image offsets, addends and counts by type number,
-    when all its entries are plain RELATIVE ones at word-aligned places."""
+    """A large table's image offsets, constants and counts by type number,
+    when all its entries come to bias + constant at word-aligned places."""
     import numpy as np  # large tables only
     types = np.asarray(t.types, dtype=np.int64)
     offs = np.asarray(t.offsets, dtype=np.int64)
-    if not np.isin(types, list(ok)).all() or np.asarray(t.syms).any():
+    syms = np.asarray(t.syms, dtype=np.int64)
+    has_sym = syms != 0
+    if not np.where(has_sym, np.isin(types, list(kinds.symbolic)),
+                    np.isin(types, list(kinds.relative))).all():
         return None
     inside = np.zeros(len(offs), dtype=bool)
     for a, b in writable:
@@ -231,13 +261,22 @@ def _bulk_relative(t: Any, ok: set[int], writable: list[tuple[int, int]], lo: in
     pos = offs - lo
     if not inside.all() or (pos % w).any():
         return None
-    dt = "<u8" if w == 8 else "<u4"
     if t.explicit_addend:
-        add = np.asarray(t.addends, dtype=np.int64).astype(np.uint64).astype(dt)  # wraps
+        add = np.asarray(t.addends, dtype=np.int64).astype(np.uint64)  # wraps
     else:
-        add = np.frombuffer(image, dtype=dt)[pos // w].copy()
-    kinds, n = np.unique(types, return_counts=True)
-    return pos, add, dict(zip(kinds.tolist(), n.tolist()))
+        add = np.frombuffer(image, dtype="<u8" if w == 8 else "<u4")[pos // w].astype(np.uint64)
+    if has_sym.any():
+        if int(syms.max()) >= len(kinds.values):
+            return None
+        known = np.array([v is not None for v in kinds.values])
+        if not known[syms[has_sym]].all():
+            return None
+        values = np.array([v or 0 for v in kinds.values], dtype=np.uint64)
+        plain_s = has_sym & np.isin(types, [n for n, sa in kinds.symbolic.items() if not sa])
+        add[plain_s] = 0
+        add += np.where(has_sym, values[syms], np.uint64(0))    # wraps modulo 2**64
+    kinds_n, n = np.unique(types, return_counts=True)
+    return pos, add.astype("<u8" if w == 8 else "<u4"), dict(zip(kinds_n.tolist(), n.tolist()))
 
 
 def _bulk_plan(rel: Relative, big: list[tuple[Any, Any, dict[int, int]]], w: int) -> bool:

@@ -116,3 +116,26 @@ def test_large_relative_only_plugin_reloads_natively(tmp_path, plugins):
     assert len({m.base for m in mods}) >= 2
     for m in mods:
         m.close()
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+@pytest.mark.parametrize("n", [40, 3000])
+def test_words_against_defined_symbols_are_applied_from_the_plan(tmp_path, arch, n):
+    """Pointers to a symbol the plugin exports itself (S+A relocations, the
+    symbol's address being base + its value), mixed with RELATIVE ones, in
+    a small and a large table: kept in the load plan, and every load
+    matches pyelftools."""
+    word = ".quad" if arch in ("x86_64", "aarch64", "riscv64") else ".long"
+    body = [".data", ".p2align 3", "local_sym: .zero 16", ".globl exported",
+            "exported: .zero 8", ".globl table", "table:"]
+    body += [f"{word} {'exported' if i % 3 else 'local_sym'}+{i % 5}" for i in range(n)]
+    src = tmp_path / f"sym_{arch}.s"
+    src.write_text("\n".join(body) + "\n")
+    so = tmp_path / f"sym_{arch}_{n}.so"
+    compile_plugin(src, arch, so)
+    data = so.read_bytes()
+    for _ in range(3):
+        assert check_plugin(so, arch) == n
+    rel = plan_for(memoryview(data)).relative
+    assert isinstance(rel, Relative)
+    assert rel.total == n and len(rel.counts) == 2
