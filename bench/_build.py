@@ -89,8 +89,8 @@ def _assemble_link(asm: str, out: Path, target: str = "x86_64") -> Path:
 def reloc_object(work: Path, n: int, kind: str = "relative") -> Path:
     """An x86_64 shared object whose .data holds ``n`` 8-byte words, each
     with one dynamic relocation: ``relative`` -> R_X86_64_RELATIVE (a local
-    label), ``symbolic`` -> R_X86_64_64 against an exported symbol (the
-    loader must look the symbol up)."""
+    label), ``symbolic`` -> R_X86_64_64 against an exported symbol (its
+    value is looked up once per file, in elfkit's load plan)."""
     sym = "local_sym" if kind == "relative" else "exported_sym"
     if kind not in ("relative", "symbolic"):
         raise ValueError(kind)
