@@ -35,6 +35,40 @@ def dynamic_relocations(elf: ELFFile):
     return out
 
 
+def relative_words(data: bytes) -> list[tuple[int, int, int]]:
+    """(place, addend, width) of each RELATIVE relocation, from pyelftools."""
+    elf = ELFFile(io.BytesIO(data))
+    w = elf.elfclass // 8
+    out = []
+    for sec in elf.iter_sections():
+        if isinstance(sec, RelocationSection):
+            for r in sec.iter_relocations():
+                # REL: the addend is the word at the place, in the file
+                add = r["r_addend"] if r.is_RELA() else _file_word(data, elf, r["r_offset"], w)
+                out.append((r["r_offset"], add, w))
+    return out
+
+
+def check_native_reloads(data: bytes, words: list[tuple[int, int, int]]) -> None:
+    """Load ``data`` natively four times (load, close, load, close: the
+    closed range is reused; then two loads side by side at other bases):
+    every word of ``words`` (``relative_words``) is base + addend each time."""
+    assert words
+    mods = []
+    for keep_open in (False, False, True, True):
+        m = elfkit.load(data)
+        for place, add, w in words:
+            got = int.from_bytes(m.read(m.base + place, w), "little")
+            assert got == (m.base + add) & ((1 << (8 * w)) - 1)
+        assert sum(m.relocation_counts.values()) == len(words)
+        mods.append(m)
+        if not keep_open:
+            m.close()
+    assert len({m.base for m in mods}) >= 2
+    for m in mods:
+        m.close()
+
+
 def _file_word(data: bytes, elf: ELFFile, vaddr: int, size: int) -> int:
     for seg in elf.iter_segments():
         if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:

@@ -3,38 +3,17 @@ it worked out, keyed by the file's content; results stay those of a fresh
 load, and bad input is refused the same way every time."""
 from __future__ import annotations
 
-import io
 import subprocess
 import sys
 
 import pytest
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
 
 import elfkit
 from elfkit.exec.memory import MemoryMachine
 from elfkit.loader.plan import plan_for
+from tests.elfkit.loader.reloc_oracle import check_native_reloads, relative_words
 
 ARCHES = ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"]
-
-
-def _relative_words(data: bytes) -> list[tuple[int, int, int]]:
-    """(place, addend, width) of each RELATIVE relocation, from pyelftools."""
-    elf = ELFFile(io.BytesIO(data))
-    w = elf.elfclass // 8
-    out = []
-    for sec in elf.iter_sections():
-        if isinstance(sec, RelocationSection):
-            for r in sec.iter_relocations():
-                if r.is_RELA():
-                    add = r["r_addend"]
-                else:        # REL: the addend is the word at the place, in the file
-                    off = next(s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"
-                               and s["p_vaddr"] <= r["r_offset"] < s["p_vaddr"] + s["p_filesz"])
-                    pos = off["p_offset"] + r["r_offset"] - off["p_vaddr"]
-                    add = int.from_bytes(data[pos:pos + w], "little")
-                out.append((r["r_offset"], add, w))
-    return out
 
 
 @pytest.mark.parametrize("arch", ARCHES)
@@ -42,7 +21,7 @@ def test_reloads_relocate_for_their_own_base(plugins, arch):
     """Three loads of one file into one machine (three bases; the second and
     third through the plan the first made): every RELATIVE word is base + addend."""
     data = plugins.path("standalone", arch).read_bytes()
-    words = _relative_words(data)
+    words = relative_words(data)
     assert words
     mm = MemoryMachine(elfkit.arch.get(arch))
     mods = [elfkit.load(data, machine=mm, init=False) for _ in range(3)]
@@ -62,21 +41,7 @@ def test_native_reloads_at_the_same_and_other_bases(plugins):
     image the plan kept), and a load beside an open one (another base): the
     RELATIVE words and the relocation counts are right each time."""
     data = plugins.path("standalone", plugins.host_arch).read_bytes()
-    words = _relative_words(data)
-    assert words
-    mods = []
-    for keep_open in (False, False, True, True):
-        m = elfkit.load(data)
-        for place, add, w in words:
-            got = int.from_bytes(m.read(m.base + place, w), "little")
-            assert got == (m.base + add) & ((1 << (8 * w)) - 1)
-        assert sum(m.relocation_counts.values()) == len(words)
-        mods.append(m)
-        if not keep_open:
-            m.close()
-    assert len({m.base for m in mods}) >= 2
-    for m in mods:
-        m.close()
+    check_native_reloads(data, relative_words(data))
 
 
 def test_same_content_shares_the_parsed_file(plugins):
