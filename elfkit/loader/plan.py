@@ -18,7 +18,7 @@ import threading
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .relocate import BULK, ImageBuffer
+from .relocate import BULK, ImageBuffer, relative_name, relr_offsets
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -207,15 +207,15 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
     counts: dict[str, int] = {}
     big = []
     for t in elf.reloc_tables:
-        if t.tag == "DT_RELR":
-            return None
-        if t.count >= BULK:
-            got = _bulk_relative(t, kinds, writable, lo, image, w)
+        if t.tag == "DT_RELR" or t.count >= BULK:
+            got = (_relr_relative(t, writable, lo, image, w) if t.tag == "DT_RELR"
+                   else _bulk_relative(t, kinds, writable, lo, image, w))
             if got is None:
                 return None
             big.append(got)
             for n, c in got[2].items():
-                counts[arch.relocs[n].name] = counts.get(arch.relocs[n].name, 0) + c
+                name = relative_name(arch, w) if n is None else arch.relocs[n].name
+                counts[name] = counts.get(name, 0) + c
             continue
         if not t.count:
             continue
@@ -244,7 +244,7 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
 
 
 def _bulk_relative(t: Any, kinds: _Kinds, writable: list[tuple[int, int]], lo: int,
-                   image: ImageBuffer, w: int) -> tuple[Any, Any, dict[int, int]] | None:
+                   image: ImageBuffer, w: int) -> tuple[Any, Any, dict[int | None, int]] | None:
     """A large table's image offsets, constants and counts by type number,
     when all its entries come to bias + constant at word-aligned places."""
     import numpy as np  # large tables only
@@ -255,11 +255,8 @@ def _bulk_relative(t: Any, kinds: _Kinds, writable: list[tuple[int, int]], lo: i
     if not np.where(has_sym, np.isin(types, list(kinds.symbolic)),
                     np.isin(types, list(kinds.relative))).all():
         return None
-    inside = np.zeros(len(offs), dtype=bool)
-    for a, b in writable:
-        inside |= (offs >= a) & (offs + w <= b)
-    pos = offs - lo
-    if not inside.all() or (pos % w).any():
+    pos = _word_places(offs, writable, lo, w)
+    if pos is None:
         return None
     if t.explicit_addend:
         add = np.asarray(t.addends, dtype=np.int64).astype(np.uint64)  # wraps
@@ -279,7 +276,33 @@ def _bulk_relative(t: Any, kinds: _Kinds, writable: list[tuple[int, int]], lo: i
     return pos, add.astype("<u8" if w == 8 else "<u4"), dict(zip(kinds_n.tolist(), n.tolist()))
 
 
-def _bulk_plan(rel: Relative, big: list[tuple[Any, Any, dict[int, int]]], w: int) -> bool:
+def _word_places(offs: Any, writable: list[tuple[int, int]], lo: int, w: int) -> Any:
+    """Image offsets of the link-time places ``offs`` (numpy), when each is
+    a word-aligned word inside a writable segment; else None."""
+    import numpy as np  # large tables only
+    inside = np.zeros(len(offs), dtype=bool)
+    for a, b in writable:
+        inside |= (offs >= a) & (offs + w <= b)
+    pos = offs - lo
+    return pos if inside.all() and not (pos % w).any() else None
+
+
+def _relr_relative(t: Any, writable: list[tuple[int, int]], lo: int, image: ImageBuffer,
+                   w: int) -> tuple[Any, Any, dict[int | None, int]] | None:
+    """A DT_RELR table's image offsets and addends (the words in place),
+    counted under None (the arch's word-sized RELATIVE), as ``_bulk_relative``."""
+    import numpy as np  # large tables only
+    offs = relr_offsets(t.relr_raw, w)
+    pos = _word_places(offs, writable, lo, w)
+    if pos is None:
+        return None
+    dt = "<u8" if w == 8 else "<u4"
+    counts: dict[int | None, int] = {None: len(pos)} if len(pos) else {}
+    return pos, np.frombuffer(image, dtype=dt)[pos // w].copy(), counts
+
+
+def _bulk_plan(rel: Relative, big: list[tuple[Any, Any, dict[int | None, int]]], w: int
+               ) -> bool:
     """Turn ``rel`` into its bulk form (False: a place is relocated twice)."""
     import numpy as np  # large tables only
     dt = "<u8" if w == 8 else "<u4"

@@ -79,14 +79,16 @@ def test_bulk_path_handles_unaligned_places(tmp_path, arch):
 
 
 @pytest.mark.parametrize("arch", ARCHES)
-@pytest.mark.parametrize("gap_every", [100, 1])
-def test_relative_only_tables_are_applied_from_the_plan(tmp_path, arch, gap_every):
+@pytest.mark.parametrize(("gap_every", "relr"), [(100, False), (1, False), (100, True)])
+def test_relative_only_tables_are_applied_from_the_plan(tmp_path, arch, gap_every, relr):
     """A large table of RELATIVE relocations only (runs of 100 consecutive
-    words, or every word on its own) is kept in the load plan: the first
-    load and the ones through the plan match pyelftools."""
-    so = _build(tmp_path, arch, 3000, symbolic=False, gap_every=gap_every)
+    words, or every word on its own; or packed in DT_RELR) is kept in the
+    load plan: the first load and the ones through the plan match pyelftools."""
+    so = _build(tmp_path, arch, 3000, relr=relr, symbolic=False, gap_every=gap_every)
     data = so.read_bytes()
-    assert max(t.count for t in parse(data).reloc_tables) >= 3000
+    tables = parse(data).reloc_tables
+    assert (any(t.tag == "DT_RELR" for t in tables) if relr
+            else max(t.count for t in tables) >= 3000)
     for _ in range(3):
         assert check_plugin(so, arch) == 3000
     assert isinstance(plan_for(memoryview(data)).relative, Relative)
