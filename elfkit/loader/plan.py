@@ -3,9 +3,9 @@
 Loading the same plugin again (load, close, load; or several instances)
 should not parse it again.  :func:`plan_for` keeps the parsed file, and
 what placing it computes once (layout, page protections, the relocations
-when they are all plain word-sized RELATIVE ones), for the last few files
-by content (PLAN_CACHE files of at most PLAN_MAX_FILE bytes, at most
-PLAN_CACHE_BYTES in all): the key is the file's bytes themselves (a copy;
+when each comes to the load bias plus a constant: ``Relative``), for the
+last few files by content (PLAN_CACHE files of at most PLAN_MAX_FILE
+bytes, at most PLAN_CACHE_BYTES in all): the key is the file's bytes themselves (a copy;
 a ``bytes`` source is used as is), so a hit is always the same content,
 and the plan reads its own copy, never a buffer the caller may change.
 Only files that parse are remembered; a bad file is parsed (and refused,
@@ -56,13 +56,12 @@ class LoadPlan:
         #: deferred relocations) as image.py computes them
         self.protections: tuple[int, list[tuple[int, int, int]], list[tuple[int, int]],
                                 list[tuple[int, int, int]]] | None = None
-        #: the whole relocation work when every relocation is a word-sized
-        #: RELATIVE into a writable segment: (image offsets, addends, counts
-        #: by type name); False: use the
-        #: general path; None: not worked out yet
+        #: the whole relocation work when every relocation comes to the load
+        #: bias plus a constant, in a writable segment (``plain_relative``);
+        #: False: use the general path; None: not worked out yet
         self.relative: Relative | bool | None = None
         #: (page size, load bias, finished image) of the last placement by
-        #: the plain RELATIVE list, when the image is at most IMAGE_KEEP_MAX
+        #: ``relative``, when the image is at most IMAGE_KEEP_MAX
         #: bytes: a reload at the same address writes the same bytes
         self.image: tuple[int, int, bytes] | None = None
         #: exported name -> (value, absolute), in Module.exports order; None
