@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
+from ...errors import StatusCode
 from .dispatch_args import host_address, host_view, host_writable
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -53,71 +54,68 @@ def alias_groups(arrays: Sequence[Any]) -> list[list[int]]:
 
 
 class StagedBindings:
-    """The guest copies of one dispatch's bindings in ``machine``."""
+    """The guest copies of one dispatch's bindings in ``machine``.
+
+    Each group's span is written and read through the host pages behind it
+    (``EmulatedMachine.span_memory``): one copy each way, no buffer in
+    between.  A group none of whose bindings the caller may write (numpy
+    arrays with ``writeable`` False, read-only memoryviews) is mapped
+    read-only: it is never copied back, and a store into it faults and is
+    reported against its binding (see :meth:`explain_fault`)."""
 
     def __init__(self, machine: Any, arrays: Sequence[Any]):
         self.machine = machine
         self.arrays = list(arrays)
         self.groups = alias_groups(self.arrays)
         #: per group: (binding index reported on a fault, reservation base,
-        #: guest address of the span, span size, reservation size)
-        self.guards: list[tuple[int, int, int, int, int]] = []
+        #: guest address of the span, span size, reservation size, read-only)
+        self.guards: list[tuple[int, int, int, int, int, bool]] = []
+        #: per group, to copy back: (host pages of the span, offset of the
+        #: group's first byte in them, the group's lowest host address)
+        self.spans: list[tuple[memoryview, int, int]] = []
         self.ptrs: list[int] = []
-
-    def _span(self, group: list[int]) -> tuple[int, int]:
-        lo = min(host_address(self.arrays[i]) for i in group)
-        hi = max(host_address(self.arrays[i]) + self.arrays[i].nbytes for i in group)
-        return lo, hi
 
     def stage(self) -> list[int]:
         """Copy every group into the guest; returns each binding's guest address."""
-        self.ptrs = [0] * len(self.arrays)
+        arrays = self.arrays
+        self.ptrs = ptrs = [0] * len(arrays)
+        page = self.machine.arch.page_size
         for group in self.groups:
-            lo, hi = self._span(group)
             if len(group) == 1:
-                span: Any = host_view(self.arrays[group[0]])    # copied once, by write
+                a = arrays[group[0]]
+                lo = host_address(a)
+                n = a.nbytes
             else:
-                span = bytearray(hi - lo)               # bytes between bindings stay zero
-                for i in group:
-                    a = self.arrays[i]
-                    off = host_address(a) - lo
-                    span[off:off + a.nbytes] = host_view(a)
-            start = self._place(group[-1], span)
+                lo = min(host_address(arrays[i]) for i in group)
+                n = max(host_address(arrays[i]) + arrays[i].nbytes for i in group) - lo
+            read_only = not any(host_writable(arrays[i]) for i in group)
+            # 64-byte aligned (what compiled dispatch code assumes of a
+            # binding), ending within 63 bytes of the unmapped guard page
+            data_span = -(-(n + 63) // page) * page
+            base = self.machine.reserve_guarded(data_span, read_only=read_only)
+            off = (data_span - n) & ~63
+            self.guards.append((group[-1], base, base + off, n, data_span + page, read_only))
+            pages = self.machine.span_memory(base)  # zero-filled: gaps between bindings stay 0
             for i in group:
-                self.ptrs[i] = start + host_address(self.arrays[i]) - lo
-        return self.ptrs
-
-    def _place(self, index: int, data: Any) -> int:
-        """Write ``data`` (bytes-like) at a 64-byte aligned guest address
-        (the alignment compiled dispatch code assumes of a binding) so that it
-        ends, within 63 bytes, at a page boundary followed by an unmapped
-        guard page.  (The machine hands out a span an earlier dispatch
-        released, zero-filled, instead of mapping a new one.)"""
-        m = self.machine
-        page = m.arch.page_size
-        n = len(data)
-        data_span = -(-(n + 63) // page) * page
-        base = m.reserve_guarded(data_span)
-        self.guards.append((index, base, 0, n, data_span + page))
-        addr = (base + data_span - n) & ~63
-        m.write(addr, data)
-        self.guards[-1] = (index, base, addr, n, data_span + page)
-        return addr
+                a = arrays[i]
+                at = off + host_address(a) - lo
+                pages[at:at + a.nbytes] = host_view(a)
+                ptrs[i] = base + at
+            if not read_only:
+                self.spans.append((pages, off, lo))
+        return ptrs
 
     def copy_back(self) -> None:
-        """What the guest code wrote lands in the host arrays (each group's
-        span is read once; read-only bindings are left alone)."""
-        for group in self.groups:
-            if not any(host_writable(self.arrays[i]) for i in group):
-                continue
-            lo, hi = self._span(group)
-            start = self.ptrs[group[0]] - (host_address(self.arrays[group[0]]) - lo)
-            span = memoryview(self.machine.read(start, hi - lo))
+        """What the guest code wrote lands in the host arrays (read-only
+        bindings are left alone)."""
+        arrays = self.arrays
+        groups = (g for g, guard in zip(self.groups, self.guards) if not guard[5])
+        for group, (pages, off, lo) in zip(groups, self.spans):
             for i in group:
-                a = self.arrays[i]
+                a = arrays[i]
                 if host_writable(a):
-                    off = host_address(a) - lo
-                    host_view(a)[:] = span[off:off + a.nbytes]
+                    at = off + host_address(a) - lo
+                    host_view(a)[:] = pages[at:at + a.nbytes]
 
     @contextlib.contextmanager
     def recording(self, out: list[tuple[int, int, int]] | None) -> Iterator[None]:
@@ -138,22 +136,32 @@ class StagedBindings:
                 if lo < hi:
                     out.append((b, lo - p, hi - lo))
 
-    def explain_fault(self, e: BaseException) -> str | None:
-        """A message for a fault in a guard page, naming the binding."""
+    def explain_fault(self, e: BaseException) -> tuple[str, StatusCode] | None:
+        """A message and status for a fault in a guard page (OUT_OF_RANGE)
+        or a store into a read-only binding (PERMISSION_DENIED), naming the
+        binding."""
         addr = getattr(e, "address", None)
         if addr is None:
             return None
         page = self.machine.arch.page_size
-        for index, base, data, n, span in self.guards:
+        for index, base, data, n, span, _read_only in self.guards:
             guard = base + span - page
             if guard <= addr < base + span:
                 return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
-                        f"{addr - data} (is the binding smaller than the dispatch expects?)")
+                        f"{addr - data} (is the binding smaller than the dispatch expects?)",
+                        StatusCode.OUT_OF_RANGE)
+        if getattr(e, "access", None) == "write":
+            for i, (p, a) in enumerate(zip(self.ptrs, self.arrays)):
+                if p <= addr < p + a.nbytes and not host_writable(a):
+                    return (f"binding {i} ({a.nbytes} bytes) is read-only (the caller's memory "
+                            f"is not writable) and the dispatch wrote to it at byte offset "
+                            f"{addr - p}", StatusCode.PERMISSION_DENIED)
         return None
 
     def release(self) -> None:
-        for _i, base, _addr, _n, _span in self.guards:
-            self.machine.release(base)
+        self.spans = []
+        for guard in self.guards:
+            self.machine.release(guard[1])
         self.guards = []
 
 

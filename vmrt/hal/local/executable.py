@@ -503,8 +503,7 @@ class Executable:
                 xyz = dargs.workgroup_xyz(chunk[k], wc)
                 why = None if self._staged is None else self._staged.explain_fault(e)
                 if why is not None:
-                    raise DispatchError(f"{where}, workgroup {xyz}: {why}",
-                                        StatusCode.OUT_OF_RANGE) from e
+                    raise DispatchError(f"{where}, workgroup {xyz}: {why[0]}", why[1]) from e
                 raise DispatchError(f"{where} failed in workgroup {xyz}: "
                                     f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
             if r:
