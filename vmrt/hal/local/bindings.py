@@ -27,11 +27,15 @@ def _root(array: Any) -> Any:
     return array
 
 
-def alias_groups(arrays: Sequence[Any]) -> list[list[int]]:
+def alias_groups(arrays: Sequence[Any], addresses: Sequence[int] | None = None
+                 ) -> list[list[int]]:
     """Binding indices grouped by the host memory they share: views of one
     allocation (overlapping or not) and arrays whose bytes overlap are one
     group; every other binding is a group of its own.  Groups come in the
-    order of their first binding."""
+    order of their first binding.  ``addresses``: the bindings' host
+    addresses, when the caller has them."""
+    if len(arrays) == 1:
+        return [[0]]
     parent = list(range(len(arrays)))
 
     def find(i: int) -> int:
@@ -41,7 +45,7 @@ def alias_groups(arrays: Sequence[Any]) -> list[list[int]]:
         return i
     roots = [id(_root(a)) for a in arrays]
     # bindings are contiguous: they share memory when their byte ranges overlap
-    los = [host_address(a) for a in arrays]
+    los = list(addresses) if addresses is not None else [host_address(a) for a in arrays]
     his = [lo + a.nbytes for lo, a in zip(los, arrays)]
     for i in range(len(arrays)):
         for j in range(i + 1, len(arrays)):
@@ -66,7 +70,8 @@ class StagedBindings:
     def __init__(self, machine: Any, arrays: Sequence[Any]):
         self.machine = machine
         self.arrays = list(arrays)
-        self.groups = alias_groups(self.arrays)
+        self.addresses = [host_address(a) for a in self.arrays]
+        self.groups = alias_groups(self.arrays, self.addresses)
         #: per group: (binding index reported on a fault, reservation base,
         #: guest address of the span, span size, reservation size, read-only)
         self.guards: list[tuple[int, int, int, int, int, bool]] = []
@@ -77,17 +82,16 @@ class StagedBindings:
 
     def stage(self) -> list[int]:
         """Copy every group into the guest; returns each binding's guest address."""
-        arrays = self.arrays
+        arrays, addresses = self.arrays, self.addresses
         self.ptrs = ptrs = [0] * len(arrays)
         page = self.machine.arch.page_size
         for group in self.groups:
             if len(group) == 1:
-                a = arrays[group[0]]
-                lo = host_address(a)
-                n = a.nbytes
+                lo = addresses[group[0]]
+                n = arrays[group[0]].nbytes
             else:
-                lo = min(host_address(arrays[i]) for i in group)
-                n = max(host_address(arrays[i]) + arrays[i].nbytes for i in group) - lo
+                lo = min(addresses[i] for i in group)
+                n = max(addresses[i] + arrays[i].nbytes for i in group) - lo
             read_only = not any(host_writable(arrays[i]) for i in group)
             # 64-byte aligned (what compiled dispatch code assumes of a
             # binding), ending within 63 bytes of the unmapped guard page
@@ -98,7 +102,7 @@ class StagedBindings:
             pages = self.machine.span_memory(base)  # zero-filled: gaps between bindings stay 0
             for i in group:
                 a = arrays[i]
-                at = off + host_address(a) - lo
+                at = off + addresses[i] - lo
                 pages[at:at + a.nbytes] = host_view(a)
                 ptrs[i] = base + at
             if not read_only:
@@ -108,13 +112,13 @@ class StagedBindings:
     def copy_back(self) -> None:
         """What the guest code wrote lands in the host arrays (read-only
         bindings are left alone)."""
-        arrays = self.arrays
+        arrays, addresses = self.arrays, self.addresses
         groups = (g for g, guard in zip(self.groups, self.guards) if not guard[5])
         for group, (pages, off, lo) in zip(groups, self.spans):
             for i in group:
                 a = arrays[i]
                 if host_writable(a):
-                    at = off + host_address(a) - lo
+                    at = off + addresses[i] - lo
                     host_view(a)[:] = pages[at:at + a.nbytes]
 
     @contextlib.contextmanager

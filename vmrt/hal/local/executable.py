@@ -425,12 +425,23 @@ class Executable:
 
     def _guest_state(self, mem: GuestMemory, cbytes: bytes, ptrs: list[int], sizes: list[int],
                      ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
-        """The dispatch state and what it points to, in guest memory."""
-        cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
-        bptr = mem.alloc_words(ptrs) if ptrs else 0
-        lptr = mem.alloc_words(sizes) if sizes else 0
-        return mem.alloc_bytes(mem.layout.dispatch_state(
-            ws3, len(cbytes) // 4, wc, threads, len(ptrs), cptr, bptr, lptr), 16)
+        """The dispatch state and what it points to, in guest memory: one
+        block, written at once (the state, 16-byte aligned, then the
+        constants, then the binding pointers and lengths, word-aligned)."""
+        lay = mem.layout
+        n = len(ptrs)
+        c_off = -(-lay.ds_size // 16) * 16
+        b_off = c_off + -(-len(cbytes) // lay.word) * lay.word
+        l_off = b_off + n * lay.word
+        base = mem.alloc(l_off + n * lay.word, 16)
+        state = lay.dispatch_state(ws3, len(cbytes) // 4, wc, threads, n,
+                                   base + c_off if cbytes else 0, base + b_off if n else 0,
+                                   base + l_off if n else 0)
+        block = state + bytes(c_off - len(state)) + cbytes + bytes(b_off - c_off - len(cbytes))
+        if n:
+            block += lay.pack_words(*ptrs, *sizes)
+        mem.write(base, block)
+        return base
 
     def _host_state(self, cbytes: bytes, ptrs: list[int], sizes: list[int],
                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
