@@ -126,3 +126,29 @@ def test_span_memory_is_the_guest_memory(emulation):
         machine.release(again)
     finally:
         machine.close()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threaded_dispatch_treats_read_only_bindings_alike(saxpy, threads):
+    """local-task under emulation (one machine per worker, bindings shared
+    through host blocks) maps read-only bindings read-only too: the same
+    result with read-only inputs, the same error for a read-only output."""
+    n = 32 * 8
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    x.flags.writeable = False
+    y.flags.writeable = False
+    out = np.zeros(n, np.float32)
+    saxpy.dispatch("saxpy", 8, [x, y, out], [1.5, *_index(n)], threads=threads)
+    assert (saxpy.workers is not None) == (threads > 1)    # worker machines ran it
+    ref = np.zeros(n, np.float32)
+    saxpy.dispatch("saxpy", 8, [x.copy(), y.copy(), ref], [1.5, *_index(n)])
+    assert out.tobytes() == ref.tobytes()
+    ro = np.full(n, 3, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(DispatchError) as e:
+        saxpy.dispatch("saxpy", 8, [x, y, ro], [1.5, *_index(n)], threads=threads)
+    assert e.value.code == vmrt.StatusCode.PERMISSION_DENIED
+    assert f"binding 2 ({4 * n} bytes) is read-only" in str(e.value)
+    assert (ro == 3).all()

@@ -57,6 +57,33 @@ def alias_groups(arrays: Sequence[Any], addresses: Sequence[int] | None = None
     return list(groups.values())
 
 
+def explain_binding_fault(e: BaseException, guards: Sequence[tuple[int, int, int, int, int]],
+                          ptrs: Sequence[int], arrays: Sequence[Any]
+                          ) -> tuple[str, StatusCode] | None:
+    """A message and status for guest fault ``e`` of an emulated dispatch
+    that names a binding: an access to the unmapped page after a group of
+    bindings (OUT_OF_RANGE), or a store into a read-only binding
+    (PERMISSION_DENIED); None for any other fault.  ``guards``: per alias
+    group (binding reported, guest address of the group's first byte, its
+    size, guard page start, guard page end); ``ptrs``: each binding's guest
+    address."""
+    addr = getattr(e, "address", None)
+    if addr is None:
+        return None
+    for index, data, n, lo, hi in guards:
+        if lo <= addr < hi:
+            return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
+                    f"{addr - data} (is the binding smaller than the dispatch expects?)",
+                    StatusCode.OUT_OF_RANGE)
+    if getattr(e, "access", None) == "write":
+        for i, (p, a) in enumerate(zip(ptrs, arrays)):
+            if p <= addr < p + a.nbytes and not host_writable(a):
+                return (f"binding {i} ({a.nbytes} bytes) is read-only (the caller's memory is "
+                        f"not writable) and the dispatch wrote to it at byte offset {addr - p}",
+                        StatusCode.PERMISSION_DENIED)
+    return None
+
+
 class StagedBindings:
     """The guest copies of one dispatch's bindings in ``machine``.
 
@@ -72,9 +99,10 @@ class StagedBindings:
         self.arrays = list(arrays)
         self.addresses = [host_address(a) for a in self.arrays]
         self.groups = alias_groups(self.arrays, self.addresses)
-        #: per group: (binding index reported on a fault, reservation base,
-        #: guest address of the span, span size, reservation size, read-only)
-        self.guards: list[tuple[int, int, int, int, int, bool]] = []
+        #: per group: see :func:`explain_binding_fault`
+        self.guards: list[tuple[int, int, int, int, int]] = []
+        #: per group: its reservation, and whether it is read-only
+        self.reserved: list[tuple[int, bool]] = []
         #: per group, to copy back: (host pages of the span, offset of the
         #: group's first byte in them, the group's lowest host address)
         self.spans: list[tuple[memoryview, int, int]] = []
@@ -98,7 +126,9 @@ class StagedBindings:
             data_span = -(-(n + 63) // page) * page
             base = self.machine.reserve_guarded(data_span, read_only=read_only)
             off = (data_span - n) & ~63
-            self.guards.append((group[-1], base, base + off, n, data_span + page, read_only))
+            self.reserved.append((base, read_only))
+            self.guards.append((group[-1], base + off, n, base + data_span,
+                                base + data_span + page))
             pages = self.machine.span_memory(base)  # zero-filled: gaps between bindings stay 0
             for i in group:
                 a = arrays[i]
@@ -113,7 +143,7 @@ class StagedBindings:
         """What the guest code wrote lands in the host arrays (read-only
         bindings are left alone)."""
         arrays, addresses = self.arrays, self.addresses
-        groups = (g for g, guard in zip(self.groups, self.guards) if not guard[5])
+        groups = (g for g, (_base, ro) in zip(self.groups, self.reserved) if not ro)
         for group, (pages, off, lo) in zip(groups, self.spans):
             for i in group:
                 a = arrays[i]
@@ -141,32 +171,14 @@ class StagedBindings:
                     out.append((b, lo - p, hi - lo))
 
     def explain_fault(self, e: BaseException) -> tuple[str, StatusCode] | None:
-        """A message and status for a fault in a guard page (OUT_OF_RANGE)
-        or a store into a read-only binding (PERMISSION_DENIED), naming the
-        binding."""
-        addr = getattr(e, "address", None)
-        if addr is None:
-            return None
-        page = self.machine.arch.page_size
-        for index, base, data, n, span, _read_only in self.guards:
-            guard = base + span - page
-            if guard <= addr < base + span:
-                return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
-                        f"{addr - data} (is the binding smaller than the dispatch expects?)",
-                        StatusCode.OUT_OF_RANGE)
-        if getattr(e, "access", None) == "write":
-            for i, (p, a) in enumerate(zip(self.ptrs, self.arrays)):
-                if p <= addr < p + a.nbytes and not host_writable(a):
-                    return (f"binding {i} ({a.nbytes} bytes) is read-only (the caller's memory "
-                            f"is not writable) and the dispatch wrote to it at byte offset "
-                            f"{addr - p}", StatusCode.PERMISSION_DENIED)
-        return None
+        """See :func:`explain_binding_fault`."""
+        return explain_binding_fault(e, self.guards, self.ptrs, self.arrays)
 
     def release(self) -> None:
-        self.spans = []
-        for guard in self.guards:
-            self.machine.release(guard[1])
-        self.guards = []
+        self.spans, self.guards = [], []
+        reserved, self.reserved = self.reserved, []
+        for base, _ro in reserved:
+            self.machine.release(base)
 
 
-__all__ = ["StagedBindings", "alias_groups"]
+__all__ = ["StagedBindings", "alias_groups", "explain_binding_fault"]

@@ -358,7 +358,7 @@ class Executable:
             if native:          # host memory: one reusable block per thread, no allocations
                 ds = self._host_state(cbytes, ptrs, sizes, ws3, wc, threads)
             else:
-                ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
+                ds = mem.alloc_dispatch_state(cbytes, ptrs, sizes, ws3, wc, threads)
             fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
             if order is None and native and threads > 1 and total > 1:
@@ -422,26 +422,6 @@ class Executable:
             fn = self._entries[exp.ordinal] = self.machine.function(
                 exp.function, sig(f"i32({w},{w},{w})"))
         return fn
-
-    def _guest_state(self, mem: GuestMemory, cbytes: bytes, ptrs: list[int], sizes: list[int],
-                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
-        """The dispatch state and what it points to, in guest memory: one
-        block, written at once (the state, 16-byte aligned, then the
-        constants, then the binding pointers and lengths, word-aligned)."""
-        lay = mem.layout
-        n = len(ptrs)
-        c_off = -(-lay.ds_size // 16) * 16
-        b_off = c_off + -(-len(cbytes) // lay.word) * lay.word
-        l_off = b_off + n * lay.word
-        base = mem.alloc(l_off + n * lay.word, 16)
-        state = lay.dispatch_state(ws3, len(cbytes) // 4, wc, threads, n,
-                                   base + c_off if cbytes else 0, base + b_off if n else 0,
-                                   base + l_off if n else 0)
-        block = state + bytes(c_off - len(state)) + cbytes + bytes(b_off - c_off - len(cbytes))
-        if n:
-            block += lay.pack_words(*ptrs, *sizes)
-        mem.write(base, block)
-        return base
 
     def _host_state(self, cbytes: bytes, ptrs: list[int], sizes: list[int],
                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
