@@ -99,35 +99,6 @@ def test_a_writable_alias_of_a_read_only_view_is_written(saxpy):
     assert ((buf == unfused) | (buf == fused)).all()
 
 
-def test_span_memory_is_the_guest_memory(emulation):
-    """EmulatedMachine.span_memory: the host pages behind a guarded span,
-    the bytes guest reads see, writable by the host even when the guest may
-    only read them."""
-    from elfkit.arch import get
-    from elfkit.errors import MemoryAccessError
-    from elfkit.exec import create_machine
-    machine = create_machine(get("aarch64"), "emulated")
-    try:
-        page = machine.arch.page_size
-        base = machine.reserve_guarded(page, read_only=True)
-        pages = machine.span_memory(base)
-        assert len(pages) == page and bytes(pages) == bytes(page)
-        pages[10:14] = b"\x01\x02\x03\x04"
-        assert machine.read(base + 10, 4) == b"\x01\x02\x03\x04"
-        with pytest.raises(MemoryAccessError):
-            machine.span_memory(base + 64)           # not the start of a span
-        machine.release(base)
-        with pytest.raises(MemoryAccessError):
-            machine.span_memory(base)                # released (kept idle by the machine)
-        again = machine.reserve_guarded(page)        # the same span, zero-filled, writable
-        assert again == base and bytes(machine.span_memory(again)) == bytes(page)
-        machine.write(again, b"\xff")
-        assert machine.read(again, 1) == b"\xff"
-        machine.release(again)
-    finally:
-        machine.close()
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_threaded_dispatch_treats_read_only_bindings_alike(saxpy, threads):
     """local-task under emulation (one machine per worker, bindings shared
