@@ -7,7 +7,16 @@ covers them, so that they alias in the guest exactly as they do natively:
 a write through one binding is visible through the other.  Every span ends
 next to an unmapped guard page, so an access past it faults and is reported
 against its binding.  Only the bytes of the bindings are copied in; nothing
-else of the host is reachable from the guest."""
+else of the host is reachable from the guest.
+
+Which bindings a dispatch only reads is known to the caller alone: IREE's
+compiler marks bindings ``ReadOnly`` in its pipeline layouts, but neither the
+llvm-cpu library (its dispatch attributes carry a binding count only, its
+parameter table is NULL) nor the VM program (a binding is slot, buffer,
+offset and length) keeps the marks, and IREE 3.13 writes some imported
+constants in place.  A binding whose host memory is not writable is the
+declaration: it is mapped read-only, never copied back, and a store into it
+is reported (PERMISSION_DENIED) instead of being dropped."""
 from __future__ import annotations
 
 import contextlib
