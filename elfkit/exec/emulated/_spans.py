@@ -91,13 +91,16 @@ class GuardedSpans(MachineState):
 
         def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None: ...
 
-    def reserve_guarded(self, size: int, name: str = "") -> int:
+    def reserve_guarded(self, size: int, name: str = "", read_only: bool = False) -> int:
         """Reserve and map ``size`` bytes (rounded up to whole pages) of
         read/write memory followed by an unmapped guard page, so that an
         access running past the end faults; ``release`` frees both.  Cheaper
         than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
         copies the contents of a mapping it splits.  A released span of the
-        same size is handed out again, zero-filled (see the module notes)."""
+        same size is handed out again, zero-filled (see the module notes).
+        ``read_only``: guest code may only read the span (a store faults);
+        the host fills it through :meth:`span_memory`."""
+        perms = C.UC_PROT_READ if read_only else C.UC_PROT_READ | C.UC_PROT_WRITE
         with self._lock:
             self._check_open()
             if size <= 0:
@@ -107,23 +110,36 @@ class GuardedSpans(MachineState):
             if kept is not None:
                 r = self._space.at(kept[0])
                 assert r is not None
-                if self._set_span_rights(r, C.UC_PROT_READ | C.UC_PROT_WRITE):
+                if self._set_span_rights(r, perms):
                     r.kind, r.name = "span", name
                     return r.start
                 self._unmap_span(r)
             try:
-                return self._new_span(size, name)
+                return self._new_span(size, name, perms)
             except (LayoutError, MemoryAccessError):
                 if not self._drain_spans():
                     raise
-            return self._new_span(size, name)       # the room the kept spans held
+            return self._new_span(size, name, perms)    # the room the kept spans held
 
-    def _new_span(self, size: int, name: str) -> int:
+    def span_memory(self, addr: int) -> memoryview:
+        """The host pages behind the guarded span reserved at ``addr`` (its
+        mapped bytes, guard page excluded), writable from the host whatever
+        the guest's rights: the span's memory without a copy through
+        unicorn.  Valid until the span is released."""
+        with self._lock:
+            self._check_open()
+            r = self._space.at(addr)
+            if r is None or r.start != addr or r.kind != "span":
+                raise MemoryAccessError(f"span_memory({addr:#x}): not the start of a guarded "
+                                        "span")
+            return memoryview(r.extra).cast("B")
+
+    def _new_span(self, size: int, name: str, perms: int) -> int:
         start = self._space.find(size + PAGE, PAGE)
         r = self._space.add(Region(start, size + PAGE, "span", name, mapped=size,
                                    map_start=start))
         try:
-            r.extra = self._map_host(start, size, C.UC_PROT_READ | C.UC_PROT_WRITE)
+            r.extra = self._map_host(start, size, perms)
         except BaseException:
             self._space.remove(start)
             raise

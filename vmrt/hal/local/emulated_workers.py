@@ -46,7 +46,7 @@ from ...errors import (
     StatusCode,
     VmError,
 )
-from .bindings import alias_groups
+from .bindings import alias_groups, explain_binding_fault
 from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
 from .dispatch_limits import (
     ExecutionLimits,
@@ -123,18 +123,22 @@ class SharedBindings:
     def map_into(self, machine: Any, bases: list[int]
                  ) -> tuple[list[int], list[tuple[int, int, int, int, int]]]:
         """Share every block with ``machine`` (each block's guest address is
-        appended to ``bases``): each binding's guest address, and per group
-        (binding reported on a fault, block address, span address, span
-        size, block size)."""
+        appended to ``bases``; a group none of whose bindings is writable is
+        mapped read-only): each binding's guest address, and per group what
+        :func:`~vmrt.hal.local.bindings.explain_binding_fault` takes."""
         ptrs = [0] * len(self.arrays)
         guards = []
         for group, (block, off, n) in zip(self.groups, self.placed):
+            if not any(host_writable(self.arrays[i]) for i in group):
+                block = block.view()
+                block.flags.writeable = False
             base = machine.share(block)
             bases.append(base)
             lo, _hi = self._span(group)
             for i in group:
                 ptrs[i] = base + off + host_address(self.arrays[i]) - lo
-            guards.append((group[-1], base, base + off, n, int(block.nbytes)))
+            end = base + int(block.nbytes)
+            guards.append((group[-1], base + off, n, end, end + 4096))
         return ptrs, guards
 
     def copy_back(self) -> None:
@@ -146,19 +150,6 @@ class SharedBindings:
                 if host_writable(a):
                     start = off + host_address(a) - lo
                     host_view(a)[:] = memoryview(block[start:start + a.nbytes])
-
-
-def _explain(guards: list[tuple[int, int, int, int, int]], e: BaseException) -> str | None:
-    """A message for a fault in the unmapped page after a binding's block."""
-    addr = getattr(e, "address", None)
-    if addr is None:
-        return None
-    for index, base, data, n, block_size in guards:
-        end = base + block_size
-        if end <= addr < end + 4096:
-            return (f"binding {index} ({n} bytes) was accessed out of bounds at byte offset "
-                    f"{addr - data} (is the binding smaller than the dispatch expects?)")
-    return None
 
 
 class EmulatedWorkers:
@@ -265,22 +256,18 @@ class _Job:
         self.limits = limits
         self.shares = shares_for(limits, threads)
 
-    def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, list]:
+    def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, tuple]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
         state: (executable, dispatch function, state address, local memory,
-        guest memory, guards)."""
+        guest memory, (guards, binding addresses) for fault reports)."""
         mem = GuestMemory(exe.machine)
         bases: list[int] = []
         self.mapped.append((exe.machine, bases, mem))
         ptrs, guards = self.shared.map_into(exe.machine, bases)
         sizes = [a.nbytes for a in self.shared.arrays]
-        c = mem.alloc_bytes(self.cbytes, 4) if self.cbytes else 0
-        b = mem.alloc_words(ptrs) if ptrs else 0
-        n = mem.alloc_words(sizes) if sizes else 0
-        ds = mem.alloc_bytes(mem.layout.dispatch_state(
-            self.ws3, len(self.cbytes) // 4, self.wc, self.threads, len(ptrs), c, b, n), 16)
+        ds = mem.alloc_dispatch_state(self.cbytes, ptrs, sizes, self.ws3, self.wc, self.threads)
         local = mem.alloc(self.exp.local_memory_size, 64) if self.exp.local_memory_size else 0
-        return exe, exe.entry(self.exp), ds, local, mem, guards
+        return exe, exe.entry(self.exp), ds, local, mem, (guards, ptrs)
 
     def run(self, parts: list[tuple], bounds: list[tuple[int, int]]) -> None:
         pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
@@ -360,11 +347,10 @@ class _Job:
             finally:
                 mem.free(base)
 
-    def _fail(self, e: Exception, guards: list, xyz: str) -> None:
-        why = _explain(guards, e)
+    def _fail(self, e: Exception, faults: tuple[list, list[int]], xyz: str) -> None:
+        why = explain_binding_fault(e, faults[0], faults[1], self.shared.arrays)
         if why is not None:
-            raise DispatchError(f"{self.where}, workgroup {xyz}: {why}",
-                                StatusCode.OUT_OF_RANGE) from e
+            raise DispatchError(f"{self.where}, workgroup {xyz}: {why[0]}", why[1]) from e
         raise DispatchError(f"{self.where} failed in workgroup {xyz}: "
                             f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
 

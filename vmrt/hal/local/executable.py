@@ -358,7 +358,7 @@ class Executable:
             if native:          # host memory: one reusable block per thread, no allocations
                 ds = self._host_state(cbytes, ptrs, sizes, ws3, wc, threads)
             else:
-                ds = self._guest_state(mem, cbytes, ptrs, sizes, ws3, wc, threads)
+                ds = mem.alloc_dispatch_state(cbytes, ptrs, sizes, ws3, wc, threads)
             fn = self.entry(exp)
             total = wc[0] * wc[1] * wc[2]
             if order is None and native and threads > 1 and total > 1:
@@ -422,15 +422,6 @@ class Executable:
             fn = self._entries[exp.ordinal] = self.machine.function(
                 exp.function, sig(f"i32({w},{w},{w})"))
         return fn
-
-    def _guest_state(self, mem: GuestMemory, cbytes: bytes, ptrs: list[int], sizes: list[int],
-                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
-        """The dispatch state and what it points to, in guest memory."""
-        cptr = mem.alloc_bytes(cbytes, 4) if cbytes else 0
-        bptr = mem.alloc_words(ptrs) if ptrs else 0
-        lptr = mem.alloc_words(sizes) if sizes else 0
-        return mem.alloc_bytes(mem.layout.dispatch_state(
-            ws3, len(cbytes) // 4, wc, threads, len(ptrs), cptr, bptr, lptr), 16)
 
     def _host_state(self, cbytes: bytes, ptrs: list[int], sizes: list[int],
                     ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
@@ -503,8 +494,7 @@ class Executable:
                 xyz = dargs.workgroup_xyz(chunk[k], wc)
                 why = None if self._staged is None else self._staged.explain_fault(e)
                 if why is not None:
-                    raise DispatchError(f"{where}, workgroup {xyz}: {why}",
-                                        StatusCode.OUT_OF_RANGE) from e
+                    raise DispatchError(f"{where}, workgroup {xyz}: {why[0]}", why[1]) from e
                 raise DispatchError(f"{where} failed in workgroup {xyz}: "
                                     f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
             if r:

@@ -66,6 +66,28 @@ class GuestMemory:
         return self.alloc_bytes(self.layout.pack_words(*values) if values else b"",
                                 self.word)
 
+    def alloc_dispatch_state(self, cbytes: bytes, ptrs: list[int], sizes: list[int],
+                             ws3: tuple[int, int, int], wc: tuple[int, int, int],
+                             threads: int) -> int:
+        """A dispatch state and what it points to (constants, binding
+        pointers and lengths) in one block, written at once: the state
+        (16-byte aligned), then the constants, then the pointers and the
+        lengths (word-aligned).  Returns the state's address."""
+        lay = self.layout
+        n = len(ptrs)
+        c_off = -(-lay.ds_size // 16) * 16
+        b_off = c_off + -(-len(cbytes) // lay.word) * lay.word
+        l_off = b_off + n * lay.word
+        base = self.alloc(l_off + n * lay.word, 16)
+        state = lay.dispatch_state(ws3, len(cbytes) // 4, wc, threads, n,
+                                   base + c_off if cbytes else 0, base + b_off if n else 0,
+                                   base + l_off if n else 0)
+        block = state + bytes(c_off - len(state)) + cbytes + bytes(b_off - c_off - len(cbytes))
+        if n:
+            block += lay.pack_words(*ptrs, *sizes)
+        self.write(base, block)
+        return base
+
     def free(self, addr: int) -> None:
         """Release one allocation made here, before the others."""
         self._owned.remove(addr)

@@ -168,3 +168,34 @@ def test_many_cycles_leak_nothing():
     m.release(whole)
     assert pool.count == 0                                   # (too big to keep)
     m.close()
+
+
+@pytest.mark.parametrize("reused", [False, True])
+def test_span_memory_and_read_only_spans(reused):
+    """``span_memory`` is the span's memory as guest code sees it, writable
+    by the host; a ``read_only`` span (new or taken from the pool) may be
+    read by guest code, and a guest store into it faults as a write."""
+    with EmulatedMachine("aarch64") as m:
+        store = _function(m, STRB, "void(u64,u32)")
+        load = _function(m, LDRB, "u32(u64)")
+        if reused:
+            m.release(m.reserve_guarded(PAGE))          # kept in the pool
+        base = m.reserve_guarded(PAGE, read_only=True)
+        pages = m.span_memory(base)
+        assert len(pages) == PAGE and bytes(pages) == bytes(PAGE)
+        pages[10:12] = b"\x07\x09"
+        assert m.read(base + 10, 2) == b"\x07\x09"
+        assert load(base + 11) == 9
+        with pytest.raises(EmulationFault) as e:
+            store(base + 10, 1)
+        assert e.value.access == "write" and e.value.address == base + 10
+        assert pages[10] == 7
+        with pytest.raises(MemoryAccessError):
+            m.span_memory(base + 64)                    # not the start of a span
+        m.release(base)
+        with pytest.raises(MemoryAccessError):
+            m.span_memory(base)                         # released: idle in the pool
+        again = m.reserve_guarded(PAGE)                 # writable again, zero-filled
+        assert again == base and bytes(m.span_memory(again)) == bytes(PAGE)
+        store(again, 5)
+        assert m.span_memory(again)[0] == 5
