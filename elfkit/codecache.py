@@ -17,11 +17,13 @@ owned by the current user and writable by nobody else
 length or checksum that does not match, or a payload marshal cannot read
 makes it ignored, as if missing; writing is best effort and never raises.
 
-The checksum is ``hash(int.from_bytes(payload))``: the payload as a number
-modulo the Mersenne prime 2**61 - 1, which CPython computes in C as fast as
-:mod:`hashlib` hashes, without importing a hash library (start-up time).  It
-guards against damage (a changed byte always changes it); trust rests on the
-file being private, as it does for ``__pycache__``.
+The checksum reads the payload as one number and keeps it modulo two primes:
+the Mersenne prime 2**61 - 1 (``hash()`` of an int, which CPython computes in C
+as fast as :mod:`hashlib` hashes) and 1073741789 (below 2**30, of which 2 is a
+primitive root), without importing a hash library (start-up time).  It guards
+against damage -- a changed byte always changes it, and two changed bits almost
+always do; trust rests on the file being private, as it does for
+``__pycache__``.
 
 Where: :func:`cache_dir` ``("elfkit")`` is ``$ELFKIT_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/elfkit``, else ``~/.cache/elfkit``, and None (nothing read
@@ -41,10 +43,11 @@ if TYPE_CHECKING:
     from types import CodeType
     from typing import Any
 
-__all__ = ["cache_dir", "checksum", "compile_cached", "load", "store"]
+__all__ = ["cache_dir", "checksum", "code_entry", "compile_cached", "load", "store"]
 
 _MAGIC = b"ELFKITC1"
-_HEAD = len(_MAGIC) + 4 + 8 + 8          # magic, key length, payload length, checksum
+_HEAD = len(_MAGIC) + 4 + 8 + 12         # magic, key length, payload length, checksum
+_PRIME = 1073741789                      # below 2**30 (one digit of CPython's ints)
 #: what a value marshalled by this Python can be read back by
 _PYTHON = (f"{sys.implementation.cache_tag}\0{sys.version}\0marshal {marshal.version}\0"
            f"{sys.hash_info.modulus}\0").encode()
@@ -60,9 +63,10 @@ def cache_dir(tool: str) -> str | None:
 
 
 def checksum(data: bytes) -> int:
-    """A 61-bit checksum of ``data`` (its length is kept beside it: trailing
+    """A 91-bit checksum of ``data`` (its length is kept beside it: trailing
     zero bytes do not change the number)."""
-    return hash(int.from_bytes(data, "little"))
+    number = int.from_bytes(data, "little")
+    return hash(number) << 30 | number % _PRIME
 
 
 def load(where: str | None, name: str, key: bytes) -> Any:
@@ -102,17 +106,23 @@ def store(where: str | None, name: str, key: bytes, value: Any) -> None:
         return
     full_key = _PYTHON + key
     head = (_MAGIC + len(full_key).to_bytes(4, "little") + len(payload).to_bytes(8, "little")
-            + checksum(payload).to_bytes(8, "little"))
+            + checksum(payload).to_bytes(12, "little"))
     write_private(where, name, head + full_key + payload)
+
+
+def code_entry(source: str, filename: str) -> tuple[str, bytes]:
+    """``(file name, key)`` under which :func:`compile_cached` keeps the code
+    of ``source``: the key is ``filename`` and the whole source."""
+    key = f"{filename}\0{source}".encode()
+    return f"code-{checksum(key):016x}.bin", key
 
 
 def compile_cached(source: str, filename: str) -> CodeType:
     """``compile(source, filename, "exec")``, the code object kept in elfkit's
-    cache (file ``code-<checksum>.bin``, keyed by ``filename`` and the whole
-    ``source``) so that the next process compiling the same text reads it."""
-    key = f"{filename}\0{source}".encode()
+    cache (see :func:`code_entry`) so that the next process compiling the same
+    text reads it instead."""
+    name, key = code_entry(source, filename)
     where = cache_dir("elfkit")
-    name = f"code-{checksum(key):016x}.bin"
     code = load(where, name, key)
     if type(code) is not type(compile_cached.__code__) or code.co_filename != filename:
         code = compile(source, filename, "exec")
