@@ -62,7 +62,7 @@ def cache_dir(tool: str) -> str | None:
     return user_cache_dir(f"{upper}_CACHE_DIR", tool)
 
 
-def checksum(data: bytes) -> int:
+def checksum(data: bytes | memoryview) -> int:
     """A 91-bit checksum of ``data`` (its length is kept beside it: trailing
     zero bytes do not change the number)."""
     number = int.from_bytes(data, "little")
@@ -114,7 +114,7 @@ def code_entry(source: str, filename: str) -> tuple[str, bytes]:
     """``(file name, key)`` under which :func:`compile_cached` keeps the code
     of ``source``: the key is ``filename`` and the whole source."""
     key = f"{filename}\0{source}".encode()
-    return f"code-{checksum(key):016x}.bin", key
+    return f"code-{checksum(key):023x}.bin", key
 
 
 def compile_cached(source: str, filename: str) -> CodeType:
