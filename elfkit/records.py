@@ -26,20 +26,20 @@ in a run cost nothing more.  ``__init__`` is the code a dataclass generates
 fields have a default factory, frozen or not) and renamed for each class;
 the others are closures over the class's field names.  The compiled shapes
 are kept in elfkit's cache directory (``$ELFKIT_CACHE_DIR``, else
-``~/.cache/elfkit``), so the next start of the program compiles none.
+``~/.cache/elfkit``; none with ``ELFKIT_NO_CACHE=1``; see
+:mod:`elfkit.codecache`), so the next start of the program compiles none.
 
 Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
 ``eq=False``, ``InitVar``; a recursive repr is not guarded.
 """
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 from operator import attrgetter
 from types import FunctionType
 
-from .files import read_private, user_cache_dir, write_private
+from . import codecache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def _install(cls: type, name: str, fn: Any) -> Any:
 #: The shapes compiled are kept on disk (see :func:`_read_shapes`), so a program's
 #: next start compiles none.
 _INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
-#: the cache file's header, once it has been read (empty: not read yet)
+#: the cache file's key, once the file has been read (empty: not read yet)
 _disk: list[bytes] = []
 
 
@@ -160,12 +160,11 @@ def _slot(i: int) -> str:
     return f"_f{i}_"
 
 
-def _cache_header() -> bytes:
-    """What a usable cache file starts with: this Python, and this file's size and
-    time (editing the generator below makes the old shapes unreadable)."""
+def _cache_key() -> bytes:
+    """The key of usable shapes: this file's size and time (editing the generator
+    below makes the old shapes unreadable; the Python is part of every key)."""
     st = os.stat(__file__)
-    return (f"elfkit records 1\0{sys.version}\0{sys.implementation.cache_tag}\0"
-            f"{st.st_size}:{st.st_mtime_ns}\0").encode()
+    return f"elfkit records 1\0{st.st_size}:{st.st_mtime_ns}\0".encode()
 
 
 def _well_formed(key: Any, code: Any) -> bool:
@@ -177,22 +176,16 @@ def _well_formed(key: Any, code: Any) -> bool:
 
 def _read_shapes() -> None:
     """Add the shapes of elfkit's cache file (``records-<python>.bin`` in
-    ``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
+    :func:`elfkit.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
     ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
     trusted only when private to the user (owner, permissions); anything else
-    (missing, another Python, an older elfkit, truncated) is ignored."""
+    (missing, another Python, an older elfkit, damaged) is ignored."""
     try:
-        header = _cache_header()
+        key = _cache_key()
     except OSError:        # pragma: no cover - a records.py without a file (zip import)
-        header = b"-"
-    _disk.append(header)
-    blob = read_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE)
-    if blob is None or not blob.startswith(header):
-        return
-    try:
-        shapes = marshal.loads(blob[len(header):])
-    except (ValueError, EOFError, TypeError):
-        return
+        key = b"-"
+    _disk.append(key)
+    shapes = codecache.load(codecache.cache_dir("elfkit"), _CACHE_FILE, key)
     if type(shapes) is dict:
         _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
 
@@ -218,8 +211,7 @@ def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: 
         scope: dict[str, Any] = {}
         exec(src, scope)        # the dataclass technique, on our own text, once per shape
         code = _INIT_CODE[key] = scope["__init__"].__code__
-        write_private(user_cache_dir("ELFKIT_CACHE_DIR", "elfkit"), _CACHE_FILE,
-                      _disk[0] + marshal.dumps(_INIT_CODE))
+        codecache.store(codecache.cache_dir("elfkit"), _CACHE_FILE, _disk[0], _INIT_CODE)
     return code
 
 

@@ -15,12 +15,12 @@ caller keeps the symbols only.
 """
 from __future__ import annotations
 
-import array
 import io
-import os
 import struct
 import zlib
 from collections.abc import Callable
+
+from .. import codecache
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -51,43 +51,36 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
     return {name: bytes(body) for name, body in out.items()}
 
 
-_SITES_MAGIC = b"elfkit-dwarf-sites-2\0\0\0\0"
-
-
 def info_sites(elf_bytes: bytes, cache: str | None = None
                ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     """(address size of the last unit, [(offset, address size)] of each
     address in the file's ``.debug_info``, {low_pc: size} of its
     subprograms), read from ``cache`` when it has this file's, else found
-    and kept there."""
-    path = None
-    if cache is not None:
-        key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
-        path = os.path.join(cache, f"dwarf-sites-{key}.bin")
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except OSError:
-            raw = b""
-        if raw.startswith(_SITES_MAGIC) and (len(raw) - len(_SITES_MAGIC)) % 8 == 0:
-            flat = array.array("Q", raw[len(_SITES_MAGIC):])
-            n = flat[1] if len(flat) >= 2 else -1
-            if len(flat) % 2 == 0 and 0 <= 2 * n <= len(flat) - 2:
-                pairs = list(zip(flat[2::2], flat[3::2]))
-                return flat[0], pairs[:n], dict(pairs[n:])
-    word, sites, funcs = _find_sites(elf_bytes)
-    if path is not None:
-        flat = array.array("Q", [word, len(sites)] + [v for site in sites for v in site]
-                           + [v for item in funcs.items() for v in item])
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "wb") as fh:
-                fh.write(_SITES_MAGIC + flat.tobytes())
-            os.replace(tmp, path)              # atomic: other processes see all or nothing
-        except OSError:
-            pass                               # a cache we cannot write: found again next time
-    return word, sites, funcs
+    and kept there (an :mod:`elfkit.codecache` entry: private, checked)."""
+    name, key = sites_entry(elf_bytes)
+    kept = codecache.load(cache, name, key)
+    if _well_formed(kept):
+        return kept
+    found = _find_sites(elf_bytes)
+    codecache.store(cache, name, key, found)
+    return found
+
+
+def sites_entry(elf_bytes: bytes) -> tuple[str, bytes]:
+    """``(file name, key)`` of the cache entry of ``elf_bytes``'s sites: the
+    file's CRC-32, Adler-32 and length."""
+    key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
+    return f"dwarf-sites-{key}.bin", f"dwarf sites\0{key}".encode()
+
+
+def _well_formed(kept: Any) -> bool:
+    if not (type(kept) is tuple and len(kept) == 3):
+        return False
+    word, sites, funcs = kept
+    return (type(word) is int and type(sites) is list and type(funcs) is dict
+            and all(type(s) is tuple and len(s) == 2 and type(s[0]) is int
+                    and type(s[1]) is int for s in sites)
+            and all(type(k) is int and type(v) is int for k, v in funcs.items()))
 
 
 def _find_sites(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]], dict[int, int]]:

@@ -17,8 +17,8 @@ import struct
 import threading
 import weakref
 
+from .. import codecache
 from ..records import DataRecord
-from .cache import cache_dir
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -326,9 +326,10 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
         found = {s.name: bytes(_bounded(data, s.offset, s.size)) for s in sections
                  if s.name.startswith(".debug_") and s.type == SHT_PROGBITS}
         moved = {}
-        if ".debug_info" in found:      # most plugins have none: array and the mover on demand
+        if ".debug_info" in found:      # most plugins have none: the mover on demand
             from .dwarf_reloc import relocate_dwarf
-            moved = relocate_dwarf(bytes(data), found, module.base, functions, cache_dir())
+            moved = relocate_dwarf(bytes(data), found, module.base, functions,
+                                   codecache.cache_dir("elfkit"))
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}
     _dwarf_read[module] = done = (moved, functions)

@@ -15,15 +15,15 @@ written).  A cache file is only a cache: it is read only from a directory and
 file owned by the current user and writable by nobody else; it carries its
 key and a checksum of its contents; anything unexpected (truncated, corrupt,
 renamed, other Python, wrong shape) is ignored and the module is translated
-again.  Failing to write the cache is silent too.
+again.  Failing to write the cache is silent too.  The file format and these
+checks are :mod:`elfkit.codecache`'s (shared with elfkit's own caches).
 """
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 
-from elfkit.files import read_private, user_cache_dir, write_private
+from elfkit import codecache
 
 try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
     from _blake2 import blake2b
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["cache_dir", "cache_key", "load", "store"]
 
-_MAGIC = b"VMRTTC01"
 _DIGEST = 32
 #: the packages whose sources decide what a module is translated into
 _PACKAGES = ("bytecode", "vm")
@@ -46,9 +45,7 @@ _fingerprint: list[bytes] = []
 
 def cache_dir() -> str | None:
     """The cache directory, or None when the cache is turned off."""
-    if os.environ.get("VMRT_NO_CACHE", "") not in ("", "0"):
-        return None
-    return user_cache_dir("VMRT_CACHE_DIR", "vmrt")
+    return codecache.cache_dir("vmrt")
 
 
 def _vmrt_fingerprint() -> bytes:
@@ -96,22 +93,7 @@ def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
     """``(code, constants, sources)`` stored under ``key`` for a module of
     ``count`` functions, or None (no entry, cache off, or an entry that is not
     exactly what :func:`store` writes)."""
-    where = cache_dir()
-    if where is None:
-        return None
-    blob = read_private(where, _name(key))
-    if blob is None:
-        return None
-    head = len(_MAGIC) + 2 * _DIGEST
-    if blob[:len(_MAGIC)] != _MAGIC or blob[len(_MAGIC):len(_MAGIC) + _DIGEST] != key:
-        return None
-    payload = blob[head:]
-    if blob[len(_MAGIC) + _DIGEST:head] != blake2b(payload, digest_size=_DIGEST).digest():
-        return None
-    try:
-        entry = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
+    entry = codecache.load(cache_dir(), _name(key), key)
     return entry if _well_formed(entry, count) else None
 
 
@@ -127,12 +109,4 @@ def _well_formed(entry: object, count: int) -> bool:
 def store(key: bytes, code: CodeType, consts: list, sources: list[str]) -> None:
     """Keep a translation under ``key`` (best effort: never raises for I/O or
     for constants marshal cannot write)."""
-    where = cache_dir()
-    if where is None:
-        return
-    try:
-        payload = marshal.dumps((code, consts, sources))
-    except ValueError:
-        return
-    write_private(where, _name(key),
-                  _MAGIC + key + blake2b(payload, digest_size=_DIGEST).digest() + payload)
+    codecache.store(cache_dir(), _name(key), key, (code, consts, sources))

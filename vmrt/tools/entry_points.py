@@ -20,16 +20,13 @@ directory on the path.
 """
 from __future__ import annotations
 
-import marshal
 import os
 import re
 import sys
 import time
 
-from elfkit.files import read_private, write_private
+from elfkit import codecache
 from elfkit.records import DataRecord
-
-from ..bytecode.transcache import cache_dir
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -124,7 +121,6 @@ def _parse(text: str, group: str, dist: Distribution) -> list[EntryPoint]:
 
 
 _CACHE_FILE = "entry-points.bin"
-_CACHE_MAGIC = b"VMRTEP01"
 #: a file changed this recently may change again within the same timestamp
 #: tick; such an answer is not kept (git's "racy" rule)
 _RACY_NS = 2_000_000_000
@@ -183,17 +179,17 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def _key_bytes(key: tuple) -> bytes:
+    return repr(key).encode()
+
+
 def _cached(key: tuple) -> list[tuple[str, str, str]] | None:
     """The rows kept for ``key`` when nothing they were read from has changed."""
-    where = cache_dir()
-    blob = read_private(where, _CACHE_FILE) if where is not None else None
-    if blob is None or not blob.startswith(_CACHE_MAGIC):
+    kept = codecache.load(codecache.cache_dir("vmrt"), _CACHE_FILE, _key_bytes(key))
+    if not (isinstance(kept, tuple) and len(kept) == 2):
         return None
-    try:
-        kept_key, stamps, rows = marshal.loads(blob[len(_CACHE_MAGIC):])
-    except (ValueError, EOFError, TypeError):
-        return None
-    if kept_key != key or not isinstance(stamps, tuple) or not isinstance(rows, list) or \
+    stamps, rows = kept
+    if not isinstance(stamps, tuple) or not isinstance(rows, list) or \
             not all(isinstance(r, tuple) and len(r) == 3 for r in rows):
         return None
     for path, stamp in stamps:
@@ -203,14 +199,14 @@ def _cached(key: tuple) -> list[tuple[str, str, str]] | None:
 
 
 def _store(key: tuple, paths: list[str], rows: list[tuple[str, str, str]]) -> None:
-    where = cache_dir()
+    where = codecache.cache_dir("vmrt")
     if where is None:
         return
     stamps = tuple((p, _stamp(p)) for p in paths)
     recent = time.time_ns() - _RACY_NS
     if any(s is not None and s[0] >= recent for _p, s in stamps):
         return
-    write_private(where, _CACHE_FILE, _CACHE_MAGIC + marshal.dumps((key, stamps, rows)))
+    codecache.store(where, _CACHE_FILE, _key_bytes(key), (stamps, rows))
 
 
 __all__ = ["Distribution", "EntryPoint", "entry_points"]

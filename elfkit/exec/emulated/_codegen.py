@@ -11,6 +11,7 @@ import threading
 import types
 from collections.abc import Callable
 
+from ...codecache import compile_cached
 from ...errors import SignatureError
 from ...signature import CType
 from . import _uc, _watchdog
@@ -257,7 +258,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         src.extend("        " + ln for ln in body)
     code = "\n".join(src) + "\n"
     ns["_ENTRY"] = entry
-    exec(compile(code, f"<elfkit call {name}>", "exec"), ns)
+    exec(compile_cached(code, f"<elfkit call {name}>"), ns)
     fn = ns["__call"]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
@@ -449,7 +450,7 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
     src.append(f"    res = _fn({', '.join(args)})")
     src.extend("    " + ln for ln in _ret_encode(m, plan, ns))
     code = "\n".join(src) + "\n"
-    exec(compile(code, f"<elfkit callback {name}>", "exec"), ns)
+    exec(compile_cached(code, f"<elfkit callback {name}>"), ns)
     cb = ns["__cb"]
     cb._source = code
     return cb
