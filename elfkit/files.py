@@ -3,7 +3,8 @@ forever, a device has no end); outputs that are special files (``/dev/null``,
 a FIFO) are written as streams, never replaced by a regular file.
 
 ``open_regular`` gives a descriptor of a regular file to read;
-``open_special_output`` one for writing to a special file.  Used by
+``open_special_output`` one for writing to a special file; ``replace_file``
+puts a finished temporary file in place of an output atomically.  Used by
 ``elfkit.fatelf`` (whose ``read_input`` adds the bounded read) and by
 vmrt, which needs these without importing the FatELF code.
 """
@@ -14,8 +15,12 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["file_kind", "open_regular", "open_special_output", "read_private", "user_cache_dir",
-           "write_private"]
+__all__ = ["file_kind", "open_regular", "open_special_output", "read_private", "replace_file",
+           "user_cache_dir", "write_private"]
+
+_RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
+_AT_FDCWD = -100
+_renameat2: list = []    # [libc renameat2 or None], looked up on first use
 
 _KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
           (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
@@ -131,3 +136,39 @@ def write_private(directory: str, name: str, data: bytes) -> None:
             raise
     except OSError:
         return
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the directory entries ``a`` and ``b`` atomically (Linux's
+    ``renameat2(RENAME_EXCHANGE)``); False where that cannot be done."""
+    if not _renameat2:
+        try:
+            import ctypes  # only here: most commands never replace an existing file
+            _renameat2.append(ctypes.CDLL(None, use_errno=True).renameat2)
+        except (AttributeError, OSError, ImportError):   # not glibc >= 2.28 / not Linux
+            _renameat2.append(None)
+    fn = _renameat2[0]
+    return fn is not None and fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b),
+                                 _RENAME_EXCHANGE) == 0
+
+
+def replace_file(tmp: str, path: str) -> None:
+    """Put the finished file ``tmp`` in place of ``path`` atomically (a reader
+    sees the old file or the new one, never neither): ``os.replace``, except
+    that an existing regular file is first swapped with ``tmp`` and then
+    deleted.  The result is the same; the swap spares ext4 the flush of the
+    new file's data that it forces on a rename over an existing file
+    (``auto_da_alloc``), which made overwriting a 256 MiB output take about
+    twice as long as writing it fresh."""
+    try:
+        regular = _stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        regular = False
+    if regular and _exchange(tmp, path):
+        try:
+            os.unlink(tmp)                  # the old file, now under the temporary name
+            return
+        except OSError:                     # path changed kind meanwhile: undo the swap
+            if not _exchange(tmp, path):
+                raise
+    os.replace(tmp, path)

@@ -2,7 +2,7 @@
 
 Inputs are streamed (copy_file_range / sendfile / 1 MiB chunks), never read
 whole, and every output path is written atomically (a temporary file in the
-same directory, then ``os.replace``): an error leaves no partial file.
+same directory, then ``elfkit.files.replace_file``): an error leaves no partial file.
 Reading and slice selection live in ``reader.py``, the format in ``format.py``.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
+from ..files import replace_file
 from ..records import DataRecord
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
@@ -315,7 +316,7 @@ def _atomic_fd(path: str) -> Iterator[int]:
         yield fd
         os.close(fd)
         fd = -1
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     except BaseException:
         if fd >= 0:
             os.close(fd)
