@@ -4,7 +4,8 @@ a FIFO) are written as streams, never replaced by a regular file.
 
 ``open_regular`` gives a descriptor of a regular file to read;
 ``open_special_output`` one for writing to a special file; ``replace_file``
-puts a finished temporary file in place of an output atomically.  Used by
+puts a finished temporary file in place of an output atomically;
+``clone_range`` and ``offloads_copies`` choose how file data is copied.  Used by
 ``elfkit.fatelf`` (whose ``read_input`` adds the bounded read) and by
 vmrt, which needs these without importing the FatELF code.
 """
@@ -15,12 +16,19 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["file_kind", "open_regular", "open_special_output", "read_private", "replace_file",
-           "user_cache_dir", "write_private"]
+__all__ = ["clone_range", "file_kind", "filesystem_type", "offloads_copies", "open_regular",
+           "open_special_output", "read_private", "replace_file", "user_cache_dir",
+           "write_private"]
 
 _RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
 _AT_FDCWD = -100
 _renameat2: list = []    # [libc renameat2 or None], looked up on first use
+_FICLONERANGE = 0x4020940D   # _IOW(0x94, 13, struct file_clone_range) (linux/fs.h)
+_CLONE_BLOCK = 4096          # clone offsets must be multiples of the filesystem block
+# Filesystems whose copy_file_range can copy without moving the data through
+# this machine (NFS 4.2 / SMB server-side copy, Ceph object copy, a FUSE daemon).
+_OFFLOADING = frozenset({"nfs", "nfs4", "cifs", "smb3", "ceph"})
+_fs_types: dict[int, str] = {}   # st_dev -> filesystem type, read on first use
 
 _KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
           (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
@@ -172,3 +180,60 @@ def replace_file(tmp: str, path: str) -> None:
             if not _exchange(tmp, path):
                 raise
     os.replace(tmp, path)
+
+
+def clone_range(src: int, offset: int, dst: int, count: int) -> int:
+    """Share ``count`` bytes at ``offset`` of ``src`` into ``dst`` at its
+    current position (a reflink: no data is copied) where the filesystem can
+    (btrfs, XFS, bcachefs, NFS 4.2 with CLONE ...), and move ``dst``'s
+    position past them.  Returns how many bytes were shared: all of them, a
+    block-aligned prefix (the rest must then be copied), or 0 where cloning
+    is impossible (ext4, tmpfs, two filesystems, a pipe, unaligned offsets);
+    a refusal costs one or two system calls and changes nothing."""
+    try:
+        pos = os.lseek(dst, 0, os.SEEK_CUR)
+        if offset % _CLONE_BLOCK or pos % _CLONE_BLOCK or count <= 0:
+            return 0
+        n = count if offset + count == os.fstat(src).st_size else count - count % _CLONE_BLOCK
+        if n == 0:
+            return 0
+        import fcntl  # only here: only copies of file data need these (start-up time)
+        import struct
+        # struct file_clone_range {s64 src_fd; u64 src_offset, src_length, dest_offset}
+        fcntl.ioctl(dst, _FICLONERANGE, struct.pack("=qQQQ", src, offset, n, pos))
+        os.lseek(dst, pos + n, os.SEEK_SET)
+        return n
+    except (OSError, ImportError):
+        return 0
+
+
+def filesystem_type(fd: int) -> str:
+    """The type of the filesystem holding descriptor ``fd`` as the kernel
+    names it (``"ext4"``, ``"btrfs"``, ``"nfs4"``, ``"fuse.sshfs"`` ...), from
+    /proc/self/mountinfo; ``""`` where that cannot be read (not Linux)."""
+    dev = os.fstat(fd).st_dev
+    if dev not in _fs_types:
+        want = f"{os.major(dev)}:{os.minor(dev)}"
+        found = ""
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    fields = line.split()
+                    if len(fields) > 2 and fields[2] == want and " - " in line:
+                        found = line.split(" - ", 1)[1].split()[0]
+                        break
+        except OSError:
+            pass
+        _fs_types[dev] = found
+    return _fs_types[dev]
+
+
+def offloads_copies(fd: int) -> bool:
+    """Whether ``copy_file_range`` into ``fd`` is worth its cost: only on a
+    network or FUSE filesystem, where it can copy on the server instead of
+    pulling the data here and pushing it back.  On a local filesystem that
+    could not clone (see :func:`clone_range`) it is an in-kernel copy that
+    was measured slower than a plain 1 MiB buffered copy (ext4, 256 MiB to a
+    4096-aligned position: ~100 ms against ~70 ms)."""
+    kind = filesystem_type(fd)
+    return kind in _OFFLOADING or kind.startswith("fuse")

@@ -1,8 +1,9 @@
 """Writing FatELF files: pack, extract, remove, replace, split.
 
-Inputs are streamed (copy_file_range / sendfile / 1 MiB chunks), never read
-whole, and every output path is written atomically (a temporary file in the
-same directory, then ``elfkit.files.replace_file``): an error leaves no partial file.
+Inputs are streamed (a reflink where the filesystem can clone, copy_file_range
+on network filesystems, else 1 MiB chunks), never read whole, and every output
+path is written atomically (a temporary file in the same directory, then
+``elfkit.files.replace_file``): an error leaves no partial file.
 Reading and slice selection live in ``reader.py``, the format in ``format.py``.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
-from ..files import replace_file
+from ..files import clone_range, offloads_copies, replace_file
 from ..records import DataRecord
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
@@ -207,10 +208,17 @@ class Sink:
             n -= k
 
     def copy_from_fd(self, src: int, offset: int, count: int, name: str) -> None:
-        """Copy ``count`` bytes at ``offset`` of descriptor ``src``: in the
-        kernel (copy_file_range, sendfile) when the sink is a descriptor,
-        else through a reused 1 MiB buffer.  Memory use stays flat."""
-        done = self._kernel_copy(src, offset, count) if self.fd is not None else 0
+        """Copy ``count`` bytes at ``offset`` of descriptor ``src``: shared
+        (a reflink, nothing copied) where the output's filesystem can clone,
+        by ``copy_file_range`` where it copies on a server (NFS, SMB ...),
+        else through a reused 1 MiB buffer, which on a local filesystem beats
+        the kernel's own copy.  Memory use stays flat."""
+        done = 0
+        if self.fd is not None:
+            done = clone_range(src, offset, self.fd, count)
+            self.written += done
+            if done < count and offloads_copies(self.fd):
+                done += self._kernel_copy(self.fd, src, offset + done, count - done)
         buf = bytearray(min(_CHUNK, max(count - done, 1)))
         view = memoryview(buf)
         while done < count:
@@ -222,29 +230,25 @@ class Sink:
             self.write(view[:k])
             done += k
 
-    def _kernel_copy(self, src: int, offset: int, count: int) -> int:
+    def _kernel_copy(self, dst: int, src: int, offset: int, count: int) -> int:
+        """``copy_file_range`` as far as it goes; the bytes copied (0 where
+        the kernel refuses: the buffered copy then does it all)."""
         done = 0
-        for fn in ("copy_file_range", "sendfile"):
-            f = getattr(os, fn, None)
-            if f is None:
-                continue
-            try:
-                while done < count:
-                    k = min(count - done, 1 << 30)
-                    if fn == "copy_file_range":
-                        k = f(src, self.fd, k, offset + done)
-                    else:
-                        k = f(self.fd, src, offset + done, k)
-                    if k == 0:
-                        return done  # EOF: the slow path reports it
-                    done += k
-                    self.written += k
-                return done
-            except OSError as e:
-                if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP,
-                                   errno.EBADF, errno.ENOTSUP, errno.EPERM, errno.ETXTBSY) or done:
-                    raise
+        try:
+            while done < count:
+                k = os.copy_file_range(src, dst, min(count - done, 1 << 30), offset + done)
+                if k == 0:
+                    break  # EOF: the buffered copy reports it
+                done += k
+                self.written += k
+        except (OSError, AttributeError) as e:
+            if done or getattr(e, "errno", None) not in _KERNEL_REFUSALS:
+                raise
         return done
+
+
+_KERNEL_REFUSALS = (None, errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP,
+                    errno.EBADF, errno.ENOTSUP, errno.EPERM, errno.ETXTBSY)
 
 
 def _pread_into(fd: int, into: memoryview, offset: int) -> int:
