@@ -28,7 +28,7 @@ _CLONE_BLOCK = 4096          # clone offsets must be multiples of the filesystem
 # Filesystems whose copy_file_range can copy without moving the data through
 # this machine (NFS 4.2 / SMB server-side copy, Ceph object copy, a FUSE daemon).
 _OFFLOADING = frozenset({"nfs", "nfs4", "cifs", "smb3", "ceph"})
-_fs_types: dict[int, str] = {}   # st_dev -> filesystem type, read on first use
+_fs_types: dict[str, str] = {}   # mount id -> filesystem type, read on first use
 
 _KINDS = ((_stat.S_ISDIR, "a directory"), (_stat.S_ISFIFO, "a FIFO (named pipe)"),
           (_stat.S_ISCHR, "a character device"), (_stat.S_ISBLK, "a block device"),
@@ -209,23 +209,22 @@ def clone_range(src: int, offset: int, dst: int, count: int) -> int:
 
 def filesystem_type(fd: int) -> str:
     """The type of the filesystem holding descriptor ``fd`` as the kernel
-    names it (``"ext4"``, ``"btrfs"``, ``"nfs4"``, ``"fuse.sshfs"`` ...), from
-    /proc/self/mountinfo; ``""`` where that cannot be read (not Linux)."""
-    dev = os.fstat(fd).st_dev
-    if dev not in _fs_types:
-        want = f"{os.major(dev)}:{os.minor(dev)}"
-        found = ""
-        try:
+    names it (``"ext4"``, ``"btrfs"``, ``"nfs4"``, ``"fuse.sshfs"`` ...): its
+    mount id from /proc/self/fdinfo looked up in /proc/self/mountinfo (st_dev
+    would not do: a btrfs file's device number is not its mount's); ``""``
+    where that cannot be read (not Linux, a pipe)."""
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii", errors="replace") as fh:
+            mnt = next((line.split()[1] for line in fh if line.startswith("mnt_id:")), "")
+        if mnt not in _fs_types:
             with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
                 for line in fh:
-                    fields = line.split()
-                    if len(fields) > 2 and fields[2] == want and " - " in line:
-                        found = line.split(" - ", 1)[1].split()[0]
+                    if line.split(" ", 1)[0] == mnt and " - " in line:
+                        _fs_types[mnt] = line.split(" - ", 1)[1].split()[0]
                         break
-        except OSError:
-            pass
-        _fs_types[dev] = found
-    return _fs_types[dev]
+    except (OSError, IndexError):
+        return ""
+    return _fs_types.get(mnt, "")
 
 
 def offloads_copies(fd: int) -> bool:

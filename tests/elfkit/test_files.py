@@ -1,11 +1,16 @@
-"""elfkit.files.replace_file: an output put in place atomically, whatever was there."""
+"""elfkit.files: replace_file (an output put in place atomically, whatever
+was there) and the copy choices (clone_range on a real btrfs, filesystem_type
+against findmnt)."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
-from elfkit.files import replace_file
+from elfkit.files import clone_range, filesystem_type, offloads_copies, replace_file
+from tests.elfkit.reflink_fs import btrfs_mount, shared_blocks
 
 
 def _tmp(d, data: bytes) -> str:
@@ -50,3 +55,89 @@ def test_a_directory_in_the_way_is_an_error_and_stays(tmp_path):
     with pytest.raises(OSError):
         replace_file(tmp, str(d))
     assert (d / "keep").read_bytes() == b"k" and os.path.isfile(tmp)
+
+
+# --- clone_range / filesystem_type / offloads_copies -------------------------------------
+
+
+def _findmnt_type(path) -> str:
+    tool = shutil.which("findmnt")
+    if not tool:
+        pytest.skip("findmnt (util-linux) is not installed")
+    return subprocess.run([tool, "-n", "-o", "FSTYPE", "-T", str(path)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_filesystem_type_agrees_with_findmnt(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"x")
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        kind = filesystem_type(fd)
+        assert kind == _findmnt_type(p)
+        if kind in ("ext4", "xfs", "btrfs", "tmpfs", "overlay"):   # local: no server to copy on
+            assert not offloads_copies(fd)
+    finally:
+        os.close(fd)
+
+
+def _fds(src_path, dst_path):
+    src = os.open(src_path, os.O_RDONLY)
+    dst = os.open(dst_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    return src, dst
+
+
+def test_clone_range_refusals_change_nothing(tmp_path):
+    data = os.urandom(3 * 4096 + 5)
+    (tmp_path / "src").write_bytes(data)
+    src, dst = _fds(tmp_path / "src", tmp_path / "dst")
+    r, w = os.pipe()
+    try:
+        os.write(dst, b"h" * 100)
+        assert clone_range(src, 0, dst, len(data)) == 0         # destination not block-aligned
+        os.lseek(dst, 0, os.SEEK_SET)
+        assert clone_range(src, 10, dst, 4096) == 0             # source not block-aligned
+        assert clone_range(src, 0, w, len(data)) == 0           # a pipe cannot hold a clone
+        assert os.lseek(dst, 0, os.SEEK_CUR) == 0
+        assert (tmp_path / "dst").read_bytes() == b"h" * 100
+    finally:
+        for fd in (src, dst, r, w):
+            os.close(fd)
+
+
+@pytest.fixture(scope="module")
+def btrfs(tmp_path_factory):
+    with btrfs_mount(tmp_path_factory.mktemp("reflink")) as mnt:
+        yield mnt
+
+
+def test_clone_range_shares_extents_on_btrfs(btrfs):
+    data = os.urandom(64 * 4096 + 123)          # ends mid-block: cloned up to the source's EOF
+    (btrfs / "src").write_bytes(data)
+    src, dst = _fds(btrfs / "src", btrfs / "dst")
+    try:
+        os.write(dst, b"H" * 4096)
+        assert filesystem_type(dst) == "btrfs" and not offloads_copies(dst)
+        assert clone_range(src, 0, dst, len(data)) == len(data)
+        assert os.lseek(dst, 0, os.SEEK_CUR) == 4096 + len(data)
+        os.write(dst, b"T")                      # the position moved past the clone
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert (btrfs / "dst").read_bytes() == b"H" * 4096 + data + b"T"
+    assert shared_blocks(btrfs / "dst") >= 64
+
+
+def test_clone_range_short_of_eof_shares_the_aligned_prefix(btrfs):
+    data = os.urandom(10 * 4096)
+    (btrfs / "src2").write_bytes(data)
+    src, dst = _fds(btrfs / "src2", btrfs / "dst2")
+    try:
+        n = clone_range(src, 4096, dst, 5 * 4096 + 100)       # not to EOF: 5 whole blocks
+        assert n == 5 * 4096
+        assert os.lseek(dst, 0, os.SEEK_CUR) == n
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert (btrfs / "dst2").read_bytes() == data[4096:6 * 4096]
+    assert shared_blocks(btrfs / "dst2") == 5
