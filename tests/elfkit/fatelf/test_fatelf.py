@@ -7,6 +7,7 @@ documented layout, never by calling pack().
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from pathlib import Path
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from elfkit import fatelf
 from elfkit.errors import ArchError, ElfkitError, FatElfError
 from elfkit.fatelf.reader import READ_LIMIT
+from elfkit.fatelf import write
 from elfkit.fatelf.write import Sink
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
@@ -149,6 +151,33 @@ def test_pack_streams_large_inputs(tmp_path):
     # extract via the descriptor fast path as well
     fatelf.extract_to(tmp_path / "back.so", out, "aarch64")
     assert (tmp_path / "back.so").read_bytes() == bytes(big)
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_network_filesystem_copies_with_copy_file_range(tmp_path, monkeypatch, refuse):
+    """Where the output's filesystem copies on the server (NFS, SMB: faked
+    here, the test has none), the slices go through os.copy_file_range; a
+    kernel that refuses it (EXDEV) leaves the buffered copy to do it all."""
+    if not hasattr(os, "copy_file_range"):
+        pytest.skip("os.copy_file_range is Linux-only")
+    big, other = arch_elf("aarch64", 3 * (1 << 20) + 5), arch_elf("x86_64", 777)
+    (tmp_path / "big.so").write_bytes(big)
+    (tmp_path / "x.so").write_bytes(other)
+    calls = []
+    real = os.copy_file_range
+
+    def spy(src, dst, count, offset_src=None, offset_dst=None):
+        calls.append(count)
+        if refuse:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, count, offset_src, offset_dst)
+
+    monkeypatch.setattr(write, "offloads_copies", lambda fd: True)
+    monkeypatch.setattr(os, "copy_file_range", spy)
+    out = tmp_path / "o.sos"
+    fatelf.pack_to(out, [tmp_path / "big.so", tmp_path / "x.so"], align=16)  # nothing to clone
+    assert out.read_bytes() == reference_fatelf([big, other], page=16)
+    assert calls and calls[0] == len(big)
 
 
 # --------------------------------------------------------------------------
