@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from elfkit import fatelf
 from elfkit.errors import ArchError, ElfkitError, FatElfError
-from elfkit.fatelf.reader import READ_LIMIT
 from elfkit.fatelf import write
+from elfkit.fatelf.reader import READ_LIMIT
 from elfkit.fatelf.write import Sink
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
