@@ -217,7 +217,8 @@ class Sink:
         if self.fd is not None:
             done = clone_range(src, offset, self.fd, count)
             self.written += done
-            if done < count and offloads_copies(self.fd):
+            # a network filesystem's server-side copy pays off for large copies only
+            if count - done >= _CHUNK and offloads_copies(self.fd):
                 done += self._kernel_copy(self.fd, src, offset + done, count - done)
         buf = bytearray(min(_CHUNK, max(count - done, 1)))
         view = memoryview(buf)
