@@ -10,9 +10,11 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
+import sys
 import threading
 import time
 from collections.abc import Callable
+from types import CodeType, FrameType
 
 from .. import arch as _arch
 from ..errors import (
@@ -189,10 +191,9 @@ class NativeMachine(Machine):
         self._callbacks: list[Any] = []
         self._fntypes: dict[Signature, Any] = {}
         self._fns: dict[tuple[int, Signature], Any] = {}
-        # lifetimes: a call registers its thread in _inflight and checks that
-        # its code's range is still alive; release/free/close mark a range
-        # dead, then wait until no other thread is inside a call
-        self._inflight: list[int] = []
+        # lifetimes: a call checks that its code's range is still alive;
+        # release/free/close mark a range dead, then wait until no thread's
+        # Python stack holds a call of this machine (see _inside_call)
         self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
         self.pending: BaseException | None = None
         self.closed = False
@@ -253,11 +254,12 @@ class NativeMachine(Machine):
     def wait_idle(self, what: str = "close") -> None:
         """Wait until no other thread is inside a call of this machine;
         raise ``ExecutionError`` from inside one of its calls (a callback)."""
-        me = threading.get_ident()
-        if me in self._inflight:
+        if _inside_call(self, sys._getframe(1)):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
-        while self._inflight:
+        me = threading.get_ident()
+        while any(t != me and _inside_call(self, frame)
+                  for t, frame in sys._current_frames().items()):
             time.sleep(0.0005)
 
     def release(self, addr: int, size: int) -> None:
@@ -351,16 +353,12 @@ class NativeMachine(Machine):
         self._check_open()
         cell = self._alive_cell(addr, "call to")
         f = self._fn(addr, sig)
-        me = threading.get_ident()
-        self._inflight.append(me)
+        if not cell[0]:      # this frame is a call of self from here on (see _inside_call)
+            raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
         try:
-            if not cell[0]:
-                raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
             r = f(*args)
         except ctypes.ArgumentError as e:
             raise SignatureError(f"argument does not fit {sig}: {e}") from None
-        finally:
-            self._inflight.remove(me)
         self._raise_pending()
         return r
 
@@ -369,33 +367,14 @@ class NativeMachine(Machine):
         return self._guarded(self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
 
     def in_call(self) -> bool:
-        return threading.get_ident() in self._inflight
+        return _inside_call(self, sys._getframe(1))
 
     def _check_open(self) -> None:
         if self.closed:
             raise ModuleClosedError("the native machine was closed")
 
     def _guarded(self, f: Callable[..., Any], cell: list[bool], addr: int) -> Callable[..., Any]:
-        """Wrap a ctypes function: refused once its range was released (no
-        jump into unmapped code), registered while it runs (so release and
-        close wait for it), and a Python callback's exception re-raises."""
-        machine = self
-        inflight = self._inflight
-        enter, leave, ident = inflight.append, inflight.remove, threading.get_ident
-
-        def call(*args: Any) -> Any:
-            me = ident()
-            enter(me)
-            try:
-                if not cell[0]:
-                    raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
-                r = f(*args)
-            finally:
-                leave(me)
-            if machine.pending is not None:
-                machine._raise_pending()
-            return r
-        return call
+        return _guard(self, f, cell, addr)
 
     # -- host code and memory this machine did not map ---------------------
     # A native machine shares the process with other code: a system library's
@@ -496,3 +475,43 @@ class NativeMachine(Machine):
         for reg in self._jit.values():
             reg.unregister()
         self._jit.clear()
+
+
+# -- calls in flight ---------------------------------------------------------
+# A call registers nothing: while it runs (in the foreign code, or in a Python
+# callback of it) its thread's Python stack holds the frame of the wrapper
+# below, or of NativeMachine.call, from before the wrapper's liveness check
+# until it returns.  release/close mark the range dead first, then wait until
+# no other thread's stack (sys._current_frames) holds such a frame of their
+# machine; a frame on the caller's own stack means it runs in a callback.
+# This keeps the per-call cost to the liveness and pending checks.
+def _guard(machine: NativeMachine, f: Callable[..., Any], cell: list[bool],
+           addr: int) -> Callable[..., Any]:
+    """Wrap a ctypes function: refused once its range was released (no jump
+    into unmapped code), seen as a call of ``machine`` while it runs (so
+    release and close wait for it), and a Python callback's exception
+    re-raises."""
+    def call(*args: Any) -> Any:
+        if not cell[0]:
+            raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
+        r = f(*args)
+        if machine.pending is not None:
+            machine._raise_pending()
+        return r
+    return call
+
+
+_CALL_CODES = (next(c for c in _guard.__code__.co_consts if isinstance(c, CodeType)),
+               NativeMachine.call.__code__)
+
+
+def _inside_call(machine: NativeMachine, frame: FrameType | None) -> bool:
+    """Whether ``frame`` or one of its callers is a call of ``machine``."""
+    while frame is not None:
+        code = frame.f_code
+        if code is _CALL_CODES[0] or code is _CALL_CODES[1]:
+            f_locals = frame.f_locals     # the wrapper's closure, or call's arguments
+            if f_locals.get("machine", f_locals.get("self")) is machine:
+                return True
+        frame = frame.f_back
+    return False
