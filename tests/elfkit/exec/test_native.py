@@ -303,11 +303,10 @@ def _blocking_imports(entered, go, inner):
 
 
 def test_close_from_inside_a_callback_is_refused(plugins):
-    errors = []
-    m = None
+    errors, mods = [], []
 
     def host_add(a, b):
-        for attempt in (m.close, m.machine.close):
+        for attempt in (mods[0].close, mods[0].machine.close):
             try:
                 attempt()
             except elfkit.ElfkitError as e:
@@ -316,6 +315,7 @@ def test_close_from_inside_a_callback_is_refused(plugins):
     imps = {"host_add": (host_add, "i32(i32,i32)"), "host_log": (lambda c: None, "void(i32)"),
             "host_scale": (lambda x, s: x * s, "f64(f64,f32)")}
     with elfkit.load(plugins.path("imports", ARCH), imports=imps) as m:
+        mods.append(m)
         assert not m.machine.in_call()
         assert m.function("call_host_add", "i32(i32,i32)")(2, 3) == 5      # typed callable
         assert m.call("call_host_add", 4, 5) == 9                          # inferred call
