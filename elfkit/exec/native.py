@@ -191,6 +191,8 @@ class NativeMachine(Machine):
         self._callbacks: list[Any] = []
         self._fntypes: dict[Signature, Any] = {}
         self._fns: dict[tuple[int, Signature], Any] = {}
+        # call(): (addr, sig) -> (guarded callable, its range's alive cell)
+        self._calls: dict[tuple[int, Signature], tuple[Callable[..., Any], list[bool]]] = {}
         # lifetimes: a call checks that its code's range is still alive;
         # release/free/close mark a range dead, then wait until no thread's
         # Python stack holds a call of this machine (see _inside_call)
@@ -269,9 +271,9 @@ class NativeMachine(Machine):
             if not _give_spare(addr, size):
                 _munmap(addr, size)
             self._drop_region(addr)
-            if self._fns:
-                for key in [k for k in self._fns if addr <= k[0] < addr + size]:
-                    del self._fns[key]
+            for cache in (self._fns, self._calls):
+                for key in [k for k in cache if addr <= k[0] < addr + size]:
+                    del cache[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)
@@ -351,16 +353,14 @@ class NativeMachine(Machine):
         if len(args) != len(sig.params):
             raise SignatureError(f"{sig} takes {len(sig.params)} argument(s), got {len(args)}")
         self._check_open()
-        cell = self._alive_cell(addr, "call to")
-        f = self._fn(addr, sig)
-        if not cell[0]:      # this frame is a call of self from here on (see _inside_call)
-            raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
+        hit = self._calls.get((addr, sig))
+        if hit is None or not hit[1][0]:     # first call, or its range was released since
+            cell = self._alive_cell(addr, "call to")
+            hit = self._calls[(addr, sig)] = (self._guarded(self._fn(addr, sig), cell, addr), cell)
         try:
-            r = f(*args)
+            return hit[0](*args)
         except ctypes.ArgumentError as e:
             raise SignatureError(f"argument does not fit {sig}: {e}") from None
-        self._raise_pending()
-        return r
 
     def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
         self._check_open()
@@ -472,6 +472,7 @@ class NativeMachine(Machine):
         self._allocs.clear()
         self._callbacks.clear()
         self._fns.clear()
+        self._calls.clear()
         for reg in self._jit.values():
             reg.unregister()
         self._jit.clear()
@@ -480,11 +481,11 @@ class NativeMachine(Machine):
 # -- calls in flight ---------------------------------------------------------
 # A call registers nothing: while it runs (in the foreign code, or in a Python
 # callback of it) its thread's Python stack holds the frame of the wrapper
-# below, or of NativeMachine.call, from before the wrapper's liveness check
-# until it returns.  release/close mark the range dead first, then wait until
-# no other thread's stack (sys._current_frames) holds such a frame of their
-# machine; a frame on the caller's own stack means it runs in a callback.
-# This keeps the per-call cost to the liveness and pending checks.
+# below (NativeMachine.call goes through one too) from before the wrapper's
+# liveness check until it returns.  release/close mark the range dead first,
+# then wait until no other thread's stack (sys._current_frames) holds such a
+# frame of their machine; one on the caller's own stack means it runs in a
+# callback.  This keeps the per-call cost to the liveness and pending checks.
 def _guard(machine: NativeMachine, f: Callable[..., Any], cell: list[bool],
            addr: int) -> Callable[..., Any]:
     """Wrap a ctypes function: refused once its range was released (no jump
@@ -501,17 +502,13 @@ def _guard(machine: NativeMachine, f: Callable[..., Any], cell: list[bool],
     return call
 
 
-_CALL_CODES = (next(c for c in _guard.__code__.co_consts if isinstance(c, CodeType)),
-               NativeMachine.call.__code__)
+_GUARD_CODE = next(c for c in _guard.__code__.co_consts if isinstance(c, CodeType))
 
 
 def _inside_call(machine: NativeMachine, frame: FrameType | None) -> bool:
     """Whether ``frame`` or one of its callers is a call of ``machine``."""
     while frame is not None:
-        code = frame.f_code
-        if code is _CALL_CODES[0] or code is _CALL_CODES[1]:
-            f_locals = frame.f_locals     # the wrapper's closure, or call's arguments
-            if f_locals.get("machine", f_locals.get("self")) is machine:
-                return True
+        if frame.f_code is _GUARD_CODE and frame.f_locals.get("machine") is machine:
+            return True
         frame = frame.f_back
     return False
