@@ -356,7 +356,7 @@ class NativeMachine(Machine):
         hit = self._calls.get((addr, sig))
         if hit is None or not hit[1][0]:     # first call, or its range was released since
             cell = self._alive_cell(addr, "call to")
-            hit = self._calls[(addr, sig)] = (self._guarded(self._fn(addr, sig), cell, addr), cell)
+            hit = self._calls[(addr, sig)] = (_guard(self, self._fn(addr, sig), cell, addr), cell)
         try:
             return hit[0](*args)
         except ctypes.ArgumentError as e:
@@ -364,7 +364,7 @@ class NativeMachine(Machine):
 
     def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
         self._check_open()
-        return self._guarded(self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
+        return _guard(self, self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
 
     def in_call(self) -> bool:
         return _inside_call(self, sys._getframe(1))
@@ -372,9 +372,6 @@ class NativeMachine(Machine):
     def _check_open(self) -> None:
         if self.closed:
             raise ModuleClosedError("the native machine was closed")
-
-    def _guarded(self, f: Callable[..., Any], cell: list[bool], addr: int) -> Callable[..., Any]:
-        return _guard(self, f, cell, addr)
 
     # -- host code and memory this machine did not map ---------------------
     # A native machine shares the process with other code: a system library's
@@ -387,7 +384,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
-        return self._guarded(self._fn(addr, sig), [True], addr)
+        return _guard(self, self._fn(addr, sig), [True], addr)
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
         """Read host memory this machine did not map (NULL is refused)."""
