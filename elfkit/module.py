@@ -55,6 +55,7 @@ class Module:
         self._providers: list[Module] = []
         self._users: set[Module] = set()
         self._close_pending = False
+        self._word = CType.I64 if plan.elf.arch.bits == 64 else CType.I32   # call()'s int type
         self.exports: dict[str, int] = {}
         self._funcs: list[tuple[int, int, str]] = []   # sorted (addr, size, name)
         self._added: list[PluginSymbol] = []
@@ -211,14 +212,15 @@ class Module:
         signed integer, float -> f64, numpy array / bytearray / None -> ptr.
         ``restype`` defaults to a pointer-sized signed integer (``i64`` on
         64-bit targets).  Use ``function()`` for exact C types."""
-        timeout = arguments.timeout(timeout, "call()")
+        if timeout is not None:
+            timeout = arguments.timeout(timeout, "call()")
         if restype is not None and not isinstance(restype, (str, CType)):
             raise InvalidArgumentError(f"call(): restype must be a C type name like 'i32', not "
                                        f"{type(restype).__name__}")
         self._check_open()
         addr = self._address(name_or_address)
-        word = CType.I64 if self.arch.bits == 64 else CType.I32
-        params = tuple(_infer(a, word) for a in args)
+        word = self._word
+        params = tuple([_infer(a, word) for a in args])
         return self.machine.call(addr, _call_signature(word if restype is None else restype,
                                                        params), args, timeout)
 

@@ -22,6 +22,10 @@ class CType(enum.Enum):
     F64 = "f64"
     PTR = "ptr"
 
+    # members are singletons compared by identity: hash them by identity too
+    # (Enum's own __hash__ is Python code, run for every cache lookup of a call)
+    __hash__ = object.__hash__
+
     @property
     def is_float(self) -> bool:
         return self in (CType.F32, CType.F64)

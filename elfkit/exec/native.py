@@ -10,9 +10,11 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
+import sys
 import threading
 import time
 from collections.abc import Callable
+from types import CodeType, FrameType
 
 from .. import arch as _arch
 from ..errors import (
@@ -189,10 +191,11 @@ class NativeMachine(Machine):
         self._callbacks: list[Any] = []
         self._fntypes: dict[Signature, Any] = {}
         self._fns: dict[tuple[int, Signature], Any] = {}
-        # lifetimes: a call registers its thread in _inflight and checks that
-        # its code's range is still alive; release/free/close mark a range
-        # dead, then wait until no other thread is inside a call
-        self._inflight: list[int] = []
+        # call(): (addr, sig) -> (guarded callable, its range's alive cell)
+        self._calls: dict[tuple[int, Signature], tuple[Callable[..., Any], list[bool]]] = {}
+        # lifetimes: a call checks that its code's range is still alive;
+        # release/free/close mark a range dead, then wait until no thread's
+        # Python stack holds a call of this machine (see _inside_call)
         self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
         self.pending: BaseException | None = None
         self.closed = False
@@ -253,11 +256,12 @@ class NativeMachine(Machine):
     def wait_idle(self, what: str = "close") -> None:
         """Wait until no other thread is inside a call of this machine;
         raise ``ExecutionError`` from inside one of its calls (a callback)."""
-        me = threading.get_ident()
-        if me in self._inflight:
+        if _inside_call(self, sys._getframe(1)):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
-        while self._inflight:
+        me = threading.get_ident()
+        while any(t != me and _inside_call(self, frame)
+                  for t, frame in sys._current_frames().items()):
             time.sleep(0.0005)
 
     def release(self, addr: int, size: int) -> None:
@@ -267,9 +271,9 @@ class NativeMachine(Machine):
             if not _give_spare(addr, size):
                 _munmap(addr, size)
             self._drop_region(addr)
-            if self._fns:
-                for key in [k for k in self._fns if addr <= k[0] < addr + size]:
-                    del self._fns[key]
+            for cache in (self._fns, self._calls):
+                for key in [k for k in cache if addr <= k[0] < addr + size]:
+                    del cache[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)
@@ -349,53 +353,25 @@ class NativeMachine(Machine):
         if len(args) != len(sig.params):
             raise SignatureError(f"{sig} takes {len(sig.params)} argument(s), got {len(args)}")
         self._check_open()
-        cell = self._alive_cell(addr, "call to")
-        f = self._fn(addr, sig)
-        me = threading.get_ident()
-        self._inflight.append(me)
+        hit = self._calls.get((addr, sig))
+        if hit is None or not hit[1][0]:     # first call, or its range was released since
+            cell = self._alive_cell(addr, "call to")
+            hit = self._calls[(addr, sig)] = (_guard(self, self._fn(addr, sig), cell, addr), cell)
         try:
-            if not cell[0]:
-                raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
-            r = f(*args)
+            return hit[0](*args)
         except ctypes.ArgumentError as e:
             raise SignatureError(f"argument does not fit {sig}: {e}") from None
-        finally:
-            self._inflight.remove(me)
-        self._raise_pending()
-        return r
 
     def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
         self._check_open()
-        return self._guarded(self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
+        return _guard(self, self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
 
     def in_call(self) -> bool:
-        return threading.get_ident() in self._inflight
+        return _inside_call(self, sys._getframe(1))
 
     def _check_open(self) -> None:
         if self.closed:
             raise ModuleClosedError("the native machine was closed")
-
-    def _guarded(self, f: Callable[..., Any], cell: list[bool], addr: int) -> Callable[..., Any]:
-        """Wrap a ctypes function: refused once its range was released (no
-        jump into unmapped code), registered while it runs (so release and
-        close wait for it), and a Python callback's exception re-raises."""
-        machine = self
-        inflight = self._inflight
-        enter, leave, ident = inflight.append, inflight.remove, threading.get_ident
-
-        def call(*args: Any) -> Any:
-            me = ident()
-            enter(me)
-            try:
-                if not cell[0]:
-                    raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
-                r = f(*args)
-            finally:
-                leave(me)
-            if machine.pending is not None:
-                machine._raise_pending()
-            return r
-        return call
 
     # -- host code and memory this machine did not map ---------------------
     # A native machine shares the process with other code: a system library's
@@ -408,7 +384,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
-        return self._guarded(self._fn(addr, sig), [True], addr)
+        return _guard(self, self._fn(addr, sig), [True], addr)
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
         """Read host memory this machine did not map (NULL is refused)."""
@@ -493,6 +469,43 @@ class NativeMachine(Machine):
         self._allocs.clear()
         self._callbacks.clear()
         self._fns.clear()
+        self._calls.clear()
         for reg in self._jit.values():
             reg.unregister()
         self._jit.clear()
+
+
+# -- calls in flight ---------------------------------------------------------
+# A call registers nothing: while it runs (in the foreign code, or in a Python
+# callback of it) its thread's Python stack holds the frame of the wrapper
+# below (NativeMachine.call goes through one too) from before the wrapper's
+# liveness check until it returns.  release/close mark the range dead first,
+# then wait until no other thread's stack (sys._current_frames) holds such a
+# frame of their machine; one on the caller's own stack means it runs in a
+# callback.  This keeps the per-call cost to the liveness and pending checks.
+def _guard(machine: NativeMachine, f: Callable[..., Any], cell: list[bool],
+           addr: int) -> Callable[..., Any]:
+    """Wrap a ctypes function: refused once its range was released (no jump
+    into unmapped code), seen as a call of ``machine`` while it runs (so
+    release and close wait for it), and a Python callback's exception
+    re-raises."""
+    def call(*args: Any) -> Any:
+        if not cell[0]:
+            raise ModuleClosedError(f"call to {addr:#x}: its module was closed")
+        r = f(*args)
+        if machine.pending is not None:
+            machine._raise_pending()
+        return r
+    return call
+
+
+_GUARD_CODE = next(c for c in _guard.__code__.co_consts if isinstance(c, CodeType))
+
+
+def _inside_call(machine: NativeMachine, frame: FrameType | None) -> bool:
+    """Whether ``frame`` or one of its callers is a call of ``machine``."""
+    while frame is not None:
+        if frame.f_code is _GUARD_CODE and frame.f_locals.get("machine") is machine:
+            return True
+        frame = frame.f_back
+    return False

@@ -5,6 +5,7 @@ import ctypes
 import math
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -247,6 +248,7 @@ import elfkit, ctypes
 m = elfkit.load({str(plugins.path('relocs', ARCH))!r})
 addr = m.exports['g_fn_ptr']  # function-pointer data lives in .data.rel.ro? else use GOT
 import sys
+import threading
 from elftools.elf.elffile import ELFFile
 f = ELFFile(open({str(plugins.path('relocs', ARCH))!r}, 'rb'))
 relro = [s for s in f.iter_segments() if s['p_type'] == 'PT_GNU_RELRO'][0]
@@ -288,3 +290,57 @@ def test_a_closed_image_is_inaccessible(plugins):
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["closed"]
     assert r.returncode == -11
+
+
+def _blocking_imports(entered, go, inner):
+    def host_add(a, b):
+        inner.append(a + b)
+        entered.set()
+        go.wait(30)
+        return a + b
+    return {"host_add": (host_add, "i32(i32,i32)"), "host_log": (lambda c: None, "void(i32)"),
+            "host_scale": (lambda x, s: x * s, "f64(f64,f32)")}
+
+
+def test_close_from_inside_a_callback_is_refused(plugins):
+    errors, mods = [], []
+
+    def host_add(a, b):
+        for attempt in (mods[0].close, mods[0].machine.close):
+            try:
+                attempt()
+            except elfkit.ElfkitError as e:
+                errors.append(str(e))
+        return a + b
+    imps = {"host_add": (host_add, "i32(i32,i32)"), "host_log": (lambda c: None, "void(i32)"),
+            "host_scale": (lambda x, s: x * s, "f64(f64,f32)")}
+    with elfkit.load(plugins.path("imports", ARCH), imports=imps) as m:
+        mods.append(m)
+        assert not m.machine.in_call()
+        assert m.function("call_host_add", "i32(i32,i32)")(2, 3) == 5      # typed callable
+        assert m.call("call_host_add", 4, 5) == 9                          # inferred call
+        assert not m.closed and m.call("call_host_add", 1, 1) == 2
+    assert len(errors) == 6 and all("inside a call" in e for e in errors), errors
+    assert m.closed
+
+
+@pytest.mark.parametrize("how", ["function", "call"])
+def test_close_waits_for_a_call_in_another_thread(plugins, how):
+    entered, go, inner, results = threading.Event(), threading.Event(), [], []
+    m = elfkit.load(plugins.path("imports", ARCH), imports=_blocking_imports(entered, go, inner))
+    f = (m.function("call_host_add", "i32(i32,i32)") if how == "function"
+         else lambda a, b: m.call("call_host_add", a, b))
+    caller = threading.Thread(target=lambda: results.append(f(20, 22)))
+    caller.start()
+    assert entered.wait(30)
+    closer = threading.Thread(target=m.close)
+    closer.start()
+    closer.join(0.3)
+    still_waiting = closer.is_alive()      # the call is still inside the module's code
+    go.set()
+    caller.join(30)
+    closer.join(30)
+    assert still_waiting and results == [42] and inner == [42]
+    assert m.closed and not closer.is_alive()
+    with pytest.raises(elfkit.ModuleClosedError):
+        m.function("call_host_add", "i32(i32,i32)")
