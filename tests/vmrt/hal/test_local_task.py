@@ -45,12 +45,12 @@ def test_threaded_prepared_dispatch_splits_the_grid(hal_compile, monkeypatch):
     """Under local-task a multi-workgroup dispatch really runs on 2 threads."""
     monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
     seen: list[int] = []
-    orig = NativeDispatch.run_range
+    orig = NativeDispatch.run_claimed
 
-    def spy(self, ds, ws, start, end, *limits):
+    def spy(self, *args):
         seen.append(self.threads)
-        return orig(self, ds, ws, start, end, *limits)
-    monkeypatch.setattr(NativeDispatch, "run_range", spy)
+        return orig(self, *args)
+    monkeypatch.setattr(NativeDispatch, "run_claimed", spy)
     vmfb = hal_compile("task_matmul.mlir")
     x = np.linspace(-1, 1, 65536, dtype=np.float32)
     with vmrt.load(vmfb, device="local-task") as prog:
