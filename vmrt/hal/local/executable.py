@@ -53,7 +53,7 @@ from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
-from .prepared import NativeDispatch, run_windows, worker_pool
+from .prepared import NativeDispatch, raise_first, run_windows, worker_pool
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -515,24 +515,25 @@ class Executable:
         mems = [GuestMemory(self.machine) for _ in range(threads)]
         size, lms = mems[0].layout.ws_size, exp.local_memory_size
 
+        failed = [[-1] for _ in range(threads)]
+
         def worker(t: int) -> None:
             local = mems[t].alloc(lms, 64) if lms else 0
             run_windows(fn, self.env, ds, wc, claims, lambda idx: self.workgroup_records(
-                wc, idx, t, local, lms), size, where, deadline, limits, _WS_BATCH)
+                wc, idx, t, local, lms), size, where, deadline, limits, _WS_BATCH, failed[t])
         errors: list[BaseException | None] = []
         try:
             futures = [worker_pool(threads - 1).submit(worker, t) for t in range(1, threads)]
             try:
                 worker(0)
+                errors.append(None)
             except Exception as first:  # noqa: BLE001 - reported after the other workers end
                 errors.append(first)
             errors += [f.exception() for f in futures]
         finally:
             for m in mems:
                 m.free_all()
-        for e in errors:
-            if e is not None:
-                raise e
+        raise_first(errors, failed)
 
     # -- lifetime ---------------------------------------------------------------------
     def check_open(self) -> None:

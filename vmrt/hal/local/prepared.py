@@ -128,22 +128,24 @@ class NativeDispatch:
         claims = itertools.count()
         span = self.span
         pool = worker_pool(self.threads - 1)
-        futures = [pool.submit(self.run_claimed, ds, ws + t * span, claims, deadline, limits)
-                   for t in range(1, self.threads)]
+        failed = [[-1] for _ in range(self.threads)]
+        futures = [pool.submit(self.run_claimed, ds, ws + t * span, claims, deadline, limits,
+                               failed[t]) for t in range(1, self.threads)]
         errors: list[BaseException | None] = []
         try:
-            self.run_claimed(ds, ws, claims, deadline, limits)
+            self.run_claimed(ds, ws, claims, deadline, limits, failed[0])
+            errors.append(None)
         except Exception as first:  # noqa: BLE001 - reported after the other workers end
             errors.append(first)
         errors += [f.exception() for f in futures]
-        for e in errors:
-            if e is not None:
-                raise e
+        raise_first(errors, failed)
 
     def run_claimed(self, ds: int, ws: int, claims: Iterator[int], deadline: float | None,
-                    limits: ExecutionLimits | None = None) -> None:
+                    limits: ExecutionLimits | None = None, failed: list[int] | None = None
+                    ) -> None:
         """Workgroups (linear, x fastest) taken from ``claims`` until it
-        passes the grid's end, over the workgroup states at ``ws``."""
+        passes the grid's end, over the workgroup states at ``ws``; the
+        workgroup that failed is stored in ``failed[0]``."""
         fn, env, size, total = self.fn, self.env, self.ws_size, self.total
         r = 0
         k = -1
@@ -158,10 +160,16 @@ class NativeDispatch:
                 if r:
                     break
         except VmError:
+            if failed is not None:
+                failed[0] = k
             raise
         except Exception as e:
+            if failed is not None:
+                failed[0] = k
             raise self._failure(k, e) from e
         if r:
+            if failed is not None:
+                failed[0] = k
             raise self._failure(k, r)
 
     def _failure(self, k: int, cause: Exception | int) -> DispatchError:
@@ -179,15 +187,24 @@ def workgroup_failure(where: str, k: int, wc: tuple[int, int, int],
                          f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
+def raise_first(errors: list[BaseException | None], failed: list[list[int]]) -> None:
+    """Raise the error of the worker that failed on the lowest workgroup
+    (``failed[t][0]``; the one a single thread would report), if any."""
+    bad = [(failed[t][0], t) for t, e in enumerate(errors) if e is not None]
+    if bad:
+        raise errors[min(bad)[1]]  # type: ignore[misc]
+
+
 def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: Iterator[int],
                 records: Callable[[range], bytes], size: int, where: str,
                 deadline: float | None, limits: ExecutionLimits | None,
-                window: int = 4096) -> None:
+                window: int = 4096, failed: list[int] | None = None) -> None:
     """One worker of a native dispatch not prepared beforehand: workgroups
     taken from ``claims`` (shared with the other workers) until it passes
     the grid's end.  ``records(indices)`` packs this worker's workgroup
     states (``size`` bytes each); they are written ``window`` workgroups at
-    a time, when the worker first takes a workgroup of that window."""
+    a time, when the worker first takes a workgroup of that window.  The
+    workgroup that failed is stored in ``failed[0]``."""
     total = wc[0] * wc[1] * wc[2]
     lo, hi, base, r, k = 0, 0, 0, 0, -1
     block = None
@@ -207,12 +224,18 @@ def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: It
             if r:
                 break
     except VmError:
+        if failed is not None:
+            failed[0] = k
         raise
     except Exception as e:
+        if failed is not None:
+            failed[0] = k
         raise workgroup_failure(where, k, wc, e) from e
     del block
     if r:
+        if failed is not None:
+            failed[0] = k
         raise workgroup_failure(where, k, wc, r)
 
 
-__all__ = ["NativeDispatch", "run_windows", "worker_pool", "workgroup_failure"]
+__all__ = ["NativeDispatch", "raise_first", "run_windows", "worker_pool", "workgroup_failure"]
