@@ -118,10 +118,10 @@ WHY = {
           "worker threads take a dispatch's workgroups one at a time from a shared counter "
           "(a late or descheduled worker takes fewer), ctypes releasing the GIL during "
           "each native call.",
-    "12b": "each worker thread takes workgroups from a shared counter and runs them in an emulated machine of "
-           "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
-           "on both devices (see the note) and only free cores turn them into a speed-up; "
-           "the peer column is what two independent processes got right after.",
+    "12b": "each worker thread takes workgroups from a shared counter and runs them in an "
+           "emulated machine of its own (unicorn releases the GIL), so the CPU seconds of a "
+           "call are the same on both devices (see the note) and only free cores turn them "
+           "into a speed-up; the peer column is what two independent processes got right after.",
     "14a": "start-up: a device run imports no numpy (40-90 ms here, more than "
            "iree-run-module's whole run: HAL buffers are memoryviews, the text and .npy "
            "formats are handled with struct) but imports vmrt's HAL; iree-run-module is one C "
