@@ -282,6 +282,8 @@ class _Job:
         except BaseException as e:  # noqa: BLE001 - reported after the others stopped
             errors.append((int(isinstance(e, Exception)), self.at[0], e))
         for t, f in enumerate(futures, 1):
+            if f.cancel():          # not started: it would find no workgroup left
+                continue
             while True:
                 try:
                     e2 = f.exception()

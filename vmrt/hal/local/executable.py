@@ -53,7 +53,7 @@ from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
-from .prepared import NativeDispatch, raise_first, run_windows, worker_pool
+from .prepared import NativeDispatch, joined, raise_first, run_windows, worker_pool
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -529,7 +529,7 @@ class Executable:
                 errors.append(None)
             except Exception as first:  # noqa: BLE001 - reported after the other workers end
                 errors.append(first)
-            errors += [f.exception() for f in futures]
+            errors += joined(futures)
         finally:
             for m in mems:
                 m.free_all()

@@ -137,7 +137,7 @@ class NativeDispatch:
             errors.append(None)
         except Exception as first:  # noqa: BLE001 - reported after the other workers end
             errors.append(first)
-        errors += [f.exception() for f in futures]
+        errors += joined(futures)
         raise_first(errors, failed)
 
     def run_claimed(self, ds: int, ws: int, claims: Iterator[int], deadline: float | None,
@@ -185,6 +185,14 @@ def workgroup_failure(where: str, k: int, wc: tuple[int, int, int],
                              f"{workgroup_xyz(k, wc)}", StatusCode.INTERNAL)
     return DispatchError(f"{where} failed in workgroup {workgroup_xyz(k, wc)}: "
                          f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
+
+
+def joined(futures: list[Any]) -> list[BaseException | None]:
+    """Wait for the other workers of a dispatch (after the calling thread
+    ran out of workgroups): the error of each.  A worker the pool has not
+    started yet is cancelled, as it would find no workgroup left: the
+    dispatch does not wait for a busy machine to schedule it."""
+    return [None if f.cancel() else f.exception() for f in futures]
 
 
 def raise_first(errors: list[BaseException | None], failed: list[list[int]]) -> None:
@@ -238,4 +246,5 @@ def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: It
         raise workgroup_failure(where, k, wc, r)
 
 
-__all__ = ["NativeDispatch", "raise_first", "run_windows", "worker_pool", "workgroup_failure"]
+__all__ = ["NativeDispatch", "joined", "raise_first", "run_windows", "worker_pool",
+           "workgroup_failure"]
