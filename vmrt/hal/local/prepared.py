@@ -147,7 +147,6 @@ class NativeDispatch:
         passes the grid's end, over the workgroup states at ``ws``; the
         workgroup that failed is stored in ``failed[0]``."""
         fn, env, size, total = self.fn, self.env, self.ws_size, self.total
-        r = 0
         k = -1
         try:
             for k in claims:  # k names the failing workgroup
@@ -158,7 +157,7 @@ class NativeDispatch:
                     before_workgroup(self.where, deadline, limits)
                 r = fn(env, ds, ws + k * size)
                 if r:
-                    break
+                    raise self._failure(k, r)
         except VmError:
             if failed is not None:
                 failed[0] = k
@@ -167,10 +166,6 @@ class NativeDispatch:
             if failed is not None:
                 failed[0] = k
             raise self._failure(k, e) from e
-        if r:
-            if failed is not None:
-                failed[0] = k
-            raise self._failure(k, r)
 
     def _failure(self, k: int, cause: Exception | int) -> DispatchError:
         return workgroup_failure(self.where, k, self.wc, cause)
@@ -214,7 +209,7 @@ def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: It
     a time, when the worker first takes a workgroup of that window.  The
     workgroup that failed is stored in ``failed[0]``."""
     total = wc[0] * wc[1] * wc[2]
-    lo, hi, base, r, k = 0, 0, 0, 0, -1
+    lo, hi, base, k = 0, 0, 0, -1
     block = None
     try:
         for k in claims:  # k names the failing workgroup
@@ -230,7 +225,7 @@ def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: It
                 before_workgroup(where, deadline, limits)
             r = fn(env, ds, base + (k - lo) * size)
             if r:
-                break
+                raise workgroup_failure(where, k, wc, r)
     except VmError:
         if failed is not None:
             failed[0] = k
@@ -240,10 +235,6 @@ def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: It
             failed[0] = k
         raise workgroup_failure(where, k, wc, e) from e
     del block
-    if r:
-        if failed is not None:
-            failed[0] = k
-        raise workgroup_failure(where, k, wc, r)
 
 
 __all__ = ["NativeDispatch", "joined", "raise_first", "run_windows", "worker_pool",
