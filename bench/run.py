@@ -114,14 +114,13 @@ WHY = {
           "IREE's interpreter loop in C: in process ~144 -> ~110 ns per iteration; the "
           "whole-command ratio also carries the start-up noise of both sides.",
     "12": "the peer column (iree.runtime's own local-task speed-up) is what the machine "
-          "allowed at that moment: when other jobs hold a core neither reaches 1.8×. vmrt's "
-          "worker threads take a dispatch's workgroups one at a time from a shared counter "
-          "(a late or descheduled worker takes fewer), ctypes releasing the GIL during "
+          "allowed at that moment: when other jobs hold a core neither reaches 1.8×. vmrt "
+          "splits a dispatch's workgroups over worker threads, ctypes releasing the GIL during "
           "each native call.",
-    "12b": "each worker thread takes workgroups from a shared counter and runs them in an "
-           "emulated machine of its own (unicorn releases the GIL), so the CPU seconds of a "
-           "call are the same on both devices (see the note) and only free cores turn them "
-           "into a speed-up; the peer column is what two independent processes got right after.",
+    "12b": "each worker thread runs its share of the workgroups in an emulated machine of "
+           "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
+           "on both devices (see the note) and only free cores turn them into a speed-up; "
+           "the peer column is what two independent processes got right after.",
     "14a": "start-up: a device run imports no numpy (40-90 ms here, more than "
            "iree-run-module's whole run: HAL buffers are memoryviews, the text and .npy "
            "formats are handled with struct) but imports vmrt's HAL; iree-run-module is one C "
@@ -184,8 +183,7 @@ WHY = {
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
          "when the peer reaches ~2× and ours does not, the overhead is in "
-         "Executable.dispatch (per-workgroup Python calls; the workers come from a shared pool "
-         "and take workgroups from a shared counter).",
+         "Executable.dispatch (per-workgroup Python calls, thread pool start-up).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"

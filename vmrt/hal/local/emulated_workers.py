@@ -4,11 +4,8 @@ An emulated executable lives in one unicorn machine, and a machine runs one
 call at a time.  To spread a dispatch's workgroups over ``threads`` host
 threads, :class:`EmulatedWorkers` loads the same library into ``threads - 1``
 more machines of its own (once, on first use; kept on the executable and
-closed with it) and runs one worker on each, the executable's own machine
-on the calling thread.  The workers take workgroups one at a time from a
-shared counter (``itertools.count``), so one that starts late or loses its
-core takes fewer and the dispatch ends at most one workgroup after the grid
-runs out.  unicorn releases the GIL
+closed with it) and runs a contiguous range of the grid on each, the
+executable's own machine on the calling thread.  unicorn releases the GIL
 while it runs guest code, so the machines really run in parallel.
 
 Guest memory is shared through the host: each group of bindings that alias
@@ -37,7 +34,6 @@ keep running on one thread.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 from collections.abc import Sequence
 
@@ -211,11 +207,16 @@ class EmulatedWorkers:
             execs = [self.exe, *self.workers[:threads - 1]]
             shared = SharedBindings(arrays, self.blocks)
             self.blocks = shared.used
+            step, extra = divmod(total, threads)
+            bounds, start = [], 0
+            for t in range(threads):
+                bounds.append((start, start + step + (t < extra)))
+                start = bounds[-1][1]
             job = self.job = _Job(exp, wc, ws3, cbytes, threads, where, deadline, shared,
                                   limits)
             try:
                 parts = job.parts = [job.prepare(w, t) for t, w in enumerate(execs)]
-                job.run(parts)
+                job.run(parts, bounds)
             finally:
                 self.job = None
                 if job.shares is not None:
@@ -248,11 +249,7 @@ class _Job:
         self.exp, self.wc, self.ws3, self.cbytes = exp, wc, ws3, cbytes
         self.threads, self.where, self.deadline, self.shared = threads, where, deadline, shared
         self.stop = threading.Event()
-        self.running: set[int] = set()        # workers still taking workgroups
-        self.claims = itertools.count()       # the next workgroup to run
-        self.at = [-1] * threads              # per worker: the workgroup it took last
-        #: workgroups after this one are not run (lowered by a failure: see halt)
-        self.cut = (1 << 63)
+        self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
         self.parts: list[tuple] = []
         self.cancelled: VmError | None = None
@@ -272,101 +269,82 @@ class _Job:
         local = mem.alloc(self.exp.local_memory_size, 64) if self.exp.local_memory_size else 0
         return exe, exe.entry(self.exp), ds, local, mem, (guards, ptrs)
 
-    def run(self, parts: list[tuple]) -> None:
+    def run(self, parts: list[tuple], bounds: list[tuple[int, int]]) -> None:
         pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
-        futures = [pool.submit(self.run_guarded, t, parts)
+        futures = [pool.submit(self.run_guarded, t, parts, *bounds[t])
                    for t in range(1, len(parts))] if pool else []
-        errors: list[tuple[int, int, BaseException]] = []      # (rank, workgroup, error)
+        errors: list[BaseException] = []
         try:
-            self.run_guarded(0, parts)
+            self.run_guarded(0, parts, *bounds[0])
         except BaseException as e:  # noqa: BLE001 - reported after the others stopped
-            errors.append((int(isinstance(e, Exception)), self.at[0], e))
-        for t, f in enumerate(futures, 1):
-            if f.cancel():          # not started: it would find no workgroup left
-                continue
+            errors.append(e)
+        for f in futures:
             while True:
                 try:
                     e2 = f.exception()
                     break
                 except BaseException as e3:  # noqa: BLE001 - Ctrl-C while waiting
                     self.halt(parts)
-                    errors.append((0, -1, e3))
+                    errors.append(e3)
             if e2 is not None:
-                errors.append((1, self.at[t], e2))
-        # Ctrl-C first, then the failure on the lowest workgroup (local-sync's)
-        for _rank, _k, err in sorted(errors, key=lambda x: x[:2]):
+                errors.append(e2)
+        for err in errors:
             if not isinstance(err, _Stopped):
                 raise err
         if self.cancelled is not None:
             raise self.cancelled
 
-    def run_guarded(self, t: int, parts: list[tuple]) -> None:
-        """Worker ``t``'s workgroups; when it fails, the other workers stop too."""
+    def run_guarded(self, t: int, parts: list[tuple], start: int, end: int) -> None:
+        """Worker ``t``'s range; when it fails, the other workers stop too."""
         self.running.add(t)
         try:
-            self.run_claimed(t, parts[t])
-        except BaseException as e:
+            self.run_range(t, parts[t], start, end)
+        except BaseException:
             self.running.discard(t)
-            # a workgroup's own failure lets workers on lower ones finish them
-            self.halt(parts, self.at[t] if isinstance(e, DispatchError) else -1)
+            self.halt(parts)
             raise
         finally:
             self.running.discard(t)
 
-    def halt(self, parts: list[tuple], above: int = -1) -> None:
+    def halt(self, parts: list[tuple]) -> None:
         """Stop every worker: at its next workgroup, and inside the current one
-        if that comes after workgroup ``above`` (only machines whose worker is
-        still running are cancelled)."""
-        self.cut = min(self.cut, above)
+        (only machines whose worker is still in its range are cancelled)."""
         self.stop.set()
         for t in list(self.running):
-            if self.at[t] > above:
-                parts[t][0].machine.cancel(wait=0)
+            parts[t][0].machine.cancel(wait=0)
 
-    def run_claimed(self, t: int, part: tuple) -> None:
-        """Workgroups (linear, x fastest) taken from the shared counter until it
-        passes the grid's end, on worker ``t``.  Its workgroup states (processor
-        id ``t``) are written to its guest memory :data:`_BATCH` at a time,
-        when it first takes a workgroup of that window."""
+    def run_range(self, t: int, part: tuple, start: int, end: int) -> None:
+        """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""
         exe, fn, ds, local, mem, guards = part
         size = mem.layout.ws_size
-        env, stop, machine, wc = exe.env, self.stop, exe.machine, self.wc
+        env, stop, machine = exe.env, self.stop, exe.machine
         where, deadline, limits, shares = self.where, self.deadline, self.limits, self.shares
-        total = wc[0] * wc[1] * wc[2]
-        lo = hi = base = 0
-        k = -1
-        try:
-            for k in self.claims:  # k names the failing workgroup
-                if k >= total:
-                    break
-                self.at[t] = k
-                if stop.is_set() and k > self.cut:
-                    raise _Stopped()
-                if not lo <= k < hi:
-                    if hi:                  # a window is written: free it first
-                        mem.free(base)
-                        hi = 0
-                    lo = k - k % _BATCH
-                    hi = min(lo + _BATCH, total)
-                    base = mem.alloc_bytes(exe.workgroup_records(
-                        wc, range(lo, hi), t, local, self.exp.local_memory_size), 16)
-                r = guest_workgroup(fn, machine, (env, ds, base + (k - lo) * size), where,
-                                    deadline, limits, shares, t)
-                if r:
-                    raise DispatchError(f"{where} returned catastrophic error {r} in "
-                                        f"workgroup {workgroup_xyz(k, wc)}", StatusCode.INTERNAL)
-        except (VmError, _Stopped):
-            raise
-        except elfkit.CallTimeout as e:
-            if stop.is_set() and k > self.cut:
-                raise _Stopped() from None
-            raise stop_error(e, where, limits) from None
-        except Exception as e:              # a fault: reported against its workgroup
-            if stop.is_set() and k > self.cut:  # (or how a call stopped by cancel ended)
-                raise _Stopped() from e
-            self._fail(e, guards, workgroup_xyz(k, wc))
-        finally:
-            if hi:
+        for first in range(start, end, _BATCH):
+            idx = range(first, min(first + _BATCH, end))
+            rec = exe.workgroup_records(self.wc, idx, t, local, self.exp.local_memory_size)
+            base = mem.alloc_bytes(rec, 16)
+            k = 0
+            try:
+                for k in range(len(idx)):  # k names the failing workgroup
+                    if stop.is_set():
+                        raise _Stopped()
+                    r = guest_workgroup(fn, machine, (env, ds, base + k * size), where,
+                                        deadline, limits, shares, t)
+                    if r:
+                        raise DispatchError(f"{self.where} returned catastrophic error {r} in "
+                                            f"workgroup {workgroup_xyz(idx[k], self.wc)}",
+                                            StatusCode.INTERNAL)
+            except (VmError, _Stopped):
+                raise
+            except elfkit.CallTimeout as e:
+                if stop.is_set():
+                    raise _Stopped() from None
+                raise stop_error(e, where, limits) from None
+            except Exception as e:              # a fault: reported against its workgroup
+                if stop.is_set():               # (or how a call stopped by cancel ended)
+                    raise _Stopped() from e
+                self._fail(e, guards, workgroup_xyz(idx[k], self.wc))
+            finally:
                 mem.free(base)
 
     def _fail(self, e: Exception, faults: tuple[list, list[int]], xyz: str) -> None:

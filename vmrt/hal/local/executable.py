@@ -24,7 +24,6 @@ dispatch code -> import thunk -> plugin entirely inside the emulated CPU.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import struct
 import sys
@@ -53,7 +52,7 @@ from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
-from .prepared import NativeDispatch, joined, raise_first, run_windows, worker_pool
+from .prepared import NativeDispatch
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -507,33 +506,22 @@ class Executable:
     def _run_threads(self, fn: Any, ds: int, exp: ExportInfo, wc: tuple[int, int, int],
                      total: int, threads: int, where: str,
                      deadline: float | None = None, limits: ExecutionLimits | None = None) -> None:
-        """A native grid on ``threads`` workers of the shared pool, each taking
-        workgroups from a shared counter (see :func:`~vmrt.hal.local.prepared.run_windows`);
-        worker ``t`` (the calling thread is 0) runs them with processor id ``t``."""
-        threads = min(threads, total)
-        claims = itertools.count()
-        mems = [GuestMemory(self.machine) for _ in range(threads)]
-        size, lms = mems[0].layout.ws_size, exp.local_memory_size
+        from concurrent.futures import ThreadPoolExecutor
 
-        failed = [[-1] for _ in range(threads)]
-
-        def worker(t: int) -> None:
-            local = mems[t].alloc(lms, 64) if lms else 0
-            run_windows(fn, self.env, ds, wc, claims, lambda idx: self.workgroup_records(
-                wc, idx, t, local, lms), size, where, deadline, limits, _WS_BATCH, failed[t])
-        errors: list[BaseException | None] = []
+        import numpy as np
+        parts = [p for p in np.array_split(np.arange(total), threads) if len(p)]
+        mems = [GuestMemory(self.machine) for _ in parts]
         try:
-            futures = [worker_pool(threads - 1).submit(worker, t) for t in range(1, threads)]
-            try:
-                worker(0)
-                errors.append(None)
-            except Exception as first:  # noqa: BLE001 - reported after the other workers end
-                errors.append(first)
-            errors += joined(futures)
+            with ThreadPoolExecutor(len(parts)) as pool:
+                futures = [pool.submit(self._run, fn, ds, exp, wc, p, t, mems[t], where, deadline,
+                                       limits) for t, p in enumerate(parts)]
+                errors = [f.exception() for f in futures]
         finally:
             for m in mems:
                 m.free_all()
-        raise_first(errors, failed)
+        for e in errors:
+            if e is not None:
+                raise e
 
     # -- lifetime ---------------------------------------------------------------------
     def check_open(self) -> None:

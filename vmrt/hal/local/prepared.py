@@ -8,18 +8,12 @@ holding the constants, the binding pointers and lengths and the dispatch
 state (written once but for the pointers and lengths), and the workgroup
 states of the whole grid (read-only to the dispatch code), so a run is two
 ``struct.pack_into`` and one native call per workgroup.  Several threads
-(``threads`` > 1, IREE's ``local-task``) run on a shared pool and take
-workgroups one at a time from a shared counter (``itertools.count``, whose
-``next`` is one step under the GIL), so a worker that starts late or loses
-its core takes fewer, and the dispatch ends at most one workgroup after the
-grid runs out.  ctypes releases the GIL during each call.  Worker ``t``
-(the calling thread is 0) runs every workgroup with processor id ``t``:
-the block holds one copy of the grid's workgroup states per worker.
+(``threads`` > 1, IREE's ``local-task``) split the grid into contiguous
+ranges run on a shared pool; ctypes releases the GIL during each call.
 Errors are those of :meth:`Executable.dispatch`.
 """
 from __future__ import annotations
 
-import itertools
 import struct
 import threading
 
@@ -30,7 +24,6 @@ from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any
 
@@ -76,23 +69,28 @@ class NativeDispatch:
         self.ws3 = ws3
         self.layout = lay
         self.local = threading.local()
-        #: bytes between two workers' copies of the workgroup states
-        self.span = self.total * self.ws_size
+        step, extra = divmod(self.total, self.threads)
+        self.bounds: list[tuple[int, int]] = []
+        start = 0
+        for t in range(self.threads):
+            end = start + step + (t < extra)
+            self.bounds.append((start, end))
+            start = end
 
     def _block(self) -> tuple[Any, int, int, int]:
         """This thread's block: (memory, dispatch state address, offset of the
         workgroup states, their address)."""
-        lay, n, wc = self.layout, self.n, self.wc
+        lay, n, size, wc = self.layout, self.n, self.ws_size, self.wc
         ws_off = -(-(self.d_off + lay.ds_size) // 64) * 64
-        block, base = aligned_memory(ws_off + self.threads * self.span, "dispatch state")
+        block, base = aligned_memory(ws_off + self.total * size, "dispatch state")
         block[:len(self.cbytes)] = self.cbytes
         state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, wc, self.threads, n,
                                    base if self.cbytes else 0, base + self.b_off if n else 0,
                                    base + self.l_off if n else 0)
         block[self.d_off:self.d_off + len(state)] = state
         off = ws_off
-        for t in range(self.threads):       # worker t's copy: processor_id t
-            rec = lay.workgroup_records(wc, range(self.total), t, 0, 0)
+        for t, (a, b) in enumerate(self.bounds):       # processor_id: the range's thread
+            rec = lay.workgroup_records(wc, range(a, b), t, 0, 0)
             block[off:off + len(rec)] = rec
             off += len(rec)
         mine = (block, base + self.d_off, ws_off, base + ws_off)
@@ -109,7 +107,7 @@ class NativeDispatch:
             block, ds, _recs, ws = self._block()
         self.pack(block, self.b_off, *ptrs, *sizes)
         limits = current_limits()       # a cancel is checked between workgroups
-        if self.total == 1:             # run_claimed(ds, ws, [0], ...) in this frame
+        if self.total == 1:             # run_range(ds, ws, 0, 1, ...) in this frame
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
@@ -123,119 +121,52 @@ class NativeDispatch:
                 raise self._failure(0, r)
             return
         if self.threads == 1:
-            self.run_claimed(ds, ws, iter(range(self.total)), deadline, limits)
+            self.run_range(ds, ws, 0, self.total, deadline, limits)
             return
-        claims = itertools.count()
-        span = self.span
+        bounds = self.bounds
         pool = worker_pool(self.threads - 1)
-        failed = [[-1] for _ in range(self.threads)]
-        futures = [pool.submit(self.run_claimed, ds, ws + t * span, claims, deadline, limits,
-                               failed[t]) for t in range(1, self.threads)]
+        futures = [pool.submit(self.run_range, ds, ws, a, b, deadline, limits)
+                   for a, b in bounds[1:]]
         errors: list[BaseException | None] = []
         try:
-            self.run_claimed(ds, ws, claims, deadline, limits, failed[0])
-            errors.append(None)
-        except Exception as first:  # noqa: BLE001 - reported after the other workers end
+            self.run_range(ds, ws, *bounds[0], deadline, limits)
+        except Exception as first:  # noqa: BLE001 - reported after the other ranges end
             errors.append(first)
-        errors += joined(futures)
-        raise_first(errors, failed)
+        errors += [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
 
-    def run_claimed(self, ds: int, ws: int, claims: Iterator[int], deadline: float | None,
-                    limits: ExecutionLimits | None = None, failed: list[int] | None = None
-                    ) -> None:
-        """Workgroups (linear, x fastest) taken from ``claims`` until it
-        passes the grid's end, over the workgroup states at ``ws``; the
-        workgroup that failed is stored in ``failed[0]``."""
-        fn, env, size, total = self.fn, self.env, self.ws_size, self.total
-        k = -1
+    def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
+                  limits: ExecutionLimits | None = None) -> None:
+        """Workgroups ``start`` to ``end`` (linear, x fastest)."""
+        fn, env, size = self.fn, self.env, self.ws_size
+        k = start - 1
         try:
-            for k in claims:  # k names the failing workgroup
-                if k >= total:
-                    break
+            for k in range(start, end):  # k names the failing workgroup
                 if deadline is not None or limits is not None and (
                         limits.cancelled or limits.parent is not None):
                     before_workgroup(self.where, deadline, limits)
                 r = fn(env, ds, ws + k * size)
                 if r:
-                    raise self._failure(k, r)
+                    break
+            else:
+                r = 0
         except VmError:
-            if failed is not None:
-                failed[0] = k
             raise
         except Exception as e:
-            if failed is not None:
-                failed[0] = k
             raise self._failure(k, e) from e
+        if r:
+            raise self._failure(k, r)
 
     def _failure(self, k: int, cause: Exception | int) -> DispatchError:
-        return workgroup_failure(self.where, k, self.wc, cause)
+        """The error of workgroup ``k`` that raised ``cause`` or returned it
+        (a nonzero status)."""
+        if isinstance(cause, int):
+            return DispatchError(f"{self.where} returned catastrophic error {cause} in workgroup "
+                                 f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
+        return DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
+                             f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
-def workgroup_failure(where: str, k: int, wc: tuple[int, int, int],
-                      cause: Exception | int) -> DispatchError:
-    """The error of native workgroup ``k`` of a ``wc`` grid that raised
-    ``cause`` or returned it (a nonzero status)."""
-    if isinstance(cause, int):
-        return DispatchError(f"{where} returned catastrophic error {cause} in workgroup "
-                             f"{workgroup_xyz(k, wc)}", StatusCode.INTERNAL)
-    return DispatchError(f"{where} failed in workgroup {workgroup_xyz(k, wc)}: "
-                         f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
-
-
-def joined(futures: list[Any]) -> list[BaseException | None]:
-    """Wait for the other workers of a dispatch (after the calling thread
-    ran out of workgroups): the error of each.  A worker the pool has not
-    started yet is cancelled, as it would find no workgroup left: the
-    dispatch does not wait for a busy machine to schedule it."""
-    return [None if f.cancel() else f.exception() for f in futures]
-
-
-def raise_first(errors: list[BaseException | None], failed: list[list[int]]) -> None:
-    """Raise the error of the worker that failed on the lowest workgroup
-    (``failed[t][0]``; the one a single thread would report), if any."""
-    bad = [(failed[t][0], t) for t, e in enumerate(errors) if e is not None]
-    if bad:
-        raise errors[min(bad)[1]]  # type: ignore[misc]
-
-
-def run_windows(fn: Any, env: int, ds: int, wc: tuple[int, int, int], claims: Iterator[int],
-                records: Callable[[range], bytes], size: int, where: str,
-                deadline: float | None, limits: ExecutionLimits | None,
-                window: int = 4096, failed: list[int] | None = None) -> None:
-    """One worker of a native dispatch not prepared beforehand: workgroups
-    taken from ``claims`` (shared with the other workers) until it passes
-    the grid's end.  ``records(indices)`` packs this worker's workgroup
-    states (``size`` bytes each); they are written ``window`` workgroups at
-    a time, when the worker first takes a workgroup of that window.  The
-    workgroup that failed is stored in ``failed[0]``."""
-    total = wc[0] * wc[1] * wc[2]
-    lo, hi, base, k = 0, 0, 0, -1
-    block = None
-    try:
-        for k in claims:  # k names the failing workgroup
-            if k >= total:
-                break
-            if not lo <= k < hi:
-                lo = k - k % window
-                hi = min(lo + window, total)
-                rec = records(range(lo, hi))
-                block, base = aligned_memory(len(rec), "workgroup states")
-                block[:] = rec
-            if deadline is not None or limits is not None:
-                before_workgroup(where, deadline, limits)
-            r = fn(env, ds, base + (k - lo) * size)
-            if r:
-                raise workgroup_failure(where, k, wc, r)
-    except VmError:
-        if failed is not None:
-            failed[0] = k
-        raise
-    except Exception as e:
-        if failed is not None:
-            failed[0] = k
-        raise workgroup_failure(where, k, wc, e) from e
-    del block
-
-
-__all__ = ["NativeDispatch", "joined", "raise_first", "run_windows", "worker_pool",
-           "workgroup_failure"]
+__all__ = ["NativeDispatch", "worker_pool"]
