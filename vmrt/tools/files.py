@@ -6,6 +6,8 @@ import contextlib
 import os
 import stat
 
+from elfkit.files import replace_file
+
 from ..files import MAX_FLAGFILE_SIZE, MAX_MODULE_SIZE, check_input, open_input, read_input
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -45,9 +47,10 @@ class StagedOutputs:
         return fh
 
     def commit(self) -> None:
-        """Rename every staged file over its target."""
+        """Put every staged file in place of its target (atomically, as
+        elfkit's FatELF outputs are)."""
         for tmp, path in self._renames:
-            os.replace(tmp, path)
+            replace_file(tmp, path)
         self._renames.clear()
         self._appends.clear()
 
