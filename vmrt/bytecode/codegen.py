@@ -18,7 +18,7 @@ from .layout import ControlFlow, drop_unread
 from .namespace import WIDTH
 from .regfacts import ConstantRegs, constant_registers, no_overflow
 from .regkinds import register_coercions
-from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, wrap_lines
+from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, two_sided, wrap_lines
 
 
 class FunctionTranslator(ControlFlow):
@@ -179,7 +179,13 @@ class FunctionTranslator(ControlFlow):
         if tmpl is not None:
             dst, reads = self.operands(ins)
             dst = self.renamed.get(ins.pc, dst)
-            out.append(f"{ind}{dst} = {tmpl.format(**dict(zip('abc', reads)))}")
+            expr = tmpl.format(**dict(zip('abc', reads)))
+            bits = self.masked.get(ins.pc)
+            if bits is not None and two_sided(m, reads):   # a modular register (layout.py)
+                out.append(f"{ind}{dst} = ({expr}) & {(1 << bits) - 1}")
+                self.masked_any = True
+                return out
+            out.append(f"{ind}{dst} = {expr}")
             if wrapped is not None and dst is not None and ins.pc not in self.in_range:
                 out += wrap_lines(m, wrapped[1], dst, reads, ind)
             return out

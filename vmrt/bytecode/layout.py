@@ -13,7 +13,9 @@ is ``b``.  These keep a hot loop out of that selection, and short:
   before its next check and charges them in bulk (:meth:`counted_loop`);
   when its counter ``a`` only goes up by one to ``b`` (an ``scf.for``), the
   loop is ``for a in range(a, hi)`` without the add and the compare
-  (:meth:`range_loop`);
+  (:meth:`range_loop`); there, registers that only feed modular ops
+  (regfacts.py) are masked instead of sign-checked, and made signed again
+  each time the ``for`` stops (:meth:`modular`);
 * **copy folding**: a back-edge copy ``y = x`` is made by the op computing
   ``x`` when ``x`` is not read after it (:meth:`coalesced`);
 * **compare and branch**: a ``cmp.*`` whose result is the condition of the
@@ -29,8 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .decoder import MOVE_BIT, Block, Instr
-from .regfacts import reads, writes
+from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .regfacts import MODULAR_OPS, modular_registers, reads, writes
 from .regkinds import successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
@@ -89,6 +91,10 @@ class ControlFlow:
     renamed: dict[int, str] = {}
     #: the copies of ``inline_br`` those ops made
     folded: frozenset = frozenset()
+    #: wrapping ops of a ``range`` loop that mask their result (pc -> width)
+    masked: dict[int, int] = {}
+    #: whether one of them masked (emit sets it)
+    masked_any = False
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -169,7 +175,7 @@ class ControlFlow:
         adds = [i for i in body if a in writes(i)]
         if c != rc or t != blk.pc or tr or e == blk.pc or len({a, b, flag}) != 3 \
                 or len(adds) != 1 or adds[0].pc not in self.in_range \
-                or self.flag(flag, 1, tr, t, "") or any(
+                or self.flag(flag, 1, tr, t, "") and self.read_first(flag, [t]) or any(
                     i.pc in self.coerce for i in blk.instrs + nxt.instrs):
             return None
         add = adds[0]
@@ -193,19 +199,45 @@ class ControlFlow:
         cost = len(blk.instrs) + len(nxt.instrs)
         i1, i2 = ind + "    ", ind + "        "
         self.renamed, self.folded = self.coalesced(blk.instrs, nxt.instrs)
-        body = self.straight(tuple(i for i in blk.instrs[:-1] if i is not add), i2)
+        ops = tuple(i for i in blk.instrs[:-1] if i is not add)
         br = blk.instrs[-1]
-        body += self.remap(tuple(p for p in br.fields[1] if p not in self.folded), i2)
-        self.renamed, self.folded = {}, frozenset()
+        copies = tuple(p for p in br.fields[1] if p not in self.folded)
+        regs = self.modular(ops, copies, (a, b))
+        body = self.straight(ops, i2)
+        body += self.remap(copies, i2)
+        if not self.masked_any:         # every value stayed signed
+            regs = {}
+        self.renamed, self.folded, self.masked, self.masked_any = {}, frozenset(), {}, False
         return ([f"{ind}while True:", f"{i1}ln = L.left // {cost}",
                  f"{i1}ex = {b} if {b} > {a} + 1 else {a} + 1",
                  f"{i1}hi = ex if ex < {a} + ln else {a} + ln",
                  f"{i1}L.left -= (hi - {a}) * {cost}",
                  f"{i1}for {a} in range({a}, hi):"] + (body or [f"{i2}pass"]) +
+                [f"{i1}{r} = (({r} + {1 << w - 1}) & {(1 << w) - 1}) - {1 << w - 1}"
+                 for r, w in sorted(regs.items())] +
                 [f"{i1}{a} = hi", f"{i1}if hi == ex:"] +
                 self.flag(flag, 0, er, e, i2) + self.remap(er, i2) + self.jump(e, i2) +
                 [f"{i1}L.left -= {cost}", f"{i1}if L.left < 0: L.tick()",
                  f"{i1}L.left += {cost}"])
+
+    def modular(self, ops: tuple[Instr, ...], copies: tuple, pinned: tuple[str, str]
+                ) -> dict[str, int]:
+        """The registers of a ``range`` loop's body holding values only
+        congruent to their true ones (regfacts.py), with their widths; sets
+        :attr:`masked` to the wrapping ops writing them.  The loop makes
+        them signed again when its ``for`` stops."""
+        facts: list[tuple[str | None, str | None, list[str]]] = []
+        for ins in ops:
+            dst = self.renamed.get(ins.pc) or next(iter(writes(ins, copies=False)), None)
+            facts.append((ins.mnemonic, dst, reads(ins)))
+        for src, dst in copies:
+            if not (src | dst) & REF_BIT:
+                facts.append((None, self.int_reg(dst & ~MOVE_BIT),
+                              [self.int_reg(src & ~MOVE_BIT)]))
+        regs = modular_registers(facts, pinned)
+        self.masked = {ins.pc: MODULAR_OPS[m] for ins, (m, dst, _r) in zip(ops, facts)
+                       if dst in regs and m in WRAPPED_OPS and m in MODULAR_OPS}
+        return regs
 
     def appended(self, blk: Block) -> Block | None:
         """The block copied to the end of ``blk``, if any."""

@@ -15,6 +15,13 @@ anything (used by codegen.py to write less code per instruction).
   ``a < INT64_MAX``) can add 1 to ``a`` without overflowing, as long as
   nothing in the block wrote ``a`` before.  :func:`no_overflow` lists such
   adds.
+* **Modular registers**: in a counted loop, a register only ever read by
+  ops whose result modulo 2**bits depends only on their operands modulo
+  2**bits (add, sub, mul, fma, shl, and, or, xor, not, copies), each
+  writing another such register, may hold any value congruent to its
+  true one: its wrapping ops mask (``& M``) instead of checking and fixing
+  the sign, and the loop restores the signed value when it stops
+  (:func:`modular_registers`).
 * **Reads and writes** of each instruction (:func:`reads`, :func:`writes`;
   layout.py folds a copy into the op computing its source when the source is
   not read after it).
@@ -26,7 +33,8 @@ from collections.abc import Iterable
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
-__all__ = ["ConstantRegs", "constant_registers", "no_overflow", "reads", "writes"]
+__all__ = ["MODULAR_OPS", "ConstantRegs", "constant_registers", "modular_registers",
+           "no_overflow", "reads", "writes"]
 
 _CONSTS = {"const.i32": True, "const.i64": True, "const.i32.zero": False,
            "const.i64.zero": False}
@@ -183,3 +191,53 @@ def no_overflow(blocks: list[Block], konst: ConstantRegs,
                     out.add(ins.pc)
             known -= set(writes(ins))
     return frozenset(out)
+
+
+#: per mnemonic, the width of the ops whose result modulo 2**width depends only
+#: on their operands modulo 2**width (a shift count is masked to the width)
+MODULAR_OPS: dict[str, int] = {f"{op}.i{w}": w for w in (32, 64) for op in (
+    "add", "sub", "mul", "fma", "shl", "and", "or", "xor", "not")}
+
+
+def modular_registers(ops: list[tuple[str | None, str | None, list[str]]],
+                      pinned: Iterable[str]) -> dict[str, int]:
+    """The registers of a loop body that may hold any value congruent to their
+    true one (modulo 2**width), with their widths.  ``ops`` are the body's
+    instructions in order as (mnemonic, register written, registers read),
+    a copy having mnemonic None; ``pinned`` registers (the loop's counter and
+    bound) never qualify.  A register qualifies when a modular op (or a copy
+    of a qualifying register) writes it, and every op of the body reading it
+    is a modular op of the same width, or a copy, writing a qualifying
+    register of that width; registers written outside the body hold signed
+    values, which are congruent too."""
+    width: dict[str, int] = {}
+    bad = set(pinned)
+    changed = True
+    while changed:                      # copies of copies: until nothing is added
+        changed = False
+        for m, dst, rd in ops:
+            w = MODULAR_OPS.get(m) if m is not None else (
+                width.get(rd[0]) if len(rd) == 1 else None)
+            if dst is None or w is None or dst in bad:
+                continue
+            have = width.get(dst)
+            if have is None:
+                width[dst] = w
+                changed = True
+            elif have != w:
+                bad.add(dst)
+                changed = True
+    ok = {r: w for r, w in width.items() if r not in bad}
+    changed = True
+    while changed:                      # drop registers read by anything else
+        changed = False
+        for m, dst, rd in ops:
+            w = MODULAR_OPS.get(m) if m is not None else None
+            for r in rd:
+                if r not in ok:
+                    continue
+                keeps = dst in ok and ok[dst] == ok[r] and (m is None or w == ok[r])
+                if not keeps:
+                    del ok[r]
+                    changed = True
+    return ok

@@ -61,6 +61,13 @@ def _sides(mnemonic: str, reads: list[str]) -> tuple[bool, bool]:
     return True, True
 
 
+def two_sided(mnemonic: str, reads: list[str]) -> bool:
+    """Whether the wrap of ``mnemonic`` on ``reads`` checks both ends of the
+    range (a multiply, a shift, a sum of two registers): a mask is then
+    cheaper, where a value congruent to the result will do."""
+    return all(_sides(mnemonic, reads))
+
+
 def wrap_lines(mnemonic: str, bits: int, dst: str, reads: list[str], ind: str) -> list[str]:
     """The range check and wrap of ``dst`` after a wrapped op: compares only
     (no arithmetic) while values stay in range, which they mostly do; a value
@@ -136,4 +143,5 @@ PURE_PREFIXES = ("add.i", "sub.i", "mul.i", "fma.i", "not.", "and.", "or.", "xor
                   "import.resolved", "trace", "print", "yield", "break", "cond_break")
 
 
-__all__ = ["PURE_PREFIXES", "RESULT_RANGES", "SIMPLE_OPS", "WRAPPED_OPS", "wrap_lines"]
+__all__ = ["PURE_PREFIXES", "RESULT_RANGES", "SIMPLE_OPS", "WRAPPED_OPS", "two_sided",
+           "wrap_lines"]
