@@ -34,6 +34,7 @@ Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from operator import attrgetter
@@ -53,7 +54,7 @@ else:
     def dataclass_transform(**_options):   # typing's is for type checkers only
         return lambda obj: obj
 
-_CACHE_FILE = f"records-{sys.implementation.cache_tag}-{sys.version_info.micro}.bin"
+_CACHE_PREFIX = f"records-{sys.implementation.cache_tag}-{sys.version_info.micro}"
 
 __all__ = ["MISSING", "DataRecord", "Field", "FrozenInstanceError", "field", "fields",
            "replace"]
@@ -149,11 +150,13 @@ def _install(cls: type, name: str, fn: Any) -> Any:
 #: calls ``__post_init__``), compiled once with the placeholder field names
 #: :func:`_slot` gives, then renamed for each class (``CodeType.replace``, about a
 #: microsecond, where compiling costs 20-80 µs and a vmrt run builds some 40 of them).
-#: The shapes compiled are kept on disk (see :func:`_read_shapes`), so a program's
+#: The shapes compiled are kept on disk at exit (see :func:`_read_shapes`), so a program's
 #: next start compiles none.
 _INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
 #: the cache file's key, once the file has been read (empty: not read yet)
 _disk: list[bytes] = []
+#: not empty once this process compiled a shape (written at exit)
+_unsaved: list[Any] = []
 
 
 def _slot(i: int) -> str:
@@ -167,6 +170,18 @@ def _cache_key() -> bytes:
     return f"elfkit records 1\0{st.st_size}:{st.st_mtime_ns}\0".encode()
 
 
+def _cache_file(key: bytes) -> str:
+    """The cache file's name: one per key, so that two elfkit installations
+    (two virtual environments, say) keep their own instead of each finding the
+    other's unusable and rewriting it."""
+    return f"{_CACHE_PREFIX}-{codecache.checksum(key) & 0xFFFFFFFF:08x}.bin"
+
+
+def _write_shapes() -> None:
+    """Keep the shapes compiled by this process (at exit: once, however many)."""
+    codecache.store(codecache.cache_dir("elfkit"), _cache_file(_disk[0]), _disk[0], _INIT_CODE)
+
+
 def _well_formed(key: Any, code: Any) -> bool:
     return (type(key) is tuple and len(key) == 4 and type(key[0]) is int
             and type(key[1]) is tuple and all(type(i) is int for i in key[1])
@@ -175,7 +190,7 @@ def _well_formed(key: Any, code: Any) -> bool:
 
 
 def _read_shapes() -> None:
-    """Add the shapes of elfkit's cache file (``records-<python>.bin`` in
+    """Add the shapes of elfkit's cache file (``records-<python>-<key>.bin`` in
     :func:`elfkit.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
     ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
     trusted only when private to the user (owner, permissions); anything else
@@ -185,7 +200,7 @@ def _read_shapes() -> None:
     except OSError:        # pragma: no cover - a records.py without a file (zip import)
         key = b"-"
     _disk.append(key)
-    shapes = codecache.load(codecache.cache_dir("elfkit"), _CACHE_FILE, key)
+    shapes = codecache.load(codecache.cache_dir("elfkit"), _cache_file(key), key)
     if type(shapes) is dict:
         _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
 
@@ -211,7 +226,9 @@ def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: 
         scope: dict[str, Any] = {}
         exec(src, scope)        # the dataclass technique, on our own text, once per shape
         code = _INIT_CODE[key] = scope["__init__"].__code__
-        codecache.store(codecache.cache_dir("elfkit"), _CACHE_FILE, _disk[0], _INIT_CODE)
+        if not _unsaved:
+            _unsaved.append(key)
+            atexit.register(_write_shapes)
     return code
 
 

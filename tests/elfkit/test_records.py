@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -297,10 +298,10 @@ _SHAPE_RUN = textwrap.dedent("""\
     """)
 
 
-def _shape_run(cache: Path) -> int:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "ELFKIT_CACHE_DIR": str(cache)}
+def _shape_run(cache: Path, repo: Path = REPO) -> int:
+    env = {**os.environ, "PYTHONPATH": str(repo), "ELFKIT_CACHE_DIR": str(cache)}
     out = subprocess.run([sys.executable, "-c", _SHAPE_RUN], capture_output=True, text=True,
-                         env=env, timeout=120)
+                         env=env, timeout=120, cwd=repo)
     assert out.returncode == 0, out.stderr
     return int(out.stdout)
 
@@ -317,3 +318,17 @@ def test_compiled_shapes_are_kept_for_the_next_run(tmp_path):
     assert _shape_run(cache) == 0                     # rewritten whole
     kept[0].chmod(0o622)
     assert _shape_run(cache) >= 1
+
+
+def test_two_installations_keep_their_own_shapes(tmp_path):
+    """Two copies of elfkit (two virtual environments) sharing one cache
+    directory each read back what they compiled, in turn."""
+    other = tmp_path / "other"
+    shutil.copytree(REPO / "elfkit", other / "elfkit",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "elfkit" / "records.py", "a") as f:
+        f.write("# another version\n")
+    cache = tmp_path / "cache"
+    assert _shape_run(cache) >= 1 and _shape_run(cache, other) >= 1
+    assert _shape_run(cache) == 0 and _shape_run(cache, other) == 0
+    assert len([p for p in cache.iterdir() if p.name.startswith("records-")]) == 2
