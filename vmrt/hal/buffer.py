@@ -156,13 +156,18 @@ class HalBuffer(RefObject):
     def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
         if data.__class__ is not memoryview:
             data = byte_view(data)
-        self.bytes: memoryview = data
-        #: transfers (fill, update, copy) may not write it: module data
-        #: imported from a read-only mapping (``--module_mode=mmap``)
-        self.read_only = read_only
         #: the host address of the bytes (-1 when empty and unknown);
         #: ``address`` is the caller's word for it when it knows it
         self.address: int = address if address is not None else address_of(data)
+        if read_only and not data.readonly:
+            # every view of it is read-only: transfers refuse to write it, a
+            # dispatch gets it as a read-only binding (an emulated store into
+            # it is refused, nothing is read back) and numpy views are read-only
+            data = data.toreadonly()
+        self.bytes: memoryview = data
+        #: nothing may write it: module data imported from a read-only
+        #: mapping (``--module_mode=mmap``); ``bytes`` is then read-only too
+        self.read_only = read_only
 
     def __len__(self) -> int:
         return len(self.bytes)

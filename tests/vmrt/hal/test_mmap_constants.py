@@ -1,0 +1,100 @@
+"""Module constants under ``--module_mode=mmap``: a dispatch that reads an
+imported constant gives IREE's results natively and emulated, the constant
+reaches the dispatch as a read-only binding, and an emulated store into it
+is refused (PERMISSION_DENIED) instead of being read back."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vmrt
+from tests.vmrt.hal.hal_testutil import iree_run, run_args, vmrt_run
+from vmrt.errors import DispatchError
+from vmrt.hal.buffer import HostBytes
+from vmrt.hal.dispatch_observer import observe_dispatches
+from vmrt.hal.local.executable import Executable
+from vmrt.modules.hal.device import HalDeviceModule
+from vmrt.vm.buffer import Buffer
+from vmrt.vm.native_module import NativeState
+
+PROGRAM = "const_read.mlir"
+INPUT = "256xf32=" + " ".join(str((i % 13) - 6.5) for i in range(256))
+
+
+@pytest.mark.parametrize("mode", ["mmap", "preload"])
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64", "riscv64"])
+def test_a_dispatch_reading_a_module_constant_matches_iree(hal_compile, iree_run_module,
+                                                           emulation, arch, mode):
+    """IREE's runtime runs the x86_64 build (this host's); vmrt runs each
+    build, aarch64 and riscv64 emulated, and prints the same (an f32 add
+    rounds the same on every CPU)."""
+    ref = iree_run(iree_run_module, [*run_args(hal_compile(PROGRAM, "x86_64"), "add_const",
+                                               [INPUT]), f"--module_mode={mode}"])
+    assert ref.rc == 0, ref.stderr
+    ours = vmrt_run([*run_args(hal_compile(PROGRAM, arch), "add_const", [INPUT]),
+                     f"--module_mode={mode}"])
+    assert (ours.rc, ours.stdout) == (ref.rc, ref.stdout), ours.stderr
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_the_constant_is_a_read_only_binding_under_mmap(hal_compile, emulation, arch):
+    """An observer sees the imported constant as a read-only binding with
+    --module_mode=mmap (every other binding, and every binding with
+    preload, writable); the run's result is the same either way."""
+    vmfb = hal_compile(PROGRAM, arch)
+    seen: dict[str, list[bool]] = {}
+    outs = {}
+    for mode in ("mmap", "preload"):
+        flags = seen[mode] = []
+
+        def observe(obs, flags=flags):
+            flags.extend(bool(obs.binding(i).flags.writeable) for i in range(len(obs.ranges)))
+            obs.run()
+        with observe_dispatches(observe):
+            run = vmrt_run([*run_args(vmfb, "add_const", [INPUT]), f"--module_mode={mode}"])
+        assert run.rc == 0, run.stderr
+        outs[mode] = run.stdout
+    assert outs["mmap"] == outs["preload"]
+    assert len(seen["mmap"]) == len(seen["preload"]) == 3
+    assert seen["preload"] == [True, True, True]
+    assert seen["mmap"].count(False) == 1      # the constant; input and result stay writable
+
+
+@pytest.fixture
+def saxpy(iree, emulation):
+    """aarch64 saxpy (out = alpha * x + y), emulated on this host."""
+    with Executable.load(iree.compile("codegen", "aarch64").library) as exe:
+        assert exe.backend == "emulated"
+        yield exe
+
+
+def test_an_emulated_store_into_an_mmap_imported_constant_is_refused(saxpy):
+    """A constant imported under mmap, bound as a dispatch's output the way a
+    command buffer binds it (HostBytes of the buffer), is refused, and its
+    bytes stay as loaded; with preload the same dispatch writes it."""
+    n = 64
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    data = np.full(n, 5, np.float32).tobytes()
+    rodata = Buffer(data)
+    for mode in ("mmap", "preload"):
+        hal = HalDeviceModule(module_mode=mode)
+        state = NativeState(0)
+        hal.init_state(state, None)
+        try:
+            dev = state.devices[0]
+            buf = hal.allocator_import(state, dev.allocator, 1, -1, 48, 3075, rodata, 0, len(data))
+            out = HostBytes(buf.bytes, buf.address, buf.bytes)
+            assert out.writeable == (mode == "preload")
+            if mode == "mmap":
+                with pytest.raises(DispatchError) as e:
+                    saxpy.dispatch("saxpy", (2, 1, 1), [x, y, out], [1.5, n, 0])
+                assert e.value.code == vmrt.StatusCode.PERMISSION_DENIED
+                assert "binding 2 (256 bytes) is read-only" in str(e.value)
+                assert bytes(buf.bytes) == data
+            else:
+                saxpy.dispatch("saxpy", (2, 1, 1), [x, y, out], [1.5, n, 0])
+                assert np.frombuffer(buf.bytes, np.float32).tolist() == (1.5 * x + y).tolist()
+        finally:
+            hal.free_state(state)
+    assert bytes(rodata.data) == data
