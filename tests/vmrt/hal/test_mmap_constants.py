@@ -98,3 +98,30 @@ def test_an_emulated_store_into_an_mmap_imported_constant_is_refused(saxpy):
         finally:
             hal.free_state(state)
     assert bytes(rodata.data) == data
+
+
+def test_a_native_store_into_an_mmap_imported_constant_reaches_only_the_private_copy(iree):
+    """Natively nothing can refuse the store (the dispatch writes through a
+    pointer); the imported constant is the context's own copy in writable
+    host memory, so the process does not fault and the module's bytes stay
+    as loaded (IREE's mapping of the file would fault here)."""
+    n = 64
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    data = np.full(n, 5, np.float32).tobytes()
+    rodata = Buffer(data)
+    hal = HalDeviceModule(module_mode="mmap")
+    state = NativeState(0)
+    hal.init_state(state, None)
+    try:
+        buf = hal.allocator_import(state, state.devices[0].allocator, 1, -1, 48, 3075, rodata,
+                                   0, len(data))
+        with Executable.load(iree.compile("codegen", "x86_64").library) as exe:
+            if exe.backend != "native":
+                pytest.skip("this host does not run x86_64 code natively")
+            exe.dispatch("saxpy", (2, 1, 1), [x, y, HostBytes(buf.bytes, buf.address)],
+                         [1.5, n, 0])
+        assert np.frombuffer(buf.bytes, np.float32).tolist() == (1.5 * x + y).tolist()
+        assert bytes(rodata.data) == data
+    finally:
+        hal.free_state(state)
