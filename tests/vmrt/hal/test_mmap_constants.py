@@ -4,6 +4,10 @@ reaches the dispatch as a read-only binding, and an emulated store into it
 is refused (PERMISSION_DENIED) instead of being read back."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -60,44 +64,52 @@ def test_the_constant_is_a_read_only_binding_under_mmap(hal_compile, emulation, 
     assert seen["mmap"].count(False) == 1      # the constant; input and result stay writable
 
 
-@pytest.fixture
-def saxpy(iree, emulation):
-    """aarch64 saxpy (out = alpha * x + y), emulated on this host."""
-    with Executable.load(iree.compile("codegen", "aarch64").library) as exe:
-        assert exe.backend == "emulated"
-        yield exe
+N = 64
+X = np.arange(N, dtype=np.float32)
+Y = np.ones(N, np.float32)
+SAXPY = (1.5 * X + Y).tolist()       # exact in f32: fused or not, every CPU gives these
+CONSTANT = np.full(N, 5, np.float32).tobytes()
 
 
-def test_an_emulated_store_into_an_mmap_imported_constant_is_refused(saxpy):
+@contextlib.contextmanager
+def imported_constant(mode: str) -> Iterator[tuple[Any, Buffer]]:
+    """(the hal.buffer hal.allocator.import makes of a module constant in
+    ``mode``, the module's read-only vm.buffer it came from)."""
+    rodata = Buffer(CONSTANT)
+    hal = HalDeviceModule(module_mode=mode)
+    state = NativeState(0)
+    hal.init_state(state, None)
+    try:
+        yield hal.allocator_import(state, state.devices[0].allocator, 1, -1, 48, 3075, rodata,
+                                   0, len(CONSTANT)), rodata
+    finally:
+        hal.free_state(state)
+
+
+def _saxpy(iree, arch: str) -> Executable:
+    return Executable.load(iree.compile("codegen", arch).library)
+
+
+def test_an_emulated_store_into_an_mmap_imported_constant_is_refused(iree, emulation):
     """A constant imported under mmap, bound as a dispatch's output the way a
     command buffer binds it (HostBytes of the buffer), is refused, and its
     bytes stay as loaded; with preload the same dispatch writes it."""
-    n = 64
-    x = np.arange(n, dtype=np.float32)
-    y = np.ones(n, np.float32)
-    data = np.full(n, 5, np.float32).tobytes()
-    rodata = Buffer(data)
-    for mode in ("mmap", "preload"):
-        hal = HalDeviceModule(module_mode=mode)
-        state = NativeState(0)
-        hal.init_state(state, None)
-        try:
-            dev = state.devices[0]
-            buf = hal.allocator_import(state, dev.allocator, 1, -1, 48, 3075, rodata, 0, len(data))
-            out = HostBytes(buf.bytes, buf.address, buf.bytes)
-            assert out.writeable == (mode == "preload")
-            if mode == "mmap":
-                with pytest.raises(DispatchError) as e:
-                    saxpy.dispatch("saxpy", (2, 1, 1), [x, y, out], [1.5, n, 0])
-                assert e.value.code == vmrt.StatusCode.PERMISSION_DENIED
-                assert "binding 2 (256 bytes) is read-only" in str(e.value)
-                assert bytes(buf.bytes) == data
-            else:
-                saxpy.dispatch("saxpy", (2, 1, 1), [x, y, out], [1.5, n, 0])
-                assert np.frombuffer(buf.bytes, np.float32).tolist() == (1.5 * x + y).tolist()
-        finally:
-            hal.free_state(state)
-    assert bytes(rodata.data) == data
+    with _saxpy(iree, "aarch64") as exe:
+        assert exe.backend == "emulated"
+        for mode in ("mmap", "preload"):
+            with imported_constant(mode) as (buf, rodata):
+                out = HostBytes(buf.bytes, buf.address, buf.bytes)
+                assert out.writeable == (mode == "preload")
+                if mode == "mmap":
+                    with pytest.raises(DispatchError) as e:
+                        exe.dispatch("saxpy", (2, 1, 1), [X, Y, out], [1.5, N, 0])
+                    assert e.value.code == vmrt.StatusCode.PERMISSION_DENIED
+                    assert "binding 2 (256 bytes) is read-only" in str(e.value)
+                    assert bytes(buf.bytes) == CONSTANT
+                else:
+                    exe.dispatch("saxpy", (2, 1, 1), [X, Y, out], [1.5, N, 0])
+                    assert np.frombuffer(buf.bytes, np.float32).tolist() == SAXPY
+                assert bytes(rodata.data) == CONSTANT
 
 
 def test_a_native_store_into_an_mmap_imported_constant_reaches_only_the_private_copy(iree):
@@ -105,23 +117,9 @@ def test_a_native_store_into_an_mmap_imported_constant_reaches_only_the_private_
     pointer); the imported constant is the context's own copy in writable
     host memory, so the process does not fault and the module's bytes stay
     as loaded (IREE's mapping of the file would fault here)."""
-    n = 64
-    x = np.arange(n, dtype=np.float32)
-    y = np.ones(n, np.float32)
-    data = np.full(n, 5, np.float32).tobytes()
-    rodata = Buffer(data)
-    hal = HalDeviceModule(module_mode="mmap")
-    state = NativeState(0)
-    hal.init_state(state, None)
-    try:
-        buf = hal.allocator_import(state, state.devices[0].allocator, 1, -1, 48, 3075, rodata,
-                                   0, len(data))
-        with Executable.load(iree.compile("codegen", "x86_64").library) as exe:
-            if exe.backend != "native":
-                pytest.skip("this host does not run x86_64 code natively")
-            exe.dispatch("saxpy", (2, 1, 1), [x, y, HostBytes(buf.bytes, buf.address)],
-                         [1.5, n, 0])
-        assert np.frombuffer(buf.bytes, np.float32).tolist() == (1.5 * x + y).tolist()
-        assert bytes(rodata.data) == data
-    finally:
-        hal.free_state(state)
+    with _saxpy(iree, "x86_64") as exe, imported_constant("mmap") as (buf, rodata):
+        if exe.backend != "native":
+            pytest.skip("this host does not run x86_64 code natively")
+        exe.dispatch("saxpy", (2, 1, 1), [X, Y, HostBytes(buf.bytes, buf.address)], [1.5, N, 0])
+        assert np.frombuffer(buf.bytes, np.float32).tolist() == SAXPY
+        assert bytes(rodata.data) == CONSTANT
