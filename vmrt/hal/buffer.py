@@ -1,5 +1,6 @@
-"""``hal.buffer``: flat bytes of host memory (a writable ``memoryview`` of
-format ``B`` whose address is known), and the allocation rules of vmrt's CPU
+"""``hal.buffer``: flat bytes of host memory (a ``memoryview`` of format ``B``
+whose address is known; read-only for module data under
+``--module_mode=mmap``), and the allocation rules of vmrt's CPU
 device (64-byte aligned, bounded size).  numpy is not needed to allocate,
 fill, copy or address a buffer; :func:`aligned_bytes` / :func:`aligned_array`
 give numpy views for the code that computes on them."""
