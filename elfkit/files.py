@@ -17,7 +17,7 @@ import stat as _stat
 from .errors import ElfkitError
 
 __all__ = ["clone_range", "file_kind", "filesystem_type", "offloads_copies", "open_regular",
-           "open_special_output", "read_private", "replace_file", "user_cache_dir",
+           "open_special_output", "read_private", "replace_dir", "replace_file", "user_cache_dir",
            "write_private"]
 
 _RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
@@ -178,6 +178,26 @@ def replace_file(tmp: str, path: str) -> None:
         except OSError:                     # path changed kind meanwhile: undo the swap
             if not _exchange(tmp, path):
                 raise
+    os.replace(tmp, path)
+
+
+def replace_dir(tmp: str, path: str) -> None:
+    """Put the finished directory ``tmp`` in place of ``path`` (``tmp`` on the
+    same filesystem).  An existing directory is swapped with ``tmp``
+    atomically -- a reader sees the whole old tree or the whole new one, never
+    a partly deleted one -- and then deleted under ``tmp``'s name.  Where the
+    swap cannot be done it is deleted first (not atomic).  Anything but a
+    directory in the way (a file, a symlink) is an ``OSError``."""
+    try:
+        is_dir = _stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        is_dir = False
+    if is_dir:
+        import shutil  # only here: most outputs are files
+        if _exchange(tmp, path):
+            shutil.rmtree(tmp, ignore_errors=True)      # the old tree, now under tmp's name
+            return
+        shutil.rmtree(path)
     os.replace(tmp, path)
 
 

@@ -17,8 +17,15 @@ command line: ``sos([path, ...], "name.sos") -> Path``.
 ``standalone_sos`` (session): the standalone plugin for x86_64, aarch64 and
 riscv64 in one .sos (what IREE's sample builds).
 
-``VMRT_CACHE_DIR`` points at a directory of the session's own (autouse), so the
-suite neither reads nor fills the user's translation cache.
+Caches: the suite writes nothing under ``$HOME``.  ``ELFKIT_CACHE_DIR`` and
+``VMRT_CACHE_DIR`` point at a directory of the session's own (set when this
+file is imported, before any test module imports elfkit: records, emulated
+callers, DWARF sites, the gdb JIT helper, vmrt's translations and entry
+points start empty and are removed at the end).  ``XDG_CACHE_HOME`` and
+``MPLCONFIGDIR`` point under ``build/cache/``, kept across sessions: the
+caches of the tools the tests run (zig's compiler cache, pip, matplotlib's
+font cache), which are slow to refill and hold nothing of ours.
+tests/test_home_isolation.py checks it.
 
 Plugins other than the catalogue are built with
 ``elfkit.toolchain.compile_plugin`` (the project's one builder).
@@ -26,24 +33,34 @@ Plugins other than the catalogue are built with
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.plugins import PluginSet, build_plugins
+# set before tests.plugins (and every test module) imports elfkit
+_SESSION_CACHES = tempfile.mkdtemp(prefix="elfkit-test-caches-")
+_KEPT_CACHES = Path(__file__).resolve().parent.parent / "build" / "cache"
+_CACHE_ENV = {"ELFKIT_CACHE_DIR": os.path.join(_SESSION_CACHES, "elfkit"),
+              "VMRT_CACHE_DIR": os.path.join(_SESSION_CACHES, "vmrt"),
+              "XDG_CACHE_HOME": str(_KEPT_CACHES),
+              "MPLCONFIGDIR": str(_KEPT_CACHES / "matplotlib")}
+_OLD_ENV = {k: os.environ.get(k) for k in _CACHE_ENV}
+os.environ.update(_CACHE_ENV)
+
+from tests.plugins import PluginSet, build_plugins  # noqa: E402 - after the environment
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _own_translation_cache(tmp_path_factory):
-    old = os.environ.get("VMRT_CACHE_DIR")
-    os.environ["VMRT_CACHE_DIR"] = str(tmp_path_factory.mktemp("vmrt-cache"))
-    yield
-    if old is None:
-        os.environ.pop("VMRT_CACHE_DIR", None)
-    else:
-        os.environ["VMRT_CACHE_DIR"] = old
+def pytest_unconfigure(config):
+    shutil.rmtree(_SESSION_CACHES, ignore_errors=True)
+    for k, v in _OLD_ENV.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import arch as arch_mod
 from ..arch import Arch
+from ..files import replace_file
 from .flags import ldflags as base_ldflags
 from .tools import run, version, zig
 
@@ -81,7 +82,7 @@ def compile_plugin(sources: str | os.PathLike | Iterable[str | os.PathLike], arc
             objs.append(str(obj))
         so = tmp / out.name
         run([*ld, *objs, "-o", str(so)], f"linking {out.name} for {a.name}")
-        os.replace(so, out)
+        replace_file(str(so), str(out))
         _write_record(record, key, inputs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -127,4 +128,4 @@ def _write_record(record: Path, key: str, inputs: Iterable[Path]) -> None:
            "python": sys.executable}
     tmp = record.with_name(f".{record.name}.{os.getpid()}")
     tmp.write_text(json.dumps(rec, indent=1) + "\n")
-    os.replace(tmp, record)
+    replace_file(str(tmp), str(record))

@@ -1,6 +1,6 @@
-"""elfkit.files: replace_file (an output put in place atomically, whatever
-was there) and the copy choices (clone_range on a real btrfs, filesystem_type
-against findmnt)."""
+"""elfkit.files: replace_file and replace_dir (an output put in place
+atomically, whatever was there) and the copy choices (clone_range on a real
+btrfs, filesystem_type against findmnt)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from elfkit.files import clone_range, filesystem_type, offloads_copies, replace_file
+from elfkit.files import clone_range, filesystem_type, offloads_copies, replace_dir, replace_file
 from tests.elfkit.reflink_fs import btrfs_mount, shared_blocks
 
 
@@ -55,6 +55,55 @@ def test_a_directory_in_the_way_is_an_error_and_stays(tmp_path):
     with pytest.raises(OSError):
         replace_file(tmp, str(d))
     assert (d / "keep").read_bytes() == b"k" and os.path.isfile(tmp)
+
+
+def _tree(d, files: dict[str, bytes]):
+    d.mkdir()
+    for name, data in files.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_bytes(data)
+    return d
+
+
+def _contents(d) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
+
+
+def test_replace_dir_swaps_out_an_existing_tree_whole(tmp_path, monkeypatch):
+    """The old tree is deleted only once the new one is in place: while it
+    is being deleted, ``path`` already holds the whole new tree."""
+    out = _tree(tmp_path / "out", {"a.npy": b"old", "sub/b": b"old b", "only_old": b"x"})
+    tmp = _tree(tmp_path / ".out.tmp", {"a.npy": b"new", "sub/b": b"new b"})
+    seen = []
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        seen.append((str(path), _contents(out)))
+        real_rmtree(path, *args, **kwargs)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    replace_dir(str(tmp), str(out))
+    assert _contents(out) == {"a.npy": b"new", "sub/b": b"new b"}
+    assert sorted(os.listdir(tmp_path)) == ["out"]            # no temporary left
+    assert seen == [(str(tmp), {"a.npy": b"new", "sub/b": b"new b"})]
+
+
+def test_replace_dir_puts_a_tree_where_there_was_none(tmp_path):
+    tmp = _tree(tmp_path / ".out.tmp", {"f": b"data"})
+    replace_dir(str(tmp), str(tmp_path / "out"))
+    assert _contents(tmp_path / "out") == {"f": b"data"}
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_replace_dir_refuses_a_file_or_symlink_in_the_way(tmp_path):
+    target = _tree(tmp_path / "target", {"keep": b"k"})
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "file").write_bytes(b"f")
+    tmp = _tree(tmp_path / ".out.tmp", {"f": b"data"})
+    for name in ("link", "file"):
+        with pytest.raises(OSError):
+            replace_dir(str(tmp), str(tmp_path / name))
+    assert _contents(target) == {"keep": b"k"} and (tmp_path / "file").read_bytes() == b"f"
+    assert _contents(tmp) == {"f": b"data"}
 
 
 # --- clone_range / filesystem_type / offloads_copies -------------------------------------

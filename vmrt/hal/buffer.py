@@ -1,5 +1,6 @@
-"""``hal.buffer``: flat bytes of host memory (a writable ``memoryview`` of
-format ``B`` whose address is known), and the allocation rules of vmrt's CPU
+"""``hal.buffer``: flat bytes of host memory (a ``memoryview`` of format ``B``
+whose address is known; read-only for module data under
+``--module_mode=mmap``), and the allocation rules of vmrt's CPU
 device (64-byte aligned, bounded size).  numpy is not needed to allocate,
 fill, copy or address a buffer; :func:`aligned_bytes` / :func:`aligned_array`
 give numpy views for the code that computes on them."""
@@ -156,13 +157,18 @@ class HalBuffer(RefObject):
     def __init__(self, data: Any, read_only: bool = False, address: int | None = None):
         if data.__class__ is not memoryview:
             data = byte_view(data)
-        self.bytes: memoryview = data
-        #: transfers (fill, update, copy) may not write it: module data
-        #: imported from a read-only mapping (``--module_mode=mmap``)
-        self.read_only = read_only
         #: the host address of the bytes (-1 when empty and unknown);
         #: ``address`` is the caller's word for it when it knows it
         self.address: int = address if address is not None else address_of(data)
+        if read_only and not data.readonly:
+            # every view of it is read-only: transfers refuse to write it, a
+            # dispatch gets it as a read-only binding (an emulated store into
+            # it is refused, nothing is read back) and numpy views are read-only
+            data = data.toreadonly()
+        self.bytes: memoryview = data
+        #: nothing may write it: module data imported from a read-only
+        #: mapping (``--module_mode=mmap``); ``bytes`` is then read-only too
+        self.read_only = read_only
 
     def __len__(self) -> int:
         return len(self.bytes)

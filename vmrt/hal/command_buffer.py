@@ -374,6 +374,8 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
         for buf, start, length in ranges:
             if buf.address == -1 or buf.address % BUFFER_ALIGNMENT:
                 data, addr = _stage(buf, staged)
+                if buf.bytes.readonly:      # the copy is bound read-only as the buffer is
+                    data = data.toreadonly()
             else:
                 data, addr = buf.bytes, buf.address
             if length == 0:

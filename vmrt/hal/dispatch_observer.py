@@ -56,7 +56,8 @@ class ObservedDispatch(DataRecord, frozen=True, slots=True):
     deadline: float | None
 
     def binding(self, i: int) -> Any:
-        """Binding ``i``'s bytes (a writable numpy uint8 view of its buffer)."""
+        """Binding ``i``'s bytes (a numpy uint8 view of its buffer, read-only
+        when the buffer is: module data under ``--module_mode=mmap``)."""
         buf, start, length = self.ranges[i]
         return buf.as_array()[start:start + length]
 

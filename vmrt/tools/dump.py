@@ -15,7 +15,8 @@ GLOB) is written to ``DIR/NNNN_EXPORT/`` (NNNN: its ordinal in the program):
   the command, default ``vmrt``).
 
 A folder appears whole or not at all (written to a temporary name, then
-renamed).
+renamed); one of an earlier run with the same name stays whole until it is
+swapped with the new one (``elfkit.files.replace_dir``).
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ import tempfile
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
+
+from elfkit.files import replace_dir
 
 from ..errors import StatusCode, UsageError
 from ..hal.dispatch_observer import ObservedDispatch
@@ -127,10 +130,8 @@ class DispatchDumper:
             with open(script, "w") as f:
                 f.write(_replay_script(info, len(before), plugins))
             os.chmod(script, 0o755)
-            if os.path.isdir(final):
-                shutil.rmtree(final)
             os.chmod(tmp, 0o755)
-            os.replace(tmp, final)
+            replace_dir(tmp, final)     # a folder of an earlier run is swapped out whole
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

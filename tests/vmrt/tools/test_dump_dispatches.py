@@ -87,6 +87,20 @@ def test_filter_by_export_name(chain_dump):
     assert [p.name for p in (d / "some").iterdir()] == ["0002_chain_dispatch_2_reduction_16x16_f32"]
 
 
+def test_a_second_run_replaces_each_folder_whole(chain_dump):
+    """Dumping into the same directory again swaps each folder for the new
+    one: nothing of the old folder stays, no temporary is left behind."""
+    _a, _b, d, args = chain_dump
+    spec = f"--dump_dispatches={d / 'again'},*reduction*"
+    assert vmrt_run([*args, spec]).rc == 0
+    (folder,) = (d / "again").iterdir()
+    first = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (folder / "stale.txt").write_text("from an earlier run")
+    assert vmrt_run([*args, spec]).rc == 0
+    assert [p.name for p in (d / "again").iterdir()] == [folder.name]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == first
+
+
 def test_emulated_dispatch_with_a_plugin_replays(hal_compile, cpu_bug_sos, tmp_path, emulation):
     lhs = np.arange(1, 71, dtype=np.float32)
     rhs = np.full(70, 3, np.float32)

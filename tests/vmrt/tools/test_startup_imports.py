@@ -69,15 +69,19 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     assert out == _iree_run(*args)
     assert "unicorn" not in imported and "elfkit.exec.emulated" not in imported
     assert "vmrt.hal.local.emulated_workers" not in imported
-    assert "dataclasses" not in imported
+    # the first run with empty caches (the test session has its own) translates
+    # the program and reads the plugin's DWARF with pyelftools (which imports
+    # typing and dataclasses); every later run finds both in the caches
+    out2, imported2 = _vmrt_run(*args)
+    assert out2 == out and not set(TRANSLATOR) & set(imported2)
+    assert "unicorn" not in imported2 and "elfkit.exec.emulated" not in imported2
+    assert "vmrt.hal.local.emulated_workers" not in imported2
+    assert "dataclasses" not in imported2
     # no typing, no pathlib (nor the urllib.parse it imports), no platform, no importlib
     # or warnings, no check module
     for name in ("typing", "pathlib", "urllib.parse", "platform", "importlib", "warnings",
                  "vmrt.modules.check.module", "numbers"):
-        assert name not in imported
-    # the second run of the same program reads its translation from the cache
-    out2, imported2 = _vmrt_run(*args)
-    assert out2 == out and not set(TRANSLATOR) & set(imported2)
+        assert name not in imported2
     assert set(imported2) <= set(imported)
 
 

@@ -193,7 +193,12 @@ class HalDeviceModule(HalModule):
         aligned, writable copy, made once per range: a dispatch may write
         into an imported constant in place (sorts, scatters, inserts into a
         constant tensor) and later reads in the same context see it, as in
-        IREE, but the module's bytes and every other context stay as loaded."""
+        IREE, but the module's bytes and every other context stay as loaded.
+        With ``module_mode="mmap"`` the copy is read-only, as IREE's mapping
+        of the file is: transfers into it fail (PERMISSION_DENIED) and
+        dispatches get it as a read-only binding (an emulated store into it
+        is PERMISSION_DENIED; a native one can only reach the private copy,
+        never the module or the file, so it cannot fault the process)."""
         _need(allocator, Allocator, "allocator")
         view = _vm_bytes(source, offset, length, "hal.allocator.import source")
         if not source.readonly:
@@ -204,7 +209,8 @@ class HalDeviceModule(HalModule):
         if hit is None:
             copy = new_buffer(len(view), "hal.allocator.import")
             copy.bytes[:] = view
-            copy.read_only = self.module_mode == "mmap"
+            if self.module_mode == "mmap":             # read-only from here on
+                copy = HalBuffer(copy.bytes, read_only=True, address=copy.address)
             hit = cache[key] = (source, copy)          # the source keeps its id alive
         return hit[1]
 
