@@ -256,12 +256,23 @@ class NativeMachine(Machine):
     def wait_idle(self, what: str = "close") -> None:
         """Wait until no other thread is inside a call of this machine;
         raise ``ExecutionError`` from inside one of its calls (a callback)."""
-        if _inside_call(self, sys._getframe(1)):
+        self._refuse_inside(what, sys._getframe(1))
+        self._wait_others()
+
+    def _refuse_inside(self, what: str, frame: FrameType) -> None:
+        if _inside_call(self, frame):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
-        me = threading.get_ident()
-        while any(t != me and _inside_call(self, frame)
-                  for t, frame in sys._current_frames().items()):
+
+    def _wait_others(self) -> None:
+        """Wait until no other thread is inside a call of this machine."""
+        while True:
+            frames = sys._current_frames()
+            if len(frames) == 1:        # this thread alone: nothing to wait for
+                return
+            me = threading.get_ident()
+            if not any(t != me and _inside_call(self, frame) for t, frame in frames.items()):
+                return
             time.sleep(0.0005)
 
     def release(self, addr: int, size: int) -> None:
@@ -456,12 +467,12 @@ class NativeMachine(Machine):
     def close(self) -> None:
         if self.closed:
             return
-        self.wait_idle("close the machine")      # raises from inside one of its calls
+        self._refuse_inside("close the machine", sys._getframe(1))
         self.closed = True
         for cell in self._alive.values():
             cell[0] = False
         self._alive.clear()
-        self.wait_idle("close the machine")
+        self._wait_others()         # calls already running end before what they use goes
         for start, prots in list(self._prot.items()):
             _munmap(start, len(prots) * self.arch.page_size)
         self._prot.clear()
