@@ -41,6 +41,20 @@ class Machine(abc.ABC):
     def release(self, addr: int, size: int) -> None:
         """Give back a range obtained from ``reserve``."""
 
+    def reuse(self, addr: int, size: int, content: bytes) -> bool:
+        """Take back, at ``addr``, a range an earlier ``release_image`` gave
+        with the same ``content`` (that very bytes object) and that still
+        holds exactly those bytes: True, and the range is reserved again,
+        inaccessible (PROT_NONE) until ``protect``; False when the machine
+        kept none (the default)."""
+        return False
+
+    def release_image(self, addr: int, size: int, content: bytes | None) -> None:
+        """``release``, for a range that should hold ``content`` (an image
+        the loader keeps); the machine may keep it for ``reuse`` if it
+        still does."""
+        self.release(addr, size)
+
     @abc.abstractmethod
     def protect(self, addr: int, size: int, prot: int) -> None:
         """Set PROT_* bits on a page-aligned range inside a reservation."""

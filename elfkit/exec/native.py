@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
-from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -87,14 +87,21 @@ def _map(size: int, align: int, page: int) -> int:
 #: the kernel as lazily freeable (MADV_FREE): it may take their pages back
 #: under memory pressure instead of swapping them, and then the next use
 #: faults them in afresh (zero-filled either way, see _take_spare).
+#: A released image whose memory still held exactly the bytes its loader
+#: expected (``release_image``) is kept with those bytes named: a reload of
+#: the same plugin at that address takes it back as it is (``reuse``), which
+#: spares the read/write step, the clearing and the copy.
 SPARE_COUNT = 4
 SPARE_MAX_SIZE = 4 << 20
 SPARE_BYTES = 8 << 20
 SPARE_LAZY_FREE = 256 << 10
 _MADV_FREE = getattr(_mmap, "MADV_FREE", 8)
-_spare: list[tuple[int, int]] = []     # (address, size)
+_spare: list[tuple[int, int, bytes | None]] = []     # (address, size, bytes it holds)
 _spare_lock = threading.Lock()
 _RW = _mmap.PROT_READ | _mmap.PROT_WRITE
+_memcmp = _libc.memcmp
+_memcmp.restype = ctypes.c_int
+_memcmp.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
 
 def _take_spare(size: int, align: int) -> int | None:
@@ -103,7 +110,7 @@ def _take_spare(size: int, align: int) -> int | None:
     if size > SPARE_MAX_SIZE:
         return None
     with _spare_lock:
-        for i, (addr, n) in enumerate(_spare):
+        for i, (addr, n, _held) in enumerate(_spare):
             if n == size and not addr & (align - 1):
                 del _spare[i]
                 break
@@ -116,18 +123,31 @@ def _take_spare(size: int, align: int) -> int | None:
     return addr
 
 
-def _give_spare(addr: int, size: int) -> bool:
-    """Keep a released reservation for a later one (False: unmap it)."""
+def _take_kept(addr: int, size: int, content: bytes) -> bool:
+    """Take back the kept reservation at ``addr`` if it holds ``content``
+    (that very object); it stays inaccessible until protected."""
+    with _spare_lock:
+        for i, (a, n, held) in enumerate(_spare):
+            if a == addr and n == size and held is content:
+                del _spare[i]
+                return True
+    return False
+
+
+def _give_spare(addr: int, size: int, content: bytes | None = None) -> bool:
+    """Keep a released reservation for a later one (False: unmap it);
+    ``content``: the bytes it holds, checked by the caller, or None."""
     if size > SPARE_MAX_SIZE or len(_spare) >= SPARE_COUNT:
         return False
     if size > SPARE_LAZY_FREE:
         _madvise(addr, size, _MADV_FREE)      # advice only: a refusal changes nothing
+        content = None                        # the kernel may zero its pages
     if _mprotect(addr, size, 0) != 0:
         return False
     with _spare_lock:
-        if len(_spare) >= SPARE_COUNT or sum(n for _a, n in _spare) + size > SPARE_BYTES:
+        if len(_spare) >= SPARE_COUNT or sum(n for _a, n, _h in _spare) + size > SPARE_BYTES:
             return False
-        _spare.append((addr, size))
+        _spare.append((addr, size, content))
     return True
 
 
@@ -275,11 +295,31 @@ class NativeMachine(Machine):
                 return
             time.sleep(0.0005)
 
+    def reuse(self, addr: int, size: int, content: bytes) -> bool:
+        page = self.arch.page_size
+        if size & (page - 1) or not _take_kept(addr, size, content):
+            return False
+        self._add_region(addr, size)
+        self._prot[addr] = [PROT_NONE] * (size // page)
+        self._alive[addr] = [True]
+        return True
+
     def release(self, addr: int, size: int) -> None:
+        self._release(addr, None)
+
+    def release_image(self, addr: int, size: int, content: bytes | None) -> None:
+        self._release(addr, content)
+
+    def _release(self, addr: int, content: bytes | None) -> None:
         if addr in self._prot:
             self._retire(addr, "release an image")
-            size = len(self._prot.pop(addr)) * self.arch.page_size
-            if not _give_spare(addr, size):
+            prots = self._prot.pop(addr)
+            size = len(prots) * self.arch.page_size
+            if content is not None and (len(content) != size
+                                        or not all(map(PROT_READ.__and__, prots))
+                                        or _memcmp(addr, content, size) != 0):
+                content = None       # changed since (or unreadable): cleared at reuse
+            if not _give_spare(addr, size, content):
                 _munmap(addr, size)
             self._drop_region(addr)
             for cache in (self._fns, self._calls):
