@@ -24,6 +24,8 @@ PROT_READ = 1
 PROT_WRITE = 2
 PROT_EXEC = 4
 
+_NOTHING_TO_QUIESCE = contextlib.nullcontext()     # reusable: it holds no state
+
 
 class Machine(abc.ABC):
     arch: Arch
@@ -146,7 +148,7 @@ class Machine(abc.ABC):
         """While this is held, no call of another thread runs in the machine
         and none starts (emulated: running ones are cancelled first); the
         holder may still call.  For tearing down what calls use."""
-        return contextlib.nullcontext()
+        return _NOTHING_TO_QUIESCE
 
     @abc.abstractmethod
     def close(self) -> None: ...

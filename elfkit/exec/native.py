@@ -323,8 +323,9 @@ class NativeMachine(Machine):
                 _munmap(addr, size)
             self._drop_region(addr)
             for cache in (self._fns, self._calls):
-                for key in [k for k in cache if addr <= k[0] < addr + size]:
-                    del cache[key]
+                if cache:
+                    for key in [k for k in cache if addr <= k[0] < addr + size]:
+                        del cache[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)
@@ -513,17 +514,19 @@ class NativeMachine(Machine):
             cell[0] = False
         self._alive.clear()
         self._wait_others()         # calls already running end before what they use goes
-        for start, prots in list(self._prot.items()):
-            _munmap(start, len(prots) * self.arch.page_size)
-        self._prot.clear()
+        if self._prot:
+            for start, prots in list(self._prot.items()):
+                _munmap(start, len(prots) * self.arch.page_size)
+            self._prot.clear()
         self._regions.clear()
         self._allocs.clear()
         self._callbacks.clear()
         self._fns.clear()
         self._calls.clear()
-        for reg in self._jit.values():
-            reg.unregister()
-        self._jit.clear()
+        if self._jit:
+            for reg in self._jit.values():
+                reg.unregister()
+            self._jit.clear()
 
 
 # -- calls in flight ---------------------------------------------------------
