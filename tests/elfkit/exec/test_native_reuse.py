@@ -41,7 +41,8 @@ def test_reloads_after_close_look_like_fresh_loads(plugins):
     """Load and close the same plugin three times (the second and third
     loads take the closed range back as it was left): every load has the
     same bytes in every segment, its RELATIVE words are base + addend, and
-    each segment's pages have its protections in the kernel's map."""
+    each segment's pages have its protections in the kernel's map, and
+    none once closed."""
     path = plugins.path("standalone", ARCH)
     data = path.read_bytes()
     elf = ELFFile(io.BytesIO(data))
@@ -63,6 +64,7 @@ for _ in range(3):
                           for p, _a, w in words],
                 "perms": [perms(m.base + v + n - 1) for v, n in segs]})
     m.close()
+    out[-1]["closed"] = [perms(out[-1]["base"] + v + n - 1) for v, n in segs]
 print(json.dumps(out))
 """
     states = _child(code, str(path), json.dumps(segs), json.dumps(words))
@@ -70,6 +72,7 @@ print(json.dumps(out))
     first = states[0]
     assert all(s == first for s in states), "a reload differs from the first load"
     assert first["words"] == [a for _p, a, _w in words]
+    assert first["closed"] == ["---"] * len(segs)       # kept, but inaccessible
     for s, got in zip(loads, first["perms"]):
         last = s["p_vaddr"] + s["p_memsz"] - 1
         in_relro = any(a <= last < b for a, b in relro)
