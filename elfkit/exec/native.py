@@ -511,7 +511,10 @@ class NativeMachine(Machine):
             return
         reg = jit_debug.register(module)
         if reg is not None:
+            old = self._jit.get(id(module))
             self._jit[id(module)] = reg
+            if old is not None:     # attached again: its first entry must not outlive its buffer
+                old.unregister()
         perf_map.record(module)
 
     def symbols_added(self, module: Any, symbols: list[Any]) -> None:
