@@ -547,6 +547,7 @@ class NativeMachine(Machine):
             for start, prots in list(self._prot.items()):
                 _munmap(start, len(prots) * self.arch.page_size)
             self._prot.clear()
+            self._runs_apart.clear()
         self._regions.clear()
         self._allocs.clear()
         self._callbacks.clear()
