@@ -24,6 +24,8 @@ PROT_READ = 1
 PROT_WRITE = 2
 PROT_EXEC = 4
 
+_NOTHING_TO_QUIESCE = contextlib.nullcontext()     # reusable: it holds no state
+
 
 class Machine(abc.ABC):
     arch: Arch
@@ -40,6 +42,20 @@ class Machine(abc.ABC):
     @abc.abstractmethod
     def release(self, addr: int, size: int) -> None:
         """Give back a range obtained from ``reserve``."""
+
+    def reuse(self, addr: int, size: int, content: bytes) -> bool:
+        """Take back, at ``addr``, a range an earlier ``release_image`` gave
+        with the same ``content`` (that very bytes object) and that still
+        holds exactly those bytes: True, and the range is reserved again,
+        inaccessible (PROT_NONE) until ``protect``; False when the machine
+        kept none (the default)."""
+        return False
+
+    def release_image(self, addr: int, size: int, content: bytes | None) -> None:
+        """``release``, for a range that should hold ``content`` (an image
+        the loader keeps); the machine may keep it for ``reuse`` if it
+        still does."""
+        self.release(addr, size)
 
     @abc.abstractmethod
     def protect(self, addr: int, size: int, prot: int) -> None:
@@ -132,7 +148,7 @@ class Machine(abc.ABC):
         """While this is held, no call of another thread runs in the machine
         and none starts (emulated: running ones are cancelled first); the
         holder may still call.  For tearing down what calls use."""
-        return contextlib.nullcontext()
+        return _NOTHING_TO_QUIESCE
 
     @abc.abstractmethod
     def close(self) -> None: ...

@@ -25,6 +25,7 @@ import zlib
 from collections.abc import Iterator
 
 from .cache import cache_dir
+from .environ import getenv
 from .symfile import cached_symfile
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -168,7 +169,7 @@ _state_lock = threading.Lock()
 
 def enabled() -> bool:
     """Whether plugins are registered (``ELFKIT_GDB_JIT=0`` turns it off)."""
-    v = os.environ.get("ELFKIT_GDB_JIT")
+    v = getenv("ELFKIT_GDB_JIT")
     return v is None or v.strip().lower() not in ("0", "no", "false", "off")
 
 

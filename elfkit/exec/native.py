@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
-from .base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -87,14 +87,27 @@ def _map(size: int, align: int, page: int) -> int:
 #: the kernel as lazily freeable (MADV_FREE): it may take their pages back
 #: under memory pressure instead of swapping them, and then the next use
 #: faults them in afresh (zero-filled either way, see _take_spare).
+#: A released image whose memory still held exactly the bytes its loader
+#: expected (``release_image``) is kept with those bytes named: a reload of
+#: the same plugin at that address takes it back as it is (``reuse``), which
+#: spares the read/write step, the clearing and the copy.  Such a range is
+#: kept with its protection runs as separate kernel mappings (VMAs): every
+#: other run is marked MADV_NOHUGEPAGE (no effect on ranges this small: a
+#: huge page needs 2 MiB), so that making the range inaccessible does not
+#: merge them and protecting it again does not split them, which roughly
+#: halves what those mprotect calls cost.
 SPARE_COUNT = 4
 SPARE_MAX_SIZE = 4 << 20
 SPARE_BYTES = 8 << 20
 SPARE_LAZY_FREE = 256 << 10
 _MADV_FREE = getattr(_mmap, "MADV_FREE", 8)
-_spare: list[tuple[int, int]] = []     # (address, size)
+_MADV_NOHUGEPAGE = getattr(_mmap, "MADV_NOHUGEPAGE", 15)
+_spare: list[tuple[int, int, bytes | None]] = []     # (address, size, bytes it holds)
 _spare_lock = threading.Lock()
 _RW = _mmap.PROT_READ | _mmap.PROT_WRITE
+_memcmp = _libc.memcmp
+_memcmp.restype = ctypes.c_int
+_memcmp.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
 
 
 def _take_spare(size: int, align: int) -> int | None:
@@ -103,7 +116,7 @@ def _take_spare(size: int, align: int) -> int | None:
     if size > SPARE_MAX_SIZE:
         return None
     with _spare_lock:
-        for i, (addr, n) in enumerate(_spare):
+        for i, (addr, n, _held) in enumerate(_spare):
             if n == size and not addr & (align - 1):
                 del _spare[i]
                 break
@@ -116,18 +129,46 @@ def _take_spare(size: int, align: int) -> int | None:
     return addr
 
 
-def _give_spare(addr: int, size: int) -> bool:
-    """Keep a released reservation for a later one (False: unmap it)."""
+def _take_kept(addr: int, size: int, content: bytes) -> bool:
+    """Take back the kept reservation at ``addr`` if it holds ``content``
+    (that very object); it stays inaccessible until protected."""
+    with _spare_lock:
+        for i, (a, n, held) in enumerate(_spare):
+            if a == addr and n == size and held is content:
+                del _spare[i]
+                return True
+    return False
+
+
+def _keep_runs_apart(addr: int, prots: list[int], page: int) -> None:
+    """Mark every other run of equal protections MADV_NOHUGEPAGE, so the
+    kernel keeps the runs as separate mappings whatever their protections."""
+    odd = False
+    i = 0
+    while i < len(prots):
+        j = i + 1
+        while j < len(prots) and prots[j] == prots[i]:
+            j += 1
+        if odd:
+            _madvise(addr + i * page, (j - i) * page, _MADV_NOHUGEPAGE)   # advice only
+        odd = not odd
+        i = j
+
+
+def _give_spare(addr: int, size: int, content: bytes | None = None) -> bool:
+    """Keep a released reservation for a later one (False: unmap it);
+    ``content``: the bytes it holds, checked by the caller, or None."""
     if size > SPARE_MAX_SIZE or len(_spare) >= SPARE_COUNT:
         return False
     if size > SPARE_LAZY_FREE:
         _madvise(addr, size, _MADV_FREE)      # advice only: a refusal changes nothing
+        content = None                        # the kernel may zero its pages
     if _mprotect(addr, size, 0) != 0:
         return False
     with _spare_lock:
-        if len(_spare) >= SPARE_COUNT or sum(n for _a, n in _spare) + size > SPARE_BYTES:
+        if len(_spare) >= SPARE_COUNT or sum(n for _a, n, _h in _spare) + size > SPARE_BYTES:
             return False
-        _spare.append((addr, size))
+        _spare.append((addr, size, content))
     return True
 
 
@@ -200,6 +241,7 @@ class NativeMachine(Machine):
         self.pending: BaseException | None = None
         self.closed = False
         self._jit: dict[int, jit_debug.Registration] = {}   # id(module) -> gdb registration
+        self._runs_apart: set[int] = set()   # reused ranges: runs already kept apart
 
     # -- regions ---------------------------------------------------------
     def _add_region(self, start: int, size: int) -> None:
@@ -256,24 +298,60 @@ class NativeMachine(Machine):
     def wait_idle(self, what: str = "close") -> None:
         """Wait until no other thread is inside a call of this machine;
         raise ``ExecutionError`` from inside one of its calls (a callback)."""
-        if _inside_call(self, sys._getframe(1)):
+        self._refuse_inside(what, sys._getframe(1))
+        self._wait_others()
+
+    def _refuse_inside(self, what: str, frame: FrameType) -> None:
+        if _inside_call(self, frame):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
-        me = threading.get_ident()
-        while any(t != me and _inside_call(self, frame)
-                  for t, frame in sys._current_frames().items()):
+
+    def _wait_others(self) -> None:
+        """Wait until no other thread is inside a call of this machine."""
+        while True:
+            frames = sys._current_frames()
+            if len(frames) == 1:        # this thread alone: nothing to wait for
+                return
+            me = threading.get_ident()
+            if not any(t != me and _inside_call(self, frame) for t, frame in frames.items()):
+                return
             time.sleep(0.0005)
 
+    def reuse(self, addr: int, size: int, content: bytes) -> bool:
+        page = self.arch.page_size
+        if size & (page - 1) or not _take_kept(addr, size, content):
+            return False
+        self._add_region(addr, size)
+        self._prot[addr] = [PROT_NONE] * (size // page)
+        self._alive[addr] = [True]
+        self._runs_apart.add(addr)
+        return True
+
     def release(self, addr: int, size: int) -> None:
+        self._release(addr, None)
+
+    def release_image(self, addr: int, size: int, content: bytes | None) -> None:
+        self._release(addr, content)
+
+    def _release(self, addr: int, content: bytes | None) -> None:
         if addr in self._prot:
             self._retire(addr, "release an image")
-            size = len(self._prot.pop(addr)) * self.arch.page_size
-            if not _give_spare(addr, size):
+            prots = self._prot.pop(addr)
+            size = len(prots) * self.arch.page_size
+            if content is not None and (len(content) != size
+                                        or not all(map(PROT_READ.__and__, prots))
+                                        or _memcmp(addr, content, size) != 0):
+                content = None       # changed since (or unreadable): cleared at reuse
+            if content is not None and addr not in self._runs_apart and size < 2 << 20:
+                _keep_runs_apart(addr, prots, self.arch.page_size)
+            self._runs_apart.discard(addr)
+            if not _give_spare(addr, size, content):
                 _munmap(addr, size)
             self._drop_region(addr)
             for cache in (self._fns, self._calls):
-                for key in [k for k in cache if addr <= k[0] < addr + size]:
-                    del cache[key]
+                if cache:
+                    for key in [k for k in cache if addr <= k[0] < addr + size]:
+                        del cache[key]
 
     def protect(self, addr: int, size: int, prot: int) -> None:
         r = self._find(addr, size)
@@ -433,7 +511,10 @@ class NativeMachine(Machine):
             return
         reg = jit_debug.register(module)
         if reg is not None:
+            old = self._jit.get(id(module))
             self._jit[id(module)] = reg
+            if old is not None:     # attached again: its first entry must not outlive its buffer
+                old.unregister()
         perf_map.record(module)
 
     def symbols_added(self, module: Any, symbols: list[Any]) -> None:
@@ -456,23 +537,26 @@ class NativeMachine(Machine):
     def close(self) -> None:
         if self.closed:
             return
-        self.wait_idle("close the machine")      # raises from inside one of its calls
+        self._refuse_inside("close the machine", sys._getframe(1))
         self.closed = True
         for cell in self._alive.values():
             cell[0] = False
         self._alive.clear()
-        self.wait_idle("close the machine")
-        for start, prots in list(self._prot.items()):
-            _munmap(start, len(prots) * self.arch.page_size)
-        self._prot.clear()
+        self._wait_others()         # calls already running end before what they use goes
+        if self._prot:
+            for start, prots in list(self._prot.items()):
+                _munmap(start, len(prots) * self.arch.page_size)
+            self._prot.clear()
+            self._runs_apart.clear()
         self._regions.clear()
         self._allocs.clear()
         self._callbacks.clear()
         self._fns.clear()
         self._calls.clear()
-        for reg in self._jit.values():
-            reg.unregister()
-        self._jit.clear()
+        if self._jit:
+            for reg in self._jit.values():
+                reg.unregister()
+            self._jit.clear()
 
 
 # -- calls in flight ---------------------------------------------------------

@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Sequence
 
+from .environ import getenv
 from .symfile import PluginSymbol, function_symbols
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -35,7 +36,7 @@ def enabled() -> bool:
     on = _switch["on"]
     if on is not None:
         return on
-    v = os.environ.get("ELFKIT_PERF_MAP")
+    v = getenv("ELFKIT_PERF_MAP")
     return v is not None and v.strip().lower() in ("1", "yes", "true", "on")
 
 

@@ -277,7 +277,7 @@ _dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, in
     weakref.WeakKeyDictionary()
 
 
-#: symfiles of recent loads, by (parsed file, load base, address range,
+#: symfiles of recent loads, by (parsed file, load base, image size,
 #: added symbols): a symfile depends on nothing else, and loading a plugin
 #: again after closing it (load, close, load) usually lands at the same base
 #: with the same parsed file (the loader keeps one per file content).  The
@@ -295,10 +295,9 @@ def cached_symfile(module: Any) -> bytes:
     elf = module.elf
     if len(elf.data) > RECENT_MAX_FILE:
         return build_symfile(module)
-    key = (id(elf), module.base, module.address_range,
-           tuple(getattr(module, "added_symbols", ())))
-    with _recent_lock:
-        found = _recent.get(key)
+    # the base and size with the file give the address range
+    key = (id(elf), module.base, module.size, tuple(getattr(module, "added_symbols", ())))
+    found = _recent.get(key)        # a read needs no lock; changes hold it
     if found is not None and found[0] is elf:
         return found[1]
     symfile = build_symfile(module)

@@ -83,6 +83,8 @@ class LoadedImage(DataRecord, slots=True):
     # IFUNC relocations left unapplied because the machine cannot run code
     unapplied: list[str] = field(default_factory=list)
     released: bool = False
+    # the plan's kept image when the range was filled with it (see release)
+    kept: bytes | None = None
 
     @property
     def protections(self) -> list[tuple[int, int, int]]:
@@ -139,7 +141,10 @@ class LoadedImage(DataRecord, slots=True):
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.machine.release(self.base, self.size)
+            if self.kept is None:
+                self.machine.release(self.base, self.size)
+            else:           # a reload at this address may take the range back as it is
+                self.machine.release_image(self.base, self.size, self.kept)
 
 
 _VOID = _parse_sig("void()")
@@ -155,20 +160,36 @@ def place(plan: LoadPlan, machine: Machine,
     if plan.layout is None or plan.layout[0] != page:
         plan.layout = (page, layout(elf, page))
     lay: Layout = plan.layout[1]
-    base = machine.reserve(lay.size, lay.align)
-    bias = base - lay.lo
+    if plan.protections is None or plan.protections[0] != page:
+        prots = _page_prots(elf, lay, page)
+        relro = _relro(elf, lay, page)
+        plan.protections = (page, prots, relro,
+                            _final_calls(prots, relro, lay.size, page, PROT_READ | PROT_WRITE),
+                            _final_calls(prots, relro, lay.size, page, PROT_NONE))
+    _page, prots, relro, final, from_none = plan.protections
+    kept = plan.image
+    if kept is not None and kept[0] == page and machine.reuse(kept[1] + lay.lo, lay.size,
+                                                              kept[2]):
+        # the range a close of this plugin left, still holding the image relocated for it
+        base = kept[1] + lay.lo
+        calls = from_none
+        li = LoadedImage(elf, machine, base, kept[1], lay.size, _kept_stats(plan), kept=kept[2])
+        deferred: list[Deferred] = []
+    else:
+        base = machine.reserve(lay.size, lay.align)
+        calls = final
+        li = None
     try:
-        deferred, stats = _relocated(plan, lay, page, machine, base, symbol_address)
-        li = LoadedImage(elf, machine, base, bias, lay.size, stats)
-        # Final protections for every PT_LOAD; RELRO after deferred relocations.
-        if plan.protections is None or plan.protections[0] != page:
-            prots = _page_prots(elf, lay, page)
-            relro = _relro(elf, lay, page)
-            plan.protections = (page, prots, relro, _final_calls(prots, relro, lay.size, page))
-        _page, prots, relro, final = plan.protections
+        if li is None:
+            deferred, stats = _relocated(plan, lay, page, machine, base, symbol_address)
+            li = LoadedImage(elf, machine, base, base - lay.lo, lay.size, stats)
+            kept = plan.image
+            if not deferred and kept is not None and kept[1] == li.bias and kept[0] == page:
+                li.kept = kept[2]
         li.prot_runs = (prots, relro)
+        # Final protections for every PT_LOAD; RELRO after deferred relocations.
         if not deferred:        # straight to the final protections, in fewest calls
-            for addr, size, prot in final:
+            for addr, size, prot in calls:
                 machine.protect(base + addr, size, prot)
             return li
         for addr, size, prot in prots:
@@ -200,7 +221,7 @@ def _relocated(plan: LoadPlan, lay: Layout, page: int, machine: Machine, base: i
     rel = plan.relative
     if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, Relative):
         machine.write(base, kept[2])
-        return [], Stats(dict(rel.counts), rel.total)
+        return [], _kept_stats(plan)
     view = machine.host_view(base, lay.size)
     image = build(elf, lay, view)
     if rel is None:
@@ -230,16 +251,17 @@ def _apply_relative(rel: Relative, image: ImageBuffer, bias: int, w: int
 
 
 def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]], size: int,
-                 page: int) -> list[tuple[int, int, int]]:
-    """``protect`` calls that take a new (read/write) reservation to the
-    final protections (``prots``, then RELRO read-only): one per run that
-    is not read/write, or, when fewer, the whole image to its commonest
-    protection first and then the runs that differ."""
+                 page: int, start: int) -> list[tuple[int, int, int]]:
+    """``protect`` calls that take a reservation whose pages are all
+    ``start`` (read/write when new, PROT_NONE when kept) to the final
+    protections (``prots``, then RELRO read-only): one per run that is not
+    ``start``, or, when fewer, the whole image to its commonest protection
+    first and then the runs that differ."""
     final = [PROT_NONE] * (size // page)
     for addr, n, prot in prots:
         final[addr // page:(addr + n) // page] = [prot] * (n // page)
-    for start, n in relro:
-        final[start // page:(start + n) // page] = [PROT_READ] * (n // page)
+    for begin, n in relro:
+        final[begin // page:(begin + n) // page] = [PROT_READ] * (n // page)
     runs = []
     i = 0
     while i < len(final):
@@ -248,12 +270,18 @@ def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]]
             j += 1
         runs.append((i * page, (j - i + 1) * page, final[i]))
         i = j + 1
-    rw = PROT_READ | PROT_WRITE
-    plain = [r for r in runs if r[2] != rw]
+    plain = [r for r in runs if r[2] != start]
     common = max(set(final), key=final.count)
-    first = [] if common == rw else [(0, size, common)]
+    first = [] if common == start else [(0, size, common)]
     whole = first + [r for r in runs if r[2] != common]
     return whole if len(whole) < len(plain) else plain
+
+
+def _kept_stats(plan: LoadPlan) -> Stats:
+    """The relocation counts of a load by the plan's plain RELATIVE list."""
+    rel = plan.relative
+    assert isinstance(rel, Relative)
+    return Stats(dict(rel.counts), rel.total)
 
 
 def _relro(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int]]:

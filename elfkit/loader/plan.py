@@ -53,8 +53,10 @@ class LoadPlan:
         #: (page size, image.Layout) of the last placement
         self.layout: tuple[int, Any] | None = None
         #: (page size, protection runs, RELRO ranges, protect calls without
-        #: deferred relocations) as image.py computes them
+        #: deferred relocations from a new read/write reservation, the same
+        #: from a kept inaccessible one) as image.py computes them
         self.protections: tuple[int, list[tuple[int, int, int]], list[tuple[int, int]],
+                                list[tuple[int, int, int]],
                                 list[tuple[int, int, int]]] | None = None
         #: the whole relocation work when every relocation comes to the load
         #: bias plus a constant, in a writable segment (``plain_relative``);

@@ -101,6 +101,23 @@ def test_registration_can_be_turned_off(plugins, monkeypatch):
     assert jit_debug.available() == (False, "ELFKIT_GDB_JIT turns registration off")
 
 
+def test_attaching_a_module_again_keeps_the_list_sound(plugins):
+    """A module attached to its machine a second time replaces its entry in
+    gdb's list: the first one is unlinked, not left pointing at a freed
+    buffer (run in a child: a dangling entry crashes the process)."""
+    _jit()
+    code = ("import gc, sys, elfkit\n"
+            "from elfkit.exec import jit_debug\n"
+            "m = elfkit.load(sys.argv[1]); jit = jit_debug.interface()\n"
+            "for _ in range(300):\n"
+            "    m.machine.attach(m); gc.collect(); jit.entries()\n"
+            "print(len(jit.entries())); m.close(); print(len(jit.entries()))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(plugins.path("standalone", ARCH))],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "0"]
+
+
 # -- real gdb -------------------------------------------------------------------
 
 SCRIPT = """\
