@@ -153,8 +153,8 @@ def _install(cls: type, name: str, fn: Any) -> Any:
 #: The shapes compiled are kept on disk at exit (see :func:`_read_shapes`), so a program's
 #: next start compiles none.
 _INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
-#: the cache file's key, once the file has been read (empty: not read yet)
-_disk: list[bytes] = []
+#: the cache file's key and directory, once the file has been read (empty: not read yet)
+_disk: list[Any] = []
 #: not empty once this process compiled a shape (written at exit)
 _unsaved: list[Any] = []
 
@@ -178,8 +178,10 @@ def _cache_file(key: bytes) -> str:
 
 
 def _write_shapes() -> None:
-    """Keep the shapes compiled by this process (at exit: once, however many)."""
-    codecache.store(codecache.cache_dir("elfkit"), _cache_file(_disk[0]), _disk[0], _INIT_CODE)
+    """Keep the shapes compiled by this process (at exit: once, however many),
+    in the directory they were read from."""
+    key, where = _disk
+    codecache.store(where, _cache_file(key), key, _INIT_CODE)
 
 
 def _well_formed(key: Any, code: Any) -> bool:
@@ -199,8 +201,9 @@ def _read_shapes() -> None:
         key = _cache_key()
     except OSError:        # pragma: no cover - a records.py without a file (zip import)
         key = b"-"
-    _disk.append(key)
-    shapes = codecache.load(codecache.cache_dir("elfkit"), _cache_file(key), key)
+    where = codecache.cache_dir("elfkit")
+    _disk[:] = [key, where]
+    shapes = codecache.load(where, _cache_file(key), key)
     if type(shapes) is dict:
         _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
 
