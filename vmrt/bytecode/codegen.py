@@ -38,6 +38,8 @@ class FunctionTranslator(ControlFlow):
         self.used_i: set[int] = set()
         self.used_r: set[int] = set()
         self.coerce: dict[int, list] = {}
+        #: per pc (-1: the entry), the i64 registers whose high half is kept too
+        self.split: dict[int, list[int]] = {}
         #: registers holding one constant (regfacts.py), read as literals
         self.konst = ConstantRegs({}, frozenset())
         #: pcs of the wrapped ops whose result is known in range (regfacts.py)
@@ -104,10 +106,13 @@ class FunctionTranslator(ControlFlow):
         self.result_codes = result_codes
         # registers read as the other kind (integer vs float) than they hold: reinterpret
         # their bits first, as IREE's untyped registers do
-        self.coerce = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
+        facts = register_coercions(self.blocks, arg_codes, result_codes, self.mod)
+        self.coerce, self.split = facts.coerce, facts.split
         if self.trace is None:          # the trace shows registers as they are
             self.konst = constant_registers(
-                self.blocks, params, (c[0] for cs in self.coerce.values() for c in cs))
+                self.blocks, params, [c[0] + d for cs in self.coerce.values() for c in cs
+                                      for d in (-1, 0, 1)] +
+                [r + 1 for rs in self.split.values() for r in rs])
             self.in_range = no_overflow(self.blocks, self.konst, self.coerce)
         body = drop_unread(self.dispatch(self.blocks, "            "))
         pset = set(params)
@@ -119,6 +124,7 @@ class FunctionTranslator(ControlFlow):
         rvals = [n for n in inits if n[0] == "r"]
         if ivals:
             head.append(f"    {' = '.join(ivals)} = 0")
+        head += [f"    i{r + 1} = HIGH(i{r})" for r in self.split.get(-1, ())]
         if rvals:
             head.append(f"    {' = '.join(rvals)} = None")
         head += ["    L = state.ctx.limits", "    RW = state.rw", "    GR = state.grefs",
@@ -143,7 +149,14 @@ class FunctionTranslator(ControlFlow):
         if not m.startswith(PURE_PREFIXES) or m.startswith(("select.ref", "const.ref")):
             out.append(f"{ind}p = {ins.pc}")
         for reg, bank, held in self.coerce.get(ins.pc, ()):
-            name, bits = self.int_reg(reg), int(bank[1:])
+            name = self.int_reg(reg)
+            if bank == "pair":          # an i64 read from two 32-bit registers
+                out.append(f"{ind}{name} = PAIR({name}, {self.int_reg(reg + 1)})")
+                continue
+            if bank == "hi":            # the high register of an i64 read as an i32
+                out.append(f"{ind}{name} = HIGH({self.int_reg(reg - 1)})")
+                continue
+            bits = int(bank[1:])
             if bank[0] == "i":
                 src = int(held[1:]) if held and held[0] == "f" else bits
                 out.append(f"{ind}{name} = REINT_I({name}, {bits}, {src})")
@@ -170,6 +183,14 @@ class FunctionTranslator(ControlFlow):
         return dst, reads
 
     def emit(self, ins: Instr, ind: str) -> list[str]:
+        """The code of ``ins``, then the high halves it must keep (regkinds.py)."""
+        out = self.emit_op(ins, ind)
+        for r in self.split.get(ins.pc, ()):
+            dst = self.renamed.get(ins.pc) or self.int_reg(r)
+            out.append(f"{ind}{self.int_reg(r + 1)} = HIGH({dst})")
+        return out
+
+    def emit_op(self, ins: Instr, ind: str) -> list[str]:
         m = ins.mnemonic
         out = self.prelude(ins, ind)
         tmpl = SIMPLE_OPS.get(m)

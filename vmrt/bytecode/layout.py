@@ -71,6 +71,7 @@ class ControlFlow:
     blocks: list[Block]
     trace: Any
     coerce: dict[int, list]
+    split: dict[int, list[int]]
     emit: Callable[[Instr, str], list[str]]
     prelude: Callable[[Instr, str], list[str]]
     operands: Callable[[Instr], tuple[str | None, list[str]]]
@@ -174,6 +175,7 @@ class ControlFlow:
         body = blk.instrs[:-1]
         adds = [i for i in body if a in writes(i)]
         if c != rc or t != blk.pc or tr or e == blk.pc or len({a, b, flag}) != 3 \
+                or any(i.pc in self.split for i in blk.instrs) \
                 or len(adds) != 1 or adds[0].pc not in self.in_range \
                 or self.flag(flag, 1, tr, t, "") and self.read_first(flag, [t]) or any(
                     i.pc in self.coerce for i in blk.instrs + nxt.instrs):
@@ -285,7 +287,7 @@ class ControlFlow:
                     sum(x in p or y in p for p in names) != 1:
                 continue
             w = next((k for k in range(len(body) - 1, -1, -1) if x in writes(body[k])), None)
-            if w is None or body[w].pc in renamed or not (
+            if w is None or body[w].pc in renamed or body[w].pc in self.split or not (
                     body[w].mnemonic in SIMPLE_OPS or body[w].mnemonic in WRAPPED_OPS):
                 continue
             if all(not {x, y} & (self.touched(i) | set(writes(i))) for i in body[w + 1:]) \
@@ -295,8 +297,10 @@ class ControlFlow:
         return renamed, frozenset(folded)
 
     def touched(self, ins: Instr) -> set[str]:
-        """The integer registers ``ins`` reads, reinterpretations included."""
-        return set(reads(ins)) | {f"i{c[0]}" for c in self.coerce.get(ins.pc, ())}
+        """The integer registers ``ins`` reads, reinterpretations included
+        (a register pair rebuilt reads both halves)."""
+        return set(reads(ins)) | {f"i{c[0] + d}" for c in self.coerce.get(ins.pc, ())
+                                  for d in (-1, 0, 1)}
 
     def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
         """Whether ``x`` is not read after it: ``instrs`` (ending their block)

@@ -51,8 +51,25 @@ def to_float(v: Any, bits: int) -> Any:
     return (_F32 if bits == 32 else _F64).unpack(raw)[0]
 
 
+def pair(lo: Any, hi: Any) -> Any:
+    """The i64 of a register pair from its halves' integer bits (the low
+    register may hold a whole i64: its low 32 bits count)."""
+    if type(lo) is float:           # a float's bits (only a damaged program mixes them)
+        lo = to_int(lo, 64, 32)
+    if type(hi) is float:
+        hi = to_int(hi, 32, 32)
+    return to_int(((hi & 0xFFFFFFFF) << 32) | (lo & 0xFFFFFFFF), 64, 64)
+
+
+def high(v: Any) -> Any:
+    """The high 32-bit register of the i64 ``v``, as an i32."""
+    if type(v) is float:
+        v = to_int(v, 64, 64)
+    return to_int(v >> 32, 32, 32)
+
+
 #: what the translated code calls, by name (added to its namespace)
-REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float}
+REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float, "PAIR": pair, "HIGH": high}
 
 
 def _namespace() -> dict:

@@ -15,6 +15,17 @@ failing deep inside the translated code with a TypeError.
 arguments, calls, returns) and returns, per instruction, the registers to
 reinterpret before it runs: statically known kinds convert only where they
 differ; where the kind depends on the path taken, a run-time check does.
+
+**Register pairs.**  An i64 lives in an even register and the odd one after
+it; a translated function keeps the whole value in the even register's
+local.  Block-argument copies move single registers, one after another, and
+iree-compile sometimes orders them as if they ran at once, so a pair read as
+an i64 can hold halves of two different values (an i32 and the high half of
+an overwritten i64).  Kinds therefore name the write an i64 came from
+(``i64#pc``, its high half ``h#pc``): a pair read whose halves do not match
+is rebuilt from both registers (``PAIR``), and the i64 writes whose high
+half is read apart keep it in the odd register's local too (``HIGH``), found
+in a second pass.  Pairs moved and read as written cost nothing.
 """
 from __future__ import annotations
 
@@ -28,14 +39,25 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["register_coercions", "successors"]
+__all__ = ["PairFacts", "register_coercions", "successors"]
 
-#: kinds are banks ("i32", "i64", "f32", "f64"), "?" unknown or "X" (depends
-#: on the path taken); absent: never written (the local holds int 0)
+#: kinds are banks ("i32", "f32", "f64"), an i64 and the high half of one with
+#: the writes they come from ("i64#12,40", "h#12,40"; "a0": a parameter), an
+#: integer whose width depends on the path ("ix#" and the high halves it may
+#: be), "?" unknown or "X" (depends on the path taken); absent: never written
+#: (the local holds int 0)
 _BANKS = frozenset({"i32", "i64", "f32", "f64"})
 _CODE_KIND = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}
 
 State = dict[int, str]
+
+
+def _tags(kind: str | None, *heads: str) -> set[str]:
+    """The i64 writes named by ``kind`` when it starts with one of ``heads``."""
+    for head in heads:
+        if kind is not None and kind.startswith(head):
+            return {t for t in kind[len(head):].split(",") if t}
+    return set()
 
 
 def _merge(a: str | None, b: str | None) -> str | None:
@@ -47,7 +69,23 @@ def _merge(a: str | None, b: str | None) -> str | None:
         return "X"
     if "?" in (a, b):
         return "?"
-    return a if a[0] == b[0] == "i" else "X"     # i32/i64 are both Python ints
+    for head in ("i64#", "h#"):         # the same pair on both paths: union of the writes
+        if a.startswith(head) and b.startswith(head):
+            return head + ",".join(sorted(_tags(a, head) | _tags(b, head)))
+    if _bank(a)[0] == _bank(b)[0] == "i":
+        # an integer of a width that depends on the path; the high halves it may be
+        return "ix#" + ",".join(sorted(_tags(a, "h#", "ix#") | _tags(b, "h#", "ix#")))
+    return "X"
+
+
+def _bank(kind: str) -> str:
+    """The bank a kind reads as: an i64 of known origin is an i64, a high half
+    or an integer of unknown width an i32."""
+    if kind.startswith("i64#"):
+        return "i64"
+    if kind.startswith(("h#", "ix#")):
+        return "i32"
+    return kind
 
 
 def _codes_kinds(regs: tuple, codes: str | None) -> list[tuple[int, str]]:
@@ -134,35 +172,76 @@ def _after_remap(state: State, pairs: tuple) -> State:
 Coercion = tuple[int, str, str | None]     # (register, read as bank, held kind)
 
 
-def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
-                       mod: Any) -> dict[int, list[Coercion]]:
-    """``{pc: [(register, bank read, kind held), ...]}`` for the
-    instructions that read a register holding a value of the other kind
-    (integer vs float), or one whose kind is not known at load time."""
-    out: dict[int, list[Coercion]] = {}
-    if not blocks:
-        return out
-    entry: State = {}
-    slot = 0
-    for c in arg_codes:
-        if c in "if":
-            entry[slot] = _CODE_KIND[c]
-            slot += 1
-        elif c in "IF":
-            slot += slot & 1
-            entry[slot] = _CODE_KIND[c]
-            slot += 2
+class PairFacts:
+    """Where a function's i64 register pairs are not what the translation
+    assumes (the i64 in the even register's local, the odd one its high half):
+    ``coerce`` per pc, the reads to rebuild (``(r, "pair", None)``: r's low
+    32 bits and r+1 as the high half; ``(r, "hi", None)``: the high half of
+    r-1's i64), and ``split`` per pc (-1: the entry), the registers ``r`` of
+    the i64 written there whose high half must be kept in ``r+1`` too."""
+
+    def __init__(self) -> None:
+        self.coerce: dict[int, list[Coercion]] = {}
+        self.split: dict[int, list[int]] = {}
+
+
+def _pair_read(st: State, reg: int, want: str, lost: set[str],
+               rebuilt: bool) -> Coercion | None | bool:
+    """The pair coercion of reading ``reg`` as ``want`` (None: none needed;
+    False: not a pair case, the kind checks decide); ``rebuilt``: this read
+    rebuilds the pair on some path already.  A high half that may be read
+    while its i64 is no longer in its register adds that i64's writes to
+    ``lost`` (kept in the odd register when written, on the next pass)."""
+    lo, hi = st.get(reg), st.get(reg + 1)
+    if want == "i64":
+        if lo is not None and lo.startswith("i64#") and hi == "h#" + lo[4:]:
+            if rebuilt:
+                lost.update(_tags(hi, "h#"))
+            return (reg, "pair", None) if rebuilt else None      # the pair as written
+        if hi is not None and hi.startswith("h#"):
+            lost.update(_tags(hi, "h#"))                          # written apart
+            return (reg, "pair", None)
+        if hi is not None and hi.startswith("ix#"):
+            if not rebuilt:
+                return False
+            lost.update(_tags(hi, "ix#"))
+            return (reg, "pair", None)
+        if hi in (None, "i32") and lo is not None and (
+                lo == "i32" or lo.startswith(("i64#", "ix#"))):
+            return (reg, "pair", None)
+        return False
+    if want == "i32" and reg & 1 and lo is not None and lo.startswith("h#"):
+        if st.get(reg - 1) == "i64#" + lo[2:]:
+            return (reg, "hi", None)     # the high half of the i64 in reg - 1
+        lost.update(_tags(lo, "h#"))
+        return None
+    return False
+
+
+def _walk(blocks: list[Block], entry: State, effects: Any, split: set[str],
+          lost: set[str]) -> PairFacts:
+    facts = PairFacts()
+    out = facts.coerce
     by_pc = {b.pc: b for b in blocks}
     states: dict[int, State] = {blocks[0].pc: entry}
     work = [blocks[0].pc]
-    effects = _Effects(mod, result_codes)
     while work:
         pc = work.pop()
         st = dict(states[pc])
         for ins in by_pc[pc].instrs:
             reads, writes = effects.of(ins)
             for reg, want in reads:
+                rebuilt = (reg, "pair", None) in out.get(ins.pc, ())
+                pair = _pair_read(st, reg, want, lost, rebuilt)
+                if pair is not False:
+                    if isinstance(pair, tuple):
+                        todo = out.setdefault(ins.pc, [])
+                        if pair not in todo:
+                            todo.append(pair)
+                        st[reg] = "i64#p" if want == "i64" else "i32"
+                    continue
                 have = st.get(reg)
+                have = _bank(have) if have is not None else None
                 if want == "?" or have is not None and have[0] == want[0]:
                     continue
                 if have is None and want[0] == "i":
@@ -177,7 +256,15 @@ def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
                     todo.append((reg, want, held))
                 st[reg] = want               # converted in place
             for reg, kind in writes:
-                st[reg] = kind
+                if kind == "i64":
+                    tag = str(ins.pc)
+                    st[reg] = "i64#" + tag
+                    st[reg + 1] = "i32" if tag in split else "h#" + tag
+                    kept = facts.split.setdefault(ins.pc, []) if tag in split else []
+                    if tag in split and reg not in kept:
+                        kept.append(reg)
+                else:
+                    st[reg] = kind
             for target, pairs in successors(ins):
                 if target not in by_pc:
                     continue                 # the decoder reports bad targets
@@ -192,4 +279,41 @@ def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
                 if new != old:
                     states[target] = new
                     work.append(target)
-    return out
+    return facts
+
+
+def register_coercions(blocks: list[Block], arg_codes: str, result_codes: str,
+                       mod: Any) -> PairFacts:
+    """The instructions that read a register holding a value of the other
+    kind (integer vs float), or one whose kind is not known at load time,
+    and those reading an i64 pair not written as one (see :class:`PairFacts`):
+    IREE's VM reads the two 32-bit registers whatever wrote them."""
+    if not blocks:
+        return PairFacts()
+    entry: State = {}
+    slot = 0
+    for c in arg_codes:
+        if c in "if":
+            entry[slot] = _CODE_KIND[c]
+            slot += 1
+        elif c in "IF":
+            slot += slot & 1
+            entry[slot] = _CODE_KIND[c]
+            if c == "I":
+                entry[slot], entry[slot + 1] = f"i64#a{slot}", f"h#a{slot}"
+            slot += 2
+    effects = _Effects(mod, result_codes)
+    split: set[str] = set()
+    for _ in range(4):                   # until no more high halves need keeping
+        lost: set[str] = set()
+        facts = _walk(blocks, entry, effects, split, lost)
+        if lost <= split:
+            break
+        split |= lost
+        for tag in lost:
+            if tag.startswith("a"):      # a parameter's: kept on entry
+                entry[int(tag[1:]) + 1] = "i32"
+    args = sorted(int(t[1:]) for t in split if t.startswith("a"))
+    if args:
+        facts.split[-1] = args
+    return facts
