@@ -27,6 +27,7 @@ from ..errors import (
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
 from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from .threads import thread_frames
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -309,7 +310,7 @@ class NativeMachine(Machine):
     def _wait_others(self) -> None:
         """Wait until no other thread is inside a call of this machine."""
         while True:
-            frames = sys._current_frames()
+            frames = thread_frames()
             if len(frames) == 1:        # this thread alone: nothing to wait for
                 return
             me = threading.get_ident()

@@ -1,0 +1,43 @@
+"""elfkit.exec.threads: the other threads' stacks, read without the garbage
+collector (CPython gh-106883: before 3.11.9, a collection inside
+``sys._current_frames()`` that frees a ``threading.local`` deadlocks the
+process; it hung this suite's native close on 3.11.7)."""
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+
+import elfkit
+from elfkit.exec.threads import thread_frames
+
+
+def test_frames_are_read_with_the_collector_off(monkeypatch):
+    seen = []
+    real = sys._current_frames
+    monkeypatch.setattr(sys, "_current_frames", lambda: (seen.append(gc.isenabled()), real())[1])
+    frames = thread_frames()
+    assert threading.get_ident() in frames and seen == [False] and gc.isenabled()
+    gc.disable()                # a program that turned it off keeps it off
+    try:
+        thread_frames()
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_native_close_with_other_threads_reads_frames_with_the_collector_off(
+        plugins, monkeypatch):
+    seen = []
+    real = sys._current_frames
+    monkeypatch.setattr(sys, "_current_frames", lambda: (seen.append(gc.isenabled()), real())[1])
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        mod = elfkit.load(plugins.path("standalone", elfkit.arch.host().name))
+        mod.close()
+    finally:
+        stop.set()
+        other.join()
+    assert seen and not any(seen)
