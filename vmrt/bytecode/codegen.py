@@ -17,7 +17,7 @@ from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .layout import ControlFlow, drop_unread
 from .namespace import WIDTH
 from .regfacts import ConstantRegs, constant_registers, no_overflow
-from .regkinds import register_coercions
+from .regkinds import coercion_registers, register_coercions
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, two_sided, wrap_lines
 
 
@@ -110,8 +110,8 @@ class FunctionTranslator(ControlFlow):
         self.coerce, self.split = facts.coerce, facts.split
         if self.trace is None:          # the trace shows registers as they are
             self.konst = constant_registers(
-                self.blocks, params, [c[0] + d for cs in self.coerce.values() for c in cs
-                                      for d in (-1, 0, 1)] +
+                self.blocks, params, [r for cs in self.coerce.values() for c in cs
+                                      for r in coercion_registers(c)] +
                 [r + 1 for rs in self.split.values() for r in rs])
             self.in_range = no_overflow(self.blocks, self.konst, self.coerce)
         body = drop_unread(self.dispatch(self.blocks, "            "))
@@ -185,9 +185,8 @@ class FunctionTranslator(ControlFlow):
     def emit(self, ins: Instr, ind: str) -> list[str]:
         """The code of ``ins``, then the high halves it must keep (regkinds.py)."""
         out = self.emit_op(ins, ind)
-        for r in self.split.get(ins.pc, ()):
-            dst = self.renamed.get(ins.pc) or self.int_reg(r)
-            out.append(f"{ind}{self.int_reg(r + 1)} = HIGH({dst})")
+        for r in self.split.get(ins.pc, ()):       # (never renamed: see coalesced)
+            out.append(f"{ind}{self.int_reg(r + 1)} = HIGH({self.int_reg(r)})")
         return out
 
     def emit_op(self, ins: Instr, ind: str) -> list[str]:

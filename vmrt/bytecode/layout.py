@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
-from .regkinds import successors
+from .regkinds import coercion_registers, successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -299,8 +299,8 @@ class ControlFlow:
     def touched(self, ins: Instr) -> set[str]:
         """The integer registers ``ins`` reads, reinterpretations included
         (a register pair rebuilt reads both halves)."""
-        return set(reads(ins)) | {f"i{c[0] + d}" for c in self.coerce.get(ins.pc, ())
-                                  for d in (-1, 0, 1)}
+        return set(reads(ins)) | {f"i{r}" for c in self.coerce.get(ins.pc, ())
+                                  for r in coercion_registers(c)}
 
     def dead(self, x: str, instrs: tuple[Instr, ...]) -> bool:
         """Whether ``x`` is not read after it: ``instrs`` (ending their block)

@@ -39,7 +39,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PairFacts", "register_coercions", "successors"]
+__all__ = ["PairFacts", "coercion_registers", "register_coercions", "successors"]
 
 #: kinds are banks ("i32", "f32", "f64"), an i64 and the high half of one with
 #: the writes they come from ("i64#12,40", "h#12,40"; "a0": a parameter), an
@@ -170,6 +170,17 @@ def _after_remap(state: State, pairs: tuple) -> State:
 
 
 Coercion = tuple[int, str, str | None]     # (register, read as bank, held kind)
+
+
+def coercion_registers(c: Coercion) -> tuple[int, ...]:
+    """The registers a coercion reads: a pair rebuilt reads both halves, a
+    high half its i64's register, a reinterpretation its own register."""
+    reg, bank, _held = c
+    if bank == "pair":
+        return (reg, reg + 1)
+    if bank == "hi":
+        return (reg, reg - 1)
+    return (reg,)
 
 
 class PairFacts:
