@@ -276,7 +276,7 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout: Text
     if mode is None:
         raise UsageError(f"unsupported output mode `{target}`")
     path = target[1:]
-    data = _output_bytes(v, code, path, path.endswith(".npy"))
+    data = output_bytes(v, code, path, path.endswith(".npy"))
     try:
         with (files.open(path, mode == "ab") if files is not None else open(path, mode)) as fh:
             fh.write(data)
@@ -288,7 +288,7 @@ def write_output(target: str, v: Any, code: str, max_elements: int, stdout: Text
 _SCALARS = {"i": ("i32", "i"), "I": ("i64", "q"), "f": ("f32", "f"), "F": ("f64", "d")}
 
 
-def _output_bytes(v: Any, code: str, path: str, npy: bool) -> bytes:
+def output_bytes(v: Any, code: str, path: str, npy: bool) -> bytes:
     """What ``--output=@path`` writes for ``v``: a .npy file as ``numpy.save``
     writes it, else the raw elements (numpy only for the exotic types)."""
     if isinstance(v, BufferView):

@@ -31,6 +31,7 @@ from ..hal.element_types import dtype_of, element_type_of, is_packed
 from ..vm.context import Context
 from ..vm.list import VmList
 from ..vm.module import Module, cconv_fragments
+from .dispatch_trace import NpyFolder, Sink, TracePrinter
 from .module_specs import RunOptions, create_context
 
 __all__ = ["Program", "ProgramFunction", "load"]
@@ -246,11 +247,34 @@ def _listify(value: Any, single: tuple) -> list:
     return list(value)
 
 
+def _debug_sink(spec: Any) -> Sink | None:
+    """The ``hal.buffer_view.trace`` sink :func:`load`'s argument asks for."""
+    if spec is None:
+        return TracePrinter()
+    if spec is False:
+        return None
+    if isinstance(spec, (str, os.PathLike)):
+        return NpyFolder(spec)
+    if not callable(spec):
+        raise UsageError("trace_dispatch_tensors must be None, False, a folder or a callable "
+                         f"(key, arrays), got a {type(spec).__name__}")
+
+    def call(key: str, views: list[BufferView]) -> None:
+        try:
+            spec(key, [to_host(v) for v in views])
+        except VmError:
+            raise
+        except Exception as e:      # the user's callback: say which trace failed
+            raise VmError(f"the trace_dispatch_tensors callback failed on '{key}': "
+                          f"{type(e).__name__}: {e}", StatusCode.ABORTED) from e
+    return call
+
+
 def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
-         statistics: bool = False) -> Program:
+         statistics: bool = False, trace_dispatch_tensors: Any = None) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -267,6 +291,11 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``trace``: a text stream that gets the execution trace
     (``--trace_execution``); ``statistics``: collect allocator and dispatch
     statistics (``--print_statistics``; see :meth:`Program.statistics`).
+    ``trace_dispatch_tensors``: where the tensors of a program compiled with
+    ``--iree-flow-trace-dispatch-tensors`` go: None prints them to stderr as
+    iree-run-module (and iree.runtime) do, False drops them, a folder gets
+    them as ``.npy`` files (``--trace_dispatch_tensors``), a callable is
+    called with ``(key, list of numpy arrays)``.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -285,6 +314,7 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
                             _listify(executable_plugins, (str, os.PathLike))])
+    options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
                                  trace=trace, statistics=bool(statistics))

@@ -10,6 +10,7 @@ from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
 from .dispatch_tools import dispatch_observer
+from .dispatch_trace import NpyFolder, Sink, TracePrinter, chain
 from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
@@ -68,6 +69,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 report overlapping writes, exit 1 (vmrt extension)
   --dispatch_element_type=T     element type of the bindings of dispatches whose
                                 export name does not end in one (default: bytes)
+  --trace_dispatch_tensors=DIR  also write the tensors a program compiled with
+                                --iree-flow-trace-dispatch-tensors traces (printed
+                                to stderr, as iree-run-module does) to
+                                DIR/NNNN_KEY_I.npy (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line
   --trace_execution             print each VM instruction executed to stderr
                                 (IREE's execution-trace format)
@@ -83,7 +88,7 @@ RUN_FLAGS = FlagSpec(
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
-                      "dump_dispatches", "dispatch_element_type"}),
+                      "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors"}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races"}),
     raw=frozenset({"input"}))
@@ -111,11 +116,16 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
                   for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
     if "compare_with" in flags.values:
+        if "trace_dispatch_tensors" in flags.values:
+            raise UsageError("--compare_with cannot be combined with --trace_dispatch_tensors")
         from .compare import lockstep_cli  # imported only when asked for
         return lockstep_cli(flags, stdout, lambda f: _open(f, providers, stdin, stderr),
                             thresholds, max_elements)
     observer = dispatch_observer(flags)
-    ctx, main, name, fn = _open(flags, providers, stdin, stderr)
+    sinks: list[Sink] = [TracePrinter(stderr)]
+    if "trace_dispatch_tensors" in flags.values:
+        sinks.append(NpyFolder(flags.values["trace_dispatch_tensors"]))
+    ctx, main, name, fn = _open(flags, providers, stdin, stderr, chain(sinks))
     with ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
         try:
@@ -160,10 +170,12 @@ def _print_statistics(ctx: Context, stderr: TextIO) -> None:
     stderr.flush()
 
 
-def _open(flags: Flags, providers: Iterable[Any], stdin: Any,
-          stderr: TextIO) -> tuple[Context, Module, str, Any]:
-    """Load the modules, make the context and find the function to run."""
+def _open(flags: Flags, providers: Iterable[Any], stdin: Any, stderr: TextIO,
+          debug_sink: Sink | None = None) -> tuple[Context, Module, str, Any]:
+    """Load the modules, make the context and find the function to run;
+    ``hal.buffer_view.trace`` goes to ``debug_sink`` (default: ``stderr``)."""
     settings = context_settings(flags)
+    settings.options.extra["debug_sink"] = debug_sink or TracePrinter(stderr)
     try:
         ctx, user = create_context(settings.modules, settings.options, providers, stdin=stdin,
                                    budget=settings.budget, timeout=settings.timeout,

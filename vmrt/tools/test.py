@@ -27,6 +27,7 @@ from elfkit.records import DataRecord, field
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule
 from ..vm.module import Module, cconv_fragments
+from .dispatch_trace import TracePrinter
 from .flags import FlagSpec, parse_flags, report_error
 from .module_specs import (
     ContextSettings,
@@ -275,6 +276,7 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
                             _listify(executable_plugins, (str, os.PathLike))])
+    options.extra["debug_sink"] = TracePrinter()     # hal.buffer_view.trace: to stderr
     check = CheckModule()
     user = [check, *_listify(modules, (str, Module, bytes, os.PathLike)), main]
     loaded = load_modules(user, providers)
@@ -285,6 +287,7 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
 
 def _run_cli(settings: ContextSettings, providers: Iterable[Any], stdout: TextIO,
              stdin: Any = None, stderr: TextIO | None = None) -> int:
+    settings.options.extra["debug_sink"] = TracePrinter(stderr)    # as iree-check-module
     check = CheckModule()
     loaded = load_modules([check, *settings.modules], providers, stdin=stdin)
     run = run_loaded(loaded, check, settings.options, GtestPrinter(stdout),

@@ -31,7 +31,7 @@ from ...vm.instance import Instance
 from ...vm.module import Function
 from ...vm.native_module import NativeState, export
 from .fast import FAST
-from .inline import HalModule
+from .inline import DebugSink, HalModule
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -93,11 +93,12 @@ class HalDeviceModule(HalModule):
 
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
-                 program_arches: Iterable[str] = (), module_mode: str = "preload"):
+                 program_arches: Iterable[str] = (), module_mode: str = "preload",
+                 debug_sink: DebugSink | None = None):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
-        super().__init__(instance)
+        super().__init__(instance, debug_sink)
         self.device_uris = list(devices) or ["local-task"]
         self.executable_plugins = list(executable_plugins)
         self.backend = backend

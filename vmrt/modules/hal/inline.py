@@ -8,10 +8,17 @@ tensors, but they can take and return ``!hal.buffer_view`` values and use the
 Devices, allocators, command buffers and executables are not here: a HAL
 that dispatches executables can subclass :class:`HalModule` and add exports
 (as :mod:`vmrt.modules.hal.device` does).
+
+``hal.buffer_view.trace`` (imported by programs compiled with
+``--iree-flow-trace-dispatch-tensors``: a key such as ``main_dispatch_0::...
+inputs`` and the tensors) hands its key and buffer views to the module's
+``debug_sink``, a callable ``(key, views)``; without one it does nothing, as
+IREE's hal module with a null debug sink does.
 """
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
@@ -23,8 +30,12 @@ from ...hal.element_types import (
     element_type_name,
     storage_size,
 )
+from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, export
+
+#: receives each ``hal.buffer_view.trace``: the key and the buffer views
+DebugSink = Callable[[str, list[BufferView]], None]
 
 
 def register_types(instance: Instance) -> None:
@@ -50,10 +61,28 @@ class HalModule(NativeModule):
     name = "hal"
     version = 0
 
-    def __init__(self, instance: Instance | None = None):
+    def __init__(self, instance: Instance | None = None, debug_sink: DebugSink | None = None):
         if instance is not None:
             register_types(instance)
         super().__init__()
+        #: where ``hal.buffer_view.trace`` sends its tensors (None: nowhere)
+        self.debug_sink = debug_sink
+
+    @export("buffer_view.trace", "0rCrD_v")
+    def buffer_view_trace(self, state, key, views):
+        if not isinstance(key, Buffer):
+            raise HalError("hal.buffer_view.trace key is "
+                           f"{'null' if key is None else 'a ' + type(key).__name__}, expected a "
+                           "vm.buffer", StatusCode.INVALID_ARGUMENT)
+        checked = []
+        for i, bv in enumerate(views):
+            if not isinstance(bv, BufferView):
+                raise HalError(f"hal.buffer_view.trace value {i} is "
+                               f"{'null' if bv is None else 'a ' + type(bv).__name__}, expected "
+                               "a hal.buffer_view", StatusCode.INVALID_ARGUMENT)
+            checked.append(bv)
+        if self.debug_sink is not None:
+            self.debug_sink(bytes(key.data).decode("utf-8", "replace"), checked)
 
     # -- buffer views ------------------------------------------------------
     @export("buffer_view.buffer", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))

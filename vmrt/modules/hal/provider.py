@@ -43,7 +43,10 @@ class HalProvider:
     def create(self, instance: Instance, options: Any = None) -> HalModule:
         devices = list(getattr(options, "devices", None) or [])
         plugins = list(getattr(options, "executable_plugins", None) or [])
-        dependents = (getattr(options, "extra", None) or {}).get("modules", ())
+        extra = getattr(options, "extra", None) or {}
+        dependents = extra.get("modules", ())
+        # where hal.buffer_view.trace goes (vmrt.tools.dispatch_trace)
+        sink = extra.get("debug_sink")
         if devices or plugins or needs_device(dependents):
             from ...hal.local.loader import executable_arches
             from .device import HalDeviceModule
@@ -51,8 +54,9 @@ class HalProvider:
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,
                                    module_mode=getattr(options, "module_mode", "preload"),
-                                   backend=getattr(options, "backend", "auto"))
-        return HalModule(instance)
+                                   backend=getattr(options, "backend", "auto"),
+                                   debug_sink=sink)
+        return HalModule(instance, sink)
 
 
 PROVIDER = HalProvider()
