@@ -92,6 +92,7 @@ _LAZY = {
                     "vm.types"),
     "BytecodeModule": "bytecode.module",
     "BufferView": "hal.buffer_view",
+    "Fence": "hal.objects",
     "PluginManager": "hal.local.plugins.manager",
     "ExecutablePlugin": "hal.local.plugins.plugin",
     "ImportCall": "hal.local.plugins.plugin",

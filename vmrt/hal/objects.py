@@ -38,7 +38,11 @@ ALL_TYPES = (ALLOCATOR_TYPE, HAL_BUFFER_TYPE, BUFFER_VIEW_TYPE, CHANNEL_TYPE, CO
 # ---------------------------------------------------------------------------
 
 class Fence(RefObject):
-    """``hal.fence``: signalled (status 0), failed (a status code) or pending (None)."""
+    """``hal.fence`` (``vmrt.Fence``): signalled (status 0), failed (a status
+    code) or pending (None).  A program compiled with
+    ``--iree-execution-model=async-external`` takes a wait fence (None or a
+    signalled one: vmrt's devices are synchronous) and a signal fence after
+    its arguments; :meth:`wait` checks the signal fence after the call."""
 
     __slots__ = ("status",)
     vm_type = FENCE_TYPE
@@ -46,12 +50,28 @@ class Fence(RefObject):
     def __init__(self, status: int | None = None):
         self.status = status
 
+    @property
+    def signaled(self) -> bool:
+        return self.status == 0
+
     def signal(self) -> None:
         if self.status is None:
             self.status = 0
 
     def fail(self, code: int) -> None:
         self.status = code or int(StatusCode.INTERNAL)
+
+    def wait(self, what: str = "fence") -> None:
+        """Returns when the fence is signalled; raises when it failed, or
+        when it is pending (on a synchronous device nothing can signal it
+        later: waiting would never end)."""
+        if self.status == 0:
+            return
+        if self.status is None:
+            raise HalError(f"{what} is not signalled and nothing will signal it (vmrt's devices "
+                           "are synchronous)", StatusCode.DEADLINE_EXCEEDED)
+        code = StatusCode.from_int(self.status)
+        raise HalError(f"{what} failed ({code.name})", code)
 
     def __repr__(self) -> str:
         return f"<hal.fence {'pending' if self.status is None else self.status}>"

@@ -31,6 +31,8 @@ from ..hal.element_types import dtype_of, element_type_of, is_packed
 from ..vm.context import Context
 from ..vm.list import VmList
 from ..vm.module import Module, cconv_fragments
+from .async_calls import check_fence, takes_fences
+from .async_calls import invoke as invoke_fenced
 from .dispatch_trace import NpyFolder, Sink, TracePrinter
 from .module_specs import RunOptions, create_context
 
@@ -100,7 +102,7 @@ def to_host(v: Any) -> Any:
 class ProgramFunction:
     """One export of a :class:`Program`; call it with host values."""
 
-    __slots__ = ("program", "name", "cconv", "bound", "arity", "_convert", "_results")
+    __slots__ = ("program", "name", "cconv", "bound", "arity", "fenced", "_convert", "_results")
 
     def __init__(self, program: Program, name: str, bound: Any):
         self.program = program
@@ -109,6 +111,10 @@ class ProgramFunction:
         self.cconv = bound.cconv
         args, results = cconv_fragments(self.cconv)
         self.arity: int | None = None if "C" in args else len(args)   # C...D: a variadic span
+        #: async-external (coarse-fences ABI): the last two arguments are a
+        #: wait and a signal fence, which the caller may leave out
+        self.fenced = self.arity is not None and self.arity >= 2 and \
+            takes_fences(program.module, name)
         self._convert: list[Callable[[Any], Any]] = [
             _array_arg if c == "r" else _same for c in args]
         self._results = results
@@ -123,18 +129,29 @@ class ProgramFunction:
         if ctx is None:
             raise VmError(f"cannot call '{self.name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
+        fences = None
+        if self.fenced:
+            assert self.arity is not None
+            if len(args) == self.arity:            # the caller's own fences
+                args, fences = args[:-2], [check_fence(args[-2], "wait", self.name),
+                                           check_fence(args[-1], "signal", self.name)]
+            elif len(args) != self.arity - 2:
+                self._arity_error(len(args), self.arity - 2, " (then, optionally, a wait "
+                                  "and a signal vmrt.Fence)")
+            args = (*args, None, None)             # converted below, then replaced
         if self.arity is not None:
             if len(args) != self.arity:
-                raise UsageError(
-                    f"function '{self.name}' takes {self.arity} argument"
-                    f"{'' if self.arity == 1 else 's'} but {len(args)} "
-                    f"{'was' if len(args) == 1 else 'were'} given "
-                    f"(signature {self.declaration or self.cconv})")
+                self._arity_error(len(args), self.arity, "")
             values = [conv(a) for conv, a in zip(self._convert, args)]
         else:
             values = [_array_arg(a) for a in args]
         try:
-            results = ctx.invoke(self.bound, values)
+            if not self.fenced:
+                results = ctx.invoke(self.bound, values)
+            elif fences is not None:
+                results = ctx.invoke(self.bound, [*values[:-2], *fences])
+            else:
+                results = invoke_fenced(ctx, self.bound, values[:-2], self.name)
         except VmError as e:
             e.annotate(f"invoking function '{self.name}'")
             decl = self.declaration
@@ -146,6 +163,11 @@ class ProgramFunction:
         if len(results) == 1:
             return to_host(results[0])
         return tuple(to_host(r) for r in results)
+
+    def _arity_error(self, given: int, want: int, note: str) -> None:
+        raise UsageError(f"function '{self.name}' takes {want} argument{'' if want == 1 else 's'}"
+                         f"{note} but {given} {'was' if given == 1 else 'were'} given "
+                         f"(signature {self.declaration or self.cconv})")
 
     def __repr__(self) -> str:
         return f"<vmrt function {self.program.module.name}.{self.name} {self.cconv}>"

@@ -9,6 +9,8 @@ import elfkit
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
+from .async_calls import invoke as invoke_fenced
+from .async_calls import takes_fences
 from .dispatch_tools import dispatch_observer
 from .dispatch_trace import NpyFolder, Sink, TracePrinter, chain
 from .files import StagedOutputs
@@ -138,7 +140,10 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.flush()
         try:
             with observer.watching():
-                results = ctx.invoke(fn, args)
+                if takes_fences(main, name):       # async-external: fences added
+                    results = invoke_fenced(ctx, fn, args, name)
+                else:
+                    results = ctx.invoke(fn, args)
         except VmError as e:
             e.annotate(f"invoking function '{name}'")
             if decl:

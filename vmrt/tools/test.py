@@ -2,7 +2,9 @@
 module, like ``iree-check-module``.
 
 Each public export of the main (last) module (no ``__`` prefix, no ``$``)
-must take and return nothing; each runs in a fresh context (fresh device)
+must take and return nothing (or, compiled with
+``--iree-execution-model=async-external``, take just its two fences, which
+vmrt passes; iree-check-module refuses those); each runs in a fresh context (fresh device)
 with a :class:`vmrt.modules.check.CheckModule` registered first.  The
 output is googletest's, as iree-check-module prints it (failure locations
 are ``check.expect_eq`` and the like instead of ``file:line``; times are
@@ -27,6 +29,8 @@ from elfkit.records import DataRecord, field
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule
 from ..vm.module import Module, cconv_fragments
+from .async_calls import invoke as invoke_fenced
+from .async_calls import takes_fences
 from .dispatch_trace import TracePrinter
 from .flags import FlagSpec, parse_flags, report_error
 from .module_specs import (
@@ -45,7 +49,8 @@ usage: vmrt test --module=PATH [--module=PATH ...] [FLAGS]
 
 Run every test function of the last module with the 'check' module, like
 iree-check-module: each export (no '__' prefix, no '$') must take and return
-nothing and runs in a fresh context; googletest's output; exit 1 if any
+nothing (async-external exports: only their two fences, which vmrt passes)
+and runs in a fresh context; googletest's output; exit 1 if any
 expectation failed or any function failed.
 
 vmrt test flags (--flag=value or --flag value; list flags may repeat):
@@ -123,6 +128,8 @@ def find_test_functions(main: Module) -> list[tuple[int, str]]:
         if decl.name.startswith("__") or "$" in decl.name:
             continue
         args, results = cconv_fragments(decl.cconv)
+        if args == "rr" and not results and takes_fences(main, decl.name):
+            args = ""                     # async-external: vmrt passes the fences
         if args or results:
             raise UsageError(f"expected function with no inputs or outputs, but export "
                              f"'{decl.name}' has signature '{decl.cconv}'")
@@ -224,7 +231,10 @@ def run_loaded(loaded: LoadedModules, check: CheckModule, options: RunOptions,
             try:
                 fn = main.lookup_function(name)
                 assert fn is not None            # name came from main's exports
-                ctx.invoke(fn, [])
+                if takes_fences(main, name):
+                    invoke_fenced(ctx, fn, [], name)
+                else:
+                    ctx.invoke(fn, [])
             except VmError as e:
                 result.error = e.annotate(f"invoking function '{name}'")
                 printer.invoke_error(run.suite, result, e)
