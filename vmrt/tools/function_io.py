@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..errors import StatusCode, UsageError, VmError
 from ..hal.buffer_view import BufferView, format_buffer_view, is_float_type, parse_buffer_view
-from ..hal.element_types import is_binary_hex, is_packed
+from ..hal.element_types import FLOAT8, is_binary_hex, is_packed
 from ..vm.buffer import Buffer
 from ..vm.list import VmList
 from ..vm.module import cconv_fragments
@@ -324,8 +324,11 @@ def _meta(bv: BufferView) -> str:
 
 
 def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str, float],
-                  max_elements: int) -> str | None:
-    """None if equal, else IREE's failure text (without the ``[FAILED]`` prefix)."""
+                  max_elements: int, rtol: float = 0.0, exact: bool = False) -> str | None:
+    """None if equal, else IREE's failure text (without the ``[FAILED]`` prefix).
+    Floats match when equal, when both are NaN, or when both are finite and
+    ``|actual - expected| <= atol + rtol * |expected|`` (atol: the type's threshold);
+    ``exact`` compares each element's bytes."""
     import numpy as np
     exp_meta = _meta(expected)
     tail = (f"expected that the view is equal to contents of a view of {exp_meta}\n"
@@ -339,27 +342,45 @@ def _compare_view(actual: BufferView, expected: BufferView, thresholds: dict[str
     else:
         a = actual.array.reshape(-1)
         e = expected.array.reshape(-1)
-    if floats:
-        # bf16 and the f8 types use the f16 threshold (as wide as IREE's is)
-        thr = thresholds.get(actual.element_type, thresholds.get("f16", 0.0))
+    if floats and (exact or actual.element_type in FLOAT8):   # each element's bytes
+        # (iree-run-module 3.13 compares the f8 types exactly in both modes)
+        width = a.dtype.itemsize
+        bad = (np.frombuffer(actual.storage, np.uint8).reshape(-1, width) !=
+               np.frombuffer(expected.storage, np.uint8).reshape(-1, width)).any(axis=1)
+    elif floats:
+        atol = thresholds.get(actual.element_type, 0.0)
         af, ef = a.astype(np.float64), e.astype(np.float64)
-        both_nan = np.isnan(af) & np.isnan(ef)
         with np.errstate(invalid="ignore"):
-            bad = ~both_nan & ~(np.abs(af - ef) <= thr)
+            near = np.isfinite(af) & np.isfinite(ef) & \
+                (np.abs(af - ef) <= atol + rtol * np.abs(ef))
+            bad = ~(af == ef) & ~(np.isnan(af) & np.isnan(ef)) & ~near
     else:
         bad = a != e
     idx = np.flatnonzero(bad)
     if idx.size == 0:
         return None
     i = int(idx[0])
-    fa = format_g(float(a[i])) if floats else str(int(a[i]))
-    fe = format_g(float(e[i])) if floats else str(int(e[i]))
+    fa = format_g(float(a[i]), True) if floats else str(int(a[i]))
+    fe = format_g(float(e[i]), True) if floats else str(int(e[i]))
     return f"element at index {i} ({fa}) does not match the expected ({fe}); {tail}"
 
 
+def _same_scalar(got: Any, want: Any, code: str, atol: float, rtol: float, exact: bool) -> bool:
+    if code not in "fF":
+        return bool(got == want)
+    if exact:
+        fmt = "<f" if code == "f" else "<d"
+        return struct.pack(fmt, got) == struct.pack(fmt, want)
+    return got == want or (got != got and want != want) or \
+        (math.isfinite(got) and math.isfinite(want) and abs(got - want) <= atol + rtol * abs(want))
+
+
 def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
-                   thresholds: dict[str, float], max_elements: int) -> tuple[bool, str]:
-    """``--expected_output``: returns (all matched, text to print)."""
+                   thresholds: dict[str, float], max_elements: int, rtol: float = 0.0,
+                   exact: bool = False) -> tuple[bool, str]:
+    """``--expected_output``: returns (all matched, text to print).
+    ``thresholds``: absolute tolerance per float type; ``rtol``:
+    ``--expected_rtol``; ``exact``: ``--equality_mode=exact``."""
     _, codes = cconv_fragments(cconv)
     try:
         try:
@@ -377,10 +398,7 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
             continue
         if code != "r":
             kind = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}[code]
-            thr = thresholds.get(kind, 0.0) if code in "fF" else 0
-            same = (got == want) or (code in "fF" and (abs(got - want) <= thr or
-                                                    (got != got and want != want)))
-            if not same:
+            if not _same_scalar(got, want, code, thresholds.get(kind, 0.0), rtol, exact):
                 ok = False
                 lines.append(f"[FAILED] result[{i}]: value {_value_text(kind, got)} does not "
                              f"match the expected {_value_text(kind, want)}")
@@ -392,7 +410,7 @@ def check_expected(results: Sequence[Any], cconv: str, specs: Sequence[str],
                          f"{got_type.name if got_type else '(null)'} with the expected "
                          "buffer view")
             continue
-        msg = _compare_view(got, want, thresholds, max_elements)
+        msg = _compare_view(got, want, thresholds, max_elements, rtol, exact)
         if msg is not None:
             ok = False
             lines.append(f"[FAILED] result[{i}]: {msg}")

@@ -1,6 +1,7 @@
 """``vmrt run``: behaves like ``iree-run-module``."""
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterable, Sequence
 
@@ -45,8 +46,14 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --expected_output=VALUE       compare each result with VALUE (same grammar as
                                 --input; '(ignored)' skips one); prints
                                 [SUCCESS]/[FAILED] lines, exit 1 on mismatch
-  --expected_f32_threshold=T    absolute tolerance for f32 (0.0001); also
-                                --expected_f16_threshold, --expected_f64_threshold
+  --expected_f32_threshold=T    absolute tolerance (atol) for f32 (0.0001); also
+                                --expected_f16_threshold (0.001), _f64_ (0.0001),
+                                _bf16_ (0.01); the f8 types compare exactly
+  --expected_rtol=R             relative tolerance of every float type (1e-05): an
+                                element matches if |actual - expected| <= atol +
+                                R * |expected|, if equal, or if both are NaN
+  --equality_mode=MODE          approximate (the tolerances above) or exact (the
+                                bytes of each element; tolerances ignored)
   --device=URI                  HAL device: local-sync or local-task (both run
                                 synchronously); programs compiled for the local
                                 device with llvm-cpu need one (default local-task)
@@ -90,6 +97,7 @@ RUN_FLAGS = FlagSpec(
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
+                      "expected_bf16_threshold", "expected_rtol", "equality_mode",
                       "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors"}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races"}),
@@ -115,8 +123,12 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     The trace and the statistics go to ``stderr`` (default ``sys.stderr``)."""
     stderr = sys.stderr if stderr is None else stderr
     max_elements = flags.int("output_max_element_count", 1024) or 0
-    thresholds = {kind: flags.float(f"expected_{kind}_threshold", default) or 0.0
-                  for kind, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001))}
+    thresholds = {kind: _tolerance(flags, f"expected_{kind}_threshold", default) for kind, default
+                  in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001), ("bf16", 0.01))}
+    rtol = _tolerance(flags, "expected_rtol", 1e-5)
+    mode = flags.values.get("equality_mode", "approximate")
+    if mode not in ("approximate", "exact"):
+        raise UsageError(f"flag --equality_mode expects approximate or exact, got '{mode}'")
     if "compare_with" in flags.values:
         if "trace_dispatch_tensors" in flags.values:
             raise UsageError("--compare_with cannot be combined with --trace_dispatch_tensors")
@@ -152,7 +164,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         if flags.lists["expected_output"]:
             try:
                 ok, text = check_expected(results, fn.cconv, flags.lists["expected_output"],
-                                          thresholds, max_elements)
+                                          thresholds, max_elements, rtol, mode == "exact")
             except VmError as e:
                 if decl:
                     e.annotate(f"`{decl}`")
@@ -166,6 +178,15 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.flush()
         _print_statistics(ctx, stderr)
     return observer.exit_code()
+
+
+def _tolerance(flags: Flags, name: str, default: float) -> float:
+    """A finite, non-negative tolerance flag."""
+    value = flags.float(name, default)
+    assert value is not None
+    if not 0 <= value < math.inf:
+        raise UsageError(f"flag --{name} expects a finite number >= 0, got '{flags.values[name]}'")
+    return value
 
 
 def _print_statistics(ctx: Context, stderr: TextIO) -> None:
