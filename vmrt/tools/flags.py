@@ -31,6 +31,9 @@ class FlagSpec(DataRecord, frozen=True):
     bools: frozenset[str] = frozenset({"help", "version"})
     raw: frozenset[str] = frozenset()
     positional: bool = False
+    #: value flags whose value may be left out (``--name`` alone is ``''``);
+    #: they never take the next argument as their value
+    optional: frozenset[str] = frozenset()
 
 
 class Flags(DataRecord):
@@ -102,6 +105,9 @@ def parse_flags(argv: Sequence[str], spec: FlagSpec, flags: Flags | None = None,
             name = "help"
         if name in spec.bools:
             _set_bool(flags, name, value if eq else None)
+            continue
+        if name in spec.optional:
+            flags.values[name] = value.strip()
             continue
         if name not in spec.lists and name not in spec.values and name != "flagfile":
             raise UsageError(f"flag '{name}' not recognized")

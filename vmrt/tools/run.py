@@ -12,6 +12,16 @@ from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
 from .async_calls import invoke as invoke_fenced
 from .async_calls import takes_fences
+from .devices import (
+    ACTIONS,
+    TASK_VALUES,
+    dump_devices,
+    dump_task_topology,
+    first_action,
+    list_devices,
+    list_drivers,
+    task_topology,
+)
 from .dispatch_tools import dispatch_observer
 from .dispatch_trace import NpyFolder, Sink, TracePrinter, chain
 from .files import StagedOutputs
@@ -54,9 +64,26 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 R * |expected|, if equal, or if both are NaN
   --equality_mode=MODE          approximate (the tolerances above) or exact (the
                                 bytes of each element; tolerances ignored)
-  --device=URI                  HAL device: local-sync or local-task (both run
-                                synchronously); programs compiled for the local
-                                device with llvm-cpu need one (default local-task)
+  --device=URI                  HAL device: local-sync (everything on the calling
+                                thread) or local-task (default: queues synchronous,
+                                a dispatch's workgroups spread over worker threads);
+                                programs compiled for the local device with
+                                llvm-cpu need one
+  --list_drivers, --list_devices[=DRIVER], --dump_devices[=DRIVER]
+                                print vmrt's drivers / devices and exit
+  --task_topology_group_count=N local-task worker threads (0: one per CPU vmrt
+                                may use, at most --task_topology_max_group_count
+                                (64) and 16); --task_topology_cpu_ids=0,1,...:
+                                one worker per CPU listed (not pinned)
+  --task_worker_local_memory=B  workgroup-local memory per local-task worker
+                                (0: the L2 cache size); a dispatch asking more
+                                fails (RESOURCE_EXHAUSTED)
+  --dump_task_topologies        print the local-task workers and exit
+  --task_*                      IREE's other task flags (_mode, _nodes,
+                                _performance_level, _distribution, _favor,
+                                --task_worker_spin_us, _stack_size,
+                                --task_abort_on_failure) are checked and
+                                accepted; vmrt's unpinned threads ignore them
   --executable_plugin=PATH      executable plugin (.sos/.so, embedded:/system:
                                 prefixes, ?k=v params); repeatable, the last
                                 one is asked first
@@ -93,15 +120,16 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
 #: the flags of ``vmrt run`` (iree-run-module's, plus vmrt's extensions)
 RUN_FLAGS = FlagSpec(
     lists=frozenset({"module", "input", "output", "device", "executable_plugin",
-                     "expected_output"}),
+                     "expected_output", "task_topology_cpu_ids"}),
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
                       "expected_bf16_threshold", "expected_rtol", "equality_mode",
-                      "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors"}),
+                      "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors",
+                      *TASK_VALUES}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
-                     "check_races"}),
-    raw=frozenset({"input"}))
+                     "check_races", "task_abort_on_failure"}),
+    raw=frozenset({"input"}), optional=frozenset(ACTIONS))
 
 
 def _pick_function(main: Module, name: str | None) -> str:
@@ -180,6 +208,17 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     return observer.exit_code()
 
 
+def _device_info(action: str, flags: Flags) -> str:
+    """What ``--list_drivers``, ``--list_devices``, ``--dump_devices`` or
+    ``--dump_task_topologies`` print."""
+    if action == "list_drivers":
+        return list_drivers()
+    if action == "dump_task_topologies":
+        return dump_task_topology(task_topology(flags))
+    which = flags.values[action]
+    return list_devices(which) if action == "list_devices" else dump_devices(which)
+
+
 def _tolerance(flags: Flags, name: str, default: float) -> float:
     """A finite, non-negative tolerance flag."""
     value = flags.float(name, default)
@@ -202,6 +241,7 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any, stderr: TextIO,
     ``hal.buffer_view.trace`` goes to ``debug_sink`` (default: ``stderr``)."""
     settings = context_settings(flags)
     settings.options.extra["debug_sink"] = debug_sink or TracePrinter(stderr)
+    settings.options.extra["task"] = task_topology(flags)
     try:
         ctx, user = create_context(settings.modules, settings.options, providers, stdin=stdin,
                                    budget=settings.budget, timeout=settings.timeout,
@@ -252,6 +292,10 @@ def main(argv: Sequence[str], *, providers: Iterable[Any] = (), stdout: TextIO,
             return 0
         if "version" in flags.bools:
             stdout.write(f"vmrt {elfkit.__version__}\n")
+            return 0
+        action = first_action(argv, flags)
+        if action is not None:
+            stdout.write(_device_info(action, flags))
             return 0
         return run(flags, stdout, providers, stderr=stderr)
     except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status

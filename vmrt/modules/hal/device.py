@@ -32,6 +32,7 @@ from ...vm.module import Function
 from ...vm.native_module import NativeState, export
 from .fast import FAST
 from .inline import DebugSink, HalModule
+from .task import TaskTopology
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ class HalDeviceModule(HalModule):
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
                  program_arches: Iterable[str] = (), module_mode: str = "preload",
-                 debug_sink: DebugSink | None = None):
+                 debug_sink: DebugSink | None = None, task: TaskTopology | None = None):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
@@ -108,6 +109,9 @@ class HalDeviceModule(HalModule):
         #: "mmap": imported module data is read-only to transfers (IREE maps
         #: the file read-only); "preload": writable (IREE reads it into memory)
         self.module_mode = module_mode
+        #: --task_* flags: worker count and per-worker local memory of local-task
+        self.task = task
+        self.local_memory_limit = task.local_memory() if task is not None else None
         # fail early on a device URI vmrt cannot provide
         for uri in self.device_uris:
             Device(uri)
@@ -119,6 +123,10 @@ class HalDeviceModule(HalModule):
         timeout = getattr(context, "timeout", None)
         state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
                          for u in self.device_uris]
+        if self.task is not None:
+            for d in state.devices:
+                if d.identifier == "local-task":
+                    d.dispatch_threads = self.task.workers()
         # Context(statistics=True): the devices count allocations and dispatches
         state.statistics = None
         if getattr(context, "collect_statistics", False):
@@ -535,7 +543,10 @@ class HalDeviceModule(HalModule):
         refs = [cb.ref(slot, self._opt_buffer(buf), offset, length)
                 for _reserved, slot, buf, offset, length in bindings]
         wg = tuple(v & 0xFFFFFFFF for v in (x, y, z))
-        exe.exe.export(ordinal)     # a bad ordinal fails here, at record time
+        info = exe.exe.export(ordinal)     # a bad ordinal fails here, at record time
+        if self.task is not None and cb.device.identifier == "local-task":
+            self.task.check_dispatch(getattr(info, "local_memory_size", 0),
+                                     self.local_memory_limit)
         cb.dispatch(exe, ordinal, wg, [c & 0xFFFFFFFF for c in constants], refs)
 
     @staticmethod

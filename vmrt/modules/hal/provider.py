@@ -55,7 +55,7 @@ class HalProvider:
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,
                                    module_mode=getattr(options, "module_mode", "preload"),
                                    backend=getattr(options, "backend", "auto"),
-                                   debug_sink=sink)
+                                   debug_sink=sink, task=extra.get("task"))
         return HalModule(instance, sink)
 
 
