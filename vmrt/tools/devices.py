@@ -10,7 +10,6 @@ import os
 from collections.abc import Sequence
 
 from ..errors import StatusCode, UsageError
-from ..hal.local.device import DRIVERS
 from ..modules.hal.task import DEFAULT_MAX_GROUP_COUNT, MAX_WORKERS, TaskTopology, cpu_caches
 from .flags import Flags
 
@@ -52,6 +51,7 @@ def first_action(argv: Sequence[str], flags: Flags) -> str | None:
 
 
 def _drivers(which: str, flag: str) -> tuple[str, ...]:
+    from ..hal.local.device import DRIVERS  # (not imported by a plain run: start-up time)
     if not which:
         return DRIVERS
     if which not in DRIVERS:
@@ -63,7 +63,7 @@ def _drivers(which: str, flag: str) -> tuple[str, ...]:
 def list_drivers() -> str:
     lines = [_RULE, "# Available HAL drivers", _RULE,
              "# --list_devices={driver name} lists the devices of one driver.", ""]
-    lines += [f"{d:>16}: {_DESCRIPTIONS[d]}" for d in DRIVERS]
+    lines += [f"{d:>16}: {_DESCRIPTIONS[d]}" for d in _drivers("", "list_drivers")]
     return "\n".join(lines) + "\n"
 
 
@@ -139,9 +139,9 @@ def task_topology(flags: Flags) -> TaskTopology:
         group_count=_count(flags, "task_topology_group_count", 0),
         max_group_count=_count(flags, "task_topology_max_group_count", DEFAULT_MAX_GROUP_COUNT),
         cpu_ids=cpus, worker_local_memory=_count(flags, "task_worker_local_memory", 0))
-    if not 1 <= topology.workers() <= MAX_WORKERS:
-        raise UsageError(f"local-task needs 1 to {MAX_WORKERS} workers, the --task_topology_* "
-                         f"flags ask for {topology.workers()}")
+    if max(topology.group_count, len(cpus)) > MAX_WORKERS:
+        raise UsageError(f"vmrt runs at most {MAX_WORKERS} local-task workers, the "
+                         f"--task_topology_* flags ask for {topology.workers()}")
     return topology
 
 

@@ -10,7 +10,6 @@ import os
 from elfkit.records import DataRecord
 
 from ...errors import HalError, StatusCode
-from ...hal.local.device import task_workers
 
 #: most worker threads vmrt starts for one local-task device
 MAX_WORKERS = 256
@@ -64,6 +63,7 @@ class TaskTopology(DataRecord, frozen=True):
             return len(self.cpu_ids)
         if self.group_count:
             return self.group_count
+        from ...hal.local.device import task_workers  # the device layer, when needed
         return max(1, min(task_workers(), self.max_group_count))
 
     def local_memory(self) -> int | None:
