@@ -1,6 +1,8 @@
 """Fixtures of the dispatch-tool tests (``--compare_with``,
 ``--dump_dispatches``, ``--check_races``).
 
+* ``chain_inputs`` (session): random inputs of data/chain.mlir's ``chain``
+  as arrays and as ``--input=@a.npy`` / ``@b.npy`` flags.
 * ``cpu_bug_sos`` (session): tests/vmrt/plugins/data/variant_plugin.c built
   for x86_64 (correct: out = lhs * rhs) and for riscv64 with a planted bug
   (out = lhs * rhs * 1.5), packed into one .sos: a plugin that miscomputes
@@ -18,6 +20,18 @@ from tests.vmrt.plugins.conftest import Variants
 
 #: the factor the riscv64 build of the cpu_bug plugin multiplies by
 CPU_BUG_FACTOR = 1.5
+
+
+@pytest.fixture(scope="session")
+def chain_inputs(tmp_path_factory):
+    import numpy as np
+    d = tmp_path_factory.mktemp("chain_inputs")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 16)).astype(np.float32)
+    np.save(d / "a.npy", a)
+    np.save(d / "b.npy", b)
+    return a, b, [f"--input=@{d / 'a.npy'}", f"--input=@{d / 'b.npy'}"]
 
 
 @pytest.fixture(scope="session")

@@ -47,17 +47,6 @@ def programs():
             "checks_sync": compile_(CHECKS, CPU, "checks-sync")}
 
 
-@pytest.fixture(scope="module")
-def chain_inputs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("async_inputs")
-    rng = np.random.default_rng(11)
-    a = rng.standard_normal((16, 32)).astype(np.float32)
-    b = rng.standard_normal((32, 16)).astype(np.float32)
-    np.save(d / "a.npy", a)
-    np.save(d / "b.npy", b)
-    return a, b, [f"--input=@{d / 'a.npy'}", f"--input=@{d / 'b.npy'}"]
-
-
 def iree_fenced(vmfb, fn, *arrays) -> np.ndarray:
     """iree.runtime's result when called with its own wait and signal fences."""
     ir = pytest.importorskip("iree.runtime")

@@ -40,17 +40,6 @@ def traced():
             "wide": compile_(WIDE, TRACE, "wide-trace")}
 
 
-@pytest.fixture(scope="module")
-def chain_inputs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("trace_inputs")
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((16, 32)).astype(np.float32)
-    b = rng.standard_normal((32, 16)).astype(np.float32)
-    np.save(d / "a.npy", a)
-    np.save(d / "b.npy", b)
-    return a, b, [f"--input=@{d / 'a.npy'}", f"--input=@{d / 'b.npy'}"]
-
-
 def iree_traces(vmfb, fn, *args) -> list[tuple[str, list[np.ndarray]]]:
     """What iree.runtime's HalModuleDebugSink receives (the oracle)."""
     ir = pytest.importorskip("iree.runtime")
