@@ -29,6 +29,8 @@ from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView
 from ..hal.dispatch_observer import ObservedDispatch, observe_dispatches
 from ..hal.element_types import element_type_of, export_element_type
+from .async_calls import invoke as invoke_fenced
+from .async_calls import takes_fences
 from .binding_diff import Difference, diff, diff_bytes, dispatch_element_type
 from .program import load
 
@@ -234,6 +236,14 @@ def compare_programs(a: str | os.PathLike, b: str | os.PathLike, function: str,
             p.close()
 
 
+def _invoke(ctx: Any, module: Any, fn: Any, args: list[Any], name: str) -> list[Any]:
+    """``ctx.invoke`` as ``vmrt run`` calls: an async-external function gets
+    its wait and signal fences."""
+    if takes_fences(module, name):
+        return invoke_fenced(ctx, fn, args, name)
+    return ctx.invoke(fn, args)
+
+
 def _as_list(v: Any) -> list[Any]:
     return list(v) if isinstance(v, tuple) else [v]
 
@@ -260,12 +270,13 @@ def lockstep_cli(flags: Any, stdout: Any, open_program: Callable[[Any], Any],
         except VmError as e:
             e.annotate(f"opening --compare_with={other}")
             raise
-        (ca, _ma, name, fa), (cb, _mb, _nb, fb) = opened
+        (ca, ma, name, fa), (cb, mb, nb, fb) = opened
         args_a = parse_inputs(flags.lists["input"], fa.cconv)
         args_b = parse_inputs(flags.lists["input"], fb.cconv)
         stdout.write(f"EXEC @{name}\n")
         stdout.flush()
-        out = lockstep(lambda: ca.invoke(fa, args_a), lambda: cb.invoke(fb, args_b),
+        out = lockstep(lambda: _invoke(ca, ma, fa, args_a, name),
+                       lambda: _invoke(cb, mb, fb, args_b, nb),
                        thresholds=thresholds, names=names,
                        element_type=dispatch_element_type(flags))
         if out.mismatch is not None:

@@ -83,6 +83,14 @@ def test_run_like_iree_run_module(programs, chain_inputs, iree_run_module, extra
     assert ours.rc == (1 if extra else 0)
 
 
+def test_compare_with_async_programs(programs, chain_inputs, iree_run_module):
+    # --compare_with runs both programs as vmrt run does: the fences are added
+    args = ["--device=local-sync", f"--module={programs['chain']}", *chain_inputs[2]]
+    same = vmrt_run([*args, f"--compare_with={programs['chain']}"])
+    theirs = iree_run(iree_run_module, args)
+    assert (same.rc, same.stdout) == (0, theirs.stdout), same.stderr
+
+
 @pytest.mark.parametrize("count", [1, 3])
 def test_run_wrong_input_count_like_iree(programs, chain_inputs, iree_run_module, count):
     inputs = (chain_inputs[2] * 2)[:count]
