@@ -3,7 +3,7 @@
 Numeric semantics follow the IREE VM: two's-complement wrapping integers,
 shift amounts masked, f32 results rounded to single precision after every
 operation, f32->int casts rounding half away from zero (``lroundf``).
-Deliberate differences from IREE are listed in vmrt/README.md.
+Deliberate differences from IREE are listed in docs/semantics.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Module loading for ``vmrt run``: ``--module`` specs, dynamic Python
 modules, static-module providers and dependency resolution (iree-run-module's
-conventions; see vmrt/README.md for the differences).  Function inputs and
+conventions; see docs/custom-modules.md for the differences).  Function inputs and
 outputs live in function_io.py."""
 from __future__ import annotations
 
