@@ -43,6 +43,20 @@ class StatusCode(enum.IntEnum):
         except ValueError:
             return cls.UNKNOWN
 
+    @classmethod
+    def from_errno(cls, err: int | None) -> StatusCode:
+        """The status of a failed system call, as IREE maps ``errno``."""
+        import errno as e
+        table = {e.ENOENT: cls.NOT_FOUND, e.ENOTDIR: cls.NOT_FOUND,
+                 e.EEXIST: cls.ALREADY_EXISTS, e.EISDIR: cls.FAILED_PRECONDITION,
+                 e.EACCES: cls.PERMISSION_DENIED, e.EPERM: cls.PERMISSION_DENIED,
+                 e.EROFS: cls.PERMISSION_DENIED, e.ENOSPC: cls.RESOURCE_EXHAUSTED,
+                 e.EDQUOT: cls.RESOURCE_EXHAUSTED, e.EFBIG: cls.RESOURCE_EXHAUSTED,
+                 e.ENOMEM: cls.RESOURCE_EXHAUSTED, e.EMFILE: cls.RESOURCE_EXHAUSTED,
+                 e.EINVAL: cls.INVALID_ARGUMENT, e.EPIPE: cls.UNAVAILABLE,
+                 e.EIO: cls.DATA_LOSS, e.EINTR: cls.CANCELLED}
+        return table.get(err or 0, cls.UNKNOWN)
+
 
 class VmError(Exception):
     """Base class of every error raised by vmrt."""
@@ -107,6 +121,12 @@ class Cancelled(InvocationError):
     """The invocation was cancelled (``Context.cancel()``, ``Program.cancel()``)."""
 
     default_code = StatusCode.CANCELLED
+
+
+def os_error(e: OSError, what: str) -> VmError:
+    """A failed system call as vmrt's error: the status ``errno`` maps to and
+    ``what`` was being done (``"cannot write 'x.npy'"``), with the reason."""
+    return VmError(f"{what}: {e.strerror or e}", StatusCode.from_errno(e.errno))
 
 
 class UsageError(VmError):
@@ -182,5 +202,5 @@ __all__ = [
     "StatusCode", "VmError", "LoadError", "VerifyError", "LinkError",
     "TypeRegistryError", "InvocationError", "BudgetExceeded", "Cancelled", "UsageError",
     "ArgumentError", "FunctionNotFoundError", "DefinitionError", "HalError",
-    "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError",
+    "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError", "os_error",
 ]

@@ -33,7 +33,7 @@ from typing import Any
 
 from elfkit.files import replace_dir
 
-from ..errors import StatusCode, UsageError
+from ..errors import StatusCode, UsageError, os_error
 from ..hal.dispatch_observer import ObservedDispatch
 from ..hal.element_types import export_element_type
 from .binding_diff import typed
@@ -105,7 +105,13 @@ class DispatchDumper:
         exe = cmd.executable.exe
         name = f"{ordinal:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', export)}"
         final = os.path.join(self.directory, name)
-        tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=self.directory)
+        if os.path.lexists(final) and not os.path.isdir(final) or os.path.islink(final):
+            raise UsageError(f"--dump_dispatches: cannot write the folder '{final}': something "
+                             "that is not a folder has its name", StatusCode.ALREADY_EXISTS)
+        try:
+            tmp = tempfile.mkdtemp(prefix=f".{name}.", dir=self.directory)
+        except OSError as e:
+            raise os_error(e, f"--dump_dispatches: cannot write in '{self.directory}'") from None
         try:
             with open(os.path.join(tmp, "executable.so"), "wb") as f:
                 f.write(exe.data)
@@ -132,6 +138,9 @@ class DispatchDumper:
             os.chmod(script, 0o755)
             os.chmod(tmp, 0o755)
             replace_dir(tmp, final)     # a folder of an earlier run is swapped out whole
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise os_error(e, f"--dump_dispatches: cannot write the folder '{final}'") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

@@ -59,7 +59,9 @@ class StagedOutputs:
         for tmp, _path in self._renames:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        for path, size in self._appends:
+        # newest first: a file appended to twice (or through two names) is cut
+        # back to the size it had before the first append, never extended
+        for path, size in reversed(self._appends):
             with contextlib.suppress(OSError):
                 if size is None:
                     os.unlink(path)

@@ -183,7 +183,10 @@ def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:
     if isinstance(e, (SystemExit, GeneratorExit)):
         raise e
     if isinstance(e, VmError):
-        stdout.flush()
+        try:
+            stdout.flush()
+        except (OSError, VmError):     # the output itself failed: the line below says why
+            pass
         stderr.write(one_line(str(e)) + "\n")
     elif isinstance(e, KeyboardInterrupt):
         stderr.write("CANCELLED; interrupted\n")

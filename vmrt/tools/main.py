@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 
 import elfkit
 
+from ..errors import VmError, os_error
+
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -34,8 +36,19 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable[Any] = (),
     """
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], GEN0_THRESHOLD), *old[1:])
+    out = _Output(stdout or sys.stdout)
+    err = stderr or sys.stderr
     try:
-        return _command(argv, providers, stdout, stderr)
+        try:
+            rc = _command(argv, providers, out, err)
+            out.flush()
+            return rc
+        except VmError as e:
+            # the results could not be written (a full disk, a closed pipe)
+            err.write(f"{e}\n")
+            if stdout is None:
+                _silence_stdout()
+            return 1
     finally:
         gc.set_threshold(*old)
         if argv is None:
@@ -45,11 +58,53 @@ def main(argv: Sequence[str] | None = None, *, providers: Iterable[Any] = (),
             gc.freeze()
 
 
+class _Output:
+    """The command's standard output: a failed write or flush (``>/dev/full``,
+    a closed pipe) becomes a :class:`VmError`, reported in one line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed = False
+
+    def write(self, text: str) -> int:
+        if self.failed:         # already reported: drop the rest
+            return len(text)
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def flush(self) -> None:
+        if self.failed:
+            return
+        try:
+            self.stream.flush()
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def _failed(self, e: OSError) -> VmError:
+        self.failed = True
+        return os_error(e, "cannot write the standard output")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so that the interpreter's final
+    flush of what is still buffered cannot fail again after the one line."""
+    import os
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
 def _command(argv: Sequence[str] | None, providers: Iterable[Any],
-             stdout: TextIO | None, stderr: TextIO | None) -> int:
+             out: Any, err: TextIO) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
     if not args or args[0] in ("--help", "-h", "help"):
         from .run import USAGE
         out.write(USAGE)

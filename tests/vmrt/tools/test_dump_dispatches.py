@@ -175,3 +175,23 @@ def test_executable_dispatch_flag_errors(chain_dump):
                         f"--binding=@{folder / 'buffer0.npy'}[0:1024]",
                         f"--expected_output=@{folder / 'expected0.npy'}")
     assert rc == 1 and "1 expected outputs specified for 2 bindings" in err
+
+
+def test_dump_folders_that_cannot_be_written_are_one_error_line(hal_compile, tmp_path):
+    """issue 29: a dispatch folder whose name a file has, or a dump directory
+    where nothing can be created (/proc), ended in ``INTERNAL; OSError``."""
+    args = [f"--module={hal_compile('racy.mlir')}", "--function=racy", "--input=4xf32=1"]
+    first = vmrt_run([*args, f"--dump_dispatches={tmp_path / 'd'}"])
+    assert first.rc == 0, first.stderr
+    (name,) = [p.name for p in (tmp_path / "d").iterdir()]
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / name).write_text("precious")
+    got = vmrt_run([*args, f"--dump_dispatches={tmp_path / 'e'}"])
+    assert got.rc == 1 and len(got.stderr.splitlines()) == 1, got.stderr
+    assert got.stderr.startswith("ALREADY_EXISTS; ") and name in got.stderr
+    assert (tmp_path / "e" / name).read_text() == "precious"
+    assert os.listdir(tmp_path / "e") == [name]          # no temporary folder left
+    if os.path.isdir("/proc/self"):
+        got = vmrt_run([*args, "--dump_dispatches=/proc"])
+        assert got.rc == 1 and len(got.stderr.splitlines()) == 1, got.stderr
+        assert not got.stderr.startswith("INTERNAL"), got.stderr

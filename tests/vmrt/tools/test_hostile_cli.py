@@ -177,6 +177,21 @@ def test_a_failed_run_leaves_no_output_file(ints, tmp_path):
     assert second.read_bytes() == b"old" + np.int32(1).tobytes()
 
 
+def test_a_failed_run_undoes_two_appends_to_one_file(ints, tmp_path):
+    """issue 29: two appends to one file, then a failed output, left the file
+    with the appended bytes (zeros) instead of as it was."""
+    p = tmp_path / "p.bin"
+    p.write_bytes(b"orig")
+    rc, _, err = vmrt_run(f"--module={ints}", "--function=divrem32", "--input=7", "--input=2",
+                          f"--output=+{p}", f"--output=+{p}", "--output=@/dev/full", "--output=")
+    assert rc == 1 and "failed to write" in err, err
+    assert p.read_bytes() == b"orig"
+    q = tmp_path / "new.bin"
+    rc, _, err = vmrt_run(f"--module={ints}", "--function=divrem32", "--input=7", "--input=2",
+                          f"--output=+{q}", f"--output=+{q}", "--output=@/dev/full", "--output=")
+    assert rc == 1 and not q.exists(), err
+
+
 def test_control_characters_from_flags_are_escaped(ints):
     """cli fuzzer finding (2026-11-24): a flag value with control characters
     was echoed raw into the one error line (an escape sequence reached the
@@ -187,3 +202,21 @@ def test_control_characters_from_flags_are_escaped(ints):
     rc, _, err = vmrt_subprocess("executable", "dispatch", str(ints), "--export=0",
                                  "--binding=9\x0e")
     assert rc == 1 and "\x0e" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["run", "ADD"], ["test", "ADD"]])
+def test_a_full_stdout_is_one_error_line(ints, argv):
+    """issue 29: ``vmrt run >/dev/full`` ended in ``INTERNAL; OSError`` (and
+    ``vmrt --help >/dev/full`` in a traceback)."""
+    import subprocess
+    import sys
+    if argv[-1] == "ADD":
+        argv = [*argv[:-1], f"--module={ints}", *(["--function=add32", "--input=1", "--input=2"]
+                                                   if argv[0] == "run" else [])]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "vmrt", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr == ("RESOURCE_EXHAUSTED; cannot write the standard output: "
+                           "No space left on device\n")
