@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
 from ..hal.buffer import aligned_bytes
 from .executable_imports import report_imports
-from .files import MAX_MODULE_SIZE, StagedOutputs, check_input, check_plugin_specs
+from .files import (
+    MAX_MODULE_SIZE,
+    StagedOutputs,
+    check_input,
+    check_plugin_specs,
+    open_input,
+)
 from .flags import FlagSpec, parse_flags, report_error
 from .function_io import write_output
 
@@ -90,6 +96,41 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 _BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
 
 
+def _load_npy(path: str) -> Any:
+    """The array of a ``.npy`` binding file: a regular file (a FIFO would
+    hang the read) whose header's shape fits in the bytes it has (a header
+    claiming 2^40 elements would be allocated before the short read fails)."""
+    import numpy as np
+    fh, size = open_input(path, "binding file")
+    with fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            shape, _fortran, dtype = _npy_header(np, fh, version)
+        except (ValueError, EOFError) as e:
+            raise UsageError(f"'{path}' is not a .npy file: {e or 'empty'}") from None
+        count = 1
+        for n in shape:
+            count *= n
+        need = count * dtype.itemsize
+        if dtype.hasobject or need > size - fh.tell():
+            raise UsageError(f"'{path}': its header claims {shape} {dtype} elements "
+                             f"({need} bytes), more than the file's {size - fh.tell()} bytes "
+                             "of data", StatusCode.OUT_OF_RANGE)
+        fh.seek(0)
+        try:
+            return np.load(fh, allow_pickle=False)
+        except (ValueError, EOFError) as e:
+            raise UsageError(f"'{path}' is not a .npy file: {e or 'truncated'}") from None
+
+
+def _npy_header(np: Any, fh: Any, version: tuple[int, int]) -> tuple[Any, bool, Any]:
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(fh)   
+    if version in ((2, 0), (3, 0)):
+        return np.lib.format.read_array_header_2_0(fh)   
+    raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
+
+
 def _bindings(specs: Sequence[str]) -> list:
     """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
     [START, END) of the file's array, and every binding of one file shares
@@ -106,7 +147,7 @@ def _bindings(specs: Sequence[str]) -> list:
             if ranged and not os.path.exists(s[1:]):
                 path, start, end = ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
                 if path not in files:       # one aligned copy, as a HAL buffer
-                    data = np.ascontiguousarray(np.load(path, allow_pickle=False))
+                    data = np.ascontiguousarray(_load_npy(path))
                     files[path] = aligned_bytes(data.nbytes, "binding")
                     files[path][:] = data.reshape(-1).view(np.uint8)
                     dtypes[path] = data.dtype
@@ -118,7 +159,7 @@ def _bindings(specs: Sequence[str]) -> list:
                 dt = dtypes[path]
                 out.append(part.view(dt) if part.size % dt.itemsize == 0 else part)
             elif s.startswith("@"):
-                out.append(np.ascontiguousarray(np.load(s[1:], allow_pickle=False)))
+                out.append(np.ascontiguousarray(_load_npy(s[1:])))
             else:
                 out.append(np.ascontiguousarray(parse_buffer_view(s).array))
         except VmError as e:

@@ -195,3 +195,30 @@ def test_dump_folders_that_cannot_be_written_are_one_error_line(hal_compile, tmp
         got = vmrt_run([*args, "--dump_dispatches=/proc"])
         assert got.rc == 1 and len(got.stderr.splitlines()) == 1, got.stderr
         assert not got.stderr.startswith("INTERNAL"), got.stderr
+
+
+def test_hostile_binding_files_are_one_error_line(chain_dump, tmp_path):
+    """issue 29: ``--binding=@empty.npy`` raised EOFError, a header claiming
+    2^40 elements MemoryError, and a FIFO as a binding or expected output hung."""
+    import io
+
+    from vmrt.tools.executable import main
+    folder = sorted(chain_dump[2].iterdir())[1]
+    info = json.loads((folder / "dispatch.json").read_text())
+    base = [str(folder / "executable.so"), f"--export={info['export']}",
+            "--workgroup_count=" + ",".join(map(str, info["workgroup_count"])),
+            *(f"--constant={c}" for c in info["constants"])]
+    good = [f"--binding=@{folder / b}" for b in info["bindings"]]
+    (tmp_path / "empty.npy").write_bytes(b"")
+    np.save(tmp_path / "ok.npy", np.zeros(4, np.float32))
+    (tmp_path / "huge.npy").write_bytes(
+        (tmp_path / "ok.npy").read_bytes().replace(b"(4,)", b"(1099511627776,)"))
+    os.mkfifo(tmp_path / "fifo.npy")
+    cases = [("empty.npy", "not a .npy file"), ("huge.npy", "claims"), ("fifo.npy", "FIFO")]
+    for name, words in cases:
+        for flags in ([f"--binding=@{tmp_path / name}", *good[1:]],
+                      [*good, *([f"--expected_output=@{tmp_path / name}"] * len(good))]):
+            out, err = io.StringIO(), io.StringIO()
+            rc = main(["dispatch", *base, *flags], stdout=out, stderr=err)
+            assert rc == 1 and len(err.getvalue().splitlines()) == 1, err.getvalue()
+            assert words in err.getvalue() and "INTERNAL" not in err.getvalue(), err.getvalue()
