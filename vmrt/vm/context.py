@@ -31,6 +31,33 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: the largest instruction budget (IREE counts in int64)
+MAX_BUDGET = (1 << 63) - 1
+
+
+def check_limits(budget: Any, timeout: Any, where: str) -> None:
+    """Refuse a ``budget`` that is not None or an int in [0, 2^63) (0: no
+    instruction may run; None: no limit) and a ``timeout`` that is not None
+    or a finite number of seconds >= 0 (NaN is not "no limit")."""
+    if budget is not None:
+        if isinstance(budget, bool) or not hasattr(budget, "__index__"):
+            raise ArgumentError(f"{where}: budget must be an integer number of instructions or "
+                                f"None, not {type(budget).__name__}",
+                                StatusCode.INVALID_ARGUMENT)
+        if not 0 <= budget.__index__() <= MAX_BUDGET:
+            raise ArgumentError(f"{where}: budget must be between 0 and 2^63-1 instructions, "
+                                f"got {budget}", StatusCode.OUT_OF_RANGE)
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) and \
+                not hasattr(timeout, "__float__"):
+            raise ArgumentError(f"{where}: timeout must be a number of seconds or None, not "
+                                f"{type(timeout).__name__}", StatusCode.INVALID_ARGUMENT)
+        t = float(timeout)
+        if not (0 <= t < float("inf")):       # NaN fails both
+            raise ArgumentError(f"{where}: timeout must be a finite number of seconds >= 0, "
+                                f"got {timeout!r}", StatusCode.INVALID_ARGUMENT)
+
+
 class ExecutionLimits:
     """Instruction budget, wall-clock deadline and cancel flag shared by one
     invocation.
@@ -52,6 +79,9 @@ class ExecutionLimits:
 
     def __init__(self, budget: int | None = None, timeout: float | None = None,
                  parent: ExecutionLimits | None = None):
+        if budget is not None or timeout is not None:
+            check_limits(budget, timeout, "execution limits")
+            budget = None if budget is None else budget.__index__()
         self.budget = budget
         self.deadline = None if timeout is None else time.monotonic() + timeout
         #: set by :meth:`cancel`; cleared when a new top-level invocation starts
@@ -190,6 +220,7 @@ class Context:
         if trace is not None and not callable(getattr(trace, "write", None)):
             raise ArgumentError(f"trace must be a text stream with a write method, got "
                                 f"{type(trace).__name__}", StatusCode.INVALID_ARGUMENT)
+        check_limits(budget, timeout, "Context")
         self.instance = instance
         self.trace = trace
         self.collect_statistics = statistics
@@ -326,7 +357,12 @@ class Context:
 
     def invoke(self, function: BoundFunction | Function | str, args: Sequence[Any] = (), *,
                budget: int | None = None, timeout: float | None = None) -> list:
-        """Call a function with host values; returns the list of results."""
+        """Call a function with host values; returns the list of results.
+        ``budget`` (VM instructions, plus the guest instructions of emulated
+        dispatches; 0 lets none run) and ``timeout`` (seconds) bound this call
+        instead of the context's limits."""
+        if budget is not None or timeout is not None:
+            check_limits(budget, timeout, "Context.invoke")
         if isinstance(function, str):
             function = self.resolve_function(function)
         elif isinstance(function, Function):

@@ -246,6 +246,39 @@ def test_instruction_budget_and_timeout(compile_mlir):
     assert rc == 1 and err.startswith("RESOURCE_EXHAUSTED; instruction budget of 5000")
 
 
+@pytest.mark.parametrize("kw, code", [
+    ({"timeout": "x"}, StatusCode.INVALID_ARGUMENT), ({"budget": "x"}, StatusCode.INVALID_ARGUMENT),
+    ({"timeout": float("nan")}, StatusCode.INVALID_ARGUMENT),
+    ({"timeout": float("inf")}, StatusCode.INVALID_ARGUMENT),
+    ({"timeout": -1}, StatusCode.INVALID_ARGUMENT), ({"budget": True}, StatusCode.INVALID_ARGUMENT),
+    ({"budget": 1 << 70}, StatusCode.OUT_OF_RANGE), ({"budget": -1}, StatusCode.OUT_OF_RANGE)])
+def test_invalid_limits_are_refused(compile_mlir, kw, code):
+    """issue 29: timeout="x" / budget="x" raised TypeError, timeout=nan meant
+    no limit, a budget of 2^70 was accepted."""
+    vmfb = compile_mlir(LOOP, name="spin")
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with pytest.raises(vmrt.ArgumentError) as ei:
+        vmrt.Context(inst, [mod], **kw)
+    assert ei.value.code == code
+    with vmrt.Context(inst, [mod]) as ctx:
+        with pytest.raises(vmrt.ArgumentError) as ei:
+            ctx.invoke("module.spin", [-5], **kw)
+        assert ei.value.code == code
+        assert ctx.invoke("module.spin", [-5]) == [-1]       # still usable
+
+
+def test_a_budget_of_zero_runs_nothing(compile_mlir):
+    """0 is a budget of no instructions (None is no limit), in vmrt as in elfkit."""
+    vmfb = compile_mlir(LOOP, name="spin")
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with vmrt.Context(inst, [mod]) as ctx:
+        with pytest.raises(vmrt.BudgetExceeded):
+            ctx.invoke("module.spin", [-5], budget=0)
+        assert ctx.invoke("module.spin", [-5], budget=None) == [-1]
+
+
 def test_runaway_recursion(tmp_path):
     vmfb = assemble("""vm.module @rec version 0
 vm.type i32
