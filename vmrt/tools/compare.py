@@ -92,9 +92,11 @@ class _Stop(BaseException):
 class _Lane:
     """One program on its own thread, pausing after each dispatch."""
 
-    def __init__(self, call: Callable[[], Any], name: str):
+    def __init__(self, call: Callable[[], Any], name: str,
+                 cancel: Callable[[], object] | None = None):
         self.call = call
         self.name = name
+        self.cancel = cancel
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.go = threading.Semaphore(0)
         self.stopping = False
@@ -134,9 +136,16 @@ class _Lane:
         return kind, value
 
     def stop(self) -> None:
+        """End the lane: at its next dispatch, or at once through ``cancel``
+        when it is running VM code (the other lane failed, Ctrl-C)."""
         self.stopping = True
         self.go.release()
-        self.thread.join()
+        if self.cancel is None:
+            self.thread.join()
+            return
+        while self.thread.is_alive():
+            self.cancel()
+            self.thread.join(0.05)
 
 
 def _shape_error(n: int, a: DispatchRecord, b: DispatchRecord, names: tuple[str, str]) -> None:
@@ -187,12 +196,17 @@ def compare_results(ra: Sequence[Any], rb: Sequence[Any],
 
 def lockstep(call_a: Callable[[], Sequence[Any]], call_b: Callable[[], Sequence[Any]], *,
              thresholds: dict[str, float] | None = None, element_type: str | None = None,
-             names: tuple[str, str] = ("a", "b")) -> LockstepResult:
+             names: tuple[str, str] = ("a", "b"),
+             cancel: tuple[Callable[[], object], Callable[[], object]] | None = None
+             ) -> LockstepResult:
     """Run ``call_a`` and ``call_b`` (each runs one program and returns its
     results) dispatch by dispatch; stop at the first difference.
     ``element_type``: of the bindings of dispatches whose export name ends
-    in none (default: compare bytes)."""
-    lanes = _Lane(call_a, names[0]), _Lane(call_b, names[1])
+    in none (default: compare bytes).  ``cancel``: for each program, what
+    stops it while it runs VM code (``Context.cancel``), so that an error
+    or Ctrl-C ends both at once instead of waiting for their next dispatch."""
+    lanes = (_Lane(call_a, names[0], cancel[0] if cancel else None),
+             _Lane(call_b, names[1], cancel[1] if cancel else None))
     for lane in lanes:
         lane.thread.start()
     try:
@@ -230,7 +244,8 @@ def compare_programs(a: str | os.PathLike, b: str | os.PathLike, function: str,
         fa, fb = progs[0][function], progs[1][function]
         return lockstep(lambda: _as_list(fa(*args)), lambda: _as_list(fb(*args)),
                         thresholds=thresholds, element_type=element_type,
-                        names=(os.fspath(a), os.fspath(b)))
+                        names=(os.fspath(a), os.fspath(b)),
+                        cancel=(lambda: progs[0].cancel(0), lambda: progs[1].cancel(0)))
     finally:
         for p in progs:
             p.close()
@@ -278,7 +293,8 @@ def lockstep_cli(flags: Any, stdout: Any, open_program: Callable[[Any], Any],
         out = lockstep(lambda: _invoke(ca, ma, fa, args_a, name),
                        lambda: _invoke(cb, mb, fb, args_b, nb),
                        thresholds=thresholds, names=names,
-                       element_type=dispatch_element_type(flags))
+                       element_type=dispatch_element_type(flags),
+                       cancel=(lambda: ca.cancel(0), lambda: cb.cancel(0)))
         if out.mismatch is not None:
             stdout.write(f"[FAILED] {out.mismatch.describe(*names)}")
             return 1

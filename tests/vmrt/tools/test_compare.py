@@ -156,3 +156,37 @@ def test_results_are_compared_element_by_element():
     assert m is not None and m.index == 1 and m.difference.first == [(0, 7, 8)]
     with pytest.raises(UsageError, match="differs in type"):
         compare_results(a, [a[0].astype(np.float64), 7], None)
+
+
+def test_an_interrupt_in_one_lane_stops_the_other_running_vm_code(compile_mlir):
+    """issue 29: Ctrl-C during --compare_with while both programs ran VM code
+    hung: the other lane was only stopped at its next dispatch.  Here lane A
+    is interrupted at once while lane B spins in a VM loop with no dispatch."""
+    import threading
+
+    import vmrt
+    from tests.vmrt.bytecode.test_bad_input import LOOP
+    from vmrt.tools.compare import lockstep
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, compile_mlir(LOOP, name="spin"))
+    ctx = vmrt.Context(inst, [mod])
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    box: list[BaseException] = []
+
+    def run():
+        try:
+            lockstep(interrupted, lambda: ctx.invoke("module.spin", [0]),
+                     cancel=(lambda: None, lambda: ctx.cancel(0)))
+        except BaseException as e:  # noqa: BLE001 - the test looks at it
+            box.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "lockstep did not stop the lane running VM code"
+    assert len(box) == 1 and isinstance(box[0], KeyboardInterrupt)
+    assert ctx.invoke("module.spin", [-5]) == [-1]          # the context stays usable
+    ctx.close()
