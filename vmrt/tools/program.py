@@ -221,11 +221,13 @@ class Program:
         return self.context.statistics().get("hal")
 
     def close(self) -> None:
-        """Run the modules' ``__deinit`` and free their states (idempotent)."""
-        ctx, self.context = self.context, None
-        self._functions.clear()
+        """Run the modules' ``__deinit`` and free their states (idempotent).
+        Refused (FAILED_PRECONDITION) while a call runs on another thread."""
+        ctx = self.context
         if ctx is not None:
             ctx.close()
+        self.context = None
+        self._functions.clear()
 
     def __enter__(self) -> Program:
         return self
