@@ -155,7 +155,12 @@ class Program:
     """A loaded program: its context (``.context``), main module
     (``.module``) and exports (``.exports``, ``prog[name]``, ``prog.name``,
     ``name in prog``).  Close it (or use ``with``) to run ``__deinit`` and
-    release the device."""
+    release the device.
+
+    Its functions may be called from several threads: the calls run one at
+    a time, each as if alone (:class:`vmrt.Context` serializes its
+    invocations; the program's globals and device belong to the call
+    running)."""
 
     def __init__(self, context: Context, module: Module):
         self.context: Context | None = context
