@@ -354,6 +354,9 @@ class Context:
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
             args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
         with self._invoke_lock:       # one invocation at a time (see the class doc)
+            if self._closed:            # (by another thread while this one waited)
+                raise InvocationError("cannot invoke a function of a closed context",
+                                      StatusCode.FAILED_PRECONDITION)
             return self._invoke(function, args, budget, timeout)
 
     def _invoke(self, function: BoundFunction, args: list, budget: int | None,

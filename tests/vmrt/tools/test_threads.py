@@ -187,9 +187,13 @@ def test_closing_a_context_while_another_thread_calls_it_is_refused():
         gate.release.set()
         th.join(300)
     assert box == [[1]]
-    assert ctx.invoke("gate.hold") == [2]        # still open and usable
+    hold = ctx.resolve_function("gate.hold")
+    assert ctx.invoke(hold) == [2]               # still open and usable
     ctx.close()
     ctx.close()
+    with pytest.raises(vmrt.VmError, match="closed context") as e:   # (a thread that waited)
+        ctx.invoke(hold)
+    assert e.value.code == StatusCode.FAILED_PRECONDITION
 
 
 def _index(n: int) -> list[int]:
