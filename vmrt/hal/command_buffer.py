@@ -126,7 +126,7 @@ class CommandBuffer(RefObject):
         self.commands: list[Any] = []
         self.finalized = False
         self.submitted = 0
-        #: per command, made at its first submission: its label in errors and,
+        #: per command, made at the first submission: its label in errors and,
         #: for a dispatch, its bindings' labels and its NativeDispatch (or None)
         self._plans: list[tuple[str, tuple[str, ...], Any]] = []
         #: when every command is a prepared dispatch: one runner per command
@@ -177,12 +177,22 @@ class CommandBuffer(RefObject):
         self.threads = getattr(self.device, "dispatch_threads", 1)
         return what, labels, prepare_dispatch(cmd, self.device)
 
+    def _all_plans(self) -> list[tuple[str, tuple[str, ...], Any]]:
+        """The plan of every command (made at the first submission).  Built
+        aside and published whole: submissions from several threads (a
+        command buffer shared by contexts) never see a list another one is
+        still filling, where a command could take another's plan."""
+        plans = self._plans
+        if len(plans) < len(self.commands):
+            plans = [*plans, *(self._plan(i, self.commands[i])
+                               for i in range(len(plans), len(self.commands)))]
+            self._plans = plans
+        return plans
+
     def _make_runners(self) -> tuple[Any, ...]:
         """:func:`dispatch_runner` of each command when all are dispatches
         with a prepared form, else ()."""
-        plans = self._plans
-        for i in range(len(plans), len(self.commands)):
-            plans.append(self._plan(i, self.commands[i]))
+        plans = self._all_plans()
         if not plans or any(prepared is None for _w, _l, prepared in plans):
             return ()
         return tuple(dispatch_runner(cmd, what, prepared, labels, self.threads)
@@ -211,10 +221,8 @@ class CommandBuffer(RefObject):
                     if specs is None or not run_resolved(specs, sizes, run, table, deadline):
                         checked(table, deadline)
                 return
-        plans = self._plans
+        plans = self._all_plans()
         for i, cmd in enumerate(self.commands):
-            if i == len(plans):
-                plans.append(self._plan(i, cmd))
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
                 t0 = 0.0 if stats is None else time.perf_counter()

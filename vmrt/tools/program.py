@@ -178,7 +178,12 @@ class Program:
     """A loaded program: its context (``.context``), main module
     (``.module``) and exports (``.exports``, ``prog[name]``, ``prog.name``,
     ``name in prog``).  Close it (or use ``with``) to run ``__deinit`` and
-    release the device."""
+    release the device.
+
+    Its functions may be called from several threads: the calls run one at
+    a time, each as if alone (:class:`vmrt.Context` serializes its
+    invocations; the program's globals and device belong to the call
+    running)."""
 
     def __init__(self, context: Context, module: Module):
         self.context: Context | None = context
@@ -244,11 +249,13 @@ class Program:
         return self.context.statistics().get("hal")
 
     def close(self) -> None:
-        """Run the modules' ``__deinit`` and free their states (idempotent)."""
-        ctx, self.context = self.context, None
-        self._functions.clear()
+        """Run the modules' ``__deinit`` and free their states (idempotent).
+        Refused (FAILED_PRECONDITION) while a call runs on another thread."""
+        ctx = self.context
         if ctx is not None:
             ctx.close()
+        self.context = None
+        self._functions.clear()
 
     def __enter__(self) -> Program:
         return self

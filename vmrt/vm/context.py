@@ -212,6 +212,14 @@ class Context:
     registered from then on (IREE's ``--trace_execution`` format).
     ``statistics``: modules that keep statistics (the device ``hal``
     module: allocations, dispatches) collect them; see :meth:`statistics`.
+
+    Threads: a context runs one invocation at a time.  Its module states
+    (globals, the HAL module's devices and command buffers) and its limits
+    belong to the invocation running, so :meth:`invoke` from several
+    threads is safe: each call waits for the one running to end (IREE's
+    contexts are not thread-safe at all; this is its contract made safe).
+    :meth:`cancel` and :meth:`close` do not wait: closing while another
+    thread's invocation runs is refused.
     """
 
     def __init__(self, instance: Instance, modules: Iterable[Module] = (), *,
@@ -231,6 +239,9 @@ class Context:
         self._closed = False
         self._running: list[tuple[ExecutionLimits, int]] = []   # in flight (for cancel)
         self._running_lock = threading.Lock()
+        #: held by the invocation running (re-entrant: a nested invocation
+        #: from a native module on the same thread); see the class doc
+        self._invoke_lock = threading.RLock()
         mods = list(modules)
         if mods:
             self.register_modules(mods)
@@ -251,6 +262,10 @@ class Context:
         for i, m in enumerate(modules):
             if m is None:
                 raise ArgumentError(f"modules[{i}] is null", StatusCode.INVALID_ARGUMENT)
+        with self._invoke_lock:
+            self._register(modules)
+
+    def _register(self, modules: Sequence[Module]) -> None:
         start = len(self._modules)
         try:
             for m in modules:
@@ -374,6 +389,14 @@ class Context:
                 raise ArgumentError(f"input list and function mismatch; expected {len(arg_codes)} "
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
             args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
+        with self._invoke_lock:       # one invocation at a time (see the class doc)
+            if self._closed:            # (by another thread while this one waited)
+                raise InvocationError("cannot invoke a function of a closed context",
+                                      StatusCode.FAILED_PRECONDITION)
+            return self._invoke(function, args, budget, timeout)
+
+    def _invoke(self, function: BoundFunction, args: list, budget: int | None,
+                timeout: float | None) -> list:
         saved = self.limits
         outer = current_limits()
         if outer is not None and outer is not saved and budget is None:
@@ -454,6 +477,17 @@ class Context:
         """Run ``__deinit`` and free states, newest module first."""
         if self._closed:
             return
+        if not self._invoke_lock.acquire(blocking=False):
+            raise InvocationError("cannot close the context while an invocation runs in it on "
+                                  "another thread (cancel it, and wait for it to end)",
+                                  StatusCode.FAILED_PRECONDITION)
+        try:
+            if not self._closed:
+                self._close()
+        finally:
+            self._invoke_lock.release()
+
+    def _close(self) -> None:
         self._closed = True
         pairs = list(zip(self._modules, self._states))
         for m, s in reversed(pairs):

@@ -200,59 +200,91 @@ def test_traced_machine_keeps_one_thread(iree, emulation, tmp_path):
 
 
 CTRL_C_CHILD = """
-import os, signal, threading, numpy as np, vmrt
-from vmrt.hal.local.device import Device, task_workers
+import threading, numpy as np, vmrt
+from vmrt.hal.local.device import Device
+from vmrt.hal.local.emulated_workers import EmulatedWorkers
 init = Device.__init__
 def two(self, *a, **k):
     init(self, *a, **k)
     self.dispatch_threads = 2
 Device.__init__ = two
-calls = []
+main = threading.main_thread()
+calls = {{"main": 0, "worker": 0}}
 entry = vmrt.Executable.entry
 def counting(self, exp):
     fn = entry(self, exp)
     def counted(*a, **k):
-        calls.append(1)
+        if threading.current_thread() is main:
+            calls["main"] += 1
+            if calls["main"] == 2:          # the main thread's worker runs guest code
+                print("ready", flush=True)  # (the parent sends SIGINT on this line)
+        else:
+            # the other worker waits until Ctrl-C stopped the dispatch (its
+            # workers' stop flag), so the call cannot end before the signal
+            # arrives, however late it comes
+            running[-1].job.stop.wait()
+            calls["worker"] += 1
         return fn(*a, **k)
     return counted
 vmrt.Executable.entry = counting
-from vmrt.hal.local.emulated_workers import EmulatedWorkers
-grids = []
+grids, running = [], []
 run = EmulatedWorkers.dispatch
 def recording(self, exp, wc, *a, **k):
     grids.append(wc[0] * wc[1] * wc[2])
+    running.append(self)
     return run(self, exp, wc, *a, **k)
 EmulatedWorkers.dispatch = recording
 a = np.ones((1024, 1024), np.float32)
 with vmrt.load({vmfb!r}, device="local-task") as prog:
-    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     try:
         prog.mm(a, a)
         print("not interrupted")
     except KeyboardInterrupt:
-        print("interrupted", len(calls), grids[-1])
+        print("interrupted", calls["main"], calls["worker"], grids[-1])
     print(prog.small(np.arange(4, dtype=np.float32)).tolist())
 """
 
 
 def test_ctrl_c_stops_every_worker(hal_compile, emulation):
     """Ctrl-C interrupts the worker on the main thread; the other worker is
-    cancelled too, so fewer workgroups start than either worker's half, and the
-    program stays usable."""
+    stopped too, and the program stays usable.  The child says when its main
+    thread runs workgroups, and only then gets SIGINT; its other worker waits
+    until the dispatch was told to stop, so however late the signal comes the
+    call cannot end without it, and a lost Ctrl-C hangs the child (reported)
+    instead of passing or failing by timing."""
     import os
+    import select
+    import signal
     import subprocess
     import sys
     from pathlib import Path
     vmfb = hal_compile("slow_matmul.mlir", "aarch64")
     root = Path(__file__).resolve().parents[3]
-    proc = subprocess.run([sys.executable, "-c", CTRL_C_CHILD.format(vmfb=str(vmfb))],
-                          capture_output=True, text=True, timeout=600, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)})
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.split("\n")
-    word, started, total = lines[0].split()
-    assert word == "interrupted", proc.stdout
-    assert int(started) < int(total) // 2          # fewer than worker 1's half alone
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD.format(vmfb=str(vmfb))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        ready, _w, _x = select.select([proc.stdout], [], [], 600)
+        first = proc.stdout.readline() if ready else ""
+        if first == "ready\n":
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the child did not end after SIGINT: Ctrl-C was lost\n{err[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert first == "ready\n", (first, out, err[-3000:])
+    assert proc.returncode == 0, err[-3000:]
+    lines = out.split("\n")
+    word, main_calls, worker_calls, total = lines[0].split()
+    assert word == "interrupted", out
+    assert int(total) > 2
+    assert 2 <= int(main_calls) <= int(total) // 2 + 1     # within its half of the grid
+    assert int(worker_calls) == 1        # released by the stop: one workgroup, then stopped
     assert lines[1] == "[0.0, 2.0, 4.0, 6.0]"
 
 

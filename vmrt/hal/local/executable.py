@@ -49,7 +49,7 @@ from .dispatch_limits import (
 )
 from .export_symbols import name_exports
 from .exports import ExportInfo, ImportInfo, find_export
-from .guest import GuestMemory, import_thunk, sig
+from .guest import GuestMemory, import_thunk, machine_lock, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .prepared import NativeDispatch
@@ -319,7 +319,21 @@ class Executable:
         indices (x fastest), one after another in that order.  ``writes``
         (emulated only): a list that gets ``(binding, byte offset, size)`` of
         every store the code makes into a binding (a memory write hook; see
-        ``StagedBindings.recording``).  Returns ``bindings``."""
+        ``StagedBindings.recording``).  Returns ``bindings``.  Thread-safe: an
+        emulated executable runs one dispatch at a time per machine
+        (:func:`~vmrt.hal.local.guest.machine_lock`)."""
+        if self.backend == "native":
+            return self._dispatch(export, workgroup_count, bindings, constants,
+                                  workgroup_size, threads, processor_id, deadline, order, writes)
+        with machine_lock(self.machine):
+            return self._dispatch(export, workgroup_count, bindings, constants,
+                                  workgroup_size, threads, processor_id, deadline, order, writes)
+
+    def _dispatch(self, export: str | int | ExportInfo, workgroup_count: Any,
+                  bindings: Sequence[Any], constants: Sequence[Any],
+                  workgroup_size: Sequence[int] | None, threads: int, processor_id: int,
+                  deadline: float | None, order: Sequence[int] | None,
+                  writes: list[tuple[int, int, int]] | None) -> list[Any]:
         self.check_open()
         exp = self.export(export)
         where = f"executable '{self.name}' export '{exp.name}'"

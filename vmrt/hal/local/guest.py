@@ -8,6 +8,7 @@ every plugin and executable sharing a machine shares them too.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable
 
@@ -153,6 +154,24 @@ def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -
 
 _THUNKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _ALLOCATORS: weakref.WeakKeyDictionary[Any, HostAllocator] = weakref.WeakKeyDictionary()
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
+
+
+def machine_lock(machine: Any) -> threading.RLock:
+    """The lock of ``machine``'s multi-step guest work (one per machine,
+    re-entrant): an emulated dispatch holds it from staging its bindings to
+    copying them back, so that dispatches from several threads, or from
+    several contexts whose executables share the machine, run one after
+    another instead of interleaving their guest memory.  (Each single
+    machine operation is atomic on its own; a sequence of them is not.)"""
+    lock = _LOCKS.get(machine)
+    if lock is None:
+        with _LOCKS_LOCK:
+            lock = _LOCKS.get(machine)
+            if lock is None:
+                lock = _LOCKS[machine] = threading.RLock()
+    return lock
 
 
 def import_thunk(machine: Any) -> int:
@@ -160,12 +179,15 @@ def import_thunk(machine: Any) -> int:
     a few instructions of the machine's own architecture, mapped read+exec."""
     addr = _THUNKS.get(machine)
     if addr is None:
-        code = abi.import_thunk_code(machine.arch.name)
-        page = machine.arch.page_size
-        addr = machine.reserve(page, page)
-        machine.write(addr, code)
-        machine.protect(addr, page, PROT_READ | PROT_EXEC)
-        _THUNKS[machine] = addr
+        with machine_lock(machine):
+            addr = _THUNKS.get(machine)
+            if addr is None:
+                code = abi.import_thunk_code(machine.arch.name)
+                page = machine.arch.page_size
+                addr = machine.reserve(page, page)
+                machine.write(addr, code)
+                machine.protect(addr, page, PROT_READ | PROT_EXEC)
+                _THUNKS[machine] = addr
     return addr
 
 
@@ -228,7 +250,10 @@ class HostAllocator:
 def host_allocator(machine: Any) -> HostAllocator:
     a = _ALLOCATORS.get(machine)
     if a is None:
-        a = _ALLOCATORS[machine] = HostAllocator(machine)
+        with machine_lock(machine):
+            a = _ALLOCATORS.get(machine)
+            if a is None:
+                a = _ALLOCATORS[machine] = HostAllocator(machine)
     return a
 
 
