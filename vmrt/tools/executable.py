@@ -125,9 +125,9 @@ def _load_npy(path: str) -> Any:
 
 def _npy_header(np: Any, fh: Any, version: tuple[int, int]) -> tuple[Any, bool, Any]:
     if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(fh)   
+        return np.lib.format.read_array_header_1_0(fh)
     if version in ((2, 0), (3, 0)):
-        return np.lib.format.read_array_header_2_0(fh)   
+        return np.lib.format.read_array_header_2_0(fh)
     raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
 
 
