@@ -8,12 +8,14 @@ per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
   the grid split into contiguous ranges over ``threads`` host threads
-  (ctypes releases the GIL in each call); the deadline and a cancel are
-  checked between workgroups;
+  (ctypes releases the GIL in each call), each thread flushing denormals to
+  zero while it runs its range (:mod:`~vmrt.hal.local.fpu_state`); the
+  deadline and a cancel are checked between workgroups;
 * emulated, in the executable's machine, the bindings staged into guest
   memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
   workgroup bounded by the invocation's deadline and instruction budget
-  (:mod:`~vmrt.hal.local.dispatch_limits`); ``threads`` > 1 runs on worker
+  (:mod:`~vmrt.hal.local.dispatch_limits`) and entered with the guest's
+  denormals flushed (``exe.entry``); ``threads`` > 1 runs on worker
   machines (:mod:`~vmrt.hal.local.emulated_workers`).
 
 A tool's options (chosen workgroups, recorded stores) come from
@@ -34,6 +36,7 @@ from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_bytes, aligned_memory
 from ..dispatch_observer import current_probe
 from . import dispatch_args as dargs
+from . import fpu_state
 from .bindings import StagedBindings
 from .dispatch_limits import (
     ExecutionLimits,
@@ -185,7 +188,11 @@ def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: in
         def call(env: int, ds: int, ws: int) -> int:
             before_workgroup(where, deadline, limits)
             return int(fn(env, ds, ws))
-    grid.walk(ds, indices, processor_id, mem, place, call)
+    fpu = fpu_state.push()              # this thread flushes denormals while it runs them
+    try:
+        grid.walk(ds, indices, processor_id, mem, place, call)
+    finally:
+        fpu_state.pop(fpu)
 
 
 def _native_threads(grid: _Grid, ds: int, threads: int) -> None:

@@ -39,6 +39,7 @@ from elfkit import fatelf
 from ...errors import ExecutableError, StatusCode, VmError
 from ...files import MAX_MODULE_SIZE, read_input
 from . import dispatch_args as dargs
+from . import fpu_state
 from . import library_abi as abi
 from .dispatch import dispatch_library
 from .export_symbols import name_exports
@@ -332,12 +333,13 @@ class ElfExecutable:
     def entry(self, exp: ExportInfo) -> Any:
         """The callable of an export's dispatch function (made once): pointers
         are passed as word-sized integers (the same registers; a native call
-        converts them in C instead of per argument in Python)."""
+        converts them in C instead of per argument in Python).  An emulated
+        call enters it with denormals flushed to zero, as IREE runs
+        dispatches (:mod:`~vmrt.hal.local.fpu_state`)."""
         fn = self._entries.get(exp.ordinal)
         if fn is None:
-            w = f"u{self._mem.word * 8}"
-            fn = self._entries[exp.ordinal] = self.machine.function(
-                exp.function, sig(f"i32({w},{w},{w})"))
+            fn = self._entries[exp.ordinal] = fpu_state.dispatch_entry(
+                self.machine, exp.function, self._mem.word)
         return fn
 
     def workgroup_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,

@@ -11,6 +11,8 @@ states of the whole grid (read-only to the dispatch code), so a run is two
 ``struct.pack_into`` and one native call per workgroup.  Several threads
 (``threads`` > 1, IREE's ``local-task``) split the grid into contiguous
 ranges run on a shared pool; ctypes releases the GIL during each call.
+Each thread flushes denormals to zero while it runs workgroups
+(:mod:`~vmrt.hal.local.fpu_state`).
 Errors are those of :meth:`ElfExecutable.dispatch`.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from . import dispatch_args as dargs
 from . import library_abi as abi
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
+from .fpu_state import pop, push
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -142,12 +145,15 @@ class NativeDispatch:
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
+            fpu = push()
             try:
                 r = self.fn(self.env, ds, ws)
             except VmError:
                 raise
             except Exception as exc:
                 raise self._failure(0, exc) from exc
+            finally:
+                pop(fpu)
             if r:
                 raise self._failure(0, r)
             return
@@ -173,6 +179,7 @@ class NativeDispatch:
         """Workgroups ``start`` to ``end`` (linear, x fastest)."""
         fn, env, size = self.fn, self.env, self.ws_size
         k = start - 1
+        fpu = push()                    # denormals flushed on this thread meanwhile
         try:
             for k in range(start, end):  # k names the failing workgroup
                 if deadline is not None or limits is not None and (
@@ -187,6 +194,8 @@ class NativeDispatch:
             raise
         except Exception as e:
             raise self._failure(k, e) from e
+        finally:
+            pop(fpu)
         if r:
             raise self._failure(k, r)
 

@@ -37,6 +37,7 @@ from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
 from ..dispatch_observer import current_probe
+from . import fpu_state
 from .dispatch_args import host_view, host_writable, workgroup_order
 from .exports import ExportInfo, find_export
 from .local_executable import VMVX_FORMAT
@@ -183,14 +184,18 @@ class VmvxExecutable:
             else workgroup_order(probe.order, total, where)
         if probe is not None and probe.writes is not None:
             raise DispatchError(f"{where}: only an emulated dispatch can record its writes")
-        for k in order:
-            x, y, z = k % wx, (k // wx) % wy, k // (wx * wy)
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise BudgetExceeded(f"{where}: execution timed out",
-                                     StatusCode.DEADLINE_EXCEEDED)
-            self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
-                                        1, 1, 1, wx, wy, wz], timeout=left)
+        fpu = fpu_state.push()      # the kernels run on this thread: IREE's FPU state
+        try:
+            for k in order:
+                x, y, z = k % wx, (k // wx) % wy, k // (wx * wy)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise BudgetExceeded(f"{where}: execution timed out",
+                                         StatusCode.DEADLINE_EXCEEDED)
+                self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
+                                            1, 1, 1, wx, wy, wz], timeout=left)
+        finally:
+            fpu_state.pop(fpu)
         return bindings
 
     def prepare(self, export: str | int | ExportInfo, workgroup_count: Any,
