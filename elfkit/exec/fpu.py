@@ -33,7 +33,7 @@ class FpControl(DataRecord, frozen=True, slots=True):
     """One CPU's floating-point control register."""
     register: str           # its name (unicorn's and gdb's)
     flush_denormals: int    # the bits flushing denormal inputs and results to zero
-    get_code: bytes         # ``uintptr_t f(void)``: the register's value
+    or_code: bytes          # ``uintptr_t f(uintptr_t bits)``: sets ``bits``, returns the old value
     set_code: bytes         # ``void f(uintptr_t value)``: write it
     #: sets ``flush_denormals`` and falls through, under unicorn (x86: DAZ
     #: only, see _UNICORN_FZ)
@@ -47,29 +47,36 @@ _X86_FTZ_DAZ = 0x8040
 #: x87) and still not SSE ones.  The emulated prefix sets DAZ alone: SSE
 #: inputs are flushed, SSE results that underflow stay denormal.
 _CONTROLS = {
-    # sub rsp,8; stmxcsr [rsp]; mov eax,[rsp]; add rsp,8; ret
+    # sub rsp,8; stmxcsr [rsp]; mov eax,[rsp]; or [rsp],edi; ldmxcsr [rsp]; add rsp,8; ret
     "x86_64": FpControl("MXCSR", _X86_FTZ_DAZ,
-                        bytes.fromhex("4883ec08" "0fae1c24" "8b0424" "4883c408" "c3"),
+                        bytes.fromhex("4883ec08" "0fae1c24" "8b0424" "093c24" "0fae1424"
+                                      "4883c408" "c3"),
                         # sub rsp,8; mov [rsp],edi; ldmxcsr [rsp]; add rsp,8; ret
                         bytes.fromhex("4883ec08" "893c24" "0fae1424" "4883c408" "c3"),
                         # sub rsp,8; stmxcsr [rsp]; or dword [rsp],0x40 (DAZ only, see
                         # _UNICORN_FZ); ldmxcsr [rsp]; add rsp,8
                         bytes.fromhex("4883ec08" "0fae1c24" "810c2440000000" "0fae1424"
                                       "4883c408")),
-    # push eax; stmxcsr [esp]; pop eax; ret
-    "i386": FpControl("MXCSR", _X86_FTZ_DAZ, bytes.fromhex("50" "0fae1c24" "58" "c3"),
+    # push eax; stmxcsr [esp]; mov eax,[esp]; mov ecx,[esp+8]; or [esp],ecx; ldmxcsr [esp];
+    # add esp,4; ret
+    "i386": FpControl("MXCSR", _X86_FTZ_DAZ,
+                      bytes.fromhex("50" "0fae1c24" "8b0424" "8b4c2408" "090c24" "0fae1424"
+                                    "83c404" "c3"),
                       # ldmxcsr [esp+4]; ret
                       bytes.fromhex("0fae542404" "c3"),
                       # push eax; stmxcsr [esp]; or dword [esp],0x40 (DAZ, see _UNICORN_FZ);
                       # ldmxcsr [esp]; pop eax
                       bytes.fromhex("50" "0fae1c24" "810c2440000000" "0fae1424" "58")),
-    # mrs x0,fpcr; ret  |  msr fpcr,x0; ret
-    "aarch64": FpControl("FPCR", 0x1080000, bytes.fromhex("00443bd5" "c0035fd6"),
+    # mrs x1,fpcr; orr x2,x1,x0; msr fpcr,x2; mov x0,x1; ret  |  msr fpcr,x0; ret
+    "aarch64": FpControl("FPCR", 0x1080000,
+                         bytes.fromhex("01443bd5" "220000aa" "02441bd5" "e00301aa" "c0035fd6"),
                          bytes.fromhex("00441bd5" "c0035fd6"),
                          # mrs x9,fpcr; mov x10,#0x1080000; orr x9,x9,x10; msr fpcr,x9
                          bytes.fromhex("09443bd5" "0a21a0d2" "29010aaa" "09441bd5")),
-    # vmrs r0,fpscr; bx lr  |  vmsr fpscr,r0; bx lr  (ARM state)
-    "arm": FpControl("FPSCR", 0x1000000, bytes.fromhex("100af1ee" "1eff2fe1"),
+    # vmrs r1,fpscr; orr r2,r1,r0; vmsr fpscr,r2; mov r0,r1; bx lr  |  vmsr fpscr,r0; bx lr
+    # (ARM state)
+    "arm": FpControl("FPSCR", 0x1000000,
+                     bytes.fromhex("101af1ee" "002081e1" "102ae1ee" "0100a0e1" "1eff2fe1"),
                      bytes.fromhex("100ae1ee" "1eff2fe1"),
                      # vmrs ip,fpscr; orr ip,ip,#0x1000000; vmsr fpscr,ip
                      bytes.fromhex("10caf1ee" "01c48ce3" "10cae1ee")),
@@ -103,7 +110,7 @@ class HostFpu:
         import mmap
         self.control = control
         page = mmap.PAGESIZE
-        code = control.get_code + control.set_code
+        code = control.or_code + control.set_code
         self._page = mmap.mmap(-1, page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         self._page.write(code)
         addr = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
@@ -112,20 +119,21 @@ class HostFpu:
         if libc.mprotect(addr, page, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
             raise OSError(ctypes.get_errno(), "mprotect of the FPU control stubs failed")
         uint = ctypes.c_uint64 if word == 8 else ctypes.c_uint32
-        #: ``get()``: the register's value
-        self.get: Any = ctypes.CFUNCTYPE(uint)(addr)
+        #: ``set_bits(bits)``: set ``bits`` in the register; its previous value
+        self.set_bits: Any = ctypes.CFUNCTYPE(uint, uint)(addr)
         #: ``set(value)``
-        self.set: Any = ctypes.CFUNCTYPE(None, uint)(addr + len(control.get_code))
+        self.set: Any = ctypes.CFUNCTYPE(None, uint)(addr + len(control.or_code))
+
+    def get(self) -> int:
+        """The register's value."""
+        return int(self.set_bits(0))
 
     def flush_denormals(self) -> int | None:
         """Set the flush-to-zero bits; the value to :meth:`restore` (None:
         they were set already, nothing changed)."""
-        prev = self.get()
-        new = prev | self.control.flush_denormals
-        if new == prev:
-            return None
-        self.set(new)
-        return int(prev)
+        bits = self.control.flush_denormals
+        prev = self.set_bits(bits)
+        return None if prev | bits == prev else prev
 
     def restore(self, previous: int | None) -> None:
         """Undo :meth:`flush_denormals` (``previous`` is what it returned)."""

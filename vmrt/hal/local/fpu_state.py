@@ -39,19 +39,39 @@ if TYPE_CHECKING:
 _STUBS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
+def _no_fpu(bits: int) -> int:
+    return 0
+
+
+#: the host's set_bits(bits) -> previous value, set(value) and flush bits
+#: (bound at the first dispatch: a start-up without dispatches pays nothing)
+_set_bits: Any = None
+_set: Any = None
+_bits = 0
+
+
+def _bind() -> None:
+    global _set_bits, _set, _bits
+    fpu = host_fpu()
+    if fpu is None:
+        _set, _bits, _set_bits = _no_fpu, 0, _no_fpu
+    else:
+        _set, _bits, _set_bits = fpu.set, fpu.control.flush_denormals, fpu.set_bits
+
+
 def push() -> int | None:
     """Flush denormals to zero on the calling thread (natively); the token
     :func:`pop` restores the previous state with (None: nothing changed)."""
-    fpu = host_fpu()            # (made at the first dispatch)
-    return None if fpu is None else fpu.flush_denormals()
+    if _set_bits is None:
+        _bind()
+    prev = _set_bits(_bits)
+    return None if prev | _bits == prev else prev
 
 
 def pop(token: int | None) -> None:
     """Restore what :func:`push` changed (``token`` is what it returned)."""
     if token is not None:
-        fpu = host_fpu()
-        if fpu is not None:
-            fpu.restore(token)
+        _set(token)
 
 
 def dispatch_entry(machine: Any, address: int, word: int) -> Any:
