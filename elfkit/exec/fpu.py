@@ -5,8 +5,9 @@ RISC-V has no such mode).
 
 * :func:`fp_control` gives an architecture's :class:`FpControl`: the
   register, its flush-to-zero bits, and a few instructions of that CPU that
-  read it, write it, or set the bits and fall through (only scratch
-  registers touched, argument registers and the stack as they were).
+  set bits in it (returning its old value), write it, or set the flush bits
+  and fall through (only scratch registers touched, argument registers and
+  the stack as they were).
   Natively the bits are IREE's; emulated x86 sets DAZ alone (see
   ``_UNICORN_FZ``).
 * :func:`flushing_call_through3` is ``arch.call_through3`` (``int f(fn, a,
