@@ -9,10 +9,17 @@ workgroups itself).  The observer is per thread (a context variable), so two
 programs on two threads can be watched by two observers; other threads are
 unaffected, and with no observer a command buffer pays one lookup per
 submission.
+
+Tool-only options of a dispatch the tool runs itself are not parameters of
+``dispatch()`` either: inside ``with workgroup_probe(order=..., writes=...)``
+an executable's ``dispatch()`` on the calling thread runs only the workgroups
+of ``order`` (linear indices, x fastest) in that order, and an emulated one
+appends ``(binding, byte offset, size)`` of every store into a binding to
+``writes`` (the race checker, :mod:`vmrt.hal.local.races`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -45,6 +52,40 @@ def observe_dispatches(observer: Observer) -> Iterator[None]:
         yield
     finally:
         _OBSERVER.reset(token)
+
+
+class WorkgroupProbe(DataRecord, frozen=True, slots=True):
+    """What :func:`workgroup_probe` asks of the dispatches it wraps."""
+    order: tuple[int, ...] | None       # linear workgroup indices to run, in order
+    writes: list[tuple[int, int, int]] | None   # gets (binding, offset, size) per store
+
+
+#: the workgroup probe of the running thread
+_PROBE: ContextVar[WorkgroupProbe | None] = ContextVar("vmrt_workgroup_probe", default=None)
+
+#: ``current_probe()``: the calling thread's :class:`WorkgroupProbe`, or None
+current_probe: Callable[[], WorkgroupProbe | None] = _PROBE.get
+
+
+@contextmanager
+def workgroup_probe(order: Sequence[int] | None = None,
+                    writes: list[tuple[int, int, int]] | None = None
+                    ) -> Iterator[WorkgroupProbe]:
+    """Within this block, ``exe.dispatch(...)`` on the calling thread runs
+    only the workgroups ``order`` names (linear indices, x fastest; each
+    must be inside the grid), one after another in that order, and an
+    emulated executable appends ``(binding, byte offset, size)`` of every
+    store its code makes into a binding to ``writes`` (a memory write hook:
+    a store of the value already there counts; a native dispatch given
+    ``writes`` fails, it cannot see its stores).  Dispatches a command
+    buffer runs from a prepared form ignore the probe: a tool calls
+    ``dispatch()`` itself."""
+    probe = WorkgroupProbe(None if order is None else tuple(int(k) for k in order), writes)
+    token = _PROBE.set(probe)
+    try:
+        yield probe
+    finally:
+        _PROBE.reset(token)
 
 
 class ObservedDispatch(DataRecord, frozen=True, slots=True):

@@ -53,7 +53,7 @@ from .flags import FlagSpec, parse_flags, report_error
 from .function_io import write_output
 
 if TYPE_CHECKING:
-    from ..hal.local.executable import Executable
+    from ..hal.local.elf_executable import Executable
 
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
@@ -171,7 +171,7 @@ def _bindings(specs: Sequence[str]) -> list:
 
 
 def run(argv: Sequence[str], stdout: TextIO) -> int:
-    from ..hal.local.executable import Executable
+    from ..hal.local.elf_executable import Executable
     from ..hal.local.plugins.manager import register_plugins
     if not argv or argv[0] in ("--help", "-h", "help"):
         stdout.write(USAGE)

@@ -43,7 +43,7 @@ def executables_in(path: str) -> list[tuple[str, bytes]]:
 def report_imports(path: str, manager: Any, values: dict[str, str], stdout: TextIO) -> int:
     """Print the resolution report of every executable in ``path``; raise
     NOT_FOUND (one line) when a required import is missing."""
-    from ..hal.local.executable import Executable
+    from ..hal.local.elf_executable import Executable
 
     missing: list[str] = []
     for label, data in executables_in(path):

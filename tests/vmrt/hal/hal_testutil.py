@@ -16,8 +16,6 @@ PROGRAMS = HERE / "programs"
 TOOLS_DATA = HERE.parent / "tools" / "data"
 CACHE = REPO / "build" / "vmrt_hal"
 
-TARGETS = {a: IREE_TARGET_FLAGS[a] for a in ("x86_64", "aarch64", "riscv64")}
-
 
 def _source(name: str) -> Path:
     for d in (PROGRAMS, PLUGIN_DATA, EXAMPLES, TOOLS_DATA):
@@ -36,9 +34,13 @@ class HalCompiler:
         src = _source(name)
         if "vm.module @" in src.read_text():       # hand-written VM dialect
             flags = ["--compile-mode=vm"]
+        elif arch == "vmvx":                        # VM bytecode dispatches, any host
+            flags = ["--iree-hal-target-device=local",
+                     "--iree-hal-local-target-device-backends=vmvx"]
         else:
             flags = ["--iree-hal-target-device=local",
-                     "--iree-hal-local-target-device-backends=llvm-cpu", *TARGETS[arch]]
+                     "--iree-hal-local-target-device-backends=llvm-cpu",
+                     *IREE_TARGET_FLAGS[arch]]
         h = hashlib.sha256()
         for part in (src.read_bytes(), " ".join(flags).encode(), self.version.encode()):
             h.update(part)

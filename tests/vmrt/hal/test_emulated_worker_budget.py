@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.hal.local import emulated_workers, executable
+from vmrt.hal.local import dispatch, emulated_workers
 from vmrt.hal.local.device import Device
 
 DISPATCH = "scale_dispatch_0"       # task_matmul.mlir's @scale: one dispatch, many workgroups
@@ -28,7 +28,7 @@ def _with_threads(n):
 def machines(monkeypatch):
     """Every machine that ran a budgeted workgroup of the current call."""
     seen: dict[int, object] = {}
-    for mod in (executable, emulated_workers):
+    for mod in (dispatch, emulated_workers):
         orig = mod.guest_workgroup
 
         def spy(fn, machine, *a, _orig=orig, **k):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import vmrt
+from vmrt.hal.dispatch_observer import workgroup_probe
 from vmrt.hal.local.device import Device, task_workers
 from vmrt.hal.local.emulated_workers import EmulatedWorkers
 
@@ -113,8 +114,8 @@ def test_threaded_fault_reported_and_other_worker_stopped(iree, emulation, arch,
     y = np.ones(n, np.float32)
     out = np.zeros(n, np.float32)
     with vmrt.Executable.load(iree.compile("codegen", arch).library) as exe:
-        with pytest.raises(vmrt.DispatchError) as sync_err:
-            exe.dispatch("saxpy", groups, [x, y, out], [1.0, *_index(n)], order=[groups // 2])
+        with pytest.raises(vmrt.DispatchError) as sync_err, workgroup_probe(order=[groups // 2]):
+            exe.dispatch("saxpy", groups, [x, y, out], [1.0, *_index(n)])
         monkeypatch.setattr(vmrt.Executable, "entry", counting_entry)
         with pytest.raises(vmrt.DispatchError) as e:
             exe.dispatch("saxpy", groups, [x, y, out], [1.0, *_index(n)], threads=2)

@@ -8,6 +8,7 @@ import pytest
 
 import vmrt
 from vmrt.errors import DispatchError, ExecutableError, ImportResolutionError
+from vmrt.hal.dispatch_observer import workgroup_probe
 from vmrt.hal.local import library_abi as abi
 from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager
@@ -443,7 +444,7 @@ def _bytes(writes, binding):
 
 @pytest.mark.parametrize("alias", [False, True])
 def test_emulated_dispatch_records_its_writes(iree, alias, emulation, rng):
-    """``writes=`` lists every store into a binding, one of an unchanged
+    """``workgroup_probe(writes=)`` lists every store into a binding, one of an unchanged
     value too: saxpy's workgroup 1 (of 32 elements) writes out[32:64]."""
     n = 100
     x = rng.standard_normal(n).astype(np.float32)
@@ -453,8 +454,8 @@ def test_emulated_dispatch_records_its_writes(iree, alias, emulation, rng):
         exe.dispatch("saxpy", (4, 1, 1), [x, y, out], [0.0, *index(n)])  # out = y
         before = out.copy()
         writes: list = []
-        exe.dispatch("saxpy", (4, 1, 1), [x, y, out], [0.0, *index(n)], order=[1],
-                     writes=writes)
+        with workgroup_probe(order=[1], writes=writes):
+            exe.dispatch("saxpy", (4, 1, 1), [x, y, out], [0.0, *index(n)])
     np.testing.assert_array_equal(out, before)       # every store kept the value there
     assert _bytes(writes, 2) == list(range(4 * 32, 4 * 64))
     assert _bytes(writes, 0) == []
@@ -463,8 +464,9 @@ def test_emulated_dispatch_records_its_writes(iree, alias, emulation, rng):
 
 def test_native_dispatch_cannot_record_writes(codegen_exe):
     z = np.zeros(4, np.float32)
-    with pytest.raises(DispatchError, match="only an emulated dispatch can record its writes"):
-        codegen_exe.dispatch("saxpy", (1, 1, 1), [z, z, z], [0.0, *index(4)], writes=[])
+    with pytest.raises(DispatchError, match="only an emulated dispatch can record its writes"), \
+            workgroup_probe(writes=[]):
+        codegen_exe.dispatch("saxpy", (1, 1, 1), [z, z, z], [0.0, *index(4)])
 
 
 def test_alias_groups():

@@ -14,6 +14,7 @@ import pytest
 from tests.vmrt.hal.hal_testutil import vmrt_run
 from tests.vmrt.iree_tools import REPO
 from tests.vmrt.tools.conftest import CPU_BUG_FACTOR
+from vmrt.hal.dispatch_observer import workgroup_probe
 from vmrt.hal.local.executable import Executable
 
 
@@ -131,8 +132,9 @@ def test_workgroup_order_changes_a_racy_result(hal_compile, tmp_path):
     try:
         def run(order):
             bindings = [np.load(folder / "binding0.npy"), np.load(folder / "binding1.npy")]
-            exe.dispatch(info["export"], tuple(info["workgroup_count"]), bindings,
-                         info["constants"], order=order)
+            with workgroup_probe(order=order):
+                exe.dispatch(info["export"], tuple(info["workgroup_count"]), bindings,
+                             info["constants"])
             return bindings[1]
         forward, backward = run([0, 1, 2]), run([2, 1, 0])
         x = np.arange(1, 11, dtype=np.float32)

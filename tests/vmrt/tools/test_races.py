@@ -1,5 +1,6 @@
 """``vmrt run --check_races`` on a hand-made dispatch whose workgroups
-overwrite each other (data/racy.mlir), natively and emulated, on one whose
+overwrite each other (data/racy.mlir), natively, emulated and as vmvx
+bytecode (any local executable is checked), on one whose
 workgroups store the same values to the same bytes (seen under emulation,
 where a memory write hook records every store), and on programs without
 races."""
@@ -37,7 +38,7 @@ def _races(stdout: str) -> list[tuple[int, int, int, int]]:
         r"\((\d+), 0, 0\)", stdout)]
 
 
-@pytest.mark.parametrize("arch", ["x86_64", "riscv64"])
+@pytest.mark.parametrize("arch", ["x86_64", "riscv64", "vmvx"])
 def test_overlapping_workgroups_are_reported(hal_compile, arch, emulation):
     vmfb = hal_compile("racy.mlir", arch)
     # local-task may run the workgroups in any order: the reference is local-sync
@@ -64,7 +65,7 @@ def test_same_value_overlaps_are_reported_under_emulation(hal_compile, arch, emu
     np.testing.assert_array_equal([float(v) for v in printed], np.arange(1, N + 1))
 
 
-@pytest.mark.parametrize("arch", ["x86_64", "riscv64", "aarch64"])
+@pytest.mark.parametrize("arch", ["x86_64", "riscv64", "aarch64", "vmvx"])
 def test_disjoint_workgroups_run_normally(hal_compile, arch, emulation):
     vmfb = hal_compile("racy.mlir", arch)
     got = vmrt_run([f"--module={vmfb}", "--function=clean", INPUT, "--check_races"])

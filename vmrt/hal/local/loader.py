@@ -1,6 +1,7 @@
 """The CPU executable loader: what a HAL device needs to turn the bytes
-``hal.executable.create`` passes into a dispatchable :class:`Executable`
-(IREE's ``executable_loader`` with the embedded-ELF and system-ELF formats),
+``hal.executable.create`` passes into a dispatchable
+:class:`~vmrt.hal.local.elf_executable.ElfExecutable` (IREE's
+``executable_loader`` with the embedded-ELF and system-ELF formats),
 with one plugin manager resolving every executable's imports, or into a
 :class:`~vmrt.hal.local.vmvx_executable.VmvxExecutable` (format
 ``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader)."""
@@ -11,14 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
-from .executable import VMVX_FORMAT, Executable
+from .elf_executable import ElfExecutable
+from .local_executable import VMVX_FORMAT
 from .plugins.manager import PluginManager, register_plugins
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .vmvx_executable import VmvxExecutable
+    from .local_executable import LocalExecutable
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
 FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
@@ -86,23 +88,23 @@ class ExecutableLoader:
         self.plugins = manager or register_plugins(list(plugin_specs), backend=backend,
                                                    call_timeout=call_timeout)
         self._own = manager is None
-        self.executables: list[Executable] = []
+        self.executables: list[LocalExecutable] = []
 
     def can_load(self, executable_format: str) -> bool:
         return executable_format.startswith(self.FORMATS)
 
     def load(self, data: Any, constants: Sequence[int] | None = None,
              name: str | None = None, executable_format: str | None = None
-             ) -> Executable | VmvxExecutable:
+             ) -> LocalExecutable:
         """Load executable bytes; ``executable_format`` ``vmvx-bytecode-fb``
         selects the vmvx loader (else the bytes are an ELF or FatELF)."""
-        exe: Any
+        exe: LocalExecutable      # (mypy checks that both kinds satisfy the protocol)
         if executable_format == VMVX_FORMAT:
             from .vmvx_executable import VmvxExecutable  # the vmvx kernels: only for vmvx
             exe = VmvxExecutable.load(bytes(data), constants, name=name)
         else:
-            exe = Executable.load(bytes(data), plugins=self.plugins, constants=constants,
-                                  name=name)
+            exe = ElfExecutable.load(bytes(data), plugins=self.plugins, constants=constants,
+                                     name=name)
         self.executables.append(exe)
         return exe
 
@@ -121,9 +123,9 @@ class ExecutableLoader:
 
 
 def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | None = None,
-                    **kwargs: Any) -> Executable:
-    """Shorthand for :meth:`Executable.load`."""
-    return Executable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
+                    **kwargs: Any) -> ElfExecutable:
+    """Shorthand for :meth:`ElfExecutable.load`."""
+    return ElfExecutable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
 
 
 __all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "VMVX_FORMAT", "infer_format",

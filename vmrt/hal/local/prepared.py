@@ -2,15 +2,18 @@
 
 A command buffer the compiler memoizes runs the same dispatch (export, grid,
 constants) on every submission; only the binding addresses change.
-:meth:`vmrt.hal.local.executable.Executable.prepare` checks the arguments
-once and returns a :class:`NativeDispatch`; per thread it owns one host block
+:meth:`vmrt.hal.local.elf_executable.ElfExecutable.prepare`
+(:func:`prepare_native`) checks the arguments once and returns a
+:class:`NativeDispatch`; per thread it owns one host block
 holding the constants, the binding pointers and lengths and the dispatch
 state (written once but for the pointers and lengths), and the workgroup
 states of the whole grid (read-only to the dispatch code), so a run is two
 ``struct.pack_into`` and one native call per workgroup.  Several threads
 (``threads`` > 1, IREE's ``local-task``) split the grid into contiguous
 ranges run on a shared pool; ctypes releases the GIL during each call.
-Errors are those of :meth:`Executable.dispatch`.
+Each thread flushes denormals to zero while it runs workgroups
+(:mod:`~vmrt.hal.local.fpu_state`).
+Errors are those of :meth:`ElfExecutable.dispatch`.
 """
 from __future__ import annotations
 
@@ -19,13 +22,20 @@ import threading
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
+from . import dispatch_args as dargs
+from . import library_abi as abi
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
+from .fpu_state import pop, push
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from concurrent.futures import ThreadPoolExecutor
     from typing import Any
+
+#: the most workgroups a prepared dispatch caches the states of
+MAX_PREPARED_WORKGROUPS = 4096
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
@@ -41,6 +51,30 @@ def worker_pool(threads: int) -> ThreadPoolExecutor:
             from concurrent.futures import ThreadPoolExecutor
             pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="vmrt-task")
         return pool
+
+
+def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
+                   binding_count: int, threads: int = 1) -> NativeDispatch | None:
+    """``exe.dispatch(export, workgroup_count, <binding_count bindings>,
+    constants, threads=threads)`` of a native executable library checked
+    once (see :meth:`ElfExecutable.prepare`); None when that does not apply
+    (local memory, more than :data:`MAX_PREPARED_WORKGROUPS` workgroups,
+    arguments dispatch() rejects)."""
+    try:
+        exp = exe.export(export)
+        where = f"executable '{exe.name}' export '{exp.name}'"
+        wc, ws3 = dargs.grid(workgroup_count, None, exp.workgroup_size, where)
+        if exp.has_attrs and (binding_count != exp.binding_count
+                              or len(constants) != exp.constant_count):
+            return None
+        cbytes = dargs.u32_words(constants, f"{where}: constants")
+    except VmError:
+        return None
+    total = wc[0] * wc[1] * wc[2]
+    if not 0 < total <= MAX_PREPARED_WORKGROUPS or exp.local_memory_size or \
+            not 0 < binding_count <= abi.MAX_BINDING_COUNT or len(cbytes) > 256:
+        return None
+    return NativeDispatch(exe, exp, wc, ws3, cbytes, binding_count, where, max(1, int(threads)))
 
 
 class NativeDispatch:
@@ -111,12 +145,15 @@ class NativeDispatch:
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
+            fpu = push()
             try:
                 r = self.fn(self.env, ds, ws)
             except VmError:
                 raise
             except Exception as exc:
                 raise self._failure(0, exc) from exc
+            finally:
+                pop(fpu)
             if r:
                 raise self._failure(0, r)
             return
@@ -142,6 +179,7 @@ class NativeDispatch:
         """Workgroups ``start`` to ``end`` (linear, x fastest)."""
         fn, env, size = self.fn, self.env, self.ws_size
         k = start - 1
+        fpu = push()                    # denormals flushed on this thread meanwhile
         try:
             for k in range(start, end):  # k names the failing workgroup
                 if deadline is not None or limits is not None and (
@@ -156,6 +194,8 @@ class NativeDispatch:
             raise
         except Exception as e:
             raise self._failure(k, e) from e
+        finally:
+            pop(fpu)
         if r:
             raise self._failure(k, r)
 
@@ -169,4 +209,4 @@ class NativeDispatch:
                              f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
-__all__ = ["NativeDispatch", "worker_pool"]
+__all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native", "worker_pool"]

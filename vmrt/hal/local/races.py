@@ -3,8 +3,9 @@
 A dispatch's workgroups may run in any order and at the same time, so no two
 of them may write the same byte.  :class:`RaceChecker` is a dispatch
 observer (:func:`vmrt.hal.dispatch_observer.observe_dispatches`) that runs each
-dispatch of a CPU executable with more than one workgroup itself, on copies
-of its bindings:
+dispatch with more than one workgroup itself, on copies of its bindings
+(any local executable: :class:`~vmrt.hal.local.local_executable.LocalExecutable`;
+chosen workgroups run through :func:`~vmrt.hal.dispatch_observer.workgroup_probe`):
 
 1. forward, one workgroup at a time: the bytes a workgroup writes are its
    write set (see below); a byte written by two workgroups is an overlap
@@ -16,7 +17,7 @@ of its bindings:
    reads what another writes).
 
 Write sets of an emulated executable are recorded exactly, with a memory
-write hook over the bindings' guest copies (``Executable.dispatch(writes=)``,
+write hook over the bindings' guest copies (``workgroup_probe(writes=)``,
 ``EmulatedMachine.record_writes``): a store of the value already there counts,
 so two workgroups storing the same value to the same bytes are reported too.
 Natively the bytes are compared instead, and such a store is invisible (it
@@ -32,9 +33,8 @@ from typing import Any
 from elfkit.records import DataRecord
 
 from ..buffer import aligned_array
-from ..dispatch_observer import ObservedDispatch
+from ..dispatch_observer import ObservedDispatch, workgroup_probe
 from ..element_types import dtype_of, export_element_type
-from .executable import Executable
 
 #: findings reported per dispatch at most (the rest are counted)
 MAX_PER_DISPATCH = 8
@@ -158,9 +158,8 @@ class RaceChecker:
         ordinal = self.dispatches
         self.dispatches += 1
         cmd = obs.command
-        exe = cmd.executable.exe
         total = cmd.workgroups[0] * cmd.workgroups[1] * cmd.workgroups[2]
-        if total < 2 or not isinstance(exe, Executable) or not obs.ranges \
+        if total < 2 or not obs.ranges \
                 or any(n == 0 for _b, _s, n in obs.ranges):
             obs.run()
             return
@@ -176,11 +175,12 @@ class RaceChecker:
         work = _Work(obs)
         arrays = work.bindings()
 
-        hooked = exe.backend != "native"    # emulated: a memory write hook sees every store
+        hooked = exe.backend == "emulated"  # a memory write hook sees every store
 
         def run(order: Sequence[int], writes: list[Any] | None = None) -> None:
-            exe.dispatch(cmd.ordinal, wc, arrays, list(cmd.constants), order=order,
-                         deadline=obs.deadline, writes=writes)
+            with workgroup_probe(order, writes):
+                exe.dispatch(cmd.ordinal, wc, arrays, list(cmd.constants),
+                             deadline=obs.deadline)
 
         etype = export_element_type(obs.names()[1], self.element_type)
         g = dtype_of(etype).itemsize if etype else 1

@@ -36,9 +36,11 @@ from ...vm.context import Context
 from ...vm.instance import Instance
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
-from .dispatch_args import host_view, host_writable
-from .executable import VMVX_FORMAT
+from ..dispatch_observer import current_probe
+from . import fpu_state
+from .dispatch_args import host_view, host_writable, workgroup_order
 from .exports import ExportInfo, find_export
+from .local_executable import VMVX_FORMAT
 from .vmvx import VmvxModule
 
 FORMAT = VMVX_FORMAT
@@ -148,10 +150,16 @@ class VmvxExecutable:
 
     # -- dispatch ---------------------------------------------------------------
     def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
-                 bindings: Sequence[Any] = (), constants: Sequence[Any] = (),
-                 deadline: float | None = None, **_ignored: Any) -> list[Any]:
+                 bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
+                 workgroup_size: Sequence[int] | None = None, threads: int = 1,
+                 processor_id: int = 0, deadline: float | None = None) -> list[Any]:
         """Run every workgroup of ``export`` over ``bindings`` (C-contiguous
-        numpy arrays, in binding order) with ``constants`` (u32 words)."""
+        numpy arrays, in binding order) with ``constants`` (u32 words), x
+        fastest on the calling thread (``threads``, ``processor_id`` and
+        ``workgroup_size`` do not apply: the vmvx ABI passes a workgroup
+        size of 1x1x1 and no processor); inside
+        :func:`~vmrt.hal.dispatch_observer.workgroup_probe` only the
+        probe's workgroups, in its order."""
         if self.closed:
             raise DispatchError(f"executable '{self.name}' is closed",
                                 StatusCode.FAILED_PRECONDITION)
@@ -170,16 +178,30 @@ class VmvxExecutable:
         binding_list = VmList(BUFFER_TYPE, [buffer_over(b) for b in bindings])
         local = Buffer.alloc(self.local_memory[exp.ordinal])
         entry = self._entries[exp.ordinal]
-        for z in range(wz):
-            for y in range(wy):
-                for x in range(wx):
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise BudgetExceeded(f"{where}: execution timed out",
-                                             StatusCode.DEADLINE_EXCEEDED)
-                    self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
-                                                1, 1, 1, wx, wy, wz], timeout=left)
+        probe = current_probe()
+        total = wx * wy * wz
+        order = range(total) if probe is None or probe.order is None \
+            else workgroup_order(probe.order, total, where)
+        if probe is not None and probe.writes is not None:
+            raise DispatchError(f"{where}: only an emulated dispatch can record its writes")
+        fpu = fpu_state.push()      # the kernels run on this thread: IREE's FPU state
+        try:
+            for k in order:
+                x, y, z = k % wx, (k // wx) % wy, k // (wx * wy)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise BudgetExceeded(f"{where}: execution timed out",
+                                         StatusCode.DEADLINE_EXCEEDED)
+                self.context.invoke(entry, [local, const_buf, binding_list, x, y, z,
+                                            1, 1, 1, wx, wy, wz], timeout=left)
+        finally:
+            fpu_state.pop(fpu)
         return bindings
+
+    def prepare(self, export: str | int | ExportInfo, workgroup_count: Any,
+                constants: Sequence[int], binding_count: int, *, threads: int = 1) -> None:
+        """None: a vmvx dispatch has no prepared form (dispatch() runs it)."""
+        return None
 
     def close(self) -> None:
         if not self.closed:

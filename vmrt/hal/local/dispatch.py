@@ -1,0 +1,286 @@
+"""The dispatch walk of executable libraries: what IREE's local-sync command
+buffer and local-task workers do around ``iree_hal_local_executable_issue_call``.
+
+:func:`dispatch_library` checks a dispatch's arguments against the export,
+writes the dispatch state (constants, binding pointers and lengths, grid)
+and one workgroup state per workgroup, and calls the export's function once
+per workgroup, x fastest:
+
+* natively, in host memory (one reusable dispatch-state block per thread),
+  the grid split into contiguous ranges over ``threads`` host threads
+  (ctypes releases the GIL in each call), each thread flushing denormals to
+  zero while it runs its range (:mod:`~vmrt.hal.local.fpu_state`); the
+  deadline and a cancel are checked between workgroups;
+* emulated, in the executable's machine, the bindings staged into guest
+  memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
+  workgroup bounded by the invocation's deadline and instruction budget
+  (:mod:`~vmrt.hal.local.dispatch_limits`) and entered with the guest's
+  denormals flushed (``exe.entry``); ``threads`` > 1 runs on worker
+  machines (:mod:`~vmrt.hal.local.emulated_workers`).
+
+A tool's options (chosen workgroups, recorded stores) come from
+:func:`vmrt.hal.dispatch_observer.current_probe`, not from parameters.
+The executable is anything with the library ABI's queries
+(``entry``, ``layout``, ``workgroup_records``, ``env``, ``machine``,
+``backend``, ``export``): :class:`~vmrt.hal.local.elf_executable.ElfExecutable`.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Sequence
+
+import elfkit
+
+from ...errors import DispatchError, StatusCode, VmError
+from ..buffer import aligned_bytes, aligned_memory
+from ..dispatch_observer import current_probe
+from . import dispatch_args as dargs
+from . import fpu_state
+from .bindings import StagedBindings
+from .dispatch_limits import (
+    ExecutionLimits,
+    before_workgroup,
+    current_limits,
+    guest_workgroup,
+    stop_error,
+    stopping_guest,
+)
+from .guest import GuestMemory
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .exports import ExportInfo
+
+#: workgroup states written at a time
+WS_BATCH = 4096
+
+
+def dispatch_library(exe: Any, export: Any, workgroup_count: Any = (1, 1, 1),
+                     bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
+                     workgroup_size: Sequence[int] | None = None, threads: int = 1,
+                     processor_id: int = 0, deadline: float | None = None) -> list[Any]:
+    """:meth:`ElfExecutable.dispatch <vmrt.hal.local.elf_executable.ElfExecutable.dispatch>`
+    of ``exe``; see the module docstring."""
+    exe.check_open()
+    exp = exe.export(export)
+    where = f"executable '{exe.name}' export '{exp.name}'"
+    wc, ws3 = dargs.grid(workgroup_count, workgroup_size, exp.workgroup_size, where)
+    bindings = list(bindings)
+    arrays = dargs.binding_arrays(bindings, exp.binding_count if exp.has_attrs else None,
+                                 where)
+    np = sys.modules.get("numpy")      # a numpy array comes only from a caller that imported it
+    constants = constants if np is not None and isinstance(constants, np.ndarray) \
+        else list(constants)
+    if exp.has_attrs and len(constants) != exp.constant_count:
+        raise DispatchError(f"{where} takes {exp.constant_count} constant(s), "
+                            f"{len(constants)} given")
+    if wc[0] * wc[1] * wc[2] == 0:
+        return bindings
+    probe = current_probe()
+    order, writes = (None, None) if probe is None else (probe.order, probe.writes)
+    cbytes = dargs.u32_words(constants, f"{where}: constants")
+    grid = _Grid(exe, exp, wc, ws3, cbytes, where, deadline, processor_id)
+    if order is not None:
+        grid.indices = dargs.workgroup_order(order, grid.total, where)
+    threads = max(1, int(threads))
+    if exe.backend == "native":
+        if writes is not None:
+            raise DispatchError(f"{where}: only an emulated dispatch can record its writes")
+        _run_native(grid, arrays, threads)
+    else:
+        _run_emulated(grid, arrays, threads, writes)
+    return bindings
+
+
+class _Grid:
+    """One dispatch being walked: the export, its grid and its arguments."""
+
+    def __init__(self, exe: Any, exp: ExportInfo, wc: tuple[int, int, int],
+                 ws3: tuple[int, int, int], cbytes: bytes, where: str, deadline: float | None,
+                 processor_id: int):
+        self.exe, self.exp, self.wc, self.ws3, self.cbytes = exe, exp, wc, ws3, cbytes
+        self.where, self.deadline, self.processor_id = where, deadline, processor_id
+        self.total = wc[0] * wc[1] * wc[2]
+        #: the linear workgroup indices to run, in order (None: all, x fastest)
+        self.indices: list[int] | None = None
+        self.limits: ExecutionLimits | None = current_limits()
+        self.fn = exe.entry(exp)
+
+    def run_order(self) -> Sequence[int]:
+        """The linear indices of the workgroups to run, in order."""
+        return range(self.total) if self.indices is None else self.indices
+
+    def walk(self, ds: int, indices: Sequence[int], processor_id: int, mem: GuestMemory,
+             place: Callable[[bytes], int], call: Callable[..., int],
+             explain: Callable[[Exception], tuple[str, StatusCode] | None] | None = None
+             ) -> None:
+        """Workgroups ``indices`` one after another: their states written
+        ``WS_BATCH`` at a time where ``place`` puts them, each run by
+        ``call(env, ds, state)``; a failure names its workgroup (``explain``
+        may name the binding a fault touched)."""
+        exe, exp, wc = self.exe, self.exp, self.wc
+        local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
+        env, size = exe.env, exe.layout.ws_size
+        for start in range(0, len(indices), WS_BATCH):
+            chunk = indices[start:start + WS_BATCH]
+            base = place(exe.workgroup_records(wc, chunk, processor_id, local,
+                                               exp.local_memory_size))
+            k = -1
+            try:
+                # k names the failing workgroup in the except below
+                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
+                    r = call(env, ds, addr)
+                    if r:
+                        break
+                else:
+                    r = 0
+            except VmError:
+                raise
+            except elfkit.CallTimeout as e:
+                raise stop_error(e, self.where, self.limits) from None
+            except Exception as e:
+                xyz = dargs.workgroup_xyz(chunk[k], wc)
+                why = None if explain is None else explain(e)
+                if why is not None:
+                    raise DispatchError(f"{self.where}, workgroup {xyz}: {why[0]}",
+                                        why[1]) from e
+                raise DispatchError(f"{self.where} failed in workgroup {xyz}: "
+                                    f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
+            if r:
+                raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
+                                    f"{dargs.workgroup_xyz(chunk[k], wc)}", StatusCode.INTERNAL)
+
+
+# -- native: host memory, host threads ------------------------------------------------
+def _run_native(grid: _Grid, arrays: list[Any], threads: int) -> None:
+    exe = grid.exe
+    ptrs = [dargs.host_address(a) for a in arrays]
+    ds = host_state(exe, grid.cbytes, ptrs, [a.nbytes for a in arrays], grid.ws3, grid.wc,
+                    threads)
+    if grid.indices is None and threads > 1 and grid.total > 1:
+        _native_threads(grid, ds, threads)
+        return
+    mem = GuestMemory(exe.machine)          # the export's local memory
+    try:
+        _native_range(grid, ds, grid.run_order(), grid.processor_id, mem)
+    finally:
+        mem.free_all()
+
+
+def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: int,
+                  mem: GuestMemory) -> None:
+    fn, where, deadline, limits = grid.fn, grid.where, grid.deadline, grid.limits
+    keep: list[Any] = []
+
+    def place(rec: bytes) -> int:
+        block, base = aligned_memory(len(rec), "workgroup states")
+        block[:] = rec
+        keep[:] = [block]               # (the block lives until the next chunk)
+        return base
+
+    if deadline is None and limits is None:
+        call = fn
+    else:
+        def call(env: int, ds: int, ws: int) -> int:
+            before_workgroup(where, deadline, limits)
+            return int(fn(env, ds, ws))
+    fpu = fpu_state.push()              # this thread flushes denormals while it runs them
+    try:
+        grid.walk(ds, indices, processor_id, mem, place, call)
+    finally:
+        fpu_state.pop(fpu)
+
+
+def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
+    """The grid in ``threads`` contiguous ranges, range ``t`` on a thread of
+    its own with processor id ``t``."""
+    from concurrent.futures import ThreadPoolExecutor
+    step, extra = divmod(grid.total, threads)
+    parts, start = [], 0
+    for t in range(min(threads, grid.total)):
+        parts.append(range(start, start + step + (t < extra)))
+        start = parts[-1].stop
+    mems = [GuestMemory(grid.exe.machine) for _ in parts]
+    try:
+        with ThreadPoolExecutor(len(parts)) as pool:
+            futures = [pool.submit(_native_range, grid, ds, p, t, mems[t])
+                       for t, p in enumerate(parts)]
+            errors = [f.exception() for f in futures]
+    finally:
+        for m in mems:
+            m.free_all()
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+def host_state(exe: Any, cbytes: bytes, ptrs: list[int], sizes: list[int],
+               ws3: tuple[int, int, int], wc: tuple[int, int, int], threads: int) -> int:
+    """The dispatch state of a native dispatch in the calling thread's
+    reusable host block of ``exe`` (``exe.scratch``): constants at 0,
+    binding pointers at 256, lengths after them, the dispatch state last
+    (16-byte aligned); its address."""
+    lay = exe.layout
+    w = lay.word
+    block = getattr(exe.scratch, "block", None)
+    if block is None:
+        block = exe.scratch.block = aligned_bytes(256 + 128 * w + 64, "dispatch state")
+    base = int(block.ctypes.data)
+    word = "Q" if w == 8 else "I"
+    b_off, l_off, d_off = 256, 256 + 64 * w, 256 + 128 * w
+    view = memoryview(block)
+    view[:len(cbytes)] = cbytes
+    n = len(ptrs)
+    struct.pack_into(f"<{n}{word}", view, b_off, *ptrs)
+    struct.pack_into(f"<{n}{word}", view, l_off, *sizes)
+    state = lay.dispatch_state(ws3, len(cbytes) // 4, wc, threads, n,
+                               base if cbytes else 0, base + b_off if n else 0,
+                               base + l_off if n else 0)
+    view[d_off:d_off + len(state)] = state
+    return base + d_off
+
+
+# -- emulated: guest memory, worker machines --------------------------------------------
+def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
+                  writes: list[tuple[int, int, int]] | None) -> None:
+    exe = grid.exe
+    if writes is None:
+        from .emulated_workers import EmulatedWorkers, use_workers  # emulated only
+        if use_workers(exe, threads, grid.wc, grid.indices):
+            exe.workers = exe.workers or EmulatedWorkers(exe)
+            exe.workers.dispatch(grid.exp, grid.wc, grid.ws3, arrays, grid.cbytes, threads,
+                                 grid.where, grid.deadline)
+            return
+    machine = exe.machine
+    mem = GuestMemory(machine)              # per-dispatch allocations
+    staged = StagedBindings(machine, arrays)
+    try:
+        ds = mem.alloc_dispatch_state(grid.cbytes, staged.stage(), [a.nbytes for a in arrays],
+                                      grid.ws3, grid.wc, 1)
+
+        placed: list[int] = []
+
+        def place(rec: bytes) -> int:           # (the previous chunk's states are done)
+            if placed:
+                mem.free(placed.pop())
+            placed.append(mem.alloc_bytes(rec, 16))
+            return placed[0]
+
+        def call(env: int, ds: int, ws: int) -> int:
+            return guest_workgroup(grid.fn, machine, (env, ds, ws), grid.where, grid.deadline,
+                                   grid.limits)
+
+        with stopping_guest(machine, grid.limits), staged.recording(writes):
+            grid.walk(ds, grid.run_order(), grid.processor_id, mem, place, call,
+                      staged.explain_fault)
+        staged.copy_back()
+    finally:
+        mem.free_all()
+        staged.release()
+
+
+__all__ = ["WS_BATCH", "dispatch_library", "host_state"]

@@ -1,0 +1,409 @@
+"""ELF executables: dispatch libraries compiled by IREE for CPUs (llvm-cpu);
+IREE's ``embedded_elf_loader`` and ``system_library_loader`` with the
+executable library's query.
+
+An executable is a bare-metal ELF (what ``iree-compile ...
+--iree-hal-dump-executable-binaries-to=DIR`` writes) exporting
+``iree_hal_executable_library_query``.  :meth:`ElfExecutable.load` maps it with
+:func:`elfkit.load` (natively, or emulated for another CPU), calls the query
+with version 6, reads the library's header, export table, dispatch
+attributes, names and import table from its memory with the layout of its
+word size, resolves the imports through a :class:`~vmrt.hal.local.plugins.manager.PluginManager`
+and fills in the environment (import functions, contexts and the import
+thunk).  :meth:`ElfExecutable.dispatch` runs every workgroup of a grid over
+numpy arrays: the walk is :mod:`vmrt.hal.local.dispatch`'s, which works on
+any executable library (:class:`~vmrt.hal.local.local_executable.LocalExecutable`);
+this file only loads and describes one.  ``Executable`` is this class's
+older, public name (``vmrt.Executable``).
+
+    with vmrt.PluginManager() as mgr:
+        mgr.register("standalone.sos")
+        exe = vmrt.Executable.load("module_dispatch_0_embedded_elf_x86_64.so", plugins=mgr)
+        out = np.zeros(130, np.float32)
+        exe.dispatch("tiled_mul", (3, 1, 1), bindings=[a, b, out], constants=[130, 0])
+
+An emulated executable is placed in the plugin manager's machine for its
+architecture, the same machine its embedded plugins live in: import calls go
+dispatch code -> import thunk -> plugin entirely inside the emulated CPU.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections.abc import Sequence
+
+import elfkit
+from elfkit import fatelf
+
+from ...errors import ExecutableError, StatusCode, VmError
+from ...files import MAX_MODULE_SIZE, read_input
+from . import dispatch_args as dargs
+from . import fpu_state
+from . import library_abi as abi
+from .dispatch import dispatch_library
+from .export_symbols import name_exports
+from .exports import ExportInfo, ImportInfo, find_export
+from .guest import GuestMemory, import_thunk, machine_lock, sig
+from .plugins.manager import PluginManager
+from .plugins.plugin import ImportSlots
+from .prepared import NativeDispatch, prepare_native
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .emulated_workers import EmulatedWorkers
+
+_MAX_EXPORTS = 1 << 16
+_MAX_IMPORTS = 1 << 16
+
+
+def _arch_of(data: bytes, arch: Any, backend: str) -> str:
+    try:
+        rec, _view = fatelf.select(data, arch, fallback=backend != "native")
+    except elfkit.ElfkitError as e:
+        raise ExecutableError(f"{e}", StatusCode.INVALID_ARGUMENT) from e
+    if rec.arch is None:
+        raise ExecutableError("the executable is for an architecture elfkit does not know",
+                              StatusCode.UNAVAILABLE)
+    return rec.arch
+
+
+def _prefetch_unicorn(arch_name: str, backend: str) -> None:
+    """Start opening libunicorn when ``arch_name`` code will be emulated
+    (elfkit.exec is imported here: a host-only run needs none of it)."""
+    if backend == "native":
+        return
+    from elfkit.arch import get as get_arch
+    from elfkit.exec import choose_backend
+    if choose_backend(get_arch(arch_name), backend) == "emulated":
+        from elfkit.exec import unicorn_lib
+        unicorn_lib.prefetch()
+
+
+class ElfExecutable:
+    """A loaded dispatch library.  Use :meth:`load`."""
+
+    def __init__(self) -> None:
+        self.closed = True
+        self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        #: per thread, what the dispatch walk keeps between dispatches (native:
+        #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
+        self.scratch = threading.local()
+        #: emulated, threads > 1: the worker machines (made on first use)
+        self.workers: EmulatedWorkers | None = None
+
+    # -- loading ----------------------------------------------------------------
+    @classmethod
+    def load(cls, source: Any, *, plugins: PluginManager | None = None, arch: Any = None,
+             backend: str = "auto", machine: Any = None, name: str | None = None,
+             constants: Sequence[int] | None = None,
+             processor_data: Sequence[int] | None = None) -> ElfExecutable:
+        """Load a dispatch library from a path, bytes or memoryview (ELF or
+        FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
+        given, provides the machine for its architecture).  ``constants`` are
+        executable-level constants (rare); ``processor_data`` the eight u64
+        CPU-feature words the environment exposes (zeros by default)."""
+        self = cls()
+        self._init(source, plugins, arch, backend, machine, name, constants, processor_data)
+        return self
+
+    def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
+              machine: Any, name: str | None, constants: Sequence[int] | None,
+              processor_data: Sequence[int] | None) -> None:
+        if isinstance(source, (str, os.PathLike)):
+            self.source = os.fspath(source)
+            data = read_input(self.source, "executable", MAX_MODULE_SIZE, ExecutableError)
+        else:
+            self.source = "<memory>"
+            data = bytes(source)
+        label = name or os.path.basename(self.source)
+        #: the library's bytes as loaded (what a dispatch dump writes out)
+        self.data = data
+        if machine is None and plugins is not None:
+            arch_name = _arch_of(data, arch, backend)
+            _prefetch_unicorn(arch_name, backend)   # opens on another thread while this
+            load = elfkit.load                      # one imports the loader (first use)
+            machine = plugins.machine(arch_name)
+            if backend != "auto" and machine.backend != backend:
+                raise ExecutableError(
+                    f"executable {label}: the plugin manager runs {arch_name} code "
+                    f"{machine.backend}, not {backend} (create the manager with "
+                    f"backend={backend!r})", StatusCode.INVALID_ARGUMENT)
+            arch = arch_name
+        else:
+            load = elfkit.load
+        try:
+            self.module = load(data, arch=arch, backend=backend, machine=machine, name=label,
+                               imports=_runtime_imports())
+        except elfkit.ElfkitError as e:
+            raise ExecutableError(f"loading executable {label}: {e}") from e
+        self.machine = self.module.machine
+        self.arch = self.module.arch
+        self.backend = self.module.backend
+        if self.backend == "emulated":
+            # dispatch code never reads the FP flags: let unicorn use the host FPU
+            self.machine.raise_inexact_flag()
+        self.plugins = plugins
+        self._mem = GuestMemory(self.machine)
+        self.closed = False
+        try:
+            self._query(label, constants, processor_data)
+        except BaseException:
+            try:
+                self.close()
+            except VmError:
+                pass        # (a finaliser faulted) the query's error is the one to report
+            raise
+
+    def _query(self, label: str, constants: Sequence[int] | None,
+               processor_data: Sequence[int] | None) -> None:
+        mem, lay, m = self._mem, self._mem.layout, self.machine
+        try:
+            query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
+        except elfkit.ElfkitError:
+            raise ExecutableError(f"executable {label} does not export "
+                                  f"'{abi.LIBRARY_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
+        self.env = mem.alloc(lay.env_size, 16)
+        pd = list(processor_data or [])[:abi.PROCESSOR_DATA_WORDS]
+        pd += [0] * (abi.PROCESSOR_DATA_WORDS - len(pd))
+        mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
+        self.processor_data = tuple(pd)
+        try:
+            query = m.function(query_addr, sig("ptr(u32,ptr)"))
+            lib_ptr = int(query(abi.LIBRARY_VERSION, self.env) or 0)
+            if not lib_ptr:
+                raise ExecutableError(
+                    f"executable {label} does not support this version of the runtime "
+                    f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
+                    f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
+            lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
+            if not lib.header:
+                raise ExecutableError(f"executable {label}: the library has a NULL header")
+            hdr = lay.library_header(m.read(lib.header, lay.library_header_size))
+            self.version = hdr.version
+            self.name = mem.cstr(hdr.name_ptr) or label
+            self.features = hdr.features
+            self.sanitizer = hdr.sanitizer
+            if hdr.version != abi.LIBRARY_VERSION:
+                raise ExecutableError(f"executable {label}: library version {hdr.version}, "
+                                      f"expected {abi.LIBRARY_VERSION}",
+                                      StatusCode.FAILED_PRECONDITION)
+            if hdr.sanitizer != abi.Sanitizer.NONE:
+                raise ExecutableError(
+                    f"executable '{self.name}' requires sanitizer "
+                    f"{abi.Sanitizer.describe(hdr.sanitizer)}, which vmrt does not provide",
+                    StatusCode.UNAVAILABLE)
+            self._library = lib
+            self._read_exports(lib)
+            name_exports(self.module, self.exports)
+            self._bind_constants(lib, constants)
+            self._resolve_imports(lib)
+        except elfkit.ElfkitError as e:
+            raise ExecutableError(f"executable {label}: {e}", StatusCode.INTERNAL) from e
+
+    def _read_exports(self, lib: abi.LibraryV0) -> None:
+        mem, lay = self._mem, self._mem.layout
+        n = lib.export_count
+        if n > _MAX_EXPORTS:
+            raise ExecutableError(f"executable '{self.name}' claims {n} exports")
+        if n and not lib.export_ptrs:
+            raise ExecutableError(f"executable '{self.name}': {n} exports but no function table")
+        ptrs = mem.words(lib.export_ptrs, n)
+        names = mem.words(lib.export_names, n) if lib.export_names else (0,) * n
+        exports: list[ExportInfo] = []
+        for i in range(n):
+            nm = mem.cstr(names[i]) if names[i] else ""
+            if lib.export_attrs:
+                a = lay.dispatch_attrs(mem.read(lib.export_attrs + i * lay.attrs_size,
+                                                lay.attrs_size))
+                if a.binding_count > abi.MAX_BINDING_COUNT or \
+                        a.constant_count > abi.MAX_CONSTANT_COUNT:
+                    raise ExecutableError(
+                        f"executable '{self.name}' export {i} ({nm or '?'}): "
+                        f"{a.binding_count} bindings / {a.constant_count} constants exceed the "
+                        f"limits ({abi.MAX_BINDING_COUNT}/{abi.MAX_CONSTANT_COUNT})",
+                        StatusCode.OUT_OF_RANGE)
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], a.flags, a.binding_count,
+                                          a.constant_count, a.workgroup_size,
+                                          a.local_memory_size, a.parameter_count))
+            else:
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
+                                          has_attrs=False))
+        self.exports = exports
+        self._by_name = {e.name: e for e in exports}
+
+    def _bind_constants(self, lib: abi.LibraryV0, constants: Sequence[int] | None) -> None:
+        need = lib.constant_count
+        given = list(constants or [])
+        self.constants = tuple(given)
+        if need != len(given):
+            raise ExecutableError(f"executable '{self.name}' needs {need} executable constant(s), "
+                                  f"{len(given)} given", StatusCode.INVALID_ARGUMENT)
+        if need:
+            addr = self._mem.alloc_bytes(dargs.u32_words(given, "executable constants"), 4)
+            self._mem.write_words(self.env, [addr])
+
+    def _resolve_imports(self, lib: abi.LibraryV0) -> None:
+        mem, lay = self._mem, self._mem.layout
+        n = lib.import_count
+        if n > _MAX_IMPORTS:
+            raise ExecutableError(f"executable '{self.name}' claims {n} imports")
+        self.imports: list[ImportInfo] = []
+        if n == 0:
+            return
+        if not lib.import_symbols:
+            raise ExecutableError(f"executable '{self.name}': {n} imports but no symbol table")
+        names = [mem.cstr(p) for p in mem.words(lib.import_symbols, n)]
+        slots = ImportSlots(mem, names, names_ptr=lib.import_symbols)
+        if self.plugins is None:
+            required = [x for x in names if not abi.is_optional(x)]
+            if required:
+                from ...errors import ImportResolutionError
+                raise ImportResolutionError(
+                    f"executable '{self.name}' is missing {len(required)} required import(s): "
+                    f"{', '.join(required)} (no plugin manager was given: "
+                    f"Executable.load(..., plugins=manager))", required, [],
+                    StatusCode.UNAVAILABLE)
+        else:
+            self.import_resolution = self.plugins.resolve_slots(
+                slots, what=f"executable '{self.name}'")
+        fns, ctxs = slots.functions(), slots.contexts()
+        self.imports = [ImportInfo(nm, abi.is_optional(nm), f, c, p)
+                        for nm, f, c, p in zip(names, fns, ctxs, slots.providers)]
+        mem.write_words(self.env + lay.env_import_thunk,
+                        [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
+
+    # -- queries --------------------------------------------------------------------
+    def export(self, which: str | int | ExportInfo) -> ExportInfo:
+        """An export by name (with or without a leading '@') or ordinal."""
+        return find_export(self.name, self.exports, self._by_name, which)
+
+    def describe(self) -> str:
+        lines = [f"executable '{self.name}' ({self.arch.name}, {self.backend}, "
+                 f"library version {self.version})"]
+        lines.append(f"  exports ({len(self.exports)}):")
+        lines += [f"    {e.describe()}" for e in self.exports]
+        lines.append(f"  imports ({len(self.imports)}):")
+        for i in self.imports:
+            state = f"-> {i.provider}" if i.function else "unresolved (optional)"
+            lines.append(f"    {i.name} {state}")
+        return "\n".join(lines)
+
+    # -- dispatch (the walk lives in vmrt.hal.local.dispatch) ------------------------
+    def dispatch(self, export: str | int | ExportInfo, workgroup_count: Any = (1, 1, 1),
+                 bindings: Sequence[Any] = (), constants: Sequence[Any] = (), *,
+                 workgroup_size: Sequence[int] | None = None, threads: int = 1,
+                 processor_id: int = 0, deadline: float | None = None) -> list[Any]:
+        """Run every workgroup of ``workgroup_count`` (an int or an (x, y, z)
+        tuple) of ``export`` over ``bindings`` (C-contiguous numpy arrays or
+        :class:`vmrt.hal.buffer.HostBytes` ranges, in binding order; what the
+        code writes lands in them) with ``constants``
+        (ints are stored as u32, floats as f32 bits).  ``threads`` > 1 runs
+        independent workgroups on several host threads (an emulated
+        executable on one machine per thread: see ``emulated_workers``).
+        ``deadline`` (``time.monotonic()`` seconds) stops the dispatch with
+        DEADLINE_EXCEEDED: an emulated one inside a workgroup, a native one
+        between workgroups.  Inside
+        :func:`vmrt.hal.dispatch_observer.workgroup_probe` only chosen
+        workgroups run, and an emulated dispatch records its stores.
+        Returns ``bindings``.  Thread-safe: an emulated executable runs one
+        dispatch at a time per machine (:func:`~vmrt.hal.local.guest.machine_lock`:
+        its staged bindings and worker machines are the machine's)."""
+        if self.backend == "native":
+            return dispatch_library(self, export, workgroup_count, bindings, constants,
+                                    workgroup_size=workgroup_size, threads=threads,
+                                    processor_id=processor_id, deadline=deadline)
+        with machine_lock(self.machine):
+            return dispatch_library(self, export, workgroup_count, bindings, constants,
+                                    workgroup_size=workgroup_size, threads=threads,
+                                    processor_id=processor_id, deadline=deadline)
+
+    def prepare(self, export: str | int | ExportInfo, workgroup_count: Any,
+                constants: Sequence[int], binding_count: int, *,
+                threads: int = 1) -> NativeDispatch | None:
+        """``dispatch(export, workgroup_count, <binding_count bindings>,
+        constants, threads=threads)`` checked once, to run many times over
+        changing bindings (:class:`NativeDispatch`); None when that does not
+        apply (an emulated executable, local memory, more than 4096
+        workgroups, arguments dispatch() rejects): call dispatch() then."""
+        if self.closed or self.backend != "native":
+            return None
+        return prepare_native(self, export, workgroup_count, constants, binding_count, threads)
+
+    @property
+    def layout(self) -> abi.Layout:
+        """The struct layouts of this executable's word size."""
+        return self._mem.layout
+
+    def entry(self, exp: ExportInfo) -> Any:
+        """The callable of an export's dispatch function (made once): pointers
+        are passed as word-sized integers (the same registers; a native call
+        converts them in C instead of per argument in Python).  An emulated
+        call enters it with denormals flushed to zero, as IREE runs
+        dispatches (:mod:`~vmrt.hal.local.fpu_state`)."""
+        fn = self._entries.get(exp.ordinal)
+        if fn is None:
+            fn = self._entries[exp.ordinal] = fpu_state.dispatch_entry(
+                self.machine, exp.function, self._mem.word)
+        return fn
+
+    def workgroup_records(self, wc: tuple[int, int, int], indices: Any, processor_id: int,
+                          local_memory: int, local_size: int) -> bytes:
+        """Workgroup states for linear workgroup ``indices`` (x fastest), packed
+        one after another."""
+        return self._mem.layout.workgroup_records(wc, indices, processor_id, local_memory,
+                                                  local_size)
+
+    # -- lifetime ---------------------------------------------------------------------
+    def check_open(self) -> None:
+        if self.closed:
+            raise ExecutableError(f"executable '{getattr(self, 'name', '?')}' is closed")
+
+    def close(self) -> None:
+        if self.closed and not hasattr(self, "module"):
+            return
+        was_open = not self.closed
+        self.closed = True
+        if was_open:
+            if self.workers is not None:
+                self.workers.close()
+            self._mem.free_all()
+            try:
+                self.module.close()
+            except elfkit.ElfkitError as e:       # its finalisers faulted, say
+                raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
+                                      f"{e}") from e
+
+    def __enter__(self) -> ElfExecutable:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "module"):
+            return "<vmrt.Executable (not loaded)>"
+        return (f"<vmrt.Executable '{getattr(self, 'name', '?')}' {self.arch.name} {self.backend} "
+                f"exports={[e.name for e in getattr(self, 'exports', [])]}>")
+
+
+def _unwind_personality(*_args: Any) -> int:
+    # Only reached when unwinding through dispatch code, which never happens:
+    # report "failure" (_URC_FAILURE = 9) like a runtime without unwinder.
+    return 9
+
+
+def _runtime_imports() -> Any:
+    """Symbols compiled dispatch code may reference without calling: the ARM
+    EHABI personality routines named by .ARM.exidx entries (armv7a
+    executables reference __aeabi_unwind_cpp_pr0)."""
+    return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
+                           for i in range(3)})
+
+
+#: the older, public name of :class:`ElfExecutable` (``vmrt.Executable``)
+Executable = ElfExecutable
+
+__all__ = ["ElfExecutable", "Executable"]
