@@ -131,6 +131,60 @@ def _identification(data: memoryview) -> tuple[int, int, int]:
     return elfclass, osabi, abiversion
 
 
+def elf_type(data: memoryview) -> int | None:
+    """``e_type`` of an ELF file (None when ``data`` is too short to say or
+    not an ELF): lets a load choose between shared objects and objects."""
+    if len(data) < 18 or bytes(data[:4]) != b"\x7fELF" or data[5] != 1:
+        return None
+    return int.from_bytes(data[16:18], "little")
+
+
+class ObjectHeader(DataRecord, frozen=True, slots=True):
+    """The checked ELF header of a relocatable object (ET_REL)."""
+
+    arch: Arch
+    elfclass: int
+    e_flags: int
+    osabi: int
+    abiversion: int
+    shoff: int
+    shnum: int
+    shstrndx: int
+
+
+def read_object_header(data: memoryview, expect_arch: Arch | None = None) -> ObjectHeader:
+    """The ELF header of a little-endian ET_REL for an architecture elfkit
+    knows, with a section header table inside the file."""
+    elfclass, osabi, abiversion = _identification(data)
+    is64 = elfclass == 2
+    ehfmt = "<HHIQQQIHHHHHH" if is64 else "<HHIIIIIHHHHHH"
+    (e_type, e_machine, e_version, _entry, _phoff, shoff, e_flags, e_ehsize, _phentsize,
+     _phnum, shentsize, shnum, shstrndx) = read_struct(ehfmt, data, 16, "ELF header")
+    if e_version != 1:
+        raise ParseError(f"invalid e_version {e_version} at offset 0x14 (expected 1)")
+    if e_type != T.ET_REL:
+        raise ParseError(f"e_type is {e_type}, not ET_REL (1)")
+    try:
+        arch = _arch.from_machine(e_machine, 64 if is64 else 32)
+    except ArchError as e:
+        raise UnsupportedError(f"e_machine {e_machine} at offset 0x12: {e}") from None
+    if expect_arch is not None and expect_arch is not arch:
+        raise ArchError(f"file is {arch.name} but {expect_arch.name} was requested")
+    want_eh, want_sh = (64, 64) if is64 else (52, 40)
+    if e_ehsize != want_eh:
+        raise ParseError(f"e_ehsize is {e_ehsize}, expected {want_eh}")
+    if shoff == 0 or shnum == 0:
+        raise ParseError("an object file without section headers (e_shoff/e_shnum are 0)")
+    if shentsize != want_sh:
+        raise ParseError(f"e_shentsize is {shentsize}, expected {want_sh}")
+    if shoff + shnum * want_sh > len(data):
+        raise ParseError(f"section header table at offset {shoff:#x} ({shnum} x {want_sh} "
+                         f"bytes) runs past the end of the file ({len(data)} bytes)")
+    if shstrndx >= shnum:
+        raise ParseError(f"e_shstrndx {shstrndx} is not a section (there are {shnum})")
+    return ObjectHeader(arch, elfclass, e_flags, osabi, abiversion, shoff, shnum, shstrndx)
+
+
 def read_header(data: memoryview, expect_arch: Arch | None = None) -> Header:
     """The ELF header: a little-endian ET_DYN for an architecture elfkit
     knows (``expect_arch`` if given), with a program header table inside
@@ -146,8 +200,8 @@ def read_header(data: memoryview, expect_arch: Arch | None = None) -> Header:
     if e_type != T.ET_DYN:
         kind = {1: "ET_REL (an object file)", 2: "ET_EXEC (a fixed-address executable)",
                 4: "ET_CORE (a core dump)"}.get(e_type, f"type {e_type}")
-        raise UnsupportedError(f"e_type is {kind}; only ET_DYN shared objects can be loaded "
-                               f"(link with -shared)")
+        raise UnsupportedError(f"e_type is {kind}; only ET_DYN shared objects and ET_REL "
+                               f"objects can be loaded (link with -shared, or compile with -c)")
     try:
         arch = _arch.from_machine(e_machine, 64 if is64 else 32)
     except ArchError as e:
