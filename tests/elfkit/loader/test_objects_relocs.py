@@ -1,0 +1,181 @@
+"""Relocatable objects: RISC-V objects built for linker relaxation (RELAX,
+ALIGN, compressed branches, ADD/SUB/SET in ``.eh_frame``), unknown
+relocation types refused with every offender named, and IREE's static
+library output (``--iree-llvmcpu-link-static``) loaded and queried."""
+from __future__ import annotations
+
+import io
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+
+import elfkit
+from elfkit.errors import RelocationError
+from tests.plugins import KERNELS_EXPORTS
+
+from .objects import CACHE, REPO, backend, build_object
+
+RELAXED = ("-mrelax", "-falign-functions=16", "-funwind-tables", "-fasynchronous-unwind-tables")
+
+
+def _fdes(data: bytes, addr: int) -> set[tuple[int, int]]:
+    """(pc_begin, pc_range) of the FDEs of a loaded ``.eh_frame`` at ``addr``
+    (pc-relative signed 4-byte pc_begin, 4-byte range: clang's encoding)."""
+    out = set()
+    pos = 0
+    while pos + 4 <= len(data):
+        (length,) = struct.unpack_from("<I", data, pos)
+        if length == 0:
+            break
+        (cie_id,) = struct.unpack_from("<I", data, pos + 4)
+        if cie_id:                       # an FDE
+            rel, size = struct.unpack_from("<iI", data, pos + 8)
+            out.add((addr + pos + 8 + rel, size))
+        pos += 4 + length
+    return out
+
+
+@pytest.mark.parametrize("arch", ["riscv64", "riscv32"])
+def test_riscv_relaxable_object(arch):
+    """Built for relaxation: the loader does not relax, so every
+    R_RISCV_ALIGN's NOPs stay and are checked; the FDEs of .eh_frame
+    (32_PCREL starts, ADD32/SUB32 lengths) match the functions' addresses
+    and sizes from .symtab."""
+    path = build_object("kernels.c", arch, extra=RELAXED)
+    with elfkit.load(path) as m:
+        counts = m.relocation_counts
+        for name in ("ALIGN", "RELAX", "BRANCH", "RVC_BRANCH", "RVC_JUMP", "CALL_PLT",
+                     "PCREL_HI20", "PCREL_LO12_I", "ADD32", "SUB32", "SET6", "SUB6",
+                     "32_PCREL"):
+            assert counts.get(f"R_RISCV_{name}", 0) > 0, name
+        spec = KERNELS_EXPORTS["many_mixed"]
+        args = tuple(x for k in range(10) for x in (k - 4, 0.25 * k))
+        assert m.function("many_mixed", spec.signature)(*args) == spec.ref(*args)
+        assert m.function("recurse", "u64(u64)")(30) == KERNELS_EXPORTS["recurse"].ref(30)
+        placed = ELFFile(io.BytesIO(bytes(m.elf.data)))      # sections at image offsets
+        eh = placed.get_section_by_name(".eh_frame")
+        fdes = _fdes(m.read(m.base + eh["sh_addr"], eh["sh_size"]), m.base + eh["sh_addr"])
+        funcs = {(m.exports[s.name], s["st_size"]) for s in
+                 placed.get_section_by_name(".symtab").iter_symbols()
+                 if s["st_info"]["type"] == "STT_FUNC" and s.name in m.exports}
+        assert funcs and funcs <= fdes
+
+
+def test_riscv_align_padding_must_be_nops(tmp_path):
+    """An R_RISCV_ALIGN whose padding is not NOPs is refused (the loader
+    keeps the padding as it is, it does not relax)."""
+    path = build_object("kernels.c", "riscv64", extra=RELAXED)
+    data = bytearray(path.read_bytes())
+    ef = ELFFile(io.BytesIO(bytes(data)))
+    text = ef.get_section_by_name(".text")
+    rels = ef.get_section_by_name(".rela.text")
+    align = [(i, r) for i, r in enumerate(rels.iter_relocations())
+             if r["r_info_type"] == 43 and r["r_addend"] >= 4]
+    i, r = align[0]
+    data[text["sh_offset"] + r["r_offset"]:text["sh_offset"] + r["r_offset"] + 4] = \
+        bytes.fromhex("73001000")        # ebreak instead of a nop
+    with pytest.raises(RelocationError, match=r"R_RISCV_ALIGN.*not all NOPs") as e:
+        elfkit.load(bytes(data))
+    assert e.value.problems == [f".rela.text[{i}] at offset {r['r_offset']:#x}: R_RISCV_ALIGN: "
+                                f"the {r['r_addend']} bytes of alignment padding are not all "
+                                "NOPs"]
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64", "arm"])
+def test_unknown_relocation_types_refused_all_named(arch, tmp_path):
+    """Types patched to a number no table has: the load fails and names
+    each one (section, index, offset, type, symbol)."""
+    path = build_object("imports.c", arch)
+    data = bytearray(path.read_bytes())
+    ef = ELFFile(io.BytesIO(bytes(data)))
+    is64 = ef.elfclass == 64
+    bad = 200 if not is64 else 0xBEEF
+    sec = next(s for s in ef.iter_sections() if isinstance(s, RelocationSection)
+               and s.name.endswith(".text"))
+    ent = sec["sh_entsize"]
+    picked = [0, sec.num_relocations() - 1]
+    want = []
+    symtab = ef.get_section_by_name(".symtab")
+    for i in picked:
+        at = sec["sh_offset"] + i * ent + (8 if is64 else 4)
+        if is64:
+            (info,) = struct.unpack_from("<Q", data, at)
+            struct.pack_into("<Q", data, at, (info & ~0xFFFFFFFF) | bad)
+            sym = info >> 32
+        else:
+            (info,) = struct.unpack_from("<I", data, at)
+            struct.pack_into("<I", data, at, (info & ~0xFF) | bad)
+            sym = info >> 8
+        r = sec.get_relocation(i)
+        want.append(f"{sec.name}[{i}] at offset {r['r_offset']:#x}: unknown type {bad} "
+                    f"against symbol {sym} {symtab.get_symbol(sym).name!r}: not a {arch} "
+                    "object relocation type this loader knows")
+    with pytest.raises(RelocationError) as e:
+        elfkit.load(bytes(data), imports={"host_add": (lambda a, b: a + b, "i32(i32,i32)"),
+                                          "host_log": (lambda c: None, "void(i32)"),
+                                          "host_scale": (lambda x, s: x, "f64(f64,f32)")})
+    assert e.value.problems == want
+    bad_file = tmp_path / "bad.o"
+    bad_file.write_bytes(data)
+    out = subprocess.run([sys.executable, "-m", "elfkit", "inspect", str(bad_file)],
+                         capture_output=True)
+    assert out.returncode == 1 and b"2 relocation(s) of unknown type" in out.stdout
+
+
+# ---------------------------------------------------------------- IREE
+
+#: the CPUs the IREE static library is built for (triples: IREE_TARGET_FLAGS)
+IREE_ARCHES = ("x86_64", "aarch64")
+
+
+def _iree_static(arch: str) -> bytes:
+    exe = shutil.which("iree-compile")
+    if exe is None:
+        pytest.skip("iree-compile is not installed (pip install iree-base-compiler)")
+    from tests.vmrt.iree_tools import IREE_TARGET_FLAGS, cache_key
+    src = REPO / "examples" / "simple_mul.mlir"
+    flags = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+             *IREE_TARGET_FLAGS[arch], "--iree-llvmcpu-link-embedded=false",
+             "--iree-llvmcpu-link-static"]
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    out = CACHE / "iree" / cache_key(src.read_bytes(), " ".join(flags), version) / arch
+    obj = out / "simple_mul.o"
+    if not obj.is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / "tmp.o"
+        subprocess.run([exe, str(src), *flags, f"--iree-llvmcpu-static-library-output-path={tmp}",
+                        "-o", str(out / "simple_mul.vmfb")], check=True, capture_output=True,
+                       timeout=600)
+        tmp.replace(obj)
+    return obj.read_bytes()
+
+
+@pytest.mark.parametrize("arch", IREE_ARCHES)
+def test_iree_static_library_object(arch):
+    data = _iree_static(arch)
+    ef = ELFFile(io.BytesIO(data))
+    assert ef["e_type"] == "ET_REL"
+    assert any(s.name.startswith(".rela.text") for s in ef.iter_sections())
+    assert any(s.name.startswith(".rela.data.rel.ro") for s in ef.iter_sections())
+    queries = [s.name for s in ef.get_section_by_name(".symtab").iter_symbols()
+               if s.name.endswith("_library_query") and s["st_info"]["bind"] == "STB_GLOBAL"
+               and s["st_info"]["type"] == "STT_FUNC" and s["st_shndx"] != "SHN_UNDEF"]
+    assert len(queries) == 1
+    with elfkit.load(data, backend=backend(arch)) as m:
+        assert queries[0] in m.exports
+        query = m.function(queries[0], "ptr(u32,ptr)")
+        lib = query(6, None)            # IREE_HAL_EXECUTABLE_LIBRARY_VERSION_0_6
+        assert lib and m.address_range[0] <= lib < m.address_range[1]
+        w = m.arch.word
+        header = int.from_bytes(m.read(lib, w), "little")
+        version, = struct.unpack("<I", m.read(header, 4))
+        name_ptr = int.from_bytes(m.read(header + w, w), "little")
+        assert version == 6
+        assert m.read(name_ptr, 64).split(b"\0")[0] == queries[0][:-len("_library_query")] \
+            .encode()
+        assert query(5, None) is None or query(5, None) == 0
