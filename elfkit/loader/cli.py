@@ -262,8 +262,8 @@ COMMANDS = (
             Arg("--backend", choices=("auto", "native", "emulated"), default="auto",
                 help="with --imports-from: the backend the plugin would run on (auto: "
                      "native when it is for this host's CPU)"),
-            help="show architecture, segments, dynamic tags (sections, for a .o), exports, "
-                 "imports and relocations of a plugin",
+            help="show architecture, segments, dynamic tags, exports, imports and "
+                 "relocations of a plugin",
             description="Inspect a bare-metal ELF plugin (or a FatELF slice) the way the "
                         "loader sees it, and say why it cannot be loaded if it cannot.",
             run=run),

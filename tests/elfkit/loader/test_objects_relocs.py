@@ -179,3 +179,42 @@ def test_iree_static_library_object(arch):
         assert m.read(name_ptr, 64).split(b"\0")[0] == queries[0][:-len("_library_query")] \
             .encode()
         assert query(5, None) is None or query(5, None) == 0
+
+
+# ---------------------------------------------------------------- inspect
+
+def test_inspect_object(tmp_path):
+    """``elfkit inspect`` of a .o: sections with their relocation counts,
+    totals equal to pyelftools' count, the undefined symbols as imports."""
+    import json
+    from collections import Counter
+
+    path = build_object("imports.c", "aarch64")
+    run = [sys.executable, "-m", "elfkit", "inspect", str(path)]
+    text = subprocess.run(run, capture_output=True, text=True)
+    assert text.returncode == 0
+    assert "aarch64 ELF64 little-endian relocatable object" in text.stdout
+    assert "host_optional (weak: may be missing)" in text.stdout
+    assert "loadable: yes" in text.stdout
+    info = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True).stdout)
+    assert info["kind"] == "object" and info["loadable"]
+    assert {i["name"]: i["weak"] for i in info["imports"]} == {
+        "host_add": False, "host_log": False, "host_scale": False, "host_optional": True}
+    assert {e["name"] for e in info["exports"]} == {
+        "g_host_add_ptr", "call_host_add", "call_host_add_ptr", "sum_via_host", "call_host_log",
+        "call_host_scale", "has_optional", "call_optional"}
+    with open(path, "rb") as f:
+        ef = ELFFile(f)
+        want: Counter[str] = Counter()
+        per: dict[str, Counter[str]] = {}
+        for sec in ef.iter_sections():
+            if isinstance(sec, RelocationSection):
+                target = ef.get_section(sec["sh_info"])
+                if target["sh_flags"] & 2:
+                    names = Counter(elfkit.arch.get("aarch64").obj_relocs[r["r_info_type"]].name
+                                    for r in sec.iter_relocations())
+                    want += names
+                    per[target.name] = names
+    assert info["relocations"] == dict(want)
+    assert {s["name"]: s["relocations"] for s in info["sections_loaded"]
+            if s["relocations"]} == {k: dict(v) for k, v in per.items()}
