@@ -85,7 +85,8 @@ class ObjReloc(DataRecord, frozen=True, slots=True):
     bits that must be zero) and stored in the instruction ``field`` (a name
     of ``elfkit.loader.fields``).  ``branch``: an out-of-range target may be
     reached through a veneer; ``bias``: the part of the addend that is the
-    instruction's PC offset (-4 for x86 rel32, -8 for an A32 branch)."""
+    instruction's PC offset (-4 for x86 rel32, -8 for an A32 branch);
+    ``thumb``: the place is Thumb code (its veneer is ``Arch.veneer_thumb``)."""
 
     number: int
     name: str
@@ -98,6 +99,7 @@ class ObjReloc(DataRecord, frozen=True, slots=True):
     align: int = 0
     branch: bool = False
     bias: int = 0
+    thumb: bool = False
 
 
 def obj_table(prefix: str, *entries: tuple) -> dict[int, ObjReloc]:
@@ -211,6 +213,8 @@ class Arch(DataRecord, frozen=True, slots=True):
     obj_relocs: dict[int, ObjReloc] = field(default_factory=dict, repr=False)
     veneer: bytes = b""
     veneer_slot: int = 0
+    # the veneer branches from Thumb code go through (its address word last)
+    veneer_thumb: bytes = b""
 
     @property
     def word(self) -> int:

@@ -92,10 +92,72 @@ def _rv_cj(u: int, v: int) -> int:
             | (((v >> 7) & 1) << 6) | (((v >> 1) & 7) << 3) | (((v >> 5) & 1) << 2))
 
 
-# -- arm (A32) ---------------------------------------------------------------
+# -- arm (A32 and Thumb-2) -----------------------------------------------------
+# Branch values are byte offsets whose bit 0 is the target's Thumb bit: a BL
+# to code of the other instruction set becomes a BLX (interworking).
 
 def _arm_imm16(u: int, v: int) -> int:
     return (u & 0xFFF0F000) | (((v >> 12) & 0xF) << 16) | (v & 0xFFF)
+
+
+def _arm_call(u: int, v: int) -> int:
+    if v & 1:       # BL to Thumb code: BLX, bit 1 of the offset in H
+        return 0xFA000000 | (((v >> 1) & 1) << 24) | ((v >> 2) & 0xFFFFFF)
+    if v & 3:
+        raise FieldError("is not a multiple of 4 (an A32 branch)")
+    return (u & 0xFF000000) | ((v >> 2) & 0xFFFFFF)
+
+
+def _arm_b(u: int, v: int) -> int:
+    if v & 3:
+        raise FieldError("is not an A32 branch target (a B to Thumb code needs BX)")
+    return (u & 0xFF000000) | ((v >> 2) & 0xFFFFFF)
+
+
+def _thm_branch(u: int, v: int) -> int:
+    """The offset of a Thumb-2 BL/BLX/B.W (hw1 in the low half of ``u``)."""
+    s = (v >> 24) & 1
+    j1 = (~((v >> 23) & 1) ^ s) & 1
+    j2 = (~((v >> 22) & 1) ^ s) & 1
+    hw1 = (u & 0xF800) | (s << 10) | ((v >> 12) & 0x3FF)
+    hw2 = ((u >> 16) & 0xD000) | (j1 << 13) | (j2 << 11) | ((v >> 1) & 0x7FF)
+    return hw1 | (hw2 << 16)
+
+
+def _thm_call(u: int, v: int) -> int:
+    """BL to Thumb code (odd ``v``), else BLX (the loader aligned P down to 4)."""
+    if v & 1:
+        return _thm_branch(u | (0x1000 << 16), v - 1)
+    if v & 3:
+        raise FieldError("is not a multiple of 4 (a BLX to A32 code)")
+    return _thm_branch(u & ~(0x1000 << 16), v)
+
+
+def _thm_b(u: int, v: int) -> int:
+    if not v & 1:
+        raise FieldError("is not Thumb code (a B.W to A32 code needs a veneer)")
+    return _thm_branch(u, v - 1)
+
+
+def _thm_branch_addend(u: int) -> int:
+    hw1, hw2 = u & 0xFFFF, u >> 16
+    s = (hw1 >> 10) & 1
+    i1 = ~((hw2 >> 13) ^ s) & 1
+    i2 = ~((hw2 >> 11) ^ s) & 1
+    return sext((s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FF) << 12)
+                | ((hw2 & 0x7FF) << 1), 25)
+
+
+def _thm_imm16(u: int, v: int) -> int:
+    hw1 = (u & 0xFBF0) | (((v >> 11) & 1) << 10) | ((v >> 12) & 0xF)
+    hw2 = ((u >> 16) & 0x8F00) | (((v >> 8) & 7) << 12) | (v & 0xFF)
+    return hw1 | (hw2 << 16)
+
+
+def _thm_imm16_addend(u: int) -> int:
+    hw1, hw2 = u & 0xFFFF, u >> 16
+    return sext(((hw1 & 0xF) << 12) | (((hw1 >> 10) & 1) << 11) | (((hw2 >> 12) & 7) << 8)
+                | (hw2 & 0xFF), 16)
 
 
 FIELDS: dict[str, Field] = {
@@ -115,7 +177,11 @@ FIELDS: dict[str, Field] = {
     "rv_call": Field(8, _rv_call),
     "rv_cb": Field(2, _rv_cb),
     "rv_cj": Field(2, _rv_cj),
-    "arm_b24": Field(4, _bits(0, 24), lambda u: sext(u, 24) << 2),
+    "arm_call": Field(4, _arm_call, lambda u: sext(u, 24) << 2),
+    "arm_b24": Field(4, _arm_b, lambda u: sext(u, 24) << 2),
+    "thm_call": Field(4, _thm_call, _thm_branch_addend),
+    "thm_b24": Field(4, _thm_b, _thm_branch_addend),
+    "thm_imm16": Field(4, _thm_imm16, _thm_imm16_addend),
     "arm_imm16": Field(4, _arm_imm16, lambda u: sext(((u >> 4) & 0xF000) | (u & 0xFFF), 16)),
     "arm_prel31": Field(4, _bits(0, 31), lambda u: sext(u, 31)),
 }

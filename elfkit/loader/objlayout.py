@@ -43,7 +43,8 @@ class ObjLayout(DataRecord, frozen=True, slots=True):
     common: dict[int, int]                # COMMON symbol index -> image offset
     got: int                              # image offset of the GOT
     got_slots: dict[tuple[int, int], int]  # (symbol, addend in the slot) -> image offset
-    veneers: dict[tuple[int, int], int]   # (symbol, addend of the target) -> image offset
+    # (symbol, addend of the target, from Thumb code) -> image offset
+    veneers: dict[tuple[int, int, bool], int]
     prots: tuple[tuple[int, int, int], ...]   # (image offset, size, prot) per kind
     arrays: tuple[tuple[str, int, int], ...]  # (kind, image offset, entries), in run order
 
@@ -93,7 +94,7 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
     offsets: dict[int, int] = {}
     common: dict[int, int] = {}
     got_slots: dict[tuple[int, int], int] = {}
-    veneers: dict[tuple[int, int], int] = {}
+    veneers: dict[tuple[int, int, bool], int] = {}
     prots = []
     pos = 0
     align = page
@@ -106,16 +107,16 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
             offsets[s.index] = pos
             pos += s.size
         if prot == PROT_READ | PROT_EXEC and arch.veneer:
-            vsize = _up(len(arch.veneer), 8)
+            vsize = _up(max(len(arch.veneer), len(arch.veneer_thumb)), 8)
+            pos = _up(pos, 8)
             for key, reach in veneer_want.items():
                 if reach is None or reach <= code_span + len(veneer_want) * vsize:
-                    pos = _up(pos, 8)
                     veneers[key] = pos
                     pos += vsize
         if prot == PROT_READ:
             pos = got = _up(pos, w)
-            for key in got_keys:
-                got_slots[key] = pos
+            for slot in got_keys:
+                got_slots[slot] = pos
                 pos += w
         if prot == PROT_READ | PROT_WRITE:
             for sym in elf.symbols:
@@ -144,14 +145,15 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
                      tuple(arrays))
 
 
-def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int | None]]:
+def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
+                                     dict[tuple[int, int, bool], int | None]]:
     """The GOT slots (symbol, addend in the slot) and the veneer targets
     (symbol, addend) of ``elf``'s relocations, with the reach of the branches
     to each veneer target (None: an import or absolute symbol, whose
     distance is known only at load time)."""
     relocs = elf.arch.obj_relocs
     got: dict[tuple[int, int], None] = {}
-    veneers: dict[tuple[int, int], int | None] = {}
+    veneers: dict[tuple[int, int, bool], int | None] = {}
     for rs in elf.relsections:
         if not elf.sections[rs.target].alloc:
             continue
@@ -169,7 +171,7 @@ def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]], dict[tuple[int, int]
                 s = elf.symbols[sym]
                 reach = None if not s.defined or s.absolute else \
                     1 << ((rt.bits or 32) - 1)
-                key = (sym, add - rt.bias)
+                key = (sym, add - rt.bias, rt.thumb)
                 old = veneers.get(key, 0)
                 veneers[key] = None if reach is None or old is None else \
                     min(reach, old or reach)

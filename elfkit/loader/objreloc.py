@@ -76,10 +76,10 @@ def apply_object(elf: ObjectFile, lay: ObjLayout, image: bytearray, base: int,
     for (sym, add), off in lay.got_slots.items():
         image[off:off + w] = ((symaddr[sym] + add) & ((1 << 8 * w) - 1)).to_bytes(w, "little")
     arch = elf.arch
-    for (sym, add), off in lay.veneers.items():
-        code = bytearray(arch.veneer)
-        code[arch.veneer_slot:arch.veneer_slot + w] = \
-            ((symaddr[sym] + add) & ((1 << 8 * w) - 1)).to_bytes(w, "little")
+    for (sym, add, thumb), off in lay.veneers.items():
+        code = bytearray(arch.veneer_thumb if thumb else arch.veneer)
+        slot = len(code) - w if thumb else arch.veneer_slot
+        code[slot:slot + w] = ((symaddr[sym] + add) & ((1 << 8 * w) - 1)).to_bytes(w, "little")
         image[off:off + len(code)] = code
     for rs in elf.relsections:
         if rs.target in lay.sections:
@@ -174,14 +174,16 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
         v = s + a
     elif f is F.PCREL:
         v = s + a - p
-        if rt.branch and rt.bits and _check(sext(v, 32) if not w64 else v, rt.bits, rt.check) \
-                and (sym, a - rt.bias) in st.lay.veneers:
-            v = st.base + st.lay.veneers[(sym, a - rt.bias)] + rt.bias - p
-        elif rt.field == "rv_call" and w64 and not -(1 << 31) <= v + 0x800 < (1 << 31) \
-                and (sym, a) in st.lay.veneers:
-            v = st.base + st.lay.veneers[(sym, a)] - p
+        key = (sym, a - rt.bias, rt.thumb)
+        if rt.branch and key in st.lay.veneers and (
+                rt.bits and _check(sext(v, 32) if not w64 else v, rt.bits, rt.check)
+                or rt.field == "rv_call" and w64 and not -(1 << 31) <= v + 0x800 < (1 << 31)
+                or rt.field == "thm_b24" and not v & 1):    # B.W to A32 code
+            v = st.base + st.lay.veneers[key] + rt.thumb + rt.bias - p
         if rt.field == "rv_hi20":
             st.hi[p] = v
+        elif rt.field == "thm_call" and not v & 1:
+            v += p & 2      # a BLX to A32 code counts from P aligned down to 4
     elif f is F.PAGE_PCREL:
         v = ((s + a) & ~0xFFF) - (p & ~0xFFF)
     elif f in (F.GOT, F.GOT_PCREL, F.GOT_GOTREL, F.GOT_X86):

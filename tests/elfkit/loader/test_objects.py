@@ -247,3 +247,29 @@ def test_objects_in_a_fatelf(tmp_path):
         with elfkit.load(sos, arch=a, backend="emulated") as m:
             assert m.arch.name == a
             assert m.function("add_i64", "i64(i64,i64)")(2**62, 2**62) == -(2**63)
+
+
+THUMB = ("-target", "thumb-freestanding-eabihf", "-mcpu=generic+v7a")
+
+
+@pytest.mark.parametrize("pic,opt", VARIANTS)
+def test_thumb_objects(pic, opt):
+    """arm objects in Thumb-2 code: THM_CALL (a BLX to A32 code: the host
+    callbacks), THM_JUMP24 tail calls to A32 code through a Thumb veneer,
+    THM_MOVW/MOVT; exports carry the Thumb bit."""
+    with _load(build_object("kernels.c", "arm", pic, opt, extra=THUMB), "arm") as m:
+        assert m.exports["add_i32"] & 1
+        for name in ("add_i64", "many_mixed", "mix_fd", "recurse"):
+            spec = KERNELS_EXPORTS[name]
+            for args in KERNEL_CALLS[name]:
+                assert m.function(name, spec.signature)(*args) == spec.ref(*args), name
+    log: list[int] = []
+    with _load(build_object("imports.c", "arm", pic, opt, extra=THUMB), "arm",
+               imports=_host(log)) as m:
+        assert any(k.startswith("R_ARM_THM_") for k in m.relocation_counts)
+        assert m.function("call_host_add", "i32(i32,i32)")(3, 4) == 7
+        assert m.function("sum_via_host", "i32(ptr,i32)")(
+            np.array([1, 2, 3], dtype=np.int32), 3) == 6
+        assert m.function("call_host_scale", "f64(f64,f32)")(2.0, 1.5) == 3.0
+        assert m.function("call_optional", "i32(i32)")(3) == -1
+    assert log == [100, 200]
