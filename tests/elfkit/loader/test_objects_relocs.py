@@ -218,3 +218,70 @@ def test_inspect_object(tmp_path):
     assert info["relocations"] == dict(want)
     assert {s["name"]: s["relocations"] for s in info["sections_loaded"]
             if s["relocations"]} == {k: dict(v) for k, v in per.items()}
+
+
+# ------------------------------------------------- placed bytes, protections
+
+#: word-sized types whose stored value is S+A (abs) or S+A-P (pc), by arch
+WORDS = {"x86_64": {1: (8, "abs"), 2: (4, "pc"), 10: (4, "abs"), 11: (4, "abs")},
+         "i386": {1: (4, "abs"), 2: (4, "pc")},
+         "aarch64": {257: (8, "abs"), 261: (4, "pc")},
+         "riscv64": {2: (8, "abs"), 57: (4, "pc")},
+         "arm": {2: (4, "abs"), 3: (4, "pc")}}
+
+
+@pytest.mark.parametrize("arch", sorted(WORDS))
+def test_object_words_and_protections(arch):
+    """Word relocations recomputed from pyelftools' reading of the object
+    (S from .symtab and the section placement the load reports, A from the
+    RELA entry or, for REL, the original bytes), and each section's
+    protection (code R-X, writable data RW, the rest read-only)."""
+    from elfkit.exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
+    from elfkit.exec.memory import MemoryMachine
+
+    path = build_object("imports.c", arch, "-fno-PIC", "-O0",
+                        extra=("-funwind-tables",) if arch == "riscv64" else ())
+    raw = path.read_bytes()
+    orig = ELFFile(io.BytesIO(raw))
+    imports = {"host_add": 0x1000, "host_log": 0x2000, "host_scale": 0x3000}
+    mm = MemoryMachine(elfkit.arch.get(arch))
+    m = elfkit.load(raw, machine=mm, imports=imports, init=False)
+    placed = ELFFile(io.BytesIO(bytes(m.elf.data)))      # sh_addr: image offsets
+    symtab = orig.get_section_by_name(".symtab")
+    mask = (1 << (8 * m.arch.word)) - 1
+    checked = 0
+    for sec in orig.iter_sections():
+        if not isinstance(sec, RelocationSection):
+            continue
+        target = orig.get_section(sec["sh_info"])
+        if not target["sh_flags"] & 2:
+            continue
+        where = m.base + placed.get_section(sec["sh_info"])["sh_addr"]
+        for r in sec.iter_relocations():
+            kind = WORDS[arch].get(r["r_info_type"])
+            if kind is None:
+                continue
+            size, how = kind
+            sym = symtab.get_symbol(r["r_info_sym"])
+            if sym["st_shndx"] == "SHN_UNDEF":
+                s = imports.get(sym.name, 0)
+            else:
+                s = m.base + placed.get_section(sym["st_shndx"])["sh_addr"] + sym["st_value"]
+            if r.is_RELA():
+                a = r["r_addend"]
+            else:
+                off = target["sh_offset"] + r["r_offset"]
+                a = int.from_bytes(raw[off:off + size], "little", signed=True)
+            p = where + r["r_offset"]
+            want = (s + a - (p if how == "pc" else 0)) & ((1 << 8 * size) - 1) & mask
+            assert int.from_bytes(m.read(p, size), "little") == want, (sec.name, r)
+            checked += 1
+    assert checked > 0
+    for sec in placed.iter_sections():
+        if not sec["sh_flags"] & 2 or not sec["sh_size"]:
+            continue
+        prot = mm.prot_at(m.base + sec["sh_addr"])
+        assert bool(prot & PROT_EXEC) == bool(sec["sh_flags"] & 4), sec.name
+        assert bool(prot & PROT_WRITE) == bool(sec["sh_flags"] & 1), sec.name
+        assert prot & PROT_READ
+    m.close()
