@@ -11,7 +11,7 @@ from ..fatelf.files import MAX_ELF_SIZE, read_input
 from . import _tags as T
 from .headers import elf_type
 from .import_report import ImportReport
-from .objinspect import describe_object, format_object, format_object_tail
+from .objinspect import describe_object, format_object, format_object_tail, import_lines
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -231,8 +231,7 @@ def _shared_object_lines(file: str, info: dict[str, Any], report: ImportReport |
         out.append(f"  {ex['value']:>#12x} {ex['size']:>6} {ex['type']:<6} {ex['bind']:<6} "
                    f"{ex['name']}" + (f"@{ex['version']}" if ex.get("version") else ""))
     out.append(f"imports ({len(info['imports'])}):")
-    for i in info["imports"]:
-        out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))
+    out += import_lines(info["imports"])
     if report is not None:
         out += report.format().splitlines()
     out.append("relocations:")

@@ -9,7 +9,7 @@ from . import _tags as T
 from .objlayout import GOT_SYMBOL, INIT_TYPES, exported
 from .objparse import SHT_NAMES, ObjectFile, parse_object
 
-__all__ = ["describe_object", "format_object"]
+__all__ = ["describe_object", "format_object", "format_object_tail", "import_lines"]
 
 _STT = {0: "notype", 1: "object", 2: "func", 5: "common", 10: "ifunc"}
 _FLAGS = ((1, "W"), (2, "A"), (4, "X"), (0x10, "M"), (0x20, "S"), (0x200, "G"))
@@ -100,9 +100,13 @@ def format_object(name: str, info: dict[str, Any]) -> list[str]:
         out.append(f"  {ex['section'] + '+' + hex(ex['value']):>24} {ex['size']:>6} "
                    f"{ex['type']:<6} {ex['bind']:<6} {ex['name']}")
     out.append(f"imports (undefined symbols, {len(info['imports'])}):")
-    for i in info["imports"]:
-        out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))
-    return out
+    return out + import_lines(info["imports"])
+
+
+def import_lines(imports: list[dict[str, Any]]) -> list[str]:
+    """One line per import of a description: its name, weak or required."""
+    return [f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)")
+            for i in imports]
 
 
 def format_object_tail(info: dict[str, Any]) -> list[str]:
