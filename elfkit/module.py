@@ -28,8 +28,6 @@ from .loader import _tags as T
 from .loader.headers import elf_type
 from .loader.image import place
 from .loader.imports import Imports, lazy_stub
-from .loader.objimage import object_plan, place_object
-from .loader.objlayout import ObjectPlan
 from .loader.parse import DEFAULT_LIMITS, Limits
 from .loader.plan import LoadPlan, exported_symbols, plan_for
 from .signature import CType, Signature, ctype
@@ -38,6 +36,8 @@ from .signature import parse as parse_signature
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .loader.objlayout import ObjectPlan
 
 
 class Module:
@@ -390,10 +390,13 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         backend = machine.backend
     data, rec = pick_slice(data, want, fallback=backend != "native")
     slice_label = f"[{rec.arch}]" if rec is not None else ""
-    # a relocatable object (``.o``) is laid out section by section; a shared
-    # object by its segments
-    plan: LoadPlan | ObjectPlan = object_plan(data, limits, want) \
-        if elf_type(data) == T.ET_REL else plan_for(data, limits, want)
+    # a relocatable object (``.o``) is laid out section by section (that
+    # loader is imported only then); a shared object by its segments
+    is_object = elf_type(data) == T.ET_REL
+    if is_object:
+        from .loader.objimage import object_plan, place_object
+    plan: LoadPlan | ObjectPlan = object_plan(data, limits, want) if is_object \
+        else plan_for(data, limits, want)
     elf = plan.elf
     if machine is None:
         machine = create_machine(elf.arch, backend, **machine_options)
@@ -420,7 +423,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
                 return bias + s.value
             return bound.get(i, 0)
 
-        image = place_object(plan, machine, bound) if isinstance(plan, ObjectPlan) \
+        image = place_object(plan, machine, bound) if not isinstance(plan, LoadPlan) \
             else place(plan, machine, symbol_address)
         mod = Module(plan, image, machine, owns, name, imports)
         for p in used:

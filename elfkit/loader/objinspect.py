@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _tags as T
-from .objlayout import GOT_SYMBOL, INIT_TYPES, exported
+from .objlayout import GOT_SYMBOL, INIT_TYPES
 from .objparse import SHT_NAMES, ObjectFile, parse_object
 
 __all__ = ["describe_object", "format_object", "format_object_tail", "import_lines"]
@@ -48,7 +48,7 @@ def describe_object(view: Any, rec: Any) -> dict[str, Any]:
             mine[key] = mine.get(key, 0) + 1
     exports, imports = [], []
     for s in elf.symbols[1:]:
-        if exported(s):
+        if s.exported:
             exports.append({"name": s.name, "section": elf.sections[s.shndx].name
                             if s.shndx < len(elf.sections) else ("*COM*" if s.common else
                                                                  "*ABS*"),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ObjLayout", "ObjectPlan", "GOT_SYMBOL", "object_layout", "implicit_addend",
-           "INIT_TYPES"]
+           "INIT_TYPES", "symbol_offset", "placed_copy"]
 
 #: the undefined symbol i386 (and other) PIC code names for the GOT's address
 GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
@@ -33,7 +33,8 @@ SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY = 14, 15, 16
 INIT_TYPES = {SHT_PREINIT_ARRAY: "preinit", SHT_INIT_ARRAY: "init", SHT_FINI_ARRAY: "fini"}
 _GOT_FORMULAS = (ObjFormula.GOT, ObjFormula.GOT_PCREL, ObjFormula.GDAT, ObjFormula.GDAT_PAGE,
                  ObjFormula.GOT_GOTREL, ObjFormula.GOT_X86)
-_EXPORT_TYPES = (T.STT_NOTYPE, T.STT_OBJECT, T.STT_FUNC, T.STT_COMMON)
+#: symbol types named by symbolize() (Module.funcs)
+_LABEL_TYPES = (T.STT_NOTYPE, T.STT_OBJECT, T.STT_FUNC, T.STT_COMMON)
 
 
 class ObjLayout(DataRecord, frozen=True, slots=True):
@@ -178,13 +179,6 @@ def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
     return list(got), veneers
 
 
-def exported(s: ObjSymbol) -> bool:
-    """Whether a ``.symtab`` symbol is an export: defined, named, global or
-    weak, default visibility, a function, object or untyped label."""
-    return (s.defined and bool(s.name) and s.bind in (T.STB_GLOBAL, T.STB_WEAK)
-            and s.visibility == T.STV_DEFAULT and s.type in _EXPORT_TYPES)
-
-
 class ObjectPlan:
     """A parsed object and what placing it needs, worked out once:
     ``exports`` and ``funcs`` as :class:`elfkit.loader.plan.LoadPlan` has
@@ -202,9 +196,9 @@ class ObjectPlan:
             off = symbol_offset(lay, s)
             if off is None:
                 continue
-            if exported(s) and (s.name not in self.exports or s.bind == T.STB_GLOBAL):
+            if s.exported and (s.name not in self.exports or s.bind == T.STB_GLOBAL):
                 self.exports[s.name] = (off, s.absolute)
-            if s.name and not s.absolute and s.type in _EXPORT_TYPES and s.defined:
+            if s.name and not s.absolute and s.type in _LABEL_TYPES and s.defined:
                 v = off & ~1 if elf.arch.func_mode_bit and s.type == T.STT_FUNC else off
                 self.funcs.append((v, max(s.size, 1), s.name))
         self.funcs.sort()

@@ -29,6 +29,9 @@ SHT_NAMES = {0: "NULL", 1: "PROGBITS", 2: "SYMTAB", 3: "STRTAB", 4: "RELA", 5: "
              0x70000001: "PROC_1 (X86_64_UNWIND / ARM_EXIDX)", 0x70000003: "ARM/RISCV_ATTRIBUTES"}
 
 
+_EXPORT_TYPES = (T.STT_NOTYPE, T.STT_OBJECT, T.STT_FUNC, T.STT_COMMON)
+
+
 class ObjSection(DataRecord, frozen=True, slots=True):
     index: int
     name: str
@@ -76,6 +79,14 @@ class ObjSymbol(DataRecord, frozen=True, slots=True):
     @property
     def version(self) -> str:
         return ""
+
+    @property
+    def exported(self) -> bool:
+        """Whether a load exports it: defined, named, global or weak, default
+        visibility, a function, object or untyped label (COMMON included)."""
+        return (self.shndx != SHN_UNDEF and bool(self.name)
+                and self.bind in (T.STB_GLOBAL, T.STB_WEAK)
+                and self.visibility == T.STV_DEFAULT and self.type in _EXPORT_TYPES)
 
 
 class RelSection(DataRecord, slots=True):
@@ -128,10 +139,10 @@ class ObjectFile(DataRecord, slots=True):
         return []
 
     def lookup(self, name: str) -> ObjSymbol | None:
-        """The defined global or weak symbol ``name`` (a global one first)."""
+        """The exported symbol ``name`` (a global one before a weak one)."""
         found = None
         for s in self.symbols[1:]:
-            if s.name == name and s.defined and s.bind in (T.STB_GLOBAL, T.STB_WEAK):
+            if s.name == name and s.exported:
                 if s.bind == T.STB_GLOBAL:
                     return s
                 found = found or s
