@@ -208,13 +208,14 @@ def test_relocation_counts_match_pyelftools(arch, pic, opt):
 
 #: arch -> (bytes kept free between provider and importer, reach of its calls)
 FAR = {"x86_64": (3 << 30, 1 << 31), "aarch64": (160 << 20, 128 << 20),
-       "arm": (40 << 20, 32 << 20)}
+       "arm": (40 << 20, 32 << 20), "riscv64": (3 << 30, 1 << 31)}
 
 
 @pytest.mark.parametrize("arch", sorted(FAR))
 def test_far_import_goes_through_a_veneer(arch):
     """An import bound to a function further away than the object's calls
-    reach (x86_64 PLT32 +-2 GiB, aarch64 CALL26 +-128 MiB, arm BL +-32 MiB):
+    reach (x86_64 PLT32 +-2 GiB, aarch64 CALL26 +-128 MiB, arm BL +-32 MiB,
+    riscv64 AUIPC+JALR +-2 GiB):
     the calls go through veneers the loader builds.  The provider is
     another module in the same machine, with a reservation in between."""
     gap, reach = FAR[arch]

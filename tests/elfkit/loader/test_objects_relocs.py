@@ -285,3 +285,20 @@ def test_object_words_and_protections(arch):
         assert bool(prot & PROT_WRITE) == bool(sec["sh_flags"] & 1), sec.name
         assert prot & PROT_READ
     m.close()
+
+
+def test_run_and_disasm_objects():
+    """``elfkit run`` calls an export of a .o; ``elfkit disasm`` lists its
+    functions at the image offsets a load gives them."""
+    path = build_object("kernels.c", "aarch64", extra=("-ffunction-sections",))
+    run = subprocess.run([sys.executable, "-m", "elfkit", "run", str(path), "--call", "add_i64",
+                          "--sig", "i64(i64,i64)", "--arg", "5", "--arg", "-7"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.split() == ["-2"], run
+    with elfkit.load(path, init=False) as m:
+        offsets = {n: a - m.base for n, a in m.exports.items()}
+    assert len(set(offsets.values())) == len(offsets)     # one .text.* section each, apart
+    dis = subprocess.run([sys.executable, "-m", "elfkit", "disasm", str(path), "mul_u64"],
+                         capture_output=True, text=True)
+    assert dis.returncode == 0
+    assert f"{offsets['mul_u64']:016x} <mul_u64>:" in dis.stdout
