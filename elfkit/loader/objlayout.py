@@ -17,7 +17,7 @@ from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
 from ..records import DataRecord
 from . import _tags as T
 from .fields import FIELDS
-from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, ObjectFile, ObjSymbol
+from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_SYMTAB, ObjectFile, ObjSymbol
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def placed_copy(elf: ObjectFile, lay: ObjLayout) -> bytes:
     for idx, off in lay.sections.items():
         at = shoff + idx * shsize + (16 if is64 else 12)
         struct.pack_into("<Q" if is64 else "<I", out, at, off)
-    tab = next((s for s in elf.sections if s.type == 2), None)
+    tab = next((s for s in elf.sections if s.type == SHT_SYMTAB), None)
     if tab is not None:
         ent = 24 if is64 else 16
         for sym in elf.symbols[1:]:

@@ -16,12 +16,12 @@ from . import _tags as T
 from .headers import DEFAULT_LIMITS, Limits, ObjectHeader, read_object_header, read_struct
 
 __all__ = ["ObjectFile", "ObjSection", "ObjSymbol", "RelSection", "parse_object",
-           "SHT_NAMES", "SHN_ABS", "SHN_COMMON"]
+           "SHT_NAMES", "SHT_SYMTAB", "SHT_NOBITS", "SHN_ABS", "SHN_COMMON", "SHF_WRITE",
+           "SHF_EXECINSTR"]
 
-SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 1, 2, 3, 4, 8, 9
-SHT_GROUP, SHT_SYMTAB_SHNDX = 17, 18
+SHT_SYMTAB, SHT_STRTAB, SHT_RELA, SHT_NOBITS, SHT_REL, SHT_SYMTAB_SHNDX = 2, 3, 4, 8, 9, 18
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 1, 2, 4
-SHN_UNDEF, SHN_LORESERVE, SHN_ABS, SHN_COMMON, SHN_XINDEX = 0, 0xFF00, 0xFFF1, 0xFFF2, 0xFFFF
+SHN_UNDEF, SHN_ABS, SHN_COMMON, SHN_XINDEX = 0, 0xFFF1, 0xFFF2, 0xFFFF
 SHT_NAMES = {0: "NULL", 1: "PROGBITS", 2: "SYMTAB", 3: "STRTAB", 4: "RELA", 5: "HASH",
              6: "DYNAMIC", 7: "NOTE", 8: "NOBITS", 9: "REL", 11: "DYNSYM", 14: "INIT_ARRAY",
              15: "FINI_ARRAY", 16: "PREINIT_ARRAY", 17: "GROUP", 18: "SYMTAB_SHNDX",

@@ -302,3 +302,25 @@ def test_run_and_disasm_objects():
                          capture_output=True, text=True)
     assert dis.returncode == 0
     assert f"{offsets['mul_u64']:016x} <mul_u64>:" in dis.stdout
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm"])
+def test_damaged_objects_end_in_our_errors(arch):
+    """Truncated or corrupted objects (fixed seed) load or raise an
+    ElfkitError, never IndexError, struct.error or the like."""
+    import random
+
+    from elfkit.exec.memory import MemoryMachine
+
+    raw = build_object("imports.c", arch).read_bytes()
+    rng = random.Random(25)
+    imports = {"host_add": 0x1000, "host_log": 0x1000, "host_scale": 0x1000}
+    for it in range(150):
+        data = bytearray(raw[:rng.randrange(len(raw))] if it % 4 == 0 else raw)
+        for _ in range(rng.randrange(1, 8) if it % 4 else 0):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            elfkit.load(bytes(data), machine=MemoryMachine(elfkit.arch.get(arch)),
+                        imports=imports, init=False, lazy=True).close()
+        except elfkit.ElfkitError:
+            pass
