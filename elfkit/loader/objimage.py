@@ -13,7 +13,8 @@ from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
 from .objparse import SHT_NOBITS, ObjectFile, parse_object
 from .objreloc import apply_object
 from .parse import DEFAULT_LIMITS, Limits
-from .relocate import Stats
+from .plan import plan_for
+from .relocate import ImageBuffer, Stats
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -80,11 +81,17 @@ class ObjectImage(DataRecord, slots=True):
             self.machine.release(self.base, self.size)
 
 
-def object_plan(data: memoryview, limits: Limits = DEFAULT_LIMITS,
-                expect_arch: Arch | None = None) -> ObjectPlan:
-    """Parse a relocatable object and lay it out (page size of its arch)."""
+def _new_plan(data: memoryview, limits: Limits, expect_arch: Arch | None) -> ObjectPlan:
     elf = parse_object(data, limits=limits, expect_arch=expect_arch)
     return ObjectPlan(elf, elf.arch.page_size)
+
+
+def object_plan(data: memoryview, limits: Limits = DEFAULT_LIMITS,
+                expect_arch: Arch | None = None) -> ObjectPlan:
+    """A relocatable object parsed and laid out (page size of its arch),
+    remembered like a shared object's plan (``plan.plan_for``)."""
+    plan: ObjectPlan = plan_for(data, limits, expect_arch, _new_plan)
+    return plan
 
 
 def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> ObjectImage:
@@ -94,7 +101,9 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
     lay = plan.layout
     base = machine.reserve(lay.size, lay.align)
     try:
-        image = bytearray(lay.size)
+        # laid out in place when the reservation is host memory (it starts zeroed)
+        view = machine.host_view(base, lay.size)
+        image: ImageBuffer = bytearray(lay.size) if view is None else view
         data = elf.data
         for idx, at in lay.sections.items():
             sec = elf.sections[idx]
@@ -110,7 +119,8 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
             else:
                 symaddr.append(bound.get(s.index, 0))
         stats = apply_object(elf, lay, image, base, symaddr)
-        machine.write(base, bytes(image))
+        if view is None:
+            machine.write(base, image)
         for off, size, prot in lay.prots:
             machine.protect(base + off, size, prot)
         return ObjectImage(elf, machine, base, lay.size, stats,

@@ -13,7 +13,7 @@ from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
 from .objlayout import ObjLayout
 from .objparse import SHT_NOBITS, ObjectFile, RelSection
-from .relocate import Stats
+from .relocate import ImageBuffer, Stats
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def _check(v: int, bits: int, check: Check) -> str:
 class _State:
     """What one load's relocation loop shares: the image and the addresses."""
 
-    def __init__(self, elf: ObjectFile, lay: ObjLayout, image: bytearray, base: int,
+    def __init__(self, elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
                  symaddr: list[int]):
         self.elf, self.lay, self.image, self.base, self.symaddr = elf, lay, image, base, symaddr
         self.w = elf.word
@@ -66,7 +66,7 @@ class _State:
         self.uleb: dict[int, int] = {}      # RISC-V: place of SET_ULEB128 -> S+A
 
 
-def apply_object(elf: ObjectFile, lay: ObjLayout, image: bytearray, base: int,
+def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
                  symaddr: list[int]) -> Stats:
     """Relocate ``image`` (the laid-out object, to live at ``base``):
     ``symaddr[i]`` is S of symbol ``i`` (imports bound).  Writes the GOT
@@ -236,7 +236,7 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
     return ""
 
 
-def _absolute_modrm(image: bytearray, pos: int) -> bool:
+def _absolute_modrm(image: ImageBuffer, pos: int) -> bool:
     """i386 GOT32/GOT32X: the instruction's ModRM (the byte before the
     displacement) has no base register (mod 00, r/m 101): G+A, not G+A-GOT."""
     return pos > 0 and (image[pos - 1] & 0xC7) == 0x05
