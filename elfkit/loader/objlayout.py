@@ -1,5 +1,5 @@
 """Lay a relocatable object out as an image: its SHF_ALLOC sections by
-kind (code, read-only data, writable data), each kind starting on a page of
+kind (code, read-only data and ``.data.rel.ro``, writable data), each kind starting on a page of
 its own so that it gets its own protection, COMMON symbols after the data,
 and the GOT slots and branch veneers the object's relocations need.
 
@@ -82,8 +82,10 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
                                    PROT_READ | PROT_WRITE: []}
     for s in elf.sections:
         if s.alloc:
+            # .data.rel.ro is written by relocation only: read-only after it (RELRO)
+            relro = s.name == ".data.rel.ro" or s.name.startswith(".data.rel.ro.")
             prot = PROT_READ | (PROT_EXEC if s.flags & SHF_EXECINSTR else 0) \
-                | (PROT_WRITE if s.flags & SHF_WRITE else 0)
+                | (PROT_WRITE if s.flags & SHF_WRITE and not relro else 0)
             if prot == PROT_READ | PROT_WRITE | PROT_EXEC:
                 raise LayoutError(f"section {s.index} ({s.name}) is both writable and "
                                   "executable (W+X); refusing to map it")

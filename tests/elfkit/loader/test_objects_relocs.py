@@ -179,6 +179,14 @@ def test_iree_static_library_object(arch):
         assert m.read(name_ptr, 64).split(b"\0")[0] == queries[0][:-len("_library_query")] \
             .encode()
         assert query(5, None) is None or query(5, None) == 0
+    # the library's tables (.data.rel.ro.*) are read-only once relocated
+    from elfkit.exec.base import PROT_READ
+    from elfkit.exec.memory import MemoryMachine
+    mm = MemoryMachine(elfkit.arch.get(arch))
+    with elfkit.load(data, machine=mm, init=False) as m:
+        placed = ELFFile(io.BytesIO(bytes(m.elf.data)))      # sh_addr: image offsets
+        relro = [s for s in placed.iter_sections() if s.name.startswith(".data.rel.ro")]
+        assert relro and all(mm.prot_at(m.base + s["sh_addr"]) == PROT_READ for s in relro)
 
 
 # ---------------------------------------------------------------- inspect
@@ -282,7 +290,8 @@ def test_object_words_and_protections(arch):
             continue
         prot = mm.prot_at(m.base + sec["sh_addr"])
         assert bool(prot & PROT_EXEC) == bool(sec["sh_flags"] & 4), sec.name
-        assert bool(prot & PROT_WRITE) == bool(sec["sh_flags"] & 1), sec.name
+        relro = sec.name.startswith(".data.rel.ro")     # read-only once relocated
+        assert bool(prot & PROT_WRITE) == (bool(sec["sh_flags"] & 1) and not relro), sec.name
         assert prot & PROT_READ
     m.close()
 
