@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..arch import Check, ObjFormula
 from ..errors import RelocationError, UnsupportedError
+from . import _tags as T
 from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
 from .objlayout import ObjLayout
@@ -117,6 +118,10 @@ def _apply_section(st: _State, rs: RelSection) -> None:
             err = _nops(st, sec, secoff + off, rs.addends[i])
             if err:
                 st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
+            continue
+        if rs.syms[i] and elf.symbols[rs.syms[i]].type == T.STT_GNU_IFUNC:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: against an IFUNC symbol, which "
+                               "objects do not support (link the object into a shared one)")
             continue
         if sec.type == SHT_NOBITS:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: the place is in a section "

@@ -333,3 +333,23 @@ def test_damaged_objects_end_in_our_errors(arch):
                         imports=imports, init=False, lazy=True).close()
         except elfkit.ElfkitError:
             pass
+
+
+def test_ifunc_in_an_object_refused():
+    """A call to an IFUNC needs its resolver run at load time, which the
+    object loader does not do: the relocations against it are refused, by
+    name, rather than calling the resolver in its place."""
+    path = build_object("relocs.c", "aarch64")
+    with open(path, "rb") as f:
+        ef = ELFFile(f)
+        symtab = ef.get_section_by_name(".symtab")
+        want = [(sec.name, i) for sec in ef.iter_sections() if isinstance(sec, RelocationSection)
+                and ef.get_section(sec["sh_info"])["sh_flags"] & 2
+                for i, r in enumerate(sec.iter_relocations())
+                if symtab.get_symbol(r["r_info_sym"])["st_info"]["type"] == "STT_LOOS"
+                or symtab.get_symbol(r["r_info_sym"])["st_info"]["type"] == "STT_GNU_IFUNC"]
+    assert want
+    with pytest.raises(RelocationError) as e:
+        elfkit.load(path)
+    assert [p.split(" at ")[0] for p in e.value.problems] == [f"{n}[{i}]" for n, i in want]
+    assert all("IFUNC" in p and "'ifunc_target'" in p for p in e.value.problems)
