@@ -119,9 +119,15 @@ def _apply_section(st: _State, rs: RelSection) -> None:
             if err:
                 st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
             continue
-        if rs.syms[i] and elf.symbols[rs.syms[i]].type == T.STT_GNU_IFUNC:
+        target = elf.symbols[rs.syms[i]]
+        if target.type == T.STT_GNU_IFUNC:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: against an IFUNC symbol, which "
                                "objects do not support (link the object into a shared one)")
+            continue
+        if target.defined and not (target.absolute or target.common) \
+                and target.shndx not in st.lay.sections:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: the symbol is in section "
+                               f"{target.shndx}, which is not loaded (not SHF_ALLOC)")
             continue
         if sec.type == SHT_NOBITS:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: the place is in a section "
