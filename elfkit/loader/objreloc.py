@@ -163,8 +163,17 @@ def _nops(st: _State, sec: Any, pos: int, n: int) -> str:
 
 def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> str:
     """Apply relocation ``i`` of ``rs``; '' or what is wrong."""
-    fld = FIELDS[rt.field]
     off = rs.offsets[i]
+    if rt.field == "uleb128":       # SET_ULEB128 / SUB_ULEB128: a number of its own length
+        s = (st.symaddr[rs.syms[i]] if rs.syms[i] else 0) + rs.addends[i]
+        pos = secoff + off
+        if rt.formula is F.SET_ULEB:
+            st.uleb[pos] = s
+            return ""
+        if pos not in st.uleb:
+            return "SUB_ULEB128 without the SET_ULEB128 at the same place"
+        return uleb128_write(st.image, pos, secoff + sec.size, st.uleb.pop(pos) - s)
+    fld = FIELDS[rt.field]
     if off + fld.size > sec.size:
         return f"its {fld.size}-byte field runs past the end of {sec.name}"
     image = st.image
@@ -198,6 +207,8 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
     elif f is F.PAGE_PCREL:
         v = ((s + a) & ~0xFFF) - (p & ~0xFFF)
     elif f in (F.GOT, F.GOT_PCREL, F.GOT_GOTREL, F.GOT_X86):
+        if (sym, 0) not in st.lay.got_slots:
+            return "a GOT relocation without a symbol"
         g = st.base + st.lay.got_slots[(sym, 0)]
         v = g + a - p if f is F.GOT_PCREL else g + a
         if f is F.GOT_GOTREL or (f is F.GOT_X86 and not _absolute_modrm(image, pos)):
@@ -205,6 +216,8 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
         if rt.field == "rv_hi20":
             st.hi[p] = v
     elif f in (F.GDAT, F.GDAT_PAGE):
+        if (sym, a) not in st.lay.got_slots:
+            return "a GOT relocation without a symbol"
         g = st.base + st.lay.got_slots[(sym, a)]
         v = g if f is F.GDAT else (g & ~0xFFF) - (p & ~0xFFF)
     elif f is F.GOTREL:
@@ -220,13 +233,6 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
         v = unit + s + a
     elif f is F.SUB:
         v = unit - (s + a)
-    elif f is F.SET_ULEB:
-        st.uleb[pos] = s + a
-        return ""
-    elif f is F.SUB_ULEB:
-        if pos not in st.uleb:
-            return "SUB_ULEB128 without the SET_ULEB128 at the same place"
-        return uleb128_write(image, pos, secoff + sec.size, st.uleb.pop(pos) - (s + a))
     else:  # pragma: no cover - every formula is handled above
         return f"formula {f.value} is not applied to objects"
     if not w64:     # 32-bit arithmetic wraps: keep the value as a signed 32-bit number

@@ -353,3 +353,22 @@ def test_ifunc_in_an_object_refused():
         elfkit.load(path)
     assert [p.split(" at ")[0] for p in e.value.problems] == [f"{n}[{i}]" for n, i in want]
     assert all("IFUNC" in p and "'ifunc_target'" in p for p in e.value.problems)
+
+
+@pytest.mark.parametrize("arch", ["riscv64", "riscv32"])
+def test_riscv_uleb128_and_add_sub_pairs(arch):
+    """SET_ULEB128/SUB_ULEB128 and ADD32/SUB32 pairs over relaxable code:
+    the loader does not relax, so they come to the distance of the two
+    labels in the object (pyelftools' .symtab)."""
+    path = build_object("uleb.s", arch)
+    with open(path, "rb") as f:
+        syms = {s.name: s["st_value"] for s in
+                ELFFile(f).get_section_by_name(".symtab").iter_symbols()}
+    length = syms["code_end"] - syms["code_len"]
+    assert 0 < length < 128
+    with elfkit.load(path) as m:
+        counts = m.relocation_counts
+        for name in ("SET_ULEB128", "SUB_ULEB128", "ADD32", "SUB32", "ALIGN"):
+            assert counts[f"R_RISCV_{name}"] == 1
+        assert m.read(m.exports["uleb_len"], 1)[0] == length
+        assert m.function("code_len", "i32()")() == length
