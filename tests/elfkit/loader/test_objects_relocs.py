@@ -372,3 +372,35 @@ def test_riscv_uleb128_and_add_sub_pairs(arch):
             assert counts[f"R_RISCV_{name}"] == 1
         assert m.read(m.exports["uleb_len"], 1)[0] == length
         assert m.function("code_len", "i32()")() == length
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64", "riscv64", "arm", "i386", "riscv32"])
+def test_any_known_type_anywhere_ends_in_our_errors(arch):
+    """Relocations rewritten to a random known type and symbol (fixed seed)
+    load or raise an ElfkitError: no table entry makes the loader crash."""
+    import random
+
+    from elfkit.exec.memory import MemoryMachine
+
+    raw = build_object("imports.c", arch).read_bytes()
+    ef = ELFFile(io.BytesIO(raw))
+    is64 = ef.elfclass == 64
+    secs = [s for s in ef.iter_sections() if isinstance(s, RelocationSection)]
+    types = sorted(elfkit.arch.get(arch).obj_relocs)
+    rng = random.Random(25)
+    imports = {"host_add": 0x1000, "host_log": 0x1000, "host_scale": 0x1000}
+    for _ in range(120):
+        data = bytearray(raw)
+        sec = rng.choice(secs)
+        at = sec["sh_offset"] + rng.randrange(sec.num_relocations()) * sec["sh_entsize"] \
+            + (8 if is64 else 4)
+        rtype, sym = rng.choice(types), rng.choice([0, rng.randrange(1, 6)])
+        if is64:
+            struct.pack_into("<Q", data, at, (sym << 32) | rtype)
+        else:
+            struct.pack_into("<I", data, at, (sym << 8) | rtype)
+        try:
+            elfkit.load(bytes(data), machine=MemoryMachine(elfkit.arch.get(arch)),
+                        imports=imports, init=False, lazy=True).close()
+        except elfkit.ElfkitError:
+            pass
