@@ -25,6 +25,7 @@ from .exec.symfile import PluginSymbol, sized_functions
 from .fatelf import pick_slice
 from .fatelf.files import read_input
 from .loader import _tags as T
+from .loader.headers import elf_type
 from .loader.image import place
 from .loader.imports import Imports, lazy_stub
 from .loader.parse import DEFAULT_LIMITS, Limits
@@ -36,12 +37,14 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
+    from .loader.objlayout import ObjectPlan
+
 
 class Module:
     """A loaded plugin.  Use it as a context manager, or call ``close()``."""
 
-    def __init__(self, plan: LoadPlan, image: Any, machine: Machine, owns_machine: bool,
-                 name: str, imports: Imports | None):
+    def __init__(self, plan: LoadPlan | ObjectPlan, image: Any, machine: Machine,
+                 owns_machine: bool, name: str, imports: Imports | None):
         self.elf = plan.elf
         self._image = image
         self.machine = machine
@@ -105,7 +108,7 @@ class Module:
         self.close()
 
     # -- symbols -------------------------------------------------------------
-    def _collect_exports(self, plan: LoadPlan) -> None:
+    def _collect_exports(self, plan: LoadPlan | ObjectPlan) -> None:
         bias = self._image.bias
         self._funcs = [(bias + v, size, name) for v, size, name in plan.funcs]
         if plan.exports is not None:
@@ -113,7 +116,8 @@ class Module:
                             for n, (v, absolute) in plan.exports.items()}
             return
         # an IFUNC export: its resolver gives its address, at each load
-        for s in exported_symbols(self.elf):
+        assert isinstance(plan, LoadPlan)   # an object's exports are always known
+        for s in exported_symbols(plan.elf):
             addr = s.value if s.absolute else bias + s.value
             if s.type == T.STT_GNU_IFUNC:
                 addr = self.machine.call(addr, parse_signature("ptr()"), ())
@@ -386,7 +390,13 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         backend = machine.backend
     data, rec = pick_slice(data, want, fallback=backend != "native")
     slice_label = f"[{rec.arch}]" if rec is not None else ""
-    plan = plan_for(data, limits, want)
+    # a relocatable object (``.o``) is laid out section by section (that
+    # loader is imported only then); a shared object by its segments
+    is_object = elf_type(data) == T.ET_REL
+    if is_object:
+        from .loader.objimage import object_plan, place_object
+    plan: LoadPlan | ObjectPlan = object_plan(data, limits, want) if is_object \
+        else plan_for(data, limits, want)
     elf = plan.elf
     if machine is None:
         machine = create_machine(elf.arch, backend, **machine_options)
@@ -413,7 +423,8 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
                 return bias + s.value
             return bound.get(i, 0)
 
-        image = place(plan, machine, symbol_address)
+        image = place_object(plan, machine, bound) if not isinstance(plan, LoadPlan) \
+            else place(plan, machine, symbol_address)
         mod = Module(plan, image, machine, owns, name, imports)
         for p in used:
             if isinstance(p, Module) and p not in mod._providers:
@@ -437,7 +448,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
         raise
 
 
-def _bind_imports(plan: LoadPlan, machine: Machine, imports: Imports | None,
+def _bind_imports(plan: LoadPlan | ObjectPlan, machine: Machine, imports: Imports | None,
                   lazy: bool, used: list[Any], name: str) -> dict[int, int]:
     bound: dict[int, int] = {}
     if not plan.undefined:

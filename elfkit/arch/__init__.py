@@ -19,6 +19,8 @@ from ._base import (
     Check,
     Formula,
     GdbReg,
+    ObjFormula,
+    ObjReloc,
     RelocType,
 )
 
@@ -121,6 +123,7 @@ def _find_host() -> Arch | None:
     return _load(name) if name else None
 
 
-__all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "GdbReg", "RelocType",
+__all__ = ["Arch", "ARCHES", "CallingConvention", "Check", "Formula", "GdbReg", "ObjFormula",
+           "ObjReloc", "RelocType",
            "MACHINE_NAMES", "get", "from_machine", "host",
            "FLAVORS", "PLUGIN_CFLAGS", "PLUGIN_LDFLAGS"]

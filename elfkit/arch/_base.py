@@ -50,6 +50,68 @@ class RelocType(DataRecord, frozen=True, slots=True):
     check: Check = Check.WRAP
 
 
+class ObjFormula(enum.Enum):
+    """What a relocation of a relocatable object (``.o``) computes.  S, A, P
+    as in :class:`Formula`; G = address of the symbol's GOT slot (the loader
+    builds the GOT), GOT = address of the GOT, Page(x) = x & ~0xfff."""
+
+    NONE = "none"              # nothing (also R_ARM_V4BX: no interworking to fix)
+    ABS = "S+A"
+    PCREL = "S+A-P"            # also branches (``branch=True``: may go through a veneer)
+    PAGE_PCREL = "Page(S+A)-Page(P)"
+    GOT = "G+A"
+    GOT_PCREL = "G+A-P"
+    GDAT = "G(S+A)"            # aarch64: the slot holds S+A
+    GDAT_PAGE = "Page(G(S+A))-Page(P)"
+    GOTREL = "S+A-GOT"
+    GOTPC = "GOT+A-P"
+    GOT_GOTREL = "G+A-GOT"
+    GOT_X86 = "G+A-GOT | G+A"  # i386 GOT32/GOT32X: G+A when the ModRM has no base register
+    PCREL_LO = "lo(hi)"        # riscv PCREL_LO12_*: the low part of the AUIPC's value
+    ADD = "V+S+A"              # riscv ADD*: in place
+    SUB = "V-S-A"              # riscv SUB*: in place
+    SET = "S+A "               # riscv SET*: the low bits of a field
+    SET_ULEB = "uleb(S+A)"     # riscv SET_ULEB128, completed by SUB_ULEB128
+    SUB_ULEB = "uleb(set-S-A)"
+    ALIGN = "align"            # riscv ALIGN: NOPs the loader keeps (it does not relax)
+    RELAX = "relax"            # riscv RELAX: a hint, nothing to do
+    TLS = "tls"                # refused: no TLS in bare-metal plugins
+
+
+class ObjReloc(DataRecord, frozen=True, slots=True):
+    """A relocation type of relocatable objects: the value (``formula``),
+    its range check (``bits`` wide, ``check``; 0: none), ``mask`` applied
+    before the value is shifted right by ``shift`` bits (``align``: the low
+    bits that must be zero) and stored in the instruction ``field`` (a name
+    of ``elfkit.loader.fields``).  ``branch``: an out-of-range target may be
+    reached through a veneer; ``bias``: the part of the addend that is the
+    instruction's PC offset (-4 for x86 rel32, -8 for an A32 branch);
+    ``thumb``: the place is Thumb code (its veneer is ``Arch.veneer_thumb``)."""
+
+    number: int
+    name: str
+    formula: ObjFormula
+    field: str = ""
+    bits: int = 0
+    check: Check = Check.WRAP
+    shift: int = 0
+    mask: int = 0
+    align: int = 0
+    branch: bool = False
+    bias: int = 0
+    thumb: bool = False
+
+
+def obj_table(prefix: str, *entries: tuple) -> dict[int, ObjReloc]:
+    """Build an object relocation table from ``(number, name, formula, field,
+    keyword arguments of ObjReloc)`` rows (the last two optional)."""
+    out: dict[int, ObjReloc] = {}
+    for e in entries:
+        kw = e[4] if len(e) > 4 else {}
+        out[e[0]] = ObjReloc(e[0], prefix + e[1], e[2], e[3] if len(e) > 3 else "", **kw)
+    return out
+
+
 class CallingConvention(DataRecord, frozen=True, slots=True):
     """Register names are the suffix of unicorn's UC_<ARCH>_REG_<NAME> constants."""
 
@@ -144,6 +206,15 @@ class Arch(DataRecord, frozen=True, slots=True):
     # architecture in target.xml, and the register file in ``g`` packet order.
     gdb_arch: str = ""
     gdb_regs: tuple[GdbReg, ...] = ()
+    # --- relocatable objects (elfkit.loader.objects) ----------------------------
+    # Relocation types of ``.o`` files, and the veneer (a jump to an absolute
+    # address that any branch of the object can reach when its target cannot
+    # be): machine code, then the target address at byte ``veneer_slot``.
+    obj_relocs: dict[int, ObjReloc] = field(default_factory=dict, repr=False)
+    veneer: bytes = b""
+    veneer_slot: int = 0
+    # the veneer branches from Thumb code go through (its address word last)
+    veneer_thumb: bytes = b""
 
     @property
     def word(self) -> int:

@@ -1,8 +1,9 @@
 """arm: armv7-a, AAPCS-VFP (hard float), REL."""
 import struct
 
-from ._base import Arch, CallingConvention, gdb_regs, table
+from ._base import Arch, CallingConvention, Check, gdb_regs, obj_table, table
 from ._base import Formula as F
+from ._base import ObjFormula as O
 
 RELOCS = table(
     "R_ARM_",
@@ -20,7 +21,46 @@ RELOCS = table(
     (160, "IRELATIVE", F.IRELATIVE, 32),
 )
 
+_BR = {"bits": 26, "check": Check.SIGNED, "branch": True, "bias": -8}
+_THM = {"bits": 25, "check": Check.SIGNED, "branch": True, "bias": -4, "thumb": True}
+#: relocations of relocatable objects (A32 code; REL: addends in the fields)
+OBJ_RELOCS = obj_table(
+    "R_ARM_",
+    (0, "NONE", O.NONE),
+    (2, "ABS32", O.ABS, "w32"),
+    (3, "REL32", O.PCREL, "w32"),
+    (24, "GOTOFF32", O.GOTREL, "w32"),
+    (25, "BASE_PREL", O.GOTPC, "w32"),
+    (26, "GOT_BREL", O.GOT_GOTREL, "w32"),
+    (10, "THM_CALL", O.PCREL, "thm_call", _THM),
+    (28, "CALL", O.PCREL, "arm_call", _BR),
+    (29, "JUMP24", O.PCREL, "arm_b24", _BR),
+    (30, "THM_JUMP24", O.PCREL, "thm_b24", _THM),
+    (38, "TARGET1", O.ABS, "w32"),
+    (40, "V4BX", O.NONE),
+    (42, "PREL31", O.PCREL, "arm_prel31", {"bits": 31, "check": Check.SIGNED}),
+    (43, "MOVW_ABS_NC", O.ABS, "arm_imm16"),
+    (44, "MOVT_ABS", O.ABS, "arm_imm16", {"shift": 16}),
+    (45, "MOVW_PREL_NC", O.PCREL, "arm_imm16"),
+    (46, "MOVT_PREL", O.PCREL, "arm_imm16", {"shift": 16}),
+    (47, "THM_MOVW_ABS_NC", O.ABS, "thm_imm16"),
+    (48, "THM_MOVT_ABS", O.ABS, "thm_imm16", {"shift": 16}),
+    (49, "THM_MOVW_PREL_NC", O.PCREL, "thm_imm16"),
+    (50, "THM_MOVT_PREL", O.PCREL, "thm_imm16", {"shift": 16}),
+    (96, "GOT_PREL", O.GOT_PCREL, "w32"),
+    *((n, name, O.TLS) for n, name in ((13, "TLS_DESC"), (17, "TLS_DTPMOD32"),
+                                       (18, "TLS_DTPOFF32"), (19, "TLS_TPOFF32"),
+                                       (104, "TLS_GD32"), (105, "TLS_LDM32"),
+                                       (106, "TLS_LDO32"), (107, "TLS_IE32"),
+                                       (108, "TLS_LE32"))),
+)
+
 ARCH = Arch(
+    obj_relocs=OBJ_RELOCS,
+    # ldr pc, [pc, #-4]; .word target
+    veneer=struct.pack("<I", 0xE51FF004) + bytes(4), veneer_slot=4,
+    # ldr.w pc, [pc, #0]; .word target (Thumb)
+    veneer_thumb=struct.pack("<2H", 0xF8DF, 0xF000) + bytes(4),
     name="arm", machine=40, bits=32, rela=False, relocs=RELOCS,
     cc=CallingConvention(
         name="AAPCS-VFP",

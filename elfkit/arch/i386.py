@@ -1,6 +1,7 @@
 """i386: System V i386 ABI (cdecl), REL."""
-from ._base import Arch, CallingConvention, gdb_regs, table
+from ._base import Arch, CallingConvention, Check, gdb_regs, obj_table, table
 from ._base import Formula as F
+from ._base import ObjFormula as O
 
 RELOCS = table(
     "R_386_",
@@ -21,7 +22,32 @@ RELOCS = table(
 
 _CORE, _SSE = "org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse"
 
+#: relocations of relocatable objects (REL: addends in the fields; 32-bit
+#: arithmetic wraps, so every target is in reach)
+OBJ_RELOCS = obj_table(
+    "R_386_",
+    (0, "NONE", O.NONE),
+    (1, "32", O.ABS, "w32"),
+    (2, "PC32", O.PCREL, "w32"),
+    (3, "GOT32", O.GOT_X86, "w32"),
+    (4, "PLT32", O.PCREL, "w32"),
+    (9, "GOTOFF", O.GOTREL, "w32"),
+    (10, "GOTPC", O.GOTPC, "w32"),
+    (20, "16", O.ABS, "w16", {"bits": 16, "check": Check.EITHER}),
+    (21, "PC16", O.PCREL, "w16", {"bits": 16, "check": Check.SIGNED}),
+    (22, "8", O.ABS, "w8", {"bits": 8, "check": Check.EITHER}),
+    (23, "PC8", O.PCREL, "w8", {"bits": 8, "check": Check.SIGNED}),
+    (43, "GOT32X", O.GOT_X86, "w32"),
+    *((n, name, O.TLS) for n, name in ((14, "TLS_TPOFF"), (15, "TLS_IE"), (16, "TLS_GOTIE"),
+                                       (17, "TLS_LE"), (18, "TLS_GD"), (19, "TLS_LDM"),
+                                       (35, "TLS_DTPMOD32"), (36, "TLS_DTPOFF32"),
+                                       (37, "TLS_TPOFF32"), (39, "TLS_GOTDESC"),
+                                       (40, "TLS_DESC_CALL"), (41, "TLS_DESC"))),
+)
+
 ARCH = Arch(
+    # 32-bit arithmetic wraps: every target is in reach, no veneers
+    obj_relocs=OBJ_RELOCS,
     name="i386", machine=3, bits=32, rela=False, relocs=RELOCS,
     cc=CallingConvention(
         name="i386 cdecl",

@@ -3,6 +3,7 @@ import struct
 
 from ._base import Arch, CallingConvention, gdb_regs, table
 from ._base import Formula as F
+from ._riscv import obj_relocs
 
 RELOCS = table(
     "R_RISCV_",
@@ -25,7 +26,13 @@ _RV_REGS = ("RA", "SP", "GP", "TP", "T0", "T1", "T2", "S0", "S1", "A0", "A1", "A
 _RV_FREGS = (*(f"ft{i}" for i in range(8)), "fs0", "fs1", *(f"fa{i}" for i in range(8)),
              *(f"fs{i}" for i in range(2, 12)), *(f"ft{i}" for i in range(8, 12)))
 
+#: relocations of relocatable objects
+OBJ_RELOCS = obj_relocs(32)
+
 ARCH = Arch(
+    obj_relocs=OBJ_RELOCS,
+    # auipc t1,0; lw t1,12(t1); jr t1; .word target
+    veneer=struct.pack("<3I", 0x00000317, 0x00C32303, 0x00030067) + bytes(4), veneer_slot=12,
     name="riscv32", machine=243, bits=32, rela=True, relocs=RELOCS,
     cc=CallingConvention(
         name="RISC-V ILP32(F/D)",

@@ -3,6 +3,7 @@ import struct
 
 from ._base import Arch, CallingConvention, Check, gdb_regs, table
 from ._base import Formula as F
+from ._riscv import obj_relocs
 
 RELOCS = table(
     "R_RISCV_",
@@ -29,7 +30,14 @@ _RV_REGS = ("RA", "SP", "GP", "TP", "T0", "T1", "T2", "S0", "S1", "A0", "A1", "A
 _RV_FREGS = (*(f"ft{i}" for i in range(8)), "fs0", "fs1", *(f"fa{i}" for i in range(8)),
              *(f"fs{i}" for i in range(2, 12)), *(f"ft{i}" for i in range(8, 12)))
 
+#: relocations of relocatable objects
+OBJ_RELOCS = obj_relocs(64)
+
 ARCH = Arch(
+    obj_relocs=OBJ_RELOCS,
+    # auipc t1,0; ld t1,16(t1); jr t1; nop; .quad target
+    veneer=struct.pack("<4I", 0x00000317, 0x01033303, 0x00030067, 0x00000013) + bytes(8),
+    veneer_slot=16,
     name="riscv64", machine=243, bits=64, rela=True, relocs=RELOCS,
     cc=CallingConvention(
         name="RISC-V LP64D",

@@ -1,6 +1,7 @@
 """x86_64: SysV AMD64 ABI, RELA."""
-from ._base import Arch, CallingConvention, Check, gdb_regs, table
+from ._base import Arch, CallingConvention, Check, gdb_regs, obj_table, table
 from ._base import Formula as F
+from ._base import ObjFormula as O
 
 RELOCS = table(
     "R_X86_64_",
@@ -26,7 +27,38 @@ RELOCS = table(
 
 _CORE, _SSE = "org.gnu.gdb.i386.core", "org.gnu.gdb.i386.sse"
 
+_S, _U = Check.SIGNED, Check.UNSIGNED
+_PC32 = {"bits": 32, "check": _S}
+#: relocations of relocatable objects (small and medium code models, PIC or not)
+OBJ_RELOCS = obj_table(
+    "R_X86_64_",
+    (0, "NONE", O.NONE),
+    (1, "64", O.ABS, "w64"),
+    (2, "PC32", O.PCREL, "w32", _PC32),
+    (4, "PLT32", O.PCREL, "w32", {**_PC32, "branch": True, "bias": -4}),
+    (9, "GOTPCREL", O.GOT_PCREL, "w32", _PC32),
+    (10, "32", O.ABS, "w32", {"bits": 32, "check": _U}),
+    (11, "32S", O.ABS, "w32", {"bits": 32, "check": _S}),
+    (12, "16", O.ABS, "w16", {"bits": 16, "check": Check.EITHER}),
+    (13, "PC16", O.PCREL, "w16", {"bits": 16, "check": _S}),
+    (14, "8", O.ABS, "w8", {"bits": 8, "check": Check.EITHER}),
+    (15, "PC8", O.PCREL, "w8", {"bits": 8, "check": _S}),
+    (16, "DTPMOD64", O.TLS), (17, "DTPOFF64", O.TLS), (18, "TPOFF64", O.TLS),
+    (19, "TLSGD", O.TLS), (20, "TLSLD", O.TLS), (21, "DTPOFF32", O.TLS),
+    (22, "GOTTPOFF", O.TLS), (23, "TPOFF32", O.TLS),
+    (24, "PC64", O.PCREL, "w64"),
+    (25, "GOTOFF64", O.GOTREL, "w64"),
+    (26, "GOTPC32", O.GOTPC, "w32", _PC32),
+    (29, "GOTPC64", O.GOTPC, "w64"),
+    (34, "GOTPC32_TLSDESC", O.TLS), (35, "TLSDESC_CALL", O.TLS), (36, "TLSDESC", O.TLS),
+    (41, "GOTPCRELX", O.GOT_PCREL, "w32", _PC32),
+    (42, "REX_GOTPCRELX", O.GOT_PCREL, "w32", _PC32),
+)
+
 ARCH = Arch(
+    obj_relocs=OBJ_RELOCS,
+    # jmp *0(%rip); .quad target
+    veneer=bytes.fromhex("ff2500000000") + bytes(10), veneer_slot=6,
     name="x86_64", machine=62, bits=64, rela=True, relocs=RELOCS,
     cc=CallingConvention(
         name="SysV AMD64",

@@ -151,6 +151,9 @@ def _disasm(args: Namespace) -> int:
     from .. import arch as _arch
     from ..fatelf import pick_slice
     from ..fatelf.files import MAX_ELF_SIZE, read_input
+    from ..loader._tags import ET_REL
+    from ..loader.headers import elf_type
+    from ..loader.objimage import object_plan
     from .disasm import disassemble, format_listing, symbolizer
     data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
@@ -158,6 +161,10 @@ def _disasm(args: Namespace) -> int:
     if len(view) > MAX_ELF_SIZE:
         raise ElfkitError(f"{args.file}{label}: the ELF is {len(view)} bytes, more than the "
                           f"{MAX_ELF_SIZE >> 30} GiB elfkit reads")
+    if elf_type(view) == ET_REL:
+        # an object's sections all start at 0: list them where a load lays them
+        # out (image offsets), as a linker would place them
+        view = object_plan(view).elf.data
     try:
         ef = ELFFile(io.BytesIO(bytes(view)))
         arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)

@@ -9,7 +9,9 @@ from ..cli_spec import Arg, Command, Namespace
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
 from . import _tags as T
+from .headers import elf_type
 from .import_report import ImportReport
+from .objinspect import describe_object, format_object, format_object_tail, import_lines
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -83,6 +85,8 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
 
     want = _arch.get(arch) if arch else None
     view, rec = pick_slice(data, want)
+    if elf_type(view) == T.ET_REL:
+        return describe_object(view, rec)
     elf = parse(view)
     counts: dict[str, int] = {}
     unknown: list[str] = []
@@ -181,7 +185,35 @@ def _print(args: Namespace, info: dict[str, Any], report: ImportReport | None) -
         json.dump({"file": args.file, **info}, sys.stdout, indent=2)
         print()
         return 0 if info["loadable"] else 1
-    out = [f"{args.file}: {info['arch']} {info['class']} little-endian shared object"
+    if info.get("kind") == "object":
+        out = format_object(args.file, info)
+        if report is not None:
+            out += report.format().splitlines()
+        out += format_object_tail(info)
+    else:
+        out = _shared_object_lines(args.file, info, report)
+    if args.sections:
+        out.append(f"sections ({len(info['sections'])}):")
+        for sec in info["sections"]:
+            out.append(f"  {sec['name']:<20} {sec['type']:<14} {sec['address']:>#10x} "
+                       f"{sec['size']:>#8x} {','.join(sec['flags'])}")
+        out.append(f"static symbols ({len(info['symtab'])}):")
+        for sym in info["symtab"]:
+            out.append(f"  {sym['value']:>#12x} {sym['size']:>6} {sym['type']:<8} {sym['bind']:<7} "
+                       f"{sym['name']}")
+    if info["problems"]:
+        out.append("cannot be loaded:")
+        out += [f"  {p}" for p in info["problems"]]
+    else:
+        out.append("loadable: yes")
+    print("\n".join(out))
+    return 0 if info["loadable"] else 1
+
+
+def _shared_object_lines(file: str, info: dict[str, Any], report: ImportReport | None
+                         ) -> list[str]:
+    """The text report of a shared object, up to its initialisers."""
+    out = [f"{file}: {info['arch']} {info['class']} little-endian shared object"
            + (f" (FatELF slice {info['slice']})" if info["slice"] else "")]
     out.append(f"  hash: {info['hash']}   soname: {info['soname'] or '-'}   "
                f"needed: {', '.join(info['needed']) or '-'}")
@@ -199,8 +231,7 @@ def _print(args: Namespace, info: dict[str, Any], report: ImportReport | None) -
         out.append(f"  {ex['value']:>#12x} {ex['size']:>6} {ex['type']:<6} {ex['bind']:<6} "
                    f"{ex['name']}" + (f"@{ex['version']}" if ex.get("version") else ""))
     out.append(f"imports ({len(info['imports'])}):")
-    for i in info["imports"]:
-        out.append(f"  {i['name']}" + (" (weak: may be missing)" if i["weak"] else " (required)"))
+    out += import_lines(info["imports"])
     if report is not None:
         out += report.format().splitlines()
     out.append("relocations:")
@@ -209,22 +240,7 @@ def _print(args: Namespace, info: dict[str, Any], report: ImportReport | None) -
     ini = info["init"]
     out.append(f"init: DT_INIT={'yes' if ini['DT_INIT'] else 'no'} INIT_ARRAY={ini['INIT_ARRAY']}  "
                f"fini: DT_FINI={'yes' if ini['DT_FINI'] else 'no'} FINI_ARRAY={ini['FINI_ARRAY']}")
-    if args.sections:
-        out.append(f"sections ({len(info['sections'])}):")
-        for sec in info["sections"]:
-            out.append(f"  {sec['name']:<20} {sec['type']:<14} {sec['address']:>#10x} "
-                       f"{sec['size']:>#8x} {','.join(sec['flags'])}")
-        out.append(f"static symbols ({len(info['symtab'])}):")
-        for sym in info["symtab"]:
-            out.append(f"  {sym['value']:>#12x} {sym['size']:>6} {sym['type']:<8} {sym['bind']:<7} "
-                       f"{sym['name']}")
-    if info["problems"]:
-        out.append("cannot be loaded:")
-        out += [f"  {p}" for p in info["problems"]]
-    else:
-        out.append("loadable: yes")
-    print("\n".join(out))
-    return 0 if info["loadable"] else 1
+    return out
 
 
 #: ``elfkit inspect`` (elfkit/cli_spec.py)

@@ -131,29 +131,88 @@ def _identification(data: memoryview) -> tuple[int, int, int]:
     return elfclass, osabi, abiversion
 
 
-def read_header(data: memoryview, expect_arch: Arch | None = None) -> Header:
-    """The ELF header: a little-endian ET_DYN for an architecture elfkit
-    knows (``expect_arch`` if given), with a program header table inside
-    the file."""
+def elf_type(data: memoryview) -> int | None:
+    """``e_type`` of an ELF file (None when ``data`` is too short to say or
+    not an ELF): lets a load choose between shared objects and objects."""
+    if len(data) < 18 or bytes(data[:4]) != b"\x7fELF" or data[5] != 1:
+        return None
+    return int.from_bytes(data[16:18], "little")
+
+
+class ObjectHeader(DataRecord, frozen=True, slots=True):
+    """The checked ELF header of a relocatable object (ET_REL)."""
+
+    arch: Arch
+    elfclass: int
+    e_flags: int
+    osabi: int
+    abiversion: int
+    shoff: int
+    shnum: int
+    shstrndx: int
+
+
+def _elf_header(data: memoryview) -> tuple[int, int, int, tuple[int, ...]]:
+    """``(elfclass, osabi, abiversion, fields)``: the identification and the
+    ELF header fields after e_ident (e_type ... e_shstrndx), e_version checked."""
     elfclass, osabi, abiversion = _identification(data)
-    n = len(data)
-    is64 = elfclass == 2
-    ehfmt = "<HHIQQQIHHHHHH" if is64 else "<HHIIIIIHHHHHH"
-    (e_type, e_machine, e_version, _entry, e_phoff, _shoff, e_flags, e_ehsize, e_phentsize,
-     e_phnum, _shentsize, _shnum, _shstrndx) = read_struct(ehfmt, data, 16, "ELF header")
-    if e_version != 1:
-        raise ParseError(f"invalid e_version {e_version} at offset 0x14 (expected 1)")
-    if e_type != T.ET_DYN:
-        kind = {1: "ET_REL (an object file)", 2: "ET_EXEC (a fixed-address executable)",
-                4: "ET_CORE (a core dump)"}.get(e_type, f"type {e_type}")
-        raise UnsupportedError(f"e_type is {kind}; only ET_DYN shared objects can be loaded "
-                               f"(link with -shared)")
+    ehfmt = "<HHIQQQIHHHHHH" if elfclass == 2 else "<HHIIIIIHHHHHH"
+    fields = read_struct(ehfmt, data, 16, "ELF header")
+    if fields[2] != 1:
+        raise ParseError(f"invalid e_version {fields[2]} at offset 0x14 (expected 1)")
+    return elfclass, osabi, abiversion, fields
+
+
+def _machine_arch(e_machine: int, is64: bool, expect_arch: Arch | None) -> Arch:
     try:
         arch = _arch.from_machine(e_machine, 64 if is64 else 32)
     except ArchError as e:
         raise UnsupportedError(f"e_machine {e_machine} at offset 0x12: {e}") from None
     if expect_arch is not None and expect_arch is not arch:
         raise ArchError(f"file is {arch.name} but {expect_arch.name} was requested")
+    return arch
+
+
+def read_object_header(data: memoryview, expect_arch: Arch | None = None) -> ObjectHeader:
+    """The ELF header of a little-endian ET_REL for an architecture elfkit
+    knows, with a section header table inside the file."""
+    elfclass, osabi, abiversion, fields = _elf_header(data)
+    (e_type, e_machine, _version, _entry, _phoff, shoff, e_flags, e_ehsize, _phentsize,
+     _phnum, shentsize, shnum, shstrndx) = fields
+    is64 = elfclass == 2
+    if e_type != T.ET_REL:
+        raise ParseError(f"e_type is {e_type}, not ET_REL (1)")
+    arch = _machine_arch(e_machine, is64, expect_arch)
+    want_eh, want_sh = (64, 64) if is64 else (52, 40)
+    if e_ehsize != want_eh:
+        raise ParseError(f"e_ehsize is {e_ehsize}, expected {want_eh}")
+    if shoff == 0 or shnum == 0:
+        raise ParseError("an object file without section headers (e_shoff/e_shnum are 0)")
+    if shentsize != want_sh:
+        raise ParseError(f"e_shentsize is {shentsize}, expected {want_sh}")
+    if shoff + shnum * want_sh > len(data):
+        raise ParseError(f"section header table at offset {shoff:#x} ({shnum} x {want_sh} "
+                         f"bytes) runs past the end of the file ({len(data)} bytes)")
+    if shstrndx >= shnum:
+        raise ParseError(f"e_shstrndx {shstrndx} is not a section (there are {shnum})")
+    return ObjectHeader(arch, elfclass, e_flags, osabi, abiversion, shoff, shnum, shstrndx)
+
+
+def read_header(data: memoryview, expect_arch: Arch | None = None) -> Header:
+    """The ELF header: a little-endian ET_DYN for an architecture elfkit
+    knows (``expect_arch`` if given), with a program header table inside
+    the file."""
+    elfclass, osabi, abiversion, fields = _elf_header(data)
+    n = len(data)
+    is64 = elfclass == 2
+    (e_type, e_machine, _version, _entry, e_phoff, _shoff, e_flags, e_ehsize, e_phentsize,
+     e_phnum, _shentsize, _shnum, _shstrndx) = fields
+    if e_type != T.ET_DYN:
+        kind = {1: "ET_REL (an object file)", 2: "ET_EXEC (a fixed-address executable)",
+                4: "ET_CORE (a core dump)"}.get(e_type, f"type {e_type}")
+        raise UnsupportedError(f"e_type is {kind}; only ET_DYN shared objects and ET_REL "
+                               f"objects can be loaded (link with -shared, or compile with -c)")
+    arch = _machine_arch(e_machine, is64, expect_arch)
     want_eh = 64 if is64 else 52
     want_ph = 56 if is64 else 32
     if e_ehsize != want_eh:

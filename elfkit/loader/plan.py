@@ -22,7 +22,7 @@ from .relocate import BULK, ImageBuffer, relative_name, relr_offsets
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 __all__ = ["LoadPlan", "exported_symbols", "plan_for", "undefined_symbols", "PLAN_CACHE",
@@ -73,17 +73,24 @@ class LoadPlan:
         self.undefined = undefined_symbols(elf)
 
 
-_plans: dict[tuple[bytes, Limits | None, str | None], LoadPlan] = {}
+_plans: dict[tuple[bytes, Limits | None, str | None], Any] = {}
 _lock = threading.Lock()
 _held = [0]          # bytes of the files the kept plans hold
 
 
+def _shared_object_plan(data: memoryview, limits: Limits, expect_arch: Arch | None) -> Any:
+    return LoadPlan(parse(data, limits=limits, expect_arch=expect_arch))
+
+
 def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
-             expect_arch: Arch | None = None) -> LoadPlan:
-    """The plan of the file ``data`` (parsed now, or remembered from an
-    earlier load of the same bytes with the same limits and architecture)."""
+             expect_arch: Arch | None = None,
+             build: Callable[[memoryview, Limits, Arch | None], Any] = _shared_object_plan
+             ) -> Any:
+    """The plan of the file ``data`` (made now by ``build``, a ``LoadPlan``
+    of a shared object by default, or remembered from an earlier load of
+    the same bytes with the same limits and architecture)."""
     if data.nbytes > PLAN_MAX_FILE:
-        return LoadPlan(parse(data, limits=limits, expect_arch=expect_arch))
+        return build(data, limits, expect_arch)
     obj = data.obj
     raw = obj if (type(obj) is bytes and len(obj) == data.nbytes and data.c_contiguous) \
         else bytes(data)
@@ -94,7 +101,7 @@ def plan_for(data: memoryview, limits: Limits = DEFAULT_LIMITS,
         if plan is not None:
             _plans[key] = plan          # most recently used last
             return plan
-    plan = LoadPlan(parse(memoryview(raw), limits=limits, expect_arch=expect_arch))
+    plan = build(memoryview(raw), limits, expect_arch)
     with _lock:
         old = _plans.pop(key, None)          # another thread's plan of the same file
         _held[0] += len(raw) - (len(old.elf.data) if old is not None else 0)

@@ -1,0 +1,131 @@
+"""Place a relocatable object in a machine: reserve its layout, copy the
+sections in (``.bss`` and COMMON zero), bind symbols, relocate, write, set
+each kind of section's protection (code read/execute, read-only data read,
+data read/write) and run ``.preinit_array`` / ``.init_array`` (and at close
+``.fini_array``, in reverse) as the shared-object loader runs them."""
+from __future__ import annotations
+
+from ..errors import ElfkitError
+from ..exec.base import Machine
+from ..records import DataRecord, field
+from ..signature import parse as _parse_sig
+from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
+from .objparse import SHT_NOBITS, ObjectFile, parse_object
+from .objreloc import apply_object
+from .parse import DEFAULT_LIMITS, Limits
+from .plan import plan_for
+from .relocate import ImageBuffer, Stats
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from ..arch import Arch
+
+__all__ = ["ObjectImage", "object_plan", "place_object"]
+
+_VOID = _parse_sig("void()")
+
+
+class ObjectImage(DataRecord, slots=True):
+    """A placed object, with the interface of ``image.LoadedImage`` that
+    ``Module`` uses (the load bias is the base: image offsets are addresses
+    relative to it)."""
+
+    elf: ObjectFile
+    machine: Machine
+    base: int
+    size: int
+    stats: Stats
+    arrays: list[tuple[str, int, int]]     # (kind, address, entries)
+    protections: list[tuple[int, int, int]] = field(default_factory=list)
+    unapplied: list[str] = field(default_factory=list)
+    released: bool = False
+
+    @property
+    def bias(self) -> int:
+        return self.base
+
+    def contains(self, addr: int, size: int = 1) -> bool:
+        return self.base <= addr and addr + size <= self.base + self.size
+
+    def _entries(self, kinds: tuple[str, ...]) -> list[int]:
+        w = self.elf.word
+        allones = (1 << (8 * w)) - 1
+        out = []
+        for kind, addr, count in self.arrays:
+            if kind not in kinds:
+                continue
+            raw = self.machine.read(addr, count * w)
+            for i in range(count):
+                v = int.from_bytes(raw[i * w:(i + 1) * w], "little")
+                if v in (0, allones):
+                    continue
+                if not self.contains(v):
+                    raise ElfkitError(f".{kind}_array entry {i} at {addr + i * w:#x} points to "
+                                      f"{v:#x}, outside the image")
+                out.append(v)
+        return out
+
+    def run_init(self) -> None:
+        """``.preinit_array`` then ``.init_array`` entries, in order."""
+        for addr in self._entries(("preinit", "init")):
+            self.machine.call(addr, _VOID, ())
+
+    def run_fini(self) -> None:
+        """``.fini_array`` entries in reverse order."""
+        for addr in reversed(self._entries(("fini",))):
+            self.machine.call(addr, _VOID, ())
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.machine.release(self.base, self.size)
+
+
+def _new_plan(data: memoryview, limits: Limits, expect_arch: Arch | None) -> ObjectPlan:
+    elf = parse_object(data, limits=limits, expect_arch=expect_arch)
+    return ObjectPlan(elf, elf.arch.page_size)
+
+
+def object_plan(data: memoryview, limits: Limits = DEFAULT_LIMITS,
+                expect_arch: Arch | None = None) -> ObjectPlan:
+    """A relocatable object parsed and laid out (page size of its arch),
+    remembered like a shared object's plan (``plan.plan_for``)."""
+    plan: ObjectPlan = plan_for(data, limits, expect_arch, _new_plan)
+    return plan
+
+
+def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> ObjectImage:
+    """Reserve, fill, relocate, write, protect.  ``bound`` gives the address
+    of each import (symbol index -> address; missing weak ones are 0)."""
+    elf = plan.elf
+    lay = plan.layout
+    base = machine.reserve(lay.size, lay.align)
+    try:
+        # laid out in place when the reservation is host memory (it starts zeroed)
+        view = machine.host_view(base, lay.size)
+        image: ImageBuffer = bytearray(lay.size) if view is None else view
+        data = elf.data
+        for idx, at in lay.sections.items():
+            sec = elf.sections[idx]
+            if sec.type != SHT_NOBITS and sec.size:
+                image[at:at + sec.size] = data[sec.offset:sec.offset + sec.size]
+        symaddr = []
+        for s in elf.symbols:
+            off = symbol_offset(lay, s)
+            if off is not None:
+                symaddr.append(off if s.absolute else base + off)
+            elif not s.defined and s.name == GOT_SYMBOL:
+                symaddr.append(base + lay.got)
+            else:
+                symaddr.append(bound.get(s.index, 0))
+        stats = apply_object(elf, lay, image, base, symaddr)
+        if view is None:
+            machine.write(base, image)
+        for off, size, prot in lay.prots:
+            machine.protect(base + off, size, prot)
+        return ObjectImage(elf, machine, base, lay.size, stats,
+                           [(k, base + off, n) for k, off, n in lay.arrays],
+                           [(base + off, size, prot) for off, size, prot in lay.prots])
+    except BaseException:
+        machine.release(base, lay.size)
+        raise

@@ -1,0 +1,259 @@
+"""Apply the relocation sections of a relocatable object to its image.
+
+The per-architecture tables (``Arch.obj_relocs``) say what each type
+computes (``ObjFormula``), how the value is checked, shifted and which
+instruction field takes it (``fields.py``); this module evaluates them.
+Every problem is collected and reported at once, each naming the
+relocation section, index, offset, type and symbol."""
+from __future__ import annotations
+
+from ..arch import Check, ObjFormula
+from ..errors import RelocationError, UnsupportedError
+from . import _tags as T
+from .fields import FIELDS, FieldError, sext, uleb128_write
+from .headers import TLS_MESSAGE
+from .objlayout import ObjLayout
+from .objparse import SHT_NOBITS, ObjectFile, RelSection
+from .relocate import ImageBuffer, Stats
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["apply_object", "describe_reloc"]
+
+F = ObjFormula
+_NOPS = (b"\x13\x00\x00\x00", b"\x01\x00")      # RISC-V nop, c.nop
+
+
+def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
+    """``.rela.text[3] at offset 0x10: R_X86_64_PLT32 against symbol 7 'f'``."""
+    rt = elf.arch.obj_relocs.get(rs.types[i])
+    name = rt.name if rt is not None else f"unknown type {rs.types[i]}"
+    s = f"{rs.name}[{i}] at offset {rs.offsets[i]:#x}: {name}"
+    sym = rs.syms[i]
+    if sym:
+        symbol = elf.symbols[sym]
+        label = symbol.name or (f"section {elf.sections[symbol.shndx].name}"
+                                if symbol.shndx < len(elf.sections) else "")
+        s += f" against symbol {sym} {label!r}"
+    return s
+
+
+def _check(v: int, bits: int, check: Check) -> str:
+    lim = 1 << bits
+    if check is Check.SIGNED and not -(lim >> 1) <= v < (lim >> 1):
+        return f"does not fit a signed {bits}-bit field"
+    if check is Check.UNSIGNED and not 0 <= v < lim:
+        return f"does not fit an unsigned {bits}-bit field"
+    if check is Check.EITHER and not -(lim >> 1) <= v < lim:
+        return f"does not fit a {bits}-bit field"
+    return ""
+
+
+class _State:
+    """What one load's relocation loop shares: the image and the addresses."""
+
+    def __init__(self, elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
+                 symaddr: list[int]):
+        self.elf, self.lay, self.image, self.base, self.symaddr = elf, lay, image, base, symaddr
+        self.w = elf.word
+        self.got = base + lay.got
+        self.problems: list[str] = []
+        self.tls: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.total = 0
+        self.hi: dict[int, int] = {}        # RISC-V: address of an AUIPC -> its full value
+        self.uleb: dict[int, int] = {}      # RISC-V: place of SET_ULEB128 -> S+A
+
+
+def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
+                 symaddr: list[int]) -> Stats:
+    """Relocate ``image`` (the laid-out object, to live at ``base``):
+    ``symaddr[i]`` is S of symbol ``i`` (imports bound).  Writes the GOT
+    slots and veneers too."""
+    st = _State(elf, lay, image, base, symaddr)
+    w = st.w
+    for (sym, add), off in lay.got_slots.items():
+        image[off:off + w] = ((symaddr[sym] + add) & ((1 << 8 * w) - 1)).to_bytes(w, "little")
+    arch = elf.arch
+    for (sym, add, thumb), off in lay.veneers.items():
+        code = bytearray(arch.veneer_thumb if thumb else arch.veneer)
+        slot = len(code) - w if thumb else arch.veneer_slot
+        code[slot:slot + w] = ((symaddr[sym] + add) & ((1 << 8 * w) - 1)).to_bytes(w, "little")
+        image[off:off + len(code)] = code
+    for rs in elf.relsections:
+        if rs.target in lay.sections:
+            _apply_section(st, rs)
+    if st.tls:
+        raise UnsupportedError(f"{TLS_MESSAGE}; the object has {len(st.tls)} TLS relocation(s): "
+                               + "; ".join(st.tls[:10]) + (" ..." if len(st.tls) > 10 else ""))
+    if st.problems:
+        raise RelocationError(f"{len(st.problems)} relocation(s) cannot be applied", st.problems)
+    return Stats(st.counts, st.total)
+
+
+def _apply_section(st: _State, rs: RelSection) -> None:
+    elf = st.elf
+    relocs = elf.arch.obj_relocs
+    sec = elf.sections[rs.target]
+    secoff = st.lay.sections[rs.target]
+    lows = []
+    for i, rtype in enumerate(rs.types):
+        rt = relocs.get(rtype)
+        if rt is None:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: not a {elf.arch.name} object "
+                               "relocation type this loader knows")
+            continue
+        st.total += 1
+        st.counts[rt.name] = st.counts.get(rt.name, 0) + 1
+        f = rt.formula
+        if f is F.NONE or f is F.RELAX:
+            continue
+        if f is F.TLS:
+            st.tls.append(describe_reloc(elf, rs, i))
+            continue
+        off = rs.offsets[i]
+        if f is F.ALIGN:
+            err = _nops(st, sec, secoff + off, rs.addends[i])
+            if err:
+                st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
+            continue
+        target = elf.symbols[rs.syms[i]]
+        if target.type == T.STT_GNU_IFUNC:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: against an IFUNC symbol, which "
+                               "objects do not support (link the object into a shared one)")
+            continue
+        if target.defined and not (target.absolute or target.common) \
+                and target.shndx not in st.lay.sections:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: the symbol is in section "
+                               f"{target.shndx}, which is not loaded (not SHF_ALLOC)")
+            continue
+        if sec.type == SHT_NOBITS:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: the place is in a section "
+                               f"without contents ({sec.name})")
+            continue
+        if f is F.PCREL_LO:
+            lows.append(i)
+            continue
+        err = _one(st, rs, i, rt, sec, secoff)
+        if err:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
+    for i in lows:
+        rt = relocs[rs.types[i]]
+        err = _one(st, rs, i, rt, sec, secoff)
+        if err:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
+
+
+def _nops(st: _State, sec: Any, pos: int, n: int) -> str:
+    """R_RISCV_ALIGN: the ``n`` bytes at ``pos`` must be NOPs (kept: no relaxation)."""
+    end = pos + n
+    if n < 0 or end > st.lay.sections[sec.index] + sec.size:
+        return f"{n} bytes of alignment padding run past the end of {sec.name}"
+    while pos < end:
+        for nop in _NOPS:
+            if bytes(st.image[pos:pos + len(nop)]) == nop and pos + len(nop) <= end:
+                pos += len(nop)
+                break
+        else:
+            return f"the {n} bytes of alignment padding are not all NOPs"
+    return ""
+
+
+def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> str:
+    """Apply relocation ``i`` of ``rs``; '' or what is wrong."""
+    off = rs.offsets[i]
+    if rt.field == "uleb128":       # SET_ULEB128 / SUB_ULEB128: a number of its own length
+        s = (st.symaddr[rs.syms[i]] if rs.syms[i] else 0) + rs.addends[i]
+        pos = secoff + off
+        if rt.formula is F.SET_ULEB:
+            st.uleb[pos] = s
+            return ""
+        if pos not in st.uleb:
+            return "SUB_ULEB128 without the SET_ULEB128 at the same place"
+        return uleb128_write(st.image, pos, secoff + sec.size, st.uleb.pop(pos) - s)
+    fld = FIELDS[rt.field]
+    if off + fld.size > sec.size:
+        return f"its {fld.size}-byte field runs past the end of {sec.name}"
+    image = st.image
+    pos = secoff + off
+    unit = int.from_bytes(image[pos:pos + fld.size], "little")
+    if rs.rela:
+        a = rs.addends[i]
+    elif fld.decode is None:
+        return "REL relocation of a field that holds no addend"
+    else:
+        a = fld.decode(unit)
+    sym = rs.syms[i]
+    s = st.symaddr[sym] if sym else 0
+    p = st.base + pos
+    f = rt.formula
+    w64 = st.w == 8
+    if f is F.ABS or f is F.SET:
+        v = s + a
+    elif f is F.PCREL:
+        v = s + a - p
+        key = (sym, a - rt.bias, rt.thumb)
+        if rt.branch and key in st.lay.veneers and (
+                rt.bits and _check(sext(v, 32) if not w64 else v, rt.bits, rt.check)
+                or rt.field == "rv_call" and w64 and not -(1 << 31) <= v + 0x800 < (1 << 31)
+                or rt.field == "thm_b24" and not v & 1):    # B.W to A32 code
+            v = st.base + st.lay.veneers[key] + rt.thumb + rt.bias - p
+        if rt.field == "rv_hi20":
+            st.hi[p] = v
+        elif rt.field == "thm_call" and not v & 1:
+            v += p & 2      # a BLX to A32 code counts from P aligned down to 4
+    elif f is F.PAGE_PCREL:
+        v = ((s + a) & ~0xFFF) - (p & ~0xFFF)
+    elif f in (F.GOT, F.GOT_PCREL, F.GOT_GOTREL, F.GOT_X86):
+        if (sym, 0) not in st.lay.got_slots:
+            return "a GOT relocation without a symbol"
+        g = st.base + st.lay.got_slots[(sym, 0)]
+        v = g + a - p if f is F.GOT_PCREL else g + a
+        if f is F.GOT_GOTREL or (f is F.GOT_X86 and not _absolute_modrm(image, pos)):
+            v -= st.got
+        if rt.field == "rv_hi20":
+            st.hi[p] = v
+    elif f in (F.GDAT, F.GDAT_PAGE):
+        if (sym, a) not in st.lay.got_slots:
+            return "a GOT relocation without a symbol"
+        g = st.base + st.lay.got_slots[(sym, a)]
+        v = g if f is F.GDAT else (g & ~0xFFF) - (p & ~0xFFF)
+    elif f is F.GOTREL:
+        v = s + a - st.got
+    elif f is F.GOTPC:
+        v = st.got + a - p
+    elif f is F.PCREL_LO:
+        hi = st.hi.get(s + a)
+        if hi is None:
+            return f"no R_RISCV_PCREL_HI20 / GOT_HI20 at {s + a:#x} (the AUIPC it pairs with)"
+        v = sext(hi, 12)
+    elif f is F.ADD:
+        v = unit + s + a
+    elif f is F.SUB:
+        v = unit - (s + a)
+    else:  # pragma: no cover - every formula is handled above
+        return f"formula {f.value} is not applied to objects"
+    if not w64:     # 32-bit arithmetic wraps: keep the value as a signed 32-bit number
+        v = sext(v + 0x800, 32) - 0x800 if rt.field in ("rv_hi20", "rv_call") else sext(v, 32)
+    if rt.bits:
+        err = _check(v, rt.bits, rt.check)
+        if err:
+            return f"value {v:#x} {err}"
+    if rt.mask:
+        v &= rt.mask
+    if rt.align and v & ((1 << rt.align) - 1):
+        return f"value {v:#x} is not a multiple of {1 << rt.align}"
+    try:
+        new = fld.encode(unit, v >> rt.shift)
+    except FieldError as e:
+        return f"value {v:#x} {e}"
+    image[pos:pos + fld.size] = (new & ((1 << 8 * fld.size) - 1)).to_bytes(fld.size, "little")
+    return ""
+
+
+def _absolute_modrm(image: ImageBuffer, pos: int) -> bool:
+    """i386 GOT32/GOT32X: the instruction's ModRM (the byte before the
+    displacement) has no base register (mod 00, r/m 101): G+A, not G+A-GOT."""
+    return pos > 0 and (image[pos - 1] & 0xC7) == 0x05

@@ -1,0 +1,57 @@
+"""Relocatable objects (``.o``) for the object-loader tests: the catalogue's
+plugin sources (``plugin_src/``) and the small sources here, compiled with
+``python -m ziglang cc -c`` for one CPU, position independent or not, at
+one optimisation level.  Cached under ``build/objects/<hash>/`` keyed by the
+source, the flags and zig's version, so a rerun does not recompile."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import elfkit
+from elfkit.arch import PLUGIN_CFLAGS
+
+REPO = Path(__file__).resolve().parents[4]
+PLUGIN_SRC = REPO / "plugin_src"
+HERE = Path(__file__).resolve().parent
+CACHE = REPO / "build" / "objects"
+
+#: (-f option, -O level) of the variants every catalogue object is built in
+VARIANTS = (("-fPIC", "-O2"), ("-fPIC", "-O0"), ("-fno-PIC", "-O2"), ("-fno-PIC", "-O0"))
+
+
+def source(name: str) -> Path:
+    """A source of plugin_src/ or of this directory."""
+    p = PLUGIN_SRC / name
+    return p if p.exists() else HERE / name
+
+
+def build_object(src: str, arch: str, pic: str = "-fPIC", opt: str = "-O2",
+                 extra: tuple[str, ...] = ()) -> Path:
+    """``src`` compiled with ``-c`` for ``arch`` (its plugin flags, with
+    ``pic`` and ``opt`` instead of -fPIC -O2, then ``extra``)."""
+    a = elfkit.arch.get(arch)
+    base = [f for f in a.plugin_cflags("zig") if f not in ("-O2", "-fPIC")]
+    assert len(base) == len(a.plugin_cflags("zig")) - 2 and "-O2" in PLUGIN_CFLAGS
+    path = source(src)
+    flags = [*base, pic, opt, *extra, f"-I{PLUGIN_SRC}", f"-I{REPO / 'elfkit' / 'include'}"]
+    key = hashlib.sha256("\0".join([path.read_text(), *flags, version("ziglang")])
+                         .encode()).hexdigest()[:16]
+    out = CACHE / key / f"{path.stem}.{arch}.o"
+    if not out.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+        subprocess.run([sys.executable, "-m", "ziglang", "cc", *flags, "-c", str(path), "-o",
+                        str(tmp)], check=True, capture_output=True, timeout=600)
+        tmp.replace(out)        # concurrent sessions never see half a file
+    return out
+
+
+def backend(arch: str) -> str:
+    """native for the host's CPU, else emulated."""
+    host = elfkit.arch.host()
+    return "native" if host is not None and host.name == arch else "emulated"
