@@ -34,6 +34,7 @@ from .errors import (
     InvocationError,
     LinkError,
     LoadError,
+    ParameterError,
     PluginError,
     StatusCode,
     TypeRegistryError,
@@ -103,7 +104,7 @@ _LAZY = {
 }
 __all__ += [*(name for name in _LAZY if name not in __all__), "ExecutableError",
             "DispatchError", "PluginError", "ImportResolutionError", "ArgumentError",
-            "DefinitionError", "FunctionNotFoundError", "HalError"]
+            "DefinitionError", "FunctionNotFoundError", "HalError", "ParameterError"]
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())

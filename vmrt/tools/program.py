@@ -250,7 +250,8 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
-         statistics: bool = False) -> Program:
+         statistics: bool = False, parameters: Any = (), parameter_mode: str = "file"
+         ) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -267,6 +268,13 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``trace``: a text stream that gets the execution trace
     (``--trace_execution``); ``statistics``: collect allocator and dispatch
     statistics (``--print_statistics``; see :meth:`Program.statistics`).
+    ``parameters``: what the program's ``#flow.parameter.named`` globals
+    load (``--parameters``): a file path (the empty scope; a string may be
+    ``"SCOPE=FILE"`` as on the command line), a ``(scope, path)`` pair,
+    a mapping ``scope -> path``, ``scope -> [paths]`` or
+    ``scope -> {key: numpy array}``, a
+    :class:`vmrt.modules.io_parameters.ParameterIndex`, or a list of these;
+    ``parameter_mode``: ``"file"`` (files mapped) or ``"preload"``.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -284,7 +292,12 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))])
+                            _listify(executable_plugins, (str, os.PathLike))],
+        # a list is several specs; anything else (a path, a pair, a mapping, an index) one
+        parameters=list(parameters) if isinstance(parameters, list) else
+        [] if parameters is None or (isinstance(parameters, tuple) and not parameters)
+        else [parameters],
+        parameter_mode=parameter_mode)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
                                  trace=trace, statistics=bool(statistics))
