@@ -30,6 +30,8 @@ class ParameterEntry(DataRecord, frozen=True, slots=True):
     pattern: bytes | None = None
     #: where it comes from (a file path or ``<memory>``), for messages
     source: str = "<memory>"
+    #: the file offset of ``data`` (-1: in memory, or a splat)
+    offset: int = -1
 
     @property
     def is_splat(self) -> bool:

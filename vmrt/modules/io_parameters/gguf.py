@@ -109,8 +109,9 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
         if offset + length > available:
             raise r.fail(f"tensor `{name}` data (offset {offset}, length {length}) is outside "
                          f"the {available} bytes of tensor data", StatusCode.OUT_OF_RANGE)
-        out.append(ParameterEntry(name, length, data=data[base + offset:base + offset + length],
-                                  source=source))
+        at = base + offset
+        out.append(ParameterEntry(name, length, data=data[at:at + length], source=source,
+                                  offset=at))
     return out
 
 

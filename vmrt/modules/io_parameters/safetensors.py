@@ -54,7 +54,7 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
                          f"{available} bytes of tensor data", StatusCode.OUT_OF_RANGE)
         _check_shape(r, key, info, end - begin)
         out.append(ParameterEntry(key, end - begin, data=data[base + begin:base + end],
-                                  source=source))
+                                  source=source, offset=base + begin))
     return out
 
 
