@@ -73,8 +73,8 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
     r = Reader(data, source)
     magic, version, tensor_count, kv_count = r.take(_HEAD, "the GGUF header")
     if magic != MAGIC:
-        raise r.fail(f"GGUF file magic missing or invalid {magic.hex().upper()}; expected "
-                     f"{MAGIC.hex().upper()} ('GGUF')")
+        raise r.fail(f"GGUF file magic missing or invalid {int.from_bytes(magic, 'little'):08X}; "
+                     f"expected {int.from_bytes(MAGIC, 'little'):08X} ('GGUF')")
     if version not in VERSIONS:
         raise r.fail(f"GGUF format version {version} is unsupported; expected version "
                      f"{VERSIONS[0]}-{VERSIONS[-1]}", StatusCode.UNIMPLEMENTED)
@@ -108,7 +108,7 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
     for name, offset, length in infos:
         if offset + length > available:
             raise r.fail(f"tensor `{name}` data (offset {offset}, length {length}) is outside "
-                         f"the {available} bytes of tensor data", StatusCode.OUT_OF_RANGE)
+                         f"the {available} bytes of tensor data")
         at = base + offset
         out.append(ParameterEntry(name, length, data=data[at:at + length], source=source,
                                   offset=at))

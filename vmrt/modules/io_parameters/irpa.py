@@ -44,8 +44,8 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
         magic, major, minor, header_size, next_offset, _flags = r.unpack(
             _PREFIX, "the IRPA header", base)
         if magic != MAGIC:
-            raise r.fail(f"IRPA file magic missing or invalid {magic.hex().upper()} at offset "
-                         f"{base}; expected {MAGIC.hex().upper()} ('IRPA')")
+            raise r.fail(f"IRPA file magic missing or invalid {_u32(magic):08X} at offset "
+                         f"{base}; expected {_u32(MAGIC):08X} ('IRPA')")
         if major != 0 or minor != 0:
             raise r.fail(f"IRPA version {major}.{minor} not supported (vmrt reads 0.0)",
                          StatusCode.UNIMPLEMENTED)
@@ -60,6 +60,11 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
                          f"the end of the file ({len(data)} bytes)", StatusCode.OUT_OF_RANGE)
         base += next_offset
     raise r.fail(f"more than {MAX_HEADERS} linked IRPA headers (a loop?)")
+
+
+def _u32(raw: bytes) -> int:
+    """Four magic bytes as the little-endian u32 IREE prints."""
+    return int.from_bytes(raw, "little")
 
 
 def _segment(r: Reader, base: int, offset: int, length: int, what: str) -> tuple[int, int]:

@@ -51,7 +51,7 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
         begin, end = offsets
         if begin > end or end > available:
             raise r.fail(f"tensor `{key}` data_offsets [{begin}, {end}] are outside the "
-                         f"{available} bytes of tensor data", StatusCode.OUT_OF_RANGE)
+                         f"{available} bytes of tensor data")
         _check_shape(r, key, info, end - begin)
         out.append(ParameterEntry(key, end - begin, data=data[base + begin:base + end],
                                   source=source, offset=base + begin))
