@@ -32,9 +32,17 @@ def expected(x: np.ndarray) -> list[np.ndarray]:
             np.full(8, SPLAT * 2, np.float32)]
 
 
+VMVX = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx")
+
+
 @pytest.fixture(scope="session")
-def params_vmfb(hal_compile):
-    return lambda arch="x86_64": hal_compile(str(PROGRAM), arch)
+def params_vmfb(hal_compile, compile_mlir):
+    """``params_vmfb(arch)``: the program for llvm-cpu on ``arch``, or for vmvx."""
+    def build(arch: str = "x86_64") -> Path:
+        if arch == "vmvx":
+            return compile_mlir(PROGRAM.read_text(), *VMVX, name="params_vmvx")
+        return hal_compile(str(PROGRAM), arch)
+    return build
 
 
 @pytest.fixture(scope="session")

@@ -40,15 +40,20 @@ def test_cli_matches_iree_run_module(params_vmfb, param_files, iree_run_module, 
     assert "4xi8=" not in ours.stdout and "6xi8=" in ours.stdout
 
 
-@pytest.mark.parametrize("mode", ["file", "preload"])
-def test_aarch64_emulated_and_modes(params_vmfb, param_files, iree_run_module, emulation, mode):
+@pytest.mark.parametrize(("arch", "mode"), [("aarch64", "file"), ("aarch64", "preload"),
+                                           ("vmvx", "file")])
+def test_other_targets_and_modes(params_vmfb, param_files, iree_run_module, emulation, arch,
+                                 mode):
     """The aarch64 build under emulation prints what iree-run-module prints
-    for the host build, in both --parameter_mode values."""
+    for the host build (it cannot run aarch64 code here), in both
+    --parameter_mode values; the vmvx build what it prints for the same
+    vmvx build (vmvx rounds the matmul differently)."""
     flags = [f"--input={INPUT}", *_flags(param_files, "irpa+safetensors"),
              f"--parameter_mode={mode}"]
-    ours = vmrt_run(["--device=local-sync", f"--module={params_vmfb('aarch64')}", *flags])
-    theirs = iree_run(iree_run_module, ["--device=local-sync",
-                                        f"--module={params_vmfb()}", *flags])
+    ours = vmrt_run(["--device=local-sync", f"--module={params_vmfb(arch)}", *flags])
+    theirs = iree_run(iree_run_module, [
+        "--device=local-sync", f"--module={params_vmfb('vmvx' if arch == 'vmvx' else 'x86_64')}",
+        *flags])
     assert theirs.rc == 0, theirs.stderr
     assert (ours.rc, ours.stderr, ours.stdout) == (0, "", theirs.stdout)
 

@@ -59,8 +59,9 @@ class ParameterEntry(DataRecord, frozen=True, slots=True):
             raise ParameterError(f"parameter `{self.key}` is a splat and cannot be written",
                                  StatusCode.PERMISSION_DENIED)
         if self.data.readonly:
-            raise ParameterError(f"parameter `{self.key}` in '{self.source}' is read-only "
-                                 "(parameter files are opened for reading)",
+            why = "read-only memory" if self.offset < 0 else \
+                "read-only (parameter files are opened for reading)"
+            raise ParameterError(f"parameter `{self.key}` in '{self.source}' is {why}",
                                  StatusCode.PERMISSION_DENIED)
         self.data[offset:offset + len(data)] = data
 
