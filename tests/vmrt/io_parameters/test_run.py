@@ -109,3 +109,29 @@ def test_load_api_arrays_match_iree_runtime(params_vmfb):
 def test_help_lists_the_flags():
     out = vmrt_run(["--help"]).stdout
     assert "--parameters=[SCOPE=]FILE" in out and "--parameter_mode=file|preload" in out
+
+
+CHECK_PROGRAM = """
+util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<2xf32>
+func.func @w_is_loaded() {
+  %w = util.global.load @w : tensor<2xf32>
+  check.expect_almost_eq_const(%w, dense<[1.5, -2.0]> : tensor<2xf32>) : tensor<2xf32>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(("value", "rc"), [(-2.0, 0), (-3.0, 1)])
+def test_vmrt_test_takes_parameters(compile_mlir, tmp_path, value, rc):
+    import io
+
+    from tests.vmrt.io_parameters.conftest import VMVX
+    from tests.vmrt.io_parameters.param_files import write_safetensors
+    from vmrt.tools.main import main
+    vmfb = compile_mlir(CHECK_PROGRAM, *VMVX, name="params_check")
+    st = write_safetensors(tmp_path / "w.safetensors", {"w": np.array([1.5, value], np.float32)})
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["test", "--device=local-sync", f"--module={vmfb}",
+                 f"--parameters=model={st}"], stdout=out, stderr=err)
+    assert code == rc, err.getvalue()
+    assert ("[  PASSED  ] 1 test." in out.getvalue()) == (rc == 0)
