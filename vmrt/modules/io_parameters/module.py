@@ -111,9 +111,9 @@ class ParametersModule(NativeModule):
         stats = device.statistics
         for key, p_off, _b_off, length in spans(key_table, key_data, span_table):
             entry = idx.lookup(key)
-            data = entry.read(p_off, length)
-            buf = new_buffer(length, f"io_parameters.load of `{key}`")
-            buf.bytes[:] = data
+            entry.check_range(p_off, length)
+            buf = new_buffer(length, f"io_parameters.load of `{key}`")   # bounded size
+            buf.bytes[:] = entry.read(p_off, length)
             if stats is not None:
                 stats.record_allocation(buf, memory_types)
             buffers.append(buf)
@@ -129,9 +129,10 @@ class ParametersModule(NativeModule):
         idx = self.index(_scope(scope))
         buf = _need(target, HalBuffer, "target buffer")
         for key, p_off, b_off, length in spans(key_table, key_data, span_table):
-            data = idx.lookup(key).read(p_off, length)
+            entry = idx.lookup(key)
+            entry.check_range(p_off, length)
             buf.writable(what)
-            buffer_range(buf, b_off, length, f"{what} of `{key}`")[:] = data
+            buffer_range(buf, b_off, length, f"{what} of `{key}`")[:] = entry.read(p_off, length)
         if signal is not None:
             signal.signal()
 

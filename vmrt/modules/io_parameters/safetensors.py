@@ -36,6 +36,8 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
         header = json.loads(text)
     except ValueError as e:
         raise r.fail(f"safetensors header is not valid JSON ({e})") from None
+    except RecursionError:
+        raise r.fail("safetensors header nests too deeply") from None
     if not isinstance(header, dict):
         raise r.fail("safetensors header is not a JSON object")
     base = r.pos
@@ -59,7 +61,8 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
 
 
 def _check_shape(r: Reader, key: str, info: dict, length: int) -> None:
-    itemsize = DTYPE_SIZES.get(info.get("dtype"))   # type: ignore[arg-type]
+    dtype = info.get("dtype")
+    itemsize = DTYPE_SIZES.get(dtype) if isinstance(dtype, str) else None
     shape = info.get("shape")
     if itemsize is None or not isinstance(shape, list):
         return
