@@ -135,3 +135,14 @@ def test_vmrt_test_takes_parameters(compile_mlir, tmp_path, value, rc):
                  f"--parameters=model={st}"], stdout=out, stderr=err)
     assert code == rc, err.getvalue()
     assert ("[  PASSED  ] 1 test." in out.getvalue()) == (rc == 0)
+
+
+def test_provider_indexes_files_once_per_run(param_files):
+    """``vmrt test`` makes a context per test: the files are indexed once."""
+    from vmrt.modules.io_parameters import PROVIDER
+    from vmrt.tools.module_specs import RunOptions
+    options = RunOptions(parameters=[f"model={param_files['model.irpa']}"])
+    first, second = PROVIDER.create(vmrt.Instance(), options), PROVIDER.create(vmrt.Instance(),
+                                                                                options)
+    assert first is not second and first.index("model") is second.index("model")
+    assert sorted(first.index("model").entries) == ["b", "h", "w"]

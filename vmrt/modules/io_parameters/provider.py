@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from .module import ParametersModule
 
 
+#: where :meth:`ParametersProvider.create` keeps the indexes in ``options.extra``
+_INDEXES = "io_parameters.indexes"
+
+
 class ParametersProvider:
     """Makes ``io_parameters`` from ``options.parameters`` (flag values
     ``[SCOPE=]FILE`` or the Python forms :func:`build_indexes` takes) and
@@ -25,11 +29,19 @@ class ParametersProvider:
         """``io_parameters`` has no types of its own."""
 
     def create(self, instance: Instance, options: Any = None) -> ParametersModule:
+        """The files are opened and indexed once per ``options``: ``vmrt
+        test`` makes a context (and an ``io_parameters`` module) per test."""
         from .index import build_indexes
         from .module import ParametersModule
-        specs = list(getattr(options, "parameters", None) or [])
-        mode = getattr(options, "parameter_mode", None) or "file"
-        return ParametersModule(instance, build_indexes(specs, mode))
+        extra = getattr(options, "extra", None)
+        indexes = extra.get(_INDEXES) if isinstance(extra, dict) else None
+        if indexes is None:
+            specs = list(getattr(options, "parameters", None) or [])
+            mode = getattr(options, "parameter_mode", None) or "file"
+            indexes = build_indexes(specs, mode)
+            if isinstance(extra, dict):
+                extra[_INDEXES] = indexes
+        return ParametersModule(instance, indexes)
 
 
 PROVIDER = ParametersProvider()
