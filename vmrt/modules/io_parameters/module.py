@@ -19,9 +19,10 @@ the signal fence is signalled when the copies are done.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
-from ...errors import HalError, ParameterError, StatusCode
+from ...errors import HalError, ParameterError, StatusCode, VmError
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer, buffer_range, new_buffer
 from ...hal.local.device import Device
 from ...hal.objects import Fence, check_waits
@@ -106,19 +107,17 @@ class ParametersModule(NativeModule):
              target_affinity: int, memory_types: int, usage: int, key_table: Any,
              key_data: Any, span_table: Any) -> VmList:
         self._begin(device, wait, signal, "io_parameters.load")
-        idx = self.index(_scope(scope))
         buffers = []
-        stats = device.statistics
-        for key, p_off, _b_off, length in spans(key_table, key_data, span_table):
-            entry = idx.lookup(key)
-            entry.check_range(p_off, length)
-            buf = new_buffer(length, f"io_parameters.load of `{key}`")   # bounded size
-            buf.bytes[:] = entry.read(p_off, length)
-            if stats is not None:
-                stats.record_allocation(buf, memory_types)
-            buffers.append(buf)
-        if signal is not None:
-            signal.signal()
+        with _signalling(signal):
+            idx = self.index(_scope(scope))
+            for key, p_off, _b_off, length in spans(key_table, key_data, span_table):
+                entry = idx.lookup(key)
+                entry.check_range(p_off, length)
+                buf = new_buffer(length, f"io_parameters.load of `{key}`")   # bounded size
+                buf.bytes[:] = entry.read(p_off, length)
+                if device.statistics is not None:
+                    device.statistics.record_allocation(buf, memory_types)
+                buffers.append(buf)
         return VmList(HAL_BUFFER_TYPE, buffers)
 
     @export("gather", "0rIrrrrrrr_v")
@@ -126,15 +125,15 @@ class ParametersModule(NativeModule):
                target: Any, key_table: Any, key_data: Any, span_table: Any) -> None:
         what = "io_parameters.gather"
         self._begin(device, wait, signal, what)
-        idx = self.index(_scope(scope))
-        buf = _need(target, HalBuffer, "target buffer")
-        for key, p_off, b_off, length in spans(key_table, key_data, span_table):
-            entry = idx.lookup(key)
-            entry.check_range(p_off, length)
-            buf.writable(what)
-            buffer_range(buf, b_off, length, f"{what} of `{key}`")[:] = entry.read(p_off, length)
-        if signal is not None:
-            signal.signal()
+        with _signalling(signal):
+            idx = self.index(_scope(scope))
+            buf = _need(target, HalBuffer, "target buffer")
+            for key, p_off, b_off, length in spans(key_table, key_data, span_table):
+                entry = idx.lookup(key)
+                entry.check_range(p_off, length)
+                buf.writable(what)
+                buffer_range(buf, b_off, length, f"{what} of `{key}`")[:] = \
+                    entry.read(p_off, length)
 
     @export("scatter", "0rIrrrrrrr_v")
     def scatter(self, state: Any, device: Any, affinity: int, wait: Any, signal: Any,
@@ -142,13 +141,26 @@ class ParametersModule(NativeModule):
                 span_table: Any) -> None:
         what = "io_parameters.scatter"
         self._begin(device, wait, signal, what)
-        buf = _need(source, HalBuffer, "source buffer")
-        idx = self.index(_scope(scope))
-        for key, p_off, b_off, length in spans(key_table, key_data, span_table):
-            data = buffer_range(buf, b_off, length, f"{what} of `{key}`")
-            idx.lookup(key).write(p_off, data)
+        with _signalling(signal):
+            buf = _need(source, HalBuffer, "source buffer")
+            idx = self.index(_scope(scope))
+            for key, p_off, b_off, length in spans(key_table, key_data, span_table):
+                data = buffer_range(buf, b_off, length, f"{what} of `{key}`")
+                idx.lookup(key).write(p_off, data)
+
+
+@contextmanager
+def _signalling(signal: Fence | None) -> Iterator[None]:
+    """Signal ``signal`` when the block completes; fail it with the error's
+    status when it raises (as IREE fails a batch's signal semaphores)."""
+    try:
+        yield
+    except VmError as e:
         if signal is not None:
-            signal.signal()
+            signal.fail(int(e.code))
+        raise
+    if signal is not None:
+        signal.signal()
 
 
 __all__ = ["ParametersModule", "spans"]
