@@ -99,6 +99,7 @@ _LAZY = {
     "StaticPlugin": "hal.local.plugins.static",
     "Executable": "hal.local.executable",
     "ExecutableLoader": "hal.local.loader",
+    "ParameterIndex": "modules.io_parameters.index",
     "load": "tools.program",
     "Program": "tools.program",
 }

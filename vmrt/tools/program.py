@@ -273,7 +273,7 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``"SCOPE=FILE"`` as on the command line), a ``(scope, path)`` pair,
     a mapping ``scope -> path``, ``scope -> [paths]`` or
     ``scope -> {key: numpy array}``, a
-    :class:`vmrt.modules.io_parameters.ParameterIndex`, or a list of these;
+    :class:`vmrt.ParameterIndex`, or a list of these;
     ``parameter_mode``: ``"file"`` (files mapped) or ``"preload"``.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))

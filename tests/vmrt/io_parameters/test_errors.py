@@ -13,7 +13,7 @@ import vmrt
 from tests.vmrt.hal.hal_testutil import iree_run, vmrt_run
 from tests.vmrt.io_parameters.conftest import VALUES
 from tests.vmrt.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
-from vmrt.modules.io_parameters import ParameterIndex
+from vmrt import ParameterIndex
 
 
 def _run(vmfb, files, exe=None):

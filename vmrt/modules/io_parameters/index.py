@@ -9,7 +9,7 @@ first (``preload``).  The format follows the file name's extension
 
 From Python, :class:`ParameterIndex` also holds arrays::
 
-    idx = ParameterIndex("model", {"w": np.ones((4, 3), np.float32)})
+    idx = vmrt.ParameterIndex("model", {"w": np.ones((4, 3), np.float32)})
     vmrt.load("m.vmfb", parameters=[idx, ("opt", "opt.irpa")])
 """
 from __future__ import annotations
