@@ -44,7 +44,12 @@ def map_file(path: str, mode: str = "file") -> Any:
             raise ParameterError(f"parameter file '{path}' is not a regular file")
         with open(path, "rb") as f:
             if mode == "preload":
-                return memoryview(f.read()).toreadonly()
+                try:
+                    return memoryview(f.read()).toreadonly()
+                except MemoryError:
+                    raise ParameterError(f"parameter file '{path}' does not fit in memory "
+                                         "(--parameter_mode=file maps it instead)",
+                                         StatusCode.RESOURCE_EXHAUSTED) from None
             if os.fstat(f.fileno()).st_size == 0:
                 return memoryview(b"")
             return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
@@ -56,8 +61,9 @@ def map_file(path: str, mode: str = "file") -> Any:
                              StatusCode.NOT_FOUND) from None
 
 
-def parse_file(path: str, data: Any) -> list[ParameterEntry]:
-    """The entries of ``data``, the bytes of the file ``path``."""
+def parse_file(path: str, mode: str = "file") -> list[ParameterEntry]:
+    """The entries of the file ``path`` (its format from its extension,
+    checked before the file is opened), mapped or read as ``mode`` says."""
     name = os.path.basename(path)
     ext = name.rpartition(".")[2].lower() if "." in name else ""
     parser = FORMATS.get(ext)
@@ -65,7 +71,7 @@ def parse_file(path: str, data: Any) -> list[ParameterEntry]:
         raise ParameterError(f"unsupported parameter file format `{ext}` ('{path}'); the "
                              "extension must be one of .irpa, .gguf, .safetensors",
                              StatusCode.UNIMPLEMENTED)
-    return parser(data, path)
+    return parser(map_file(path, mode), path)
 
 
 def _array_bytes(key: str, value: Any) -> Any:
@@ -117,7 +123,7 @@ class ParameterIndex:
         """Add the parameters of a ``.irpa``, ``.gguf`` or ``.safetensors`` file."""
         path = os.fspath(path)
         try:
-            for entry in parse_file(path, map_file(path, mode)):
+            for entry in parse_file(path, mode):
                 self.add(entry)
         except ParameterError as e:
             e.annotate(f"loading parameter file '{path}'")
