@@ -34,6 +34,7 @@ from .errors import (
     InvocationError,
     LinkError,
     LoadError,
+    ParameterError,
     PluginError,
     StatusCode,
     TypeRegistryError,
@@ -100,12 +101,13 @@ _LAZY = {
     **dict.fromkeys(("Executable", "ElfExecutable"), "hal.local.elf_executable"),
     "LocalExecutable": "hal.local.local_executable",
     "ExecutableLoader": "hal.local.loader",
+    "ParameterIndex": "modules.io_parameters.index",
     "load": "tools.program",
     "Program": "tools.program",
 }
 __all__ += [*(name for name in _LAZY if name not in __all__), "ExecutableError",
             "DispatchError", "PluginError", "ImportResolutionError", "ArgumentError",
-            "DefinitionError", "FunctionNotFoundError", "HalError"]
+            "DefinitionError", "FunctionNotFoundError", "HalError", "ParameterError"]
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())

@@ -156,6 +156,14 @@ class DefinitionError(VmError):
     default_code = StatusCode.INVALID_ARGUMENT
 
 
+class ParameterError(VmError):
+    """A parameter file (``--parameters``) is missing, truncated or corrupt,
+    or a program asks for a parameter scope or key that is not there, or
+    for more bytes than the parameter has."""
+
+    default_code = StatusCode.INVALID_ARGUMENT
+
+
 class HalError(VmError):
     """A HAL object was used wrongly: out-of-range buffer access, a null or
     mistyped buffer, buffer view, fence or command buffer, an unknown

@@ -15,6 +15,7 @@ from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..modules.check import PROVIDER as CHECK_PROVIDER
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
+from ..modules.io_parameters.provider import PROVIDER as PARAMETERS_PROVIDER
 from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.context import Context
 from ..vm.instance import Instance
@@ -40,6 +41,11 @@ class RunOptions(DataRecord):
     backend: str = "auto"
     #: ``--gdb=PORT``: the emulated executables serve gdb on 127.0.0.1:PORT
     gdb: int | None = None
+    #: ``--parameters=[SCOPE=]FILE`` values (or, from Python, what
+    #: :func:`vmrt.modules.io_parameters.build_indexes` takes)
+    parameters: list[Any] = field(default_factory=list)
+    #: ``--parameter_mode``: "file" (files mapped) or "preload" (read whole)
+    parameter_mode: str = "file"
 
 
 class ContextSettings(DataRecord):
@@ -61,6 +67,9 @@ def context_settings(flags: Any) -> ContextSettings:
     mode = flags.values.get("module_mode", "preload")
     if mode not in ("preload", "mmap"):
         raise UsageError(f"unrecognized --module_mode= value '{mode}'")
+    parameter_mode = flags.values.get("parameter_mode", "file")
+    if parameter_mode not in ("file", "preload"):
+        raise UsageError(f"unrecognized --parameter_mode= value '{parameter_mode}'")
     budget = flags.count("instruction_budget")
     timeout = flags.seconds("timeout")
     specs = list(flags.lists["module"])
@@ -74,7 +83,8 @@ def context_settings(flags: Any) -> ContextSettings:
     return ContextSettings(specs, RunOptions(
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode,
-        backend="auto" if gdb is None else "emulated", gdb=gdb),
+        backend="auto" if gdb is None else "emulated", gdb=gdb,
+        parameters=list(flags.lists.get("parameters", ())), parameter_mode=parameter_mode),
         budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
 
 
@@ -84,9 +94,10 @@ OWN_DISTRIBUTION = "elfkit"
 
 def builtin_providers() -> list[Any]:
     """vmrt's built-in providers: the ``hal`` module (host-only or device),
-    the ``vmvx`` module and the ``check`` module (its imports are optional:
-    a program runs without it, its expectations are then skipped)."""
-    return [HAL_PROVIDER, VMVX_PROVIDER, CHECK_PROVIDER]
+    the ``vmvx`` module, the ``check`` module (its imports are optional:
+    a program runs without it, its expectations are then skipped) and
+    ``io_parameters`` (over the run's ``--parameters``)."""
+    return [HAL_PROVIDER, VMVX_PROVIDER, CHECK_PROVIDER, PARAMETERS_PROVIDER]
 
 
 def entry_point_providers() -> list[Any]:

@@ -303,7 +303,8 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
-         statistics: bool = False, trace_dispatch_tensors: Any = None) -> Program:
+         statistics: bool = False, trace_dispatch_tensors: Any = None,
+         parameters: Any = (), parameter_mode: str = "file") -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -325,6 +326,13 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     iree-run-module (and iree.runtime) do, False drops them, a folder gets
     them as ``.npy`` files (``--trace_dispatch_tensors``), a callable is
     called with ``(key, list of numpy arrays)``.
+    ``parameters``: what the program's ``#flow.parameter.named`` globals
+    load (``--parameters``): a file path (the empty scope; a string may be
+    ``"SCOPE=FILE"`` as on the command line), a ``(scope, path)`` pair,
+    a mapping ``scope -> path``, ``scope -> [paths]`` or
+    ``scope -> {key: numpy array}``, a
+    :class:`vmrt.ParameterIndex`, or a list of these;
+    ``parameter_mode``: ``"file"`` (files mapped) or ``"preload"``.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -342,7 +350,12 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))])
+                            _listify(executable_plugins, (str, os.PathLike))],
+        # a list is several specs; anything else (a path, a pair, a mapping, an index) one
+        parameters=list(parameters) if isinstance(parameters, list) else
+        [] if parameters is None or (isinstance(parameters, tuple) and not parameters)
+        else [parameters],
+        parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,

@@ -89,6 +89,11 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 one is asked first
   --module_mode=preload|mmap    module data writable (preload) or read-only
                                 to transfers (mmap), as in iree-run-module
+  --parameters=[SCOPE=]FILE     parameter file (.irpa, .gguf, .safetensors) for
+                                the program's #flow.parameter.named globals of
+                                SCOPE (none: the empty scope); repeatable
+  --parameter_mode=file|preload parameter files mapped, read as needed (file,
+                                the default) or read whole at start (preload)
   --instruction_budget=N        stop after N instructions: VM ones plus those
                                 of emulated and vmvx dispatches (vmrt extension)
   --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
@@ -120,13 +125,13 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
 #: the flags of ``vmrt run`` (iree-run-module's, plus vmrt's extensions)
 RUN_FLAGS = FlagSpec(
     lists=frozenset({"module", "input", "output", "device", "executable_plugin",
-                     "expected_output", "task_topology_cpu_ids"}),
+                     "expected_output", "task_topology_cpu_ids", "parameters"}),
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
                       "expected_bf16_threshold", "expected_rtol", "equality_mode",
                       "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors",
-                      *TASK_VALUES}),
+                      "parameter_mode", *TASK_VALUES}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races", "task_abort_on_failure"}),
     raw=frozenset({"input"}), optional=frozenset(ACTIONS))

@@ -59,6 +59,8 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
   --executable_plugin=PATH      executable plugin, as for 'vmrt run'
   --expect_failure              exit 0 only if some test fails
   --module_mode=preload|mmap    accepted for compatibility
+  --parameters=[SCOPE=]FILE     parameter file, as for 'vmrt run' (repeatable);
+                                also --parameter_mode=file|preload
   --instruction_budget=N        per test function (vmrt extension)
   --timeout=SECONDS             per test function (vmrt extension)
   --flagfile=PATH               read more flags from PATH, one per line
@@ -71,8 +73,8 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
 
 #: the flags of ``vmrt test`` (iree-check-module's, plus vmrt's extensions)
 TEST_FLAGS = FlagSpec(
-    lists=frozenset({"module", "device", "executable_plugin"}),
-    values=frozenset({"module_mode", "instruction_budget", "timeout"}),
+    lists=frozenset({"module", "device", "executable_plugin", "parameters"}),
+    values=frozenset({"module_mode", "instruction_budget", "timeout", "parameter_mode"}),
     bools=frozenset({"help", "version", "expect_failure", "trace_execution",
                      "print_statistics"}))
 
