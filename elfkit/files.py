@@ -16,9 +16,10 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["CACHE_MAX_SIZE", "clone_range", "file_kind", "filesystem_type", "offloads_copies",
-           "open_regular", "open_special_output", "private_dir", "read_private", "replace_dir",
-           "replace_file", "user_cache_dir", "write_private"]
+__all__ = ["CACHE_MAX_SIZE", "clone_range", "exclusive_dir", "file_kind", "filesystem_type",
+           "offloads_copies", "open_regular", "open_special_output", "private_dir",
+           "private_temp_dir", "read_private", "replace_dir", "replace_file", "user_cache_dir",
+           "write_private"]
 
 _RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
 _AT_FDCWD = -100
@@ -122,6 +123,35 @@ def private_dir(directory: str) -> bool:
     except (OSError, ValueError):
         return False
     return _stat.S_ISDIR(st.st_mode) and _private(st)
+
+
+def private_temp_dir(name: str) -> tuple[str, bool]:
+    """``($TMPDIR/name, False)`` when that is, or can be made, a directory
+    (not a symbolic link) of the current user that nobody else can enter
+    (mode 0700); otherwise -- another user made it first, it is open to
+    others, it is a file or a link someone planted -- ``(a fresh private
+    directory made by mkdtemp, True)``, which the caller removes.  Nothing
+    in a shared temporary directory is trusted unless this process's user
+    made it private."""
+    import tempfile  # only here: few callers need a temporary directory
+    path = os.path.join(tempfile.gettempdir(), name)
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        pass
+    if exclusive_dir(path):
+        return path, False
+    return tempfile.mkdtemp(prefix=f"{name}-"), True
+
+
+def exclusive_dir(path: str) -> bool:
+    """Whether ``path`` is a directory (not a symbolic link) of the current
+    user that nobody else can enter (mode 0700)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return _stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE) -> bytes | None:

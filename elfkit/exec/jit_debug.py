@@ -26,7 +26,7 @@ import zlib
 from collections.abc import Iterator
 
 from .. import codecache
-from ..files import private_dir, read_private
+from ..files import private_dir, private_temp_dir, read_private
 from .cache import cache_dir
 from .environ import getenv
 from .symfile import cached_symfile
@@ -271,40 +271,23 @@ def _intact(root: str, name: str, key: str) -> bool:
 def _cache_roots() -> Iterator[str]:
     """The cache directory, then ``$TMPDIR/elfkit-UID``; each only when it is
     (or can be made) a private directory of the current user.  When the
-    second is not (another user made it, or it is writable by others), a
-    fresh private directory (removed at exit) is used instead."""
-    import tempfile
+    second is not (another user made it, or it is open to others), a fresh
+    private directory (removed at exit) is used instead."""
     root = cache_dir()
-    if _make_private(root, 0o700) and private_dir(root):
-        yield root
-    tmp = os.path.join(tempfile.gettempdir(), f"elfkit-{os.getuid()}")
-    if _make_private(tmp, 0o700) and _exclusive(tmp):
-        yield tmp
-        return
-    if "tmp" not in _state:
-        import atexit
-        import shutil
-        _state["tmp"] = tempfile.mkdtemp(prefix=f"elfkit-{os.getuid()}-")
-        atexit.register(shutil.rmtree, _state["tmp"], True)
-    yield _state["tmp"]
-
-
-def _make_private(path: str, mode: int) -> bool:
     try:
-        os.makedirs(path, mode=mode, exist_ok=True)
+        os.makedirs(root, mode=0o700, exist_ok=True)
     except (OSError, ValueError):
-        return False
-    return True
-
-
-def _exclusive(path: str) -> bool:
-    """Whether ``path`` is a directory (not a symbolic link) of the current
-    user that no one else can even enter (mode 0700)."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+        pass
+    if private_dir(root):
+        yield root
+    if "tmp" not in _state:
+        tmp, fresh = private_temp_dir(f"elfkit-{os.getuid()}")
+        if fresh:
+            import atexit
+            import shutil
+            atexit.register(shutil.rmtree, tmp, True)
+        _state["tmp"] = tmp
+    yield _state["tmp"]
 
 
 def _build(lib: str) -> bool:
