@@ -121,7 +121,7 @@ class GdbStub:
         try:
             self._listener.bind((host, port))
             self._listener.listen(1)
-        except (OSError, ValueError) as e:     # UnicodeError, NUL: a host no one can name
+        except (OSError, ValueError, TypeError) as e:   # UnicodeError, NUL: no host name
             self._listener.close()
             raise ExecutionError(f"cannot listen for gdb on {host!r}:{port}: "
                                  f"{getattr(e, 'strerror', None) or e}") from None

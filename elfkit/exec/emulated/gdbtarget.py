@@ -125,22 +125,22 @@ def elf_copy(module: Any, taken: dict[str, int] | None = None) -> Path:
     return path
 
 
-#: this process's folder of ELF copies: (pid, path)
-_folders: list[tuple[int, str]] = []
+#: this process's folder of ELF copies: ((pid, temporary directory), path)
+_folders: list[tuple[tuple[int, str], str]] = []
 
 
 def _folder() -> str:
-    pid = os.getpid()
-    if _folders and _folders[-1][0] == pid and exclusive_dir(_folders[-1][1]):
+    where = (os.getpid(), tempfile.gettempdir())
+    if _folders and _folders[-1][0] == where and exclusive_dir(_folders[-1][1]):
         return _folders[-1][1]
-    name = f"elfkit-gdb-{pid}"
+    name = f"elfkit-gdb-{where[0]}"
     folder, fresh = private_temp_dir(name)
     if fresh:
         import warnings
-        warnings.warn(f"elfkit: gdb: {os.path.join(tempfile.gettempdir(), name)} is not a "
-                      f"private directory of this user (planted by someone?); the ELF copies "
-                      f"for gdb go to {folder}", stacklevel=3)
-    _folders.append((pid, folder))
+        warnings.warn(f"elfkit: gdb: {os.path.join(where[1], name)} is not a private "
+                      f"directory of this user (planted by someone?); the ELF copies for gdb "
+                      f"go to {folder}", stacklevel=3)
+    _folders.append((where, folder))
     return folder
 
 
