@@ -123,7 +123,8 @@ class GdbStub:
             self._listener.listen(1)
         except (OSError, ValueError, TypeError) as e:   # UnicodeError, NUL: no host name
             self._listener.close()
-            raise ExecutionError(f"cannot listen for gdb on {host!r}:{port}: "
+            shown = host if host.isprintable() else repr(host)
+            raise ExecutionError(f"cannot listen for gdb on {shown}:{port}: "
                                  f"{getattr(e, 'strerror', None) or e}") from None
         self.port: int = self._listener.getsockname()[1]
         self._conn: socket.socket | None = None
