@@ -17,10 +17,8 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,23 +28,11 @@ from elfkit.errors import ExecutionError, InvalidArgumentError, SignatureError
 pytest.importorskip("unicorn")
 
 from fuzz.gdb_packets import Client, frame
+from tests.elfkit.exec.emulated.test_gdbstub import call_in_thread
 from tests.plugins import REPO
 
 ARCH = "aarch64"
 TIMEOUT = 60
-
-
-def _in_thread(fn: Any, *args: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 - the test looks at it
-            box["error"] = e
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    return t, box
 
 
 @pytest.fixture
@@ -56,7 +42,7 @@ def stopped(hostile):
     with elfkit.load(hostile(ARCH), backend="emulated",
                      imports={"host_add": (lambda a, b: a + b, "i32(i32,i32)")}) as m:
         port = m.debug(0, accept_timeout=TIMEOUT)
-        t, box = _in_thread(m.function("spin", "void()"))
+        t, box = call_in_thread(m.function("spin", "void()"))
         client = Client(port)
         try:
             yield m, client, t, box
