@@ -9,8 +9,11 @@ the first registration builds a small C library that defines both (and
 links or unlinks an entry and tells gdb, in one call), with the host's C
 compiler (``cc``) or the ``ziglang`` wheel, caches it
 (``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
-``~/.cache/elfkit``) and loads it with ``ctypes``; each entry and its
-symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
+``~/.cache/elfkit``; when that is not a private directory of the user,
+``$TMPDIR/elfkit-UID`` or a fresh private one) and loads it with
+``ctypes`` -- only a private regular file holding the bytes recorded at
+build time (see :func:`helper_library`), never one someone planted; each
+entry and its symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
 registration off.  Without a compiler nothing is registered and
 ``available()`` says why.
 """
