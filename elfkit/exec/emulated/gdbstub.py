@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 from ... import arguments
-from ...errors import ExecutionError, InvalidArgumentError, SignatureError
+from ...errors import BackendError, ExecutionError, InvalidArgumentError, SignatureError
 from .gdbtarget import elf_copy, library_list, library_list_svr4, target_xml
 
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
@@ -431,22 +431,25 @@ class GdbStub:
             return "E45"
         r = self._regs[i]
         if r.uc and len(data) == r.bits // 8:
+            value: Any = int.from_bytes(data, "little")
             if r.bits == 80:
-                self.m.write_register(r.uc, (int.from_bytes(data[:8], "little"),
-                                             int.from_bytes(data[8:], "little")))
-            else:
-                self.m.write_register(r.uc, int.from_bytes(data, "little"))
+                value = (int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little"))
+            try:
+                self.m.write_register(r.uc, value)
+            except BackendError:            # a value the CPU refuses (a segment selector ...)
+                return "E16"
         return "OK"
 
     def _write_all(self, data: bytes) -> str:
-        at = 0
+        at, answer = 0, "OK"
         for i, r in enumerate(self._regs):
             n = r.bits // 8
             if at + n > len(data):
                 break
-            self._write_reg(i, data[at:at + n])
+            if self._write_reg(i, data[at:at + n]) != "OK":
+                answer = "E16"              # the others are written all the same
             at += n
-        return "OK"
+        return answer
 
     def _write_mem(self, args: str) -> str:
         where, _, hexdata = args.partition(":")
