@@ -78,6 +78,32 @@ def test_malformed_packets_get_error_replies(stopped):
     assert "killed from gdb" in str(box["error"])
 
 
+def test_a_register_value_the_cpu_refuses_is_an_error_reply(hostile):
+    """x86_64's FS takes only a null selector here: P/G writing another one is
+    ``E16`` (it raised BackendError out of the call; found by the fuzzer)."""
+    with elfkit.load(hostile("x86_64"), backend="emulated",
+                     imports={"host_add": (lambda a, b: a + b, "i32(i32,i32)")}) as m:
+        fs = next(i for i, r in enumerate(m.arch.gdb_regs) if r.name == "fs")
+        port = m.debug(0, accept_timeout=TIMEOUT)
+        t, box = call_in_thread(m.function("spin", "void()"))
+        client = Client(port)
+        try:
+            before = client.ask(f"p{fs:x}")
+            assert client.ask(f"P{fs:x}=34120000") == "E16"
+            regs = m.arch.gdb_regs
+            at = sum(r.bits // 8 for r in regs[:fs])
+            whole = bytearray.fromhex(client.ask("g"))
+            whole[at:at + 4] = (0x1234).to_bytes(4, "little")
+            assert client.ask("G" + whole.hex()) == "E16"
+            assert client.ask(f"p{fs:x}") == before
+            client.send(frame(b"k"))
+        finally:
+            client.close()
+            t.join(TIMEOUT)
+        assert isinstance(box.get("error"), ExecutionError), box
+        assert "killed from gdb" in str(box["error"])
+
+
 def test_a_reset_while_running_is_an_execution_error(stopped):
     _m, client, t, box = stopped
     client.send(frame(b"c"))
