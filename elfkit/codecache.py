@@ -36,7 +36,7 @@ import marshal
 import os
 import sys
 
-from .files import read_private, user_cache_dir, write_private
+from .files import CACHE_MAX_SIZE, read_private, user_cache_dir, write_private
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -69,12 +69,14 @@ def checksum(data: bytes | memoryview) -> int:
     return hash(number) << 30 | number % _PRIME
 
 
-def load(where: str | None, name: str, key: bytes) -> Any:
+def load(where: str | None, name: str, key: bytes, max_size: int = CACHE_MAX_SIZE) -> Any:
     """The value :func:`store` kept as ``name`` in ``where`` under ``key``, or
-    None (cache off, no such file, or a file that is not exactly that)."""
+    None (cache off, no such file, or a file that is not exactly that: also
+    a symbolic link, a FIFO, a device or a file over ``max_size`` bytes,
+    none of which is waited for or read)."""
     if where is None:
         return None
-    blob = read_private(where, name)
+    blob = read_private(where, name, max_size)
     if blob is None or len(blob) < _HEAD or blob[:len(_MAGIC)] != _MAGIC:
         return None
     view = memoryview(blob)

@@ -16,8 +16,9 @@ import stat as _stat
 
 from .errors import ElfkitError
 
-__all__ = ["clone_range", "file_kind", "filesystem_type", "offloads_copies", "open_regular",
-           "open_special_output", "read_private", "replace_dir", "replace_file", "user_cache_dir",
+__all__ = ["CACHE_MAX_SIZE", "clone_range", "exclusive_dir", "file_kind", "filesystem_type",
+           "offloads_copies", "open_regular", "open_special_output", "private_dir",
+           "private_temp_dir", "read_private", "replace_dir", "replace_file", "user_cache_dir",
            "write_private"]
 
 _RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
@@ -110,19 +111,85 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-def read_private(directory: str, name: str) -> bytes | None:
+#: the default bound of a cache file's size (:func:`read_private`)
+CACHE_MAX_SIZE = 64 << 20
+
+
+def private_dir(directory: str) -> bool:
+    """Whether ``directory`` is a directory owned by the current user and
+    writable by nobody else (the rule every cache follows)."""
+    try:
+        st = os.stat(directory)
+    except (OSError, ValueError):
+        return False
+    return _stat.S_ISDIR(st.st_mode) and _private(st)
+
+
+def private_temp_dir(name: str) -> tuple[str, bool]:
+    """``($TMPDIR/name, False)`` when that is, or can be made, a directory
+    (not a symbolic link) of the current user that nobody else can enter
+    (mode 0700); otherwise -- another user made it first, it is open to
+    others, it is a file or a link someone planted -- ``(a fresh private
+    directory made by mkdtemp, True)``, which the caller removes.  Nothing
+    in a shared temporary directory is trusted unless this process's user
+    made it private."""
+    import tempfile  # only here: few callers need a temporary directory
+    path = os.path.join(tempfile.gettempdir(), name)
+    try:
+        os.mkdir(path, 0o700)
+    except OSError:
+        pass
+    if exclusive_dir(path):
+        return path, False
+    return tempfile.mkdtemp(prefix=f"{name}-"), True
+
+
+def exclusive_dir(path: str) -> bool:
+    """Whether ``path`` is a directory (not a symbolic link) of the current
+    user that nobody else can enter (mode 0700)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return _stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE) -> bytes | None:
     """The bytes of cache file ``directory/name``, or None when it is missing
     or unreadable, or when it or ``directory`` is not owned by the current
-    user or is writable by anyone else (a cache is trusted only then)."""
+    user or is writable by anyone else (a cache is trusted only then).
+
+    Never waits and never exhausts memory: the file is opened without
+    following a symbolic link and without blocking (a FIFO planted there
+    would wait for a writer forever), and anything but a regular file of at
+    most ``max_size`` bytes (a device, a FIFO, a 64 GiB sparse file) is
+    treated as missing."""
+    if not private_dir(directory):
+        return None
     try:
-        if not _private(os.stat(directory)):
+        fd = os.open(os.path.join(directory, name),
+                     os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not (_stat.S_ISREG(st.st_mode) and _private(st)) or st.st_size > max_size:
             return None
-        with open(os.path.join(directory, name), "rb") as fh:
-            if not _private(os.fstat(fh.fileno())):
-                return None
-            return fh.read()
+        chunks = []
+        left = st.st_size + 1               # one more: a file that grew is refused
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= max_size and left > 0 else None
     except OSError:
         return None
+    finally:
+        os.close(fd)
 
 
 def write_private(directory: str, name: str, data: bytes) -> None:

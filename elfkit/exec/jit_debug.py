@@ -9,8 +9,11 @@ the first registration builds a small C library that defines both (and
 links or unlinks an entry and tells gdb, in one call), with the host's C
 compiler (``cc``) or the ``ziglang`` wheel, caches it
 (``$ELFKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/elfkit``, else
-``~/.cache/elfkit``) and loads it with ``ctypes``; each entry and its
-symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
+``~/.cache/elfkit``; when that is not a private directory of the user,
+``$TMPDIR/elfkit-UID`` or a fresh private one) and loads it with
+``ctypes`` -- only a private regular file holding the bytes recorded at
+build time (see :func:`helper_library`), never one someone planted; each
+entry and its symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
 registration off.  Without a compiler nothing is registered and
 ``available()`` says why.
 """
@@ -18,12 +21,15 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import struct
 import sys
 import threading
 import zlib
 from collections.abc import Iterator
 
+from .. import codecache
+from ..files import private_dir, private_temp_dir, read_private
 from .cache import cache_dir
 from .environ import getenv
 from .symfile import cached_symfile
@@ -184,7 +190,9 @@ def interface() -> JitInterface | None:
                 jit = JitInterface(ctypes.PyDLL(helper_library()))
                 _state["why"] = ""
                 _state["interface"] = jit
-            except (OSError, RuntimeError) as e:      # _build reports compiler failures so
+            except (OSError, RuntimeError, ValueError, AttributeError) as e:
+                # _build reports compiler failures as RuntimeError; a library
+                # without the symbols (ValueError, AttributeError) is refused too
                 _state["why"] = str(e)
                 _state["interface"] = None
         return _state["interface"]
@@ -223,36 +231,82 @@ def _compilers() -> list[list[str]]:
     return out
 
 
+#: the largest helper library read (it is a few KiB)
+HELPER_MAX_SIZE = 1 << 20
+
+
 def helper_library() -> str:
     """The helper library's path, built at first use (raises RuntimeError
-    naming every compiler tried when none could build it)."""
+    naming every compiler tried when none could build it).
+
+    It is loaded only from a directory owned by the current user and
+    writable by nobody else, only when it is a regular file there (not a
+    symbolic link), owned by the user, not writable by others, and holding
+    exactly the bytes recorded when it was built (their length and checksum,
+    kept beside it as ``jit-debug-KEY.sum`` through :mod:`elfkit.codecache`):
+    a planted library never runs, and a damaged one (truncated, which would
+    kill the process with SIGBUS when mapped; replaced; a directory) is
+    built again."""
     key = f"{zlib.crc32(HELPER_SOURCE + os.uname().machine.encode()):08x}"
+    name = f"jit-debug-{key}.so"
     for root in _cache_roots():
-        lib = os.path.join(root, f"jit-debug-{key}.so")
-        if os.path.isfile(lib):
+        lib = os.path.join(root, name)
+        if _intact(root, name, key):
             return lib
-        try:
-            os.makedirs(root, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(root, os.W_OK):
-            _build(lib)
+        if _build(lib) and _intact(root, name, key):
             return lib
-    raise RuntimeError("no writable cache directory for the gdb JIT helper library")
+    raise RuntimeError("no private writable cache directory for the gdb JIT helper library")
+
+
+def _sum_name(name: str) -> str:
+    return name.removesuffix(".so") + ".sum"
+
+
+def _intact(root: str, name: str, key: str) -> bool:
+    """Whether ``root/name`` is the library built there, byte for byte."""
+    data = read_private(root, name, HELPER_MAX_SIZE)
+    if data is None:
+        return False
+    kept = codecache.load(root, _sum_name(name), key.encode())
+    return kept == (len(data), codecache.checksum(data))
 
 
 def _cache_roots() -> Iterator[str]:
-    yield cache_dir()
-    import tempfile
-    yield os.path.join(tempfile.gettempdir(), f"elfkit-{os.getuid()}")
+    """The cache directory, then ``$TMPDIR/elfkit-UID``; each only when it is
+    (or can be made) a private directory of the current user.  When the
+    second is not (another user made it, or it is open to others), a fresh
+    private directory (removed at exit) is used instead."""
+    root = cache_dir()
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+    except (OSError, ValueError):
+        pass
+    if private_dir(root):
+        yield root
+    if "tmp" not in _state:
+        tmp, fresh = private_temp_dir(f"elfkit-{os.getuid()}")
+        if fresh:
+            import atexit
+            import shutil
+            atexit.register(shutil.rmtree, tmp, True)
+        _state["tmp"] = tmp
+    yield _state["tmp"]
 
 
-def _build(lib: str) -> None:
+def _build(lib: str) -> bool:
+    """Compile the helper library into ``lib`` (replacing whatever damaged
+    entry is there) and record its length and checksum beside it; False
+    when ``lib``'s directory cannot be written."""
     # the compiler's plumbing is imported here: most processes find the library built
     import subprocess
     import tempfile
     errors = []
-    with tempfile.TemporaryDirectory(dir=os.path.dirname(lib)) as tmp:
+    root = os.path.dirname(lib)
+    try:
+        tmp_dir = tempfile.TemporaryDirectory(dir=root)
+    except OSError:
+        return False
+    with tmp_dir as tmp:
         src = os.path.join(tmp, "jit_debug.c")
         with open(src, "wb") as fh:
             fh.write(HELPER_SOURCE)
@@ -265,8 +319,29 @@ def _build(lib: str) -> None:
                 errors.append(f"{' '.join(cc)}: {e}")
                 continue
             if r.returncode == 0 and os.path.isfile(out):
-                os.replace(out, lib)               # atomic: other processes see all or nothing
-                return
+                with open(out, "rb") as fh:
+                    data = fh.read()
+                os.chmod(out, 0o755)
+                name = os.path.basename(lib)
+                key = name.removeprefix("jit-debug-").removesuffix(".so")
+                codecache.store(root, _sum_name(name), key.encode(),
+                                (len(data), codecache.checksum(data)))
+                _clear(lib)
+                try:
+                    os.replace(out, lib)           # atomic: other processes see all or nothing
+                except OSError:
+                    return False
+                return True
             errors.append(f"{' '.join(cc)}: {r.stderr.strip().splitlines()[-1:] or r.returncode}")
     raise RuntimeError("cannot build the gdb JIT helper library: "
                        + ("; ".join(errors) or "no C compiler (cc, gcc, clang, ziglang) found"))
+
+
+def _clear(path: str) -> None:
+    """Remove a damaged entry that ``os.replace`` cannot replace (a directory)."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            import shutil
+            shutil.rmtree(path, ignore_errors=True)
+    except OSError:
+        pass

@@ -14,7 +14,8 @@ Where: ``$VMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/vmrt``, else
 written).  A cache file is only a cache: it is read only from a directory and
 file owned by the current user and writable by nobody else; it carries its
 key and a checksum of its contents; anything unexpected (truncated, corrupt,
-renamed, other Python, wrong shape) is ignored and the module is translated
+renamed, other Python, wrong shape, a symbolic link, a FIFO or device, a file
+over :data:`MAX_ENTRY` bytes) is ignored without waiting or reading it and the module is translated
 again.  Failing to write the cache is silent too.  The file format and these
 checks are :mod:`elfkit.codecache`'s (shared with elfkit's own caches).
 """
@@ -85,6 +86,11 @@ def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] =
     return h.digest()
 
 
+#: the largest entry read (a translation is Python source and constants, never
+#: the module's rodata; anything larger is no entry of ours)
+MAX_ENTRY = 256 << 20
+
+
 def _name(key: bytes) -> str:
     return key.hex() + ".vmtc"
 
@@ -93,7 +99,7 @@ def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
     """``(code, constants, sources)`` stored under ``key`` for a module of
     ``count`` functions, or None (no entry, cache off, or an entry that is not
     exactly what :func:`store` writes)."""
-    entry = codecache.load(cache_dir(), _name(key), key)
+    entry = codecache.load(cache_dir(), _name(key), key, MAX_ENTRY)
     return entry if _well_formed(entry, count) else None
 
 

@@ -26,6 +26,8 @@ import sys
 import time
 
 from elfkit import codecache
+from elfkit.errors import ElfkitError
+from elfkit.files import open_regular
 from elfkit.records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -162,13 +164,29 @@ def _scan(dirs: list[tuple[str, str]], group: str
             continue
         seen.add(name)
         read.append(os.path.join(path, "entry_points.txt"))
-        try:
-            with open(read[-1], encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError:
+        text = _read_text(read[-1])
+        if text is None:
             continue
         rows += [(ep.name, ep.value, name) for ep in _parse(text, group, Distribution(name))]
     return rows, read
+
+
+#: the largest entry_points.txt read (anything larger is no metadata file)
+_MAX_TEXT = 16 << 20
+
+
+def _read_text(path: str) -> str | None:
+    """The text of a metadata file, or None when it is missing, is not a
+    regular file (a FIFO there would never end) or is absurdly large."""
+    try:
+        fd, size = open_regular(path, "entry_points.txt")
+    except (OSError, ElfkitError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(_MAX_TEXT + 1) if size <= _MAX_TEXT else None
+    if data is None or len(data) > _MAX_TEXT:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     import socket
     from pathlib import Path
 
-from ...errors import ExecutionError
+from ... import arguments
+from ...errors import BackendError, ExecutionError, InvalidArgumentError, SignatureError
 from .gdbtarget import elf_copy, library_list, library_list_svr4, target_xml
 
 #: gdb's watchpoint packet numbers (Z2/Z3/Z4) and stop-reply keys
@@ -46,6 +47,13 @@ _WATCH_KEYS = {2: "watch", 3: "rwatch", 4: "awatch"}
 _POLL_EVERY = 0x1000        # instructions between checks for an interrupt (Ctrl-C) from gdb
 _WAKE = 0.25                # seconds between checks for a cancelled call while waiting for gdb
 
+
+#: the longest packet read (we announce PacketSize=4000, in hex) and the most
+#: memory one ``m`` packet reads (a reply may be shorter than asked for)
+MAX_PACKET = 0x4000
+MAX_READ = 0x2000
+_MAX_RESENDS = 16           # copies of a reply sent to a peer that keeps answering '-'
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 #: ``ELFKIT_GDB=[HOST:]PORT``: the first emulated machine made in the process serves gdb
 ENV = "ELFKIT_GDB"
@@ -71,7 +79,7 @@ def take_request() -> tuple[str, int] | None:
             _env_seen = True
             value = os.environ.get(ENV, "").strip()
             if value:
-                m = re.fullmatch(r"(?:(.+):)?(\d+)", value)
+                m = re.fullmatch(r"(?:([!-~]+):)?([0-9]+)", value)
                 if m is None or int(m.group(2)) > 0xFFFF:
                     raise ExecutionError(f"{ENV}={value!r}: expected PORT or HOST:PORT")
                 _requests.append((m.group(1) or "127.0.0.1", int(m.group(2))))
@@ -97,7 +105,10 @@ class GdbStub:
         self.m = machine
         self.host = host
         self.offset = offset
-        self.accept_timeout = accept_timeout
+        self.accept_timeout = _accept_timeout(accept_timeout)
+        port = _port(port)
+        if not isinstance(host, str):
+            raise InvalidArgumentError(f"debug(): host must be a str, not {type(host).__name__}")
         self._ignore = ignore
         self._regs = machine.arch.gdb_regs
         if not self._regs:
@@ -110,10 +121,11 @@ class GdbStub:
         try:
             self._listener.bind((host, port))
             self._listener.listen(1)
-        except OSError as e:
+        except (OSError, ValueError, TypeError) as e:   # UnicodeError, NUL: no host name
             self._listener.close()
-            raise ExecutionError(f"cannot listen for gdb on {host}:{port}: "
-                                 f"{e.strerror or e}") from None
+            shown = host if host.isprintable() else repr(host)
+            raise ExecutionError(f"cannot listen for gdb on {shown}:{port}: "
+                                 f"{getattr(e, 'strerror', None) or e}") from None
         self.port: int = self._listener.getsockname()[1]
         self._conn: socket.socket | None = None
         self._buf = b""
@@ -292,8 +304,12 @@ class GdbStub:
         conn = self._conn
         if conn is None or not self._select([conn], [], [], 0)[0]:
             return False
-        data = conn.recv(1)
+        try:
+            data = conn.recv(1)
+        except OSError:                     # reset by the peer
+            data = b""
         if not data:
+            self._drop()
             raise ExecutionError(f"the gdb client on {self.host}:{self.port} disconnected "
                                   f"during the call; the call was abandoned")
         return data == b"\x03"
@@ -310,13 +326,13 @@ class GdbStub:
             return None
         if p.startswith("qXfer:features:read:target.xml:"):
             off, _, n = p.rsplit(":", 1)[1].partition(",")
-            return _chunk(target_xml(self.m.arch, self._regs), int(off, 16), int(n, 16))
+            return _chunk(target_xml(self.m.arch, self._regs), _hex(off), _hex(n))
         if p.startswith(("qXfer:libraries-svr4:read::", "qXfer:libraries:read::")):
             off, _, n = p.rsplit(":", 1)[1].partition(",")
-            if int(off, 16) == 0:   # a new read: the list as it is now
+            if _hex(off) == 0:      # a new read: the list as it is now
                 render = library_list_svr4 if "svr4" in p else library_list
                 self._lib_xml = render(self._libraries())
-            return _chunk(self._lib_xml, int(off, 16), int(n, 16))
+            return _chunk(self._lib_xml, _hex(off), _hex(n))
         if p == "qOffsets":
             bias = self.offset or 0
             return f"Text={bias:x};Data={bias:x};Bss={bias:x}"
@@ -335,16 +351,16 @@ class GdbStub:
         if cmd == "g":
             return "".join(self._reg_hex(r) for r in self._regs)
         if cmd == "G":
-            return self._write_all(bytes.fromhex(p[1:]))
+            return self._write_all(_hexbytes(p[1:]))
         if cmd == "p":
-            i = int(p[1:], 16)
+            i = _hex(p[1:])
             return self._reg_hex(self._regs[i]) if i < len(self._regs) else "E45"
         if cmd == "P":
             n, _, v = p[1:].partition("=")
-            return self._write_reg(int(n, 16), bytes.fromhex(v))
+            return self._write_reg(_hex(n), _hexbytes(v))
         if cmd == "m":
             addr, _, n = p[1:].partition(",")
-            data = self.m.try_read(int(addr, 16), int(n, 16))
+            data = self.m.try_read(self._address(addr), min(_hex(n), MAX_READ))
             return data.hex() if data else "E14"
         if cmd == "M":
             return self._write_mem(p[1:])
@@ -352,7 +368,7 @@ class GdbStub:
             return self._break(p)
         if cmd in ("c", "s"):
             if len(p) > 1:
-                self.m.write_register(self.m.arch.cc.pc, int(p[1:], 16))
+                self.m.write_register(self.m.arch.cc.pc, self._address(p[1:]))
             self._stepping = cmd == "s"
             self._waiting = True
             return None
@@ -374,7 +390,7 @@ class GdbStub:
 
     def _break(self, p: str) -> str:
         kind, addr_s, length_s = p[1:].split(";")[0].split(",")
-        addr, length, k = int(addr_s, 16), int(length_s, 16), int(kind)
+        addr, length, k = self._address(addr_s), _hex(length_s), _hex(kind)
         insert = p[0] == "Z"
         if k in (0, 1):
             (self._bps.add if insert else self._bps.discard)(addr)
@@ -389,6 +405,14 @@ class GdbStub:
         return "OK"
 
     # ----------------------------------------------------- registers, memory
+    def _address(self, text: str) -> int:
+        """A guest address in hex (ValueError, answered ``E01``, beyond the
+        architecture's address space)."""
+        addr = _hex(text)
+        if addr >> self.m.arch.bits:
+            raise ValueError(f"address {text} beyond {self.m.arch.bits} bits")
+        return addr
+
     def _pc(self) -> int:
         return int(self.m.read_register(self.m.arch.cc.pc))
 
@@ -407,28 +431,31 @@ class GdbStub:
             return "E45"
         r = self._regs[i]
         if r.uc and len(data) == r.bits // 8:
+            value: Any = int.from_bytes(data, "little")
             if r.bits == 80:
-                self.m.write_register(r.uc, (int.from_bytes(data[:8], "little"),
-                                             int.from_bytes(data[8:], "little")))
-            else:
-                self.m.write_register(r.uc, int.from_bytes(data, "little"))
+                value = (int.from_bytes(data[:8], "little"), int.from_bytes(data[8:], "little"))
+            try:
+                self.m.write_register(r.uc, value)
+            except BackendError:            # a value the CPU refuses (a segment selector ...)
+                return "E16"
         return "OK"
 
     def _write_all(self, data: bytes) -> str:
-        at = 0
+        at, answer = 0, "OK"
         for i, r in enumerate(self._regs):
             n = r.bits // 8
             if at + n > len(data):
                 break
-            self._write_reg(i, data[at:at + n])
+            if self._write_reg(i, data[at:at + n]) != "OK":
+                answer = "E16"              # the others are written all the same
             at += n
-        return "OK"
+        return answer
 
     def _write_mem(self, args: str) -> str:
         where, _, hexdata = args.partition(":")
         addr, _, _n = where.partition(",")
         try:
-            self.m.write(int(addr, 16), bytes.fromhex(hexdata))
+            self.m.write(self._address(addr), _hexbytes(hexdata))
         except ExecutionError:
             raise
         except Exception:   # noqa: BLE001 - any refusal is gdb's "cannot access memory"
@@ -456,14 +483,26 @@ class GdbStub:
         return c
 
     def _read_packet(self) -> str:
+        c = b""
         while True:
-            while self._getc() != b"$":
-                pass                # acks, and interrupts while already stopped
+            while c != b"$":
+                c = self._getc()    # acks, and interrupts while already stopped
             data = bytearray()
-            while (c := self._getc()) != b"#":
+            while (c := self._getc()) not in (b"#", b"$") and len(data) <= MAX_PACKET:
                 data += c
-            check = self._getc() + self._getc()
-            good = int(check, 16) == sum(data) & 0xFF if check.isalnum() else False
+            if c != b"#":           # a new packet started ('$' is never raw inside one)
+                if self._ack:       # or one too long: refused, and the stream resynchronised
+                    self._raw(b"-")
+                continue
+            check = self._getc()
+            if check != b"$":
+                check += self._getc()
+            if check[-1:] == b"$":  # a packet started where the checksum should be
+                c = b"$"
+                if self._ack:
+                    self._raw(b"-")
+                continue
+            good = _is_hex(check) and int(check, 16) == sum(data) & 0xFF
             if self._ack:
                 self._raw(b"+" if good else b"-")
             if good:
@@ -478,9 +517,19 @@ class GdbStub:
         except OSError:
             raise _Vanished from None
         if self._ack:
-            while (c := self._getc()) != b"+":
-                if c == b"-":
+            for _ in range(_MAX_RESENDS):   # a peer rejecting every copy is not waited on forever
+                c = self._getc()
+                while c not in (b"+", b"-", b"$"):
+                    c = self._getc()
+                if c == b"$":       # the next packet: this one arrived (gdb went on)
+                    self._buf = c + self._buf
+                    return
+                if c == b"+":
+                    return
+                try:
                     self._send_on(conn, payload)
+                except OSError:
+                    raise _Vanished from None
 
     @staticmethod
     def _send_on(conn: socket.socket, payload: str) -> None:
@@ -494,6 +543,42 @@ class GdbStub:
             self._conn.sendall(data)
         except OSError:
             raise _Vanished from None
+
+
+def _is_hex(text: bytes | str) -> bool:
+    return bool(text) and all(c in _HEX for c in (text.decode("latin-1")
+                                                     if isinstance(text, bytes) else text))
+
+
+def _hex(text: str) -> int:
+    """A number in hex digits only (``int(text, 16)`` would also take a
+    sign, spaces, underscores and a ``0x`` prefix: ``p -1`` is no register)."""
+    if not _is_hex(text):
+        raise ValueError(f"not a hex number: {text[:40]!r}")
+    return int(text, 16)
+
+
+def _hexbytes(text: str) -> bytes:
+    if len(text) % 2 or (text and not _is_hex(text)):
+        raise ValueError("not hex bytes")
+    return bytes.fromhex(text)
+
+
+def _port(port: Any) -> int:
+    """A TCP port: an int 0..65535 (0: any free port)."""
+    port = arguments.integer(port, "port", "debug()", minimum=0)
+    if port > 0xFFFF:
+        raise SignatureError(f"debug(): port must be a TCP port (0-65535), got {port}")
+    return port
+
+
+def _accept_timeout(value: Any) -> float | None:
+    """None, or a positive finite number of seconds."""
+    v = arguments.timeout(value, "debug()", "accept_timeout")
+    if v is not None and v <= 0:
+        raise SignatureError(f"debug(): accept_timeout must be a positive number of seconds "
+                             f"or None, got {value!r}")
+    return v
 
 
 def _chunk(text: str, off: int, n: int) -> str:

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
+
+from ...files import exclusive_dir, private_temp_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,10 +99,13 @@ def elf_copy(module: Any, taken: dict[str, int] | None = None) -> Path:
     """A copy of ``module``'s ELF image for gdb to read, in
     ``$TMPDIR/elfkit-gdb-PID/``, named after the module.  ``taken``: file
     names already given out to other modules (name -> module base), so two
-    modules of the same name get different files."""
-    import tempfile
-    folder = Path(tempfile.gettempdir()) / f"elfkit-gdb-{os.getpid()}"
-    folder.mkdir(exist_ok=True)
+    modules of the same name get different files.
+
+    The folder is used only when it is a directory of the current user that
+    nobody else can enter (else a fresh private one is made, with a
+    warning), and the copy is written to a new file renamed into place:
+    nothing planted there (a symbolic link, a file) is written through."""
+    folder = Path(_folder())
     base = int(module.base)
     stem = re.sub(r"[^\w.-]+", "_", str(module.name)).strip("_.") or f"module_{base:x}"
     stem = stem.removesuffix(".so")
@@ -108,8 +114,34 @@ def elf_copy(module: Any, taken: dict[str, int] | None = None) -> Path:
             stem = f"{stem}-{base:x}"
         taken[stem] = base
     path = folder / (stem + ".so")
-    path.write_bytes(bytes(module.elf.data))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{stem}-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(module.elf.data))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
+
+
+#: this process's folder of ELF copies: ((pid, temporary directory), path)
+_folders: list[tuple[tuple[int, str], str]] = []
+
+
+def _folder() -> str:
+    where = (os.getpid(), tempfile.gettempdir())
+    if _folders and _folders[-1][0] == where and exclusive_dir(_folders[-1][1]):
+        return _folders[-1][1]
+    name = f"elfkit-gdb-{where[0]}"
+    folder, fresh = private_temp_dir(name)
+    if fresh:
+        import warnings
+        warnings.warn(f"elfkit: gdb: {os.path.join(where[1], name)} is not a private "
+                      f"directory of this user (planted by someone?); the ELF copies for gdb "
+                      f"go to {folder}", stacklevel=3)
+    _folders.append((where, folder))
+    return folder
 
 
 def _segments(module: Any, kind: int) -> list[int]:

@@ -112,3 +112,26 @@ def test_a_vanished_working_directory_is_no_error(tmp_path, monkeypatch):
     monkeypatch.chdir(gone)
     gone.rmdir()
     assert _pairs(entry_points("vmrt.modules")) == _pairs(md.entry_points(group="vmrt.modules"))
+
+
+def test_a_fifo_or_undecodable_entry_points_txt_is_skipped(tmp_path, monkeypatch):
+    """A FIFO named entry_points.txt (opening it would wait for a writer
+    forever) is skipped like a missing file, and bytes that are not UTF-8
+    do not raise (issue 29: hostile files)."""
+    fifo, bad, good = tmp_path / "f", tmp_path / "b", tmp_path / "g"
+    _dist(fifo, "fifo_pkg-1.0", "")
+    info = fifo / "fifo_pkg-1.0.dist-info" / "entry_points.txt"
+    info.unlink()
+    os.mkfifo(info)
+    _dist(bad, "bad_pkg-1.0", "")
+    (bad / "bad_pkg-1.0.dist-info" / "entry_points.txt").write_bytes(b"[grp]\nv = os \xff\n")
+    _dist(good, "good_pkg-1.0", "[grp]\nw = os\n")
+    monkeypatch.setenv("VMRT_NO_CACHE", "1")
+    code = ("import sys; sys.path[:0] = sys.argv[1:]\n"
+            "from vmrt.tools.entry_points import entry_points\n"
+            "print(sorted(e.name for e in entry_points('grp')))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(fifo), str(bad), str(good)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['v', 'w']"
