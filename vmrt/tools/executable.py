@@ -6,6 +6,8 @@
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
          [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A] [--timeout=S]
          [--expected_output=VALUE]... [--expected_f32_threshold=T]
+    vmrt executable benchmark (--executable_file=FILE | DIR) [FLAGS]
+         (like iree-benchmark-executable; see 'vmrt executable benchmark --help')
 
 FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
@@ -90,7 +92,7 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 _BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
 
 
-def _bindings(specs: Sequence[str]) -> list:
+def parse_bindings(specs: Sequence[str]) -> list:
     """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
     [START, END) of the file's array, and every binding of one file shares
     its memory (bindings that alias)."""
@@ -182,7 +184,7 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
         max_elements = int(values.get("output_max_element_count", "1024"), 0)
     except ValueError as e:
         raise UsageError(f"bad integer flag: {e}") from None
-    bindings = _bindings(lists["binding"])
+    bindings = parse_bindings(lists["binding"])
     constants = _constants(lists["constant"])
     exp = exe.export(which)
     stdout.write(f"EXEC @{exp.name}\n")
@@ -235,7 +237,7 @@ def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str]
     for i, (b, spec) in enumerate(zip(bindings, specs)):
         if spec.strip() == "(ignored)":
             continue
-        (want,) = _bindings([spec])
+        (want,) = parse_bindings([spec])
         got = b.reshape(-1).view(want.dtype) if b.nbytes % want.itemsize == 0 else None
         if got is None or got.size != want.size:
             ok = False
