@@ -29,7 +29,7 @@ def vmrt_benchmark(*argv):
     return rc, out.getvalue(), err.getvalue()
 
 
-def iree(tool, *argv):
+def iree_tool(tool, *argv):
     p = subprocess.run([tool, *map(str, argv)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout, p.stderr
@@ -55,7 +55,7 @@ def test_json_has_iree_benchmark_modules_schema(hal_compile, iree_benchmark_modu
     vmfb = hal_compile("matmul.mlir", "x86_64")
     args = matmul_args(vmfb, "--benchmark_min_time=3x", "--benchmark_repetitions=2",
                        "--benchmark_format=json")
-    theirs = json.loads(iree(iree_benchmark_module, *args)[0])
+    theirs = json.loads(iree_tool(iree_benchmark_module, *args)[0])
     rc, out, err = vmrt_benchmark(*args)
     assert rc == 0, err
     ours = json.loads(out)
@@ -73,7 +73,7 @@ def test_console_and_csv_lines_have_iree_benchmark_modules_shape(hal_compile,
     for fmt in ("console", "csv"):
         args = matmul_args(vmfb, "--benchmark_min_time=2x", "--benchmark_repetitions=2",
                            f"--benchmark_format={fmt}")
-        their_out, their_err = iree(iree_benchmark_module, *args)
+        their_out, their_err = iree_tool(iree_benchmark_module, *args)
         rc, out, err = vmrt_benchmark(*args)
         assert rc == 0, err
         assert [shape(ln) for ln in out.splitlines()] == \
@@ -119,7 +119,7 @@ def test_all_exports_without_inputs_as_iree_picks_them(hal_compile, iree_benchma
     args = [f"--module={vmfb}", "--device=local-sync", "--benchmark_list_tests"]
     rc, out, err = vmrt_benchmark(*args)
     assert rc == 0, err
-    assert out == iree(iree_benchmark_module, *args)[0] == \
+    assert out == iree_tool(iree_benchmark_module, *args)[0] == \
         "BM_sort_const/process_time/real_time\nBM_sort_const5/process_time/real_time\n"
     rows = benchmark_program(vmfb, device="local-sync", min_time="1x", filter="const5")
     assert [r["name"] for r in rows] == ["BM_sort_const5/process_time/real_time"]
