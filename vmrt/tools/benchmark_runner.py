@@ -145,8 +145,8 @@ def benchmark_options(flags: Flags) -> BenchmarkOptions:
         if not os.path.isdir(parent) or os.path.isdir(o.out):
             raise UsageError(f"flag --benchmark_out: cannot write '{o.out}' (no such directory "
                              f"or a directory)", StatusCode.NOT_FOUND)
-    parse_bool(v.get("benchmark_color"), "flag --benchmark_color") \
-        if v.get("benchmark_color", "auto") != "auto" else None
+    if v.get("benchmark_color", "auto") != "auto":     # checked; vmrt prints no colours
+        parse_bool(v["benchmark_color"], "flag --benchmark_color")
     if v.get("benchmark_time_unit", "ms") not in TIME_UNITS:
         raise UsageError(f"flag --benchmark_time_unit expects ns, us, ms or s, got "
                          f"'{v['benchmark_time_unit']}'")
@@ -257,20 +257,22 @@ def run_benchmarks(benchmarks: Sequence[Benchmark], o: BenchmarkOptions, stdout:
         stdout.write(csv_text(displayed))
     stdout.flush()
     if o.out is not None:
-        _write_out(o.out, o.out_format, ctx, reported)
+        _write_out(o.out, o.out_format, ctx, reported, o.context)
     return [r.as_json() for r in reported]
 
 
-def _write_out(path: str, fmt: str, ctx: dict[str, Any], rows: list[Row]) -> None:
+def _write_out(path: str, fmt: str, ctx: dict[str, Any], rows: list[Row],
+               extra: dict[str, str]) -> None:
     """``--benchmark_out``: the whole file or none (written aside, then renamed)."""
+    # as Google Benchmark's file reporters: console and csv files start with the context
     if fmt == "json":
         text = json_text(ctx, rows)
     elif fmt == "csv":
-        text = csv_text(rows)
+        text = context_text(ctx, extra) + csv_text(rows)
     else:
         table = ConsoleTable(name_width([r.run_name for r in rows],
                                         any(r.aggregate_name for r in rows)))
-        text = "".join(table.line(r) for r in rows)
+        text = context_text(ctx, extra) + "".join(table.line(r) for r in rows)
     from .files import StagedOutputs
     files = StagedOutputs()
     try:
