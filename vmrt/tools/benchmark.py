@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from collections.abc import Iterable, Sequence
 
 import elfkit
@@ -234,8 +233,7 @@ def benchmark(flags: Flags, stdout: TextIO, stderr: TextIO,
     ctx, main = _open(flags, providers, stderr)
     with ctx:
         benchmarks = _benchmarks(_Program(ctx, main, batch, concurrency), flags)
-        rows = run_benchmarks(benchmarks, options, stdout, stderr,
-                              os.path.abspath(sys.argv[0]) if sys.argv[0] else "vmrt")
+        rows = run_benchmarks(benchmarks, options, stdout, stderr)
         if "print_statistics" in flags.bools:
             for stats in ctx.statistics().values():
                 stderr.write(stats.format())

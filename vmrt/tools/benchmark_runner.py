@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -222,9 +223,12 @@ def _run_one(bm: Benchmark, family: int, o: BenchmarkOptions) -> list[Row]:
 
 
 def run_benchmarks(benchmarks: Sequence[Benchmark], o: BenchmarkOptions, stdout: TextIO,
-                   stderr: TextIO, executable: str = "vmrt") -> list[dict[str, Any]]:
+                   stderr: TextIO, executable: str | None = None) -> list[dict[str, Any]]:
     """Run the benchmarks the filter selects, print them in ``o.format``,
-    write ``o.out``; returns every row (as JSON objects)."""
+    write ``o.out``; returns every row (as JSON objects).  ``executable``
+    is the context's program path (default: this process's ``argv[0]``)."""
+    if executable is None:
+        executable = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else "vmrt"
     chosen = _selected(benchmarks, o.filter)
     if o.list_tests:
         stdout.write("".join(bm.name + "\n" for bm in chosen))

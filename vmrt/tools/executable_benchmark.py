@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from collections.abc import Sequence
 
 from ..errors import ExecutableError, StatusCode, UsageError
@@ -226,8 +225,7 @@ def benchmark_executable(flags: Flags, stdout: TextIO, stderr: TextIO) -> list[d
                               constants=setup.executable_constants or None)
         try:
             benchmarks = [_benchmark(exe, setup, wc, arrays) for wc in setup.workgroup_counts]
-            return run_benchmarks(benchmarks, options, stdout, stderr,
-                                  os.path.abspath(sys.argv[0]) if sys.argv[0] else "vmrt")
+            return run_benchmarks(benchmarks, options, stdout, stderr)
         finally:
             exe.close()
     finally:
