@@ -240,8 +240,9 @@ def run_benchmarks(benchmarks: Sequence[Benchmark], o: BenchmarkOptions, stdout:
     if o.format != "json":
         stderr.write(context_text(ctx, o.context))
         stderr.flush()
-    table = ConsoleTable(name_width([bm.name for bm in chosen],
-                                    o.repetitions > 1 and not o.dry_run), o.tabular)
+    # the name column has room for the statistics' suffixes whenever repetitions
+    # were asked for (also in a dry run, which makes one)
+    table = ConsoleTable(name_width([bm.name for bm in chosen], o.repetitions > 1), o.tabular)
     reported: list[Row] = []
     displayed: list[Row] = []
     for family, bm in enumerate(chosen):

@@ -81,6 +81,13 @@ def test_console_and_csv_lines_have_iree_benchmark_modules_shape(hal_compile,
         # the context on stderr: date, Running ..., CPUs, caches, load, warnings
         theirs = [shape(ln) for ln in their_err.splitlines() if not ln.startswith("Running ")]
         assert [shape(ln) for ln in err.splitlines() if not ln.startswith("Running ")] == theirs
+    for extra in ("--benchmark_counters_tabular", "--benchmark_display_aggregates_only",
+                  "--benchmark_report_aggregates_only", "--benchmark_dry_run"):
+        args = matmul_args(vmfb, "--benchmark_min_time=2x", "--benchmark_repetitions=2", extra)
+        rc, text, err = vmrt_benchmark(*args)
+        assert rc == 0, err
+        assert [shape(ln) for ln in text.splitlines()] == \
+            [shape(ln) for ln in iree_tool(iree_benchmark_module, *args)[0].splitlines()], extra
     lines = out.splitlines()
     assert lines[0].startswith("name,iterations,real_time,cpu_time,time_unit,")
     assert lines[-1].startswith('"BM_matmul/process_time/real_time_cv",2,')
