@@ -206,3 +206,16 @@ def test_help_is_true():
     for flag in sorted(BENCHMARK_FLAGS.values | BENCHMARK_FLAGS.bools | BENCHMARK_FLAGS.lists):
         if not flag.startswith("task_") and flag not in ("version", "help"):
             assert f"--{flag}" in out, flag
+
+
+def test_vmvx_dispatches_count_their_instructions(hal_compile):
+    from tests.vmrt.vmvx.vmvx_testutil import compile_vmvx
+    vmfb = compile_vmvx("elementwise.mlir")
+    runs = [benchmark_program(vmfb, function="fops", inputs=("3x5xf32=1", "3x5xf32=2"),
+                              device="local-sync", min_time="1x") for _ in range(2)]
+    (row,), (again,) = runs
+    per_export = {k: v for k, v in row.items() if k.startswith("guest_instructions:")}
+    assert len(per_export) == 4 and all(v > 0 for v in per_export.values())
+    assert row["guest_instructions"] == sum(per_export.values())
+    assert {k: v for k, v in again.items() if k.startswith("guest")} == \
+        {k: v for k, v in row.items() if k.startswith("guest")}
