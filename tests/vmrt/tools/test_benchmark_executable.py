@@ -2,7 +2,7 @@
 ``iree-benchmark-executable`` on the x86_64 dispatch library of
 plugins/data/codegen.mlir (same names, keys, row types, iteration counts
 and console shape), deterministic guest-instruction counts on emulated CPUs,
-and ``--dump_dispatches`` folders as input."""
+and ``--dump_dispatches`` folders as input; the five foreign CPUs run emulated."""
 from __future__ import annotations
 
 import io
@@ -54,7 +54,7 @@ def test_json_and_console_match_iree_benchmark_executable(iree):
     assert [shape(ln) for ln in out.splitlines()] == [shape(ln) for ln in their_out.splitlines()]
 
 
-@pytest.mark.parametrize("arch", ["aarch64", "riscv64"])
+@pytest.mark.parametrize("arch", ["aarch64", "riscv64", "arm", "i386", "riscv32"])
 def test_guest_instructions_per_workgroup_are_deterministic(iree, emulation, arch):
     lib = iree.compile("codegen", arch).library
     args = saxpy_args(lib, arch, "--workgroup_count=2,1,1", "--workgroup_count=1,1,1",
