@@ -92,7 +92,7 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
 _BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
 
 
-def parse_bindings(specs: Sequence[str]) -> list:
+def _bindings(specs: Sequence[str]) -> list:
     """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
     [START, END) of the file's array, and every binding of one file shares
     its memory (bindings that alias)."""
@@ -184,7 +184,7 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
         max_elements = int(values.get("output_max_element_count", "1024"), 0)
     except ValueError as e:
         raise UsageError(f"bad integer flag: {e}") from None
-    bindings = parse_bindings(lists["binding"])
+    bindings = _bindings(lists["binding"])
     constants = _constants(lists["constant"])
     exp = exe.export(which)
     stdout.write(f"EXEC @{exp.name}\n")
@@ -237,7 +237,7 @@ def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str]
     for i, (b, spec) in enumerate(zip(bindings, specs)):
         if spec.strip() == "(ignored)":
             continue
-        (want,) = parse_bindings([spec])
+        (want,) = _bindings([spec])
         got = b.reshape(-1).view(want.dtype) if b.nbytes % want.itemsize == 0 else None
         if got is None or got.size != want.size:
             ok = False
@@ -251,6 +251,12 @@ def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str]
             stdout.write(f"[FAILED] binding[{i}]: {d.describe('got', 'expected')}\n")
     stdout.flush()
     return 0 if ok else 1
+
+
+def parse_bindings(specs: Sequence[str]) -> list:
+    """The arrays ``--binding`` specs give (``vmrt executable dispatch`` and
+    ``vmrt executable benchmark`` bind them alike)."""
+    return _bindings(specs)
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
