@@ -212,20 +212,21 @@ def context_text(ctx: dict[str, Any], extra: dict[str, str] | None = None) -> st
 # -- numbers as the reporters print them --------------------------------------------
 
 def human_number(value: float) -> str:
-    """A counter on the console: 6 significant digits, scaled by 1000 with
-    k, M, G, ... (or m, u, n, ... below 0.01), as Google Benchmark does."""
+    """A counter on the console as Google Benchmark 1.9 spells it: 6
+    significant digits, divided by 1000 while above 999 (k, M, G, ...),
+    multiplied by 1000 below 0.01 until at least 1 (m, u, n, ...)."""
     sign = "-" if value < 0 else ""
     v = abs(value)
-    if v > 1100.0:
+    if v > 999.0:
         for prefix in "kMGTPEZY":
             v /= 1000.0
-            if v <= 1100.0:
+            if v <= 999.0:
                 return f"{sign}{v:g}{prefix}"
         return f"{value:g}"
     if 0 < v < 0.01:
         for prefix in "munpfazy":
             v *= 1000.0
-            if v >= 1.1:
+            if v >= 1.0:
                 return f"{sign}{v:g}{prefix}"
     return f"{value:g}"
 
@@ -276,7 +277,7 @@ class ConsoleTable:
         names = tuple(sorted(row.counters))
         out = ""
         if self.header_for is None or (self.tabular and names != self.header_for):
-            out = ("\n" if self.header_for is not None else "") + self.header(names)
+            out = self.header(names)
             self.header_for = names
         out += f"{row.name:<{self.width}} "
         if row.percentage:

@@ -219,3 +219,32 @@ def test_vmvx_dispatches_count_their_instructions(hal_compile):
     assert row["guest_instructions"] == sum(per_export.values())
     assert {k: v for k, v in again.items() if k.startswith("guest")} == \
         {k: v for k, v in row.items() if k.startswith("guest")}
+
+
+def test_json_text_is_laid_out_as_google_benchmarks(hal_compile, iree_benchmark_module):
+    """Same indentation, key order and number spelling (``%.16e`` doubles)."""
+    args = matmul_args(hal_compile("matmul.mlir", "x86_64"), "--benchmark_min_time=2x",
+                       "--benchmark_repetitions=2", "--benchmark_format=json",
+                       "--benchmark_context=ci=yes")
+    rc, out, err = vmrt_benchmark(*args)
+    assert rc == 0, err
+
+    def layout(text):
+        text = re.sub(r'"(date|host_name|executable|library_version|library_build_type)": '
+                      r'"[^"]*"', r'"\1": S', text)
+        text = re.sub(r"-?\d\.\d{16}e[+-]\d{2}", "D", text)
+        text = re.sub(r'"load_avg": \[[^\]]*\]', '"load_avg": L', text)
+        return re.sub(r"\b\d+\b", "N", text)
+    assert layout(out) == layout(iree_tool(iree_benchmark_module, *args)[0])
+
+
+@pytest.mark.parametrize("value, text", [
+    (92907.4, "92.9074k"), (999.0, "999"), (1000.0, "1k"), (1200.0, "1.2k"),
+    (999000.0, "999k"), (999500.0, "0.9995M"), (8776140.0, "8.77614M"), (0.5, "0.5"),
+    (0.01, "0.01"), (0.001, "1m"), (0.0005, "500u"), (0.0, "0"), (242.0, "242"),
+    (-2500.0, "-2.5k")])
+def test_counters_are_spelled_as_google_benchmark_spells_them(value, text):
+    """(Google Benchmark 1.9.5's string_util.cc rules: above 999 scaled by 1000,
+    below 0.01 scaled up to at least 1.)"""
+    from vmrt.tools.benchmark_format import human_number
+    assert human_number(value) == text
