@@ -190,7 +190,7 @@ def _search(bm: Benchmark, min_time: float, n: int) -> tuple[int, float, float]:
         if n >= MAX_ITERATIONS or real >= min_time:
             return n, real, cpu
         multiplier = min_time * 1.4 / max(real, 1e-9) if real / min_time > 0.1 else 10.0
-        n = _batched(min(MAX_ITERATIONS, max(int(multiplier * n), n + 1)), bm.batch)
+        n = _batched(min(MAX_ITERATIONS, round(max(multiplier * n, n + 1.0))), bm.batch)
 
 
 def _run_one(bm: Benchmark, family: int, o: BenchmarkOptions) -> list[Row]:

@@ -119,6 +119,13 @@ def test_nx_runs_exactly_n_iterations(hal_compile):
     assert [r["iterations"] for r in rows] == [5, 5, 5, 3, 3, 3, 3]
     assert [r["repetition_index"] for r in rows[:3]] == [0, 1, 2]
     assert [r["aggregate_name"] for r in rows[3:]] == ["mean", "median", "stddev", "cv"]
+    # an untimed warm-up first does not change the count
+    rc, out, err = vmrt_benchmark(*matmul_args(hal_compile("matmul.mlir", "x86_64"),
+                                               "--benchmark_min_time=4x",
+                                               "--benchmark_min_warmup_time=0.05s",
+                                               "--benchmark_format=json"))
+    assert rc == 0, err
+    assert [r["iterations"] for r in json.loads(out)["benchmarks"]] == [4]
 
 
 def test_all_exports_without_inputs_as_iree_picks_them(hal_compile, iree_benchmark_module):
@@ -163,6 +170,7 @@ def test_native_programs_have_no_guest_instructions(hal_compile):
     "--benchmark_repetitions=0", "--benchmark_format=xml", "--benchmark_out_format=yaml",
     "--benchmark_filter=(", "--time_unit=h", "--batch_size=0", "--benchmark_nope=1",
     "--benchmark_context=novalue", "--benchmark_dry_run=maybe",
+    "--benchmark_min_warmup_time=soon",
     "--benchmark_out=/nonexistent/dir/out.json"])
 def test_bad_flags_are_one_error_line(hal_compile, flag):
     rc, out, err = vmrt_benchmark(*matmul_args(hal_compile("matmul.mlir", "x86_64"), flag,
