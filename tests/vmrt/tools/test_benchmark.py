@@ -133,7 +133,7 @@ def test_seconds_grow_the_iteration_count_until_a_run_lasts_that_long(hal_compil
     (row,) = benchmark_program(hal_compile("matmul.mlir", "x86_64"), function="matmul",
                                inputs=MATMUL_INPUTS, device="local-sync", min_time="0.05s")
     assert row["iterations"] > 1
-    assert row["iterations"] * row["real_time"] >= 50.0         # ms
+    assert row["iterations"] * row["real_time"] >= 50.0 * (1 - 1e-9)     # ms
 
 
 def test_all_exports_without_inputs_as_iree_picks_them(hal_compile, iree_benchmark_module):
