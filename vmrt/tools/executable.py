@@ -6,6 +6,8 @@
          [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
          [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A] [--timeout=S]
          [--expected_output=VALUE]... [--expected_f32_threshold=T]
+    vmrt executable benchmark (--executable_file=FILE | DIR) [FLAGS]
+         (like iree-benchmark-executable; see 'vmrt executable benchmark --help')
 
 FILE is a dispatch library as written by ``iree-compile ...
 --iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
@@ -290,6 +292,12 @@ def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str]
             stdout.write(f"[FAILED] binding[{i}]: {d.describe('got', 'expected')}\n")
     stdout.flush()
     return 0 if ok else 1
+
+
+def parse_bindings(specs: Sequence[str]) -> list:
+    """The arrays ``--binding`` specs give (``vmrt executable dispatch`` and
+    ``vmrt executable benchmark`` bind them alike)."""
+    return _bindings(specs)
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,

@@ -1,6 +1,7 @@
 """The ``vmrt`` command: ``vmrt run`` (like ``iree-run-module``), ``vmrt
-test`` (like ``iree-check-module``) and ``vmrt executable`` (dispatch
-libraries).  Each sub-command imports only
+test`` (like ``iree-check-module``), ``vmrt benchmark`` (like
+``iree-benchmark-module``) and ``vmrt executable`` (dispatch libraries;
+``vmrt executable benchmark`` is like ``iree-benchmark-executable``).  Each sub-command imports only
 what it needs, so the command starts fast."""
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-COMMANDS = ("run", "test", "executable")
+COMMANDS = ("run", "test", "benchmark", "executable")
 
 #: the young-generation collection threshold while a command runs (Python's default
 #: is 700): start-up allocates a hundred thousand long-lived objects (modules, classes,
@@ -112,6 +113,12 @@ def _command(argv: Sequence[str] | None, providers: Iterable[Any],
     if args[0] == "--version":
         out.write(f"vmrt {elfkit.__version__}\n")
         return 0
+    if args[0] == "benchmark":
+        from .benchmark import main as benchmark_main
+        return benchmark_main(args[1:], providers=providers, stdout=out, stderr=err)
+    if args[0] == "executable" and args[1:2] == ["benchmark"]:
+        from .executable_benchmark import main as executable_benchmark_main
+        return executable_benchmark_main(args[2:], stdout=out, stderr=err)
     if args[0] == "executable":
         from .executable import main as executable_main
         return executable_main(args[1:], stdout=out, stderr=err)

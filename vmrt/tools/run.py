@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 USAGE = """\
 usage: vmrt [--help] [--version] run [FLAGS]
        vmrt test --module=PATH [FLAGS]         (test functions; see 'vmrt test --help')
-       vmrt executable (list|dispatch) ...   (dispatch libraries; see 'vmrt executable --help')
+       vmrt benchmark --module=PATH [FLAGS]    (timings; see 'vmrt benchmark --help')
+       vmrt executable (list|dispatch|benchmark) ...   (see 'vmrt executable --help')
 
 Run a function of a VM bytecode module (.vmfb), like iree-run-module.
 

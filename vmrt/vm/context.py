@@ -199,6 +199,19 @@ def current_limits() -> ExecutionLimits | None:
     return getattr(_CURRENT, "limits", None)
 
 
+@contextlib.contextmanager
+def running_under(limits: ExecutionLimits) -> Iterator[None]:
+    """Within the block, :func:`current_limits` on this thread is ``limits``:
+    host code that dispatches an executable directly (no VM invocation)
+    gives it a budget to count against, as an invocation would."""
+    outer = current_limits()
+    _CURRENT.limits = limits
+    try:
+        yield
+    finally:
+        _CURRENT.limits = outer
+
+
 class Context:
     """Registers modules in order and links their imports.
 
