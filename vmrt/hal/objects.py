@@ -1,4 +1,4 @@
-"""The objects behind the device ``hal`` module (:mod:`vmrt.modules.hal.device`):
+"""The objects behind the device ``hal`` module (:mod:`vmrt.modules.hal.module`):
 devices, allocators, fences, files, executables and command buffers.
 
 Everything runs synchronously on the calling thread, like IREE's

@@ -57,7 +57,7 @@ def register_types(instance: Instance) -> None:
     instance.register_type(STRING_TYPE)
 
 
-class CustomModule(NativeModule):
+class CustomModule(NativeModule[NativeState]):
     """``custom`` of the basic sample."""
 
     name = "custom"
@@ -97,7 +97,7 @@ class CustomModule(NativeModule):
             _emit(f"PRINT {s.value}")
 
 
-class TensorStringModule(NativeModule):
+class TensorStringModule(NativeModule[NativeState]):
     """``custom`` of the dynamic/static samples: strings made from buffer views."""
 
     name = "custom"

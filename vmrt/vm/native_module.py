@@ -10,14 +10,34 @@ optionally the expected ref type of each ``r`` argument)::
         def hello(self, state, x):
             return x + 1
 
-Each export receives the per-context state (see :meth:`NativeModule.init_state`)
-and the VM values of its arguments; it returns None, one value, or a tuple.
-Subclasses may also declare ``imports`` (an :class:`ImportDecl` list); the
-context binds them into ``state.imports`` (None for missing optional ones).
+Each export receives the per-context state and the VM values of its
+arguments; it returns None, one value, or a tuple.  The state is typed, like
+the state structs of IREE's native modules: a record class derived from
+:class:`NativeState` (fields with defaults, declared as annotations) named
+by the module's ``state_class``, and ``NativeModule[MyState]`` tells a type
+checker what every export's ``state`` is::
+
+    class CounterState(vmrt.NativeState):
+        calls: int = 0
+
+    class Counter(vmrt.NativeModule[CounterState]):
+        name = "counter"
+        state_class = CounterState
+
+        @vmrt.export("tick", "0v_i")
+        def tick(self, state: CounterState) -> int:
+            state.calls += 1
+            return state.calls
+
+:meth:`NativeModule.init_state` fills in what needs the context.  Subclasses
+may also declare ``imports`` (an :class:`ImportDecl` list); the context binds
+them into ``state.imports`` (None for missing optional ones).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
+from elfkit.records import DataRecord, field
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
 from .module import (
@@ -36,7 +56,22 @@ from .values import result_converter
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Generic, TypeVar
+
+    #: the state record of a native module
+    StateT = TypeVar("StateT", bound="NativeState")
+
+    class _Stateful(Generic[StateT]):
+        pass
+else:
+    StateT = None
+
+    class _Stateful:
+        """``NativeModule[State]`` at run time, without importing typing: the
+        subscript names the state type for type checkers only."""
+
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
 
 _EXPORT_ATTR = "_vmrt_export"
 
@@ -52,18 +87,14 @@ def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = N
     return deco
 
 
-class NativeState:
-    """Per-context state of a native module; add attributes freely."""
+class NativeState(DataRecord):
+    """Per-context state of a native module: the base of every module's
+    state record.  ``imports`` holds the module's imports as the context
+    bound them (None for a missing optional one).  Derive a record with the
+    module's own fields (each with a default or ``field(default_factory=...)``)
+    and name it in :attr:`NativeModule.state_class`."""
 
-    def __init__(self, imports: int):
-        self.imports: list[BoundFunction | None] = [None] * imports
-
-    if TYPE_CHECKING:   # attributes are added freely
-        def __getattr__(self, name: str) -> Any: ...
-        def __setattr__(self, name: str, value: Any) -> None: ...
-
-    def __repr__(self) -> str:
-        return f"NativeState({self.__dict__!r})"
+    imports: list[BoundFunction | None] = field(default_factory=list)
 
 
 class _NativeExport:
@@ -84,13 +115,17 @@ class _NativeExport:
                             if want is not None)
 
 
-class NativeModule(Module):
-    """Base class for Python modules (also the base of HAL-style modules)."""
+class NativeModule(Module, _Stateful[StateT]):
+    """Base class for Python modules (also the base of HAL-style modules),
+    generic over its per-context state record (:class:`NativeState` or a
+    record derived from it, :attr:`state_class`)."""
 
     name = ""
     version = 0
     #: imports declared by the module, resolved per context
     import_decls: Sequence[ImportDecl] = ()
+    #: the record each context gets as this module's state
+    state_class: type[NativeState] = NativeState
 
     def __init__(self, name: str | None = None, version: int | None = None):
         if name is not None:
@@ -163,15 +198,15 @@ class NativeModule(Module):
         return Function(self, Linkage.EXPORT, idx, d.name, d.cconv)
 
     # -- state ----------------------------------------------------------
-    def alloc_state(self, context: Any) -> Any:
-        state = NativeState(len(self.import_decls))
+    def alloc_state(self, context: Any) -> StateT:
+        state: Any = self.state_class(imports=[None] * len(self.import_decls))
         self.init_state(state, context)
         return state
 
-    def init_state(self, state: NativeState, context: Any) -> None:
-        """Hook: fill in per-context state."""
+    def init_state(self, state: StateT, context: Any) -> None:
+        """Hook: fill in what the state needs from ``context``."""
 
-    def resolve_import(self, state: Any, ordinal: int, target: BoundFunction | None) -> None:
+    def resolve_import(self, state: StateT, ordinal: int, target: BoundFunction | None) -> None:
         state.imports[ordinal] = target
 
     # -- calls ----------------------------------------------------------

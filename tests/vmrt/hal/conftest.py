@@ -1,4 +1,4 @@
-"""Fixtures for the device-HAL tests (vmrt.modules.hal.device).
+"""Fixtures for the device-HAL tests (vmrt.modules.hal.module).
 
 * ``hal_compile`` (session): compiles a program for the ``local`` HAL device
   with the llvm-cpu backend for one CPU (``hal_compile("elementwise.mlir",

@@ -14,8 +14,8 @@ from vmrt.hal.buffer_view import BufferView
 from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence
-from vmrt.modules.hal.device import HalDeviceModule
 from vmrt.modules.hal.inline import HalModule
+from vmrt.modules.hal.module import HalDeviceModule
 from vmrt.modules.hal.provider import PROVIDER, needs_device
 from vmrt.tools.module_specs import RunOptions
 
@@ -257,13 +257,15 @@ def test_queue_transfers_and_files():
     """queue.update/copy/read/write, allocator.allocate/import, buffer.subspan
     (exports called directly, as the VM would)."""
     from vmrt.vm.buffer import Buffer
-    hal = HalDeviceModule()
+    hal = HalDeviceModule(devices=["local-sync"])
     dev = Device("local-sync")
     alloc = hal.device_allocator(None, dev)
     a = hal.allocator_allocate(None, alloc, -1, 48, 3075, 16)
     assert a.bytes.tobytes() == bytes(16) and a.address % 64 == 0
     ro = Buffer(bytes(range(32)))
-    imported = hal.allocator_import(None, alloc, 1, -1, 48, 3075, ro, 8, 8)
+    state = hal.alloc_state(None)          # its own copies of module constants
+    hal.free_state(state)                  # (its devices are not used here)
+    imported = hal.allocator_import(state, alloc, 1, -1, 48, 3075, ro, 8, 8)
     # module rodata is imported as a writable, aligned copy (a dispatch may
     # write into an imported constant); the vm.buffer itself never changes
     assert imported.bytes.tobytes() == bytes(range(8, 16)) and not imported.bytes.readonly
@@ -309,10 +311,8 @@ def test_queue_writes_into_mmap_imported_data_are_refused():
     """With --module_mode=mmap, imported module data is read-only to queue
     transfers too (as to command-buffer transfers), as in IREE."""
     from vmrt.vm.buffer import Buffer
-    from vmrt.vm.native_module import NativeState
     hal = HalDeviceModule(module_mode="mmap")
-    state = NativeState(0)
-    hal.init_state(state, None)
+    state = hal.alloc_state(None)
     try:
         dev = state.devices[0]
         ro = Buffer(bytes(range(32)))

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import vmrt
-from vmrt.modules.hal.device import HalDeviceModule
-from vmrt.vm.native_module import NativeState
+from vmrt.modules.hal.module import HalDeviceModule
 
 PROGRAM = "sort_const.mlir"
 
@@ -35,9 +34,7 @@ def test_import_of_rodata_is_a_per_context_writable_copy():
     hal = HalDeviceModule(inst, ["local-sync"])
     raw = bytes(range(200))
     rodata = vmrt.Buffer(memoryview(raw)[3:3 + 100], readonly=True)   # unaligned, read-only
-    a, b = NativeState(0), NativeState(0)
-    hal.init_state(a, None)
-    hal.init_state(b, None)
+    a, b = hal.alloc_state(None), hal.alloc_state(None)      # two contexts' states
     try:
         dev = a.devices[0]
         ba = hal.allocator_import(a, dev.allocator, 1, 0, 0, 0, rodata, 10, 50)

@@ -17,9 +17,8 @@ from vmrt.errors import DispatchError
 from vmrt.hal.buffer import HostBytes
 from vmrt.hal.dispatch_observer import observe_dispatches
 from vmrt.hal.local.executable import Executable
-from vmrt.modules.hal.device import HalDeviceModule
+from vmrt.modules.hal.module import HalDeviceModule
 from vmrt.vm.buffer import Buffer
-from vmrt.vm.native_module import NativeState
 
 PROGRAM = "const_read.mlir"
 INPUT = "256xf32=" + " ".join(str((i % 13) - 6.5) for i in range(256))
@@ -77,8 +76,7 @@ def imported_constant(mode: str) -> Iterator[tuple[Any, Buffer]]:
     ``mode``, the module's read-only vm.buffer it came from)."""
     rodata = Buffer(CONSTANT)
     hal = HalDeviceModule(module_mode=mode)
-    state = NativeState(0)
-    hal.init_state(state, None)
+    state = hal.alloc_state(None)
     try:
         yield hal.allocator_import(state, state.devices[0].allocator, 1, -1, 48, 3075, rodata,
                                    0, len(CONSTANT)), rodata

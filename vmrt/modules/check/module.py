@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elfkit.records import DataRecord
+from elfkit.records import DataRecord, field
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
@@ -58,22 +58,27 @@ def _i32(value: int) -> int:
     return value - (1 << 32) if value & 0x80000000 else value
 
 
-class CheckModule(NativeModule):
+class CheckState(NativeState):
+    """The ``check`` module's state in one context: the failed expectations,
+    oldest first."""
+
+    failures: list[CheckFailure] = field(default_factory=list)
+
+
+class CheckModule(NativeModule[CheckState]):
     """``check`` (version 0).  ``on_failure(failure)`` is called for every
     failed expectation, after it is recorded in the context's state."""
 
     name = "check"
     version = 0
+    state_class = CheckState
 
     def __init__(self, instance: Instance | None = None,
                  on_failure: Callable[[CheckFailure], None] | None = None):
         super().__init__()
         self.on_failure = on_failure
 
-    def init_state(self, state: NativeState, context) -> None:
-        state.failures = []
-
-    def _record(self, state: NativeState, function: str, message: str | None) -> None:
+    def _record(self, state: CheckState, function: str, message: str | None) -> None:
         if message is None:
             return
         failure = CheckFailure(function, message)
@@ -82,25 +87,26 @@ class CheckModule(NativeModule):
             self.on_failure(failure)
 
     @export("expect_true", "0i_v")
-    def expect_true(self, state, operand):
+    def expect_true(self, state: CheckState, operand: int) -> None:
         self._record(state, "expect_true", expect_true_message(_i32(operand), True))
 
     @export("expect_false", "0i_v")
-    def expect_false(self, state, operand):
+    def expect_false(self, state: CheckState, operand: int) -> None:
         self._record(state, "expect_false", expect_true_message(_i32(operand), False))
 
     @export("expect_all_true", "0rr_v", arg_types=_VIEWS[:2])
-    def expect_all_true(self, state, device, operand):
+    def expect_all_true(self, state: CheckState, device: Any, operand: Any) -> None:
         self._record(state, "expect_all_true",
                      expect_all_true_message(_view(operand, "operand")))
 
     @export("expect_eq", "0rrr_v", arg_types=_VIEWS)
-    def expect_eq(self, state, device, lhs, rhs):
+    def expect_eq(self, state: CheckState, device: Any, lhs: Any, rhs: Any) -> None:
         self._record(state, "expect_eq",
                      expect_eq_message(_view(lhs, "lhs"), _view(rhs, "rhs")))
 
     @export("expect_almost_eq", "0rrrff_v", arg_types=_VIEWS)
-    def expect_almost_eq(self, state, device, lhs, rhs, atol, rtol):
+    def expect_almost_eq(self, state: CheckState, device: Any, lhs: Any, rhs: Any,
+                         atol: float, rtol: float) -> None:
         self._record(state, "expect_almost_eq",
                      expect_almost_eq_message(_view(lhs, "lhs"), _view(rhs, "rhs"), atol, rtol))
 

@@ -10,7 +10,7 @@ expected object in the expected state (a null or foreign ref, a pending or
 failed fence, a large allocation, a device collecting statistics), it hands the call to the export's
 generic caller (:meth:`vmrt.NativeModule.converting_caller`), which checks
 everything and reports errors.  So results and errors are those of the
-exports in :mod:`vmrt.modules.hal.device`.
+exports in :mod:`vmrt.modules.hal.module`.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ tensors, but they can take and return ``!hal.buffer_view`` values and use the
 ``vmrt run --input=4xf32=...`` works like iree-run-module for such programs.
 Devices, allocators, command buffers and executables are not here: a HAL
 that dispatches executables can subclass :class:`HalModule` and add exports
-(as :mod:`vmrt.modules.hal.device` does).
+(as :mod:`vmrt.modules.hal.module` does).
 
 ``hal.buffer_view.trace`` (imported by programs compiled with
 ``--iree-flow-trace-dispatch-tensors``: a key such as ``main_dispatch_0::...
@@ -32,7 +32,11 @@ from ...hal.element_types import (
 )
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
-from ...vm.native_module import NativeModule, export
+from ...vm.native_module import NativeModule, NativeState, StateT, export
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: receives each ``hal.buffer_view.trace``: the key and the buffer views
 DebugSink = Callable[[str, list[BufferView]], None]
@@ -43,20 +47,21 @@ def register_types(instance: Instance) -> None:
     instance.register_type(BUFFER_VIEW_TYPE)
 
 
-def _view(bv) -> BufferView:
+def _view(bv: Any) -> BufferView:
     if bv is None:
         raise HalError("buffer_view is null", StatusCode.INVALID_ARGUMENT)
     return bv
 
 
-def _buffer(b) -> HalBuffer:
+def _buffer(b: Any) -> HalBuffer:
     if b is None:
         raise HalError("buffer is null", StatusCode.INVALID_ARGUMENT)
     return b
 
 
-class HalModule(NativeModule):
-    """Host-memory subset of IREE's ``hal`` module (version 0)."""
+class HalModule(NativeModule[StateT]):
+    """Host-memory subset of IREE's ``hal`` module (version 0); generic over
+    the state of the modules extending it (its own exports need none)."""
 
     name = "hal"
     version = 0
@@ -69,7 +74,7 @@ class HalModule(NativeModule):
         self.debug_sink = debug_sink
 
     @export("buffer_view.trace", "0rCrD_v")
-    def buffer_view_trace(self, state, key, views):
+    def buffer_view_trace(self, state: NativeState, key: Any, views: list[Any]) -> None:
         if not isinstance(key, Buffer):
             raise HalError("hal.buffer_view.trace key is "
                            f"{'null' if key is None else 'a ' + type(key).__name__}, expected a "
@@ -86,16 +91,16 @@ class HalModule(NativeModule):
 
     # -- buffer views ------------------------------------------------------
     @export("buffer_view.buffer", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))
-    def buffer_view_buffer(self, state, bv):
+    def buffer_view_buffer(self, state: NativeState, bv: Any) -> Any:
         view = _view(bv)
         return HalBuffer(view.storage, address=view.address)
 
     @export("buffer_view.rank", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
-    def buffer_view_rank(self, state, bv):
+    def buffer_view_rank(self, state: NativeState, bv: Any) -> int:
         return len(_view(bv).shape)
 
     @export("buffer_view.dim", "0ri_I", arg_types=(BUFFER_VIEW_TYPE,))
-    def buffer_view_dim(self, state, bv, index):
+    def buffer_view_dim(self, state: NativeState, bv: Any, index: int) -> int:
         shape = _view(bv).shape
         if not 0 <= index < len(shape):
             raise HalError(f"dimension index {index} out of bounds (rank {len(shape)})",
@@ -103,16 +108,17 @@ class HalModule(NativeModule):
         return shape[index]
 
     @export("buffer_view.element_type", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
-    def buffer_view_element_type(self, state, bv):
+    def buffer_view_element_type(self, state: NativeState, bv: Any) -> int:
         return element_type_code(_view(bv).element_type)
 
     @export("buffer_view.encoding_type", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
-    def buffer_view_encoding_type(self, state, bv):
+    def buffer_view_encoding_type(self, state: NativeState, bv: Any) -> int:
         _view(bv)
         return ENCODING_DENSE_ROW_MAJOR
 
     @export("buffer_view.create", "0rIIiiCID_r", arg_types=(HAL_BUFFER_TYPE,))
-    def buffer_view_create(self, state, buf, offset, length, element_type, encoding, shape):
+    def buffer_view_create(self, state: NativeState, buf: Any, offset: int, length: int,
+                           element_type: int, encoding: int, shape: list[int]) -> Any:
         b = _buffer(buf)
         b.check_range(offset, length)
         name = element_type_name(element_type)
@@ -133,11 +139,11 @@ class HalModule(NativeModule):
 
     # -- buffers -----------------------------------------------------------
     @export("buffer.length", "0r_I", arg_types=(HAL_BUFFER_TYPE,))
-    def buffer_length(self, state, buf):
+    def buffer_length(self, state: NativeState, buf: Any) -> int:
         return len(_buffer(buf))
 
     @export("buffer.load", "0rIi_i", arg_types=(HAL_BUFFER_TYPE,))
-    def buffer_load(self, state, buf, offset, length):
+    def buffer_load(self, state: NativeState, buf: Any, offset: int, length: int) -> int:
         b = _buffer(buf)
         if length not in (1, 2, 4):
             raise HalError(f"unsupported load length {length}", StatusCode.INVALID_ARGUMENT)
@@ -146,7 +152,8 @@ class HalModule(NativeModule):
         return value - (1 << 32) if value >= 1 << 31 else value
 
     @export("buffer.store", "0irIi_v", arg_types=(None, HAL_BUFFER_TYPE))
-    def buffer_store(self, state, value, buf, offset, length):
+    def buffer_store(self, state: NativeState, value: int, buf: Any, offset: int,
+                     length: int) -> None:
         b = _buffer(buf)
         if length not in (1, 2, 4):
             raise HalError(f"unsupported store length {length}", StatusCode.INVALID_ARGUMENT)

@@ -1,5 +1,5 @@
 """The built-in ``hal`` module provider of ``vmrt run`` and :func:`vmrt.load`:
-the device module (:mod:`vmrt.modules.hal.device`) when the run names a
+the device module (:mod:`vmrt.modules.hal.module`) when the run names a
 device or executable plugins or a program imports device functions, the
 host-only module (:mod:`vmrt.modules.hal.inline`) otherwise.  The device
 module (and with it the executable loader and numpy) is imported only when a
@@ -49,7 +49,7 @@ class HalProvider:
         sink = extra.get("debug_sink")
         if devices or plugins or needs_device(dependents):
             from ...hal.local.loader import executable_arches
-            from .device import HalDeviceModule
+            from .module import HalDeviceModule
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,

@@ -29,7 +29,7 @@ from ...hal.objects import Fence, check_waits
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.list import VmList
-from ...vm.native_module import NativeModule, export
+from ...vm.native_module import NativeModule, NativeState, export
 from .index import ParameterIndex
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -76,7 +76,7 @@ def spans(key_table: Any, key_data: Any, span_table: Any) -> list[tuple[str, int
     return out
 
 
-class ParametersModule(NativeModule):
+class ParametersModule(NativeModule[NativeState]):
     """``io_parameters`` (version 0) over one :class:`ParameterIndex` per scope."""
 
     name = "io_parameters"
@@ -103,8 +103,8 @@ class ParametersModule(NativeModule):
             _need(signal, Fence, "signal fence")
 
     @export("load", "0rIrrrIiirrr_r")
-    def load(self, state: Any, device: Any, affinity: int, wait: Any, signal: Any, scope: Any,
-             target_affinity: int, memory_types: int, usage: int, key_table: Any,
+    def load(self, state: NativeState, device: Any, affinity: int, wait: Any, signal: Any,
+             scope: Any, target_affinity: int, memory_types: int, usage: int, key_table: Any,
              key_data: Any, span_table: Any) -> VmList:
         self._begin(device, wait, signal, "io_parameters.load")
         buffers = []
@@ -121,8 +121,8 @@ class ParametersModule(NativeModule):
         return VmList(HAL_BUFFER_TYPE, buffers)
 
     @export("gather", "0rIrrrrrrr_v")
-    def gather(self, state: Any, device: Any, affinity: int, wait: Any, signal: Any, scope: Any,
-               target: Any, key_table: Any, key_data: Any, span_table: Any) -> None:
+    def gather(self, state: NativeState, device: Any, affinity: int, wait: Any, signal: Any,
+               scope: Any, target: Any, key_table: Any, key_data: Any, span_table: Any) -> None:
         what = "io_parameters.gather"
         self._begin(device, wait, signal, what)
         with _signalling(signal):
@@ -136,7 +136,7 @@ class ParametersModule(NativeModule):
                     entry.read(p_off, length)
 
     @export("scatter", "0rIrrrrrrr_v")
-    def scatter(self, state: Any, device: Any, affinity: int, wait: Any, signal: Any,
+    def scatter(self, state: NativeState, device: Any, affinity: int, wait: Any, signal: Any,
                 source: Any, scope: Any, key_table: Any, key_data: Any,
                 span_table: Any) -> None:
         what = "io_parameters.scatter"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....vm.instance import Instance
-from ....vm.native_module import NativeModule, export
+from ....vm.native_module import NativeModule, NativeState, export
 from . import kernels
 
 VERSION = 0
@@ -31,7 +31,7 @@ BINARY_CCONV = "0rIIIrIIIrIIIII_v"
 UNARY_CCONV = "0rIIIrIIIII_v"
 
 
-class VmvxModule(NativeModule):
+class VmvxModule(NativeModule[NativeState]):
     """The ``vmvx`` module (no state, no imports)."""
 
     name = "vmvx"
@@ -46,34 +46,36 @@ class VmvxModule(NativeModule):
 
     @staticmethod
     def _binary_impl(op: str) -> Any:
-        def impl(state: Any, *args: Any) -> None:
+        def impl(state: NativeState, *args: Any) -> None:
             kernels.binary(op, args)
         return impl
 
     @staticmethod
     def _unary_impl(op: str) -> Any:
-        def impl(state: Any, *args: Any) -> None:
+        def impl(state: NativeState, *args: Any) -> None:
             kernels.unary(op, args)
         return impl
 
     @export("fill.2d.x32", "0irIIII_v")
-    def fill_2d_x32(self, state, value, buffer, offset, row_stride, size0, size1):
+    def fill_2d_x32(self, state: NativeState, value: int, buffer: Any, offset: int,
+                    row_stride: int, size0: int, size1: int) -> None:
         kernels.fill_x32(value, buffer, offset, row_stride, size0, size1)
 
     @export("mmt4d", "0rIIrIIrIIIIIiiii_v")
-    def mmt4d(self, state, *args):
+    def mmt4d(self, state: NativeState, *args: Any) -> None:
         kernels.mmt4d(args)
 
     @export("pack", "0rIIIrIIIIIIIIIIi_v")
-    def pack(self, state, *args):
+    def pack(self, state: NativeState, *args: Any) -> None:
         kernels.pack(args)
 
     @export("unpack", "0rIIIrIIIIIIIIIi_v")
-    def unpack(self, state, *args):
+    def unpack(self, state: NativeState, *args: Any) -> None:
         kernels.unpack(args)
 
     @export("query_tile_sizes.2d", "0IIi_II")
-    def query_tile_sizes_2d(self, state, size0, size1, flags):
+    def query_tile_sizes_2d(self, state: NativeState, size0: int, size1: int,
+                            flags: int) -> tuple[int, int]:
         return kernels.query_tile_sizes_2d(size0, size1, flags)
 
 

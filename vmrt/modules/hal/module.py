@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from elfkit.records import field
+
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer
 from ...hal.buffer_view import BufferView
@@ -87,10 +89,27 @@ def _shape(dims: Sequence[int]) -> str:
     return "x".join(str(d) for d in dims)
 
 
-class HalDeviceModule(HalModule):
-    """``hal`` with devices; per-context state holds the devices and fences."""
+class HalState(NativeState):
+    """The ``hal`` module's state in one context (IREE's
+    ``iree_hal_module_state_t``): the devices, the statistics they count into,
+    and the context's own copies of imported module constants."""
+
+    #: the context, whose limits (replaced per invocation) bound every dispatch
+    context: Any = None
+    devices: list[Device] = field(default_factory=list)
+    #: shared by the devices when the context collects statistics
+    statistics: DeviceStatistics | None = None
+    #: (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
+    imported: dict[tuple[int, int, int], tuple[Buffer, HalBuffer]] = \
+        field(default_factory=dict)
+
+
+class HalDeviceModule(HalModule[HalState]):
+    """``hal`` with devices; its per-context state (:class:`HalState`) holds
+    the devices."""
 
     version = VERSION
+    state_class = HalState
 
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
@@ -117,8 +136,7 @@ class HalDeviceModule(HalModule):
             Device(uri)
 
     # -- state ---------------------------------------------------------------------
-    def init_state(self, state: NativeState, context) -> None:
-        # the context's limits (replaced per invocation) bound every dispatch
+    def init_state(self, state: HalState, context: Any) -> None:
         state.context = context
         timeout = getattr(context, "timeout", None)
         state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
@@ -128,13 +146,10 @@ class HalDeviceModule(HalModule):
                 if d.identifier == "local-task":
                     d.dispatch_threads = self.task.workers()
         # Context(statistics=True): the devices count allocations and dispatches
-        state.statistics = None
         if getattr(context, "collect_statistics", False):
             state.statistics = DeviceStatistics()
             for d in state.devices:
                 d.statistics = state.statistics
-        # (rodata vm.buffer id, offset, length) -> (the buffer, this context's copy)
-        state.imported = {}
         # like IREE, plugins load when the device is created: a bad
         # --executable_plugin fails here even if no executable needs it
         try:
@@ -145,15 +160,15 @@ class HalDeviceModule(HalModule):
             self.free_state(state)
             raise
 
-    def free_state(self, state: Any) -> None:
-        for d in getattr(state, "devices", ()):
+    def free_state(self, state: HalState) -> None:
+        for d in state.devices:
             d.close()
 
-    def statistics(self, state: Any) -> DeviceStatistics | None:
+    def statistics(self, state: HalState) -> DeviceStatistics | None:
         """The devices' :class:`DeviceStatistics` when the context collects them."""
-        return getattr(state, "statistics", None)
+        return state.statistics
 
-    def converting_caller(self, state: Any, function: Function, result_codes: str,
+    def converting_caller(self, state: HalState, function: Function, result_codes: str,
                           note: str) -> Callable[..., tuple] | None:
         """The per-dispatch imports get single-frame callers
         (:mod:`vmrt.modules.hal.fast`) in front of the generic one."""
@@ -166,28 +181,30 @@ class HalDeviceModule(HalModule):
 
     # -- devices -------------------------------------------------------------------
     @export("devices.count", "0v_i")
-    def devices_count(self, state):
+    def devices_count(self, state: HalState) -> int:
         return len(state.devices)
 
     @export("devices.get", "0i_r")
-    def devices_get(self, state, index):
+    def devices_get(self, state: HalState, index: int) -> Any:
         if not 0 <= index < len(state.devices):
             raise HalError(f"device index {index} out of bounds ({len(state.devices)} "
                           "device(s) available)", StatusCode.OUT_OF_RANGE)
         return state.devices[index]
 
     @export("device.allocator", "0r_r")
-    def device_allocator(self, state, device):
+    def device_allocator(self, state: HalState, device: Any) -> Any:
         return _need(device, Device, "device").allocator
 
     @export("device.query.i64", "0rrr_iI")
-    def device_query_i64(self, state, device, category, key):
+    def device_query_i64(self, state: HalState, device: Any, category: Any,
+                         key: Any) -> tuple[int, int]:
         value = _need(device, Device, "device").query_i64(_text(category), _text(key))
         return (0, 0) if value is None else (1, value)
 
     # -- allocators and buffers ----------------------------------------------------
     @export("allocator.allocate", "0rIiiI_r")
-    def allocator_allocate(self, state, allocator, affinity, memory_types, usage, size):
+    def allocator_allocate(self, state: HalState, allocator: Any, affinity: int, memory_types: int,
+                           usage: int, size: int) -> Any:
         buf = new_buffer(size, "hal.allocator.allocate")
         stats = _need(allocator, Allocator, "allocator").device.statistics
         if stats is not None:
@@ -195,8 +212,9 @@ class HalDeviceModule(HalModule):
         return buf
 
     @export("allocator.import", "0riIiirII_r")
-    def allocator_import(self, state, allocator, try_, affinity, memory_types, usage,
-                         source, offset, length):
+    def allocator_import(self, state: HalState, allocator: Any, try_: int, affinity: int,
+                         memory_types: int, usage: int, source: Any, offset: int,
+                         length: int) -> Any:
         """Host memory is device memory here.  A mutable ``vm.buffer`` is
         imported zero-copy.  Module rodata is imported as this context's own
         aligned, writable copy, made once per range: a dispatch may write
@@ -212,7 +230,7 @@ class HalDeviceModule(HalModule):
         view = _vm_bytes(source, offset, length, "hal.allocator.import source")
         if not source.readonly:
             return HalBuffer(view)
-        cache = getattr(state, "imported", {})         # no state: called outside a context
+        cache = state.imported
         key = (id(source), offset, len(view))
         hit = cache.get(key)
         if hit is None:
@@ -224,8 +242,8 @@ class HalDeviceModule(HalModule):
         return hit[1]
 
     @export("buffer.assert", "0rrrIii_v")
-    def buffer_assert(self, state, buffer, message, allocator, minimum_length, memory_types,
-                      usage):
+    def buffer_assert(self, state: HalState, buffer: Any, message: Any, allocator: Any,
+                      minimum_length: int, memory_types: int, usage: int) -> None:
         buf = _need(buffer, HalBuffer, f"{_text(message)} buffer")
         _need(allocator, Allocator, "allocator")
         if len(buf) < minimum_length:
@@ -233,14 +251,15 @@ class HalDeviceModule(HalModule):
                           f"minimum {minimum_length}", StatusCode.INVALID_ARGUMENT)
 
     @export("buffer.subspan", "0rII_r")
-    def buffer_subspan(self, state, buffer, offset, length):
+    def buffer_subspan(self, state: HalState, buffer: Any, offset: int, length: int) -> Any:
         buf = _need(buffer, HalBuffer, "buffer")
         view = buffer_range(buf, offset, length, "hal.buffer.subspan")
         return HalBuffer(view, read_only=buf.read_only,
                          address=None if buf.address == -1 else buf.address + offset)
 
     @export("buffer_view.assert", "0rriiCID_v")
-    def buffer_view_assert(self, state, view, message, element_type, encoding_type, shape):
+    def buffer_view_assert(self, state: HalState, view: Any, message: Any, element_type: int,
+                           encoding_type: int, shape: list[int]) -> None:
         name = _text(message)
         bv = _need(view, BufferView, f"{name} buffer view")
         have = element_type_code(bv.element_type)
@@ -265,19 +284,20 @@ class HalDeviceModule(HalModule):
 
     # -- files ---------------------------------------------------------------------
     @export("ex.file.from_memory", "0rIirIIi_r")
-    def file_from_memory(self, state, device, affinity, access, buffer, offset, length, flags):
+    def file_from_memory(self, state: HalState, device: Any, affinity: int, access: int,
+                         buffer: Any, offset: int, length: int, flags: int) -> Any:
         _need(device, Device, "device")
         return HalFile(_vm_bytes(buffer, offset, length, "hal.ex.file.from_memory"))
 
     # -- fences --------------------------------------------------------------------
     @export("fence.create", "0rI_r")
-    def fence_create(self, state, device, flags):
+    def fence_create(self, state: HalState, device: Any, flags: int) -> Any:
         if device.__class__ is not Device:
             _need(device, Device, "device")
         return Fence()
 
     @export("fence.join", "0ICrD_r")
-    def fence_join(self, state, flags, fences):
+    def fence_join(self, state: HalState, flags: int, fences: list[Any]) -> Any:
         fences = [_need(f, Fence, "fence") for f in fences if f is not None]
         if not fences:
             return None
@@ -287,20 +307,21 @@ class HalDeviceModule(HalModule):
         return Fence(0 if all(f.status == 0 for f in fences) else None)
 
     @export("fence.query", "0r_i")
-    def fence_query(self, state, fence):
+    def fence_query(self, state: HalState, fence: Any) -> int:
         status = _need(fence, Fence, "fence").status
         return int(StatusCode.DEFERRED) if status is None else status
 
     @export("fence.signal", "0r_v")
-    def fence_signal(self, state, fence):
+    def fence_signal(self, state: HalState, fence: Any) -> None:
         _need(fence, Fence, "fence").signal()
 
     @export("fence.fail", "0ri_v")
-    def fence_fail(self, state, fence, status):
+    def fence_fail(self, state: HalState, fence: Any, status: int) -> None:
         _need(fence, Fence, "fence").fail(status & 0x1F)
 
     @export("fence.await", "0iICrD_i")
-    def fence_await(self, state, timeout_millis, flags, fences):
+    def fence_await(self, state: HalState, timeout_millis: int, flags: int,
+                    fences: list[Any]) -> int:
         for f in fences:
             if f is None:
                 continue
@@ -314,7 +335,7 @@ class HalDeviceModule(HalModule):
         return 0
 
     # -- queue ---------------------------------------------------------------------
-    def _queue(self, device, wait, signal, what: str):
+    def _queue(self, device: Any, wait: Any, signal: Any, what: str) -> None:
         """Checks the operands every queue operation shares: a device, a
         signalled wait fence (or none), a signal fence (or none)."""
         if device.__class__ is not Device:
@@ -328,8 +349,8 @@ class HalDeviceModule(HalModule):
             _need(signal, Fence, "signal fence")
 
     @export("device.queue.alloca", "0rIrrIiiII_r")
-    def queue_alloca(self, state, device, affinity, wait, signal, pool, memory_types, usage,
-                     size, flags):
+    def queue_alloca(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                     pool: int, memory_types: int, usage: int, size: int, flags: int) -> Any:
         if device.__class__ is not Device or wait is not None or \
                 (signal is not None and signal.__class__ is not Fence):
             self._queue(device, wait, signal, "hal.device.queue.alloca")
@@ -341,15 +362,17 @@ class HalDeviceModule(HalModule):
         return buf
 
     @export("device.queue.dealloca", "0rIrrrI_v")
-    def queue_dealloca(self, state, device, affinity, wait, signal, buffer, flags):
+    def queue_dealloca(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                       buffer: Any, flags: int) -> None:
         self._queue(device, wait, signal, "hal.device.queue.dealloca")
         _need(buffer, HalBuffer, "buffer")
         if signal is not None:
             signal.signal()
 
     @export("device.queue.fill", "0rIrrrIIIiI_v")
-    def queue_fill(self, state, device, affinity, wait, signal, target, offset, length,
-                   pattern, pattern_length, flags):
+    def queue_fill(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                   target: Any, offset: int, length: int, pattern: int, pattern_length: int,
+                   flags: int) -> None:
         what = "hal.device.queue.fill"
         self._queue(device, wait, signal, what)
         buf = _need(target, HalBuffer, "target buffer")
@@ -363,8 +386,9 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @export("device.queue.update", "0rIrrrIrIII_v")
-    def queue_update(self, state, device, affinity, wait, signal, source, source_offset,
-                     target, target_offset, length, flags):
+    def queue_update(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                     source: Any, source_offset: int, target: Any, target_offset: int, length: int,
+                     flags: int) -> None:
         what = "hal.device.queue.update"
         self._queue(device, wait, signal, what)
         src = _vm_bytes(source, source_offset, length, f"{what} source")
@@ -373,8 +397,9 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @export("device.queue.copy", "0rIrrrIrIII_v")
-    def queue_copy(self, state, device, affinity, wait, signal, source, source_offset,
-                   target, target_offset, length, flags):
+    def queue_copy(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                   source: Any, source_offset: int, target: Any, target_offset: int, length: int,
+                   flags: int) -> None:
         what = "hal.device.queue.copy"
         self._queue(device, wait, signal, what)
         src = bytes(buffer_range(_need(source, HalBuffer, "source buffer"), source_offset,
@@ -384,8 +409,9 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @export("device.queue.read", "0rIrrrIrIII_v")
-    def queue_read(self, state, device, affinity, wait, signal, source_file, source_offset,
-                   target, target_offset, length, flags):
+    def queue_read(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                   source_file: Any, source_offset: int, target: Any, target_offset: int,
+                   length: int, flags: int) -> None:
         what = "hal.device.queue.read"
         self._queue(device, wait, signal, what)
         f = _need(source_file, HalFile, "source file")
@@ -397,8 +423,9 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @export("device.queue.write", "0rIrrrIrIII_v")
-    def queue_write(self, state, device, affinity, wait, signal, source, source_offset,
-                    target_file, target_offset, length, flags):
+    def queue_write(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                    source: Any, source_offset: int, target_file: Any, target_offset: int,
+                    length: int, flags: int) -> None:
         what = "hal.device.queue.write"
         self._queue(device, wait, signal, what)
         f = _need(target_file, HalFile, "target file")
@@ -414,25 +441,28 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @staticmethod
-    def _write(target, offset, data, what: str) -> None:
+    def _write(target: Any, offset: int, data: Any, what: str) -> None:
         buf = _need(target, HalBuffer, "target buffer")
         buf.writable(what)
         buffer_range(buf, offset, len(data), what)[:] = data
 
     @export("device.queue.barrier", "0rIrrI_v")
-    def queue_barrier(self, state, device, affinity, wait, signal, flags):
+    def queue_barrier(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                      flags: int) -> None:
         self._queue(device, wait, signal, "hal.device.queue.barrier")
         if signal is not None:
             signal.signal()
 
     @export("device.queue.execute", "0rIrrrI_v")
-    def queue_execute(self, state, device, affinity, wait, signal, command_buffer, flags):
+    def queue_execute(self, state: HalState, device: Any, affinity: int, wait: Any, signal: Any,
+                      command_buffer: Any, flags: int) -> None:
         self._submit(state, device, wait, signal, command_buffer, (),
                      "hal.device.queue.execute")
 
     @export("device.queue.execute.indirect", "0rIrrrICrIID_v")
-    def queue_execute_indirect(self, state, device, affinity, wait, signal, command_buffer,
-                               flags, table):
+    def queue_execute_indirect(self, state: HalState, device: Any, affinity: int, wait: Any,
+                               signal: Any, command_buffer: Any, flags: int,
+                               table: list[tuple[Any, int, int]]) -> None:
         for entry in table:
             buf = entry[0]
             if buf is not None and buf.__class__ is not HalBuffer:
@@ -443,7 +473,8 @@ class HalDeviceModule(HalModule):
         self._submit(state, device, wait, signal, command_buffer, table,
                      "hal.device.queue.execute.indirect")
 
-    def _submit(self, state, device, wait, signal, command_buffer, table, what: str) -> None:
+    def _submit(self, state: HalState, device: Any, wait: Any, signal: Any, command_buffer: Any,
+                table: Sequence[Any], what: str) -> None:
         if device.__class__ is not Device or signal.__class__ is not Fence or \
                 wait.__class__ is not Fence or wait.status != 0:
             self._queue(device, wait, signal, what)
@@ -465,13 +496,13 @@ class HalDeviceModule(HalModule):
             signal.signal()
 
     @export("device.queue.flush", "0rI_v")
-    def queue_flush(self, state, device, affinity):
+    def queue_flush(self, state: HalState, device: Any, affinity: int) -> None:
         _need(device, Device, "device")
 
     # -- executables ---------------------------------------------------------------
     @export("executable.create", "0rIrrr_r")
-    def executable_create(self, state, device, affinity, executable_format, executable_data,
-                          constants):
+    def executable_create(self, state: HalState, device: Any, affinity: int,
+                          executable_format: Any, executable_data: Any, constants: Any) -> Any:
         dev = _need(device, Device, "device")
         fmt = _text(executable_format)
         data = _vm_bytes(executable_data, 0, -1, "executable data")
@@ -486,58 +517,65 @@ class HalDeviceModule(HalModule):
             raise
 
     @export("executable.lookup.function", "0rr_I")
-    def executable_lookup_function(self, state, executable, name):
+    def executable_lookup_function(self, state: HalState, executable: Any, name: Any) -> int:
         exe = _need(executable, HalExecutable, "executable").exe
         return exe.export(_text(name)).ordinal
 
     # -- command buffers -----------------------------------------------------------
     @export("command_buffer.create", "0riiIi_r")
-    def command_buffer_create(self, state, device, modes, categories, affinity,
-                              binding_capacity):
+    def command_buffer_create(self, state: HalState, device: Any, modes: int, categories: int,
+                              affinity: int, binding_capacity: int) -> Any:
         return CommandBuffer(_need(device, Device, "device"), modes, categories, binding_capacity)
 
     @export("command_buffer.finalize", "0r_v")
-    def command_buffer_finalize(self, state, command_buffer):
+    def command_buffer_finalize(self, state: HalState, command_buffer: Any) -> None:
         _need(command_buffer, CommandBuffer, "command buffer").finalize()
 
     @export("command_buffer.begin_debug_group", "0rr_v")
-    def command_buffer_begin_debug_group(self, state, command_buffer, label):
+    def command_buffer_begin_debug_group(self, state: HalState, command_buffer: Any,
+                                         label: Any) -> None:
         _need(command_buffer, CommandBuffer, "command buffer")
 
     @export("command_buffer.end_debug_group", "0r_v")
-    def command_buffer_end_debug_group(self, state, command_buffer):
+    def command_buffer_end_debug_group(self, state: HalState, command_buffer: Any) -> None:
         _need(command_buffer, CommandBuffer, "command buffer")
 
     @export("command_buffer.execution_barrier", "0riiI_v")
-    def command_buffer_execution_barrier(self, state, command_buffer, source_stages,
-                                         target_stages, flags):
+    def command_buffer_execution_barrier(self, state: HalState, command_buffer: Any,
+                                         source_stages: int, target_stages: int,
+                                         flags: int) -> None:
         # commands run in order on one thread: every barrier is already satisfied
         _need(command_buffer, CommandBuffer, "command buffer")
 
     @export("command_buffer.fill_buffer", "0rrIIiIiI_v")
-    def command_buffer_fill_buffer(self, state, command_buffer, target, target_offset, length,
-                                   target_slot, pattern, pattern_length, flags):
+    def command_buffer_fill_buffer(self, state: HalState, command_buffer: Any, target: Any,
+                                   target_offset: int, length: int, target_slot: int, pattern: int,
+                                   pattern_length: int, flags: int) -> None:
         cb = _need(command_buffer, CommandBuffer, "command buffer")
         cb.fill(cb.ref(target_slot, self._opt_buffer(target), target_offset, length),
                 pattern, pattern_length)
 
     @export("command_buffer.update_buffer", "0rrIrIIiI_v")
-    def command_buffer_update_buffer(self, state, command_buffer, source, source_offset,
-                                     target, target_offset, length, target_slot, flags):
+    def command_buffer_update_buffer(self, state: HalState, command_buffer: Any, source: Any,
+                                     source_offset: int, target: Any, target_offset: int,
+                                     length: int, target_slot: int, flags: int) -> None:
         cb = _need(command_buffer, CommandBuffer, "command buffer")
         data = _vm_bytes(source, source_offset, length, "update source").tobytes()
         cb.update(data, cb.ref(target_slot, self._opt_buffer(target), target_offset, length))
 
     @export("command_buffer.copy_buffer", "0riirIrIII_v")
-    def command_buffer_copy_buffer(self, state, command_buffer, source_slot, target_slot,
-                                   source, source_offset, target, target_offset, length, flags):
+    def command_buffer_copy_buffer(self, state: HalState, command_buffer: Any, source_slot: int,
+                                   target_slot: int, source: Any, source_offset: int, target: Any,
+                                   target_offset: int, length: int, flags: int) -> None:
         cb = _need(command_buffer, CommandBuffer, "command buffer")
         cb.copy(cb.ref(source_slot, self._opt_buffer(source), source_offset, length),
                 cb.ref(target_slot, self._opt_buffer(target), target_offset, length))
 
     @export("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v")
-    def command_buffer_dispatch(self, state, command_buffer, executable, ordinal, x, y, z,
-                                flags, constants, bindings):
+    def command_buffer_dispatch(self, state: HalState, command_buffer: Any, executable: Any,
+                                ordinal: int, x: int, y: int, z: int, flags: int,
+                                constants: list[int],
+                                bindings: list[tuple[int, int, Any, int, int]]) -> None:
         cb = _need(command_buffer, CommandBuffer, "command buffer")
         exe = _need(executable, HalExecutable, "executable")
         refs = [cb.ref(slot, self._opt_buffer(buf), offset, length)
@@ -550,7 +588,7 @@ class HalDeviceModule(HalModule):
         cb.dispatch(exe, ordinal, wg, [c & 0xFFFFFFFF for c in constants], refs)
 
     @staticmethod
-    def _opt_buffer(buf) -> HalBuffer | None:
+    def _opt_buffer(buf: Any) -> HalBuffer | None:
         return None if buf is None else _need(buf, HalBuffer, "buffer")
 
 
