@@ -49,7 +49,7 @@ class Callbacks(MachineState):
         self._stub_defs.append((fn, sig, label))
         self._stub_names.append(label)
         self._write_raw(addr, self.arch.ret_insn)
-        if self._ran:
+        if self._uc.ran:
             self._uc.remove_cache(addr, addr + STUB_SIZE)
         return addr
 

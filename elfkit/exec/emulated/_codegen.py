@@ -349,7 +349,8 @@ def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
     if loc is None:
         return ["return None"]
     if loc.x87:
-        return ["return _m._x87_pop()"]
+        ns["_x87pop"] = m._x87.pop
+        return ["return _x87pop()"]
     t = loc.type
     word = m.arch.word
     if len(loc.pieces) == 1:
@@ -461,8 +462,9 @@ def _ret_encode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
     if loc is None:
         return []
     if loc.x87:
+        ns["_x87push"] = m._x87.push
         return ["try:", "    res = float(res)", "except (TypeError, ValueError):",
-                "    raise _retbad(_plan, _name, res) from None", "_m._x87_push(res)"]
+                "    raise _retbad(_plan, _name, res) from None", "_x87push(res)"]
     lay = _Layout(m)
     lines: list[str] = []
     t = loc.type

@@ -239,10 +239,8 @@ class DebugSupport(MachineState):
             yield seen
         finally:
             if not self._closed:
-                self._del_hook(hook)
+                self._uc.del_hook(hook, cfn)
                 self._uc.flush_tb()
-            if cfn in self._hooks:
-                self._hooks.remove(cfn)
 
     def trace(self, target: Any = None, *, mode: str = "block") -> None:
         """Start writing an execution trace to ``target`` (a path or a text

@@ -51,8 +51,7 @@ _INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
                  "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
 
 
-class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, GuardedSpans,
-                      Machine):
+class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, GuardedSpans, Machine):
     """Runs guest code of ``arch`` under unicorn.
 
     ``memory_limit``: bytes of guest memory that may be mapped (images, heap,
@@ -85,7 +84,6 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._hook_exc: BaseException | None = None
         self._mem_fault: tuple[int, int, int, int] | None = None
         self._intno: int | None = None
-        self._ran = False
         self._modules: list[Any] = []
         self._line_info: list[tuple[int, int, Callable[[int], str | None]]] = []
         self._line_owner: dict[int, Any] = {}
@@ -102,7 +100,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._abi_ranges: list[tuple[int, int, str, Any]] = []
         self._mixed_abi = False
         self._ctx_pool: list[Any] = []
-        self._regid: dict[str, int] = {}
+        self._x87 = X87Stack(self._uc)
         self._timeout: float | None = None
         self._budget: int | None = None
         self.instruction_budget = instruction_budget
@@ -132,7 +130,6 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._ctx0 = self._uc.context_save()
         #: (register, bit) of the FP flag ``raise_inexact_flag`` raised, or None
         self.inexact_flag: tuple[str, int] | None = None
-        self._hooks: list[Any] = []
         self._init_hooks()
         self._count_mode = False     # unicorn's instruction-count hook is installed
         if trace is not None:
@@ -222,22 +219,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     # ------------------------------------------------------------------ basics
     def _reg(self, name: str) -> int:
-        r = self._regid.get(name)
-        if r is None:
-            r = self._regid[name] = _uc.reg(self.arch, name)
-        return r
+        return self._uc.reg_id(name)
 
     def _add_hook(self, kind: int, cfn: Any, begin: int, end: int) -> int:
-        hh = ctypes.c_size_t()
-        err = lib.uc_hook_add(self._h, ctypes.byref(hh), kind, ctypes.cast(cfn, ctypes.c_void_p),
-                              None, ctypes.c_uint64(begin), ctypes.c_uint64(end))
-        if err:
-            raise ExecutionError(f"unicorn: cannot add hook: {_uc.strerror(err)}")
-        self._hooks.append(cfn)
-        return hh.value
+        return self._uc.add_hook(kind, cfn, begin, end)
 
     def _del_hook(self, handle: int) -> None:
-        lib.uc_hook_del(self._h, handle)
+        self._uc.del_hook(handle)
 
     @property
     def float_abi(self) -> str:
@@ -273,7 +261,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: {_uc.strerror(err)}")
 
     def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None:
-        if exec_ever and self._ran:
+        if exec_ever and self._uc.ran:
             self._uc.remove_cache(addr, addr + size)
         lib.uc_mem_unmap(self._h, addr, size)
 
@@ -364,7 +352,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         if prot & PROT_EXEC:
             r.exec_ever = True
             self.note_code(addr, size)
-        elif r.exec_ever and self._ran:
+        elif r.exec_ever and self._uc.ran:
             self._uc.remove_cache(addr, addr + size)
 
     def _write_raw(self, addr: int, data: Any) -> None:
@@ -400,7 +388,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._check_open()
         self._refuse_closed(addr, max(memoryview(data).nbytes, 1), "write")
         self._write_raw(addr, data)
-        if self._ran:
+        if self._uc.ran:
             r = self._space.at(addr)
             if r is not None and r.exec_ever:
                 self._uc.remove_cache(addr, addr + max(len(data), 1))

@@ -41,15 +41,6 @@ STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the c
 
 _check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
 
-#: unicorn 2.1.4 (QEMU 5 TCG) leaks TCG temps translating x87 instructions
-#: and segfaults inside uc_emu_start on one i386 block of ~250 of them (a
-#: fully unrolled f32 matmul).  With a code hook installed -- unicorn's
-#: instruction counter is one, in C -- the same blocks translate and run
-#: correctly (checked up to 5,000 x87 instructions in one block), at about
-#: a tenth of the speed.  So an i386 machine scans code as it becomes
-#: executable and, once it has seen a straight run of this many x87
-#: instructions, runs every call with the counter on.
-X87_RUN_LIMIT = 64
 _NO_LIMIT = 1 << 63
 
 
@@ -74,7 +65,7 @@ class CallRunner(MachineState):
     def timeout(self, value: float | None) -> None:
         self._timeout = arguments.timeout(value, "timeout")
         self._limited = (self._timeout is not None or bool(getattr(self, "_budget", None))
-                         or getattr(self, "_x87_counted", False))
+                         or self._x87.counted)
 
     @property
     def instruction_budget(self) -> int | None:
@@ -87,7 +78,7 @@ class CallRunner(MachineState):
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
         self._limited = (getattr(self, "_timeout", None) is not None or bool(self._budget)
-                         or getattr(self, "_x87_counted", False))
+                         or self._x87.counted)
 
     # ------------------------------------------------- instruction counting
     @property
@@ -137,16 +128,9 @@ class CallRunner(MachineState):
 
     def note_code(self, addr: int, size: int) -> None:
         """Called when ``[addr, addr+size)`` becomes executable: on i386, a
-        straight run of ``X87_RUN_LIMIT`` x87 instructions switches the
-        instruction counter on for every later call (see X87_RUN_LIMIT)."""
-        if self.arch.name != "i386" or getattr(self, "_x87_counted", False) or size <= 0:
-            return
-        buf = ctypes.create_string_buffer(size)
-        if lib.uc_mem_read(self._h, addr, buf, size):
-            return
-        from ..disasm import longest_x87_run  # i386 only: imported on use
-        if longest_x87_run(buf.raw, addr) >= X87_RUN_LIMIT:
-            self._x87_counted = True
+        straight run of x87 instructions switches the instruction counter on
+        for every later call (see ``_x87.X87_RUN_LIMIT``)."""
+        if self._x87.scan(addr, size):
             self._limited = True
 
     # -------------------------------------------------------------- calls
@@ -173,7 +157,7 @@ class CallRunner(MachineState):
         abi = self._abi_at(addr) if self._mixed_abi else self._float_abi
         f = self._callers.get((sig, abi, False))
         if f is None:
-            self._ran = True       # from now on host writes to code invalidate translations
+            self._uc.ran = True       # from now on host writes to code invalidate translations
             f = self._callers[(sig, abi, False)] = _codegen.build_caller(
                 self, self.plan(sig, abi), None, f"call {sig}")
         return f(addr, tuple(args), timeout, budget)
@@ -182,7 +166,7 @@ class CallRunner(MachineState):
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
         self._check_open()
         sig = parse_signature(sig)
-        self._ran = True
+        self._uc.ran = True
         label = name or self.symbolize(addr)
         if not label.isidentifier():
             label = f"guest_{addr:x}"
@@ -237,7 +221,7 @@ class CallRunner(MachineState):
             arguments.integer(budget, "budget", "call")
         if count < 0:
             raise SignatureError("an instruction budget must not be negative")
-        run_count = count or (_NO_LIMIT if getattr(self, "_x87_counted", False) else 0)
+        run_count = count or (_NO_LIMIT if self._x87.counted else 0)
         if run_count and not self._count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
@@ -316,7 +300,7 @@ class CallRunner(MachineState):
     def _abnormal(self, err: int, entry: int, timeout: float | None, budget: int | None) -> None:
         """Emulation stopped with an error or early; raise, or return if the
         call completed after all (a stop request that came too late)."""
-        self._ran = True
+        self._uc.ran = True
         stop, self._stop = self._stop, None
         if stop == STOP_HOOK:
             exc, self._hook_exc = self._hook_exc, None

@@ -38,7 +38,7 @@ class MachineState:
     _regid: dict[str, int]
     _ctx0: Any
     _ctx_pool: list[Any]
-    _hooks: list[Any]
+    _x87: Any
     _closed: bool
     _lock: threading.RLock
     _slock: Any
@@ -47,7 +47,6 @@ class MachineState:
 
     # running a call
     _running: bool
-    _ran: bool
     _stop: str | None
     _hook_exc: BaseException | None
     _mem_fault: tuple[int, int, int, int] | None
