@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import mmap
 import threading
 import weakref
 from collections import OrderedDict
@@ -26,13 +25,14 @@ from ...arch import Arch
 from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
-from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+from ..base import Machine
 from . import _cc, _uc
 from ._args import ArgumentMemory
 from ._callbacks import Callbacks
 from ._debug import DebugSupport
-from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL, STUB_BASE, STUB_SIZE, round_up
-from ._memory import AddressSpace, Heap, Region
+from ._guestmem import GuestMemory
+from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, STUB_BASE
+from ._memory import AddressSpace, Region
 from ._runner import STOP_INTR, CallRunner
 from ._spans import GuardedSpans, SpanPool
 from ._x87 import X87Stack
@@ -51,7 +51,7 @@ _INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
                  "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
 
 
-class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, GuardedSpans, Machine):
+class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machine):
     """Runs guest code of ``arch`` under unicorn.
 
     ``memory_limit``: bytes of guest memory that may be mapped (images, heap,
@@ -110,12 +110,17 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
             self.float_abi = float_abi
         hi = (1 << 32) - 0x10000 if arch.bits == 32 else 1 << 46
         limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else int(memory_limit)
-        self._space = AddressSpace(LOW, hi, PAGE, limit)
-        #: released ``reserve_guarded`` spans kept for reuse (see ``_spans``)
-        self.idle_spans = SpanPool(limit)
-        self._init_runtime_page(max_callbacks)
-        self._init_stack(stack_size)
-        self._heap = Heap(self._heap_range, self._heap_drop)
+        self._mem = GuestMemory(self._uc, AddressSpace(LOW, hi, PAGE, limit), max_callbacks,
+                                stack_size)
+        self._space = self._mem.space
+        self._stub_end = self._mem.stub_end
+        self._stack = self._mem.stack
+        self._call_sp = self._mem.stack_top
+        self._spans = GuardedSpans(self._mem, limit)
+        self._max_callbacks = max_callbacks
+        self._stubs: list[dict[str, Callable[[], None]]] = []  # per float ABI, generated lazily
+        self._stub_defs: list[tuple[Callable[..., Any], Signature, str]] = []
+        self._stub_names: list[str] = []
         self._arena: Region | None = None
         self._shared: dict[int, tuple[list, Any]] = {}
         self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
@@ -135,30 +140,6 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
         if trace is not None:
             self.trace(trace)
         self._serve_gdb_if_asked()
-
-    def _init_runtime_page(self, max_callbacks: int) -> None:
-        """The sentinel page and the callback stubs, all trap instructions."""
-        self._max_callbacks = max_callbacks
-        stub_bytes = round_up(max_callbacks * STUB_SIZE)
-        self._stub_end = STUB_BASE + stub_bytes
-        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_EXEC)
-        trap = self.arch.trap_insn or self.arch.ret_insn
-        self._write_raw(SENTINEL, (trap * (PAGE // len(trap) + 1))[:PAGE])
-        self._write_raw(STUB_BASE, (trap * (stub_bytes // len(trap) + 1))[:stub_bytes])
-        self._stubs: list[dict[str, Callable[[], None]]] = []  # per float ABI, generated lazily
-        self._stub_defs: list[tuple[Callable[..., Any], Signature, str]] = []
-        self._stub_names: list[str] = []
-        self._callback_refs: list[Any] = []
-
-    def _init_stack(self, stack_size: int) -> None:
-        """The stack: [guard page][stack_size bytes]."""
-        stack_size = round_up(max(stack_size, PAGE))
-        start = self._space.find(stack_size + PAGE, 16)
-        self._stack = self._space.add(Region(start, stack_size + PAGE, "stack",
-                                             mapped=stack_size, map_start=start + PAGE))
-        self._map(start + PAGE, stack_size, C.UC_PROT_READ | C.UC_PROT_WRITE)
-        self._stack_top = start + PAGE + stack_size
-        self._call_sp = self._stack_top
 
     def _init_hooks(self) -> None:
         """Stub dispatch, invalid memory and CPU exceptions: added before any
@@ -245,7 +226,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
     @property
     def stack_range(self) -> tuple[int, int]:
         """[low, high) of the machine's stack (without its guard page)."""
-        return self._stack.map_start, self._stack_top
+        return self._stack.map_start, self._mem.stack_top
 
     @property
     def page_size(self) -> int:
@@ -254,54 +235,19 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
         self._check_open()
         return self._uc.page_size
 
+    @property
+    def idle_spans(self) -> SpanPool:
+        """Released ``reserve_guarded`` spans kept for reuse (see ``_spans``)."""
+        return self._spans.pool
+
     # ---------------------------------------------------------- address space
-    def _map(self, addr: int, size: int, perms: int) -> None:
-        err = lib.uc_mem_map(self._h, addr, size, perms)
-        if err:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: {_uc.strerror(err)}")
-
-    def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None:
-        if exec_ever and self._uc.ran:
-            self._uc.remove_cache(addr, addr + size)
-        lib.uc_mem_unmap(self._h, addr, size)
-
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
-                    perms: int = C.UC_PROT_READ | C.UC_PROT_WRITE,
-                    host: bool = False) -> Region:
+                    perms: int = C.UC_PROT_READ | C.UC_PROT_WRITE) -> Region:
         self._check_open()
-        if size <= 0:
-            raise LayoutError(f"cannot reserve {size} bytes")
-        size = round_up(size)
-        if align & (align - 1):
-            raise LayoutError(f"alignment {align:#x} is not a power of two")
-        start = self._space.find(size, max(align, PAGE))
-        region = self._space.add(Region(start, size, kind, name, mapped=size, map_start=start))
-        try:
-            if host:
-                region.extra = self._map_host(start, size, perms)
-            else:
-                self._map(start, size, perms)
-        except BaseException:
-            self._space.remove(start)
-            raise
-        return region
+        return self._mem.new_region(size, align, kind, name, perms)
 
-    def _map_host(self, addr: int, size: int, perms: int) -> Any:
-        """Map ``size`` bytes at ``addr`` backed by fresh zeroed host pages
-        (``uc_mem_map_ptr``); returns the host buffer, to be kept alive for
-        as long as the mapping exists.  unicorn splits such a mapping without
-        copying its contents when ``protect`` gives part of it other rights
-        (it copies the whole of a mapping it allocated itself)."""
-        try:
-            buf = (ctypes.c_char * size).from_buffer(mmap.mmap(-1, size))
-        except OSError as e:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: no host memory "
-                                    f"({e.strerror or e})") from None
-        err = lib.uc_mem_map_ptr(self._h, addr, size, perms, ctypes.addressof(buf))
-        if err:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: "
-                                    f"{_uc.strerror(err)}")
-        return buf
+    def _write_raw(self, addr: int, data: Any) -> None:
+        self._mem.write_raw(addr, data)
 
     # Memory operations from the host take the call lock: they wait while a
     # call runs in another thread (unmapping under running guest code would
@@ -310,12 +256,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
         """Reserve and map ``size`` bytes for a module image; its segments
         then get their own rights through ``protect``."""
         with self._lock:
+            self._check_open()
             try:
-                return self._new_region(size, align, "image", name, host=True).start
+                return self._mem.new_region(size, align, "image", name, host=True).start
             except (LayoutError, MemoryAccessError):
-                if not self._drain_spans():
+                if not self._spans.drain():
                     raise
-            return self._new_region(size, align, "image", name, host=True).start
+            return self._mem.new_region(size, align, "image", name, host=True).start
 
     def release(self, addr: int, size: int | None = None) -> None:
         with self._lock:
@@ -326,10 +273,10 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
         r = self._space.at(addr)
         if r is None or r.start != addr or r.kind not in ("image", "span"):
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
-        if r.kind == "span" and self._keep_span(r):
+        if r.kind == "span" and self._spans.keep(r):
             return
         self._space.remove(addr)
-        self._unmap(r.map_start, r.mapped, r.exec_ever)
+        self._mem.unmap(r.map_start, r.mapped, r.exec_ever)
         r.extra = None          # the host pages of a reserve()d image, now unmapped
 
     def protect(self, addr: int, size: int, prot: int) -> None:
@@ -338,41 +285,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
 
     def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
-        r = self._space.at(addr)
-        if (addr % PAGE or r is None or addr + size > r.end
-                or r.kind in ("runtime", "released span")):
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
-                                    "inside a reservation")
-        if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):
-            raise MemoryAccessError(f"protect: unknown protection bits {prot:#x}")
-        size = round_up(size)
-        err = lib.uc_mem_protect(self._h, addr, size, prot)    # PROT_* == UC_PROT_*
-        if err:
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): {_uc.strerror(err)}")
-        if prot & PROT_EXEC:
-            r.exec_ever = True
+        if self._mem.protect(addr, size, prot):
             self.note_code(addr, size)
-        elif r.exec_ever and self._uc.ran:
-            self._uc.remove_cache(addr, addr + size)
-
-    def _write_raw(self, addr: int, data: Any) -> None:
-        n = len(data)
-        buf: Any
-        if isinstance(data, bytes):
-            buf = data
-        else:
-            mv = memoryview(data).cast("B")
-            n = mv.nbytes
-            buf = (ctypes.c_char * n).from_buffer(mv) if not mv.readonly else bytes(mv)
-        err = lib.uc_mem_write(self._h, addr, buf, n)
-        if err:
-            raise MemoryAccessError(f"cannot write {n} bytes at {addr:#x}: "
-                                    f"{self.describe_address(addr, n)}")
 
     def _refused(self, addr: int, size: int) -> Region | None:
         """The closed zero-copy mapping or released span [addr, addr+size) touches."""
         r = self._closed_zero_copy(addr, size)
-        return r if r is not None or not self.idle_spans.count else self._idle_span(addr, size)
+        return r if r is not None else self._spans.idle_at(addr, size)
 
     def _refuse_closed(self, addr: int, size: int, what: str) -> None:
         r = self._refused(addr, size)
@@ -387,11 +306,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
     def _write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
         self._refuse_closed(addr, max(memoryview(data).nbytes, 1), "write")
-        self._write_raw(addr, data)
-        if self._uc.ran:
-            r = self._space.at(addr)
-            if r is not None and r.exec_ever:
-                self._uc.remove_cache(addr, addr + max(len(data), 1))
+        self._mem.write(addr, data)
 
     def read(self, addr: int, size: int) -> bytes:
         with self._lock:
@@ -399,37 +314,14 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
 
     def _read(self, addr: int, size: int) -> bytes:
         self._check_open()
-        if size < 0:
-            raise MemoryAccessError(f"cannot read {size} bytes")
         self._refuse_closed(addr, max(size, 1), "read")
-        if size > 1 << 20:
-            self._check_covered(addr, size)   # before allocating a host buffer that large
-        buf = ctypes.create_string_buffer(size)
-        err = lib.uc_mem_read(self._h, addr, buf, size)
-        if err:
-            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
-                                    f"{self.describe_address(addr, size)}")
-        return buf.raw
-
-    def _check_covered(self, addr: int, size: int) -> None:
-        """MemoryAccessError unless mapped regions cover ``[addr, addr + size)``."""
-        at, end = addr, addr + size
-        while at < end:
-            r = self._space.at(at)
-            if r is None:
-                raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
-                                        f"{self.describe_address(at)}"
-                                        + (f" at {at:#x}" if at != addr else ""))
-            at = r.end
+        return self._mem.read(addr, size)
 
     def try_read(self, addr: int, size: int) -> bytes | None:
         """``size`` bytes at ``addr``, or None where guest memory is not readable."""
-        if addr < 0 or addr + size > 1 << self.arch.bits or size > self._space.used + PAGE:
-            return None
         if self._refused(addr, max(size, 1)) is not None:
             return None
-        buf = ctypes.create_string_buffer(size)
-        return None if lib.uc_mem_read(self._h, addr, buf, size) else buf.raw
+        return self._mem.try_read(addr, size)
 
     def is_code(self, addr: int) -> bool:
         """Whether guest code may run at ``addr``: a callback stub, or memory
@@ -441,54 +333,44 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
 
     def describe_address(self, addr: int, size: int = 1) -> str:
         """What lives at ``addr`` (for error messages and fault reports)."""
-        if addr < SENTINEL:
-            return "unmapped (null-pointer region)"
-        if SENTINEL <= addr < self._stub_end:
-            return "runtime page (return sentinel / callback stubs)"
-        st = self._stack
-        if st.start <= addr < st.map_start:
-            return f"stack guard page below the stack [{st.map_start:#x}, {self._stack_top:#x}) " \
-                   f"(stack overflow?)"
-        r = self._space.at(addr)
-        if r is not None and r.kind == "zerocopy" and not r.extra[0]:
-            return (f"a numpy buffer passed to an earlier call [{r.start:#x}, {r.end:#x}) "
-                    f"(closed after that call)")
-        if r is not None:
-            if addr + size > r.end:
-                return f"runs past the end of {r.describe()}"
-            return f"in {r.describe()}"
-        below, above = self._space.near(addr)
-        parts = []
-        if below is not None:
-            parts.append(f"{addr - below.end:#x} bytes after {below.describe()}")
-        if above is not None:
-            parts.append(f"{above.start - addr:#x} bytes before {above.describe()}")
-        return "unmapped" + (" (" + "; ".join(parts) + ")" if parts else "")
+        return self._mem.describe_address(addr, size)
 
     # ----------------------------------------------------------------- heap
-    def _heap_range(self, size: int, align: int) -> int:
-        return self._new_region(size, align, "heap").start
-
-    def _heap_drop(self, addr: int) -> None:
-        r = self._space.remove(addr)
-        self._unmap(r.map_start, r.mapped, False)
-
     def alloc(self, size: int, align: int = 16) -> int:
         with self._lock:
             return self._alloc(size, align)
 
     def _alloc(self, size: int, align: int) -> int:
         self._check_open()
-        addr = self._heap.alloc(int(size), int(align))
-        n = self._heap.size_of(addr) or 0
-        if n and n < Heap.BIG:
-            self._write_raw(addr, bytes(n))      # arena memory may be reused: zero it
-        return addr
+        return self._mem.alloc(size, align)
 
     def free(self, addr: int) -> None:
         with self._lock:
             self._check_open()
-            self._heap.free(addr)
+            self._mem.heap.free(addr)
+
+    # ------------------------------------------------------------- spans
+    def reserve_guarded(self, size: int, name: str = "", read_only: bool = False) -> int:
+        """Reserve and map ``size`` bytes (rounded up to whole pages) of
+        read/write memory followed by an unmapped guard page, so that an
+        access running past the end faults; ``release`` frees both.  Cheaper
+        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
+        copies the contents of a mapping it splits.  A released span of the
+        same size is handed out again, zero-filled (see ``_spans``).
+        ``read_only``: guest code may only read the span (a store faults);
+        the host fills it through :meth:`span_memory`."""
+        with self._lock:
+            self._check_open()
+            return self._spans.reserve(size, name, read_only)
+
+    def span_memory(self, addr: int) -> memoryview:
+        """The host pages behind the guarded span reserved at ``addr`` (its
+        mapped bytes, guard page excluded), writable from the host whatever
+        the guest's rights: the span's memory without a copy through
+        unicorn.  Valid until the span is released."""
+        with self._lock:
+            self._check_open()
+            return self._spans.memory(addr)
 
     # ------------------------------------------------------------------ close
     def in_call(self) -> bool:
@@ -524,7 +406,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Guard
 
     def _close(self) -> None:
         try:
-            self._drain_spans()
+            self._spans.drain()
             self._stop_debug()
             self._stop_trace()          # raises if writing the trace failed
         finally:

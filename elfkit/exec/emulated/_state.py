@@ -56,7 +56,6 @@ class MachineState:
     _count_mode: bool
     _call_sp: int
     _stack: Region
-    _stack_top: int
     _plans: dict[tuple[Signature, str], _cc.Plan]
     _callers: dict[tuple[Signature, str, bool], Callable[..., Any]]
     _float_abi: str
