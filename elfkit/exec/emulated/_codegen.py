@@ -225,7 +225,8 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         "_rdb": _uc.lib.uc_reg_read_batch, "_mw": _uc.lib.uc_mem_write,
         "_pack_regs": struct.Struct(lay.reg_fmt).pack_into, "_rbuf": rbuf, "_rids": rids,
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
-        "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
+        "_ptr": m._args.ptr_arg, "_release": m._args.release, "_bad": m._bad_args,
+        "_plan": plan, "_serr": struct.error,
         "_acq": m._slock.acquire, "_rel": m._slock.release, "_act": m._active,
         "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
@@ -253,7 +254,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         src.append("        try:")
         src.extend("            " + ln for ln in body)
         src.append("        finally:")
-        src.append("            if _cl: _m._release_args(_cl)")
+        src.append("            if _cl: _release(_cl)")
     else:
         src.extend("        " + ln for ln in body)
     code = "\n".join(src) + "\n"

@@ -18,7 +18,6 @@ import contextlib
 import ctypes
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 
 from ...arch import Arch
@@ -27,7 +26,7 @@ from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClos
 from ...signature import Signature
 from ..base import Machine
 from . import _cc, _uc
-from ._args import ArgumentMemory
+from ._args import ArgumentMemory, page_aligned_empty
 from ._callbacks import Callbacks
 from ._debug import DebugSupport
 from ._guestmem import GuestMemory
@@ -51,7 +50,7 @@ _INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
                  "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
 
 
-class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machine):
+class EmulatedMachine(CallRunner, Callbacks, DebugSupport, Machine):
     """Runs guest code of ``arch`` under unicorn.
 
     ``memory_limit``: bytes of guest memory that may be mapped (images, heap,
@@ -121,10 +120,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machi
         self._stubs: list[dict[str, Callable[[], None]]] = []  # per float ABI, generated lazily
         self._stub_defs: list[tuple[Callable[..., Any], Signature, str]] = []
         self._stub_names: list[str] = []
-        self._arena: Region | None = None
-        self._shared: dict[int, tuple[list, Any]] = {}
-        self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
-        self._arena_top = 0
+        self._args = ArgumentMemory(self._mem)
         self._sp_id = self._reg(arch.cc.sp)
         self._pc_id = self._reg(arch.cc.pc)
         self._word_buf = ctypes.c_uint64()
@@ -290,7 +286,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machi
 
     def _refused(self, addr: int, size: int) -> Region | None:
         """The closed zero-copy mapping or released span [addr, addr+size) touches."""
-        r = self._closed_zero_copy(addr, size)
+        r = self._args.closed_at(addr, size)
         return r if r is not None else self._spans.idle_at(addr, size)
 
     def _refuse_closed(self, addr: int, size: int, what: str) -> None:
@@ -348,6 +344,30 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machi
         with self._lock:
             self._check_open()
             self._mem.heap.free(addr)
+
+    # ---------------------------------------------------- buffer arguments
+    @property
+    def cached_mappings(self) -> int:
+        """How many zero-copy mappings of host arrays are kept between calls
+        (at most 16; reused when the same array is passed again)."""
+        return self._args.cached_mappings
+
+    def share(self, array: Any) -> int:
+        """Map a numpy array into the guest until ``unshare``; zero-copy when
+        it is page-aligned (e.g. from ``empty()``), otherwise refused."""
+        with self._lock:
+            self._check_open()
+            return self._args.share(array)
+
+    def unshare(self, addr: int) -> None:
+        with self._lock:
+            self._args.unshare(addr)
+
+    @staticmethod
+    def empty(shape: Any, dtype: Any = "float32") -> Any:
+        """A numpy array in page-aligned host memory: passed to guest code
+        without copying (``mem_map_ptr``)."""
+        return page_aligned_empty(shape, dtype)
 
     # ------------------------------------------------------------- spans
     def reserve_guarded(self, size: int, name: str = "", read_only: bool = False) -> int:
@@ -407,6 +427,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, Machi
     def _close(self) -> None:
         try:
             self._spans.drain()
+            self._args.close()
             self._stop_debug()
             self._stop_trace()          # raises if writing the trace failed
         finally:

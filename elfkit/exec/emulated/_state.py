@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from ...arch import Arch
 from ...signature import Signature
 from . import _cc
-from ._memory import AddressSpace, Region
+from ._memory import Region
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -69,13 +68,6 @@ class MachineState:
     _stub_names: list[str]
     _callback_refs: list[Any]
 
-    # argument memory
-    _space: AddressSpace
-    _arena: Region | None
-    _arena_top: int
-    _shared: dict[int, tuple[list, Any]]
-    _zc: OrderedDict[tuple[int, int, bool, bool], Region]
-
     # modules and debugging
     _modules: list[Any]
     _line_info: list[tuple[int, int, Callable[[int], str | None]]]
@@ -103,9 +95,6 @@ class MachineState:
 
     def _new_region(self, size: int, align: int, kind: str, name: str = "",
                     perms: int = 3) -> Region:
-        raise NotImplementedError
-
-    def _closed_zero_copy(self, addr: int, size: int) -> Region | None:
         raise NotImplementedError
 
     def _abi_at(self, addr: int) -> str:
