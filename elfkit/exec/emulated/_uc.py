@@ -274,7 +274,8 @@ class Engine:
         return r
 
     def read_word(self, regid: int) -> int:
-        """The low 64 bits of register ``regid`` (no error check: hot paths)."""
+        """The low 64 bits of register ``regid`` (no error check), zero-extended."""
+        self._word.value = 0
         lib.uc_reg_read(self.handle, regid, self._word_ref)
         return self._word.value
 

@@ -56,7 +56,9 @@ class Watchdog:
         self._ids = itertools.count(1)
         self._wake = float("inf")
         self._thread: threading.Thread | None = None
-        self._pipe_r, self._pipe_w = _pipe()      # wakes the thread: new deadline
+        pipe = _pipe()                            # wakes the thread: new deadline
+        self._pipe_r = pipe[0]
+        self._pipe_w = pipe[1]
         self._sig_r = -1                          # signal numbers written by Python's handler
         self._chain = -1                          # the wakeup fd installed before ours
         self._sig_until = 0.0                     # repeat signal stops until then
@@ -118,7 +120,7 @@ class Watchdog:
     def _stop_main(self) -> None:
         m = MAIN[0]
         if m is not None:
-            m._stop_for_signal()
+            m.stop_for_signal()
 
     def signals_handled(self) -> None:
         """The main thread's call ran the signal handlers: stop repeating."""
