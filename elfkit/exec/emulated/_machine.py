@@ -38,7 +38,7 @@ from ._guestmem import GuestMemory
 from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL
 from ._memory import AddressSpace, Region
 from ._runner import CallRunner
-from ._spans import GuardedSpans
+from ._spans import GuardedSpans, SpanPool
 from ._x87 import X87Stack
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

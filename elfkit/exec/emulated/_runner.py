@@ -14,6 +14,7 @@ accessors.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 
 from ... import arguments
@@ -90,7 +91,6 @@ class CallRunner:
         """Invalid memory accesses and CPU exceptions: added before any code
         is translated, so they apply everywhere.  The hooks hold the runner
         weakly."""
-        import weakref
         me = weakref.ref(self)
 
         def on_mem(_h: Any, kind: int, address: int, size: int, value: int, _ud: Any) -> bool:
