@@ -32,21 +32,24 @@ if TYPE_CHECKING:
 
     from ._args import ArgumentMemory
     from ._callstate import CallState
+    from ._runner import CallRunner
     from ._uc import Engine
     from ._x87 import X87Stack
 
 
 class CallContext(DataRecord, frozen=True, slots=True):
-    """What the code generated for one machine uses.  ``runner``: an object
-    with ``nested``, ``run_limited``, ``abnormal`` and ``stop_for_signal``
-    (see ``_runner.CallRunner``); ``inexact``: the FP flag every call
-    starts with raised (``EmulatedMachine.raise_inexact_flag``), or None."""
+    """What the code generated for one machine uses.  ``runner``: its
+    ``nested``, ``run_limited`` and ``abnormal`` are the slow paths, and it
+    is what the watchdog stops on a signal (``stop_for_signal``);
+    ``inexact``: the FP flag every call starts with raised
+    (``EmulatedMachine.raise_inexact_flag``), or None."""
     engine: Engine
     state: CallState
-    runner: Any
+    runner: CallRunner
     args: ArgumentMemory
     x87: X87Stack
     inexact: tuple[str, int] | None = None
+
 
 _F = struct.Struct("<f")
 _D = struct.Struct("<d")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._callstate import CallState
+    from ._machine import EmulatedMachine
     from ._uc import Engine
     from .gdbstub import GdbStub
 
@@ -37,7 +38,8 @@ class Debugger:
     ``stub_end``: end of the runtime page (gdb does not stop there).  The
     machine checks it is open before calling in."""
 
-    def __init__(self, engine: Engine, state: CallState, machine: Any, stub_end: int) -> None:
+    def __init__(self, engine: Engine, state: CallState, machine: EmulatedMachine,
+                 stub_end: int) -> None:
         self._uc = engine
         self._state = state
         self._machine = machine

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from ._abis import FloatAbis
     from ._args import ArgumentMemory
+    from ._machine import EmulatedMachine
     from ._uc import Engine
     from ._x87 import X87Stack
 
@@ -56,8 +57,8 @@ class CallRunner:
     ``stack``: ``(low, high)`` of the machine's stack.  Sets the CPU up
     (``arch.uc_init``) and keeps that as the state an abnormal stop resets to."""
 
-    def __init__(self, engine: Engine, machine: Any, abis: FloatAbis, args: ArgumentMemory,
-                 x87: X87Stack, stack: tuple[int, int]) -> None:
+    def __init__(self, engine: Engine, machine: EmulatedMachine, abis: FloatAbis,
+                 args: ArgumentMemory, x87: X87Stack, stack: tuple[int, int]) -> None:
         self._uc = engine
         self._h = engine.handle
         self._machine = machine
