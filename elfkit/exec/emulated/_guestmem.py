@@ -111,9 +111,9 @@ class GuestMemory:
                                     f"{_uc.strerror(err)}")
         return buf
 
-    def protect(self, addr: int, size: int, prot: int) -> bool:
+    def protect(self, addr: int, size: int, prot: int) -> int:
         """Set PROT_* rights on a page-aligned range inside a reservation;
-        whether it became executable."""
+        the bytes made executable (whole pages), 0 if none."""
         r = self.space.at(addr)
         if (addr % PAGE or r is None or addr + size > r.end
                 or r.kind in ("runtime", "released span")):
@@ -127,10 +127,10 @@ class GuestMemory:
             raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): {_uc.strerror(err)}")
         if prot & PROT_EXEC:
             r.exec_ever = True
-            return True
+            return size
         if r.exec_ever and self.engine.ran:
             self.engine.remove_cache(addr, addr + size)
-        return False
+        return 0
 
     # ------------------------------------------------------- reads, writes
     def write_raw(self, addr: int, data: Any) -> None:

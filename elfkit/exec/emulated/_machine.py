@@ -298,14 +298,17 @@ class EmulatedMachine(Machine):
 
     def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
         """Current values of integer registers (``dump_regs`` by default)."""
+        self._check_open()
         return self._debugger.registers(names)
 
     def read_register(self, name: str) -> Any:
         """Any register by its unicorn name (suffix of UC_<ARCH>_REG_*): an
         int, or for x87 registers a (mantissa, exponent) pair."""
+        self._check_open()
         return self._uc.reg_read(self._uc.reg_id(name), name)
 
     def write_register(self, name: str, value: Any) -> None:
+        self._check_open()
         self._uc.reg_write(self._uc.reg_id(name), name, value)
 
     @property
@@ -387,8 +390,9 @@ class EmulatedMachine(Machine):
 
     def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
-        if self._mem.protect(addr, size, prot):
-            self.note_code(addr, size)
+        code = self._mem.protect(addr, size, prot)
+        if code:
+            self.note_code(addr, code)
 
     def _refused(self, addr: int, size: int) -> Region | None:
         """The closed zero-copy mapping or released span [addr, addr+size) touches."""
