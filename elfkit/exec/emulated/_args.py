@@ -1,4 +1,5 @@
-"""Host buffers passed to guest code (a mixin of ``EmulatedMachine``).
+"""Host buffers passed to guest code: ``ArgumentMemory``, one per emulated
+machine, given the machine's ``GuestMemory``.
 
 The guest reaches exactly the bytes it is given.  A numpy array or
 bytearray passed as a ``ptr`` argument is
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import ctypes
 import weakref
+from collections import OrderedDict
 
-from ...errors import MemoryAccessError, SignatureError
+from ...errors import MemoryAccessError, ModuleClosedError, SignatureError
 from . import _uc
 from ._layout import PAGE, round_up
 from ._memory import Region
@@ -31,9 +33,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._state import MachineState
-else:
-    MachineState = object
+    from ._guestmem import GuestMemory
 
 C = _uc.C
 lib = _uc.lib
@@ -50,9 +50,27 @@ def _host(addr: int) -> Any:
     return ctypes.cast(addr, _CHARP)
 
 
-class ArgumentMemory(MachineState):
-    """Mapping and copying of buffer arguments; uses the machine's ``_uc``,
-    address space and arena set up by ``EmulatedMachine.__init__``."""
+class ArgumentMemory:
+    """Mapping and copying of buffer arguments into ``memory``: the generated
+    callers turn each ``ptr`` argument into an address with ``ptr_arg`` and
+    give what it noted to ``release`` after the call; ``share`` and
+    ``unshare`` keep an array mapped across calls."""
+
+    def __init__(self, memory: GuestMemory) -> None:
+        self._mem = memory
+        self._space = memory.space
+        self._h = memory.engine.handle
+        self._mask = (1 << memory.engine.arch.bits) - 1
+        self._closed = False
+        self._arena: Region | None = None
+        self._arena_top = 0
+        self._shared: dict[int, tuple[list, Any]] = {}
+        # (host start, host size, head page, tail page) -> the zero-copy mapping
+        self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
+
+    def close(self) -> None:
+        """The machine closed: its memory is gone; ``release`` does nothing."""
+        self._closed = True
 
     @property
     def cached_mappings(self) -> int:
@@ -60,14 +78,16 @@ class ArgumentMemory(MachineState):
         (at most 16; reused when the same array is passed again)."""
         return len(self._zc)
 
-    def _ptr_arg(self, obj: Any, cleanup: list) -> int:
+    def ptr_arg(self, obj: Any, cleanup: list) -> int:
+        """The guest address to pass for ``obj`` (None, an int, a numpy array,
+        a bytes-like object); a mapped buffer is noted in ``cleanup``."""
         if obj is None:
             return 0
         if hasattr(obj, "__index__") and not hasattr(obj, "__array_interface__"):
-            return int(obj.__index__()) & ((1 << self.arch.bits) - 1)
+            return int(obj.__index__()) & self._mask
         if hasattr(obj, "__array_interface__") and type(obj).__module__.startswith("numpy"):
             if getattr(obj, "ndim", 1) == 0 and obj.dtype.kind in "iu":
-                return int(obj) & ((1 << self.arch.bits) - 1)
+                return int(obj) & self._mask
             return self._map_array(obj, cleanup)
         try:
             mv = memoryview(obj)
@@ -104,7 +124,7 @@ class ArgumentMemory(MachineState):
         if n <= _ARENA_MAX and writable:
             region = self._arena_take(n)
         else:
-            region = self._new_region(max(n, 1), PAGE, "buffer", "(copied numpy)", perms=perms)
+            region = self._mem.new_region(max(n, 1), PAGE, "buffer", "(copied numpy)", perms)
         if n:
             src = data.__array_interface__["data"][0]
             lib.uc_mem_write(self._h, region.start,
@@ -132,7 +152,8 @@ class ArgumentMemory(MachineState):
     # which it keeps alive for the call.
     def _zero_copy(self, host_start: int, host_size: int, head: bool, tail: bool,
                    perms: int) -> Region:
-        self._check_open()
+        if self._closed:
+            raise ModuleClosedError("the emulated machine was closed")
         key = (host_start, host_size, head, tail)
         region = self._zc.get(key)
         if region is not None:
@@ -178,8 +199,7 @@ class ArgumentMemory(MachineState):
             r = self._zc[key]
             if r.extra[0] == 0:
                 del self._zc[key]
-                self._space.remove(r.start)
-                lib.uc_mem_unmap(self._h, r.map_start, r.mapped)
+                self._mem.drop(r)
                 if not all_idle and len(self._zc) < _ZC_CACHE:
                     return
 
@@ -201,16 +221,12 @@ class ArgumentMemory(MachineState):
         lib.uc_mem_protect(self._h, region.start, region.size, 0)
         region.extra = (0, 0)
 
-    def _closed_zero_copy(self, addr: int, size: int) -> Region | None:
+    def closed_at(self, addr: int, size: int) -> Region | None:
         """The closed zero-copy mapping that [addr, addr+size) touches, if any."""
         if not self._zc:
             return None
-        r = self._space.at(addr)
-        if r is None:
-            below, r = self._space.near(addr)
-            if r is None or r.start >= addr + size:
-                return None
-        if r.kind == "zerocopy" and not r.extra[0]:
+        r = self._mem.region_near(addr, size)
+        if r is not None and r.kind == "zerocopy" and not r.extra[0]:
             return r
         return None
 
@@ -220,11 +236,12 @@ class ArgumentMemory(MachineState):
     def _arena_take(self, n: int) -> Region:
         arena = self._arena
         if arena is None:
-            arena = self._arena = self._new_region(_ARENA_SIZE, PAGE, "buffer", "(argument arena)")
+            arena = self._arena = self._mem.new_region(_ARENA_SIZE, PAGE, "buffer",
+                                                       "(argument arena)")
             self._arena_top = 0
         start = (self._arena_top + 63) & -64
         if start + n > arena.size:
-            return self._new_region(max(n, 1), PAGE, "buffer", "(copied argument)")
+            return self._mem.new_region(max(n, 1), PAGE, "buffer", "(copied argument)")
         self._arena_top = start + max(n, 1)
         return Region(arena.start + start, n, "arena", mapped=n, map_start=arena.start + start,
                       extra=start)
@@ -238,13 +255,15 @@ class ArgumentMemory(MachineState):
         if n <= _ARENA_MAX and writable:
             region = self._arena_take(n)
         else:
-            region = self._new_region(max(n, 1), PAGE, "buffer", "(copied buffer)", perms=perms)
+            region = self._mem.new_region(max(n, 1), PAGE, "buffer", "(copied buffer)", perms)
         if n:
-            self._write_raw(region.start, mv)
+            self._mem.write_raw(region.start, mv)
         cleanup.append((region, mv, None, writable))
         return region.start
 
-    def _release_args(self, cleanup: list) -> None:
+    def release(self, cleanup: list) -> None:
+        """After a call: copy the buffers ``ptr_arg`` noted in ``cleanup``
+        back into their host objects and unmap or close their guest copies."""
         for region, obj, data, writable in cleanup:
             if self._closed:
                 continue
@@ -273,12 +292,10 @@ class ArgumentMemory(MachineState):
                         lib.uc_mem_write(self._h, region.start, bytes(region.size), region.size)
                     self._arena_top = min(self._arena_top, region.extra)
                 else:
-                    self._space.remove(region.start)
-                    lib.uc_mem_unmap(self._h, region.map_start, region.mapped)
+                    self._mem.drop(region)
 
     def share(self, array: Any) -> int:
-        """Map a numpy array into the guest until ``unshare``; zero-copy when
-        it is page-aligned (e.g. from ``empty()``), otherwise refused."""
+        """See ``EmulatedMachine.share``."""
         cl: list = []
         ptr = array.__array_interface__["data"][0]
         n = int(array.nbytes)
@@ -294,13 +311,7 @@ class ArgumentMemory(MachineState):
         entry = self._shared.pop(addr, None)
         if entry is None:
             raise MemoryAccessError(f"unshare({addr:#x}): not an address returned by share()")
-        self._release_args(entry[0])
-
-    @staticmethod
-    def empty(shape: Any, dtype: Any = "float32") -> Any:
-        """A numpy array in page-aligned host memory: passed to guest code
-        without copying (``mem_map_ptr``)."""
-        return page_aligned_empty(shape, dtype)
+        self.release(entry[0])
 
 
 # id(mmap) -> (weakref to the mmap, host address, bytes of array data) for page_aligned_empty()

@@ -1,92 +1,116 @@
-"""Host functions callable from guest code (a mixin of ``EmulatedMachine``).
+"""Host functions callable from guest code: ``Callbacks``, one table per
+emulated machine.
 
 Each ``callback`` gets a 16-byte stub in the runtime page (a return
 instruction); one ``UC_HOOK_CODE`` hook covering the stub range calls
-``_on_stub``, which runs the Python function through code generated per
+``on_stub``, which runs the Python function through code generated per
 signature and float ABI (``_codegen.build_callback``).  An exception in the
-function stops emulation and is re-raised by the call that ran the guest code.
+function stops emulation (``CallState.fail``) and is re-raised by the call
+that ran the guest code.
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from ...errors import ExecutionError, MemoryAccessError, SignatureError
 from ...signature import Signature
 from ...signature import parse as parse_signature
 from . import _codegen, _uc
-from ._layout import SENTINEL, STUB_BASE, STUB_SIZE
-from ._runner import STOP_HOOK
+from ._layout import STUB_BASE, STUB_SIZE
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._state import MachineState
-else:
-    MachineState = object
+    from ._abis import FloatAbis
+    from ._callstate import CallState
+    from ._guestmem import GuestMemory
+    from ._x87 import X87Stack
 
-lib = _uc.lib
+C = _uc.C
 
 
-class Callbacks(MachineState):
-    """Uses the machine's ``_stubs``, ``_stub_defs``, ``_stub_names``,
-    ``_hook_exc`` and ``_stop`` set up by ``EmulatedMachine.__init__``."""
+class Callbacks:
+    """The callback stubs of ``memory``'s runtime page (``max_callbacks`` of
+    them): ``add`` assigns one, ``on_stub`` (the stub range's code hook)
+    runs its function.  ``abis`` says which float ABI the calling code uses;
+    ``state``: the run a failing function stops; ``x87``: i386 float results."""
 
-    def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
-        self._check_open()
+    def __init__(self, memory: GuestMemory, state: CallState, abis: FloatAbis, x87: X87Stack,
+                 max_callbacks: int) -> None:
+        self._mem = memory
+        self._uc = engine = memory.engine
+        self._state = state
+        self._abis = abis
+        self._x87 = x87
+        self._max = max_callbacks
+        self._lr_id = engine.reg_id(engine.arch.cc.lr) if engine.arch.cc.lr else -1
+        self._stubs: list[dict[str, Callable[[], None]]] = []  # per float ABI, generated lazily
+        self._defs: list[tuple[Callable[..., Any], Signature, str]] = []
+        self._names: list[str] = []
+        me = weakref.ref(self)
+
+        def on_stub(_h: Any, address: int, _size: int, _ud: Any) -> None:
+            cbs = me()
+            if cbs is not None:
+                cbs.on_stub(address)
+        engine.add_hook(C.UC_HOOK_CODE, _uc.HOOK_CODE(on_stub), STUB_BASE, memory.stub_end - 1)
+
+    def add(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
+        """See ``EmulatedMachine.callback``."""
         if not callable(fn):
             raise SignatureError(f"callback {name!r}: {fn!r} is not callable")
         i = len(self._stubs)
-        if i >= self._max_callbacks:
-            raise MemoryAccessError(f"no free callback stub (max_callbacks={self._max_callbacks})")
+        if i >= self._max:
+            raise MemoryAccessError(f"no free callback stub (max_callbacks={self._max})")
         sig = parse_signature(sig)
-        self.plan(sig)                     # validate now; code is generated at first use
+        self._abis.plan(sig)               # validate now; code is generated at first use
         label = name or getattr(fn, "__name__", "") or f"callback{i}"
         if label == "<lambda>":
             label = f"callback{i}"
         addr = STUB_BASE + i * STUB_SIZE
         self._stubs.append({})
-        self._stub_defs.append((fn, sig, label))
-        self._stub_names.append(label)
-        self._write_raw(addr, self.arch.ret_insn)
-        if self._ran:
+        self._defs.append((fn, sig, label))
+        self._names.append(label)
+        self._mem.write_raw(addr, self._uc.arch.ret_insn)
+        if self._uc.ran:
             self._uc.remove_cache(addr, addr + STUB_SIZE)
         return addr
 
-    def _on_stub(self, address: int) -> None:
+    def on_stub(self, address: int) -> None:
+        """Guest code reached the stub at ``address``: run its function."""
         try:
             i = (address - STUB_BASE) // STUB_SIZE
             if not 0 <= i < len(self._stubs):
                 raise ExecutionError(f"guest code called {address:#x}, an unassigned callback stub")
-            if self._mixed_abi:       # the calling code's float ABI, found by its return address
-                lr = self.arch.cc.lr    # set: mixed float ABIs are RISC-V only
-                lib.uc_reg_read(self._h, self._reg(lr), self._word_ref)  # type: ignore[arg-type]
-                abi = self._abi_at(self._word_buf.value)
-            else:
-                abi = self._float_abi
+            abis = self._abis
+            # mixed ABIs (RISC-V): the calling code's, found by its return address
+            abi = abis.at(self._uc.read_word(self._lr_id)) if abis.mixed else abis.current
             cbs = self._stubs[i]
             cb = cbs.get(abi)
             if cb is None:
-                fn, sig, label = self._stub_defs[i]
-                cb = cbs[abi] = _codegen.build_callback(self, self.plan(sig, abi), fn, label)
+                fn, sig, label = self._defs[i]
+                cb = cbs[abi] = _codegen.build_callback(self._uc, self._x87, abis.plan(sig, abi),
+                                                        fn, label)
             cb()
         except BaseException as e:      # noqa: BLE001 - delivered after emu_start returns
-            if self._hook_exc is None:
-                self._hook_exc = e
-            self._stop = STOP_HOOK
-            lib.uc_emu_stop(self._h)
+            self._state.fail(e)
 
     def stub_name(self, addr: int) -> str | None:
         """The name of the callback whose stub contains ``addr``, else None."""
         if STUB_BASE <= addr < STUB_BASE + len(self._stubs) * STUB_SIZE:
-            return self._stub_names[(addr - STUB_BASE) // STUB_SIZE]
+            return self._names[(addr - STUB_BASE) // STUB_SIZE]
         return None
 
-    def symbolize(self, addr: int) -> str:
-        if addr == SENTINEL:
-            return "<host>"
+    def symbolize(self, addr: int) -> str | None:
+        """``<callback name>+off`` for an address in a stub, else None."""
         s = self.stub_name(addr)
-        if s is not None:
-            off = (addr - STUB_BASE) % STUB_SIZE
-            return f"<callback {s}>" + (f"+{off:#x}" if off else "")
-        return super().symbolize(addr)
+        if s is None:
+            return None
+        off = (addr - STUB_BASE) % STUB_SIZE
+        return f"<callback {s}>" + (f"+{off:#x}" if off else "")
+
+    def close(self) -> None:
+        """Drop the generated code (it holds the functions)."""
+        self._stubs = []

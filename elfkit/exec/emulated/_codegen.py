@@ -2,6 +2,12 @@
 register batch (+ one stack write), ``uc_emu_start``, result decoding -- and
 the reverse for host callbacks.  Generated once per (signature, entry) so a
 call does no per-argument dispatch at run time.
+
+What the generated code uses of its machine comes in a ``CallContext``:
+the engine, the call state (``_callstate``), the runner's slow paths
+(nested calls, limited runs, abnormal stops), the argument memory and the
+x87 stack.  Each is bound once into the code's globals, so a call reaches
+every one with a single lookup.
 """
 from __future__ import annotations
 
@@ -11,8 +17,10 @@ import threading
 import types
 from collections.abc import Callable
 
+from ...arch import Arch
 from ...codecache import compile_cached
-from ...errors import SignatureError
+from ...errors import MemoryAccessError, SignatureError
+from ...records import DataRecord
 from ...signature import CType
 from . import _uc, _watchdog
 from ._cc import Loc, Piece, Plan, reg_size
@@ -21,6 +29,27 @@ from ._layout import SENTINEL
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from ._args import ArgumentMemory
+    from ._callstate import CallState
+    from ._runner import CallRunner
+    from ._uc import Engine
+    from ._x87 import X87Stack
+
+
+class CallContext(DataRecord, frozen=True, slots=True):
+    """What the code generated for one machine uses.  ``runner``: its
+    ``nested``, ``run_limited`` and ``abnormal`` are the slow paths, and it
+    is what the watchdog stops on a signal (``stop_for_signal``);
+    ``inexact``: the FP flag every call starts with raised
+    (``EmulatedMachine.raise_inexact_flag``), or None."""
+    engine: Engine
+    state: CallState
+    runner: CallRunner
+    args: ArgumentMemory
+    x87: X87Stack
+    inexact: tuple[str, int] | None = None
+
 
 _F = struct.Struct("<f")
 _D = struct.Struct("<d")
@@ -71,8 +100,8 @@ def _int_code(size: int, signed: bool) -> str:
 class _Layout:
     """Accumulates register slots and stack pieces for one direction."""
 
-    def __init__(self, m: Any):
-        self.m = m
+    def __init__(self, engine: Engine):
+        self.engine = engine
         self.reg_fmt = "<"
         self.reg_exprs: list[str] = []
         self.reg_ids: list[int] = []
@@ -81,8 +110,8 @@ class _Layout:
         self.stack: list[tuple[int, str, int, list[str]]] = []   # (offset, fmt, size, exprs)
 
     def reg(self, name: str, fmt: str, used: int, exprs: list[str]) -> None:
-        size = _slot(max(reg_size(self.m.arch, name), used))
-        self.reg_ids.append(self.m._reg(name))
+        size = _slot(max(reg_size(self.engine.arch, name), used))
+        self.reg_ids.append(self.engine.reg_id(name))
         self.reg_offs.append(self.reg_size)
         self.reg_fmt += _pad(fmt, used, size)
         self.reg_exprs.extend(exprs)
@@ -115,7 +144,7 @@ class _Layout:
         return buf, ids, ptrs, n
 
 
-def _encode_piece(m: Any, lay: _Layout, loc: Loc, p: Piece, var: str, signed: bool) -> None:
+def _encode_piece(lay: _Layout, loc: Loc, p: Piece, var: str, signed: bool) -> None:
     """Place one piece of an argument (or result) whose normalised value is ``var``."""
     if p.kind == "int":
         if p.part < 0:
@@ -143,11 +172,11 @@ def _encode_piece(m: Any, lay: _Layout, loc: Loc, p: Piece, var: str, signed: bo
         lay.stk(p.offset, code, n, p.size, exprs)
 
 
-def _arg_prelude(m: Any, plan: Plan, i: int, loc: Loc, src: str,
+def _arg_prelude(arch: Arch, plan: Plan, i: int, loc: Loc, src: str,
                  lines: list[str]) -> tuple[str, bool]:
     """Emit code turning argument ``src`` into its normalised value; return
     (variable, signed)."""
-    word = m.arch.word
+    word = arch.word
     t = loc.type
     v = f"v{i}"
     if t.is_float:
@@ -182,30 +211,32 @@ def call_reset(arch: Any, inexact: tuple[str, int] | None = None) -> list[tuple[
     return regs + fp
 
 
-def stack_area(m: Any, plan: Plan) -> tuple[int, int]:
+def stack_area(arch: Arch, plan: Plan) -> tuple[int, int]:
     """(bytes reserved below the caller's stack base, offset of the first argument)."""
-    cc = m.arch.cc
-    align = max(cc.stack_align, 16) if m.arch.name in ("x86_64", "i386") else cc.stack_align
+    cc = arch.cc
+    align = max(cc.stack_align, 16) if arch.name in ("x86_64", "i386") else cc.stack_align
     size = (plan.stack_size + align - 1) & -align
     if cc.lr is None:                       # x86: return address pushed by "call"
-        return size + m.arch.word, m.arch.word
+        return size + arch.word, arch.word
     return size, 0
 
 
-def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[..., Any]:
+def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
+                 name: str) -> Callable[..., Any]:
     """A function ``f(*args, timeout=None, budget=None)`` calling guest code at ``entry``
     (or, if ``entry`` is None, ``f(entry, args, timeout, budget)``)."""
-    arch = m.arch
+    engine = ctx.engine
+    arch = engine.arch
     cc = arch.cc
     word = arch.word
-    lay = _Layout(m)
+    lay = _Layout(engine)
     lines: list[str] = []
     has_ptr = any(t is CType.PTR for t in plan.sig.params)
     for i, loc in enumerate(plan.args):
-        var, signed = _arg_prelude(m, plan, i, loc, f"a{i}", lines)
+        var, signed = _arg_prelude(arch, plan, i, loc, f"a{i}", lines)
         for p in loc.pieces:
-            _encode_piece(m, lay, loc, p, var, signed)
-    area, argbase = stack_area(m, plan)
+            _encode_piece(lay, loc, p, var, signed)
+    area, argbase = stack_area(arch, plan)
     wcode = "Q" if word == 8 else "I"
     # fixed registers: stack pointer, link register, x87 reset on i386
     lay.reg(cc.sp, wcode, word, ["_sp"])
@@ -213,20 +244,24 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         lay.reg(cc.lr, wcode, word, [str(SENTINEL)])
     # floating-point unit on, rounding and exception state as after reset:
     # nothing a previous call left there reaches this one
-    for reg, value in call_reset(arch, m.inexact_flag):
+    for reg, value in call_reset(arch, ctx.inexact):
         lay.reg(reg, "Q", 8, [str(value)])
     rbuf, rids, rptrs, nregs = lay.buffers()
     if cc.lr is None:
         lay.stk(-argbase, wcode, word, word, [str(SENTINEL)])
     sfmt, sexprs = lay.stack_struct(argbase, area)
+    state, runner = ctx.state, ctx.runner
     ns: dict[str, Any] = {
-        "_m": m, "_h": m._h, "_lock": m._lock, "_emu": _uc.lib.uc_emu_start,
+        "_s": state, "_runner": runner, "_h": engine.handle, "_lock": state.lock,
+        "_nested": runner.nested, "_run_limited": runner.run_limited,
+        "_abnormal": runner.abnormal, "_emu": _uc.lib.uc_emu_start,
         "_wb": _uc.lib.uc_reg_write_batch, "_rd": _uc.lib.uc_reg_read,
         "_rdb": _uc.lib.uc_reg_read_batch, "_mw": _uc.lib.uc_mem_write,
         "_pack_regs": struct.Struct(lay.reg_fmt).pack_into, "_rbuf": rbuf, "_rids": rids,
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
-        "_ptr": m._ptr_arg, "_bad": m._bad_args, "_plan": plan, "_serr": struct.error,
-        "_acq": m._slock.acquire, "_rel": m._slock.release, "_act": m._active,
+        "_ptr": ctx.args.ptr_arg, "_release": ctx.args.release, "_bad": bad_args,
+        "_plan": plan, "_serr": struct.error,
+        "_acq": state.slock.acquire, "_rel": state.slock.release, "_act": state.active,
         "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
     }
@@ -236,7 +271,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
         body.append("_cl = []")
     body.append("try:")
     body.extend("    " + ln for ln in lines)
-    body.append("    _sp = _m._call_sp - " + str(area))
+    body.append("    _sp = _s.call_sp - " + str(area))
     body.append(f"    _pack_regs(_rbuf, 0, {', '.join(lay.reg_exprs)})")
     if sexprs or area and cc.lr is None:
         ns["_pack_stack"] = struct.Struct(sfmt).pack_into
@@ -248,12 +283,12 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     if sexprs or cc.lr is None:
         body.append(f"_mw(_h, _sp, _sbuf, {area})")
     body.extend(_run_lines(entry_expr))
-    body.extend(_ret_decode(m, plan, ns))
+    body.extend(_ret_decode(ctx, plan, ns))
     if has_ptr:
         src.append("        try:")
         src.extend("            " + ln for ln in body)
         src.append("        finally:")
-        src.append("            if _cl: _m._release_args(_cl)")
+        src.append("            if _cl: _release(_cl)")
     else:
         src.extend("        " + ln for ln in body)
     code = "\n".join(src) + "\n"
@@ -262,7 +297,7 @@ def build_caller(m: Any, plan: Plan, entry: int | None, name: str) -> Callable[.
     fn = ns["__call"]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{plan.sig} at {entry:#x}" if entry is not None else str(plan.sig)
-    fn._source = code
+    fn.generated_source = code
     return fn
 
 
@@ -277,7 +312,7 @@ def rebind(fn: Any, entry: int, name: str) -> Callable[..., Any]:
     ns["__call"] = new                  # nested calls re-enter this copy
     new.__qualname__ = name
     new.__doc__ = f"{ns['_plan'].sig} at {entry:#x}"
-    new._source = fn._source  # type: ignore[attr-defined]
+    new.generated_source = fn.generated_source  # type: ignore[attr-defined]
     return new
 
 
@@ -303,8 +338,8 @@ def _caller_head(entry: int | None, nargs: int) -> tuple[list[str], str]:
         src.append("    if args:")
         src.append("        raise _bad(_plan, args, None)")
     src.append("    with _lock:")
-    src.append("        if _m._running or _m._closed:")
-    src.append(f"            return _m._nested({self_call}, args, timeout, budget)")
+    src.append("        if _s.running or _s.closed:")
+    src.append(f"            return _nested({self_call}, args, timeout, budget)")
     return src, entry_expr
 
 
@@ -316,48 +351,51 @@ def _run_lines(entry_expr: str) -> list[str]:
     a call on the main thread is registered so that a signal (Ctrl-C) stops it.
     """
     return ["_acq()",
-            "_m._gen = _g = _m._gen + 1",
+            "_s.gen = _g = _s.gen + 1",
             "_act.append(_g)",
-            "_m._stop = None",
-            "_m._running = True",
+            "_s.stop = None",
+            "_s.running = True",
             "_rel()",
             "_onmain = _gid() == _mainid",
             "if _onmain:",
             "    _prev = _wd_main[0]",
-            "    _wd_main[0] = _m",
+            "    _wd_main[0] = _runner",
             "    if not _wd_sig[0]:",
             "        _wd_install()",
             "try:",
-            "    if timeout is None and budget is None and not _m._limited:",
-            "        _m._count_mode = False",
+            "    if timeout is None and budget is None and not _s.limited:",
+            "        _s.count_mode = False",
             f"        err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",
             "    else:",
-            f"        err = _m._run_limited({entry_expr}, timeout, budget)",
+            f"        err = _run_limited({entry_expr}, timeout, budget)",
             "finally:",
             "    _acq()",
-            "    _m._running = False",
+            "    _s.running = False",
             "    _act.pop()",
             "    _rel()",
             "    if _onmain:",
             "        _wd_main[0] = _prev",
-            "if err or _m._stop is not None:",
-            f"    _m._abnormal(err, {entry_expr}, timeout, budget)"]
+            "if err or _s.stop is not None:",
+            f"    _abnormal(err, {entry_expr}, timeout, budget)"]
 
 
-def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
+def _ret_decode(ctx: CallContext, plan: Plan, ns: dict[str, Any]) -> list[str]:
     loc = plan.ret
     if loc is None:
         return ["return None"]
     if loc.x87:
-        return ["return _m._x87_pop()"]
+        ns["_x87pop"] = ctx.x87.pop
+        return ["return _x87pop()"]
+    engine = ctx.engine
     t = loc.type
-    word = m.arch.word
+    word = engine.arch.word
     if len(loc.pieces) == 1:
         p = loc.pieces[0]
+        assert p.reg is not None        # a one-piece result is in a register
         if p.kind == "int":
             ns["_rv"] = rv = ctypes.c_uint64()
             ns["_rref"] = ctypes.byref(rv)
-            out = [f"_rd(_h, {m._reg(p.reg)}, _rref)", "x = _rv.value"]
+            out = [f"_rd(_h, {engine.reg_id(p.reg)}, _rref)", "x = _rv.value"]
             if loc.as_int:
                 out.append("return _i2f(x)" if t is CType.F32 else "return _q2d(x)")
             else:
@@ -365,9 +403,9 @@ def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
             return out
         ns["_fbuf"] = ctypes.create_string_buffer(16)
         ns["_unf"] = (_F if p.kind == "f32" else _D).unpack_from
-        return [f"_rd(_h, {m._reg(p.reg)}, _fbuf)", "return _unf(_fbuf)[0]"]
+        return [f"_rd(_h, {engine.reg_id(p.reg)}, _fbuf)", "return _unf(_fbuf)[0]"]
     # double-word in two registers
-    lay = _Layout(m)
+    lay = _Layout(engine)
     for p in loc.pieces:
         assert p.reg is not None    # both halves are registers
         lay.reg(p.reg, "I", 4, [])
@@ -383,13 +421,14 @@ def _ret_decode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
 
 
 # --- host callbacks ---------------------------------------------------------------
-def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Callable[[], None]:
+def build_callback(engine: Engine, x87: X87Stack, plan: Plan, fn: Callable[..., Any],
+                   name: str) -> Callable[[], None]:
     """A no-argument function run inside the stub's code hook: decode the
     arguments, call ``fn``, store its result where the guest expects it."""
-    arch = m.arch
+    arch = engine.arch
     cc = arch.cc
     word = arch.word
-    lay = _Layout(m)
+    lay = _Layout(engine)
     wcode = "Q" if word == 8 else "I"
     raw: list[list[str]] = []            # per argument: raw piece variable names
     k = 0
@@ -419,10 +458,10 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
         reg_vars.append("_sp")
     rbuf, rids, rptrs, nregs = lay.buffers()
     skip = word if cc.lr is None else 0
-    ns: dict[str, Any] = {"_m": m, "_h": m._h, "_fn": fn, "_rdb": _uc.lib.uc_reg_read_batch,
+    ns: dict[str, Any] = {"_h": engine.handle, "_fn": fn, "_rdb": _uc.lib.uc_reg_read_batch,
                           "_wb": _uc.lib.uc_reg_write_batch, "_mr": _uc.lib.uc_mem_read,
                           "_rbuf": rbuf, "_rids": rids, "_rptrs": rptrs, "_i2f": i2f,
-                          "_q2d": q2d, "_f2i": f2i, "_d2q": d2q, "_retbad": m._bad_result,
+                          "_q2d": q2d, "_f2i": f2i, "_d2q": d2q, "_retbad": bad_result,
                           "_plan": plan, "_name": name, "_serr": struct.error}
     src = ["def __cb():"]
     if nregs:
@@ -448,22 +487,23 @@ def build_callback(m: Any, plan: Plan, fn: Callable[..., Any], name: str) -> Cal
             val = _norm(t, word, False, val)[0]
         args.append(val)
     src.append(f"    res = _fn({', '.join(args)})")
-    src.extend("    " + ln for ln in _ret_encode(m, plan, ns))
+    src.extend("    " + ln for ln in _ret_encode(engine, x87, plan, ns))
     code = "\n".join(src) + "\n"
     exec(compile_cached(code, f"<elfkit callback {name}>"), ns)
     cb = ns["__cb"]
-    cb._source = code
+    cb.generated_source = code
     return cb
 
 
-def _ret_encode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
+def _ret_encode(engine: Engine, x87: X87Stack, plan: Plan, ns: dict[str, Any]) -> list[str]:
     loc = plan.ret
     if loc is None:
         return []
     if loc.x87:
+        ns["_x87push"] = x87.push
         return ["try:", "    res = float(res)", "except (TypeError, ValueError):",
-                "    raise _retbad(_plan, _name, res) from None", "_m._x87_push(res)"]
-    lay = _Layout(m)
+                "    raise _retbad(_plan, _name, res) from None", "_x87push(res)"]
+    lay = _Layout(engine)
     lines: list[str] = []
     t = loc.type
     if t.is_float and not loc.as_int:
@@ -472,11 +512,11 @@ def _ret_encode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
         lines.append(f"v = {'_f2i' if t is CType.F32 else '_d2q'}(res)")
         var, signed = "v", False
     else:
-        expr, signed = _norm(t, m.arch.word, plan.sext32, "res")
+        expr, signed = _norm(t, engine.arch.word, plan.sext32, "res")
         lines.append(f"v = {expr}")
         var = "v"
     for p in loc.pieces:
-        _encode_piece(m, lay, loc, p, var, signed)
+        _encode_piece(lay, loc, p, var, signed)
     buf, ids, ptrs, n = lay.buffers()
     ns.update(_obuf=buf, _oids=ids, _optrs=ptrs, _pack_out=struct.Struct(lay.reg_fmt).pack_into)
     out = ["try:"]
@@ -488,7 +528,11 @@ def _ret_encode(m: Any, plan: Plan, ns: dict[str, Any]) -> list[str]:
     return out
 
 
-def bad_args(plan: Plan, args: tuple[Any, ...], err: BaseException | None) -> SignatureError:
+def bad_args(plan: Plan, args: tuple[Any, ...], err: BaseException | None) -> Exception:
+    """The error for arguments ``args`` a caller of ``plan`` could not pass
+    (``err``: what packing them raised, passed on when it is ours)."""
+    if isinstance(err, (SignatureError, MemoryAccessError)):
+        return err
     sig = plan.sig
     if len(args) != len(sig.params):
         return SignatureError(f"{sig}: expected {len(sig.params)} argument(s), got {len(args)}")

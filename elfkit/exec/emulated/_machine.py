@@ -6,34 +6,38 @@ its arguments into one register batch (+ one stack write), runs
 doing this is generated once per signature (``_codegen``).  No per-
 instruction or per-block hook is installed unless tracing is switched on.
 
-The class is assembled from mixins, one file per concern: ``_args``
-(buffer arguments), ``_runner`` (calls, limits, cancel, abnormal stops),
-``_callbacks`` (host functions called by guest code), ``_debug`` (line
-information, registers, tracing) and ``_x87`` (i386 float results).  This
-file keeps construction, the address space, the heap and closing.
+The machine is a facade over parts that each keep their own state behind a
+small interface, all given the unicorn engine (``_uc.Engine``) or what they
+need of each other when built: ``GuestMemory`` (``_guestmem``: mappings,
+runtime page, stack, heap), ``GuardedSpans`` (``_spans``),
+``ArgumentMemory`` (``_args``: buffer arguments), ``X87Stack`` (``_x87``:
+i386 float results), ``FloatAbis`` (``_abis``: float ABI per module, plans),
+``CallRunner`` (``_runner``: calls, limits, cancel, abnormal stops; it owns
+the ``CallState`` of ``_callstate``), ``Callbacks`` (``_callbacks``: host
+functions called by guest code) and ``Debugger`` (``_debug``: line
+information, registers, gdb, tracing).  This file takes the call lock
+around host operations, checks the machine is open, and closes the parts.
 """
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import mmap
-import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ...arch import Arch
 from ...arch import get as get_arch
 from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
 from ...signature import Signature
-from ..base import PROT_EXEC, PROT_READ, PROT_WRITE, Machine
+from ...signature import parse as parse_signature
+from ..base import Machine
 from . import _cc, _uc
-from ._args import ArgumentMemory
+from ._abis import FloatAbis
+from ._args import ArgumentMemory, page_aligned_empty
 from ._callbacks import Callbacks
-from ._debug import DebugSupport
-from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL, STUB_BASE, STUB_SIZE, round_up
-from ._memory import AddressSpace, Heap, Region
-from ._runner import STOP_INTR, CallRunner
+from ._debug import Debugger, DwarfLines
+from ._guestmem import GuestMemory
+from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL
+from ._memory import AddressSpace, Region
+from ._runner import CallRunner
 from ._spans import GuardedSpans, SpanPool
 from ._x87 import X87Stack
 
@@ -41,8 +45,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-C = _uc.C
-lib = _uc.lib
+    from .gdbstub import GdbStub
 
 #: the floating-point status register and its sticky "inexact" bit, per arch
 #: (x86: QEMU's SSE status keeps its flags for the engine's life already)
@@ -51,8 +54,7 @@ _INEXACT_FLAG = {"aarch64": ("FPSR", 1 << 4), "arm": ("FPSCR", 1 << 4),
                  "riscv32": ("FCSR", 1), "riscv64": ("FCSR", 1)}
 
 
-class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87Stack, GuardedSpans,
-                      Machine):
+class EmulatedMachine(Machine):
     """Runs guest code of ``arch`` under unicorn.
 
     ``memory_limit``: bytes of guest memory that may be mapped (images, heap,
@@ -73,123 +75,34 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
                  cpu: str | int | None = None, max_callbacks: int = 4096,
                  trace: Any = None) -> None:
         self.arch = arch = get_arch(arch)
-        self._closed = False
-        self._uc = _uc.Engine(arch, cpu, page_size=PAGE)
-        self._h = self._uc.handle
-        self._lock = threading.RLock()        # held by a call for its whole duration
-        self._slock = threading.Lock()        # start/end of a run vs. stop requests
-        self._gen = 0                         # number of the latest call
-        self._active: list[int] = []          # calls in progress (outer first)
-        self._running = False
-        self._stop: str | None = None
-        self._hook_exc: BaseException | None = None
-        self._mem_fault: tuple[int, int, int, int] | None = None
-        self._intno: int | None = None
-        self._ran = False
-        self._modules: list[Any] = []
-        self._line_info: list[tuple[int, int, Callable[[int], str | None]]] = []
-        self._line_owner: dict[int, Any] = {}
-        self._tracer: Any = None
-        self._trace_hook = 0
-        self._gdb: Any = None
-        self._gdb_hooks: list[int] = []
-        self._plans: dict[tuple[Signature, str], _cc.Plan] = {}
-        # (signature, float ABI, bound): callers of call() (bound False) and the
-        # prototypes function() copies for each entry address (bound True)
-        self._callers: dict[tuple[Signature, str, bool], Callable[..., Any]] = {}
-        # RISC-V: float ABI per module image (lo, hi, abi, module); calls and
-        # callbacks use the ABI of the code involved when modules disagree
-        self._abi_ranges: list[tuple[int, int, str, Any]] = []
-        self._mixed_abi = False
-        self._ctx_pool: list[Any] = []
-        self._regid: dict[str, int] = {}
-        self._timeout: float | None = None
-        self._budget: int | None = None
-        self.instruction_budget = instruction_budget
-        self.timeout = timeout
-        self._float_abi = "hard"
-        if float_abi is not None:
-            self.float_abi = float_abi
+        self._uc = engine = _uc.Engine(arch, cpu, page_size=PAGE)
         hi = (1 << 32) - 0x10000 if arch.bits == 32 else 1 << 46
         limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else int(memory_limit)
-        self._space = AddressSpace(LOW, hi, PAGE, limit)
-        #: released ``reserve_guarded`` spans kept for reuse (see ``_spans``)
-        self.idle_spans = SpanPool(limit)
-        self._init_runtime_page(max_callbacks)
-        self._init_stack(stack_size)
-        self._heap = Heap(self._heap_range, self._heap_drop)
-        self._arena: Region | None = None
-        self._shared: dict[int, tuple[list, Any]] = {}
-        self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
-        self._arena_top = 0
-        self._sp_id = self._reg(arch.cc.sp)
-        self._pc_id = self._reg(arch.cc.pc)
-        self._word_buf = ctypes.c_uint64()
-        self._word_ref = ctypes.byref(self._word_buf)
-        # CPU set-up (FPU on, thread pointer zero), then the pristine context
-        for name, value in arch.uc_init:
-            self._uc.reg_write(self._reg(name), name, value)
-        self._ctx0 = self._uc.context_save()
-        #: (register, bit) of the FP flag ``raise_inexact_flag`` raised, or None
-        self.inexact_flag: tuple[str, int] | None = None
-        self._hooks: list[Any] = []
-        self._init_hooks()
-        self._count_mode = False     # unicorn's instruction-count hook is installed
+        self._mem = mem = GuestMemory(engine, AddressSpace(LOW, hi, PAGE, limit), max_callbacks,
+                                      stack_size)
+        self._spans = GuardedSpans(mem, limit)
+        self._args = ArgumentMemory(mem)
+        self._x87 = X87Stack(engine)
+        self._abis = FloatAbis(arch)
+        self._runner = CallRunner(engine, self, self._abis, self._args, self._x87,
+                                  (mem.stack.map_start, mem.stack_top))
+        self._state = state = self._runner.state
+        self._lock = state.lock                # held by a call for its whole duration
+        self._callers = self._runner.callers
+        self._callbacks = Callbacks(mem, state, self._abis, self._x87, max_callbacks)
+        self._debugger = Debugger(engine, state, self, mem.stub_end)
+        self._modules: list[Any] = []
+        self.instruction_budget = instruction_budget
+        self.timeout = timeout
+        if float_abi is not None:
+            self.float_abi = float_abi
         if trace is not None:
             self.trace(trace)
-        self._serve_gdb_if_asked()
+        self._debugger.serve_gdb_if_asked()
 
-    def _init_runtime_page(self, max_callbacks: int) -> None:
-        """The sentinel page and the callback stubs, all trap instructions."""
-        self._max_callbacks = max_callbacks
-        stub_bytes = round_up(max_callbacks * STUB_SIZE)
-        self._stub_end = STUB_BASE + stub_bytes
-        self._map(SENTINEL, PAGE + stub_bytes, C.UC_PROT_EXEC)
-        trap = self.arch.trap_insn or self.arch.ret_insn
-        self._write_raw(SENTINEL, (trap * (PAGE // len(trap) + 1))[:PAGE])
-        self._write_raw(STUB_BASE, (trap * (stub_bytes // len(trap) + 1))[:stub_bytes])
-        self._stubs: list[dict[str, Callable[[], None]]] = []  # per float ABI, generated lazily
-        self._stub_defs: list[tuple[Callable[..., Any], Signature, str]] = []
-        self._stub_names: list[str] = []
-        self._callback_refs: list[Any] = []
-
-    def _init_stack(self, stack_size: int) -> None:
-        """The stack: [guard page][stack_size bytes]."""
-        stack_size = round_up(max(stack_size, PAGE))
-        start = self._space.find(stack_size + PAGE, 16)
-        self._stack = self._space.add(Region(start, stack_size + PAGE, "stack",
-                                             mapped=stack_size, map_start=start + PAGE))
-        self._map(start + PAGE, stack_size, C.UC_PROT_READ | C.UC_PROT_WRITE)
-        self._stack_top = start + PAGE + stack_size
-        self._call_sp = self._stack_top
-
-    def _init_hooks(self) -> None:
-        """Stub dispatch, invalid memory and CPU exceptions: added before any
-        code is translated, so they apply everywhere.  The hooks hold the
-        machine weakly."""
-        me = weakref.ref(self)
-
-        def on_stub(_h: Any, address: int, _size: int, _ud: Any) -> None:
-            m = me()
-            if m is not None:
-                m._on_stub(address)
-
-        def on_mem(_h: Any, kind: int, address: int, size: int, value: int, _ud: Any) -> bool:
-            m = me()
-            if m is not None:
-                m._mem_fault = (kind, address, size, value)
-            return False
-
-        def on_intr(_h: Any, intno: int, _ud: Any) -> None:
-            m = me()
-            if m is not None:
-                m._intno = intno
-                m._stop = STOP_INTR
-                lib.uc_emu_stop(m._h)
-
-        self._add_hook(C.UC_HOOK_CODE, _uc.HOOK_CODE(on_stub), STUB_BASE, self._stub_end - 1)
-        self._add_hook(C.UC_HOOK_MEM_INVALID, _uc.HOOK_MEM_INVALID(on_mem), 1, 0)
-        self._add_hook(C.UC_HOOK_INTR, _uc.HOOK_INTR(on_intr), 1, 0)
+    def _check_open(self) -> None:
+        if self._state.closed:
+            raise ModuleClosedError("the emulated machine was closed")
 
     def raise_inexact_flag(self) -> None:
         """Set the FPU's sticky *inexact* exception flag, now and in the state
@@ -206,58 +119,40 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         flag = _INEXACT_FLAG.get(self.arch.name)
         with self._lock:
             self._check_open()
-            if flag is None or self.inexact_flag is not None:
+            if flag is None or self._runner.inexact_flag is not None:
                 return
             if self.in_call():
                 raise ExecutionError("raise_inexact_flag: not from inside a call")
-            reg, bit = flag
-            lib.uc_context_restore(self._h, self._ctx0.context)
-            self._word_buf.value = 0
-            lib.uc_reg_read(self._h, self._reg(reg), self._word_ref)
-            self._word_buf.value |= bit
-            lib.uc_reg_write(self._h, self._reg(reg), self._word_ref)
-            lib.uc_context_save(self._h, self._ctx0.context)
-            self.inexact_flag = flag
-            self._callers.clear()
+            self._runner.raise_inexact_flag(flag)
 
-    # ------------------------------------------------------------------ basics
-    def _reg(self, name: str) -> int:
-        r = self._regid.get(name)
-        if r is None:
-            r = self._regid[name] = _uc.reg(self.arch, name)
-        return r
-
-    def _add_hook(self, kind: int, cfn: Any, begin: int, end: int) -> int:
-        hh = ctypes.c_size_t()
-        err = lib.uc_hook_add(self._h, ctypes.byref(hh), kind, ctypes.cast(cfn, ctypes.c_void_p),
-                              None, ctypes.c_uint64(begin), ctypes.c_uint64(end))
-        if err:
-            raise ExecutionError(f"unicorn: cannot add hook: {_uc.strerror(err)}")
-        self._hooks.append(cfn)
-        return hh.value
-
-    def _del_hook(self, handle: int) -> None:
-        lib.uc_hook_del(self._h, handle)
+    @property
+    def inexact_flag(self) -> tuple[str, int] | None:
+        """(register, bit) of the FP flag ``raise_inexact_flag`` raised, or None."""
+        return self._runner.inexact_flag
 
     @property
     def float_abi(self) -> str:
-        return self._float_abi if self._float_abi != "hard" else self.arch.cc.float_abi
+        return self._abis.value
 
     @float_abi.setter
     def float_abi(self, value: str) -> None:
-        _cc.check_abi(self.arch, value)
-        if value != self._float_abi:
-            self._float_abi = value
-            self._callers.clear()
+        if self._abis.set(value):
+            self._runner.forget_callers()
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ModuleClosedError("the emulated machine was closed")
+    @property
+    def mixed_float_abi(self) -> bool:
+        """Whether attached modules use more than one float ABI (RISC-V), so
+        each Python callback finds its caller's ABI by the return address."""
+        return self._abis.mixed
+
+    def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
+        """Where arguments and result of ``sig`` live (see ``_cc``)."""
+        return self._abis.plan(sig, float_abi)
 
     @property
     def stack_range(self) -> tuple[int, int]:
         """[low, high) of the machine's stack (without its guard page)."""
-        return self._stack.map_start, self._stack_top
+        return self._mem.stack.map_start, self._mem.stack_top
 
     @property
     def page_size(self) -> int:
@@ -266,54 +161,198 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self._check_open()
         return self._uc.page_size
 
-    # ---------------------------------------------------------- address space
-    def _map(self, addr: int, size: int, perms: int) -> None:
-        err = lib.uc_mem_map(self._h, addr, size, perms)
-        if err:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: {_uc.strerror(err)}")
+    # ----------------------------------------------------------------- calls
+    def call(self, addr: int, sig: Signature | str, args: tuple[Any, ...] = (),
+             timeout: float | None = None, budget: int | None = None) -> Any:
+        if self._state.closed:
+            raise ModuleClosedError("the emulated machine was closed")
+        if not isinstance(sig, Signature):
+            sig = parse_signature(sig)
+        abis = self._abis
+        abi = abis.at(addr) if abis.mixed else abis.current
+        f = self._callers.get((sig, abi, False))
+        if f is None:
+            f = self._runner.caller(sig, abi)
+        return f(addr, tuple(args), timeout, budget)
 
-    def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None:
-        if exec_ever and self._ran:
-            self._uc.remove_cache(addr, addr + size)
-        lib.uc_mem_unmap(self._h, addr, size)
-
-    def _new_region(self, size: int, align: int, kind: str, name: str = "",
-                    perms: int = C.UC_PROT_READ | C.UC_PROT_WRITE,
-                    host: bool = False) -> Region:
+    def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
+        """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
         self._check_open()
-        if size <= 0:
-            raise LayoutError(f"cannot reserve {size} bytes")
-        size = round_up(size)
-        if align & (align - 1):
-            raise LayoutError(f"alignment {align:#x} is not a power of two")
-        start = self._space.find(size, max(align, PAGE))
-        region = self._space.add(Region(start, size, kind, name, mapped=size, map_start=start))
-        try:
-            if host:
-                region.extra = self._map_host(start, size, perms)
-            else:
-                self._map(start, size, perms)
-        except BaseException:
-            self._space.remove(start)
-            raise
-        return region
+        sig = parse_signature(sig)
+        label = name or self.symbolize(addr)
+        if not label.isidentifier():
+            label = f"guest_{addr:x}"
+        return self._runner.function(addr, sig, label)
 
-    def _map_host(self, addr: int, size: int, perms: int) -> Any:
-        """Map ``size`` bytes at ``addr`` backed by fresh zeroed host pages
-        (``uc_mem_map_ptr``); returns the host buffer, to be kept alive for
-        as long as the mapping exists.  unicorn splits such a mapping without
-        copying its contents when ``protect`` gives part of it other rights
-        (it copies the whole of a mapping it allocated itself)."""
-        try:
-            buf = (ctypes.c_char * size).from_buffer(mmap.mmap(-1, size))
-        except OSError as e:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: no host memory "
-                                    f"({e.strerror or e})") from None
-        err = lib.uc_mem_map_ptr(self._h, addr, size, perms, ctypes.addressof(buf))
-        if err:
-            raise MemoryAccessError(f"cannot map {size:#x} bytes at {addr:#x}: "
-                                    f"{_uc.strerror(err)}")
-        return buf
+    def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
+        self._check_open()
+        return self._callbacks.add(fn, sig, name)
+
+    def stub_name(self, addr: int) -> str | None:
+        """The name of the callback whose stub contains ``addr``, else None."""
+        return self._callbacks.stub_name(addr)
+
+    def symbolize(self, addr: int) -> str:
+        if addr == SENTINEL:
+            return "<host>"
+        s = self._callbacks.symbolize(addr)
+        return s if s is not None else super().symbolize(addr)
+
+    def set_limits(self, *, timeout: float | None = None,
+                   instruction_budget: int | None = None) -> None:
+        """Defaults applied to every call that does not pass its own."""
+        self.timeout = timeout
+        self.instruction_budget = instruction_budget
+
+    @property
+    def timeout(self) -> float | None:
+        """Default wall-clock limit (seconds) of every call; None: no limit."""
+        return self._runner.timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._runner.timeout = value
+
+    @property
+    def instruction_budget(self) -> int | None:
+        """Default instruction budget of every call; None: unlimited."""
+        return self._runner.instruction_budget
+
+    @instruction_budget.setter
+    def instruction_budget(self, value: int | None) -> None:
+        self._runner.instruction_budget = value
+
+    @property
+    def instructions(self) -> int:
+        """Guest instructions run by calls since :meth:`count_instructions`
+        was switched on (0 while off); a call stopped early counts its
+        blocks whole."""
+        return self._runner.instructions
+
+    def count_instructions(self, on: bool = True) -> None:
+        """Count the guest instructions calls run (:attr:`instructions`), for
+        callers that charge them to a budget of their own.  A block hook
+        adds each basic block's instruction count (decoded once per block),
+        which slows emulation down; switching it on or off flushes the
+        translation cache, so leave it on while it is needed."""
+        self._check_open()
+        self._runner.count_instructions(on)
+
+    def note_code(self, addr: int, size: int) -> None:
+        """Called when ``[addr, addr+size)`` becomes executable: on i386, a
+        straight run of x87 instructions switches the instruction counter on
+        for every later call (see ``_x87.X87_RUN_LIMIT``)."""
+        self._runner.note_code(addr, size)
+
+    def cancel(self, wait: float = 1.0) -> bool:
+        """Stop the call running in another thread (it raises ``CallTimeout``)
+        and wait up to ``wait`` seconds for it to end.  Returns False if no
+        call was running.  A cancel never reaches a call started after it."""
+        return self._runner.cancel(wait)
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether the running call was asked to stop (cancel, timeout, signal)."""
+        return self._state.stop is not None
+
+    # ------------------------------------------------------------ debugging
+    def attach(self, module: Any) -> None:
+        """Remember a module: symbols for reports; for RISC-V its float ABI
+        (ELF ``e_flags``); its DWARF line table, if any, for fault reports
+        (read lazily, at the first fault)."""
+        elf = getattr(module, "elf", None)
+        if self._abis.attach(module, getattr(elf, "e_flags", None),
+                             getattr(module, "address_range", None)):
+            self._runner.forget_callers()
+        super().attach(module)
+        self._debugger.attach(module)
+
+    def detach(self, module: Any) -> None:
+        super().detach(module)
+        self._debugger.detach(module)
+        self._abis.detach(module)
+
+    def module_at(self, addr: int) -> Any:
+        """The attached module whose image holds ``addr``, else None."""
+        for mod in self._modules:
+            span = getattr(mod, "address_range", None)
+            if span is not None and span[0] <= addr < span[1]:
+                return mod
+        return None
+
+    def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], str | None]) -> None:
+        """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
+        self._debugger.add_line_info(lo, hi, resolver)
+
+    def add_debug_info(self, bias: int, elf: Any, lo: int = 0, hi: int = 1 << 64) -> None:
+        """Use the DWARF ``.debug_line`` of ``elf`` (bytes or a path), loaded at
+        ``bias``, for file:line in fault reports (parsed lazily, on first fault)."""
+        self._debugger.add_line_info(lo, hi, DwarfLines(elf, bias))
+
+    def source_line(self, addr: int) -> str | None:
+        """``file:line`` of a guest address, from registered line information
+        (``add_line_info``; attached modules register theirs); None when
+        unknown.  Errors of a resolver propagate (fault reports turn them
+        into a note)."""
+        return self._debugger.source_line(addr)
+
+    def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
+        """Current values of integer registers (``dump_regs`` by default)."""
+        self._check_open()
+        return self._debugger.registers(names)
+
+    def read_register(self, name: str) -> Any:
+        """Any register by its unicorn name (suffix of UC_<ARCH>_REG_*): an
+        int, or for x87 registers a (mantissa, exponent) pair."""
+        self._check_open()
+        return self._uc.reg_read(self._uc.reg_id(name), name)
+
+    def write_register(self, name: str, value: Any) -> None:
+        self._check_open()
+        self._uc.reg_write(self._uc.reg_id(name), name, value)
+
+    @property
+    def observed(self) -> bool:
+        """Whether gdb (``debug``) or an execution trace (``trace``) watches
+        this machine, so code run on another machine would go unseen."""
+        return self._debugger.observed
+
+    def debug(self, port: int | None, *, host: str = "127.0.0.1", offset: int | None = 0,
+              accept_timeout: float | None = None) -> GdbStub | None:
+        """Let gdb debug the guest code: listen on ``host:port`` (0: any free
+        port, see the returned stub's ``port``) and stop before the first
+        guest instruction of the next call, waiting for gdb to connect
+        (``target remote :PORT``) and resume.  ``offset``: the load bias
+        reported to gdb by ``qOffsets`` (the module whose file gdb loads);
+        None: the module holding the first stop, announced on stderr.
+        ``debug(None)`` ends the session (a waiting gdb sees the program
+        exit); so does closing the machine.  ``ExecutionError`` when the port
+        cannot be listened on."""
+        return self._debugger.debug(port, host=host, offset=offset,
+                                    accept_timeout=accept_timeout)
+
+    def record_writes(self, ranges: Iterable[tuple[int, int]]
+                      ) -> contextlib.AbstractContextManager[list[tuple[int, int]]]:
+        """Record the stores guest code makes into the guest ranges
+        ``(address, size)`` while the ``with`` block runs: yields a list that
+        fills with one ``(address, size)`` per store (clipped to the range it
+        falls in; a store reaching two ranges counts in each), in program
+        order.  Every store counts, also one that writes the value already
+        there; writes through :meth:`write` or by host callbacks do not.
+        Costs nothing outside the block: the memory hook exists only inside
+        it (the translation cache is flushed on entry and exit)."""
+        self._check_open()
+        return self._debugger.record_writes(ranges)
+
+    def trace(self, target: Any = None, *, mode: str = "block") -> None:
+        """Start writing an execution trace to ``target`` (a path or a text
+        file): every basic block executed, with its disassembly (``mode=
+        "block"``) or its address only (``"compact"``).  ``trace(None)`` stops
+        (and raises ``ExecutionError`` if writing the trace failed).
+        Costs nothing while off: the block hook exists only while tracing
+        (the translation cache is flushed on start and stop so code
+        translated before is covered and, afterwards, runs hook-free again)."""
+        self._debugger.trace(target, mode=mode)
 
     # Memory operations from the host take the call lock: they wait while a
     # call runs in another thread (unmapping under running guest code would
@@ -322,12 +361,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         """Reserve and map ``size`` bytes for a module image; its segments
         then get their own rights through ``protect``."""
         with self._lock:
+            self._check_open()
             try:
-                return self._new_region(size, align, "image", name, host=True).start
+                return self._mem.new_region(size, align, "image", name, host=True).start
             except (LayoutError, MemoryAccessError):
-                if not self._drain_spans():
+                if not self._spans.drain():
                     raise
-            return self._new_region(size, align, "image", name, host=True).start
+            return self._mem.new_region(size, align, "image", name, host=True).start
 
     def release(self, addr: int, size: int | None = None) -> None:
         with self._lock:
@@ -335,13 +375,13 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _release(self, addr: int) -> None:
         self._check_open()
-        r = self._space.at(addr)
+        r = self._mem.space.at(addr)
         if r is None or r.start != addr or r.kind not in ("image", "span"):
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
-        if r.kind == "span" and self._keep_span(r):
+        if r.kind == "span" and self._spans.keep(r):
             return
-        self._space.remove(addr)
-        self._unmap(r.map_start, r.mapped, r.exec_ever)
+        self._mem.space.remove(addr)
+        self._mem.unmap(r.map_start, r.mapped, r.exec_ever)
         r.extra = None          # the host pages of a reserve()d image, now unmapped
 
     def protect(self, addr: int, size: int, prot: int) -> None:
@@ -350,41 +390,14 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _protect(self, addr: int, size: int, prot: int) -> None:
         self._check_open()
-        r = self._space.at(addr)
-        if (addr % PAGE or r is None or addr + size > r.end
-                or r.kind in ("runtime", "released span")):
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): not a page-aligned range "
-                                    "inside a reservation")
-        if prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC):
-            raise MemoryAccessError(f"protect: unknown protection bits {prot:#x}")
-        size = round_up(size)
-        err = lib.uc_mem_protect(self._h, addr, size, prot)    # PROT_* == UC_PROT_*
-        if err:
-            raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): {_uc.strerror(err)}")
-        if prot & PROT_EXEC:
-            r.exec_ever = True
-            self.note_code(addr, size)
-        elif r.exec_ever and self._ran:
-            self._uc.remove_cache(addr, addr + size)
-
-    def _write_raw(self, addr: int, data: Any) -> None:
-        n = len(data)
-        buf: Any
-        if isinstance(data, bytes):
-            buf = data
-        else:
-            mv = memoryview(data).cast("B")
-            n = mv.nbytes
-            buf = (ctypes.c_char * n).from_buffer(mv) if not mv.readonly else bytes(mv)
-        err = lib.uc_mem_write(self._h, addr, buf, n)
-        if err:
-            raise MemoryAccessError(f"cannot write {n} bytes at {addr:#x}: "
-                                    f"{self.describe_address(addr, n)}")
+        code = self._mem.protect(addr, size, prot)
+        if code:
+            self.note_code(addr, code)
 
     def _refused(self, addr: int, size: int) -> Region | None:
         """The closed zero-copy mapping or released span [addr, addr+size) touches."""
-        r = self._closed_zero_copy(addr, size)
-        return r if r is not None or not self.idle_spans.count else self._idle_span(addr, size)
+        r = self._args.closed_at(addr, size)
+        return r if r is not None else self._spans.idle_at(addr, size)
 
     def _refuse_closed(self, addr: int, size: int, what: str) -> None:
         r = self._refused(addr, size)
@@ -399,11 +412,7 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
     def _write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
         self._check_open()
         self._refuse_closed(addr, max(memoryview(data).nbytes, 1), "write")
-        self._write_raw(addr, data)
-        if self._ran:
-            r = self._space.at(addr)
-            if r is not None and r.exec_ever:
-                self._uc.remove_cache(addr, addr + max(len(data), 1))
+        self._mem.write(addr, data)
 
     def read(self, addr: int, size: int) -> bytes:
         with self._lock:
@@ -411,103 +420,95 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
 
     def _read(self, addr: int, size: int) -> bytes:
         self._check_open()
-        if size < 0:
-            raise MemoryAccessError(f"cannot read {size} bytes")
         self._refuse_closed(addr, max(size, 1), "read")
-        if size > 1 << 20:
-            self._check_covered(addr, size)   # before allocating a host buffer that large
-        buf = ctypes.create_string_buffer(size)
-        err = lib.uc_mem_read(self._h, addr, buf, size)
-        if err:
-            raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
-                                    f"{self.describe_address(addr, size)}")
-        return buf.raw
-
-    def _check_covered(self, addr: int, size: int) -> None:
-        """MemoryAccessError unless mapped regions cover ``[addr, addr + size)``."""
-        at, end = addr, addr + size
-        while at < end:
-            r = self._space.at(at)
-            if r is None:
-                raise MemoryAccessError(f"cannot read {size} bytes at {addr:#x}: "
-                                        f"{self.describe_address(at)}"
-                                        + (f" at {at:#x}" if at != addr else ""))
-            at = r.end
+        return self._mem.read(addr, size)
 
     def try_read(self, addr: int, size: int) -> bytes | None:
         """``size`` bytes at ``addr``, or None where guest memory is not readable."""
-        if addr < 0 or addr + size > 1 << self.arch.bits or size > self._space.used + PAGE:
-            return None
         if self._refused(addr, max(size, 1)) is not None:
             return None
-        buf = ctypes.create_string_buffer(size)
-        return None if lib.uc_mem_read(self._h, addr, buf, size) else buf.raw
+        return self._mem.try_read(addr, size)
 
     def is_code(self, addr: int) -> bool:
         """Whether guest code may run at ``addr``: a callback stub, or memory
         that was executable at some point (for backtraces)."""
         if self.stub_name(addr) is not None:
             return True
-        r = self._space.at(addr)
+        r = self._mem.space.at(addr)
         return r is not None and r.exec_ever
 
     def describe_address(self, addr: int, size: int = 1) -> str:
         """What lives at ``addr`` (for error messages and fault reports)."""
-        if addr < SENTINEL:
-            return "unmapped (null-pointer region)"
-        if SENTINEL <= addr < self._stub_end:
-            return "runtime page (return sentinel / callback stubs)"
-        st = self._stack
-        if st.start <= addr < st.map_start:
-            return f"stack guard page below the stack [{st.map_start:#x}, {self._stack_top:#x}) " \
-                   f"(stack overflow?)"
-        r = self._space.at(addr)
-        if r is not None and r.kind == "zerocopy" and not r.extra[0]:
-            return (f"a numpy buffer passed to an earlier call [{r.start:#x}, {r.end:#x}) "
-                    f"(closed after that call)")
-        if r is not None:
-            if addr + size > r.end:
-                return f"runs past the end of {r.describe()}"
-            return f"in {r.describe()}"
-        below, above = self._space.near(addr)
-        parts = []
-        if below is not None:
-            parts.append(f"{addr - below.end:#x} bytes after {below.describe()}")
-        if above is not None:
-            parts.append(f"{above.start - addr:#x} bytes before {above.describe()}")
-        return "unmapped" + (" (" + "; ".join(parts) + ")" if parts else "")
-
-    # ----------------------------------------------------------------- heap
-    def _heap_range(self, size: int, align: int) -> int:
-        return self._new_region(size, align, "heap").start
-
-    def _heap_drop(self, addr: int) -> None:
-        r = self._space.remove(addr)
-        self._unmap(r.map_start, r.mapped, False)
+        return self._mem.describe_address(addr, size)
 
     def alloc(self, size: int, align: int = 16) -> int:
         with self._lock:
-            return self._alloc(size, align)
-
-    def _alloc(self, size: int, align: int) -> int:
-        self._check_open()
-        addr = self._heap.alloc(int(size), int(align))
-        n = self._heap.size_of(addr) or 0
-        if n and n < Heap.BIG:
-            self._write_raw(addr, bytes(n))      # arena memory may be reused: zero it
-        return addr
+            self._check_open()
+            return self._mem.alloc(size, align)
 
     def free(self, addr: int) -> None:
         with self._lock:
             self._check_open()
-            self._heap.free(addr)
+            self._mem.heap.free(addr)
+
+    # ---------------------------------------------------- buffer arguments
+    @property
+    def cached_mappings(self) -> int:
+        """How many zero-copy mappings of host arrays are kept between calls
+        (at most 16; reused when the same array is passed again)."""
+        return self._args.cached_mappings
+
+    def share(self, array: Any) -> int:
+        """Map a numpy array into the guest until ``unshare``; zero-copy when
+        it is page-aligned (e.g. from ``empty()``), otherwise refused."""
+        with self._lock:
+            self._check_open()
+            return self._args.share(array)
+
+    def unshare(self, addr: int) -> None:
+        with self._lock:
+            self._args.unshare(addr)
+
+    @staticmethod
+    def empty(shape: Any, dtype: Any = "float32") -> Any:
+        """A numpy array in page-aligned host memory: passed to guest code
+        without copying (``mem_map_ptr``)."""
+        return page_aligned_empty(shape, dtype)
+
+    # ------------------------------------------------------------- spans
+    @property
+    def idle_spans(self) -> SpanPool:
+        """Released ``reserve_guarded`` spans kept for reuse (see ``_spans``)."""
+        return self._spans.pool
+
+    def reserve_guarded(self, size: int, name: str = "", read_only: bool = False) -> int:
+        """Reserve and map ``size`` bytes (rounded up to whole pages) of
+        read/write memory followed by an unmapped guard page, so that an
+        access running past the end faults; ``release`` frees both.  Cheaper
+        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
+        copies the contents of a mapping it splits.  A released span of the
+        same size is handed out again, zero-filled (see ``_spans``).
+        ``read_only``: guest code may only read the span (a store faults);
+        the host fills it through :meth:`span_memory`."""
+        with self._lock:
+            self._check_open()
+            return self._spans.reserve(size, name, read_only)
+
+    def span_memory(self, addr: int) -> memoryview:
+        """The host pages behind the guarded span reserved at ``addr`` (its
+        mapped bytes, guard page excluded), writable from the host whatever
+        the guest's rights: the span's memory without a copy through
+        unicorn.  Valid until the span is released."""
+        with self._lock:
+            self._check_open()
+            return self._spans.memory(addr)
 
     # ------------------------------------------------------------------ close
     def in_call(self) -> bool:
-        return bool(self._active) and self._lock._is_owned()  # type: ignore[attr-defined]
+        return self._state.in_call()
 
     def stop_calls(self) -> None:
-        if self._active and not self.in_call():
+        if self._state.active and not self.in_call():
             self.cancel(wait=5.0)
 
     @contextlib.contextmanager
@@ -524,28 +525,27 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
             self._lock.release()
 
     def close(self) -> None:
-        if self._closed:
+        if self._state.closed:
             return
         if self.in_call():
             raise ExecutionError("cannot close an emulated machine from inside one of its "
                                  "own calls (a host callback)")
         self.stop_calls()
         with self._lock:
-            if not self._closed:
+            if not self._state.closed:
                 self._close()
 
     def _close(self) -> None:
         try:
-            self._drain_spans()
-            self._stop_debug()
-            self._stop_trace()          # raises if writing the trace failed
+            self._spans.drain()
+            self._debugger.stop_debug()
+            self._debugger.stop_trace()          # raises if writing the trace failed
         finally:
-            self._closed = True
-            uc = self._uc
-            self._stubs = []
-            self._callers.clear()
-            uc.close()
-            self._uc = None
+            self._state.closed = True
+            self._args.close()
+            self._callbacks.close()
+            self._runner.close()
+            self._uc.close()
 
     def __enter__(self) -> EmulatedMachine:
         return self
@@ -554,5 +554,5 @@ class EmulatedMachine(ArgumentMemory, CallRunner, Callbacks, DebugSupport, X87St
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{self._space.used:#x} bytes mapped"
+        state = "closed" if self._state.closed else f"{self._mem.space.used:#x} bytes mapped"
         return f"<EmulatedMachine {self.arch.name} ({state})>"

@@ -1,84 +1,135 @@
-"""Running guest calls (a mixin of ``EmulatedMachine``): per-signature
-callers, nested calls from host callbacks, time and instruction limits,
-cancellation, and turning an abnormal stop into the right exception.
+"""Running guest calls: ``CallRunner``, one per emulated machine.  It keeps
+the per-signature callers, runs nested calls from host callbacks, applies
+time and instruction limits, cancels, and turns an abnormal stop into the
+right exception.
 
 The argument packing and result decoding of a call is generated once per
-signature by ``_codegen.build_caller``; it calls back into ``_run_limited``
-(when a limit applies), ``_abnormal`` (when emulation stopped early or with
-an error) and ``_nested`` (when a host callback calls guest code).
+signature by ``_codegen.build_caller``, given a ``CallContext``: the code
+reads and writes the call state (``_callstate``) itself and calls back into
+``run_limited`` (when a limit applies), ``abnormal`` (when emulation stopped
+early or with an error) and ``nested`` (when a host callback calls guest
+code).  Fault reports (``_faults``) read the machine through its public
+accessors.
 """
 from __future__ import annotations
 
-import ctypes
 import time
+import weakref
 from collections.abc import Callable
 
 from ... import arguments
-from ...errors import CallTimeout, ExecutionError, MemoryAccessError, SignatureError
+from ...errors import CallTimeout, ExecutionError, SignatureError
+from ...records import replace
 from ...signature import Signature
-from ...signature import parse as parse_signature
-from . import _cc, _codegen, _uc, _watchdog
+from . import _codegen, _uc, _watchdog
+from ._callstate import (
+    STOP_BUDGET,
+    STOP_CANCEL,
+    STOP_HOOK,
+    STOP_INTR,
+    STOP_SIGNAL,
+    STOP_TIMEOUT,
+    CallState,
+)
 from ._layout import SENTINEL
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._state import MachineState
-else:
-    MachineState = object
+    from ._abis import FloatAbis
+    from ._args import ArgumentMemory
+    from ._machine import EmulatedMachine
+    from ._uc import Engine
+    from ._x87 import X87Stack
 
 C = _uc.C
 lib = _uc.lib
 
-# why emulation stopped early (set before uc_emu_stop)
-STOP_HOOK = "hook"            # a Python callback raised
-STOP_TIMEOUT = "timeout"
-STOP_CANCEL = "cancel"
-STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
-STOP_BUDGET = "budget"
-STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the call
-
 _check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
-
-#: unicorn 2.1.4 (QEMU 5 TCG) leaks TCG temps translating x87 instructions
-#: and segfaults inside uc_emu_start on one i386 block of ~250 of them (a
-#: fully unrolled f32 matmul).  With a code hook installed -- unicorn's
-#: instruction counter is one, in C -- the same blocks translate and run
-#: correctly (checked up to 5,000 x87 instructions in one block), at about
-#: a tenth of the speed.  So an i386 machine scans code as it becomes
-#: executable and, once it has seen a straight run of this many x87
-#: instructions, runs every call with the counter on.
-X87_RUN_LIMIT = 64
 _NO_LIMIT = 1 << 63
 
 
-class CallRunner(MachineState):
-    """Uses the machine's ``_h``, ``_uc``, ``_plans``, ``_callers``,
-    ``_abi_ranges``, ``_stop``, ``_running`` ... set up by
-    ``EmulatedMachine.__init__``."""
+class CallRunner:
+    """Calls into guest code on ``engine``.  ``machine``: the machine's public
+    face, for symbols and fault reports; ``abis``: which float ABI a call
+    uses; ``args``: buffer arguments; ``x87``: i386 float results;
+    ``stack``: ``(low, high)`` of the machine's stack.  Sets the CPU up
+    (``arch.uc_init``) and keeps that as the state an abnormal stop resets to."""
+
+    def __init__(self, engine: Engine, machine: EmulatedMachine, abis: FloatAbis,
+                 args: ArgumentMemory, x87: X87Stack, stack: tuple[int, int]) -> None:
+        self._uc = engine
+        self._h = engine.handle
+        self._machine = machine
+        self.arch = arch = engine.arch
+        self._abis = abis
+        self._x87 = x87
+        self._stack_low = stack[0]
+        self.state = state = CallState(engine, stack[1])
+        self._sp_id = engine.reg_id(arch.cc.sp)
+        self._pc_id = engine.reg_id(arch.cc.pc)
+        #: (signature, float ABI, bound): callers of ``call`` (bound False) and
+        #: the prototypes ``function`` copies for each entry address (bound True)
+        self.callers: dict[tuple[Signature, str, bool], Callable[..., Any]] = {}
+        self._ctx_pool: list[Any] = []
+        self._timeout: float | None = None
+        self._budget: int | None = None
+        self._icount = 0
+        self._icount_hook: int | None = None
+        self._mem_fault: tuple[int, int, int, int] | None = None
+        self._intno: int | None = None
+        #: (register, bit) of the FP flag ``raise_inexact_flag`` raised, or None
+        self.inexact_flag: tuple[str, int] | None = None
+        self._context = _codegen.CallContext(engine, state, self, args, x87)
+        # CPU set-up (FPU on, thread pointer zero), then the pristine context
+        for name, value in arch.uc_init:
+            engine.reg_write(engine.reg_id(name), name, value)
+        self._ctx0 = engine.context_save()
+        self._init_hooks()
+
+    def _init_hooks(self) -> None:
+        """Invalid memory accesses and CPU exceptions: added before any code
+        is translated, so they apply everywhere.  The hooks hold the runner
+        weakly."""
+        me = weakref.ref(self)
+
+        def on_mem(_h: Any, kind: int, address: int, size: int, value: int, _ud: Any) -> bool:
+            r = me()
+            if r is not None:
+                r._mem_fault = (kind, address, size, value)
+            return False
+
+        def on_intr(_h: Any, intno: int, _ud: Any) -> None:
+            r = me()
+            if r is not None:
+                r._intno = intno
+                r.state.stop = STOP_INTR
+                lib.uc_emu_stop(r._h)
+
+        self._uc.add_hook(C.UC_HOOK_MEM_INVALID, _uc.HOOK_MEM_INVALID(on_mem), 1, 0)
+        self._uc.add_hook(C.UC_HOOK_INTR, _uc.HOOK_INTR(on_intr), 1, 0)
+
+    def close(self) -> None:
+        """The machine closed: drop the generated code (it holds buffers)."""
+        self.callers.clear()
+
+    def forget_callers(self) -> None:
+        """Generate the callers again (the float ABI or the FP state changed)."""
+        self.callers.clear()
 
     # ------------------------------------------------------------- limits
-    def set_limits(self, *, timeout: float | None = None,
-                   instruction_budget: int | None = None) -> None:
-        """Defaults applied to every call that does not pass its own."""
-        self.timeout = timeout
-        self.instruction_budget = instruction_budget
-
     @property
     def timeout(self) -> float | None:
-        """Default wall-clock limit (seconds) of every call; None: no limit."""
         return self._timeout
 
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         self._timeout = arguments.timeout(value, "timeout")
-        self._limited = (self._timeout is not None or bool(getattr(self, "_budget", None))
-                         or getattr(self, "_x87_counted", False))
+        self._update_limited()
 
     @property
     def instruction_budget(self) -> int | None:
-        """Default instruction budget of every call; None: unlimited."""
         return self._budget
 
     @instruction_budget.setter
@@ -86,30 +137,32 @@ class CallRunner(MachineState):
         if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
             raise SignatureError("an instruction budget must not be negative")
         self._budget = value
-        self._limited = (getattr(self, "_timeout", None) is not None or bool(self._budget)
-                         or getattr(self, "_x87_counted", False))
+        self._update_limited()
+
+    def _update_limited(self) -> None:
+        self.state.limited = (self._timeout is not None or bool(self._budget)
+                              or self._x87.counted)
+
+    def note_code(self, addr: int, size: int) -> None:
+        """``[addr, addr+size)`` became executable: on i386, a straight run of
+        x87 instructions switches the instruction counter on for every later
+        call (see ``_x87.X87_RUN_LIMIT``)."""
+        if self._x87.scan(addr, size):
+            self._update_limited()
 
     # ------------------------------------------------- instruction counting
     @property
     def instructions(self) -> int:
-        """Guest instructions run by calls since :meth:`count_instructions`
-        was switched on (0 while off); a call stopped early counts its
-        blocks whole."""
-        return getattr(self, "_icount", 0)
+        return self._icount
 
     def count_instructions(self, on: bool = True) -> None:
-        """Count the guest instructions calls run (:attr:`instructions`), for
-        callers that charge them to a budget of their own.  A block hook
-        adds each basic block's instruction count (decoded once per block),
-        which slows emulation down; switching it on or off flushes the
-        translation cache, so leave it on while it is needed."""
-        self._check_open()
-        hook: int | None = getattr(self, "_icount_hook", None)
+        """See ``EmulatedMachine.count_instructions``."""
+        hook = self._icount_hook
         if bool(on) == (hook is not None):
             return
         if hook is not None:
             self._icount_hook = None
-            self._del_hook(hook)
+            self._uc.del_hook(hook)
             self._uc.flush_tb()
             return
         self._icount = 0
@@ -120,130 +173,97 @@ class CallRunner(MachineState):
             if n is None:
                 n = sizes[(address, size)] = self._block_length(address, size)
             self._icount += n
-        self._icount_hook = self._add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
+        self._icount_hook = self._uc.add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)
         self._uc.flush_tb()
 
     def _block_length(self, address: int, size: int) -> int:
         """How many instructions the basic block at ``address`` has."""
-        buf = ctypes.create_string_buffer(max(size, 1))
-        if not size or lib.uc_mem_read(self._h, address, buf, size):
+        code = self._machine.try_read(address, size) if size else None
+        if not code:
             return 1
         thumb = False
         if self.arch.name == "arm":
-            lib.uc_reg_read(self._h, self._reg("CPSR"), self._word_ref)
-            thumb = bool(self._word_buf.value & 0x20)
+            thumb = bool(self._uc.read_word(self._uc.reg_id("CPSR")) & 0x20)
         from ..disasm import disassemble  # tracing and budgets only: imported on use
-        return max(1, len(disassemble(buf.raw[:size], address, self.arch, thumb=thumb)))
-
-    def note_code(self, addr: int, size: int) -> None:
-        """Called when ``[addr, addr+size)`` becomes executable: on i386, a
-        straight run of ``X87_RUN_LIMIT`` x87 instructions switches the
-        instruction counter on for every later call (see X87_RUN_LIMIT)."""
-        if self.arch.name != "i386" or getattr(self, "_x87_counted", False) or size <= 0:
-            return
-        buf = ctypes.create_string_buffer(size)
-        if lib.uc_mem_read(self._h, addr, buf, size):
-            return
-        from ..disasm import longest_x87_run  # i386 only: imported on use
-        if longest_x87_run(buf.raw, addr) >= X87_RUN_LIMIT:
-            self._x87_counted = True
-            self._limited = True
+        return max(1, len(disassemble(code, address, self.arch, thumb=thumb)))
 
     # -------------------------------------------------------------- calls
-    def plan(self, sig: Signature | str, float_abi: str | None = None) -> _cc.Plan:
-        """Where arguments and result of ``sig`` live (see ``_cc``)."""
-        sig = parse_signature(sig)
-        abi = float_abi or self._float_abi
-        p = self._plans.get((sig, abi))
-        if p is None:
-            p = self._plans[(sig, abi)] = _cc.plan(self.arch, sig, abi)
-        return p
-
-    def _abi_at(self, addr: int) -> str:
-        for lo, hi, abi, _m in self._abi_ranges:
-            if lo <= addr < hi:
-                return abi
-        return self._float_abi
-
-    def call(self, addr: int, sig: Signature | str, args: tuple[Any, ...] = (),
-             timeout: float | None = None, budget: int | None = None) -> Any:
-        self._check_open()
-        if not isinstance(sig, Signature):
-            sig = parse_signature(sig)
-        abi = self._abi_at(addr) if self._mixed_abi else self._float_abi
-        f = self._callers.get((sig, abi, False))
+    def caller(self, sig: Signature, abi: str) -> Callable[..., Any]:
+        """The caller ``f(entry, args, timeout, budget)`` of ``sig`` under
+        float ABI ``abi`` (generated on first use, kept in ``callers``)."""
+        f = self.callers.get((sig, abi, False))
         if f is None:
-            self._ran = True       # from now on host writes to code invalidate translations
-            f = self._callers[(sig, abi, False)] = _codegen.build_caller(
-                self, self.plan(sig, abi), None, f"call {sig}")
-        return f(addr, tuple(args), timeout, budget)
+            self._uc.ran = True       # from now on host writes to code invalidate translations
+            f = self.callers[(sig, abi, False)] = _codegen.build_caller(
+                self._context, self._abis.plan(sig, abi), None, f"call {sig}")
+        return f
 
-    def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
-        """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
-        self._check_open()
-        sig = parse_signature(sig)
-        self._ran = True
-        label = name or self.symbolize(addr)
-        if not label.isidentifier():
-            label = f"guest_{addr:x}"
-        abi = self._abi_at(addr)
-        proto = self._callers.get((sig, abi, True))
+    def function(self, addr: int, sig: Signature, label: str) -> Callable[..., Any]:
+        """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``
+        named ``label`` (an identifier)."""
+        self._uc.ran = True
+        abi = self._abis.at(addr)
+        proto = self.callers.get((sig, abi, True))
         if proto is None:     # generated once per signature, copied for each address
-            proto = self._callers[(sig, abi, True)] = _codegen.build_caller(
-                self, self.plan(sig, abi), addr, label)
+            proto = self.callers[(sig, abi, True)] = _codegen.build_caller(
+                self._context, self._abis.plan(sig, abi), addr, label)
             return proto
         return _codegen.rebind(proto, addr, label)
 
-    def _nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
-                budget: Any) -> Any:
+    def nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
+               budget: Any) -> Any:
         """A call made by a host callback while guest code is running: run it
         on the guest stack below the caller's frame, then restore the CPU."""
-        self._check_open()
+        state = self.state
+        state.check_open()
+        sp = (self._uc.read_word(self._sp_id) - self.arch.cc.red_zone - 64) & -16
+        if sp <= self._stack_low + 256:
+            raise ExecutionError("guest stack exhausted by nested calls")
         ctx = self._ctx_pool.pop() if self._ctx_pool else self._uc.context_save()
         lib.uc_context_save(self._h, ctx.context)
-        lib.uc_reg_read(self._h, self._sp_id, self._word_ref)
-        sp = self._word_buf.value
-        saved_sp = self._call_sp
-        self._call_sp = (sp - self.arch.cc.red_zone - 64) & -16
-        if self._call_sp <= self._stack.map_start + 256:
-            raise ExecutionError("guest stack exhausted by nested calls")
-        with self._slock:
-            self._running = False
-            gen = self._gen
+        saved_sp, state.call_sp = state.call_sp, sp
+        with state.slock:
+            state.running = False
+            gen = state.gen
         try:
             return fn(*args, timeout=timeout, budget=budget)
         finally:
-            with self._slock:
-                self._running = True
-                self._gen = gen
-            self._call_sp = saved_sp
+            with state.slock:
+                state.running = True
+                state.gen = gen
+            state.call_sp = saved_sp
             lib.uc_context_restore(self._h, ctx.context)
             self._ctx_pool.append(ctx)
 
-    def _bad_args(self, plan: _cc.Plan, args: tuple[Any, ...],
-                  err: BaseException | None) -> Exception:
-        if isinstance(err, (SignatureError, MemoryAccessError)):
-            return err
-        return _codegen.bad_args(plan, args, err)
-
-    def _bad_result(self, plan: _cc.Plan, name: str, res: Any) -> Exception:
-        return _codegen.bad_result(plan, name, res)
+    def raise_inexact_flag(self, flag: tuple[str, int]) -> None:
+        """Raise FP flag ``flag`` = (register, bit) now and in the pristine
+        state; the callers are generated again to keep it raised."""
+        reg, bit = flag
+        lib.uc_context_restore(self._h, self._ctx0.context)
+        regid = self._uc.reg_id(reg)
+        self._uc.write_word(regid, self._uc.read_word(regid) | bit)
+        lib.uc_context_save(self._h, self._ctx0.context)
+        self.inexact_flag = flag
+        self._context = replace(self._context, inexact=flag)
+        self.callers.clear()
 
     # ----------------------------------------------- limits, stop, cancel
-    def _run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:
+    def run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:
+        """Run guest code at ``entry`` under a timeout and/or an instruction budget."""
+        state = self.state
         count = budget if budget is not None else (self.instruction_budget or 0)
         t = arguments.timeout(timeout, "call") if timeout is not None else self.timeout
         if budget is not None:
             arguments.integer(budget, "budget", "call")
         if count < 0:
             raise SignatureError("an instruction budget must not be negative")
-        run_count = count or (_NO_LIMIT if getattr(self, "_x87_counted", False) else 0)
-        if run_count and not self._count_mode:
+        run_count = count or (_NO_LIMIT if self._x87.counted else 0)
+        if run_count and not state.count_mode:
             # unicorn adds its counting hook without flushing the translation
             # cache: blocks translated before would never be counted
             self._uc.flush_tb()
-        self._count_mode = bool(run_count)
-        gen = self._gen
+        state.count_mode = bool(run_count)
+        gen = state.gen
         token = (_watchdog.arm(t, lambda: self._request_stop(STOP_TIMEOUT, gen))
                  if t is not None else None)
         failed: BaseException | None = None
@@ -253,30 +273,31 @@ class CallRunner(MachineState):
             if token is not None:
                 failed = _watchdog.disarm(token)
         if failed is not None:
-            self._stop = None
+            state.stop = None
             self._reset()
             raise ExecutionError(f"the watchdog could not stop the call to "
-                                 f"{self.symbolize(entry)}: {failed}") from failed
-        if not err and self._stop is None and count and self._pc() != SENTINEL:
-            self._stop = STOP_BUDGET
+                                 f"{self._machine.symbolize(entry)}: {failed}") from failed
+        if not err and state.stop is None and count and self._pc() != SENTINEL:
+            state.stop = STOP_BUDGET
         return err
 
     def _request_stop(self, reason: str, gen: int) -> bool:
         """Stop the run of call ``gen`` (or of a call it made from a host
         callback) if it is running now; a stop never reaches a later call."""
-        with self._slock:
-            if not self._running or gen not in self._active:
+        state = self.state
+        with state.slock:
+            if not state.running or gen not in state.active:
                 return False
-            if self._stop is None:
-                self._stop = reason
+            if state.stop is None:
+                state.stop = reason
             lib.uc_emu_stop(self._h)
             return True
 
-    def _stop_for_signal(self) -> None:
+    def stop_for_signal(self) -> None:
         """Called by the watchdog thread when a signal arrived while this
         machine ran a call on the main thread."""
-        with self._slock:
-            active = list(self._active)
+        with self.state.slock:
+            active = list(self.state.active)
         if active:
             self._request_stop(STOP_SIGNAL, active[-1])
 
@@ -284,12 +305,13 @@ class CallRunner(MachineState):
         """Stop the call running in another thread (it raises ``CallTimeout``)
         and wait up to ``wait`` seconds for it to end.  Returns False if no
         call was running.  A cancel never reaches a call started after it."""
-        with self._slock:
-            if not self._active:
+        state = self.state
+        with state.slock:
+            if not state.active:
                 return False
-            gen = self._active[0]
+            gen = state.active[0]
         end = time.monotonic() + wait
-        while gen in self._active:
+        while gen in state.active:
             self._request_stop(STOP_CANCEL, gen)
             if time.monotonic() > end:
                 break
@@ -297,8 +319,7 @@ class CallRunner(MachineState):
         return True
 
     def _pc(self) -> int:
-        lib.uc_reg_read(self._h, self._pc_id, self._word_ref)
-        v = self._word_buf.value
+        v = self._uc.read_word(self._pc_id)
         return v & 0xFFFFFFFF if self.arch.bits == 32 else v
 
     def _reset(self) -> None:
@@ -313,13 +334,14 @@ class CallRunner(MachineState):
         self._mem_fault = None
         self._intno = None
 
-    def _abnormal(self, err: int, entry: int, timeout: float | None, budget: int | None) -> None:
+    def abnormal(self, err: int, entry: int, timeout: float | None, budget: int | None) -> None:
         """Emulation stopped with an error or early; raise, or return if the
         call completed after all (a stop request that came too late)."""
-        self._ran = True
-        stop, self._stop = self._stop, None
+        self._uc.ran = True
+        state = self.state
+        stop, state.stop = state.stop, None
         if stop == STOP_HOOK:
-            exc, self._hook_exc = self._hook_exc, None
+            exc, state.hook_exc = state.hook_exc, None
             self._reset()
             assert exc is not None
             raise exc                    # the host callback's own exception
@@ -335,28 +357,28 @@ class CallRunner(MachineState):
             raise self._stopped(stop, entry, pc, timeout, budget)
         if not err and stop is None:
             # the signal handlers returned: carry on (limits start afresh)
-            with self._slock:
-                gen = self._gen
-                self._active.append(gen)
-                self._stop = None
-                self._running = True
+            with state.slock:
+                gen = state.gen
+                state.active.append(gen)
+                state.stop = None
+                state.running = True
             prev, _watchdog.MAIN[0] = _watchdog.MAIN[0], self     # on the main thread
             try:
-                if timeout is None and budget is None and not self._limited:
-                    self._count_mode = False
+                if timeout is None and budget is None and not state.limited:
+                    state.count_mode = False
                     err2 = lib.uc_emu_start(self._h, pc, SENTINEL, 0, 0)
                 else:
-                    err2 = self._run_limited(pc, timeout, budget)
+                    err2 = self.run_limited(pc, timeout, budget)
             finally:
                 _watchdog.MAIN[0] = prev
-                with self._slock:
-                    self._running = False
-                    self._active.pop()
-            if err2 or self._stop is not None:
-                self._abnormal(err2, entry, timeout, budget)
+                with state.slock:
+                    state.running = False
+                    state.active.pop()
+            if err2 or state.stop is not None:
+                self.abnormal(err2, entry, timeout, budget)
             return
         from ._faults import build_fault  # a fault report: imported on the first one
-        fault = build_fault(self, err, pc, entry, interrupted=stop == STOP_INTR,
+        fault = build_fault(self._machine, err, pc, entry, interrupted=stop == STOP_INTR,
                             mem_fault=self._mem_fault, intno=self._intno)
         self._reset()
         raise fault
@@ -380,8 +402,8 @@ class CallRunner(MachineState):
                  budget: int | None) -> CallTimeout:
         """The ``CallTimeout`` for a call stopped by its timeout, a cancel or
         its budget; the machine is reset."""
-        where = self.symbolize(pc)
-        target = self.symbolize(entry)
+        where = self._machine.symbolize(pc)
+        target = self._machine.symbolize(entry)
         self._reset()
         if stop == STOP_TIMEOUT:
             t = timeout if timeout is not None else self.timeout

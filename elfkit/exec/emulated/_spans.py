@@ -17,6 +17,9 @@ The pool is bounded: at most ``max_count`` spans and ``max_bytes`` bytes
 (``MAX_BYTES``, or an eighth of the machine's memory limit when that is
 less); a span that does not fit is unmapped at once.  The machine empties
 it when a reservation hits its memory limit and when it closes.
+
+``GuardedSpans`` hands spans out and takes them back, on the machine's
+``GuestMemory``; ``SpanPool`` keeps the books of the idle ones.
 """
 from __future__ import annotations
 
@@ -31,9 +34,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._state import MachineState
-else:
-    MachineState = object
+    from ._guestmem import GuestMemory
 
 C = _uc.C
 lib = _uc.lib
@@ -80,105 +81,88 @@ class SpanPool:
         return out
 
 
-class GuardedSpans(MachineState):
-    """``reserve_guarded`` and the span pool's side of ``release`` (the
-    machine's ``idle_spans``)."""
+class GuardedSpans:
+    """``reserve_guarded`` and the span pool's side of ``release``, on
+    ``memory``; ``pool``: the released spans kept (the machine's
+    ``idle_spans``).  The machine takes its lock and checks it is open
+    before calling in."""
 
-    if TYPE_CHECKING:
-        idle_spans: SpanPool
+    def __init__(self, memory: GuestMemory, memory_limit: int) -> None:
+        self._mem = memory
+        self._h = memory.engine.handle
+        self.pool = SpanPool(memory_limit)
 
-        def _map_host(self, addr: int, size: int, perms: int) -> Any: ...
-
-        def _unmap(self, addr: int, size: int, exec_ever: bool = True) -> None: ...
-
-    def reserve_guarded(self, size: int, name: str = "", read_only: bool = False) -> int:
-        """Reserve and map ``size`` bytes (rounded up to whole pages) of
-        read/write memory followed by an unmapped guard page, so that an
-        access running past the end faults; ``release`` frees both.  Cheaper
-        than ``reserve`` + ``protect(PROT_NONE)`` of a last page: unicorn
-        copies the contents of a mapping it splits.  A released span of the
-        same size is handed out again, zero-filled (see the module notes).
-        ``read_only``: guest code may only read the span (a store faults);
-        the host fills it through :meth:`span_memory`."""
+    def reserve(self, size: int, name: str = "", read_only: bool = False) -> int:
+        """See ``EmulatedMachine.reserve_guarded``."""
         perms = C.UC_PROT_READ if read_only else C.UC_PROT_READ | C.UC_PROT_WRITE
-        with self._lock:
-            self._check_open()
-            if size <= 0:
-                raise LayoutError(f"cannot reserve {size} bytes")
-            size = round_up(size)
-            kept = self.idle_spans.take(size)
-            if kept is not None:
-                r = self._space.at(kept[0])
-                assert r is not None
-                if self._set_span_rights(r, perms):
-                    r.kind, r.name = "span", name
-                    return r.start
-                self._unmap_span(r)
-            try:
-                return self._new_span(size, name, perms)
-            except (LayoutError, MemoryAccessError):
-                if not self._drain_spans():
-                    raise
-            return self._new_span(size, name, perms)    # the room the kept spans held
+        if size <= 0:
+            raise LayoutError(f"cannot reserve {size} bytes")
+        size = round_up(size)
+        kept = self.pool.take(size)
+        if kept is not None:
+            r = self._mem.space.at(kept[0])
+            assert r is not None
+            if self._set_rights(r, perms):
+                r.kind, r.name = "span", name
+                return r.start
+            self._unmap(r)
+        try:
+            return self._new_span(size, name, perms)
+        except (LayoutError, MemoryAccessError):
+            if not self.drain():
+                raise
+        return self._new_span(size, name, perms)    # the room the kept spans held
 
-    def span_memory(self, addr: int) -> memoryview:
-        """The host pages behind the guarded span reserved at ``addr`` (its
-        mapped bytes, guard page excluded), writable from the host whatever
-        the guest's rights: the span's memory without a copy through
-        unicorn.  Valid until the span is released."""
-        with self._lock:
-            self._check_open()
-            r = self._space.at(addr)
-            if r is None or r.start != addr or r.kind != "span":
-                raise MemoryAccessError(f"span_memory({addr:#x}): not the start of a guarded "
-                                        "span")
-            return memoryview(r.extra).cast("B")
+    def memory(self, addr: int) -> memoryview:
+        """See ``EmulatedMachine.span_memory``."""
+        r = self._mem.space.at(addr)
+        if r is None or r.start != addr or r.kind != "span":
+            raise MemoryAccessError(f"span_memory({addr:#x}): not the start of a guarded span")
+        return memoryview(r.extra).cast("B")
 
     def _new_span(self, size: int, name: str, perms: int) -> int:
-        start = self._space.find(size + PAGE, PAGE)
-        r = self._space.add(Region(start, size + PAGE, "span", name, mapped=size,
-                                   map_start=start))
+        space = self._mem.space
+        start = space.find(size + PAGE, PAGE)
+        r = space.add(Region(start, size + PAGE, "span", name, mapped=size, map_start=start))
         try:
-            r.extra = self._map_host(start, size, perms)
+            r.extra = self._mem.map_host(start, size, perms)
         except BaseException:
-            self._space.remove(start)
+            space.remove(start)
             raise
         return start
 
-    def _set_span_rights(self, r: Region, perms: int) -> bool:
+    def _set_rights(self, r: Region, perms: int) -> bool:
         return not lib.uc_mem_protect(self._h, r.start, r.mapped, perms)
 
-    def _unmap_span(self, r: Region) -> None:
-        self._space.remove(r.start)
-        self._unmap(r.start, r.mapped, False)
+    def _unmap(self, r: Region) -> None:
+        self._mem.space.remove(r.start)
+        self._mem.unmap(r.start, r.mapped, False)
         r.extra = None              # the host pages, now unmapped
 
-    def _keep_span(self, r: Region) -> bool:
+    def keep(self, r: Region) -> bool:
         """Keep the released span ``r`` in the pool (False: unmap it)."""
-        if r.exec_ever or not self.idle_spans.fits(r.mapped):
+        if r.exec_ever or not self.pool.fits(r.mapped):
             return False
-        if not self._set_span_rights(r, 0):     # out of guest code's reach while idle
+        if not self._set_rights(r, 0):     # out of guest code's reach while idle
             return False
         r.kind = "released span"
-        self.idle_spans.keep(r.start, r.mapped, r.extra)
+        self.pool.keep(r.start, r.mapped, r.extra)
         return True
 
-    def _drain_spans(self) -> bool:
+    def drain(self) -> bool:
         """Unmap every kept span (a reservation short of room, closing);
         whether there was any."""
-        spans = self.idle_spans.drain()
+        spans = self.pool.drain()
         for base, _size in spans:
-            r = self._space.at(base)
+            r = self._mem.space.at(base)
             assert r is not None
-            self._unmap_span(r)
+            self._unmap(r)
         return bool(spans)
 
-    def _idle_span(self, addr: int, size: int) -> Region | None:
+    def idle_at(self, addr: int, size: int) -> Region | None:
         """The kept span ``[addr, addr + size)`` touches, if any (the host may
         not read or write it either)."""
-        r = self._space.at(addr)
-        if r is None:
-            r = self._space.near(addr)[1]
-            if r is None or r.start >= addr + size:
-                return None
-        return r if r.kind == "released span" else None
+        if not self.pool.count:
+            return None
+        r = self._mem.region_near(addr, size)
+        return r if r is not None and r.kind == "released span" else None

@@ -10,8 +10,9 @@ CPU model numbers come from the package's own ``<arch>_const.py`` tables,
 loaded by path (plain assignments, nothing else runs).
 
 The hot paths call the C functions (``lib``) directly with preallocated
-buffers; ``Engine`` wraps one ``uc_engine *`` for the rarely used
-operations (controls, contexts, registers of any width).
+buffers; ``Engine`` wraps one ``uc_engine *`` for everything else
+(controls, contexts, hooks, register ids, registers of any width) and is
+what every part of an emulated machine is given to reach the CPU.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import weakref
 from types import ModuleType
 
 from ...arch import Arch
-from ...errors import BackendError
+from ...errors import BackendError, ExecutionError
 from ..unicorn_lib import open_library, package_dir
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -232,6 +233,13 @@ class Engine:
             mode |= getattr(C, m)
         self.arch = arch
         self.handle = ctypes.c_void_p()
+        #: whether guest code may have been translated: from then on a host
+        #: write to executable memory must drop the translations it covers
+        self.ran = False
+        self._regids: dict[str, int] = {}
+        self._word = ctypes.c_uint64()             # scratch word for register reads
+        self._word_ref = ctypes.byref(self._word)
+        self._hooks: list[Any] = []                # the native callbacks, kept alive
         err = lib.uc_open(getattr(C, arch.uc_arch), mode, ctypes.byref(self.handle))
         if err:
             raise BackendError(f"unicorn cannot emulate {arch.name}: {strerror(err)}")
@@ -257,6 +265,41 @@ class Engine:
         if err:
             raise BackendError(f"unicorn cannot tell its page size: {strerror(err)}")
         return value.value
+
+    def reg_id(self, name: str) -> int:
+        """unicorn's id of register ``name`` (looked up once)."""
+        r = self._regids.get(name)
+        if r is None:
+            r = self._regids[name] = reg(self.arch, name)
+        return r
+
+    def read_word(self, regid: int) -> int:
+        """The low 64 bits of register ``regid`` (no error check), zero-extended."""
+        self._word.value = 0
+        lib.uc_reg_read(self.handle, regid, self._word_ref)
+        return self._word.value
+
+    def write_word(self, regid: int, value: int) -> None:
+        self._word.value = value
+        lib.uc_reg_write(self.handle, regid, self._word_ref)
+
+    def add_hook(self, kind: int, cfn: Any, begin: int, end: int) -> int:
+        """Install the native callback ``cfn`` (kept alive with the engine)
+        for ``[begin, end]`` (``begin > end``: everywhere); returns its handle."""
+        hh = ctypes.c_size_t()
+        err = lib.uc_hook_add(self.handle, ctypes.byref(hh), kind,
+                              ctypes.cast(cfn, ctypes.c_void_p), None, ctypes.c_uint64(begin),
+                              ctypes.c_uint64(end))
+        if err:
+            raise ExecutionError(f"unicorn: cannot add hook: {strerror(err)}")
+        self._hooks.append(cfn)
+        return hh.value
+
+    def del_hook(self, handle: int, cfn: Any = None) -> None:
+        """Remove hook ``handle``; ``cfn``: its callback, no longer kept alive."""
+        lib.uc_hook_del(self.handle, handle)
+        if cfn is not None and cfn in self._hooks:
+            self._hooks.remove(cfn)
 
     def flush_tb(self) -> None:
         """Drop every translated block."""

@@ -16,11 +16,12 @@ thread, never while it is inside ``uc_emu_start``.  So the first emulated
 call made on the main thread installs a wakeup fd (``signal.set_wakeup_fd``;
 an fd installed before, e.g. by asyncio, keeps getting every byte); when a
 signal arrives the watchdog stops the machine running on the main thread
-(``MAIN[0]``), whose call then runs the handlers (``KeyboardInterrupt``) or,
-when they return, carries on.  The stop is repeated every few milliseconds
-until that call has run the handlers (for at most two seconds): a stop that
-lands between the call's registration and the start of ``uc_emu_start`` is
-lost, and the call would otherwise run on with the signal unhandled.
+(``MAIN[0]``, its runner: ``stop_for_signal``), whose call then runs the
+handlers (``KeyboardInterrupt``) or, when they return, carries on.  The
+stop is repeated every few milliseconds until that call has run the
+handlers (for at most two seconds): a stop that lands between the call's
+registration and the start of ``uc_emu_start`` is lost, and the call would
+otherwise run on with the signal unhandled.
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ _REPEAT = 0.002
 #: is lost (unicorn clears stop requests when it starts)
 _SIGNAL_REPEAT_FOR = 2.0
 
-#: the machine running a call on the main thread, if any (set by the callers)
+#: the runner (``_runner.CallRunner``) of the machine running a call on the
+#: main thread, if any (set by the callers)
 MAIN: list[Any] = [None]
 #: whether the signal wakeup fd is installed (checked by callers on the main thread)
 SIGNALS: list[bool] = [False]
@@ -56,7 +58,9 @@ class Watchdog:
         self._ids = itertools.count(1)
         self._wake = float("inf")
         self._thread: threading.Thread | None = None
-        self._pipe_r, self._pipe_w = _pipe()      # wakes the thread: new deadline
+        pipe = _pipe()                            # wakes the thread: new deadline
+        self._pipe_r = pipe[0]
+        self._pipe_w = pipe[1]
         self._sig_r = -1                          # signal numbers written by Python's handler
         self._chain = -1                          # the wakeup fd installed before ours
         self._sig_until = 0.0                     # repeat signal stops until then
@@ -118,7 +122,7 @@ class Watchdog:
     def _stop_main(self) -> None:
         m = MAIN[0]
         if m is not None:
-            m._stop_for_signal()
+            m.stop_for_signal()
 
     def signals_handled(self) -> None:
         """The main thread's call ran the signal handlers: stop repeating."""

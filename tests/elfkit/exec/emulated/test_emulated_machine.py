@@ -886,6 +886,15 @@ def test_closed_machine_refuses_calls(arch, kernel_bytes):
         m.call(k["add_i32"], "i32(i32,i32)", (1, 2))
     with pytest.raises(ModuleClosedError):
         m.alloc(16)
+    # the engine is gone: registers are refused too (not read from freed memory)
+    with pytest.raises(ModuleClosedError):
+        m.registers()
+    with pytest.raises(ModuleClosedError):
+        m.read_register(m.arch.cc.pc)
+    with pytest.raises(ModuleClosedError):
+        m.write_register(m.arch.cc.pc, 0)
+    with pytest.raises(ModuleClosedError):
+        m.share(m.empty(1024, np.int32))
 
 
 def test_share_keeps_a_buffer_mapped(env):

@@ -1,0 +1,73 @@
+"""The run state of an emulated machine's calls: ``CallState``, one per
+machine, created by the runner (``_runner``) and read and written by it, by
+the callers it generates (``_codegen``) and by the hooks that stop a run
+(host callbacks, gdb).  A plain record of public fields, so the generated
+code reaches each with one attribute load.
+
+Locking: ``lock`` (re-entrant) is held by a call for its whole duration and
+by the machine's memory operations; ``slock`` guards the start and end of a
+run against stop requests from other threads (``running``, ``gen``,
+``active``, ``stop``).
+"""
+from __future__ import annotations
+
+import threading
+
+from ...errors import ModuleClosedError
+from . import _uc
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from ._uc import Engine
+
+# why emulation stopped early (set before uc_emu_stop)
+STOP_HOOK = "hook"            # a Python callback raised
+STOP_TIMEOUT = "timeout"
+STOP_CANCEL = "cancel"
+STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
+STOP_BUDGET = "budget"
+STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the call
+
+
+class CallState:
+    """``closed``: the machine was closed.  ``running``: guest code runs now
+    (False again while a host callback makes a nested call).  ``gen``: number
+    of the latest call; ``active``: the numbers of the calls in progress,
+    outer first.  ``stop``: why the run was asked to stop (``STOP_*``), or
+    None; ``hook_exc``: the exception a hook stopped it with.  ``limited``:
+    calls need the limited run (a timeout, a budget or the x87 counter);
+    ``count_mode``: unicorn's instruction counter is installed.  ``call_sp``:
+    the stack pointer the next call starts below."""
+
+    __slots__ = ("lock", "slock", "closed", "running", "gen", "active", "stop", "hook_exc",
+                 "limited", "count_mode", "call_sp", "handle")
+
+    def __init__(self, engine: Engine, call_sp: int) -> None:
+        self.lock = threading.RLock()
+        self.slock = threading.Lock()
+        self.closed = False
+        self.running = False
+        self.gen = 0
+        self.active: list[int] = []
+        self.stop: str | None = None
+        self.hook_exc: BaseException | None = None
+        self.limited = False
+        self.count_mode = False
+        self.call_sp = call_sp
+        self.handle = engine.handle
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise ModuleClosedError("the emulated machine was closed")
+
+    def in_call(self) -> bool:
+        """Whether the calling thread is inside a call (in a host callback)."""
+        return bool(self.active) and self.lock._is_owned()  # type: ignore[attr-defined]
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop the run from inside a hook: the call that runs raises ``exc``
+        (the first one, if several hooks fail) once ``uc_emu_start`` returns."""
+        if self.hook_exc is None:
+            self.hook_exc = exc
+        self.stop = STOP_HOOK
+        _uc.lib.uc_emu_stop(self.handle)
