@@ -47,7 +47,7 @@ class AbiPlugin(ExecutablePlugin):
         self.version, self.features, self.sanitizer = h.version, h.features, h.sanitizer
         self.name = read_cstr(read, h.name_ptr) or "(unnamed)"
         self.description = read_cstr(read, h.description_ptr)
-        self._check_header()
+        self.check_header()
         if not load or not resolve:
             raise PluginError(f"{self.label}: its v0 table has no "
                               f"{'load' if not load else 'resolve'} function")

@@ -238,7 +238,8 @@ class ExecutablePlugin:
         return f"<vmrt.ExecutablePlugin {self.label}{' closed' if self.closed else ''}>"
 
     # -- shared checks ----------------------------------------------------------
-    def _check_header(self) -> None:
+    def check_header(self) -> None:
+        """Refuse a plugin built with a sanitizer runtime vmrt cannot provide."""
         s = self.sanitizer
         if s == abi.Sanitizer.NONE:
             return
