@@ -51,6 +51,7 @@ class Callbacks:
         self._names: list[str] = []
         me = weakref.ref(self)
 
+        @state.guard
         def on_stub(_h: Any, address: int, _size: int, _ud: Any) -> None:
             cbs = me()
             if cbs is not None:

@@ -11,14 +11,21 @@ run against stop requests from other threads (``running``, ``gen``,
 """
 from __future__ import annotations
 
+import sys
 import threading
+import weakref
 
 from ...errors import ModuleClosedError
 from . import _uc
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
     from ._uc import Engine
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 # why emulation stopped early (set before uc_emu_stop)
 STOP_HOOK = "hook"            # a Python callback raised
@@ -27,6 +34,39 @@ STOP_CANCEL = "cancel"
 STOP_INTR = "interrupt"       # CPU exception seen by the interrupt hook
 STOP_BUDGET = "budget"
 STOP_SIGNAL = "signal"        # a signal arrived while the main thread ran the call
+
+
+#: the Python functions unicorn calls through ctypes (hooks, host callbacks),
+#: each with the run state of its machine (see :meth:`CallState.guard`)
+_GUARDED: weakref.WeakKeyDictionary[Any, CallState] = weakref.WeakKeyDictionary()
+_previous_hook: Any = None
+
+
+#: a KeyboardInterrupt Python raised where it could not propagate (see
+#: ``_unraisable``), for the interrupted call to raise
+LOST_INTERRUPT: list[BaseException | None] = [None]
+
+
+def _unraisable(args: Any) -> None:
+    """``sys.unraisablehook`` while machines have guarded functions: an
+    exception escaping one of them ends its machine's call with it.  A
+    KeyboardInterrupt Python raised in other code it cannot propagate from (a
+    finalizer, a weakref callback run as a call ends) is kept in
+    ``LOST_INTERRUPT``: the call the signal stopped (the watchdog's
+    ``STOP_SIGNAL``) raises it when the handlers have nothing left to run.
+    Anything else goes to the hook that was there before."""
+    try:
+        state = _GUARDED.get(args.object)
+    except TypeError:               # an object that cannot be a weak key
+        state = None
+    exc = args.exc_value
+    if state is not None and exc is not None:
+        state.fail(exc)
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        LOST_INTERRUPT[0] = exc
+        return
+    (_previous_hook or sys.__unraisablehook__)(args)
 
 
 class CallState:
@@ -55,6 +95,19 @@ class CallState:
         self.count_mode = False
         self.call_sp = call_sp
         self.handle = engine.handle
+
+    def guard(self, fn: F) -> F:
+        """Mark ``fn``, a Python function unicorn calls through ctypes (a hook),
+        so that an exception escaping it ends the running call with that
+        exception (:meth:`fail`).  ctypes would print such an exception
+        ("Exception ignored ...") and drop it: a Ctrl-C whose
+        KeyboardInterrupt Python raises as the hook is entered, before any
+        ``try`` in it, was lost that way.  Returns ``fn``."""
+        global _previous_hook
+        if sys.unraisablehook is not _unraisable:
+            _previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
+        _GUARDED[fn] = self
+        return fn
 
     def check_open(self) -> None:
         if self.closed:

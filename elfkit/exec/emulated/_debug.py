@@ -122,12 +122,14 @@ class Debugger:
                        ignore=(SENTINEL, self._stub_end), accept_timeout=accept_timeout)
         state = self._state
 
+        @state.guard
         def on_code(_h: Any, address: int, _size: int, _ud: Any) -> None:
             try:
                 stub.on_insn(address)
             except BaseException as e:   # noqa: BLE001 - delivered after emu_start returns
                 state.fail(e)
 
+        @state.guard
         def on_mem(_h: Any, kind: int, address: int, size: int, _value: int, _ud: Any) -> None:
             stub.on_mem(kind == C.UC_MEM_WRITE, address, size)
 
@@ -161,6 +163,9 @@ class Debugger:
             yield seen
             return
 
+        state = self._state
+
+        @state.guard
         def on_write(_h: Any, _kind: int, address: int, size: int, _value: int,
                      _ud: Any) -> None:
             end = address + size
@@ -190,6 +195,7 @@ class Debugger:
             from ._tracer import ExecutionTracer  # imported when tracing starts
             tracer = ExecutionTracer(self._machine, target, mode)
 
+            @self._state.guard
             def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:
                 tracer.on_block(address, size)
             self._trace_hook = self._uc.add_hook(C.UC_HOOK_BLOCK, _uc.HOOK_CODE(on_block), 1, 0)

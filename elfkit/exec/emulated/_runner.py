@@ -23,6 +23,7 @@ from ...records import replace
 from ...signature import Signature
 from . import _codegen, _uc, _watchdog
 from ._callstate import (
+    LOST_INTERRUPT,
     STOP_BUDGET,
     STOP_CANCEL,
     STOP_HOOK,
@@ -48,6 +49,17 @@ lib = _uc.lib
 
 _check_signals: Any = None    # ctypes.pythonapi.PyErr_CheckSignals, looked up on first use
 _NO_LIMIT = 1 << 63
+
+
+def check_budget(value: object, name: str, where: str) -> int:
+    """An instruction budget: an int in [0, 2^63) -- 0 lets no instruction
+    run (as in vmrt), None (checked by the caller) is no limit."""
+    n = arguments.integer(value, name, where)
+    if n < 0:
+        raise SignatureError(f"{where}: an instruction budget must not be negative, got {n}")
+    if n >= _NO_LIMIT:
+        raise SignatureError(f"{where}: an instruction budget must be below 2^63, got {n}")
+    return n
 
 
 class CallRunner:
@@ -94,12 +106,14 @@ class CallRunner:
         weakly."""
         me = weakref.ref(self)
 
+        @self.state.guard
         def on_mem(_h: Any, kind: int, address: int, size: int, value: int, _ud: Any) -> bool:
             r = me()
             if r is not None:
                 r._mem_fault = (kind, address, size, value)
             return False
 
+        @self.state.guard
         def on_intr(_h: Any, intno: int, _ud: Any) -> None:
             r = me()
             if r is not None:
@@ -134,13 +148,12 @@ class CallRunner:
 
     @instruction_budget.setter
     def instruction_budget(self, value: int | None) -> None:
-        if value is not None and arguments.integer(value, "instruction_budget", "machine") < 0:
-            raise SignatureError("an instruction budget must not be negative")
-        self._budget = value
+        self._budget = None if value is None else check_budget(value, "instruction_budget",
+                                                               "machine")
         self._update_limited()
 
     def _update_limited(self) -> None:
-        self.state.limited = (self._timeout is not None or bool(self._budget)
+        self.state.limited = (self._timeout is not None or self._budget is not None
                               or self._x87.counted)
 
     def note_code(self, addr: int, size: int) -> None:
@@ -168,6 +181,7 @@ class CallRunner:
         self._icount = 0
         sizes: dict[tuple[int, int], int] = {}
 
+        @self.state.guard
         def on_block(_h: Any, address: int, size: int, _ud: Any) -> None:
             n = sizes.get((address, size))
             if n is None:
@@ -251,12 +265,14 @@ class CallRunner:
     def run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:
         """Run guest code at ``entry`` under a timeout and/or an instruction budget."""
         state = self.state
-        count = budget if budget is not None else (self.instruction_budget or 0)
-        t = arguments.timeout(timeout, "call") if timeout is not None else self.timeout
         if budget is not None:
-            arguments.integer(budget, "budget", "call")
-        if count < 0:
-            raise SignatureError("an instruction budget must not be negative")
+            budget = check_budget(budget, "budget", "call")
+        limit = budget if budget is not None else self.instruction_budget
+        count = limit or 0
+        t = arguments.timeout(timeout, "call") if timeout is not None else self.timeout
+        if limit == 0:                  # a budget of no instructions: nothing runs
+            state.stop = STOP_BUDGET
+            return 0
         run_count = count or (_NO_LIMIT if self._x87.counted else 0)
         if run_count and not state.count_mode:
             # unicorn adds its counting hook without flushing the translation
@@ -392,6 +408,9 @@ class CallRunner:
             _check_signals.argtypes = ()
         try:
             _check_signals()
+            lost, LOST_INTERRUPT[0] = LOST_INTERRUPT[0], None
+            if lost is not None:    # the handler ran where its exception was dropped
+                raise lost
         except BaseException:
             self._reset()
             raise

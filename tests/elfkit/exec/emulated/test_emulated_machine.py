@@ -27,6 +27,7 @@ from elfkit.errors import (  # noqa: E402
     CallTimeout,
     EmulationFault,
     ExecutionError,
+    InvalidArgumentError,
     MemoryAccessError,
     SignatureError,
 )
@@ -505,6 +506,28 @@ def test_instruction_budget(env):
     with pytest.raises(CallTimeout, match="timed out"):
         m.function(k["spin"], "void()")()
     m.timeout = None
+    assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
+
+
+def test_a_budget_of_zero_runs_nothing_and_bounds_are_checked(env):
+    """issue 29: 0 meant no limit to elfkit and an exhausted budget to vmrt;
+    now 0 lets no instruction run everywhere (None is no limit), and a
+    budget of 2^70 or a string is refused."""
+    m, k = env
+    with pytest.raises(CallTimeout, match="instruction budget of 0"):
+        call(m, k, "add_i32", "i32(i32,i32)", 1, 2, budget=0)
+    m.instruction_budget = 0
+    with pytest.raises(CallTimeout, match="instruction budget of 0"):
+        m.function(k["add_i32"], "i32(i32,i32)")(1, 2)
+    m.instruction_budget = None
+    assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
+    for bad in (1 << 70, -1):
+        with pytest.raises(SignatureError, match="budget"):
+            call(m, k, "add_i32", "i32(i32,i32)", 1, 2, budget=bad)
+        with pytest.raises(SignatureError, match="budget"):
+            m.instruction_budget = bad
+    with pytest.raises(InvalidArgumentError, match="budget"):
+        call(m, k, "add_i32", "i32(i32,i32)", 1, 2, budget="x")
     assert call(m, k, "add_i32", "i32(i32,i32)", 1, 2) == 3
 
 
