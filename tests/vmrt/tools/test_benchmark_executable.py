@@ -71,13 +71,18 @@ def test_guest_instructions_per_workgroup_are_deterministic(iree, emulation, arc
     # the 2-workgroup dispatch counts what its workgroups count run one at a time
     import numpy as np
 
+    from vmrt.hal.dispatch_observer import workgroup_probe
     from vmrt.hal.local.executable import Executable
     from vmrt.tools.executable_benchmark import count_dispatch_instructions
     x, y, out = (np.ones(64, np.float32), np.full(64, 2, np.float32), np.zeros(64, np.float32))
+
+    def one_workgroup(exe, i):
+        with workgroup_probe(order=[i]):
+            return exe.dispatch(1, (2, 1, 1), [x, y, out], [1.0, 64, 0])
     with Executable.load(lib) as exe:
         assert exe.backend == "emulated"
-        parts = [count_dispatch_instructions(exe, lambda i=i: exe.dispatch(
-            1, (2, 1, 1), [x, y, out], [1.0, 64, 0], order=[i])) for i in (0, 1)]
+        parts = [count_dispatch_instructions(exe, lambda i=i: one_workgroup(exe, i))
+                 for i in (0, 1)]
     assert parts[0] == one and sum(parts) == two
     np.testing.assert_array_equal(out, 3.0)
 
