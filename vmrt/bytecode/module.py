@@ -21,15 +21,15 @@ from ..vm.module import (
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from . import transcache
-from .calls import Caller, import_caller, unresolved
 from .format import FEATURE_EXT_F64, ModuleDef, parse_module
-from .namespace import function_code, functions_of
+from .translate.calls import Caller, import_caller, unresolved
+from .translate.namespace import function_code, functions_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .disasm import TraceNames
+    from .translate.disasm import TraceNames
 
 IMPORT_OPTIONAL_FLAG = 2
 
@@ -51,7 +51,7 @@ class BytecodeState:
         self.rw = bytearray(d.global_bytes)
         self.grefs: list = [None] * d.global_refs
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
-        #: what generated code calls for each import (see vmrt.bytecode.calls)
+        #: what generated code calls for each import (see vmrt.bytecode.translate.calls)
         self.calls: list[Caller] = [unresolved(imp.full_name, k)
                                     for k, imp in enumerate(module.imports)]
 
@@ -148,7 +148,7 @@ class BytecodeModule(Module):
         if not trace:
             return self._functions
         if self._traced is None:
-            from .disasm import TraceNames  # trace mode only (start-up time)
+            from .translate.disasm import TraceNames  # trace mode only (start-up time)
             d = self.definition
             names = TraceNames(self.name, self.function_names,
                                [i.full_name for i in d.imports], list(d.types))
@@ -161,7 +161,7 @@ class BytecodeModule(Module):
         d = self.definition
         ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types}
         if trace is not None:      # what trace lines call (untraced code never does)
-            from .disasm import list_value, ref_text
+            from .translate.disasm import list_value, ref_text
             ns["TREF"], ns["TLIST"] = ref_text, list_value
         n = len(d.functions)
         key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
@@ -183,8 +183,8 @@ class BytecodeModule(Module):
         return functions_of(code, {**ns, "K": info.consts}, n)
 
     def _function_sources(self, info: ModuleInfo, trace: TraceNames | None) -> list[str]:
-        from .codegen import FunctionTranslator  # only when not cached (start-up time)
         from .decoder import decode_function
+        from .translate.codegen import FunctionTranslator  # only when not cached (start-up time)
         d = self.definition
         code = d.bytecode
         sources = []
@@ -276,7 +276,7 @@ class BytecodeModule(Module):
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:
     """``call`` writing a trace line with the results when a native module's
     function returns (the caller's ``vm.call`` line shows the arguments)."""
-    from .disasm import list_value
+    from .translate.disasm import list_value
 
     def traced(*args: Any) -> tuple:
         res = call(*args)

@@ -9,10 +9,10 @@ and floats go through the constant table ``K``.
 """
 from __future__ import annotations
 
-from ..errors import VerifyError
-from ..vm.module import cconv_fragments
+from ...errors import VerifyError
+from ...vm.module import cconv_fragments
+from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .calls import group_variadic
-from .decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .disasm import IMPORT_BIT, TraceNames, trace_line
 from .layout import ControlFlow, drop_unread
 from .namespace import WIDTH

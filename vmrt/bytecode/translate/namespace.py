@@ -1,5 +1,5 @@
 """What translated code runs in: the global names the generated Python refers to
-(the runtime helpers of :mod:`vmrt.bytecode.runtime`, struct packers, the
+(the runtime helpers of :mod:`vmrt.bytecode.translate.runtime`, struct packers, the
 register reinterpretations) and turning compiled code into the module's
 functions.  Kept apart from the translator so a module whose translation comes
 from the cache (:mod:`vmrt.bytecode.transcache`) never imports it."""
@@ -10,7 +10,7 @@ import operator
 import struct
 from collections.abc import Callable
 
-from ..errors import StatusCode, VmError
+from ...errors import StatusCode, VmError
 from . import runtime
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

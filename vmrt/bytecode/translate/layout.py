@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
 from .regkinds import coercion_registers, successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS

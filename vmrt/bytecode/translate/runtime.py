@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import struct
 
-from ..errors import InvocationError, StatusCode, VmError
-from ..vm.buffer import Buffer
-from ..vm.list import VmList
-from ..vm.types import OPAQUE_TYPE, RefType, type_of
-from ..vm.values import convert_results, wrap_i32, wrap_i64
-from ..vm.values import round_f32 as rf32
+from ...errors import InvocationError, StatusCode, VmError
+from ...vm.buffer import Buffer
+from ...vm.list import VmList
+from ...vm.types import OPAQUE_TYPE, RefType, type_of
+from ...vm.values import convert_results, wrap_i32, wrap_i64
+from ...vm.values import round_f32 as rf32
 from .calls import variadic_spans
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
