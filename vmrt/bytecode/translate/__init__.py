@@ -7,7 +7,9 @@ which runs it on a translation-cache miss.  The package's modules are imported
 on demand (this file imports none of them): a module whose translation comes
 from the cache loads ``namespace``, ``runtime`` and ``calls`` only.
 
-- ``codegen``: the per-function translator and the entry point from a module;
+- ``codegen``: the per-function translator and :func:`translate_module`, the
+  entry point ``BytecodeModule`` calls (with ``info``: what it reads of a module);
+- ``emitters``: the table of op emitters (opcode mnemonic -> emitter);
 - ``templates``: the Python expression of each register-to-register op;
 - ``layout``, ``regfacts``, ``regkinds``: block layout and register analyses;
 - ``disasm``: the trace lines of the trace-mode translation;

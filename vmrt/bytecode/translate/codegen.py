@@ -9,24 +9,33 @@ and floats go through the constant table ``K``.
 """
 from __future__ import annotations
 
-from ...errors import VerifyError
+from collections.abc import Callable
+
+from ...errors import LoadError, VerifyError, VmError
 from ...vm.module import cconv_fragments
-from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
-from .calls import group_variadic
-from .disasm import IMPORT_BIT, TraceNames, trace_line
+from ..decoder import REF_BIT, Block, Instr, decode_function
+from ..format import FEATURE_EXT_F64
+from .disasm import TraceNames, trace_line
+from .emitters import EMITTERS
+from .info import ModuleInfo
 from .layout import ControlFlow, drop_unread
-from .namespace import WIDTH
 from .regfacts import ConstantRegs, constant_registers, no_overflow
 from .regkinds import coercion_registers, register_coercions
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, two_sided, wrap_lines
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from ..format import ModuleDef
+
+__all__ = ["FunctionTranslator", "translate_module"]
 
 
 class FunctionTranslator(ControlFlow):
     """Builds the Python source of one function."""
 
-    def __init__(self, mod, ordinal: int, blocks: list[Block], where: str,
+    def __init__(self, mod: ModuleInfo, ordinal: int, blocks: list[Block], where: str,
                  i32_count: int, ref_count: int, trace: TraceNames | None = None):
-        self.mod = mod                     # a ModuleInfo (see module.py)
+        self.mod = mod
         #: trace mode: each instruction first writes its trace line (disasm.py)
         self.trace = trace
         self.ordinal = ordinal
@@ -209,327 +218,33 @@ class FunctionTranslator(ControlFlow):
             if wrapped is not None and dst is not None and ins.pc not in self.in_range:
                 out += wrap_lines(m, wrapped[1], dst, reads, ind)
             return out
-        meth = getattr(self, "op_" + m.replace(".", "_"), None)
-        if meth is None:
+        emitter = EMITTERS.get(m)
+        if emitter is None:
             raise self.fail(ins, f"unimplemented opcode '{m}'")
-        out.extend(meth(ins, ins.fields, ind))
+        out.extend(emitter(self, ins, ins.fields, ind))
         return out
 
-    # -- constants -------------------------------------------------------------
-    def op_const_i32(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[1])} = {int(f[0])}"]
 
-    op_const_i64 = op_const_i32
-
-    def op_const_i32_zero(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[0])} = 0"]
-
-    op_const_i64_zero = op_const_i32_zero
-
-    def op_const_f32(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[1])} = {self.const(float(f[0]))}"]
-
-    op_const_f64 = op_const_f32
-
-    def op_const_f32_zero(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[0])} = 0.0"]
-
-    op_const_f64_zero = op_const_f32_zero
-
-    def op_const_ref_zero(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[0])} = None"]
-
-    def op_const_ref_rodata(self, ins, f, ind):
-        if f[0] >= self.mod.n_rodata:
-            raise self.fail(ins, f"rodata ordinal {f[0]} out of range ({self.mod.n_rodata})")
-        return [f"{ind}{self.ref_reg(f[1])} = RO[{f[0]}]"]
-
-    # -- globals ---------------------------------------------------------------
-    def _gcheck(self, ins, off, width):
-        if off + width > self.mod.global_bytes:
-            raise self.fail(ins, f"global byte_offset out of range: {off} "
-                                 f"(rwdata={self.mod.global_bytes})")
-
-    @staticmethod
-    def _gload(w):
-        def op(self, ins, f, ind):
-            self._gcheck(ins, f[0], WIDTH[w].size)
-            return [f"{ind}{self.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
-        return op
-
-    @staticmethod
-    def _gstore(w):
-        def op(self, ins, f, ind):
-            self._gcheck(ins, f[0], WIDTH[w].size)
-            return [f"{ind}PK_{w}(RW, {f[0]}, {self.int_reg(f[1])})"]
-        return op
-
-    @staticmethod
-    def _gload_ind(w):
-        def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[1])} = gload(RW, ST_{w}, {self.int_reg(f[0])})"]
-        return op
-
-    @staticmethod
-    def _gstore_ind(w):
-        def op(self, ins, f, ind):
-            return [f"{ind}gstore(RW, ST_{w}, {self.int_reg(f[0])}, {self.int_reg(f[1])})"]
-        return op
-
-    def _type(self, ins, idx):
-        if idx >= self.mod.n_types:
-            raise self.fail(ins, f"type ordinal {idx} out of range ({self.mod.n_types})")
-        return f"TY[{idx}]"
-
-    def op_global_load_ref(self, ins, f, ind):
-        if f[0] >= self.mod.global_refs:
-            raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
-        self._type(ins, f[1])
-        return [f"{ind}{self.ref_reg(f[2])} = GR[{f[0]}]"]
-
-    def op_global_store_ref(self, ins, f, ind):
-        if f[0] >= self.mod.global_refs:
-            raise self.fail(ins, f"global ref ordinal {f[0]} out of range")
-        return [f"{ind}refcheck({self.ref_reg(f[2])}, {self._type(ins, f[1])})",
-                f"{ind}GR[{f[0]}] = {self.ref_reg(f[2])}"]
-
-    def op_global_load_indirect_ref(self, ins, f, ind):
-        self._type(ins, f[1])
-        return [f"{ind}{self.ref_reg(f[2])} = grefload(GR, {self.int_reg(f[0])})"]
-
-    def op_global_store_indirect_ref(self, ins, f, ind):
-        return [f"{ind}grefstore(GR, {self.int_reg(f[0])}, {self.ref_reg(f[2])}, "
-                f"{self._type(ins, f[1])})"]
-
-    # -- lists -----------------------------------------------------------------
-    def op_list_alloc(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = lalloc({self._type(ins, f[0])}, "
-                f"{self.int_reg(f[1])})"]
-
-    def op_list_reserve(self, ins, f, ind):
-        return [f"{ind}lreserve({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
-
-    def op_list_size(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[1])} = lsize({self.ref_reg(f[0])})"]
-
-    def op_list_resize(self, ins, f, ind):
-        return [f"{ind}lresize({self.ref_reg(f[0])}, {self.int_reg(f[1])})"]
-
-    @staticmethod
-    def _lget(w):
-        def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = lget({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
-                    f"'{w}')"]
-        return op
-
-    @staticmethod
-    def _lset(w):
-        def op(self, ins, f, ind):
-            return [f"{ind}lset({self.ref_reg(f[0])}, {self.int_reg(f[1])}, '{w}', "
-                    f"{self.int_reg(f[2])})"]
-        return op
-
-    def op_list_get_ref(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[3])} = lgetref({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
-                f"{self._type(ins, f[2])})"]
-
-    def op_list_set_ref(self, ins, f, ind):
-        return [f"{ind}lsetref({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])})"]
-
-    # -- refs ----------------------------------------------------------------
-    def op_select_ref(self, ins, f, ind):
-        self._type(ins, f[1])
-        return [f"{ind}{self.ref_reg(f[4])} = {self.ref_reg(f[2])} if {self.int_reg(f[0])} else "
-                f"{self.ref_reg(f[3])}"]
-
-    def op_cast_any_ref(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = cast_ref({self.ref_reg(f[0])}, "
-                f"{self._type(ins, f[1])})"]
-
-    def op_discard_refs(self, ins, f, ind):
-        regs = [self.ref_reg(x) for x in f[0] if x & REF_BIT]
-        return [f"{ind}{' = '.join(regs)} = None"] if regs else []
-
-    # -- switch ----------------------------------------------------------------
-    def _switch(self, ins, f, ind, reg):
-        idx, default, vals, dst = f
-        items = ", ".join(reg(x) for x in vals)
-        n = len(vals)
-        if n == 0:
-            return [f"{ind}{reg(dst)} = {reg(default)}"]
-        return [f"{ind}{reg(dst)} = ({items},)[{self.int_reg(idx)}] if 0 <= {self.int_reg(idx)} < "
-                f"{n} "
-                f"else {reg(default)}"]
-
-    def op_switch_i32(self, ins, f, ind):
-        return self._switch(ins, f, ind, self.int_reg)
-
-    op_switch_i64 = op_switch_i32   # NOTE: full 64-bit case values (IREE truncates; see README)
-    op_switch_f32 = op_switch_i32
-    op_switch_f64 = op_switch_i32
-
-    def op_switch_ref(self, ins, f, ind):
-        idx, _ty, default, vals, dst = f
-        return self._switch(ins, (idx, default, vals, dst), ind, self.ref_reg)
-
-    # -- buffers ---------------------------------------------------------------
-    @staticmethod
-    def _bload(kind):
-        def op(self, ins, f, ind):
-            return [f"{ind}{self.int_reg(f[2])} = bload({self.ref_reg(f[0])}, '{kind}', "
-                    f"{self.int_reg(f[1])})"]
-        return op
-
-    @staticmethod
-    def _bstore(kind):
-        def op(self, ins, f, ind):
-            return [f"{ind}bstore({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
-                    f"{self.int_reg(f[2])})"]
-        return op
-
-    @staticmethod
-    def _bfill(kind):
-        def op(self, ins, f, ind):
-            return [f"{ind}bfill({self.ref_reg(f[0])}, '{kind}', {self.int_reg(f[1])}, "
-                    f"{self.int_reg(f[2])}, "
-                    f"{self.int_reg(f[3])})"]
-        return op
-
-    def op_buffer_alloc(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[2])} = balloc({self.int_reg(f[0])}, {self.int_reg(f[1])})"]
-
-    def op_buffer_clone(self, ins, f, ind):
-        return [f"{ind}{self.ref_reg(f[4])} = bclone({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
-                f"{self.int_reg(f[2])}, "
-                f"{self.int_reg(f[3])})"]
-
-    def op_buffer_length(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[1])} = blen({self.ref_reg(f[0])})"]
-
-    def op_buffer_copy(self, ins, f, ind):
-        return [f"{ind}bcopy({self.ref_reg(f[0])}, {self.int_reg(f[1])}, {self.ref_reg(f[2])}, "
-                f"{self.int_reg(f[3])}, "
-                f"{self.int_reg(f[4])})"]
-
-    def op_buffer_compare(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[5])} = bcompare({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
-                f"{self.ref_reg(f[2])}, {self.int_reg(f[3])}, {self.int_reg(f[4])})"]
-
-    def op_buffer_hash(self, ins, f, ind):
-        return [f"{ind}{self.int_reg(f[3])} = bhash({self.ref_reg(f[0])}, {self.int_reg(f[1])}, "
-                f"{self.int_reg(f[2])})"]
-
-    # -- control flow ------------------------------------------------------------
-    def op_trace(self, ins, f, ind):
-        return []
-
-    op_print = op_trace
-
-    def op_fail(self, ins, f, ind):
-        return [f"{ind}raise fail({self.int_reg(f[0])}, {self.const(f[1])})"]
-
-    def op_return(self, ins, f, ind):
-        regs = f[0]
-        self.check_regs(ins, regs, self.result_codes, "return")
-        vals = ", ".join(self.reg(x & ~MOVE_BIT) for x in regs)
-        return [f"{ind}return ({vals}{',' if regs else ''})"]
-
-    def op_import_resolved(self, ins, f, ind):
-        k = f[0]
-        if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= self.mod.n_imports:
-            raise self.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
-        return [f"{ind}{self.int_reg(f[1])} = 0 if state.imports[{k & ~IMPORT_BIT}] is None else 1"]
-
-    def _results(self, regs) -> str:
-        if not regs:
-            return ""
-        return ", ".join(self.reg(x & ~MOVE_BIT) for x in regs) + ", = "
-
-    def _call(self, ins, callee, args, results, ind, segments=None):
-        if callee & IMPORT_BIT:
-            k = callee & ~IMPORT_BIT
-            if k >= self.mod.n_imports:
-                raise self.fail(ins, f"import ordinal {k} out of range ({self.mod.n_imports})")
-            cconv = self.mod.import_cconv(k)
-            a_codes, r_codes = cconv_fragments(cconv)
-            regs = [self.reg(x & ~MOVE_BIT) for x in args]
-            if segments is not None:
-                self.check_regs(ins, results, r_codes, "result")
-                segs = tuple(s if s < 0x8000 else s - 0x10000 for s in segments)
-                plan = group_variadic(cconv, segs, len(regs)) if "C" in a_codes else None
-                if plan is None:        # the generic path reports what does not add up
-                    return [f"{ind}{self._results(results)}callimp_variadic(state, {k}, "
-                            f"{segs!r}, [{', '.join(regs)}])"]
-                return [f"{ind}{self._results(results)}CI[{k}]({_grouped(plan, regs)})"]
-            if "C" in a_codes:
-                raise self.fail(ins, "call to a variadic import without segment sizes")
-            if cconv:
-                self.check_regs(ins, args, a_codes, "argument")
-                self.check_regs(ins, results, r_codes, "result")
-            return [f"{ind}{self._results(results)}CI[{k}]({', '.join(regs)})"]
-        if segments is not None:
-            raise self.fail(ins, "variadic calls only supported for import callees")
-        if callee >= self.mod.n_functions:
-            raise self.fail(ins, f"function ordinal {callee} out of range "
-                                 f"({self.mod.n_functions})")
-        a_codes, r_codes = cconv_fragments(self.mod.signature(callee))
-        self.check_regs(ins, args, a_codes, "argument")
-        self.check_regs(ins, results, r_codes, "result")
-        argl = ", ".join(["state"] + [self.reg(x & ~MOVE_BIT) for x in args])
-        return [f"{ind}{self._results(results)}f{callee}({argl})"]
-
-    def _plain_call(self, ins, callee, args, results, ind, segments=None):
-        return self._call(ins, callee, args, results, ind, segments)
-
-    def op_call(self, ins, f, ind):
-        return self._plain_call(ins, f[0], f[1], f[2], ind)
-
-    def op_call_variadic(self, ins, f, ind):
-        return self._plain_call(ins, f[0], f[2], f[3], ind, segments=f[1])
-
-    def op_call_yieldable(self, ins, f, ind):
-        callee, args, dest, results = f
-        return self._plain_call(ins, callee, args, results, ind) + self.jump(dest, ind)
-
-    def op_call_variadic_yieldable(self, ins, f, ind):
-        callee, segs, args, dest, results = f
-        return self._plain_call(ins, callee, args, results, ind, segments=segs) + \
-            self.jump(dest, ind)
-
-
-# per-width generated ops
-for _w in ("i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_global_load_{_w}", FunctionTranslator._gload(_w))
-    setattr(FunctionTranslator, f"op_global_store_{_w}", FunctionTranslator._gstore(_w))
-    setattr(FunctionTranslator, f"op_global_load_indirect_{_w}",
-            FunctionTranslator._gload_ind(_w))
-    setattr(FunctionTranslator, f"op_global_store_indirect_{_w}",
-            FunctionTranslator._gstore_ind(_w))
-    setattr(FunctionTranslator, f"op_list_get_{_w}", FunctionTranslator._lget(_w))
-    setattr(FunctionTranslator, f"op_list_set_{_w}", FunctionTranslator._lset(_w))
-for _k, _name in (("i8.u", "i8_u"), ("i8.s", "i8_s"), ("i16.u", "i16_u"), ("i16.s", "i16_s"),
-                  ("i32", "i32"), ("i64", "i64"), ("f32", "f32"), ("f64", "f64")):
-    setattr(FunctionTranslator, f"op_buffer_load_{_name}", FunctionTranslator._bload(_k))
-for _k in ("i8", "i16", "i32", "i64", "f32", "f64"):
-    setattr(FunctionTranslator, f"op_buffer_store_{_k}", FunctionTranslator._bstore(_k))
-    setattr(FunctionTranslator, f"op_buffer_fill_{_k}", FunctionTranslator._bfill(_k))
-
-
-def _grouped(plan: list[tuple[int, int]], regs: list[str]) -> str:
-    """The arguments of a variadic import call: each span a list (of tuples
-    when its groups hold more than one register)."""
-    out: list[str] = []
-    pos = 0
-    for n, count in plan:
-        if n == 0:
-            out.append(regs[pos])
-            pos += 1
-            continue
-        span = regs[pos:pos + n * count]
-        pos += n * count
-        if n == 1:
-            out.append(f"[{', '.join(span)}]")
-        else:
-            out.append("[" + ", ".join(f"({', '.join(span[i:i + n])},)"
-                                       for i in range(0, len(span), n)) + "]")
-    return ", ".join(out)
+def translate_module(d: ModuleDef, label: Callable[[int], str],
+                     trace: TraceNames | None = None) -> tuple[list[str], list]:
+    """The Python source of each function of module ``d`` (``label(k)``: how
+    errors name function ``k``; ``trace``: the trace-mode translation), and
+    the constant table that source reads (``K``)."""
+    info = ModuleInfo(d)
+    code = d.bytecode
+    sources = []
+    for k, fd in enumerate(d.functions):
+        where = label(k)
+        if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
+            raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
+                            f"at {where}")
+        body = bytes(code[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
+        blocks = decode_function(body, where, fd.i32_register_count, fd.ref_register_count)
+        try:
+            a_codes, r_codes = cconv_fragments(d.signatures[k])
+        except VmError as e:
+            raise LoadError(f"{e.message}; at {where}") from None
+        tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
+                                fd.ref_register_count, trace)
+        sources.append(tr.translate(a_codes, r_codes))
+    return sources, info.consts
