@@ -25,6 +25,8 @@ from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS, two_sided, wrap_l
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..format import ModuleDef
 
 __all__ = ["FunctionTranslator", "translate_module"]
@@ -73,10 +75,10 @@ class FunctionTranslator(ControlFlow):
     def fail(self, ins: Instr, msg: str) -> VerifyError:
         return VerifyError(f"{msg}; at {self.where}+{ins.pc:08X}")
 
-    def const(self, value) -> str:
+    def const(self, value: Any) -> str:
         return self.mod.const(value)
 
-    def check_regs(self, ins: Instr, regs, codes: str, what: str) -> None:
+    def check_regs(self, ins: Instr, regs: tuple, codes: str, what: str) -> None:
         if len(regs) != len(codes):
             raise self.fail(ins, f"{what} count mismatch: {len(regs)} registers for cconv "
                                  f"'{codes or 'v'}'")
