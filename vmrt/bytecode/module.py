@@ -21,15 +21,15 @@ from ..vm.module import (
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from . import transcache
-from .calls import Caller, import_caller, unresolved
-from .format import FEATURE_EXT_F64, ModuleDef, parse_module
-from .namespace import function_code, functions_of
+from .format import ModuleDef, parse_module
+from .translate.calls import Caller, import_caller, unresolved
+from .translate.namespace import function_code, functions_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .disasm import TraceNames
+    from .translate.disasm import TraceNames
 
 IMPORT_OPTIONAL_FLAG = 2
 
@@ -51,40 +51,9 @@ class BytecodeState:
         self.rw = bytearray(d.global_bytes)
         self.grefs: list = [None] * d.global_refs
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
-        #: what generated code calls for each import (see vmrt.bytecode.calls)
+        #: what generated code calls for each import (see vmrt.bytecode.translate.calls)
         self.calls: list[Caller] = [unresolved(imp.full_name, k)
                                     for k, imp in enumerate(module.imports)]
-
-
-class ModuleInfo:
-    """What the translator needs to know about the module."""
-
-    def __init__(self, mod: BytecodeModule):
-        d = mod.definition
-        self.n_rodata = len(d.rodata)
-        self.n_types = len(d.types)
-        self.n_imports = len(d.imports)
-        self.n_functions = len(d.functions)
-        self.global_bytes = d.global_bytes
-        self.global_refs = d.global_refs
-        self._d = d
-        self.consts: list = []
-        self._const_idx: dict = {}
-
-    def signature(self, k: int) -> str:
-        return self._d.signatures[k]
-
-    def import_cconv(self, k: int) -> str:
-        return self._d.imports[k].cconv
-
-    def const(self, value: Any) -> str:
-        key = (type(value), repr(value))
-        idx = self._const_idx.get(key)
-        if idx is None:
-            idx = len(self.consts)
-            self.consts.append(value)
-            self._const_idx[key] = idx
-        return f"K[{idx}]"
 
 
 class BytecodeModule(Module):
@@ -148,7 +117,7 @@ class BytecodeModule(Module):
         if not trace:
             return self._functions
         if self._traced is None:
-            from .disasm import TraceNames  # trace mode only (start-up time)
+            from .translate.disasm import TraceNames  # trace mode only (start-up time)
             d = self.definition
             names = TraceNames(self.name, self.function_names,
                                [i.full_name for i in d.imports], list(d.types))
@@ -161,7 +130,7 @@ class BytecodeModule(Module):
         d = self.definition
         ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types}
         if trace is not None:      # what trace lines call (untraced code never does)
-            from .disasm import list_value, ref_text
+            from .translate.disasm import list_value, ref_text
             ns["TREF"], ns["TLIST"] = ref_text, list_value
         n = len(d.functions)
         key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
@@ -170,8 +139,9 @@ class BytecodeModule(Module):
         if hit is not None:
             code, consts, self._sources = hit
             return functions_of(code, {**ns, "K": consts}, n)
-        info = ModuleInfo(self)
-        sources = self._function_sources(info, trace)
+        # only when not cached (start-up time)
+        from .translate.codegen import translate_module
+        sources, consts = translate_module(d, self.function_label, trace)
         if trace is None:
             self._sources = sources
         try:
@@ -179,31 +149,8 @@ class BytecodeModule(Module):
         except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
             raise LoadError(f"failed to translate module: {e}") from None
         if key is not None:
-            transcache.store(key, code, info.consts, sources)
-        return functions_of(code, {**ns, "K": info.consts}, n)
-
-    def _function_sources(self, info: ModuleInfo, trace: TraceNames | None) -> list[str]:
-        from .codegen import FunctionTranslator  # only when not cached (start-up time)
-        from .decoder import decode_function
-        d = self.definition
-        code = d.bytecode
-        sources = []
-        for k, fd in enumerate(d.functions):
-            where = self.function_label(k)
-            if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
-                raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
-                                f"at {where}")
-            body = bytes(code[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
-            blocks = decode_function(body, where, fd.i32_register_count,
-                                     fd.ref_register_count)
-            try:
-                a_codes, r_codes = cconv_fragments(d.signatures[k])
-            except VmError as e:
-                raise LoadError(f"{e.message}; at {where}") from None
-            tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
-                                    fd.ref_register_count, trace)
-            sources.append(tr.translate(a_codes, r_codes))
-        return sources
+            transcache.store(key, code, consts, sources)
+        return functions_of(code, {**ns, "K": consts}, n)
 
     # -- Module interface --------------------------------------------------------
     @property
@@ -276,7 +223,7 @@ class BytecodeModule(Module):
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:
     """``call`` writing a trace line with the results when a native module's
     function returns (the caller's ``vm.call`` line shows the arguments)."""
-    from .disasm import list_value
+    from .translate.disasm import list_value
 
     def traced(*args: Any) -> tuple:
         res = call(*args)

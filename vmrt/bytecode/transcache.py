@@ -5,8 +5,9 @@ into, kept on disk so the next load of the same ``.vmfb`` skips the translator
 An entry is keyed by a hash of the module's bytes (its rodata segments only by
 where they lie: the translation never reads their contents), of the Python that
 reads it (``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
-translator: the name, size and modification time of every source file of
-:mod:`vmrt.bytecode` and :mod:`vmrt.vm`.  Changing the module or vmrt picks
+translator: the path, size and modification time of every source file of
+:mod:`vmrt.bytecode` (the translator, :mod:`vmrt.bytecode.translate`, among
+them: subpackages count) and :mod:`vmrt.vm`.  Changing the module or vmrt picks
 another key; stale entries are simply never read again.
 
 Where: ``$VMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/vmrt``, else
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import CodeType
 
-__all__ = ["cache_dir", "cache_key", "load", "store"]
+__all__ = ["cache_dir", "cache_key", "load", "source_files", "store"]
 
 _DIGEST = 32
 #: the packages whose sources decide what a module is translated into
@@ -56,12 +57,25 @@ def _vmrt_fingerprint() -> bytes:
         h.update(sys.implementation.cache_tag.encode() + b"\0" + sys.version.encode())
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for pkg in _PACKAGES:
-            with os.scandir(os.path.join(root, pkg)) as it:
-                entries = sorted((e.name, e.stat()) for e in it if e.name.endswith(".py"))
-            for name, st in entries:
-                h.update(f"{pkg}/{name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+            for name, size, mtime in source_files(root, pkg):
+                h.update(f"{name}:{size}:{mtime}\0".encode())
         _fingerprint.append(h.digest())
     return _fingerprint[0]
+
+
+def source_files(root: str, pkg: str) -> list[tuple[str, int, int]]:
+    """``(path, size, mtime_ns)`` of every ``.py`` file under ``root/pkg``,
+    subpackages included (path relative to ``root``, ``/``-separated), sorted."""
+    out: list[tuple[str, int, int]] = []
+    with os.scandir(os.path.join(root, pkg)) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.name.endswith(".py") and e.is_file():
+            st = e.stat()
+            out.append((f"{pkg}/{e.name}", st.st_size, st.st_mtime_ns))
+        elif e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py")):
+            out += source_files(root, f"{pkg}/{e.name}")     # a subpackage
+    return out
 
 
 def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] = ()) -> bytes:

@@ -341,8 +341,8 @@ def test_vm_fail_with_ok_status_is_an_internal_error(tmp_path):
 def test_variadic_call_to_internal_function_is_refused():
     # IREE fails at run time (FAILED_PRECONDITION, with the inverted message
     # "only supported for internal callees"); vmrt's verifier refuses at load
-    from vmrt.bytecode.codegen import FunctionTranslator
     from vmrt.bytecode.decoder import decode_function
+    from vmrt.bytecode.translate.codegen import FunctionTranslator
 
     class Info:
         n_functions, n_imports, n_rodata, n_types, global_bytes, global_refs = 1, 0, 0, 0, 0, 0

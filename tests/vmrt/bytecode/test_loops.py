@@ -1,4 +1,4 @@
-"""Loops in translated code (vmrt/bytecode/layout.py: superblocks, inner
+"""Loops in translated code (vmrt/bytecode/translate/layout.py: superblocks, inner
 loops, budget charged per run of iterations): results computed in the test,
 the instructions counted against the trace (one line per instruction run,
 the trace translation charging every block as it goes), and the budget
@@ -279,7 +279,7 @@ def test_modular_registers_follow_their_readers():
     """Which registers may hold values congruent to theirs (regfacts.py):
     those read only by modular ops or copies of the same width writing such
     registers; the counter never."""
-    from vmrt.bytecode.regfacts import modular_registers
+    from vmrt.bytecode.translate.regfacts import modular_registers
     ops = [("mul.i64", "i4", ["i6", "i8"]),       # i4 = i6 * k
            ("xor.i64", "i10", ["i4", "i2"]),      # i10 = i4 ^ counter
            (None, "i6", ["i10"]),                 # back-edge copy i6 = i10

@@ -59,7 +59,7 @@ def test_second_load_uses_the_cache_and_skips_the_translator(compile_mlir, cache
             "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
             "with vmrt.Context(inst, [m]) as c:\n"
             "    print(int(c.invoke('module.collatz', [97])[0]))\n"
-            "print('vmrt.bytecode.codegen' in sys.modules)\n")
+            "print('vmrt.bytecode.translate.codegen' in sys.modules)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", prog, str(vmfb)], capture_output=True,
                          text=True, env=env, timeout=120, check=True).stdout.split()
@@ -164,3 +164,19 @@ def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
         with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
             assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0]) for i in range(10)] == list(text)
     assert len(_entries(cache)) == 1
+
+
+def test_the_key_covers_every_translator_source_file():
+    """The translator lives in a subpackage (vmrt/bytecode/translate): its files
+    count in the key like the format's and the VM's (a change to any of them
+    picks another key, so a translation made before is a miss)."""
+    root = REPO / "vmrt"
+    want = sorted(p.relative_to(root).as_posix() for pkg in ("bytecode", "vm")
+                  for p in (root / pkg).rglob("*.py") if "__pycache__" not in p.parts)
+    listed = [name for pkg in ("bytecode", "vm")
+              for name, _size, _mtime in transcache.source_files(str(root), pkg)]
+    assert sorted(listed) == want
+    assert "bytecode/translate/codegen.py" in listed and "bytecode/translate/emitters.py" in listed
+    for name, size, mtime in transcache.source_files(str(root), "bytecode"):
+        st = (root / name).stat()
+        assert (size, mtime) == (st.st_size, st.st_mtime_ns)

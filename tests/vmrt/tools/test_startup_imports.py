@@ -16,11 +16,11 @@ import pytest
 from tests.vmrt.iree_tools import REPO, require_tool
 
 HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing",
-         "pathlib", "urllib.parse", "platform", "vmrt.bytecode.codegen", "importlib",
-         "warnings", "vmrt.bytecode.disasm", "vmrt.modules.check.module", "numbers",
-         "vmrt.bytecode.regkinds", "vmrt.hal.local.emulated_workers")
+         "pathlib", "urllib.parse", "platform", "vmrt.bytecode.translate.codegen", "importlib",
+         "warnings", "vmrt.bytecode.translate.disasm", "vmrt.modules.check.module", "numbers",
+         "vmrt.bytecode.translate.regkinds", "vmrt.hal.local.emulated_workers")
 #: what translating a program (no cached translation) imports
-TRANSLATOR = ["vmrt.bytecode.codegen", "vmrt.bytecode.disasm", "vmrt.bytecode.regkinds"]
+TRANSLATOR = ["vmrt.bytecode.translate.codegen", "vmrt.bytecode.translate.disasm", "vmrt.bytecode.translate.regkinds"]
 
 #: runs ``vmrt run`` in a fresh interpreter, then prints which HEAVY modules it imported.
 #: Modules the interpreter had before vmrt was imported do not count: a site's ``.pth``

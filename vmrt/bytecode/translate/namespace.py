@@ -1,5 +1,5 @@
 """What translated code runs in: the global names the generated Python refers to
-(the runtime helpers of :mod:`vmrt.bytecode.runtime`, struct packers, the
+(the runtime helpers of :mod:`vmrt.bytecode.translate.runtime`, struct packers, the
 register reinterpretations) and turning compiled code into the module's
 functions.  Kept apart from the translator so a module whose translation comes
 from the cache (:mod:`vmrt.bytecode.transcache`) never imports it."""
@@ -10,7 +10,7 @@ import operator
 import struct
 from collections.abc import Callable
 
-from ..errors import StatusCode, VmError
+from ...errors import StatusCode, VmError
 from . import runtime
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -73,15 +73,16 @@ REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float, "PAIR": pair, "HIGH": hig
 
 
 def _namespace() -> dict:
-    ns = {name: getattr(runtime, name) for name in dir(runtime) if not name.startswith("_")}
-    for k, v in runtime.FMATH.items():
-        ns[f"FM_{k}"] = v
-    for k, v in runtime.FMATH2.items():
-        ns[f"FM_{k}"] = v
-    for k, v in WIDTH.items():
-        ns[f"ST_{k}"] = v
-        ns[f"UN_{k}"] = v.unpack_from
-        ns[f"PK_{k}"] = v.pack_into
+    ns: dict[str, Any] = {name: getattr(runtime, name) for name in dir(runtime)
+                          if not name.startswith("_")}
+    for k, f1 in runtime.FMATH.items():
+        ns[f"FM_{k}"] = f1
+    for k, f2 in runtime.FMATH2.items():
+        ns[f"FM_{k}"] = f2
+    for k, st in WIDTH.items():
+        ns[f"ST_{k}"] = st
+        ns[f"UN_{k}"] = st.unpack_from
+        ns[f"PK_{k}"] = st.pack_into
     ns.update(REINTERPRET)
     ns["REPEAT"] = itertools.repeat
     ns["LEN_HINT"] = operator.length_hint

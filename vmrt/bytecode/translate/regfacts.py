@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
 __all__ = ["MODULAR_OPS", "ConstantRegs", "constant_registers", "modular_registers",

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..errors import VmError
-from ..vm.module import cconv_fragments
-from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from ...errors import VmError
+from ...vm.module import cconv_fragments
+from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ native export's checks and result packing precomputed) or its direct
 caller (:meth:`vmrt.Module.caller`) followed by the conversion of its
 results to the import's cconv result codes, with a fast path for the
 common shapes (no result, one ref, one integer).  Errors are those of the
-generic path (:func:`vmrt.bytecode.runtime.callimp_variadic`): ``NOT_FOUND`` for an
+generic path (:func:`vmrt.bytecode.translate.runtime.callimp_variadic`): ``NOT_FOUND`` for an
 unresolved optional import, ``INTERNAL`` for a wrong result count, every
 ``VmError`` annotated ``while calling import``.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import InvocationError, StatusCode, VmError
-from ..vm.module import BoundFunction, cconv_fragments
-from ..vm.values import result_converter
+from ...errors import InvocationError, StatusCode, VmError
+from ...vm.module import BoundFunction, cconv_fragments
+from ...vm.values import result_converter
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import math
 import struct
 
-from ..errors import InvocationError, StatusCode, VmError
-from ..vm.buffer import Buffer
-from ..vm.list import VmList
-from ..vm.types import OPAQUE_TYPE, RefType, type_of
-from ..vm.values import convert_results, wrap_i32, wrap_i64
-from ..vm.values import round_f32 as rf32
+from ...errors import InvocationError, StatusCode, VmError
+from ...vm.buffer import Buffer
+from ...vm.list import VmList
+from ...vm.types import OPAQUE_TYPE, RefType, type_of
+from ...vm.values import convert_results, wrap_i32, wrap_i64
+from ...vm.values import round_f32 as rf32
 from .calls import variadic_spans
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 M32 = 0xFFFFFFFF
@@ -213,7 +214,7 @@ def bits_f64_i64(a: float) -> int:
     return _pq.unpack(_pd.pack(a))[0]
 
 
-def _math1(fn):
+def _math1(fn: Callable[[float], float]) -> Callable[[float], float]:
     def f(a: float) -> float:
         if a != a:
             return a
@@ -226,14 +227,14 @@ def _math1(fn):
     return f
 
 
-def _exp(a):
+def _exp(a: float) -> float:
     try:
         return math.exp(a)
     except OverflowError:
         return INF
 
 
-def _log(a):
+def _log(a: float) -> float:
     if a == 0.0:
         return -INF
     if a != a:
@@ -243,19 +244,19 @@ def _log(a):
     return INF if math.isinf(a) else math.log(a)
 
 
-def _log2(a):
+def _log2(a: float) -> float:
     r = _log(a)
     return r if (r != r or math.isinf(r)) else math.log2(a)
 
 
-def _log10(a):
+def _log10(a: float) -> float:
     if a < 0.0:
         return math.nan     # glibc's log10f gives +NaN here (logf/log2f give -NaN)
     r = _log(a)
     return r if (r != r or math.isinf(r)) else math.log10(a)
 
 
-def _log1p(a):
+def _log1p(a: float) -> float:
     if a == -1.0:
         return -INF
     if a != a:
@@ -265,27 +266,27 @@ def _log1p(a):
     return INF if math.isinf(a) else math.log1p(a)
 
 
-def _exp2(a):
+def _exp2(a: float) -> float:
     try:
         return 2.0 ** a
     except OverflowError:
         return INF
 
 
-def _expm1(a):
+def _expm1(a: float) -> float:
     try:
         return math.expm1(a)
     except OverflowError:
         return INF
 
 
-def _sqrt(a):
+def _sqrt(a: float) -> float:
     if a != a or a == 0.0:
         return a
     return NAN if a < 0.0 else math.sqrt(a)
 
 
-def _rsqrt(a):
+def _rsqrt(a: float) -> float:
     if a == 0.0:
         return math.copysign(INF, a)
     if a != a:
@@ -293,7 +294,7 @@ def _rsqrt(a):
     return NAN if a < 0.0 else 1.0 / math.sqrt(a)
 
 
-def _pow(a, b):
+def _pow(a: float, b: float) -> float:
     if a != a or b != b:
         return math.pow(a, b) if (a == 1.0 or b == 0.0) else (a if a != a else b)
     try:
@@ -305,7 +306,7 @@ def _pow(a, b):
     return r
 
 
-def _atan2(a, b):
+def _atan2(a: float, b: float) -> float:
     return math.atan2(a, b)
 
 
@@ -323,28 +324,28 @@ def rfma32(a: float, b: float, c: float) -> float:
 
 
 # --------------------------------------------------------------- globals ----
-def gload(rw: bytearray, st: struct.Struct, off: int):
+def gload(rw: bytearray, st: struct.Struct, off: int) -> Any:
     if off < 0 or off + st.size > len(rw):
         raise err(StatusCode.OUT_OF_RANGE, f"global byte_offset out of range: {off} "
                   f"(rwdata={len(rw)})")
     return st.unpack_from(rw, off)[0]
 
 
-def gstore(rw: bytearray, st: struct.Struct, off: int, v) -> None:
+def gstore(rw: bytearray, st: struct.Struct, off: int, v: float) -> None:
     if off < 0 or off + st.size > len(rw):
         raise err(StatusCode.OUT_OF_RANGE, f"global byte_offset out of range: {off} "
                   f"(rwdata={len(rw)})")
     st.pack_into(rw, off, v)
 
 
-def grefload(refs: list, idx: int):
+def grefload(refs: list, idx: int) -> Any:
     if idx < 0 or idx >= len(refs):
         raise err(StatusCode.OUT_OF_RANGE, f"global ref ordinal out of range: {idx} "
                   f"(table={len(refs)})")
     return refs[idx]
 
 
-def grefstore(refs: list, idx: int, v, want) -> None:
+def grefstore(refs: list, idx: int, v: object, want: object) -> None:
     if idx < 0 or idx >= len(refs):
         raise err(StatusCode.OUT_OF_RANGE, f"global ref ordinal out of range: {idx} "
                   f"(table={len(refs)})")
@@ -352,13 +353,13 @@ def grefstore(refs: list, idx: int, v, want) -> None:
     refs[idx] = v
 
 
-def refcheck(v, want) -> None:
+def refcheck(v: object, want: object) -> None:
     if v is not None and isinstance(want, RefType) and want is not OPAQUE_TYPE \
             and type_of(v) is not want:
         raise err(StatusCode.INVALID_ARGUMENT, "source ref type mismatch")
 
 
-def cast_ref(v, want):
+def cast_ref(v: Any, want: object) -> Any:
     if v is not None and isinstance(want, RefType) and want is not OPAQUE_TYPE \
             and type_of(v) is not want:
         raise err(StatusCode.INVALID_ARGUMENT, "ref type mismatch")
@@ -366,7 +367,7 @@ def cast_ref(v, want):
 
 
 # --------------------------------------------------------------- buffers ----
-def _buf(b, what: str = "buffer") -> Buffer:
+def _buf(b: object, what: str = "buffer") -> Buffer:
     if b is None:
         raise err(StatusCode.INVALID_ARGUMENT, f"{what} is null")
     if not isinstance(b, Buffer):
@@ -374,15 +375,15 @@ def _buf(b, what: str = "buffer") -> Buffer:
     return b
 
 
-def bload(b, kind: str, off: int):
+def bload(b: object, kind: str, off: int) -> Any:
     return _buf(b, "source_buffer").load(kind, off)
 
 
-def bstore(b, kind: str, off: int, v) -> None:
+def bstore(b: object, kind: str, off: int, v: float) -> None:
     _buf(b, "target_buffer").store(kind, off, v)
 
 
-def bfill(b, kind: str, off: int, n: int, v) -> None:
+def bfill(b: object, kind: str, off: int, n: int, v: float) -> None:
     _buf(b, "target_buffer").fill(kind, off, n, v)
 
 
@@ -390,19 +391,19 @@ def balloc(n: int, align: int) -> Buffer:
     return Buffer.alloc(n)
 
 
-def bclone(b, off: int, n: int, align: int) -> Buffer:
+def bclone(b: object, off: int, n: int, align: int) -> Buffer:
     return _buf(b, "source_buffer").clone(off, n)
 
 
-def blen(b) -> int:
+def blen(b: object) -> int:
     return len(_buf(b))
 
 
-def bcopy(src, soff: int, dst, doff: int, n: int) -> None:
+def bcopy(src: object, soff: int, dst: object, doff: int, n: int) -> None:
     _buf(src, "source_buffer").copy_to(soff, _buf(dst, "target_buffer"), doff, n)
 
 
-def bcompare(a, aoff: int, b, boff: int, n: int) -> int:
+def bcompare(a: object, aoff: int, b: object, boff: int, n: int) -> int:
     return _buf(a, "lhs_buffer").compare(aoff, _buf(b, "rhs_buffer"), boff, n)
 
 
@@ -416,7 +417,7 @@ def siphash24(data: bytes, k0: int = 0x0706050403020100, k1: int = 0x0F0E0D0C0B0
     v2 = k0 ^ 0x6C7967656E657261
     v3 = k1 ^ 0x7465646279746573
 
-    def rounds(n):
+    def rounds(n: int) -> None:
         nonlocal v0, v1, v2, v3
         for _ in range(n):  # one SipRound: one half-round per line, as in the reference
             v0 = (v0 + v1) & M64; v1 = _rotl(v1, 13); v1 ^= v0; v0 = _rotl(v0, 32)  # noqa: E702
@@ -439,14 +440,14 @@ def siphash24(data: bytes, k0: int = 0x0706050403020100, k1: int = 0x0F0E0D0C0B0
     return (v0 ^ v1 ^ v2 ^ v3) & M64
 
 
-def bhash(b, off: int, n: int) -> int:
+def bhash(b: object, off: int, n: int) -> int:
     buf = _buf(b, "source_buffer")
     buf.check_range(off, n)
     return wrap_i64(siphash24(bytes(buf.data[off:off + n])))
 
 
 # ----------------------------------------------------------------- lists ----
-def _list(v) -> VmList:
+def _list(v: object) -> VmList:
     if v is None:
         raise err(StatusCode.INVALID_ARGUMENT, "list is null")
     if not isinstance(v, VmList):
@@ -454,38 +455,38 @@ def _list(v) -> VmList:
     return v
 
 
-def lalloc(et, cap: int) -> VmList:
+def lalloc(et: Any, cap: int) -> VmList:
     if cap < 0:
         raise err(StatusCode.INVALID_ARGUMENT, f"invalid list capacity {cap}")
     return VmList(None if et is OPAQUE_TYPE else et)
 
 
-def lreserve(lst, n: int) -> None:
+def lreserve(lst: object, n: int) -> None:
     _list(lst)
 
 
-def lsize(lst) -> int:
+def lsize(lst: object) -> int:
     return len(_list(lst).items)
 
 
-def lresize(lst, n: int) -> None:
+def lresize(lst: object, n: int) -> None:
     _list(lst).resize(n)
 
 
-def lget(lst, i: int, kind: str):
+def lget(lst: object, i: int, kind: str) -> Any:
     return _list(lst).get_value(i, kind)
 
 
-def lset(lst, i: int, kind: str, v) -> None:
+def lset(lst: object, i: int, kind: str, v: float) -> None:
     _list(lst).set_value(i, kind, v)
 
 
-def lgetref(lst, i: int, want):
+def lgetref(lst: object, i: int, want: object) -> Any:
     return _list(lst).get_ref(i, want if isinstance(want, RefType) and want is not OPAQUE_TYPE
                               else None)
 
 
-def lsetref(lst, i: int, v) -> None:
+def lsetref(lst: object, i: int, v: object) -> None:
     _list(lst).set_ref(i, v)
 
 

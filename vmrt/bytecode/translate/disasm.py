@@ -14,8 +14,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from ..vm.types import type_of
-from .decoder import MOVE_BIT, REF_BIT, Instr
+from ...vm.types import type_of
+from ..decoder import MOVE_BIT, REF_BIT, Instr
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

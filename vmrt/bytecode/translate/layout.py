@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from .decoder import MOVE_BIT, REF_BIT, Block, Instr
+from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
 from .regkinds import coercion_registers, successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
@@ -39,6 +39,9 @@ from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from ...errors import VerifyError
+    from .info import ModuleInfo
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
@@ -67,16 +70,23 @@ def _condition(mnemonic: str) -> str | None:
 class ControlFlow:
     """Blocks, superblocks and branches; mixed into the translator."""
 
-    # provided by the translator (codegen.FunctionTranslator)
+    # provided by the translator (codegen.FunctionTranslator); the op emitters
+    # (emitters.py) see the translator through this interface
+    mod: ModuleInfo
     blocks: list[Block]
     trace: Any
     coerce: dict[int, list]
     split: dict[int, list[int]]
+    result_codes: str
     emit: Callable[[Instr, str], list[str]]
     prelude: Callable[[Instr, str], list[str]]
     operands: Callable[[Instr], tuple[str | None, list[str]]]
     reg: Callable[[int], str]
     int_reg: Callable[[int], str]
+    ref_reg: Callable[[int], str]
+    const: Callable[[Any], str]
+    fail: Callable[[Instr, str], VerifyError]
+    check_regs: Callable[[Instr, tuple, str, str], None]
     konst: Any
     in_range: frozenset[int]
 
@@ -399,43 +409,6 @@ class ControlFlow:
                                                          for src, _ in pairs)]
         dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
         return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
-
-    def op_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        if ins is self.inline_br:
-            return self.remap(tuple(p for p in f[1] if p not in self.folded), ind)
-        return self.remap(f[1], ind) + self.jump(f[0], ind)
-
-    def op_cond_br(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        cond, t, tr, e, er = f
-        inner = ind + "    "
-        return ([f"{ind}if {self.int_reg(cond)}:"] + self.remap(tr, inner) + self.jump(t, inner)
-                + [f"{ind}else:"] + self.remap(er, inner) + self.jump(e, inner))
-
-    def op_br_table(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        idx, dflt, dremap, _n, cases = f
-        x = self.int_reg(idx)
-        inner = ind + "    "
-        if not cases:
-            return self.remap(dremap, ind) + self.jump(dflt, ind)
-        out: list[str] = []
-        for k, (t, rm) in enumerate(cases):
-            out.append(f"{ind}{'if' if k == 0 else 'elif'} {x} == {k}:")
-            out += self.remap(rm, inner) + self.jump(t, inner)
-        out.append(f"{ind}else:")
-        return out + self.remap(dremap, inner) + self.jump(dflt, inner)
-
-    # debug-only ops behave as plain branches / no-ops
-    def op_break(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        return self.remap(f[1], ind) + self.jump(f[0], ind)
-
-    def op_cond_break(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        cond, t, rm = f
-        return [f"{ind}if {self.int_reg(cond)}:"] + self.remap(rm, ind + "    ") + \
-            self.jump(t, ind + "    ")
-
-    def op_yield(self, ins: Instr, f: tuple, ind: str) -> list[str]:
-        # vmrt runs synchronously: a yield resumes immediately at its target
-        return self.op_break(ins, f, ind)
 
 
 def _tick(n: int, ind: str) -> list[str]:
