@@ -439,11 +439,17 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
     except ExecutableError:
         arch = "another CPU"
     shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    from elfkit.arch import host
+    if arch == getattr(host(), "name", None):
+        why = ("its code is emulated here (an emulated backend, or --gdb) and the host's "
+               "libc/libm cannot serve emulated code; run it natively")
+    else:
+        why = (f"its code would be emulated here, and vmrt does not emulate another CPU's "
+               f"libc/libm (a host system library only runs on its own CPU); run it on an "
+               f"{arch} host")
     return ExecutableError(
-        f"system library {label} ({arch}) needs the platform C library for {shown}, and its "
-        f"code would be emulated here: a host system library can only run on its own CPU "
-        f"(vmrt does not emulate another CPU's libc/libm); run it on {arch}, or compile with "
-        f"--iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
+        f"system library {label} ({arch}) needs the platform C library for {shown}: {why}, "
+        f"or compile with --iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
 
 
 def _unwind_personality(*_args: Any) -> int:
