@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
+import elfkit
 import vmrt
 from elfkit.arch import host
 from tests.vmrt.hal.hal_testutil import CACHE, iree_run, run_args, vmrt_run
@@ -38,6 +39,7 @@ from vmrt.errors import ExecutableError, StatusCode
 from vmrt.hal.local.elf_executable import ElfExecutable
 from vmrt.hal.local.loader import ExecutableLoader
 from vmrt.hal.local.plugins.manager import PluginManager
+from vmrt.hal.local.plugins.system import host_libraries
 
 pytestmark = pytest.mark.skipif(getattr(host(), "name", None) != "x86_64",
                                 reason="compares with iree-run-module on an x86_64 host")
@@ -348,3 +350,27 @@ def test_host_system_library_on_an_emulated_manager(system, emulation):
     assert "\n" not in msg
     assert "x86_64" in msg
     assert all(n in msg for n in ("fmaf", "floorf", "fmodf"))
+
+
+def test_executable_load_without_a_manager(system):
+    """``vmrt.Executable.load(path, system=True)`` alone: native, libm bound."""
+    a = np.array(A, np.float32)
+    b = np.array(B, np.float32)
+    out = np.zeros(16, np.float32)
+    with vmrt.Executable.load(system.library, system=True) as exe:
+        assert exe.backend == "native"
+        exe.dispatch("remf_dispatch_0_elementwise_16_f32", (1, 1, 1), [a, b, out])
+    with vmrt.load(system.vmfb) as prog:
+        assert _bits(out) == _bits(prog["remf"](a, b))
+
+
+def test_host_libraries():
+    """DT_NEEDED libraries first registered (searched last), the host's libm
+    and libc after them; a library that cannot be opened is left out."""
+    libs = host_libraries()
+    assert libs and all(isinstance(x, elfkit.SystemLibrary) for x in libs)
+    assert all(x.address(n) for x in libs[-1:] for n in ("malloc",))
+    assert any(x.address("fmodf") for x in libs)
+    assert host_libraries(["libvmrt-does-not-exist.so.9"]) == libs
+    needed = host_libraries(["libm.so.6"])
+    assert needed[0].name == "libm.so.6"
