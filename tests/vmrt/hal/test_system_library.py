@@ -372,5 +372,6 @@ def test_host_libraries():
     assert all(x.address(n) for x in libs[-1:] for n in ("malloc",))
     assert any(x.address("fmodf") for x in libs)
     assert host_libraries(["libvmrt-does-not-exist.so.9"]) == libs
+    assert host_libraries(["/usr/lib/x86_64-linux-gnu/libm.so.6"]) == libs   # paths: never
     needed = host_libraries(["libm.so.6"])
     assert needed[0].name == "libm.so.6"

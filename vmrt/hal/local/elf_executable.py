@@ -438,8 +438,8 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
         arch = _arch_of(data, None, "emulated")
     except ExecutableError:
         arch = "another CPU"
-    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
     from elfkit.arch import host
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
     if arch == getattr(host(), "name", None):
         why = ("its code is emulated here (an emulated backend, or --gdb) and the host's "
                "libc/libm cannot serve emulated code; run it natively")

@@ -106,10 +106,10 @@ def system_library_bytes(data: bytes, label: str) -> bytes:
         _FOOTER.unpack_from(data, len(data) - _FOOTER.size)
     room = len(data) - _FOOTER.size
     if lib_size > room or dbg_off + dbg_size > room:
-        raise ExecutableError(f"system library {label}: its debug footer (at file offset {room}) "
-                          f"references bytes out of range (library {lib_size} bytes, debug "
-                          f"database {dbg_size} bytes at {dbg_off}; {room} bytes precede the "
-                          f"footer)", StatusCode.OUT_OF_RANGE)
+        raise ExecutableError(
+            f"system library {label}: its debug footer (at file offset {room}) references bytes "
+            f"out of range (library {lib_size} bytes, debug database {dbg_size} bytes at "
+            f"{dbg_off}; {room} bytes precede the footer)", StatusCode.OUT_OF_RANGE)
     return data[:lib_size]
 
 
@@ -119,10 +119,13 @@ def host_libraries(needed: Sequence[str] = ()) -> list[Any]:
     searched first): its ``DT_NEEDED`` libraries (the platform loader's local
     scope) and then the host's libm and libc (the global scope, searched
     before).  Each is opened once per process; one that cannot be opened is
-    left out (an import only it had is then reported unresolved)."""
+    left out (an import only it had is then reported unresolved), and so is
+    a ``DT_NEEDED`` path (a name with a '/'): only sonames, searched on the
+    system's library path, are opened on a file's word."""
     import elfkit
     libs = []
-    for name in [*reversed(needed), *reversed(HOST_C_LIBRARIES)]:
+    sonames = [n for n in reversed(needed) if "/" not in n]
+    for name in [*sonames, *reversed(HOST_C_LIBRARIES)]:
         if name not in _opened:
             try:
                 _opened[name] = elfkit.SystemLibrary(name)
