@@ -47,6 +47,7 @@ from .exports import ExportInfo, ImportInfo, find_export
 from .guest import GuestMemory, import_thunk, machine_lock, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
+from .plugins.system import host_libraries, system_library_bytes
 from .prepared import NativeDispatch, prepare_native
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -99,19 +100,26 @@ class ElfExecutable:
     def load(cls, source: Any, *, plugins: PluginManager | None = None, arch: Any = None,
              backend: str = "auto", machine: Any = None, name: str | None = None,
              constants: Sequence[int] | None = None,
-             processor_data: Sequence[int] | None = None) -> ElfExecutable:
+             processor_data: Sequence[int] | None = None,
+             system: bool = False) -> ElfExecutable:
         """Load a dispatch library from a path, bytes or memoryview (ELF or
         FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
         given, provides the machine for its architecture).  ``constants`` are
         executable-level constants (rare); ``processor_data`` the eight u64
-        CPU-feature words the environment exposes (zeros by default)."""
+        CPU-feature words the environment exposes (zeros by default).
+        ``system``: the bytes are a system library (format
+        ``system-elf-<arch>``): a shared library whose undefined symbols
+        (libm's ``expf``, ``fmaf`` ...) the host's C libraries provide, as
+        the platform loader binds them when IREE dlopen()s it; only native
+        code can use them (:func:`~vmrt.hal.local.plugins.system.host_libraries`)."""
         self = cls()
-        self._init(source, plugins, arch, backend, machine, name, constants, processor_data)
+        self._init(source, plugins, arch, backend, machine, name, constants, processor_data,
+                   system)
         return self
 
     def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
               machine: Any, name: str | None, constants: Sequence[int] | None,
-              processor_data: Sequence[int] | None) -> None:
+              processor_data: Sequence[int] | None, system: bool = False) -> None:
         if isinstance(source, (str, os.PathLike)):
             self.source = os.fspath(source)
             data = read_input(self.source, "executable", MAX_MODULE_SIZE, ExecutableError)
@@ -119,6 +127,8 @@ class ElfExecutable:
             self.source = "<memory>"
             data = bytes(source)
         label = name or os.path.basename(self.source)
+        if system:
+            data = system_library_bytes(data, label)
         #: the library's bytes as loaded (what a dispatch dump writes out)
         self.data = data
         if machine is None and plugins is not None:
@@ -134,9 +144,18 @@ class ElfExecutable:
             arch = arch_name
         else:
             load = elfkit.load
+        imports = _runtime_imports()
+        host_code = system and _runs_natively(data, arch, backend, machine)
+        if host_code:
+            for lib in host_libraries(_needed(data)):
+                imports.register(lib)
         try:
             self.module = load(data, arch=arch, backend=backend, machine=machine, name=label,
-                               imports=_runtime_imports())
+                               imports=imports)
+        except elfkit.UnresolvedImportError as e:
+            if system and not host_code:
+                raise _foreign_system_library(data, label, e.names) from None
+            raise ExecutableError(f"loading executable {label}: {e}") from e
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"loading executable {label}: {e}") from e
         self.machine = self.module.machine
@@ -387,6 +406,50 @@ class ElfExecutable:
             return "<vmrt.Executable (not loaded)>"
         return (f"<vmrt.Executable '{getattr(self, 'name', '?')}' {self.arch.name} {self.backend} "
                 f"exports={[e.name for e in getattr(self, 'exports', [])]}>")
+
+
+def _runs_natively(data: bytes, arch: Any, backend: str, machine: Any) -> bool:
+    """Whether the library's code will run on the host CPU (in ``machine``,
+    else as ``elfkit.load`` would choose)."""
+    if machine is not None:
+        return bool(machine.backend == "native")
+    from elfkit.arch import get as get_arch
+    from elfkit.exec import choose_backend
+    try:
+        return choose_backend(get_arch(_arch_of(data, arch, backend)), backend) == "native"
+    except elfkit.ElfkitError:
+        return False            # elfkit.load reports it
+
+
+def _needed(data: bytes) -> list[str]:
+    """A system library's ``DT_NEEDED`` sonames ([] when it does not parse:
+    elfkit.load then says why)."""
+    try:
+        return list(elfkit.loader.parse(data).needed)
+    except elfkit.ElfkitError:
+        return []
+
+
+def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> ExecutableError:
+    """The error for a system library whose code is emulated: its undefined
+    libc/libm symbols are the host platform's to bind, and vmrt does not
+    emulate a C library for another CPU."""
+    try:
+        arch = _arch_of(data, None, "emulated")
+    except ExecutableError:
+        arch = "another CPU"
+    from elfkit.arch import host
+    shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+    if arch == getattr(host(), "name", None):
+        why = ("its code is emulated here (an emulated backend, or --gdb) and the host's "
+               "libc/libm cannot serve emulated code; run it natively")
+    else:
+        why = (f"its code would be emulated here, and vmrt does not emulate another CPU's "
+               f"libc/libm (a host system library only runs on its own CPU); run it on an "
+               f"{arch} host")
+    return ExecutableError(
+        f"system library {label} ({arch}) needs the platform C library for {shown}: {why}, "
+        f"or compile with --iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
 
 
 def _unwind_personality(*_args: Any) -> int:

@@ -97,14 +97,17 @@ class ExecutableLoader:
              name: str | None = None, executable_format: str | None = None
              ) -> LocalExecutable:
         """Load executable bytes; ``executable_format`` ``vmvx-bytecode-fb``
-        selects the vmvx loader (else the bytes are an ELF or FatELF)."""
+        selects the vmvx loader, ``system-elf-<arch>`` a system library (a
+        shared library whose libc/libm imports the host's C libraries serve),
+        anything else an embedded ELF or FatELF."""
         exe: LocalExecutable      # (mypy checks that both kinds satisfy the protocol)
         if executable_format == VMVX_FORMAT:
             from .vmvx_executable import VmvxExecutable  # the vmvx kernels: only for vmvx
             exe = VmvxExecutable.load(bytes(data), constants, name=name)
         else:
             exe = ElfExecutable.load(bytes(data), plugins=self.plugins, constants=constants,
-                                     name=name)
+                                     name=name, system=(executable_format or "").startswith(
+                                         "system-elf-"))
         self.executables.append(exe)
         return exe
 
