@@ -34,12 +34,13 @@ be written is refused before anything runs.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from ..errors import StatusCode, UsageError, VmError
 from ..hal.dispatch_observer import (
@@ -55,7 +56,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["Profile", "invocation", "open_profile", "writing"]
+__all__ = ["Profile", "open_profile"]
 
 #: a slice: (tid, name, categories, start ns, end ns, args)
 _Slice = tuple
@@ -83,7 +84,9 @@ class Profile:
             except OSError as e:
                 self.files.discard()
                 raise UsageError(f"cannot write the profile to '{self.path}': "
-                                 f"{e.strerror or e}", StatusCode.PERMISSION_DENIED) from None
+                                 f"{e.strerror or e}", StatusCode.NOT_FOUND
+                                 if e.errno == errno.ENOENT else StatusCode.PERMISSION_DENIED
+                                 ) from None
         self.pid = os.getpid()
         self.t0 = time.perf_counter_ns()
         self.slices: list[_Slice] = []
@@ -245,6 +248,22 @@ class Profile:
             self.files.discard()
             raise
 
+    @contextmanager
+    def writing(self, on_success: bool = True) -> Iterator[None]:
+        """Writes the profile when the block fails (an error writing it then
+        is not reported: the block's is) and, with ``on_success``, when it
+        ends."""
+        try:
+            yield
+        except BaseException:
+            try:
+                self.close()
+            except VmError:
+                pass
+            raise
+        if on_success:
+            self.close()
+
     def discard(self) -> None:
         """Drop the profile: nothing is written."""
         if not self.closed:
@@ -300,36 +319,11 @@ def _describe(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def open_profile(target: Any, process: str = "vmrt") -> Profile | None:
-    """The :class:`Profile` ``target`` asks for: None for None, else a path
-    or a text stream (anything with ``write``)."""
-    if target is None:
-        return None
+def open_profile(target: Any, process: str = "vmrt") -> Profile:
+    """The :class:`Profile` ``target`` asks for: a path or a text stream
+    (anything with ``write``)."""
     if not isinstance(target, (str, os.PathLike)) and not hasattr(target, "write"):
         raise UsageError(f"profile must be a path or a text stream, got a "
                          f"{type(target).__name__}")
     return Profile(target, process)
 
-
-def invocation(profile: Profile | None, function: str, category: str = "invocation") -> Any:
-    """:meth:`Profile.invocation`, or a context that does nothing without a profile."""
-    return nullcontext() if profile is None else profile.invocation(function, category)
-
-
-@contextmanager
-def writing(profile: Profile | None, on_success: bool = True) -> Iterator[None]:
-    """Writes ``profile`` when the block fails (an error writing it then is
-    not reported: the block's is) and, with ``on_success``, when it ends."""
-    if profile is None:
-        yield
-        return
-    try:
-        yield
-    except BaseException:
-        try:
-            profile.close()
-        except VmError:
-            pass
-        raise
-    if on_success:
-        profile.close()

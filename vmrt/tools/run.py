@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 
 import elfkit
 
@@ -28,7 +29,6 @@ from .files import StagedOutputs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 from .function_io import check_expected, format_results, parse_inputs, write_output
 from .module_specs import context_settings, create_context
-from .profile import Profile, invocation, open_profile, writing
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -180,11 +180,14 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     sinks: list[Sink] = [TracePrinter(stderr)]
     if "trace_dispatch_tensors" in flags.values:
         sinks.append(NpyFolder(flags.values["trace_dispatch_tensors"]))
-    profile = open_profile(flags.values.get("profile"), "vmrt run")
-    with writing(profile, on_success=False):
+    profile: Any = None
+    if "profile" in flags.values:
+        from .profile import open_profile  # imported only when asked for (start-up)
+        profile = open_profile(flags.values["profile"], "vmrt run")
+    with profile.writing(on_success=False) if profile else nullcontext():
         ctx, main, name, fn = _open(flags, providers, stdin, stderr, chain(sinks), profile)
     stats = "print_statistics" in flags.bools
-    with writing(profile), ctx:
+    with profile.writing() if profile else nullcontext(), ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
         try:
             args = parse_inputs(flags.lists["input"], fn.cconv)
@@ -195,7 +198,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.write(f"EXEC @{name}\n")
         stdout.flush()
         try:
-            with observer.watching(), invocation(profile, name):
+            with observer.watching(), profile.invocation(name) if profile else nullcontext():
                 if takes_fences(main, name):       # async-external: fences added
                     results = invoke_fenced(ctx, fn, args, name)
                 else:
@@ -254,7 +257,7 @@ def _print_statistics(ctx: Context, stderr: TextIO, wanted: bool) -> None:
 
 
 def _open(flags: Flags, providers: Iterable[Any], stdin: Any, stderr: TextIO,
-          debug_sink: Sink | None = None, profile: Profile | None = None
+          debug_sink: Sink | None = None, profile: Any = None
           ) -> tuple[Context, Module, str, Any]:
     """Load the modules, make the context and find the function to run;
     ``hal.buffer_view.trace`` goes to ``debug_sink`` (default: ``stderr``);
@@ -263,7 +266,7 @@ def _open(flags: Flags, providers: Iterable[Any], stdin: Any, stderr: TextIO,
     settings.options.extra["debug_sink"] = debug_sink or TracePrinter(stderr)
     settings.options.extra["task"] = task_topology(flags)
     try:
-        with invocation(profile, "(create context)", "load"):
+        with profile.invocation("(create context)", "load") if profile else nullcontext():
             ctx, user = create_context(settings.modules, settings.options, providers,
                                        stdin=stdin, budget=settings.budget,
                                        timeout=settings.timeout,
