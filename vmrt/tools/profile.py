@@ -58,10 +58,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Profile", "open_profile"]
 
-#: a slice: (tid, name, categories, start ns, end ns, args)
-_Slice = tuple
-
-
 class Profile:
     """The events of one run and where they go (see the module docstring).
     ``target`` is a path (staged: the file appears at :meth:`close`) or a
@@ -89,21 +85,37 @@ class Profile:
                                  ) from None
         self.pid = os.getpid()
         self.t0 = time.perf_counter_ns()
-        self.slices: list[_Slice] = []
-        #: (tid, name, categories, time ns, args)
-        self.instants: list[tuple[int, str, str, int, dict]] = []
-        #: (time ns, name, values)
-        self.counters: list[tuple[int, str, dict[str, int]]] = []
+        # what the hooks record, as plain tuples (formatted at close: the hooks stay cheap)
+        #: (tid, function, category, start ns, end ns, error or None)
+        self.invocations: list[tuple] = []
+        #: (tid, kind, dispatch index, command label, start, end, error or None)
+        self.dispatch_records: list[tuple] = []
+        #: (tid, dispatch index, first workgroup, count, start, end)
+        self.ranges: list[tuple] = []
+        #: (tid, "fill" / "update" / "copy", command label, bytes, start, end)
+        self.transfers: list[tuple] = []
+        #: (tid, "allocate" / "free", heap, bytes, time, live bytes per heap after it)
+        self.memory_records: list[tuple] = []
         self.threads: dict[int, str] = {}
+        self.local = threading.local()      # .tid: the thread's id
         self.dispatches = 0
-        #: (executable, ordinal) -> (the executable, name, categories, fixed args)
-        self._kinds: dict[tuple[int, int], tuple[Any, str, str, dict]] = {}
+        #: the dispatch running (its index; a range recorder reads it)
+        self.current = -1
+        self.ranged = -1            # the last dispatch a range was recorded for
+        #: per dispatch kind: (name, categories, fixed args)
+        self.kinds: list[tuple[str, str, dict]] = []
+        #: id(recorded command) -> (the command, its kind)
+        self._kind_of: dict[int, tuple[Any, int]] = {}
         self.closed = False
 
-    # -- the calling thread's hooks -------------------------------------------------------
+    # -- the hooks ------------------------------------------------------------------------
     def thread_id(self) -> int:
         """The calling thread's ``tid`` (named after the thread at its first event)."""
-        tid = threading.get_native_id()
+        try:
+            return self.local.tid       # (get_native_id is a system call)
+        except AttributeError:
+            pass
+        tid = self.local.tid = threading.get_native_id()
         if tid not in self.threads:     # (two pools' threads may share a name)
             name = threading.current_thread().name
             self.threads[tid] = f"{name} ({tid})" if name in self.threads.values() else name
@@ -116,78 +128,86 @@ class Profile:
         already watching, ``--check_races`` say, still runs each dispatch)."""
         inner = current_observer()
         tid = self.thread_id()
-        args: dict[str, Any] = {"function": function}
+        error = None
         start = time.perf_counter_ns()
         try:
-            with listening(self.memory), observe_dispatches(_Observer(self, inner)):
+            with listening(self.memory), observe_dispatches(_Observer(self, inner)), \
+                    record_workgroup_ranges(self.workgroup_range):
                 yield
         except BaseException as e:
-            args["error"] = _describe(e)
+            error = _describe(e)
             raise
         finally:
-            self.slices.append((tid, function, category, start, time.perf_counter_ns(), args))
+            self.invocations.append((tid, function, category, start, time.perf_counter_ns(),
+                                     error))
 
     def dispatch(self, obs: ObservedDispatch, inner: Any) -> None:
         """Run one observed dispatch (through ``inner``, if an observer was
         there first), timing it and its workgroup ranges."""
         cmd = obs.command
-        name, cats, fixed = self._kind(obs)
-        index = self.dispatches
-        self.dispatches += 1
-        args = {"dispatch": index, "command": obs.what, **fixed}
+        hit = self._kind_of.get(id(cmd))
+        kind = hit[1] if hit is not None and hit[0] is cmd else self._kind(obs)
+        index = self.current = self.dispatches
+        self.dispatches = index + 1
         tid = self.thread_id()
-        ranges = _Ranges(self, index, name, cats.replace("dispatch", "workgroups"))
+        error = None
         start = time.perf_counter_ns()
         try:
-            with record_workgroup_ranges(ranges):
-                if inner is None:
-                    obs.run()
-                else:
-                    inner(obs)
+            if inner is None:
+                obs.run()
+            else:
+                inner(obs)
         except BaseException as e:
-            args["error"] = _describe(e)
+            error = _describe(e)
             raise
         finally:
             end = time.perf_counter_ns()
-            if not ranges.seen:     # an executable without range hooks (vmvx): its workgroups
-                x, y, z = cmd.workgroups    # ran here, one after another
-                self.slices.append((tid, f"{name} workgroups", ranges.cats, start, end,
-                                    {"dispatch": index, "first": 0, "count": x * y * z}))
-            self.slices.append((tid, name, cats, start, end, args))
+            if self.ranged != index:    # an executable without range hooks (vmvx): its
+                x, y, z = cmd.workgroups    # workgroups ran here, one after another
+                self.ranges.append((tid, index, 0, x * y * z, start, end))
+            self.dispatch_records.append((tid, kind, index, obs.what, start, end, error))
 
-    def _kind(self, obs: ObservedDispatch) -> tuple[str, str, dict]:
+    def _kind(self, obs: ObservedDispatch) -> int:
         cmd = obs.command
         exe = cmd.executable.exe
-        hit = self._kinds.get((id(exe), cmd.ordinal))
-        if hit is None or hit[0] is not exe:
-            exe_name, export = obs.names()
-            backend = str(getattr(exe, "backend", "vmvx"))
-            arch = getattr(getattr(exe, "arch", None), "name", None) or "vmvx"
-            fixed = {"executable": exe_name, "export": export, "backend": backend,
-                     "arch": arch}
-            hit = self._kinds[(id(exe), cmd.ordinal)] = (exe, export, f"dispatch,{backend}",
-                                                         fixed)
+        exe_name, export = obs.names()
+        backend = str(getattr(exe, "backend", "vmvx"))
         x, y, z = cmd.workgroups
-        return hit[1], hit[2], {**hit[3], "workgroup_count": f"{x}x{y}x{z}",
-                                "workgroups": x * y * z}
+        fixed = {"executable": exe_name, "export": export, "backend": backend,
+                 "arch": getattr(getattr(exe, "arch", None), "name", None) or "vmvx",
+                 "workgroup_count": f"{x}x{y}x{z}", "workgroups": x * y * z}
+        self.kinds.append((export, f"dispatch,{backend}", fixed))
+        self._kind_of[id(cmd)] = (cmd, len(self.kinds) - 1)
+        return len(self.kinds) - 1
+
+    def workgroup_range(self, indices: Sequence[int], run: Callable[..., Any], *args: Any
+                        ) -> Any:
+        """The range recorder (:func:`vmrt.hal.dispatch_observer.record_workgroup_ranges`):
+        runs ``run(*args)`` on this thread, recorded as workgroups ``indices``
+        of the dispatch running."""
+        index = self.ranged = self.current
+        tid = self.thread_id()
+        start = time.perf_counter_ns()
+        try:
+            return run(*args)
+        finally:
+            self.ranges.append((tid, index, indices[0] if len(indices) else 0, len(indices),
+                                start, time.perf_counter_ns()))
 
     def transfer(self, cmd: Any, what: str, run: Callable[..., int], *args: Any) -> int:
         """A fill, update or copy command, timed (its slice says the bytes)."""
         tid = self.thread_id()
         start = time.perf_counter_ns()
         size = run(*args)
-        kind = type(cmd).__name__.lower()
-        self.slices.append((tid, kind, "transfer", start, time.perf_counter_ns(),
-                            {"bytes": size, "command": what}))
+        self.transfers.append((tid, type(cmd).__name__.lower(), what, size, start,
+                               time.perf_counter_ns()))
         return size
 
     def memory(self, kind: str, heap: str, size: int, live: dict[str, int]) -> None:
         """An allocation or a free (:func:`vmrt.hal.statistics.listening`)."""
-        if self.closed:
-            return
-        now = time.perf_counter_ns()
-        self.instants.append((self.thread_id(), kind, "memory", now, {"bytes": size, "heap": heap}))
-        self.counters.append((now, "live bytes", dict(live)))
+        if not self.closed:
+            self.memory_records.append((self.thread_id(), kind, heap, size,
+                                        time.perf_counter_ns(), live))
 
     # -- the file -------------------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:
@@ -200,26 +220,46 @@ class Profile:
         out: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "ts": 0, "pid": pid, "tid": 0,
              "args": {"name": self.process}}]
-        main = next(iter(self.threads), None)
+        main = next(iter(self.threads), 0)
         for k, (tid, name) in enumerate(sorted(self.threads.items(),
                                                key=lambda item: (item[0] != main, item[1]))):
             out.append({"name": "thread_name", "ph": "M", "ts": 0, "pid": pid, "tid": tid,
                         "args": {"name": name}})
             out.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid,
                         "tid": tid, "args": {"sort_index": k}})
+        # (tid, name, categories, start, end, args)
+        slices: list[tuple[int, str, str, int, int, dict]] = []
+        for tid, function, category, start, end, error in self.invocations:
+            args: dict[str, Any] = {"function": function}
+            if error is not None:
+                args["error"] = error
+            slices.append((tid, function, category, start, end, args))
+        names = {}
+        for tid, kind, index, what, start, end, error in self.dispatch_records:
+            name, cats, fixed = self.kinds[kind]
+            names[index] = (name, cats.replace("dispatch", "workgroups"))
+            args = {"dispatch": index, "command": what, **fixed}
+            if error is not None:
+                args["error"] = error
+            slices.append((tid, name, cats, start, end, args))
+        for tid, index, first, count, start, end in self.ranges:
+            name, cats = names.get(index, ("?", "workgroups"))
+            label = f"{first}" if count == 1 else f"{first}-{first + count - 1}"
+            slices.append((tid, f"{name} workgroups {label}", cats, start, end,
+                           {"dispatch": index, "first": first, "count": count}))
+        for tid, kind, what, size, start, end in self.transfers:
+            slices.append((tid, kind, "transfer", start, end, {"bytes": size, "command": what}))
         # parents before children: by start, the longer first
-        for tid, name, cats, start, end, args in sorted(self.slices,
+        for tid, name, cats, start, end, args in sorted(slices,
                                                         key=lambda s: (s[3], s[3] - s[4])):
             out.append({"name": name, "cat": cats, "ph": "X", "ts": us(start),
                         "dur": round((end - start) / 1000, 3), "pid": pid, "tid": tid,
                         "args": args})
-        for tid, name, cats, at, args in self.instants:
-            out.append({"name": name, "cat": cats, "ph": "i", "s": "t", "ts": us(at),
-                        "pid": pid, "tid": tid, "args": args})
-        tid0 = main if main is not None else 0
-        for at, name, values in self.counters:
-            out.append({"name": name, "cat": "memory", "ph": "C", "ts": us(at), "pid": pid,
-                        "tid": tid0, "args": values})
+        for tid, kind, heap, size, at, live in self.memory_records:
+            out.append({"name": kind, "cat": "memory", "ph": "i", "s": "t", "ts": us(at),
+                        "pid": pid, "tid": tid, "args": {"bytes": size, "heap": heap}})
+            out.append({"name": "live bytes", "cat": "memory", "ph": "C", "ts": us(at),
+                        "pid": pid, "tid": main, "args": live})
         return out
 
     def close(self) -> None:
@@ -286,32 +326,6 @@ class _Observer:
 
     def __call__(self, obs: ObservedDispatch) -> None:
         self.profile.dispatch(obs, self.inner)
-
-
-class _Ranges:
-    """The workgroup range recorder of one dispatch: each range a thread
-    runs becomes a slice on that thread."""
-
-    __slots__ = ("profile", "index", "name", "cats", "seen")
-
-    def __init__(self, profile: Profile, index: int, name: str, cats: str):
-        self.profile, self.index, self.name, self.cats = profile, index, name, cats
-        self.seen = False
-
-    def __call__(self, indices: Sequence[int], run: Callable[..., Any], *args: Any) -> Any:
-        self.seen = True
-        profile = self.profile
-        tid = profile.thread_id()
-        start = time.perf_counter_ns()
-        try:
-            return run(*args)
-        finally:
-            end = time.perf_counter_ns()
-            first, count = (indices[0] if len(indices) else 0), len(indices)
-            label = f"{first}" if count == 1 else f"{first}-{first + count - 1}"
-            profile.slices.append((tid, f"{self.name} workgroups {label}", self.cats, start,
-                                   end, {"dispatch": self.index, "first": first,
-                                         "count": count}))
 
 
 def _describe(e: BaseException) -> str:
