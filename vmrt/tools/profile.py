@@ -14,7 +14,9 @@ each named by an ``M`` metadata event):
   category says ``native`` or ``emulated`` (``vmvx`` for the vmvx module);
 * ``workgroups``: the workgroups of a dispatch as one slice per contiguous
   range a thread ran (the calling thread's inside the dispatch slice,
-  local-task workers' on their own threads), args ``first`` and ``count``;
+  local-task workers' on their own threads), args ``first`` and ``count``
+  (``order`` instead of ``first`` for workgroups a tool, ``--check_races``,
+  runs in an order of its own);
 * ``transfer``: fill, update and copy commands of command buffers, with
   the bytes they wrote;
 * ``memory``: each device allocation and free as an ``i`` instant event
@@ -56,7 +58,10 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["Profile", "open_profile"]
+__all__ = ["MAX_ORDER", "Profile", "open_profile"]
+
+#: the most workgroup indices a slice of workgroups run in a tool's order lists
+MAX_ORDER = 64
 
 class Profile:
     """The events of one run and where they go (see the module docstring).
@@ -191,8 +196,13 @@ class Profile:
         try:
             return run(*args)
         finally:
-            self.ranges.append((tid, index, indices[0] if len(indices) else 0, len(indices),
-                                start, time.perf_counter_ns()))
+            end = time.perf_counter_ns()
+            if isinstance(indices, range) and indices.step == 1 or len(indices) < 2:
+                self.ranges.append((tid, index, indices[0] if len(indices) else 0,
+                                    len(indices), start, end))
+            else:       # a tool's order (--check_races): the indices, in it
+                self.ranges.append((tid, index, tuple(indices[:MAX_ORDER]), len(indices),
+                                    start, end))
 
     def transfer(self, cmd: Any, what: str, run: Callable[..., int], *args: Any) -> int:
         """A fill, update or copy command, timed (its slice says the bytes)."""
@@ -244,14 +254,20 @@ class Profile:
             slices.append((tid, name, cats, start, end, args))
         for tid, index, first, count, start, end in self.ranges:
             name, cats = names.get(index, ("?", "workgroups"))
+            if isinstance(first, tuple):
+                slices.append((tid, f"{name} workgroups ({count} in an order)", cats, start,
+                               end, {"dispatch": index, "count": count, "order": list(first)}))
+                continue
             label = f"{first}" if count == 1 else f"{first}-{first + count - 1}"
             slices.append((tid, f"{name} workgroups {label}", cats, start, end,
                            {"dispatch": index, "first": first, "count": count}))
         for tid, kind, what, size, start, end in self.transfers:
             slices.append((tid, kind, "transfer", start, end, {"bytes": size, "command": what}))
-        # parents before children: by start, the longer first
-        for tid, name, cats, start, end, args in sorted(slices,
-                                                        key=lambda s: (s[3], s[3] - s[4])):
+        # parents before children: by start, the longer first, then (a vmvx dispatch and
+        # its one range span the same time) invocations, dispatches, workgroups
+        rank = {"load": 0, "invocation": 0, "workgroups": 2}
+        for tid, name, cats, start, end, args in sorted(
+                slices, key=lambda s: (s[3], s[3] - s[4], rank.get(s[2].split(",")[0], 1))):
             out.append({"name": name, "cat": cats, "ph": "X", "ts": us(start),
                         "dur": round((end - start) / 1000, 3), "pid": pid, "tid": tid,
                         "args": args})

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections import defaultdict
 
 import numpy as np
@@ -27,7 +28,7 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import vmrt_run
-from tests.vmrt.iree_tools import require_tool
+from tests.vmrt.iree_tools import REPO, require_tool
 from vmrt.errors import UsageError
 
 #: the Trace Event Format phases the profile uses
@@ -105,9 +106,10 @@ def _bytes_allocated(stderr: str) -> int:
     return sum(int(n) for n in re.findall(r"/\s+(\d+)B allocated", stderr))
 
 
-def _check_workgroups(events: list[dict]) -> dict[int, set[int]]:
-    """Each dispatch's workgroup slices cover its grid exactly once and lie
-    inside it in time; the threads each dispatch's workgroups ran on."""
+def _check_workgroups(events: list[dict], once: bool = True) -> dict[int, set[int]]:
+    """Each dispatch's workgroup slices cover its grid exactly once (at least
+    once unless ``once``: a tool may run them several times) and lie inside
+    it in time; the threads each dispatch's workgroups ran on."""
     dispatches = {e["args"]["dispatch"]: e for e in _slices(events, "dispatch")}
     ranges: dict[int, list[dict]] = defaultdict(list)
     for e in _slices(events, "workgroups"):
@@ -115,9 +117,13 @@ def _check_workgroups(events: list[dict]) -> dict[int, set[int]]:
     assert set(ranges) == set(dispatches)
     threads = {}
     for index, d in dispatches.items():
-        covered = sorted(k for r in ranges[index]
-                         for k in range(r["args"]["first"], r["args"]["first"] + r["args"]["count"]))
-        assert covered == list(range(d["args"]["workgroups"])), d
+        covered = sorted(k for r in ranges[index] for k in (
+            r["args"]["order"] if "order" in r["args"] else
+            range(r["args"]["first"], r["args"]["first"] + r["args"]["count"])))
+        if once:
+            assert covered == list(range(d["args"]["workgroups"])), d
+        else:
+            assert sorted(set(covered)) == list(range(d["args"]["workgroups"])), d
         x, y, z = map(int, d["args"]["workgroup_count"].split("x"))
         assert x * y * z == d["args"]["workgroups"]
         for r in ranges[index]:
@@ -231,11 +237,28 @@ def test_vmvx_dispatches_run_on_the_calling_thread(hal_compile, chain_inputs, tm
     assert all(len(t) == 1 for t in threads.values())
 
 
-def test_profile_composes_with_check_races(hal_compile, chain_inputs, tmp_path):
+def test_profile_composes_with_check_races_and_dump_dispatches(hal_compile, chain_inputs,
+                                                               tmp_path):
     got, events = _run_profiled(tmp_path, hal_compile("chain.mlir"), chain_inputs[2],
-                                "--check_races")
+                                "--check_races", f"--dump_dispatches={tmp_path / 'dump'}")
     assert "[RACE]" not in got.stdout
     assert len(_slices(events, "dispatch")) == 3
+    assert len(list((tmp_path / "dump").iterdir())) == 3
+    _check_workgroups(events, once=False)
+    assert any("order" in e["args"] for e in _slices(events, "workgroups"))
+
+
+def test_a_plain_run_does_not_load_the_profiler(hal_compile):
+    """Without --profile nothing watches: the profiler is not even imported."""
+    code = ("import sys\nfrom vmrt.tools.main import main\n"
+            f"rc = main(['run', '--module={hal_compile('chain.mlir')}', '--input=16x32xf32=1', "
+            "'--input=32x16xf32=1'])\n"
+            "print('LOADED', 'vmrt.tools.profile' in sys.modules)\nsys.exit(rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "LOADED False"
 
 
 @pytest.mark.parametrize("n", [5, 300])
