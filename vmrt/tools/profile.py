@@ -103,6 +103,7 @@ class Profile:
         self.memory_records: list[tuple] = []
         self.threads: dict[int, str] = {}
         self.local = threading.local()      # .tid: the thread's id
+        self.lock = threading.Lock()        # (naming a thread)
         self.dispatches = 0
         #: the dispatch running (its index; a range recorder reads it)
         self.current = -1
@@ -121,9 +122,11 @@ class Profile:
         except AttributeError:
             pass
         tid = self.local.tid = threading.get_native_id()
-        if tid not in self.threads:     # (two pools' threads may share a name)
-            name = threading.current_thread().name
-            self.threads[tid] = f"{name} ({tid})" if name in self.threads.values() else name
+        with self.lock:
+            if tid not in self.threads:     # (two pools' threads may share a name)
+                name = threading.current_thread().name
+                self.threads[tid] = f"{name} ({tid})" if name in self.threads.values() \
+                    else name
         return tid
 
     @contextmanager
