@@ -333,3 +333,39 @@ def test_compare_with_refuses_a_profile(hal_compile, tmp_path):
                     f"--compare_with={hal_compile('chain.mlir')}"])
     assert got.rc != 0 and "--compare_with cannot be combined with --profile" in got.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_calls_from_two_threads_each_on_their_thread(hal_compile, chain_inputs, tmp_path):
+    import threading
+    a, b, _ = chain_inputs
+    stream = io.StringIO()
+    with vmrt.load(hal_compile("chain.mlir"), device="local-task", profile=stream) as prog:
+        threads = [threading.Thread(target=prog.chain, args=(a, b), name=f"caller{i}")
+                   for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    events = check_trace(_strict(stream.getvalue()))
+    calls = _slices(events, "invocation")
+    assert len(calls) == 2 and len({c["tid"] for c in calls}) == 2
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert sorted(names[c["tid"]] for c in calls) == ["caller0", "caller1"]
+    for c in calls:     # each call's three dispatches on its thread, inside it
+        mine = [d for d in _slices(events, "dispatch") if d["tid"] == c["tid"]]
+        assert len(mine) == 3
+        assert all(c["ts"] <= d["ts"] and d["ts"] + d["dur"] <= c["ts"] + c["dur"] + 0.001
+                   for d in mine)
+    _check_workgroups(events)
+
+
+def test_an_unclosed_program_writes_its_profile_when_collected(hal_compile, chain_inputs,
+                                                               tmp_path):
+    import gc
+    a, b, _ = chain_inputs
+    path = tmp_path / "unclosed.json"
+    prog = vmrt.load(hal_compile("chain.mlir"), profile=path)
+    prog.chain(a, b)
+    del prog
+    gc.collect()
+    assert len(_slices(_read(path), "dispatch")) == 3
