@@ -222,6 +222,7 @@ class CommandBuffer(RefObject):
                         checked(table, deadline)
                 return
         plans = self._all_plans()
+        timed = getattr(observer, "transfer", None)     # a profile times transfers too
         for i, cmd in enumerate(self.commands):
             what, labels, prepared = plans[i]
             if isinstance(cmd, Dispatch):
@@ -234,24 +235,36 @@ class CommandBuffer(RefObject):
                 if stats is not None:
                     stats.record_dispatch(cmd.executable.exe, cmd.ordinal,
                                           time.perf_counter() - t0)
-            elif isinstance(cmd, Fill):
-                fill_range(*_resolve(cmd.target, table, what), cmd.pattern,
-                           _target(cmd.target, what))
-            elif isinstance(cmd, Update):
-                buf, start, length = _resolve(cmd.target, table, what)
-                if length > len(cmd.source):
-                    raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
-                                  "byte source", StatusCode.OUT_OF_RANGE)
-                buf.writable(_target(cmd.target, what))[start:start + length] = \
-                    memoryview(cmd.source)[:length]
-            elif isinstance(cmd, Copy):
-                sbuf, s, n = _resolve(cmd.source, table, what)
-                tbuf, t, m = _resolve(cmd.target, table, what)
-                if n != m:
-                    raise HalError(f"{what}: source has {n} bytes, target {m}",
-                                  StatusCode.INVALID_ARGUMENT)
-                # (memoryview assignment copies overlapping ranges correctly)
-                tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n]
+            elif timed is None:
+                _transfer(cmd, table, what)
+            else:
+                timed(cmd, what, _transfer, cmd, table, what)
+
+
+def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> int:
+    """Run a fill, update or copy command; the bytes it wrote."""
+    if isinstance(cmd, Fill):
+        buf, start, length = _resolve(cmd.target, table, what)
+        fill_range(buf, start, length, cmd.pattern, _target(cmd.target, what))
+        return length
+    if isinstance(cmd, Update):
+        buf, start, length = _resolve(cmd.target, table, what)
+        if length > len(cmd.source):
+            raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
+                          "byte source", StatusCode.OUT_OF_RANGE)
+        buf.writable(_target(cmd.target, what))[start:start + length] = \
+            memoryview(cmd.source)[:length]
+        return length
+    if isinstance(cmd, Copy):
+        sbuf, s, n = _resolve(cmd.source, table, what)
+        tbuf, t, m = _resolve(cmd.target, table, what)
+        if n != m:
+            raise HalError(f"{what}: source has {n} bytes, target {m}",
+                          StatusCode.INVALID_ARGUMENT)
+        # (memoryview assignment copies overlapping ranges correctly)
+        tbuf.writable(_target(cmd.target, what))[t:t + n] = sbuf.bytes[s:s + n]
+        return n
+    return 0
 
 
 def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,

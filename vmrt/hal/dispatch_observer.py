@@ -16,12 +16,23 @@ an executable's ``dispatch()`` on the calling thread runs only the workgroups
 of ``order`` (linear indices, x fastest) in that order, and an emulated one
 appends ``(binding, byte offset, size)`` of every store into a binding to
 ``writes`` (the race checker, :mod:`vmrt.hal.local.races`).
+
+An observer with a ``transfer`` method also sees the fill, update and copy
+commands: ``observer.transfer(command, what, run, *args)`` must return
+``run(*args)`` (the bytes the command moved).  Inside ``with
+record_workgroup_ranges(recorder):`` the code that runs a contiguous range
+of a dispatch's workgroups on some thread (the calling one or a local-task
+worker) runs it as ``recorder(indices, run, *args)`` on that thread, which
+must return ``run(*args)``: a profile times each range
+(:mod:`vmrt.tools.profile`).  The recorder is looked up once per dispatch on
+the calling thread (:func:`in_range`); with none, nothing is wrapped.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import partial
 
 from elfkit.records import DataRecord
 
@@ -86,6 +97,36 @@ def workgroup_probe(order: Sequence[int] | None = None,
         yield probe
     finally:
         _PROBE.reset(token)
+
+
+#: ``recorder(indices, run, *args)``: runs ``run(*args)`` (workgroups ``indices``
+#: of the dispatch being observed) on the calling thread, timing it
+RangeRecorder = Callable[..., "Any"]
+
+#: the workgroup range recorder of the running thread
+_RANGES: ContextVar[RangeRecorder | None] = ContextVar("vmrt_range_recorder", default=None)
+
+#: ``current_range_recorder()``: the calling thread's range recorder, or None
+current_range_recorder: Callable[[], RangeRecorder | None] = _RANGES.get
+
+
+@contextmanager
+def record_workgroup_ranges(recorder: RangeRecorder) -> Iterator[None]:
+    """Within this block, each workgroup range of a dispatch started on the
+    calling thread runs through ``recorder`` (see the module docstring)."""
+    token = _RANGES.set(recorder)
+    try:
+        yield
+    finally:
+        _RANGES.reset(token)
+
+
+def in_range(recorder: RangeRecorder | None, indices: Sequence[int],
+             run: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` itself when ``recorder`` is None, else a callable that runs
+    ``run(*args)`` through the recorder as workgroups ``indices`` (on the
+    thread that calls it)."""
+    return run if recorder is None else partial(recorder, indices, run)
 
 
 class ObservedDispatch(DataRecord, frozen=True, slots=True):

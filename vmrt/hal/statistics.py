@@ -7,11 +7,20 @@ A device collects them only when its context asks (``Context(...,
 statistics=True)``); the device ``hal`` module records each allocation
 (:meth:`DeviceStatistics.record_allocation`, which also watches the buffer
 so its release counts as a free) and each dispatch
-(:meth:`DeviceStatistics.record_dispatch`)."""
+(:meth:`DeviceStatistics.record_dispatch`).
+
+A statistics object made inside ``with listening(listener):`` also tells
+``listener(kind, heap, size, live)`` of each allocation (``kind``
+"allocate") and free ("free") it counts, on the thread that made or freed
+the buffer, with the live bytes of every heap after it: a profile's
+allocation events and live-bytes counter (:mod:`vmrt.tools.profile`)."""
 from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from elfkit.records import DataRecord, field
 
@@ -22,6 +31,25 @@ if TYPE_CHECKING:
 #: IREE_HAL_MEMORY_TYPE_HOST_LOCAL (host-local memory; everything else is
 #: counted as device-local, as IREE's heap allocator does)
 MEMORY_TYPE_HOST_LOCAL = 0x46
+
+
+#: ``listener(kind, heap, size, live)``: see the module docstring
+AllocationListener = Callable[[str, str, int, "dict[str, int]"], None]
+
+#: the allocation listener statistics made on this thread get
+_LISTENER: ContextVar[AllocationListener | None] = ContextVar("vmrt_allocation_listener",
+                                                              default=None)
+
+
+@contextmanager
+def listening(listener: AllocationListener) -> Iterator[None]:
+    """Statistics made inside this block (on the calling thread) tell
+    ``listener`` of each allocation and free they count."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
 
 
 class HeapStatistics(DataRecord):
@@ -56,23 +84,37 @@ class DeviceStatistics(DataRecord):
         "HOST_LOCAL": HeapStatistics(), "DEVICE_LOCAL": HeapStatistics()})
     dispatches: dict[str, DispatchStatistics] = field(default_factory=dict)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    #: who else hears of allocations and frees (see :func:`listening`)
+    listener: AllocationListener | None = field(default_factory=_LISTENER.get, repr=False,
+                                                compare=False)
 
     def record_allocation(self, buffer: Any, memory_types: int) -> None:
         """Count ``buffer`` (a :class:`vmrt.hal.buffer.HalBuffer`) as allocated
         in the heap ``memory_types`` selects, and as freed when it is released."""
-        heap = self.heaps["HOST_LOCAL" if memory_types & MEMORY_TYPE_HOST_LOCAL
-                          == MEMORY_TYPE_HOST_LOCAL else "DEVICE_LOCAL"]
+        name = "HOST_LOCAL" if memory_types & MEMORY_TYPE_HOST_LOCAL \
+            == MEMORY_TYPE_HOST_LOCAL else "DEVICE_LOCAL"
+        heap = self.heaps[name]
         size = len(buffer)
         with self._lock:
             heap.allocations += 1
             heap.bytes_allocated += size
             heap.bytes_peak = max(heap.bytes_peak, heap.bytes_live)
-        weakref.finalize(buffer, self._free, heap, size)
+            live = self._live() if self.listener is not None else None
+        weakref.finalize(buffer, self._free, name, size)
+        if live is not None and self.listener is not None:
+            self.listener("allocate", name, size, live)
 
-    def _free(self, heap: HeapStatistics, size: int) -> None:
+    def _free(self, name: str, size: int) -> None:
+        heap = self.heaps[name]
         with self._lock:
             heap.frees += 1
             heap.bytes_freed += size
+            live = self._live() if self.listener is not None else None
+        if live is not None and self.listener is not None:
+            self.listener("free", name, size, live)
+
+    def _live(self) -> dict[str, int]:
+        return {name: h.bytes_live for name, h in self.heaps.items()}
 
     def record_dispatch(self, executable: Any, ordinal: int, seconds: float) -> None:
         """One dispatch of export ``ordinal`` of ``executable`` (a loaded
@@ -107,5 +149,5 @@ class DeviceStatistics(DataRecord):
         return "\n".join(lines) + "\n"
 
 
-__all__ = ["DeviceStatistics", "DispatchStatistics", "HeapStatistics",
-           "MEMORY_TYPE_HOST_LOCAL"]
+__all__ = ["AllocationListener", "DeviceStatistics", "DispatchStatistics", "HeapStatistics",
+           "MEMORY_TYPE_HOST_LOCAL", "listening"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -145,13 +146,13 @@ class ProgramFunction:
             values = [conv(a) for conv, a in zip(self._convert, args)]
         else:
             values = [_array_arg(a) for a in args]
+        profile = self.program.profile
         try:
-            if not self.fenced:
-                results = ctx.invoke(self.bound, values)
-            elif fences is not None:
-                results = ctx.invoke(self.bound, [*values[:-2], *fences])
+            if profile is None:
+                results = self._invoke(ctx, values, fences)
             else:
-                results = invoke_fenced(ctx, self.bound, values[:-2], self.name)
+                with profile.invocation(self.name):
+                    results = self._invoke(ctx, values, fences)
         except VmError as e:
             e.annotate(f"invoking function '{self.name}'")
             decl = self.declaration
@@ -163,6 +164,13 @@ class ProgramFunction:
         if len(results) == 1:
             return to_host(results[0])
         return tuple(to_host(r) for r in results)
+
+    def _invoke(self, ctx: Context, values: list[Any], fences: list[Any] | None) -> list[Any]:
+        if not self.fenced:
+            return ctx.invoke(self.bound, values)
+        if fences is not None:
+            return ctx.invoke(self.bound, [*values[:-2], *fences])
+        return invoke_fenced(ctx, self.bound, values[:-2], self.name)
 
     def _arity_error(self, given: int, want: int, note: str) -> None:
         raise UsageError(f"function '{self.name}' takes {want} argument{'' if want == 1 else 's'}"
@@ -185,10 +193,15 @@ class Program:
     invocations; the program's globals and device belong to the call
     running)."""
 
-    def __init__(self, context: Context, module: Module):
+    def __init__(self, context: Context, module: Module, profile: Any = None):
         self.context: Context | None = context
         self.module = module
         self._functions: dict[str, ProgramFunction] = {}
+        #: the timeline being recorded (``load(profile=...)``), written at close
+        #: (or when the program is collected unclosed, at the latest at exit)
+        self.profile = profile
+        if profile is not None:
+            weakref.finalize(self, profile.close)
 
     @property
     def closed(self) -> bool:
@@ -229,7 +242,7 @@ class Program:
         return self.function(name)
 
     def __getattr__(self, name: str) -> ProgramFunction:
-        if name.startswith("__") or name in ("context", "module", "_functions"):
+        if name.startswith("__") or name in ("context", "module", "_functions", "profile"):
             raise AttributeError(name)
         return self.function(name)
 
@@ -242,7 +255,7 @@ class Program:
     def statistics(self) -> Any:
         """The device's statistics (:class:`vmrt.hal.statistics.DeviceStatistics`:
         ``heaps``, ``dispatches``, ``format()``) when loaded with
-        ``statistics=True``, else None."""
+        ``statistics=True`` (or ``profile=``), else None."""
         if self.context is None:
             raise VmError("cannot read statistics: the program is closed",
                           StatusCode.FAILED_PRECONDITION)
@@ -256,6 +269,8 @@ class Program:
             ctx.close()
         self.context = None
         self._functions.clear()
+        if self.profile is not None:
+            self.profile.close()
 
     def __enter__(self) -> Program:
         return self
@@ -304,7 +319,7 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
          statistics: bool = False, trace_dispatch_tensors: Any = None,
-         parameters: Any = (), parameter_mode: str = "file") -> Program:
+         parameters: Any = (), parameter_mode: str = "file", profile: Any = None) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -333,6 +348,10 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     ``scope -> {key: numpy array}``, a
     :class:`vmrt.ParameterIndex`, or a list of these;
     ``parameter_mode``: ``"file"`` (files mapped) or ``"preload"``.
+    ``profile``: a path or a text stream that gets the program's timeline as
+    Chrome/Perfetto trace-event JSON (``--profile``; see
+    :mod:`vmrt.tools.profile`) when the program is closed; it turns the
+    statistics on.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -358,6 +377,13 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
-    ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
-                                 trace=trace, statistics=bool(statistics))
-    return Program(ctx, loaded[-1])
+    if profile is None:
+        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
+                                     trace=trace, statistics=bool(statistics))
+        return Program(ctx, loaded[-1])
+    from .profile import open_profile  # imported only when asked for
+    prof = open_profile(profile, "vmrt.load")
+    with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
+        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
+                                     trace=trace, statistics=True)
+    return Program(ctx, loaded[-1], prof)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 
 import elfkit
 
@@ -120,6 +121,11 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 (IREE's execution-trace format)
   --print_statistics            print allocator statistics and dispatch counts
                                 and times per executable export to stderr
+  --profile=FILE                write the run's timeline to FILE as Chrome/Perfetto
+                                trace-event JSON (ui.perfetto.dev): invocations,
+                                dispatches and the workgroups each thread ran,
+                                transfers, allocations; written also when the
+                                run fails (vmrt extension)
   --help                        show this help
 """
 
@@ -132,7 +138,7 @@ RUN_FLAGS = FlagSpec(
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
                       "expected_bf16_threshold", "expected_rtol", "equality_mode",
                       "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors",
-                      "parameter_mode", *TASK_VALUES}),
+                      "parameter_mode", "profile", *TASK_VALUES}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races", "task_abort_on_failure"}),
     raw=frozenset({"input"}), optional=frozenset(ACTIONS))
@@ -164,8 +170,9 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     if mode not in ("approximate", "exact"):
         raise UsageError(f"flag --equality_mode expects approximate or exact, got '{mode}'")
     if "compare_with" in flags.values:
-        if "trace_dispatch_tensors" in flags.values:
-            raise UsageError("--compare_with cannot be combined with --trace_dispatch_tensors")
+        for other in ("trace_dispatch_tensors", "profile"):
+            if other in flags.values:
+                raise UsageError(f"--compare_with cannot be combined with --{other}")
         from .compare import lockstep_cli  # imported only when asked for
         return lockstep_cli(flags, stdout, lambda f: _open(f, providers, stdin, stderr),
                             thresholds, max_elements)
@@ -173,8 +180,14 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     sinks: list[Sink] = [TracePrinter(stderr)]
     if "trace_dispatch_tensors" in flags.values:
         sinks.append(NpyFolder(flags.values["trace_dispatch_tensors"]))
-    ctx, main, name, fn = _open(flags, providers, stdin, stderr, chain(sinks))
-    with ctx:
+    profile: Any = None
+    if "profile" in flags.values:
+        from .profile import open_profile  # imported only when asked for (start-up)
+        profile = open_profile(flags.values["profile"], "vmrt run")
+    with profile.writing(on_success=False) if profile else nullcontext():
+        ctx, main, name, fn = _open(flags, providers, stdin, stderr, chain(sinks), profile)
+    stats = "print_statistics" in flags.bools
+    with profile.writing() if profile else nullcontext(), ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
         try:
             args = parse_inputs(flags.lists["input"], fn.cconv)
@@ -185,7 +198,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.write(f"EXEC @{name}\n")
         stdout.flush()
         try:
-            with observer.watching():
+            with observer.watching(), profile.invocation(name) if profile else nullcontext():
                 if takes_fences(main, name):       # async-external: fences added
                     results = invoke_fenced(ctx, fn, args, name)
                 else:
@@ -205,12 +218,12 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
                 raise
             stdout.write(text + observer.report())
             stdout.flush()
-            _print_statistics(ctx, stderr)
+            _print_statistics(ctx, stderr, stats)
             return 0 if ok and not observer.exit_code() else 1
         _write_results(flags.lists["output"], results, fn.cconv, max_elements, stdout)
         stdout.write(observer.report())
         stdout.flush()
-        _print_statistics(ctx, stderr)
+        _print_statistics(ctx, stderr, stats)
     return observer.exit_code()
 
 
@@ -234,25 +247,32 @@ def _tolerance(flags: Flags, name: str, default: float) -> float:
     return value
 
 
-def _print_statistics(ctx: Context, stderr: TextIO) -> None:
+def _print_statistics(ctx: Context, stderr: TextIO, wanted: bool) -> None:
     """``--print_statistics``: each module's statistics (the device's)."""
+    if not wanted:      # (a profile collects them too)
+        return
     for stats in ctx.statistics().values():
         stderr.write(stats.format())
     stderr.flush()
 
 
 def _open(flags: Flags, providers: Iterable[Any], stdin: Any, stderr: TextIO,
-          debug_sink: Sink | None = None) -> tuple[Context, Module, str, Any]:
+          debug_sink: Sink | None = None, profile: Any = None
+          ) -> tuple[Context, Module, str, Any]:
     """Load the modules, make the context and find the function to run;
-    ``hal.buffer_view.trace`` goes to ``debug_sink`` (default: ``stderr``)."""
+    ``hal.buffer_view.trace`` goes to ``debug_sink`` (default: ``stderr``);
+    ``profile`` records the context's creation."""
     settings = context_settings(flags)
     settings.options.extra["debug_sink"] = debug_sink or TracePrinter(stderr)
     settings.options.extra["task"] = task_topology(flags)
     try:
-        ctx, user = create_context(settings.modules, settings.options, providers, stdin=stdin,
-                                   budget=settings.budget, timeout=settings.timeout,
-                                   trace=stderr if settings.trace_execution else None,
-                                   statistics=settings.print_statistics)
+        with profile.invocation("(create context)", "load") if profile else nullcontext():
+            ctx, user = create_context(settings.modules, settings.options, providers,
+                                       stdin=stdin, budget=settings.budget,
+                                       timeout=settings.timeout,
+                                       trace=stderr if settings.trace_execution else None,
+                                       statistics=settings.print_statistics
+                                       or profile is not None)
         main = user[-1]
         try:
             name = _pick_function(main, flags.values.get("function"))

@@ -34,7 +34,7 @@ import elfkit
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_bytes, aligned_memory
-from ..dispatch_observer import current_probe
+from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import fpu_state
 from .bindings import StagedBindings
@@ -108,6 +108,8 @@ class _Grid:
         #: the linear workgroup indices to run, in order (None: all, x fastest)
         self.indices: list[int] | None = None
         self.limits: ExecutionLimits | None = current_limits()
+        #: times each range of workgroups when a profile watches (else None)
+        self.rec = current_range_recorder()
         self.fn = exe.entry(exp)
 
     def run_order(self) -> Sequence[int]:
@@ -166,7 +168,8 @@ def _run_native(grid: _Grid, arrays: list[Any], threads: int) -> None:
         return
     mem = GuestMemory(exe.machine)          # the export's local memory
     try:
-        _native_range(grid, ds, grid.run_order(), grid.processor_id, mem)
+        order = grid.run_order()
+        in_range(grid.rec, order, _native_range)(grid, ds, order, grid.processor_id, mem)
     finally:
         mem.free_all()
 
@@ -207,7 +210,7 @@ def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
     mems = [GuestMemory(grid.exe.machine) for _ in parts]
     try:
         with ThreadPoolExecutor(len(parts)) as pool:
-            futures = [pool.submit(_native_range, grid, ds, p, t, mems[t])
+            futures = [pool.submit(in_range(grid.rec, p, _native_range), grid, ds, p, t, mems[t])
                        for t, p in enumerate(parts)]
             errors = [f.exception() for f in futures]
     finally:
@@ -275,8 +278,9 @@ def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
                                    grid.limits)
 
         with stopping_guest(machine, grid.limits), staged.recording(writes):
-            grid.walk(ds, grid.run_order(), grid.processor_id, mem, place, call,
-                      staged.explain_fault)
+            order = grid.run_order()
+            in_range(grid.rec, order, grid.walk)(ds, order, grid.processor_id, mem, place, call,
+                                                 staged.explain_fault)
         staged.copy_back()
     finally:
         mem.free_all()

@@ -46,6 +46,7 @@ from ...errors import (
     StatusCode,
     VmError,
 )
+from ..dispatch_observer import current_range_recorder, in_range
 from .bindings import alias_groups, explain_binding_fault
 from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
 from .dispatch_limits import (
@@ -255,6 +256,7 @@ class _Job:
         self.cancelled: VmError | None = None
         self.limits = limits
         self.shares = shares_for(limits, threads)
+        self.rec = current_range_recorder()     # a profile times each worker's range
 
     def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, tuple]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
@@ -271,11 +273,11 @@ class _Job:
 
     def run(self, parts: list[tuple], bounds: list[tuple[int, int]]) -> None:
         pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
-        futures = [pool.submit(self.run_guarded, t, parts, *bounds[t])
-                   for t in range(1, len(parts))] if pool else []
+        futures = [pool.submit(in_range(self.rec, range(*bounds[t]), self.run_guarded), t,
+                               parts, *bounds[t]) for t in range(1, len(parts))] if pool else []
         errors: list[BaseException] = []
         try:
-            self.run_guarded(0, parts, *bounds[0])
+            in_range(self.rec, range(*bounds[0]), self.run_guarded)(0, parts, *bounds[0])
         except BaseException as e:  # noqa: BLE001 - reported after the others stopped
             errors.append(e)
         for f in futures:

@@ -22,6 +22,7 @@ import threading
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
+from ..dispatch_observer import current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .dispatch_args import workgroup_xyz
@@ -141,7 +142,8 @@ class NativeDispatch:
             block, ds, _recs, ws = self._block()
         self.pack(block, self.b_off, *ptrs, *sizes)
         limits = current_limits()       # a cancel is checked between workgroups
-        if self.total == 1:             # run_range(ds, ws, 0, 1, ...) in this frame
+        rec = current_range_recorder()  # a profile times the ranges (None: not profiled)
+        if self.total == 1 and rec is None:     # run_range(ds, ws, 0, 1, ...) in this frame
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
@@ -158,15 +160,17 @@ class NativeDispatch:
                 raise self._failure(0, r)
             return
         if self.threads == 1:
-            self.run_range(ds, ws, 0, self.total, deadline, limits)
+            in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
+                                                             limits)
             return
         bounds = self.bounds
         pool = worker_pool(self.threads - 1)
-        futures = [pool.submit(self.run_range, ds, ws, a, b, deadline, limits)
-                   for a, b in bounds[1:]]
+        futures = [pool.submit(in_range(rec, range(a, b), self.run_range), ds, ws, a, b,
+                               deadline, limits) for a, b in bounds[1:]]
         errors: list[BaseException | None] = []
         try:
-            self.run_range(ds, ws, *bounds[0], deadline, limits)
+            in_range(rec, range(*bounds[0]), self.run_range)(ds, ws, *bounds[0], deadline,
+                                                             limits)
         except Exception as first:  # noqa: BLE001 - reported after the other ranges end
             errors.append(first)
         errors += [f.exception() for f in futures]
