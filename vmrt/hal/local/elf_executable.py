@@ -59,7 +59,10 @@ _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
 
 
-def _arch_of(data: bytes, arch: Any, backend: str) -> str:
+def library_arch(data: bytes, arch: Any = None, backend: str = "auto") -> str:
+    """The CPU of the ELF (or chosen FatELF slice) ``data`` is for: ``arch``
+    if given, else the host's slice when there is one, else (unless
+    ``backend`` is "native") the first slice elfkit can run."""
     try:
         rec, _view = fatelf.select(data, arch, fallback=backend != "native")
     except elfkit.ElfkitError as e:
@@ -70,7 +73,7 @@ def _arch_of(data: bytes, arch: Any, backend: str) -> str:
     return rec.arch
 
 
-def _prefetch_unicorn(arch_name: str, backend: str) -> None:
+def prefetch_unicorn(arch_name: str, backend: str) -> None:
     """Start opening libunicorn when ``arch_name`` code will be emulated
     (elfkit.exec is imported here: a host-only run needs none of it)."""
     if backend == "native":
@@ -87,6 +90,7 @@ class ElfExecutable:
 
     def __init__(self) -> None:
         self.closed = True
+        self._owns_module = True    # False: made with over(), the module's owner closes it
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
@@ -109,6 +113,22 @@ class ElfExecutable:
         self._init(source, plugins, arch, backend, machine, name, constants, processor_data)
         return self
 
+    @classmethod
+    def over(cls, module: Any, query: int, *, plugins: PluginManager | None = None,
+             name: str | None = None, constants: Sequence[int] | None = None,
+             processor_data: Sequence[int] | None = None, data: bytes = b"") -> ElfExecutable:
+        """A dispatch library inside an already-loaded elfkit ``module`` (a
+        relocatable object holding IREE static libraries, say): ``query`` is
+        the address of its ``*_library_query`` function.  The executable
+        has its own environment and imports; closing it leaves ``module``
+        open (its owner closes it)."""
+        self = cls()
+        self.source = module.name
+        self.data = data
+        self._owns_module = False
+        self._attach(module, plugins, name or module.name, query, constants, processor_data)
+        return self
+
     def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
               machine: Any, name: str | None, constants: Sequence[int] | None,
               processor_data: Sequence[int] | None) -> None:
@@ -122,8 +142,8 @@ class ElfExecutable:
         #: the library's bytes as loaded (what a dispatch dump writes out)
         self.data = data
         if machine is None and plugins is not None:
-            arch_name = _arch_of(data, arch, backend)
-            _prefetch_unicorn(arch_name, backend)   # opens on another thread while this
+            arch_name = library_arch(data, arch, backend)
+            prefetch_unicorn(arch_name, backend)   # opens on another thread while this
             load = elfkit.load                      # one imports the loader (first use)
             machine = plugins.machine(arch_name)
             if backend != "auto" and machine.backend != backend:
@@ -136,9 +156,16 @@ class ElfExecutable:
             load = elfkit.load
         try:
             self.module = load(data, arch=arch, backend=backend, machine=machine, name=label,
-                               imports=_runtime_imports())
+                               imports=runtime_imports())
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"loading executable {label}: {e}") from e
+        self._owns_module = True
+        self._attach(self.module, plugins, label, None, constants, processor_data)
+
+    def _attach(self, module: Any, plugins: PluginManager | None, label: str,
+                query: int | None, constants: Sequence[int] | None,
+                processor_data: Sequence[int] | None) -> None:
+        self.module = module
         self.machine = self.module.machine
         self.arch = self.module.arch
         self.backend = self.module.backend
@@ -149,7 +176,7 @@ class ElfExecutable:
         self._mem = GuestMemory(self.machine)
         self.closed = False
         try:
-            self._query(label, constants, processor_data)
+            self._query(label, query, constants, processor_data)
         except BaseException:
             try:
                 self.close()
@@ -157,31 +184,23 @@ class ElfExecutable:
                 pass        # (a finaliser faulted) the query's error is the one to report
             raise
 
-    def _query(self, label: str, constants: Sequence[int] | None,
+    def _query(self, label: str, query_addr: int | None, constants: Sequence[int] | None,
                processor_data: Sequence[int] | None) -> None:
-        mem, lay, m = self._mem, self._mem.layout, self.machine
-        try:
-            query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
-        except elfkit.ElfkitError:
-            raise ExecutableError(f"executable {label} does not export "
-                                  f"'{abi.LIBRARY_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
+        mem, lay = self._mem, self._mem.layout
+        if query_addr is None:
+            try:
+                query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
+            except elfkit.ElfkitError:
+                raise ExecutableError(f"executable {label} does not export "
+                                      f"'{abi.LIBRARY_QUERY_NAME}'",
+                                      StatusCode.NOT_FOUND) from None
         self.env = mem.alloc(lay.env_size, 16)
         pd = list(processor_data or [])[:abi.PROCESSOR_DATA_WORDS]
         pd += [0] * (abi.PROCESSOR_DATA_WORDS - len(pd))
         mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
         self.processor_data = tuple(pd)
         try:
-            query = m.function(query_addr, sig("ptr(u32,ptr)"))
-            lib_ptr = int(query(abi.LIBRARY_VERSION, self.env) or 0)
-            if not lib_ptr:
-                raise ExecutableError(
-                    f"executable {label} does not support this version of the runtime "
-                    f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
-                    f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
-            lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
-            if not lib.header:
-                raise ExecutableError(f"executable {label}: the library has a NULL header")
-            hdr = lay.library_header(m.read(lib.header, lay.library_header_size))
+            lib, hdr = query_library(mem, query_addr, self.env, label)
             self.version = hdr.version
             self.name = mem.cstr(hdr.name_ptr) or label
             self.features = hdr.features
@@ -370,6 +389,8 @@ class ElfExecutable:
             if self.workers is not None:
                 self.workers.close()
             self._mem.free_all()
+            if not self._owns_module:
+                return
             try:
                 self.module.close()
             except elfkit.ElfkitError as e:       # its finalisers faulted, say
@@ -389,13 +410,33 @@ class ElfExecutable:
                 f"exports={[e.name for e in getattr(self, 'exports', [])]}>")
 
 
+def query_library(mem: GuestMemory, query_addr: int, env: int,
+                  label: str) -> tuple[abi.LibraryV0, abi.LibraryHeader]:
+    """Call a library query at ``query_addr`` (``ptr(u32 version, ptr
+    environment)``) in ``mem``'s machine for version 6: the library's v0
+    table and header.  A NULL answer or header is an ExecutableError
+    naming ``label``; elfkit errors (a fault) pass through."""
+    m, lay = mem.machine, mem.layout
+    query = m.function(query_addr, sig("ptr(u32,ptr)"))
+    lib_ptr = int(query(abi.LIBRARY_VERSION, env) or 0)
+    if not lib_ptr:
+        raise ExecutableError(
+            f"executable {label} does not support this version of the runtime "
+            f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
+            f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
+    lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
+    if not lib.header:
+        raise ExecutableError(f"executable {label}: the library has a NULL header")
+    return lib, lay.library_header(m.read(lib.header, lay.library_header_size))
+
+
 def _unwind_personality(*_args: Any) -> int:
     # Only reached when unwinding through dispatch code, which never happens:
     # report "failure" (_URC_FAILURE = 9) like a runtime without unwinder.
     return 9
 
 
-def _runtime_imports() -> Any:
+def runtime_imports() -> Any:
     """Symbols compiled dispatch code may reference without calling: the ARM
     EHABI personality routines named by .ARM.exidx entries (armv7a
     executables reference __aeabi_unwind_cpp_pr0)."""
@@ -406,4 +447,4 @@ def _runtime_imports() -> Any:
 #: the older, public name of :class:`ElfExecutable` (``vmrt.Executable``)
 Executable = ElfExecutable
 
-__all__ = ["ElfExecutable", "Executable"]
+__all__ = ["ElfExecutable", "Executable", "library_arch", "query_library", "runtime_imports"]
