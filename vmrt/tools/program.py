@@ -34,7 +34,7 @@ from ..vm.module import Module, cconv_fragments
 from .async_calls import check_fence, takes_fences
 from .async_calls import invoke as invoke_fenced
 from .dispatch_trace import NpyFolder, Sink, TracePrinter
-from .module_specs import RunOptions, create_context
+from .module_specs import RunOptions, create_context, static_library_list
 
 __all__ = ["Program", "ProgramFunction", "load"]
 
@@ -301,6 +301,7 @@ def _debug_sink(spec: Any) -> Sink | None:
 
 def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
+         static_libraries: Iterable[str | os.PathLike | bytes] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
          statistics: bool = False, trace_dispatch_tensors: Any = None) -> Program:
@@ -312,6 +313,9 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     or None for programs that need no device (``--iree-execution-model=
     host-only``; a program that does need one then gets the default).
     ``executable_plugins``: ``--executable_plugin`` values, last asked first.
+    ``static_libraries``: ``--static_library`` objects (paths or bytes of a
+    ``.o`` from ``iree-compile --iree-llvmcpu-link-static``, or a FatELF of
+    them) whose libraries run the program's ``static`` executables.
     ``modules``: extra modules registered before the main one, as
     ``vmrt.Module`` objects or ``--module`` spec strings (``lib.vmfb``,
     ``mods.py@create``).  ``providers``: extra module providers (the
@@ -342,7 +346,8 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))])
+                            _listify(executable_plugins, (str, os.PathLike))],
+        static_libraries=static_library_list(static_libraries))
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,

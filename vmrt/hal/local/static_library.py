@@ -46,8 +46,6 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-#: IREE's executable format of a static library
-STATIC_FORMAT = "static"
 #: what ends the name of a library's query function in a static library object
 QUERY_SUFFIX = "_library_query"
 
@@ -178,4 +176,4 @@ class StaticLibraryLoader:
             raise errors[0]
 
 
-__all__ = ["QUERY_SUFFIX", "STATIC_FORMAT", "StaticLibrary", "StaticLibraryLoader"]
+__all__ = ["QUERY_SUFFIX", "StaticLibrary", "StaticLibraryLoader"]

@@ -95,13 +95,16 @@ class HalDeviceModule(HalModule):
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
                  program_arches: Iterable[str] = (), module_mode: str = "preload",
-                 debug_sink: DebugSink | None = None, task: TaskTopology | None = None):
+                 debug_sink: DebugSink | None = None, task: TaskTopology | None = None,
+                 static_libraries: Sequence[Any] = ()):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
         super().__init__(instance, debug_sink)
         self.device_uris = list(devices) or ["local-task"]
         self.executable_plugins = list(executable_plugins)
+        #: ``--static_library`` objects: the devices' static library loader
+        self.static_libraries = list(static_libraries)
         self.backend = backend
         #: the CPUs of the program's embedded executables: a plugin with code
         #: for none of them fails when the device is created, as in IREE
@@ -121,7 +124,8 @@ class HalDeviceModule(HalModule):
         # the context's limits (replaced per invocation) bound every dispatch
         state.context = context
         timeout = getattr(context, "timeout", None)
-        state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
+        state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout,
+                                static_libraries=self.static_libraries)
                          for u in self.device_uris]
         if self.task is not None:
             for d in state.devices:
@@ -141,6 +145,8 @@ class HalDeviceModule(HalModule):
             for d in state.devices:
                 if d.plugin_specs:
                     d.loader.plugins.require_arches(self.program_arches)
+                if d.static_libraries:
+                    _ = d.loader    # IREE queries static libraries when the device is made
         except BaseException:
             self.free_state(state)
             raise
