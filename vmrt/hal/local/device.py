@@ -46,7 +46,8 @@ class Device(RefObject):
     vm_type = DEVICE_TYPE
 
     def __init__(self, uri: str, plugin_specs: Sequence[str] = (), backend: str = "auto",
-                 call_timeout: float | None = None, static_libraries: Sequence[Any] = ()):
+                 call_timeout: float | None = None, static_libraries: Sequence[Any] = (),
+                 static_arches: Sequence[str] = ()):
         driver, sep, rest = uri.partition("://")
         driver = driver.strip() or "local-task"
         if driver not in DRIVERS:
@@ -59,6 +60,8 @@ class Device(RefObject):
         self.plugin_specs = list(plugin_specs)
         #: ``--static_library`` objects (paths or bytes)
         self.static_libraries = list(static_libraries)
+        #: the CPUs the program's static executables are for (empty: unknown)
+        self.static_arches = list(static_arches)
         self.backend = backend
         #: bounds every emulated call (plugin set-up included): the context's timeout
         self.call_timeout = call_timeout
@@ -72,7 +75,8 @@ class Device(RefObject):
         if self._loader is None:
             self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend,
                                             call_timeout=self.call_timeout,
-                                            static_libraries=self.static_libraries)
+                                            static_libraries=self.static_libraries,
+                                            static_arches=self.static_arches)
         return self._loader
 
     def supports_format(self, fmt: str) -> bool:

@@ -91,6 +91,8 @@ class ElfExecutable:
     def __init__(self) -> None:
         self.closed = True
         self._owns_module = True    # False: made with over(), the module's owner closes it
+        #: made with over(): what loads the library again for another machine
+        self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
@@ -116,16 +118,19 @@ class ElfExecutable:
     @classmethod
     def over(cls, module: Any, query: int, *, plugins: PluginManager | None = None,
              name: str | None = None, constants: Sequence[int] | None = None,
-             processor_data: Sequence[int] | None = None, data: bytes = b"") -> ElfExecutable:
+             processor_data: Sequence[int] | None = None, data: bytes = b"",
+             owns_module: bool = False, copy_hook: Any = None) -> ElfExecutable:
         """A dispatch library inside an already-loaded elfkit ``module`` (a
         relocatable object holding IREE static libraries, say): ``query`` is
         the address of its ``*_library_query`` function.  The executable
         has its own environment and imports; closing it leaves ``module``
-        open (its owner closes it)."""
+        open (its owner closes it) unless ``owns_module``.  ``copy_hook(exe)``
+        loads it again into a new emulated machine (:meth:`emulated_copy`)."""
         self = cls()
         self.source = module.name
         self.data = data
-        self._owns_module = False
+        self._owns_module = owns_module
+        self.copy_hook = copy_hook
         self._attach(module, plugins, name or module.name, query, constants, processor_data)
         return self
 
@@ -293,6 +298,16 @@ class ElfExecutable:
                         for nm, f, c, p in zip(names, fns, ctxs, slots.providers)]
         mem.write_words(self.env + lay.env_import_thunk,
                         [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
+
+    def emulated_copy(self) -> ElfExecutable:
+        """This library loaded again into a new emulated machine (one worker
+        of a parallel emulated dispatch), with the same constants and
+        processor data."""
+        if self.copy_hook is not None:
+            copy: ElfExecutable = self.copy_hook(self)
+            return copy
+        return type(self).load(self.data, arch=self.arch, backend="emulated", name=self.name,
+                               constants=self.constants, processor_data=self.processor_data)
 
     # -- queries --------------------------------------------------------------------
     def export(self, which: str | int | ExportInfo) -> ExportInfo:

@@ -91,7 +91,7 @@ class ExecutableLoader:
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
                  manager: PluginManager | None = None, call_timeout: float | None = None,
-                 static_libraries: Sequence[Any] = ()):
+                 static_libraries: Sequence[Any] = (), static_arches: Iterable[str] = ()):
         self.plugins = manager or register_plugins(list(plugin_specs), backend=backend,
                                                    call_timeout=call_timeout)
         self._own = manager is None
@@ -102,7 +102,7 @@ class ExecutableLoader:
             from .static_library import StaticLibraryLoader
             try:
                 self.static = StaticLibraryLoader(static_libraries, plugins=self.plugins,
-                                                  backend=backend)
+                                                  backend=backend, program_arches=static_arches)
             except BaseException:
                 if self._own:
                     self.plugins.close()

@@ -24,7 +24,8 @@ resolved by the executable plugins, as for any executable."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 
 import elfkit
 
@@ -52,18 +53,80 @@ QUERY_SUFFIX = "_library_query"
 
 class StaticLibrary:
     """One registered library: its name (from its header), the object it
-    lives in and the address of its query function."""
+    lives in, its query function (address and symbol) and the object's
+    bytes (what a worker machine loads again)."""
 
-    def __init__(self, name: str, module: Any, query: int, source: str, data: bytes):
+    def __init__(self, name: str, module: Any, query: int, symbol: str, source: str,
+                 data: bytes):
         self.name = name
         self.module = module
         self.query = query
+        self.symbol = symbol
         self.source = source
         self.data = data
+
+    def emulated_copy(self, exe: ElfExecutable) -> ElfExecutable:
+        """``exe`` (made from this library) loaded again, object and all,
+        into a new emulated machine of its CPU."""
+        module = load_object(self.data, self.source, exe.arch.name, "emulated", None)
+        try:
+            query = module.exports[self.symbol]
+        except KeyError:        # (the same bytes loaded before: cannot happen)
+            module.close()
+            raise ExecutableError(f"static library {self.source}: no '{self.symbol}'") from None
+        return ElfExecutable.over(module, query, name=self.name, constants=exe.constants,
+                                  processor_data=exe.processor_data, data=self.data,
+                                  owns_module=True, copy_hook=self.emulated_copy)
 
     def __repr__(self) -> str:
         return (f"<static library '{self.name}' {self.module.arch.name} {self.module.backend} "
                 f"from {self.source}>")
+
+
+def load_object(data: bytes, label: str, arch: str, backend: str, machine: Any) -> Any:
+    """Load a static library object with :func:`elfkit.load`; the ELF
+    symbols it leaves undefined get what the host linker's compiler-rt
+    would give (IREE imports go through the library's own table)."""
+    imports = runtime_imports()
+    imports.register(soft_float_imports())
+    try:
+        return elfkit.load(data, arch=arch, backend=backend, machine=machine,
+                           name=os.path.basename(label), imports=imports)
+    except elfkit.ElfkitError as e:
+        raise ExecutableError(f"loading static library {label}: {e}") from e
+
+
+_STATIC_TARGET = re.compile(rb'#hal\.executable\.target<"llvm-cpu", "static", \{[^}]{0,4096}?'
+                            rb'target_triple = "([A-Za-z0-9_.-]{1,64})"')
+_TRIPLE_ARCHES = (("x86_64", "x86_64"), ("amd64", "x86_64"), ("aarch64", "aarch64"),
+                  ("arm64", "aarch64"), ("riscv64", "riscv64"), ("riscv32", "riscv32"),
+                  ("i386", "i386"), ("i486", "i386"), ("i586", "i386"), ("i686", "i386"),
+                  ("arm", "arm"), ("thumb", "arm"))
+
+
+def triple_arch(triple: str) -> str | None:
+    """The elfkit CPU name of an LLVM target triple (``armv7a-...`` ->
+    ``arm``), or None."""
+    head = triple.split("-", 1)[0]
+    for prefix, arch in _TRIPLE_ARCHES:
+        if head.startswith(prefix):
+            return arch
+    return None
+
+
+def static_target_arches(bytecode: Iterable[Any]) -> set[str]:
+    """The CPUs a program's ``static`` executables were compiled for, read
+    from the device targets iree-compile spells out in its bytecode (the
+    message of ``__init``'s "HAL device not found" failure names each
+    ``#hal.executable.target<"llvm-cpu", "static", {... target_triple =
+    "..."}>``); empty when the program does not say."""
+    arches: set[str] = set()
+    for code in bytecode:
+        for m in _STATIC_TARGET.finditer(bytes(code)):
+            arch = triple_arch(m.group(1).decode("ascii"))
+            if arch is not None:
+                arches.add(arch)
+    return arches
 
 
 def _label(source: Any, index: int) -> str:
@@ -81,9 +144,12 @@ class StaticLibraryLoader:
         static.close()        # after the executables it made are closed
     """
 
-    def __init__(self, sources: Sequence[Any], *, plugins: PluginManager, backend: str = "auto"):
+    def __init__(self, sources: Sequence[Any], *, plugins: PluginManager, backend: str = "auto",
+                 program_arches: Iterable[str] = ()):
         self.plugins = plugins
         self.backend = backend
+        #: the CPUs the program's static executables are for (empty: unknown)
+        self.program_arches = set(program_arches)
         self.modules: list[Any] = []
         self.libraries: dict[str, StaticLibrary] = {}
         try:
@@ -98,19 +164,10 @@ class StaticLibraryLoader:
             data = read_input(label, "static library", MAX_MODULE_SIZE, ExecutableError)
         else:
             data = bytes(source)
-        arch = library_arch(data, None, self.backend)
+        arch = self._pick_arch(data, label)
         prefetch_unicorn(arch, self.backend)
         machine = self.plugins.machine(arch)
-        # the ELF symbols the object leaves undefined: what the host linker's
-        # compiler-rt would give (IREE imports go through the library's table)
-        imports = runtime_imports()
-        imports.register(soft_float_imports())
-        name = os.path.basename(label)
-        try:
-            module = elfkit.load(data, arch=arch, backend=self.backend, machine=machine,
-                                 name=name, imports=imports)
-        except elfkit.ElfkitError as e:
-            raise ExecutableError(f"loading static library {label}: {e}") from e
+        module = load_object(data, label, arch, self.backend, machine)
         self.modules.append(module)
         queries = sorted((addr, sym) for sym, addr in module.exports.items()
                          if sym.endswith(QUERY_SUFFIX) and "@" not in sym)
@@ -122,9 +179,30 @@ class StaticLibraryLoader:
             for addr, sym in queries:
                 lib_name = self._query_name(mem, addr, f"{label} ({sym})")
                 if lib_name not in self.libraries:
-                    self.libraries[lib_name] = StaticLibrary(lib_name, module, addr, label, data)
+                    self.libraries[lib_name] = StaticLibrary(lib_name, module, addr, sym, label,
+                                                             data)
         finally:
             mem.free_all()
+
+    def _pick_arch(self, data: bytes, label: str) -> str:
+        """The CPU of ``data`` (of its slice the program wants, for a
+        FatELF): one of the program's, when the program says."""
+        from elfkit.arch import host
+        wanted = self.program_arches
+        here = host()
+        for arch in sorted(wanted, key=lambda a: (here is None or a != here.name, a)):
+            try:
+                return library_arch(data, arch, self.backend)
+            except ExecutableError:
+                continue
+        arch = library_arch(data, None, self.backend)
+        if wanted and arch not in wanted:
+            raise ExecutableError(
+                f"static library {label} holds {arch} code but the program's static "
+                f"executables were compiled for {', '.join(sorted(wanted))}: compile the "
+                f"object and the program with the same --iree-llvmcpu-target-triple",
+                StatusCode.INVALID_ARGUMENT)
+        return arch
 
     @staticmethod
     def _query_name(mem: GuestMemory, query: int, where: str) -> str:
@@ -161,7 +239,8 @@ class StaticLibraryLoader:
             raise ExecutableError(f"no static library with the name '{name}' registered "
                                   f"(registered: {have})", StatusCode.NOT_FOUND)
         return ElfExecutable.over(lib.module, lib.query, plugins=self.plugins, name=lib.name,
-                                  constants=constants, data=lib.data)
+                                  constants=constants, data=lib.data,
+                                  copy_hook=lib.emulated_copy)
 
     def close(self) -> None:
         errors: list[ExecutableError] = []
@@ -176,4 +255,5 @@ class StaticLibraryLoader:
             raise errors[0]
 
 
-__all__ = ["QUERY_SUFFIX", "StaticLibrary", "StaticLibraryLoader"]
+__all__ = ["QUERY_SUFFIX", "StaticLibrary", "StaticLibraryLoader", "static_target_arches",
+           "triple_arch"]

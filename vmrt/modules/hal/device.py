@@ -96,7 +96,7 @@ class HalDeviceModule(HalModule):
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
                  program_arches: Iterable[str] = (), module_mode: str = "preload",
                  debug_sink: DebugSink | None = None, task: TaskTopology | None = None,
-                 static_libraries: Sequence[Any] = ()):
+                 static_libraries: Sequence[Any] = (), static_arches: Iterable[str] = ()):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
@@ -105,6 +105,7 @@ class HalDeviceModule(HalModule):
         self.executable_plugins = list(executable_plugins)
         #: ``--static_library`` objects: the devices' static library loader
         self.static_libraries = list(static_libraries)
+        self.static_arches = sorted(static_arches)
         self.backend = backend
         #: the CPUs of the program's embedded executables: a plugin with code
         #: for none of them fails when the device is created, as in IREE
@@ -125,7 +126,8 @@ class HalDeviceModule(HalModule):
         state.context = context
         timeout = getattr(context, "timeout", None)
         state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout,
-                                static_libraries=self.static_libraries)
+                                static_libraries=self.static_libraries,
+                                static_arches=self.static_arches)
                          for u in self.device_uris]
         if self.task is not None:
             for d in state.devices:

@@ -50,6 +50,7 @@ class HalProvider:
         sink = extra.get("debug_sink")
         if devices or plugins or static or needs_device(dependents):
             from ...hal.local.loader import executable_arches
+            from ...hal.local.static_library import static_target_arches
             from .device import HalDeviceModule
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
@@ -57,7 +58,10 @@ class HalProvider:
                                    module_mode=getattr(options, "module_mode", "preload"),
                                    backend=getattr(options, "backend", "auto"),
                                    debug_sink=sink, task=extra.get("task"),
-                                   static_libraries=static)
+                                   static_libraries=static,
+                                   static_arches=static_target_arches(
+                                       getattr(getattr(m, "definition", None), "bytecode", b"")
+                                       for m in dependents) if static else ())
         return HalModule(instance, sink)
 
 
