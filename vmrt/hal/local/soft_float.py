@@ -82,6 +82,18 @@ def _unorddf2(a: int, b: int) -> int:
     return int(_is_nan(a & (1 << 64) - 1) or _is_nan(b & (1 << 64) - 1))
 
 
+def passes_doubles_in_integer_registers(arch: str, e_flags: int) -> bool:
+    """Whether compiler-rt's f64 helpers take and return doubles in integer
+    registers for code of ``arch`` with ELF header flags ``e_flags``: on
+    RISC-V under the soft-float and single-float ABIs (EF_RISCV_FLOAT_ABI
+    0 or 1), on 32-bit ARM always (the helpers use the base AAPCS).  Not
+    elsewhere (x86 and hard-float ABIs pass them in FP registers), where
+    :func:`soft_float_imports` must not be offered."""
+    if arch in ("riscv32", "riscv64"):
+        return e_flags & 0x6 in (0, 2)
+    return arch == "arm"
+
+
 def soft_float_imports() -> dict[str, tuple[Callable[..., int], str]]:
     """name -> (host function, signature): an ``elfkit.Imports`` provider."""
     import operator
@@ -99,4 +111,4 @@ def soft_float_imports() -> dict[str, tuple[Callable[..., int], str]]:
     return table
 
 
-__all__ = ["soft_float_imports"]
+__all__ = ["passes_doubles_in_integer_registers", "soft_float_imports"]
