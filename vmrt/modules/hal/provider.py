@@ -50,7 +50,6 @@ class HalProvider:
         sink = extra.get("debug_sink")
         if devices or plugins or static or needs_device(dependents):
             from ...hal.local.loader import executable_arches
-            from ...hal.local.static_library import static_target_arches
             from .device import HalDeviceModule
             arches = executable_arches(
                 seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
@@ -59,10 +58,15 @@ class HalProvider:
                                    backend=getattr(options, "backend", "auto"),
                                    debug_sink=sink, task=extra.get("task"),
                                    static_libraries=static,
-                                   static_arches=static_target_arches(
-                                       getattr(getattr(m, "definition", None), "bytecode", b"")
-                                       for m in dependents) if static else ())
+                                   static_arches=_static_arches(dependents) if static else ())
         return HalModule(instance, sink)
+
+
+def _static_arches(dependents: Any) -> set[str]:
+    """The CPUs the programs' ``static`` executables were compiled for."""
+    from ...hal.local.static_library import static_target_arches
+    return static_target_arches(getattr(getattr(m, "definition", None), "bytecode", b"")
+                                for m in dependents)
 
 
 PROVIDER = HalProvider()
