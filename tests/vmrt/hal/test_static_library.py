@@ -5,8 +5,10 @@ running the same MLIR compiled with embedded ELF for this host: its stdout,
 byte for byte."""
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -214,3 +216,29 @@ def test_vmrt_test_takes_static_libraries():
     assert "[  PASSED  ] 1 test." in out
     from vmrt.tools.test import run_tests
     assert run_tests(vmfb, static_libraries=[obj]).passed
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "riscv32"])
+def test_dumped_dispatch_of_a_static_library_replays(arch, emulation, tmp_path):
+    """--dump_dispatches writes the object as the executable; `vmrt
+    executable` takes an object with one ``*_library_query`` (riscv32's
+    needs the soft-float helpers there too)."""
+    vmfb, obj = compile_static("simple_mul.mlir", arch)
+    rc, _out, err = _vmrt(vmfb, [obj], [*SIMPLE_MUL, f"--dump_dispatches={tmp_path}"])
+    assert rc == 0, err
+    (case,) = tmp_path.iterdir()
+    assert (case / "executable.so").read_bytes() == obj.read_bytes()
+    proc = subprocess.run(["sh", str(case / "replay.sh")], capture_output=True, text=True,
+                          env={**os.environ, "VMRT": f"{sys.executable} -m vmrt"}, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("[SUCCESS]") == 3
+    rc, out, err = vmrt_subprocess("executable", "list", str(obj))
+    assert rc == 0, err
+    assert out.startswith(f"executable 'simple_mul_dispatch_0' ({arch},")
+
+
+def test_executable_load_of_an_object_without_a_query():
+    from vmrt.hal.local.elf_executable import ElfExecutable
+    data = compile_static("simple_mul.mlir", "x86_64")[1].read_bytes()
+    with pytest.raises(vmrt.VmError, match="does not export 'iree_hal_executable_library_query'"):
+        ElfExecutable.load(data.replace(b"_library_query", b"_library_qu3ry"))

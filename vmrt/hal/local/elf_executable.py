@@ -48,6 +48,7 @@ from .guest import GuestMemory, import_thunk, machine_lock, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .prepared import NativeDispatch, prepare_native
+from .soft_float import soft_float_for
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -71,6 +72,18 @@ def library_arch(data: bytes, arch: Any = None, backend: str = "auto") -> str:
         raise ExecutableError("the executable is for an architecture elfkit does not know",
                               StatusCode.UNAVAILABLE)
     return rec.arch
+
+
+def _arch_name(data: bytes, arch: Any, backend: str) -> str | None:
+    """The CPU name ``arch`` (a name or an elfkit Arch) stands for, else the
+    one :func:`library_arch` picks; None when it cannot tell (the load then
+    says why)."""
+    if arch is not None:
+        return arch if isinstance(arch, str) else getattr(arch, "name", None)
+    try:
+        return library_arch(data, None, backend)
+    except ExecutableError:
+        return None
 
 
 def prefetch_unicorn(arch_name: str, backend: str) -> None:
@@ -161,7 +174,7 @@ class ElfExecutable:
             load = elfkit.load
         try:
             self.module = load(data, arch=arch, backend=backend, machine=machine, name=label,
-                               imports=runtime_imports())
+                               imports=runtime_imports(data, _arch_name(data, arch, backend)))
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"loading executable {label}: {e}") from e
         self._owns_module = True
@@ -193,12 +206,7 @@ class ElfExecutable:
                processor_data: Sequence[int] | None) -> None:
         mem, lay = self._mem, self._mem.layout
         if query_addr is None:
-            try:
-                query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
-            except elfkit.ElfkitError:
-                raise ExecutableError(f"executable {label} does not export "
-                                      f"'{abi.LIBRARY_QUERY_NAME}'",
-                                      StatusCode.NOT_FOUND) from None
+            query_addr = self._find_query(label)
         self.env = mem.alloc(lay.env_size, 16)
         pd = list(processor_data or [])[:abi.PROCESSOR_DATA_WORDS]
         pd += [0] * (abi.PROCESSOR_DATA_WORDS - len(pd))
@@ -226,6 +234,21 @@ class ElfExecutable:
             self._resolve_imports(lib)
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"executable {label}: {e}", StatusCode.INTERNAL) from e
+
+    def _find_query(self, label: str) -> int:
+        """The library query: ``iree_hal_executable_library_query``, else the
+        one ``<name>_library_query`` a static library object exports."""
+        try:
+            return self.module.symbol(abi.LIBRARY_QUERY_NAME)
+        except elfkit.ElfkitError:
+            pass
+        static = sorted(n for n in self.module.exports if n.endswith(abi.STATIC_QUERY_SUFFIX))
+        if len(static) == 1:
+            return int(self.module.exports[static[0]])
+        more = f" (it exports {len(static)} static library queries: {', '.join(static)})" \
+            if static else ""
+        raise ExecutableError(f"executable {label} does not export "
+                              f"'{abi.LIBRARY_QUERY_NAME}'{more}", StatusCode.NOT_FOUND)
 
     def _read_exports(self, lib: abi.LibraryV0) -> None:
         mem, lay = self._mem, self._mem.layout
@@ -451,12 +474,21 @@ def _unwind_personality(*_args: Any) -> int:
     return 9
 
 
-def runtime_imports() -> Any:
+def runtime_imports(data: bytes | None = None, arch: str | None = None) -> Any:
     """Symbols compiled dispatch code may reference without calling: the ARM
     EHABI personality routines named by .ARM.exidx entries (armv7a
-    executables reference __aeabi_unwind_cpp_pr0)."""
-    return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
-                           for i in range(3)})
+    executables reference __aeabi_unwind_cpp_pr0).  Given the library's
+    bytes and CPU, also compiler-rt's soft-float helpers where that CPU's
+    ABI passes doubles in integer registers (a static library's object
+    leaves them to the host linker: :mod:`~vmrt.hal.local.soft_float`)."""
+    imports = elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality,
+                                                            "i32(i32,ptr,ptr)")
+                              for i in range(3)})
+    if data is not None and arch is not None:
+        helpers = soft_float_for(data, arch)
+        if helpers is not None:
+            imports.register(helpers)
+    return imports
 
 
 #: the older, public name of :class:`ElfExecutable` (``vmrt.Executable``)

@@ -94,6 +94,28 @@ def passes_doubles_in_integer_registers(arch: str, e_flags: int) -> bool:
     return arch == "arm"
 
 
+def _e_flags(data: bytes, arch: str) -> int | None:
+    """``e_flags`` of the ``arch`` ELF in ``data`` (a FatELF's slice), or
+    None when it cannot be read (elfkit.load then says what is wrong)."""
+    from elfkit import ElfkitError, fatelf
+    try:
+        _rec, view = fatelf.select(data, arch, fallback=True)
+    except ElfkitError:
+        return None
+    head = bytes(view[:64])
+    at = 48 if len(head) > 4 and head[4] == 2 else 36
+    return int.from_bytes(head[at:at + 4], "little") if len(head) >= at + 4 else None
+
+
+def soft_float_for(data: bytes, arch: str) -> dict[str, tuple[Callable[..., int], str]] | None:
+    """:func:`soft_float_imports` when the ``arch`` code in ``data`` takes
+    doubles in integer registers, else None."""
+    flags = _e_flags(data, arch)
+    if flags is None or not passes_doubles_in_integer_registers(arch, flags):
+        return None
+    return soft_float_imports()
+
+
 def soft_float_imports() -> dict[str, tuple[Callable[..., int], str]]:
     """name -> (host function, signature): an ``elfkit.Imports`` provider."""
     import operator
@@ -111,4 +133,4 @@ def soft_float_imports() -> dict[str, tuple[Callable[..., int], str]]:
     return table
 
 
-__all__ = ["passes_doubles_in_integer_registers", "soft_float_imports"]
+__all__ = ["passes_doubles_in_integer_registers", "soft_float_for", "soft_float_imports"]

@@ -28,7 +28,6 @@ import re
 from collections.abc import Iterable, Sequence
 
 import elfkit
-from elfkit import fatelf
 
 from ...errors import ExecutableError, StatusCode
 from ...files import MAX_MODULE_SIZE, read_input
@@ -42,14 +41,12 @@ from .elf_executable import (
 )
 from .guest import GuestMemory
 from .plugins.manager import PluginManager
-from .soft_float import passes_doubles_in_integer_registers, soft_float_imports
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-#: what ends the name of a library's query function in a static library object
-QUERY_SUFFIX = "_library_query"
+QUERY_SUFFIX = abi.STATIC_QUERY_SUFFIX
 
 
 class StaticLibrary:
@@ -89,12 +86,9 @@ def load_object(data: bytes, label: str, arch: str, backend: str, machine: Any) 
     symbols it leaves undefined get what the host linker's compiler-rt
     would give under a soft-float ABI (IREE imports go through the
     library's own table)."""
-    imports = runtime_imports()
-    if passes_doubles_in_integer_registers(arch, _e_flags(data, arch)):
-        imports.register(soft_float_imports())
     try:
         return elfkit.load(data, arch=arch, backend=backend, machine=machine,
-                           name=os.path.basename(label), imports=imports)
+                           name=os.path.basename(label), imports=runtime_imports(data, arch))
     except elfkit.ElfkitError as e:
         raise ExecutableError(f"loading static library {label}: {e}") from e
 
@@ -130,18 +124,6 @@ def static_target_arches(bytecode: Iterable[Any]) -> set[str]:
             if arch is not None:
                 arches.add(arch)
     return arches
-
-
-def _e_flags(data: bytes, arch: str) -> int:
-    """``e_flags`` of the ``arch`` ELF in ``data`` (0 when it cannot be read:
-    elfkit.load then says what is wrong)."""
-    try:
-        _rec, view = fatelf.select(data, arch, fallback=True)
-    except elfkit.ElfkitError:
-        return 0
-    head = bytes(view[:64])
-    at = 48 if len(head) > 4 and head[4] == 2 else 36
-    return int.from_bytes(head[at:at + 4], "little") if len(head) >= at + 4 else 0
 
 
 def _label(source: Any, index: int) -> str:
