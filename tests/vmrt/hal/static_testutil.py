@@ -7,14 +7,13 @@ cached under ``build/vmrt_plugins/iree/<hash>/`` keyed by the source, the
 flags and the compiler version."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.vmrt.iree_tools import CACHE, IREE_TARGET_FLAGS, cache_key
+from tests.vmrt.iree_tools import CACHE, IREE_TARGET_FLAGS, build_once, cache_key
 
 DATA = Path(__file__).parent / "data"
 TOOLS_DATA = Path(__file__).parents[1] / "tools" / "data"
@@ -40,20 +39,7 @@ def _cached(src: Path, flags: list[str], run) -> Path:
     exe = _compiler()
     version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
     out = CACHE / "iree" / cache_key(src.read_bytes(), " ".join(flags), version) / "static"
-    if not (out / "complete").is_file():
-        tmp = out.with_name(f"static.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        proc = subprocess.run(run(exe, tmp), capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RuntimeError(f"iree-compile {src.name} failed:\n{proc.stderr[-3000:]}")
-        (tmp / "complete").write_text("ok\n")
-        try:
-            os.rename(tmp, out)
-        except OSError:            # another session finished first
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return build_once(out, lambda tmp: run(exe, tmp), f"iree-compile {src.name}")
 
 
 def compile_static(name: str, arch: str, *extra: str) -> tuple[Path, Path]:
