@@ -77,9 +77,9 @@ def context_settings(flags: Any) -> ContextSettings:
     if gdb is not None and gdb > 0xFFFF:
         raise UsageError(f"flag --gdb expects a TCP port (0-65535), got '{flags.values['gdb']}'")
     return ContextSettings(specs, RunOptions(
+        static_libraries=static,
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode,
-        static_libraries=static,
         backend="auto" if gdb is None else "emulated", gdb=gdb),
         budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
 

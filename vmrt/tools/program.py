@@ -344,10 +344,10 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         raise UsageError(f"cannot load a program from a {type(source).__name__} (expected a "
                          "path, bytes or a vmrt.Module)")
     options = RunOptions(
+        static_libraries=static_library_list(static_libraries),
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))],
-        static_libraries=static_library_list(static_libraries))
+                            _listify(executable_plugins, (str, os.PathLike))])
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
     ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
