@@ -192,7 +192,10 @@ class StaticLibraryLoader:
                 return library_arch(data, arch, self.backend)
             except ExecutableError:
                 continue
-        arch = library_arch(data, None, self.backend)
+        try:
+            arch = library_arch(data, None, self.backend)
+        except ExecutableError as e:
+            raise ExecutableError(f"static library {label}: {e.message}", e.code) from None
         if wanted and arch not in wanted:
             raise ExecutableError(
                 f"static library {label} holds {arch} code but the program's static "
