@@ -35,6 +35,41 @@ def elf_load_emulated(data: bytes) -> None:
         pass
 
 
+#: bounds on the emulated code a mutated object runs (initialisers, queries)
+OBJ_MACHINE = {"instruction_budget": 1_000_000, "timeout": 2.0}
+
+
+def obj_load(data: bytes) -> None:
+    """A relocatable object (an IREE static library, say): laid out,
+    relocated and bound natively when it is for this CPU (no code runs
+    there: a mutated initialiser would be a real crash), then emulated,
+    where its initialisers and each ``*_library_query`` function run under
+    a budget and the header pointer a query returns is read."""
+    try:
+        m = elfkit.load(data, backend="native", init=False, lazy=True)
+    except elfkit.ElfkitError:
+        pass
+    else:
+        m.close()
+    try:
+        m = elfkit.load(data, backend="emulated", lazy=True, **OBJ_MACHINE)
+    except elfkit.ElfkitError:
+        return
+    try:
+        for name in [n for n in m.exports if n.endswith("_library_query")]:
+            try:
+                lib = m.function(name, "ptr(u32,ptr)")(6, None)
+                if lib:
+                    m.read(int(lib), m.arch.word)
+            except elfkit.ElfkitError:
+                pass
+    finally:
+        try:
+            m.close()
+        except elfkit.ElfkitError:
+            pass
+
+
 def fatelf_read(data: bytes) -> None:
     try:
         fat = fatelf.read(data, strict=False)
@@ -102,7 +137,8 @@ def _cli_seeds() -> list[bytes]:
     return default_seeds()
 
 
-TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "fatelf": fatelf_read,
+TARGETS = {"elf": elf_load, "elf-emulated": elf_load_emulated, "obj": obj_load,
+           "fatelf": fatelf_read,
            "vmfb": vmfb_run, "plugin-emulated": plugin_emulated, "cli": cli}
 #: targets that can build their own seeds from the test catalogue
 DEFAULT_SEEDS = {"plugin-emulated": _plugin_seeds, "cli": _cli_seeds}
@@ -112,4 +148,4 @@ DEFAULT_SEEDS = {"plugin-emulated": _plugin_seeds, "cli": _cli_seeds}
 #: a ParseError
 INTACT_SHARE = {"plugin-emulated": 0.75, "cli": 0.5}
 #: targets that run guest code in the fuzzing process: a watchdog process by default
-WATCHDOG = frozenset({"plugin-emulated", "elf-emulated"})
+WATCHDOG = frozenset({"plugin-emulated", "elf-emulated", "obj"})

@@ -231,6 +231,7 @@ def placed_copy(elf: ObjectFile, lay: ObjLayout) -> bytes:
     debugger symfile and ``perf`` read see the symbols where they are."""
     out = bytearray(elf.data)
     is64 = elf.elfclass == 2
+    mask = (1 << (64 if is64 else 32)) - 1    # a hostile symbol value wraps, as in the image
     shoff = int.from_bytes(out[0x28:0x30] if is64 else out[0x20:0x24], "little")
     shsize = 64 if is64 else 40
     for idx, off in lay.sections.items():
@@ -243,5 +244,5 @@ def placed_copy(elf: ObjectFile, lay: ObjLayout) -> bytes:
             where = lay.sections.get(sym.shndx)
             if where is not None and not sym.absolute:
                 at = tab.offset + sym.index * ent + (8 if is64 else 4)
-                struct.pack_into("<Q" if is64 else "<I", out, at, where + sym.value)
+                struct.pack_into("<Q" if is64 else "<I", out, at, (where + sym.value) & mask)
     return bytes(out)

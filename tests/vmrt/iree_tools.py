@@ -71,6 +71,29 @@ def _tool_version(cmd: list[str]) -> str:
         return "?"
 
 
+def build_once(out: Path, command, what: str, subdirs: tuple[str, ...] = ()) -> Path:
+    """Run ``command(tmp)`` (an argv writing into the directory ``tmp``)
+    unless ``out`` is complete: it is built next to its final place, then
+    renamed, so concurrent sessions never see (or delete) a half-written
+    directory.  Returns ``out``."""
+    if not (out / "complete").is_file():
+        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for d in subdirs:
+            (tmp / d).mkdir()
+        proc = subprocess.run(command(tmp), capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(f"{what} failed:\n{proc.stderr[-3000:]}")
+        (tmp / "complete").write_text("ok\n")
+        try:
+            os.rename(tmp, out)
+        except OSError:            # another session finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 class Compiled:
     """One program compiled for one CPU: the .vmfb and the dumped dispatch
     libraries."""
@@ -104,23 +127,10 @@ class IreeCompiler:
         flags = ["--iree-hal-target-device=local",
                  "--iree-hal-local-target-device-backends=llvm-cpu", *IREE_TARGET_FLAGS[arch]]
         out = CACHE / "iree" / cache_key(src.read_bytes(), " ".join(flags), self.version) / arch
-        if not (out / "complete").is_file():
-            # build next to the final place, then rename: concurrent sessions
-            # never see (or delete) a half-written directory
-            tmp = out.with_name(f"{arch}.tmp-{os.getpid()}")
-            shutil.rmtree(tmp, ignore_errors=True)
-            (tmp / "bin").mkdir(parents=True)
-            proc = subprocess.run(
-                [self.exe, str(src), *flags, f"--iree-hal-dump-executable-binaries-to={tmp / 'bin'}",
-                 "-o", str(tmp / f"{program}.vmfb")], capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise RuntimeError(f"iree-compile {src.name} for {arch} failed:\n{proc.stderr}")
-            (tmp / "complete").write_text("ok\n")
-            try:
-                os.rename(tmp, out)
-            except OSError:            # another session finished first
-                shutil.rmtree(tmp, ignore_errors=True)
+        build_once(out, lambda tmp: [
+            self.exe, str(src), *flags, f"--iree-hal-dump-executable-binaries-to={tmp / 'bin'}",
+            "-o", str(tmp / f"{program}.vmfb")], f"iree-compile {src.name} for {arch}",
+            subdirs=("bin",))
         libs = sorted((out / "bin").glob(f"*_embedded_elf_{_SUFFIX[arch]}.so"))
         c = Compiled(out / f"{program}.vmfb", libs)
         self._memo[key] = c

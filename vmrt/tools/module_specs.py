@@ -33,6 +33,8 @@ class RunOptions(DataRecord):
     """Flags that module providers (e.g. a HAL module) may need."""
     devices: list[str] = field(default_factory=list)
     executable_plugins: list[str] = field(default_factory=list)
+    #: ``--static_library`` objects (paths, or bytes through the API)
+    static_libraries: list[Any] = field(default_factory=list)
     #: ``--module_mode``: "preload" (module data is writable memory, as IREE
     #: reads the file into) or "mmap" (read-only, as IREE maps the file)
     module_mode: str = "preload"
@@ -75,17 +77,41 @@ def context_settings(flags: Any) -> ContextSettings:
     specs = list(flags.lists["module"])
     if not specs:
         raise UsageError("no --module= specified")
-    from .files import check_plugin_specs
+    from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
     check_plugin_specs(list(flags.lists["executable_plugin"]))
+    static = list(flags.lists["static_library"]) if "static_library" in flags.lists else []
+    for path in static:
+        check_input(path, "static library", MAX_MODULE_SIZE)
     gdb = flags.count("gdb")
     if gdb is not None and gdb > 0xFFFF:
         raise UsageError(f"flag --gdb expects a TCP port (0-65535), got '{flags.values['gdb']}'")
     return ContextSettings(specs, RunOptions(
+        static_libraries=static,
         devices=list(flags.lists["device"]),
         executable_plugins=list(flags.lists["executable_plugin"]), module_mode=mode,
         backend="auto" if gdb is None else "emulated", gdb=gdb,
         parameters=list(flags.lists.get("parameters", ())), parameter_mode=parameter_mode),
         budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
+
+
+def static_library_list(value: Any) -> list[Any]:
+    """``static_libraries=`` of :func:`vmrt.load` and ``run_tests``: one or
+    several paths or bytes objects, as a list (paths as strings)."""
+    from ..errors import UsageError
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, os.PathLike, bytes, bytearray, memoryview)) \
+        else list(value)
+    out: list[Any] = []
+    for v in items:
+        if isinstance(v, (str, os.PathLike)):
+            out.append(os.fspath(v))
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            out.append(bytes(v))
+        else:
+            raise UsageError(f"static_libraries: expected paths or bytes, got "
+                             f"{type(v).__name__}")
+    return out
 
 
 #: the distribution vmrt ships in; its own entry points rank lowest

@@ -35,7 +35,7 @@ from ..vm.module import Module, cconv_fragments
 from .async_calls import check_fence, takes_fences
 from .async_calls import invoke as invoke_fenced
 from .dispatch_trace import NpyFolder, Sink, TracePrinter
-from .module_specs import RunOptions, create_context
+from .module_specs import RunOptions, create_context, static_library_list
 
 __all__ = ["Program", "ProgramFunction", "load"]
 
@@ -316,6 +316,7 @@ def _debug_sink(spec: Any) -> Sink | None:
 
 def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
          = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
+         static_libraries: Iterable[str | os.PathLike | bytes] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
          statistics: bool = False, trace_dispatch_tensors: Any = None,
@@ -328,6 +329,9 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     or None for programs that need no device (``--iree-execution-model=
     host-only``; a program that does need one then gets the default).
     ``executable_plugins``: ``--executable_plugin`` values, last asked first.
+    ``static_libraries``: ``--static_library`` objects (paths or bytes of a
+    ``.o`` from ``iree-compile --iree-llvmcpu-link-static``, or a FatELF of
+    them) whose libraries run the program's ``static`` executables.
     ``modules``: extra modules registered before the main one, as
     ``vmrt.Module`` objects or ``--module`` spec strings (``lib.vmfb``,
     ``mods.py@create``).  ``providers``: extra module providers (the
@@ -367,6 +371,7 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         raise UsageError(f"cannot load a program from a {type(source).__name__} (expected a "
                          "path, bytes or a vmrt.Module)")
     options = RunOptions(
+        static_libraries=static_library_list(static_libraries),
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
                             _listify(executable_plugins, (str, os.PathLike))],

@@ -89,6 +89,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --executable_plugin=PATH      executable plugin (.sos/.so, embedded:/system:
                                 prefixes, ?k=v params); repeatable, the last
                                 one is asked first
+  --static_library=PATH         object (.o, or a FatELF .sos of objects) from
+                                iree-compile --iree-llvmcpu-link-static: its
+                                libraries run the program's 'static'
+                                executables; repeatable (vmrt extension)
   --module_mode=preload|mmap    module data writable (preload) or read-only
                                 to transfers (mmap), as in iree-run-module
   --parameters=[SCOPE=]FILE     parameter file (.irpa, .gguf, .safetensors) for
@@ -132,7 +136,8 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
 #: the flags of ``vmrt run`` (iree-run-module's, plus vmrt's extensions)
 RUN_FLAGS = FlagSpec(
     lists=frozenset({"module", "input", "output", "device", "executable_plugin",
-                     "expected_output", "task_topology_cpu_ids", "parameters"}),
+                     "expected_output", "task_topology_cpu_ids", "parameters",
+                     "static_library"}),
     values=frozenset({"function", "output_max_element_count", "module_mode",
                       "instruction_budget", "timeout", "gdb", "expected_f16_threshold",
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",

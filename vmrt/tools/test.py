@@ -40,6 +40,7 @@ from .module_specs import (
     context_settings,
     load_modules,
     new_context,
+    static_library_list,
 )
 
 __all__ = ["TEST_FLAGS", "TestResult", "TestRun", "main", "run_tests", "find_test_functions"]
@@ -57,6 +58,7 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
   --module=PATH[@FN][?K=V&...]  module to load, as for 'vmrt run'
   --device=URI                  HAL device: local-sync or local-task
   --executable_plugin=PATH      executable plugin, as for 'vmrt run'
+  --static_library=PATH         static library object, as for 'vmrt run'
   --expect_failure              exit 0 only if some test fails
   --module_mode=preload|mmap    accepted for compatibility
   --parameters=[SCOPE=]FILE     parameter file, as for 'vmrt run' (repeatable);
@@ -73,7 +75,7 @@ vmrt test flags (--flag=value or --flag value; list flags may repeat):
 
 #: the flags of ``vmrt test`` (iree-check-module's, plus vmrt's extensions)
 TEST_FLAGS = FlagSpec(
-    lists=frozenset({"module", "device", "executable_plugin", "parameters"}),
+    lists=frozenset({"module", "device", "executable_plugin", "parameters", "static_library"}),
     values=frozenset({"module_mode", "instruction_budget", "timeout", "parameter_mode"}),
     bools=frozenset({"help", "version", "expect_failure", "trace_execution",
                      "print_statistics"}))
@@ -273,6 +275,7 @@ def _listify(value: Any, single: tuple) -> list:
 def run_tests(source: str | os.PathLike | bytes | Module, *,
               device: str | Sequence[str] | None = None,
               executable_plugins: Iterable[str | os.PathLike] = (),
+              static_libraries: Iterable[str | os.PathLike | bytes] = (),
               modules: Iterable[Any] = (), providers: Iterable[Any] = (),
               budget: int | None = None, timeout: float | None = None,
               stdout: TextIO | None = None, trace: TextIO | None = None,
@@ -287,7 +290,8 @@ def run_tests(source: str | os.PathLike | bytes | Module, *,
     options = RunOptions(
         devices=[str(d) for d in _listify(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))])
+                            _listify(executable_plugins, (str, os.PathLike))],
+        static_libraries=static_library_list(static_libraries))
     options.extra["debug_sink"] = TracePrinter()     # hal.buffer_view.trace: to stderr
     check = CheckModule()
     user = [check, *_listify(modules, (str, Module, bytes, os.PathLike)), main]

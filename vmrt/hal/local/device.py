@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ...errors import HalError, StatusCode
 from ...vm.types import RefObject
 from ..objects import DEVICE_TYPE, Allocator, HalExecutable
-from .loader import ExecutableLoader, supports_format
+from .loader import STATIC_FORMAT, ExecutableLoader, supports_format
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -38,13 +38,16 @@ class Device(RefObject):
     """One CPU device (``--device=local-sync`` or ``local-task``).
 
     Executables are loaded through one :class:`vmrt.hal.local.executable.ExecutableLoader`
-    (created on first use from the ``--executable_plugin`` specs) and run
-    natively when they are built for this host, emulated otherwise."""
+    (created on first use from the ``--executable_plugin`` specs and the
+    ``--static_library`` objects) and run natively when they are built for
+    this host, emulated otherwise.  With static libraries the device also
+    takes executables of format ``static``."""
 
     vm_type = DEVICE_TYPE
 
     def __init__(self, uri: str, plugin_specs: Sequence[str] = (), backend: str = "auto",
-                 call_timeout: float | None = None):
+                 call_timeout: float | None = None, static_libraries: Sequence[Any] = (),
+                 static_arches: Sequence[str] = ()):
         driver, sep, rest = uri.partition("://")
         driver = driver.strip() or "local-task"
         if driver not in DRIVERS:
@@ -55,6 +58,10 @@ class Device(RefObject):
         #: host threads one dispatch's workgroups run on
         self.dispatch_threads = task_workers() if driver == "local-task" else 1
         self.plugin_specs = list(plugin_specs)
+        #: ``--static_library`` objects (paths or bytes)
+        self.static_libraries = list(static_libraries)
+        #: the CPUs the program's static executables are for (empty: unknown)
+        self.static_arches = list(static_arches)
         self.backend = backend
         #: bounds every emulated call (plugin set-up included): the context's timeout
         self.call_timeout = call_timeout
@@ -67,10 +74,14 @@ class Device(RefObject):
     def loader(self) -> ExecutableLoader:
         if self._loader is None:
             self._loader = ExecutableLoader(self.plugin_specs, backend=self.backend,
-                                            call_timeout=self.call_timeout)
+                                            call_timeout=self.call_timeout,
+                                            static_libraries=self.static_libraries,
+                                            static_arches=self.static_arches)
         return self._loader
 
     def supports_format(self, fmt: str) -> bool:
+        if fmt == STATIC_FORMAT:
+            return bool(self.static_libraries)
         return supports_format(fmt)
 
     def query_i64(self, category: str, key: str) -> int | None:
@@ -88,7 +99,8 @@ class Device(RefObject):
                         constants: Sequence[int] | None) -> HalExecutable:
         if not self.supports_format(fmt):
             raise HalError(f"no executable loader for format '{fmt}' (vmrt loads embedded-elf-"
-                          "<arch>, embedded-fatelf, system-elf-<arch> and vmvx-bytecode-fb)",
+                          "<arch>, embedded-fatelf, system-elf-<arch> and vmvx-bytecode-fb, and "
+                          "static given --static_library)",
                           StatusCode.NOT_FOUND)
         return HalExecutable(self.loader.load(data, constants, executable_format=fmt), fmt)
 

@@ -49,6 +49,7 @@ from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .plugins.system import host_libraries, system_library_bytes
 from .prepared import NativeDispatch, prepare_native
+from .soft_float import soft_float_for
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -60,7 +61,10 @@ _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
 
 
-def _arch_of(data: bytes, arch: Any, backend: str) -> str:
+def library_arch(data: bytes, arch: Any = None, backend: str = "auto") -> str:
+    """The CPU of the ELF (or chosen FatELF slice) ``data`` is for: ``arch``
+    if given, else the host's slice when there is one, else (unless
+    ``backend`` is "native") the first slice elfkit can run."""
     try:
         rec, _view = fatelf.select(data, arch, fallback=backend != "native")
     except elfkit.ElfkitError as e:
@@ -71,7 +75,19 @@ def _arch_of(data: bytes, arch: Any, backend: str) -> str:
     return rec.arch
 
 
-def _prefetch_unicorn(arch_name: str, backend: str) -> None:
+def _arch_name(data: bytes, arch: Any, backend: str) -> str | None:
+    """The CPU name ``arch`` (a name or an elfkit Arch) stands for, else the
+    one :func:`library_arch` picks; None when it cannot tell (the load then
+    says why)."""
+    if arch is not None:
+        return arch if isinstance(arch, str) else getattr(arch, "name", None)
+    try:
+        return library_arch(data, None, backend)
+    except ExecutableError:
+        return None
+
+
+def prefetch_unicorn(arch_name: str, backend: str) -> None:
     """Start opening libunicorn when ``arch_name`` code will be emulated
     (elfkit.exec is imported here: a host-only run needs none of it)."""
     if backend == "native":
@@ -88,6 +104,9 @@ class ElfExecutable:
 
     def __init__(self) -> None:
         self.closed = True
+        self._owns_module = True    # False: made with over(), the module's owner closes it
+        #: made with over(): what loads the library again for another machine
+        self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
@@ -117,6 +136,25 @@ class ElfExecutable:
                    system)
         return self
 
+    @classmethod
+    def over(cls, module: Any, query: int, *, plugins: PluginManager | None = None,
+             name: str | None = None, constants: Sequence[int] | None = None,
+             processor_data: Sequence[int] | None = None, data: bytes = b"",
+             owns_module: bool = False, copy_hook: Any = None) -> ElfExecutable:
+        """A dispatch library inside an already-loaded elfkit ``module`` (a
+        relocatable object holding IREE static libraries, say): ``query`` is
+        the address of its ``*_library_query`` function.  The executable
+        has its own environment and imports; closing it leaves ``module``
+        open (its owner closes it) unless ``owns_module``.  ``copy_hook(exe)``
+        loads it again into a new emulated machine (:meth:`emulated_copy`)."""
+        self = cls()
+        self.source = module.name
+        self.data = data
+        self._owns_module = owns_module
+        self.copy_hook = copy_hook
+        self._attach(module, plugins, name or module.name, query, constants, processor_data)
+        return self
+
     def _init(self, source: Any, plugins: PluginManager | None, arch: Any, backend: str,
               machine: Any, name: str | None, constants: Sequence[int] | None,
               processor_data: Sequence[int] | None, system: bool = False) -> None:
@@ -132,8 +170,8 @@ class ElfExecutable:
         #: the library's bytes as loaded (what a dispatch dump writes out)
         self.data = data
         if machine is None and plugins is not None:
-            arch_name = _arch_of(data, arch, backend)
-            _prefetch_unicorn(arch_name, backend)   # opens on another thread while this
+            arch_name = library_arch(data, arch, backend)
+            prefetch_unicorn(arch_name, backend)   # opens on another thread while this
             load = elfkit.load                      # one imports the loader (first use)
             machine = plugins.machine(arch_name)
             if backend != "auto" and machine.backend != backend:
@@ -144,7 +182,7 @@ class ElfExecutable:
             arch = arch_name
         else:
             load = elfkit.load
-        imports = _runtime_imports()
+        imports = runtime_imports(data, _arch_name(data, arch, backend))
         host_code = system and _runs_natively(data, arch, backend, machine)
         if host_code:
             for lib in host_libraries(_needed(data)):
@@ -158,6 +196,13 @@ class ElfExecutable:
             raise ExecutableError(f"loading executable {label}: {e}") from e
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"loading executable {label}: {e}") from e
+        self._owns_module = True
+        self._attach(self.module, plugins, label, None, constants, processor_data)
+
+    def _attach(self, module: Any, plugins: PluginManager | None, label: str,
+                query: int | None, constants: Sequence[int] | None,
+                processor_data: Sequence[int] | None) -> None:
+        self.module = module
         self.machine = self.module.machine
         self.arch = self.module.arch
         self.backend = self.module.backend
@@ -168,7 +213,7 @@ class ElfExecutable:
         self._mem = GuestMemory(self.machine)
         self.closed = False
         try:
-            self._query(label, constants, processor_data)
+            self._query(label, query, constants, processor_data)
         except BaseException:
             try:
                 self.close()
@@ -176,31 +221,18 @@ class ElfExecutable:
                 pass        # (a finaliser faulted) the query's error is the one to report
             raise
 
-    def _query(self, label: str, constants: Sequence[int] | None,
+    def _query(self, label: str, query_addr: int | None, constants: Sequence[int] | None,
                processor_data: Sequence[int] | None) -> None:
-        mem, lay, m = self._mem, self._mem.layout, self.machine
-        try:
-            query_addr = self.module.symbol(abi.LIBRARY_QUERY_NAME)
-        except elfkit.ElfkitError:
-            raise ExecutableError(f"executable {label} does not export "
-                                  f"'{abi.LIBRARY_QUERY_NAME}'", StatusCode.NOT_FOUND) from None
+        mem, lay = self._mem, self._mem.layout
+        if query_addr is None:
+            query_addr = self._find_query(label)
         self.env = mem.alloc(lay.env_size, 16)
         pd = list(processor_data or [])[:abi.PROCESSOR_DATA_WORDS]
         pd += [0] * (abi.PROCESSOR_DATA_WORDS - len(pd))
         mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
         self.processor_data = tuple(pd)
         try:
-            query = m.function(query_addr, sig("ptr(u32,ptr)"))
-            lib_ptr = int(query(abi.LIBRARY_VERSION, self.env) or 0)
-            if not lib_ptr:
-                raise ExecutableError(
-                    f"executable {label} does not support this version of the runtime "
-                    f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
-                    f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
-            lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
-            if not lib.header:
-                raise ExecutableError(f"executable {label}: the library has a NULL header")
-            hdr = lay.library_header(m.read(lib.header, lay.library_header_size))
+            lib, hdr = query_library(mem, query_addr, self.env, label)
             self.version = hdr.version
             self.name = mem.cstr(hdr.name_ptr) or label
             self.features = hdr.features
@@ -221,6 +253,21 @@ class ElfExecutable:
             self._resolve_imports(lib)
         except elfkit.ElfkitError as e:
             raise ExecutableError(f"executable {label}: {e}", StatusCode.INTERNAL) from e
+
+    def _find_query(self, label: str) -> int:
+        """The library query: ``iree_hal_executable_library_query``, else the
+        one ``<name>_library_query`` a static library object exports."""
+        try:
+            return self.module.symbol(abi.LIBRARY_QUERY_NAME)
+        except elfkit.ElfkitError:
+            pass
+        static = sorted(n for n in self.module.exports if n.endswith(abi.STATIC_QUERY_SUFFIX))
+        if len(static) == 1:
+            return int(self.module.exports[static[0]])
+        more = f" (it exports {len(static)} static library queries: {', '.join(static)})" \
+            if static else ""
+        raise ExecutableError(f"executable {label} does not export "
+                              f"'{abi.LIBRARY_QUERY_NAME}'{more}", StatusCode.NOT_FOUND)
 
     def _read_exports(self, lib: abi.LibraryV0) -> None:
         mem, lay = self._mem, self._mem.layout
@@ -293,6 +340,16 @@ class ElfExecutable:
                         for nm, f, c, p in zip(names, fns, ctxs, slots.providers)]
         mem.write_words(self.env + lay.env_import_thunk,
                         [import_thunk(self.machine), slots.functions_ptr, slots.contexts_ptr])
+
+    def emulated_copy(self) -> ElfExecutable:
+        """This library loaded again into a new emulated machine (one worker
+        of a parallel emulated dispatch), with the same constants and
+        processor data."""
+        if self.copy_hook is not None:
+            copy: ElfExecutable = self.copy_hook(self)
+            return copy
+        return type(self).load(self.data, arch=self.arch, backend="emulated", name=self.name,
+                               constants=self.constants, processor_data=self.processor_data)
 
     # -- queries --------------------------------------------------------------------
     def export(self, which: str | int | ExportInfo) -> ExportInfo:
@@ -389,6 +446,8 @@ class ElfExecutable:
             if self.workers is not None:
                 self.workers.close()
             self._mem.free_all()
+            if not self._owns_module:
+                return
             try:
                 self.module.close()
             except elfkit.ElfkitError as e:       # its finalisers faulted, say
@@ -416,7 +475,7 @@ def _runs_natively(data: bytes, arch: Any, backend: str, machine: Any) -> bool:
     from elfkit.arch import get as get_arch
     from elfkit.exec import choose_backend
     try:
-        return choose_backend(get_arch(_arch_of(data, arch, backend)), backend) == "native"
+        return choose_backend(get_arch(library_arch(data, arch, backend)), backend) == "native"
     except elfkit.ElfkitError:
         return False            # elfkit.load reports it
 
@@ -435,7 +494,7 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
     libc/libm symbols are the host platform's to bind, and vmrt does not
     emulate a C library for another CPU."""
     try:
-        arch = _arch_of(data, None, "emulated")
+        arch = library_arch(data, None, "emulated")
     except ExecutableError:
         arch = "another CPU"
     from elfkit.arch import host
@@ -452,21 +511,50 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
         f"or compile with --iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
 
 
+def query_library(mem: GuestMemory, query_addr: int, env: int,
+                  label: str) -> tuple[abi.LibraryV0, abi.LibraryHeader]:
+    """Call a library query at ``query_addr`` (``ptr(u32 version, ptr
+    environment)``) in ``mem``'s machine for version 6: the library's v0
+    table and header.  A NULL answer or header is an ExecutableError
+    naming ``label``; elfkit errors (a fault) pass through."""
+    m, lay = mem.machine, mem.layout
+    query = m.function(query_addr, sig("ptr(u32,ptr)"))
+    lib_ptr = int(query(abi.LIBRARY_VERSION, env) or 0)
+    if not lib_ptr:
+        raise ExecutableError(
+            f"executable {label} does not support this version of the runtime "
+            f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
+            f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
+    lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
+    if not lib.header:
+        raise ExecutableError(f"executable {label}: the library has a NULL header")
+    return lib, lay.library_header(m.read(lib.header, lay.library_header_size))
+
+
 def _unwind_personality(*_args: Any) -> int:
     # Only reached when unwinding through dispatch code, which never happens:
     # report "failure" (_URC_FAILURE = 9) like a runtime without unwinder.
     return 9
 
 
-def _runtime_imports() -> Any:
+def runtime_imports(data: bytes | None = None, arch: str | None = None) -> Any:
     """Symbols compiled dispatch code may reference without calling: the ARM
     EHABI personality routines named by .ARM.exidx entries (armv7a
-    executables reference __aeabi_unwind_cpp_pr0)."""
-    return elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality, "i32(i32,ptr,ptr)")
-                           for i in range(3)})
+    executables reference __aeabi_unwind_cpp_pr0).  Given the library's
+    bytes and CPU, also compiler-rt's soft-float helpers where that CPU's
+    ABI passes doubles in integer registers (a static library's object
+    leaves them to the host linker: :mod:`~vmrt.hal.local.soft_float`)."""
+    imports = elfkit.Imports({f"__aeabi_unwind_cpp_pr{i}": (_unwind_personality,
+                                                            "i32(i32,ptr,ptr)")
+                              for i in range(3)})
+    if data is not None and arch is not None:
+        helpers = soft_float_for(data, arch)
+        if helpers is not None:
+            imports.register(helpers)
+    return imports
 
 
 #: the older, public name of :class:`ElfExecutable` (``vmrt.Executable``)
 Executable = ElfExecutable
 
-__all__ = ["ElfExecutable", "Executable"]
+__all__ = ["ElfExecutable", "Executable", "library_arch", "query_library", "runtime_imports"]

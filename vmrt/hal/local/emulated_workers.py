@@ -167,8 +167,7 @@ class EmulatedWorkers:
         exe = self.exe
         while len(self.workers) < count:
             try:
-                w = type(exe).load(exe.data, arch=exe.arch, backend="emulated", name=exe.name,
-                                   constants=exe.constants, processor_data=exe.processor_data)
+                w = exe.emulated_copy()
             except elfkit.ElfkitError as e:
                 raise ExecutableError(f"executable '{exe.name}': loading worker "
                                       f"{len(self.workers) + 1}: {e}") from e

@@ -62,6 +62,9 @@ class AllocatorCommand(enum.IntEnum):
 # ---------------------------------------------------------------------------
 
 LIBRARY_QUERY_NAME = "iree_hal_executable_library_query"
+#: what ends the query function's name of each library in a static library
+#: object (``<library name>_library_query``, --iree-llvmcpu-link-static)
+STATIC_QUERY_SUFFIX = "_library_query"
 LIBRARY_VERSION = 6
 
 DISPATCH_FLAG_SEQUENTIAL = 1 << 0

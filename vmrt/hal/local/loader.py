@@ -4,7 +4,9 @@
 ``executable_loader`` with the embedded-ELF and system-ELF formats),
 with one plugin manager resolving every executable's imports, or into a
 :class:`~vmrt.hal.local.vmvx_executable.VmvxExecutable` (format
-``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader)."""
+``vmvx-bytecode-fb``: VM bytecode run by vmrt's VM, IREE's vmvx loader), or,
+given static libraries, into one of theirs (format ``static``: IREE's
+static library loader, :mod:`vmrt.hal.local.static_library`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .local_executable import LocalExecutable
+    from .static_library import StaticLibraryLoader
+
+#: IREE's executable format of a static library (the data is its name)
+STATIC_FORMAT = "static"
 
 #: elfkit arch name -> the suffix of IREE's ``embedded-elf-<suffix>`` format
 FORMAT_SUFFIXES = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64",
@@ -84,13 +90,27 @@ class ExecutableLoader:
     FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-", VMVX_FORMAT)
 
     def __init__(self, plugin_specs: Sequence[str] = (), *, backend: str = "auto",
-                 manager: PluginManager | None = None, call_timeout: float | None = None):
+                 manager: PluginManager | None = None, call_timeout: float | None = None,
+                 static_libraries: Sequence[Any] = (), static_arches: Iterable[str] = ()):
         self.plugins = manager or register_plugins(list(plugin_specs), backend=backend,
                                                    call_timeout=call_timeout)
         self._own = manager is None
         self.executables: list[LocalExecutable] = []
+        #: the ``--static_library`` objects' libraries (None: no static loader)
+        self.static: StaticLibraryLoader | None = None
+        if static_libraries:
+            from .static_library import StaticLibraryLoader
+            try:
+                self.static = StaticLibraryLoader(static_libraries, plugins=self.plugins,
+                                                  backend=backend, program_arches=static_arches)
+            except BaseException:
+                if self._own:
+                    self.plugins.close()
+                raise
 
     def can_load(self, executable_format: str) -> bool:
+        if executable_format == STATIC_FORMAT:
+            return self.static is not None
         return executable_format.startswith(self.FORMATS)
 
     def load(self, data: Any, constants: Sequence[int] | None = None,
@@ -101,7 +121,12 @@ class ExecutableLoader:
         shared library whose libc/libm imports the host's C libraries serve),
         anything else an embedded ELF or FatELF."""
         exe: LocalExecutable      # (mypy checks that both kinds satisfy the protocol)
-        if executable_format == VMVX_FORMAT:
+        if executable_format == STATIC_FORMAT:
+            if self.static is None:
+                raise ExecutableError("executable format 'static' needs static libraries "
+                                      "(--static_library=lib.o)", StatusCode.NOT_FOUND)
+            exe = self.static.load(data, constants)
+        elif executable_format == VMVX_FORMAT:
             from .vmvx_executable import VmvxExecutable  # the vmvx kernels: only for vmvx
             exe = VmvxExecutable.load(bytes(data), constants, name=name)
         else:
@@ -115,6 +140,9 @@ class ExecutableLoader:
         for exe in reversed(self.executables):
             exe.close()
         self.executables.clear()
+        if self.static is not None:
+            self.static.close()
+            self.static = None
         if self._own:
             self.plugins.close()
 
@@ -131,5 +159,5 @@ def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | No
     return ElfExecutable.load(source, plugins=plugins, **kwargs)  # type: ignore[arg-type]
 
 
-__all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "VMVX_FORMAT", "infer_format",
+__all__ = ["ExecutableLoader", "FORMAT_SUFFIXES", "STATIC_FORMAT", "VMVX_FORMAT", "infer_format",
            "load_executable", "supports_format"]

@@ -114,13 +114,17 @@ class HalDeviceModule(HalModule[HalState]):
     def __init__(self, instance: Instance | None = None, devices: Sequence[str] = (),
                  executable_plugins: Sequence[str] = (), backend: str = "auto",
                  program_arches: Iterable[str] = (), module_mode: str = "preload",
-                 debug_sink: DebugSink | None = None, task: TaskTopology | None = None):
+                 debug_sink: DebugSink | None = None, task: TaskTopology | None = None,
+                 static_libraries: Sequence[Any] = (), static_arches: Iterable[str] = ()):
         if instance is not None:
             for t in ALL_TYPES:
                 instance.register_type(t)
         super().__init__(instance, debug_sink)
         self.device_uris = list(devices) or ["local-task"]
         self.executable_plugins = list(executable_plugins)
+        #: ``--static_library`` objects: the devices' static library loader
+        self.static_libraries = list(static_libraries)
+        self.static_arches = sorted(static_arches)
         self.backend = backend
         #: the CPUs of the program's embedded executables: a plugin with code
         #: for none of them fails when the device is created, as in IREE
@@ -139,7 +143,9 @@ class HalDeviceModule(HalModule[HalState]):
     def init_state(self, state: HalState, context: Any) -> None:
         state.context = context
         timeout = getattr(context, "timeout", None)
-        state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout)
+        state.devices = [Device(u, self.executable_plugins, self.backend, call_timeout=timeout,
+                                static_libraries=self.static_libraries,
+                                static_arches=self.static_arches)
                          for u in self.device_uris]
         if self.task is not None:
             for d in state.devices:
@@ -156,6 +162,8 @@ class HalDeviceModule(HalModule[HalState]):
             for d in state.devices:
                 if d.plugin_specs:
                     d.loader.plugins.require_arches(self.program_arches)
+                if d.static_libraries:
+                    _ = d.loader    # IREE queries static libraries when the device is made
         except BaseException:
             self.free_state(state)
             raise

@@ -43,11 +43,12 @@ class HalProvider:
     def create(self, instance: Instance, options: Any = None) -> HalModule:
         devices = list(getattr(options, "devices", None) or [])
         plugins = list(getattr(options, "executable_plugins", None) or [])
+        static = list(getattr(options, "static_libraries", None) or [])
         extra = getattr(options, "extra", None) or {}
         dependents = extra.get("modules", ())
         # where hal.buffer_view.trace goes (vmrt.tools.dispatch_trace)
         sink = extra.get("debug_sink")
-        if devices or plugins or needs_device(dependents):
+        if devices or plugins or static or needs_device(dependents):
             from ...hal.local.loader import executable_arches
             from .module import HalDeviceModule
             arches = executable_arches(
@@ -55,8 +56,17 @@ class HalProvider:
             return HalDeviceModule(instance, devices, plugins, program_arches=arches,
                                    module_mode=getattr(options, "module_mode", "preload"),
                                    backend=getattr(options, "backend", "auto"),
-                                   debug_sink=sink, task=extra.get("task"))
+                                   debug_sink=sink, task=extra.get("task"),
+                                   static_libraries=static,
+                                   static_arches=_static_arches(dependents) if static else ())
         return HalModule(instance, sink)
+
+
+def _static_arches(dependents: Any) -> set[str]:
+    """The CPUs the programs' ``static`` executables were compiled for."""
+    from ...hal.local.static_library import static_target_arches
+    return static_target_arches(getattr(getattr(m, "definition", None), "bytecode", b"")
+                                for m in dependents)
 
 
 PROVIDER = HalProvider()
