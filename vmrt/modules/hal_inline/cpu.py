@@ -5,7 +5,7 @@ not define for the host's architecture is not found (None), as in IREE."""
 from __future__ import annotations
 
 import functools
-import platform
+import os
 
 #: x86_64 keys IREE defines -> the flag Linux lists in /proc/cpuinfo
 X86_64 = {
@@ -50,7 +50,7 @@ def _host_flags() -> frozenset[str]:
 
 def host_cpu_value(key: str) -> int | None:
     """1 or 0 for a feature key of the host's architecture, else None."""
-    flag = _TABLES.get(platform.machine().lower(), {}).get(key)
+    flag = _TABLES.get(os.uname().machine.lower(), {}).get(key)
     if flag is None:
         return None
     return 1 if flag in _host_flags() else 0

@@ -49,8 +49,8 @@ def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
                                StatusCode.INVALID_ARGUMENT)
             size = len(buf.data)
             if offset < 0 or length < 0 or offset + length > size:
-                raise HalError(f"{what}: binding {i}: out-of-bounds access detected "
-                               f"(offset={offset}, length={length}, buffer length={size})",
+                raise HalError(f"out-of-bounds access detected (offset={offset}, length="
+                               f"{length}, alignment=1, buffer length={size}); {what} binding {i}",
                                StatusCode.OUT_OF_RANGE)
             if length == 0:             # never read: any aligned memory will do
                 out.append(HostBytes(*aligned_memory(BUFFER_ALIGNMENT)))

@@ -104,6 +104,9 @@ class HalLoaderModule(NativeModule):
                                f"length is {len(raw)}", StatusCode.INVALID_ARGUMENT)
             view = raw if isinstance(raw, memoryview) else memoryview(raw)
             words = list(view.cast("B").cast("I"))
+        if fmt.startswith(("embedded-elf-", "system-elf-")) and bytes(data[:4]) != b"\x7fELF":
+            raise HalError(f"data provided does not contain the ELF identifier ({fmt} "
+                           "executable)", StatusCode.FAILED_PRECONDITION)
         if not supports_format(fmt):
             raise HalError(f"no executable loader registered for the given executable format "
                            f"'{fmt}'", StatusCode.NOT_FOUND)
@@ -127,8 +130,9 @@ class HalLoaderModule(NativeModule):
             raise HalError(f"too many bindings ({len(bindings)}; at most {MAX_BINDINGS})",
                            StatusCode.RESOURCE_EXHAUSTED)
         if not 0 <= entry_point < len(exe.exports):
-            raise HalError(f"executable '{exe.name}': entry point ordinal {entry_point} out of "
-                           f"bounds (it has {len(exe.exports)})", StatusCode.INVALID_ARGUMENT)
+            raise HalError(f"function id {entry_point & 0xFFFFFFFFFFFFFFFF} out of range (count: "
+                           f"{len(exe.exports)}) in executable '{exe.name}'",
+                           StatusCode.OUT_OF_RANGE)
         grid = (x & 0xFFFFFFFF, y & 0xFFFFFFFF, z & 0xFFFFFFFF)
         if 0 in grid:
             return
