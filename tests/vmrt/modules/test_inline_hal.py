@@ -1,0 +1,210 @@
+"""The inline HAL (``hal_inline`` + ``hal_loader``): programs compiled with
+``--iree-execution-model=inline-static`` (vmvx-inline) and ``inline-dynamic``
+(embedded ELF executables, llvm-cpu) run in ``vmrt run``, ``vmrt test`` and
+``vmrt.load``.  The oracle is the pip ``iree-run-module`` on the same
+program and inputs (stdout and exit code byte for byte); the programs built
+for the other five CPUs, which only vmrt runs (emulated), must give the host
+build's results; bad input ends with IREE's status code."""
+from __future__ import annotations
+
+import io
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import vmrt
+from tests.vmrt.iree_tools import require_tool
+from tests.vmrt.modules.inline_testutil import InlineCompiler, loader_driver
+
+MODELS = ("static", "dynamic")
+FOREIGN = ("aarch64", "riscv64", "arm", "i386", "riscv32")
+
+_ROWS = " ".join(str(i) for i in range(1, 33))
+#: (program, function, --input values): every op family of programs/inline_*.mlir
+CASES = [
+    ("inline_elementwise", "add", ["4xf32=1,2,3,4", "4xf32=10,20,30,40"]),
+    ("inline_elementwise", "fma_relu", ["2x8xf32=1 -2 3 4 5 6 7 8 9 10 11 12 13 14 15 16",
+                                         "2x8xf32=0.5", "2x8xf32=-3"]),
+    ("inline_elementwise", "int_ops", ["6xi32=1,-2,3,4,5,6", "6xi32=6,5,-4,3,2,1"]),
+    ("inline_matmul", "matmul", [f"4x8xf32={_ROWS}", "8x3xf32=0.5",
+                                 "4x3xf32=1 2 3 4 5 6 7 8 9 10 11 12"]),
+    ("inline_reduce", "row_sum", ["3x5xf32=1 2 3 4 5 6 7 8 9 10 11 12 13 14 15"]),
+    ("inline_reduce", "max_all", ["4x6xi32=1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 -20 "
+                                  "21 22 23 4"]),
+    ("inline_multi", "scaled", ["4xf32=1,1,1,1"]),
+    ("inline_multi", "pipeline", ["4xf32=1,2,3,4", "4xf32=1,1,1,1"]),
+    ("inline_dynamic", "axpy", ["f32=2", "5xf32=1,2,3,4,5", "5xf32=10,10,10,10,10"]),
+    ("inline_dynamic", "axpy", ["f32=-1", "1xf32=3", "1xf32=4"]),
+]
+IDS = [f"{p.removeprefix('inline_')}-{f}-{i}" for i, (p, f, _x) in enumerate(CASES)]
+
+
+@pytest.fixture(scope="session")
+def inline() -> InlineCompiler:
+    return InlineCompiler(require_tool("iree-compile", "iree-base-compiler"))
+
+
+def _args(vmfb: Path, function: str, inputs: list[str], extra: tuple[str, ...] = ()) -> list[str]:
+    return [f"--module={vmfb}", f"--function={function}", *(f"--input={i}" for i in inputs),
+            *extra]
+
+
+def vmrt_cli(command: str, args: list[str]) -> tuple[int, str, str]:
+    from vmrt.tools.main import main
+    out, err = io.StringIO(), io.StringIO()
+    rc = main([command, *args], stdout=out, stderr=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def iree_cli(exe: str, args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def status(stderr: str) -> str:
+    """``CODE; message`` of an error's first line (IREE's ``file:line: `` removed)."""
+    line = stderr.strip().splitlines()[0]
+    return "; ".join(line.split(": ", 1)[-1].split("; ")[:2]) if ".c:" in line.split(";")[0] \
+        else "; ".join(line.split("; ")[:2])
+
+
+# -- the oracle: iree-run-module on the host's builds -------------------------------------
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize(("program", "function", "inputs"), CASES, ids=IDS)
+def test_run_matches_iree_run_module(inline, iree_run_module, model, program, function, inputs):
+    args = _args(inline(program, model), function, inputs)
+    want = iree_cli(iree_run_module, args)
+    assert want[0] == 0, want[2]
+    got = vmrt_cli("run", args)
+    assert got[:2] == want[:2], got[2]
+
+
+def test_imports_are_the_inline_hal(inline):
+    """What the pip compiler emits: hal_inline only for inline-static,
+    hal_inline and hal_loader >= 1 for inline-dynamic; no ``hal``."""
+    from vmrt.bytecode.module import BytecodeModule
+    from vmrt.vm.instance import Instance
+
+    def deps(vmfb: Path) -> dict[str, int]:
+        inst = Instance()
+        for prov in vmrt.tools.module_specs.builtin_providers():
+            prov.register_types(inst)
+        return {d.name: d.minimum_version
+                for d in BytecodeModule(inst, vmfb.read_bytes()).dependencies()}
+    assert deps(inline("inline_matmul", "static")) == {"hal_inline": 0}
+    assert deps(inline("inline_matmul", "dynamic")) == {"hal_inline": 0, "hal_loader": 1}
+
+
+def test_inline_modules_export_what_iree_does():
+    """The export tables of IREE's hal_inline (version 0) and hal_loader (version 1)."""
+    from vmrt.modules.hal_inline import HalInlineModule
+    from vmrt.modules.hal_loader import HalLoaderModule
+    inline = {e.name: e.cconv for e in HalInlineModule().exports}
+    assert inline == {
+        "buffer.allocate": "0iI_rr", "buffer.allocate.initialized": "0irII_rr",
+        "buffer.length": "0r_I", "buffer.storage": "0r_r", "buffer.subspan": "0rII_r",
+        "buffer.wrap": "0rII_r", "buffer_view.assert": "0rriiCID_v",
+        "buffer_view.buffer": "0r_r", "buffer_view.create": "0rIIiiCID_r",
+        "buffer_view.dim": "0ri_I", "buffer_view.element_type": "0r_i",
+        "buffer_view.encoding_type": "0r_i", "buffer_view.rank": "0r_i",
+        "buffer_view.trace": "0rCrD_v", "device.query.i64": "0rr_iI"}
+    loader = {e.name: e.cconv for e in HalLoaderModule().exports}
+    assert loader == {"executable.dispatch": "0rIiiiCiDCrIID_v", "executable.load": "0rrr_r",
+                      "executable.lookup.function": "0rr_I",
+                      "executable.query_support": "0r_i"}
+    assert (HalInlineModule.version, HalLoaderModule.version) == (0, 1)
+
+
+# -- the other CPUs: only vmrt runs them (emulated) -----------------------------------------
+@pytest.mark.parametrize("arch", FOREIGN)
+def test_foreign_cpus_match_the_host(inline, emulation, arch):
+    """Every program built inline-dynamic for ``arch`` gives, in one vmrt run
+    per function, exactly the host build's output (which the test above
+    holds to iree-run-module's); iree-run-module refuses these programs."""
+    for program, function, inputs in CASES:
+        host = vmrt_cli("run", _args(inline(program, "dynamic"), function, inputs))
+        got = vmrt_cli("run", _args(inline(program, "dynamic", arch), function, inputs))
+        assert host[0] == 0, host[2]
+        assert got[:2] == host[:2], (program, function, got[2])
+
+
+def test_iree_run_module_refuses_a_foreign_program(inline, iree_run_module):
+    rc, _out, err = iree_cli(iree_run_module, _args(inline("inline_dynamic", "dynamic",
+                                                           "aarch64"), "axpy", CASES[-1][2]))
+    assert rc == 1 and "UNAVAILABLE" in err and "none of the executable binaries" in err
+
+
+# -- vmrt.load --------------------------------------------------------------------------
+@pytest.mark.parametrize("model", [*MODELS, "aarch64"])
+def test_load_returns_what_iree_run_module_writes(inline, iree_run_module, model, tmp_path):
+    """``vmrt.load(program)[fn](numpy...)`` equals the .npy files
+    iree-run-module writes for the host build (iree.runtime has no inline
+    HAL: its create_hal_module makes the full ``hal`` only)."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-8, 8, (4, 8)).astype(np.float32)
+    b = rng.integers(-8, 8, (8, 3)).astype(np.float32)
+    bias = rng.integers(-8, 8, (4, 3)).astype(np.float32)
+    for name, arr in (("a", a), ("b", b), ("bias", bias)):
+        np.save(tmp_path / f"{name}.npy", arr)
+    host = inline("inline_matmul", "dynamic")
+    rc, _out, err = iree_cli(iree_run_module, _args(host, "matmul", ["@a.npy", "@b.npy",
+                                                                     "@bias.npy"],
+                                                    ("--output=@out.npy",)), cwd=tmp_path)
+    assert rc == 0, err
+    want = np.load(tmp_path / "out.npy")
+    vmfb = inline("inline_matmul", *(("dynamic", "aarch64") if model == "aarch64" else (model,)))
+    with vmrt.load(vmfb) as prog:       # (closed: its executables are freed in order)
+        got = prog["matmul"](a, b, bias)
+    assert got.dtype == np.float32 and got.shape == (4, 3)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, a @ b + bias)
+    with vmrt.load(inline("inline_multi", model if model in MODELS else "dynamic")) as prog:
+        x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+        d, n = prog["pipeline"](x, y)
+    np.testing.assert_array_equal(d, x * [1, 2, 3, 4] - y)
+    np.testing.assert_array_equal(n, -d)
+
+
+# -- vmrt test --------------------------------------------------------------------------
+@pytest.mark.parametrize("model", MODELS)
+def test_vmrt_test_runs_check_functions(inline, model):
+    """Each test function in its own context, as iree-check-module runs them:
+    two pass, the one whose expectation is false fails, the run exits 1."""
+    rc, out, _err = vmrt_cli("test", [f"--module={inline('inline_check', model)}"])
+    assert rc == 1
+    assert "[       OK ] module.square_ok" in out and "[       OK ] module.sum_ok" in out
+    assert "[  FAILED  ] module.double_wrong" in out
+    assert "[  PASSED  ] 2 tests." in out and "1 FAILED TEST" in out
+
+
+# -- executable plugins -----------------------------------------------------------------
+@pytest.mark.parametrize("function", ["plugin_mul", "mixed_invocation"])
+def test_plugin_imports_match_iree_run_module(inline, iree_run_module, plugins, function):
+    """The sample's dispatches that call into our standalone plugin, loaded by
+    hal_loader with ``--executable_plugin``, natively."""
+    so = plugins.path("standalone", "x86_64")
+    args = _args(inline("simple_mul", "dynamic"), function, ["8xf32=2", "8xf32=4"],
+                 (f"--executable_plugin={so}",))
+    want = iree_cli(iree_run_module, args)
+    assert want[0] == 0, want[2]
+    assert vmrt_cli("run", args)[:2] == want[:2]
+
+
+def test_plugin_imports_emulated(inline, plugins, emulation):
+    """The aarch64 build with the aarch64 plugin (both emulated) gives the
+    host build's output."""
+    inputs = ["8xf32=2", "8xf32=4"]
+    host = vmrt_cli("run", _args(inline("simple_mul", "dynamic"), "plugin_mul", inputs,
+                                 (f"--executable_plugin={plugins.path('standalone', 'x86_64')}",)))
+    got = vmrt_cli("run", _args(inline("simple_mul", "dynamic", "aarch64"), "plugin_mul", inputs,
+                                (f"--executable_plugin={plugins.path('standalone', 'aarch64')}",)))
+    assert host[0] == 0 and got[:2] == host[:2], got[2]
+
+
+def test_missing_plugin_import_fails_like_iree(inline, iree_run_module):
+    args = _args(inline("simple_mul", "dynamic"), "plugin_mul", ["8xf32=2", "8xf32=4"])
+    want, got = iree_cli(iree_run_module, args), vmrt_cli("run", args)
+    assert want[0] != 0 and got[0] != 0
+    assert status(got[2]).split(";")[0] == status(want[2]).split(";")[0]
