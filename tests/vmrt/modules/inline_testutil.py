@@ -7,7 +7,9 @@ version; and the source of a hand-written VM module that drives
 ``hal_loader`` directly (the bad-dispatch cases no compiler emits)."""
 from __future__ import annotations
 
+import io
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -107,3 +109,31 @@ def loader_driver(library: bytes, fmt: str) -> str:
   vm.export @dispatch
 }}
 """
+
+
+def run_args(vmfb: Path, function: str, inputs: list[str],
+             extra: tuple[str, ...] = ()) -> list[str]:
+    """``--module``, ``--function`` and ``--input`` flags (then ``extra``)."""
+    return [f"--module={vmfb}", f"--function={function}", *(f"--input={i}" for i in inputs),
+            *extra]
+
+
+def vmrt_cli(command: str, args: list[str]) -> tuple[int, str, str]:
+    """``vmrt COMMAND ARGS`` in this process: (exit code, stdout, stderr)."""
+    from vmrt.tools.main import main
+    out, err = io.StringIO(), io.StringIO()
+    rc = main([command, *args], stdout=out, stderr=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def iree_cli(exe: str, args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
+    """An IREE tool: (exit code, stdout, stderr)."""
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def status(stderr: str) -> str:
+    """``CODE; message`` of an error's first line (IREE's ``file.c:line: `` or
+    ``<vm>:0: `` removed)."""
+    line = re.sub(r"^\S+:\d+: ", "", stderr.strip().splitlines()[0], count=1)
+    return "; ".join(line.split("; ")[:2])

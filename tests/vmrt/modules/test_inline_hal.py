@@ -7,16 +7,14 @@ for the other five CPUs, which only vmrt runs (emulated), must give the host
 build's results; bad input ends with IREE's status code."""
 from __future__ import annotations
 
-import io
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import vmrt
-from tests.vmrt.iree_tools import require_tool
-from tests.vmrt.modules.inline_testutil import InlineCompiler, loader_driver
+from tests.vmrt.modules.inline_testutil import iree_cli, status, vmrt_cli
+from tests.vmrt.modules.inline_testutil import run_args as _args
 
 MODELS = ("static", "dynamic")
 FOREIGN = ("aarch64", "riscv64", "arm", "i386", "riscv32")
@@ -39,35 +37,6 @@ CASES = [
     ("inline_dynamic", "axpy", ["f32=-1", "1xf32=3", "1xf32=4"]),
 ]
 IDS = [f"{p.removeprefix('inline_')}-{f}-{i}" for i, (p, f, _x) in enumerate(CASES)]
-
-
-@pytest.fixture(scope="session")
-def inline() -> InlineCompiler:
-    return InlineCompiler(require_tool("iree-compile", "iree-base-compiler"))
-
-
-def _args(vmfb: Path, function: str, inputs: list[str], extra: tuple[str, ...] = ()) -> list[str]:
-    return [f"--module={vmfb}", f"--function={function}", *(f"--input={i}" for i in inputs),
-            *extra]
-
-
-def vmrt_cli(command: str, args: list[str]) -> tuple[int, str, str]:
-    from vmrt.tools.main import main
-    out, err = io.StringIO(), io.StringIO()
-    rc = main([command, *args], stdout=out, stderr=err)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def iree_cli(exe: str, args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def status(stderr: str) -> str:
-    """``CODE; message`` of an error's first line (IREE's ``file:line: `` removed)."""
-    line = stderr.strip().splitlines()[0]
-    return "; ".join(line.split(": ", 1)[-1].split("; ")[:2]) if ".c:" in line.split(";")[0] \
-        else "; ".join(line.split("; ")[:2])
 
 
 # -- the oracle: iree-run-module on the host's builds -------------------------------------

@@ -4,10 +4,13 @@ length)`` ranges as the :class:`~vmrt.hal.buffer.HostBytes` an executable's
 
 The storage of a ``hal_inline`` buffer is 64-byte aligned and bound as it
 is (what the code writes lands in the buffer).  Any other ``vm.buffer`` (a
-program's ``vm.buffer.alloc``, module rodata) sits wherever Python put it:
-it is bound through a 64-byte aligned copy (the alignment compiled dispatch
-code assumes), one per buffer so that ranges of one buffer still alias, and
-the copy is written back after the dispatch unless the buffer is read-only."""
+program's ``vm.buffer.alloc``, module rodata) sits wherever Python put it,
+and a range that does not start 64-byte aligned (the alignment compiled
+dispatch code assumes) is bound through an aligned copy, one per buffer (and
+offset modulo 64) so that ranges of one buffer still alias; the ranges are
+written back after the dispatch unless the buffer is read-only (a read-only
+buffer, e.g. rodata, is always bound through a copy: native code could
+store into it, an emulated store is refused)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -38,8 +41,9 @@ def _bytes_of(buf: Buffer) -> tuple[memoryview, int]:
 def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
                       ) -> Iterator[list[HostBytes]]:
     """The checked bindings of one dispatch, staged where they must be; the
-    staged copies of writable buffers are written back when the block ends."""
-    staged: dict[int, tuple[Buffer, memoryview, memoryview, int]] = {}
+    staged ranges of writable buffers are written back when the block ends."""
+    # (buffer id, offset % 64) -> [buffer, its bytes, the copy, the copy's address, ranges]
+    staged: dict[tuple[int, int], list[Any]] = {}
     out: list[HostBytes] = []
     try:
         for i, (buf, offset, length) in enumerate(bindings):
@@ -55,26 +59,33 @@ def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
             if length == 0:             # never read: any aligned memory will do
                 out.append(HostBytes(*aligned_memory(BUFFER_ALIGNMENT)))
                 continue
-            hit = staged.get(id(buf))
-            if hit is not None:
-                view, addr = hit[2], hit[3]
-            else:
-                view, addr = _bytes_of(buf)
-                if addr % BUFFER_ALIGNMENT:
-                    copy, caddr = aligned_memory(len(view), f"{what} binding {i} staging")
+            view, addr = _bytes_of(buf)
+            if buf.readonly and not view.readonly:
+                view = view.toreadonly()
+            if (addr + offset) % BUFFER_ALIGNMENT or view.readonly:
+                # an aligned copy, placed so that this range starts aligned
+                # (one per buffer and phase: ranges of a buffer still alias);
+                # read-only memory too: native code could write into it
+                phase = offset % BUFFER_ALIGNMENT
+                entry = staged.get((id(buf), phase))
+                if entry is None:
+                    mem, maddr = aligned_memory(size + BUFFER_ALIGNMENT,
+                                                f"{what} binding {i} staging")
+                    skip = (-(maddr + phase)) % BUFFER_ALIGNMENT
+                    copy = mem[skip:skip + size]
                     copy[:] = view
-                    if buf.readonly or view.readonly:
-                        copy = copy.toreadonly()
-                    staged[id(buf)] = (buf, view, copy, caddr)
-                    view, addr = copy, caddr
-                elif buf.readonly and not view.readonly:
+                    entry = staged[(id(buf), phase)] = [buf, view, copy, maddr + skip, []]
+                entry[4].append((offset, length))
+                view, addr = entry[2], entry[3]
+                if buf.readonly:
                     view = view.toreadonly()
             out.append(HostBytes(view[offset:offset + length], addr + offset, view))
         yield out
     finally:
-        for buf, original, copy, _addr in staged.values():
+        for buf, original, copy, _addr, ranges in staged.values():
             if not (buf.readonly or original.readonly):
-                original[:] = copy
+                for offset, length in ranges:
+                    original[offset:offset + length] = copy[offset:offset + length]
 
 
 __all__ = ["dispatch_bindings"]

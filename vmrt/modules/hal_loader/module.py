@@ -104,12 +104,12 @@ class HalLoaderModule(NativeModule):
                                f"length is {len(raw)}", StatusCode.INVALID_ARGUMENT)
             view = raw if isinstance(raw, memoryview) else memoryview(raw)
             words = list(view.cast("B").cast("I"))
-        if fmt.startswith(("embedded-elf-", "system-elf-")) and bytes(data[:4]) != b"\x7fELF":
-            raise HalError(f"data provided does not contain the ELF identifier ({fmt} "
-                           "executable)", StatusCode.FAILED_PRECONDITION)
         if not supports_format(fmt):
             raise HalError(f"no executable loader registered for the given executable format "
                            f"'{fmt}'", StatusCode.NOT_FOUND)
+        if fmt.startswith(("embedded-elf-", "system-elf-")) and bytes(data[:4]) != b"\x7fELF":
+            raise HalError(f"data provided does not contain the ELF identifier ({fmt} "
+                           "executable)", StatusCode.FAILED_PRECONDITION)
         try:
             exe = state.loader.load(data, words, executable_format=fmt)
         except VmError as e:
