@@ -37,6 +37,26 @@ def _bytes_of(buf: Buffer) -> tuple[memoryview, int]:
     return view, address_of(view)
 
 
+def storage_pointers(bindings: Sequence[tuple[Any, int, int]]
+                     ) -> tuple[list[int], list[int]] | None:
+    """The host addresses and lengths of bindings that are all non-empty,
+    in-range, 64-byte aligned ranges of writable ``hal_inline`` storage
+    (what a compiled program passes): a prepared dispatch runs over them as
+    they are.  None for anything else (:func:`dispatch_bindings` then checks
+    and stages)."""
+    ptrs, sizes = [], []
+    for buf, offset, length in bindings:
+        if buf.__class__ is not StorageBuffer or buf.readonly or length <= 0 or offset < 0:
+            return None
+        hal = buf.hal_buffer
+        addr = hal.address + offset
+        if addr % BUFFER_ALIGNMENT or offset + length > len(hal.bytes):
+            return None
+        ptrs.append(addr)
+        sizes.append(length)
+    return ptrs, sizes
+
+
 @contextmanager
 def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
                       ) -> Iterator[list[HostBytes]]:
@@ -88,4 +108,4 @@ def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
                     original[offset:offset + length] = copy[offset:offset + length]
 
 
-__all__ = ["dispatch_bindings"]
+__all__ = ["dispatch_bindings", "storage_pointers"]

@@ -23,7 +23,7 @@ from ...hal.objects import EXECUTABLE_TYPE, HalExecutable
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, NativeState, export
-from .bindings import dispatch_bindings
+from .bindings import dispatch_bindings, storage_pointers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ VERSION = 1     # the programs of iree-compile 3.13 require hal_loader >= 1
 
 #: most bindings one dispatch takes (IREE's inline dispatch has room for 32)
 MAX_BINDINGS = 32
+#: most prepared dispatches a context keeps (then they are made again)
+MAX_PREPARED = 256
 
 
 def _need(value: Any, cls: type, what: str) -> Any:
@@ -69,6 +71,10 @@ class HalLoaderModule(NativeModule):
     # -- state ---------------------------------------------------------------------
     def init_state(self, state: NativeState, context: Any) -> None:
         state.context = context
+        #: (executable, function id, grid, constants, binding count) -> prepared form
+        state.prepared = {}
+        #: (executable, read-only name buffer) -> function id
+        state.functions = {}
         state.loader = ExecutableLoader(self.executable_plugins, backend=self.backend,
                                         call_timeout=getattr(context, "timeout", None))
         try:
@@ -83,6 +89,7 @@ class HalLoaderModule(NativeModule):
     def free_state(self, state: Any) -> None:
         loader = getattr(state, "loader", None)
         if loader is not None:
+            state.prepared = state.functions = None
             loader.close()
             state.loader = None
 
@@ -119,8 +126,17 @@ class HalLoaderModule(NativeModule):
 
     @export("executable.lookup.function", "0rr_I")
     def executable_lookup_function(self, state: Any, executable: Any, name: Any) -> Any:
+        """The export's ordinal.  The compiler looks the name (a rodata
+        ``vm.buffer``) up at every call: a read-only name is remembered."""
+        cache = getattr(state, "functions", None)
+        key = (executable, name)
+        if cache is not None and key in cache:
+            return cache[key]
         exe = _need(executable, HalExecutable, "executable").exe
-        return exe.export(_text(name, "function name")).ordinal
+        ordinal = exe.export(_text(name, "function name")).ordinal
+        if cache is not None and name.readonly:
+            cache[key] = ordinal
+        return ordinal
 
     @export("executable.dispatch", "0rIiiiCiDCrIID_v")
     def executable_dispatch(self, state: Any, executable: Any, entry_point: Any, x: Any, y: Any,
@@ -141,9 +157,38 @@ class HalLoaderModule(NativeModule):
         except AttributeError:          # called outside a context
             deadline = None
         words = [c & 0xFFFFFFFF for c in constants]
+        prepared = self._prepared(state, executable, entry_point, grid, words, len(bindings))
+        if prepared is not None:
+            direct = storage_pointers(bindings)
+            if direct is not None:
+                prepared.run(direct[0], direct[1], deadline)
+                return
         with dispatch_bindings(bindings, "hal_loader.executable.dispatch") as views:
             exe.dispatch(entry_point, grid, views, words, workgroup_size=(1, 1, 1),
                          deadline=deadline)
 
 
-__all__ = ["HalLoaderModule", "MAX_BINDINGS", "VERSION"]
+    @staticmethod
+    def _prepared(state: Any, executable: HalExecutable, entry_point: int,
+                  grid: tuple[int, int, int], words: list[int], binding_count: int) -> Any:
+        """The prepared form of a native dispatch (checked once, then run
+        over binding pointers), made at its first use and kept with the
+        context; None where there is none (emulated, local memory ...) or
+        where the export's workgroup size is not IREE's inline 1x1x1."""
+        cache = getattr(state, "prepared", None)
+        if cache is None:
+            return None
+        key = (executable, entry_point, grid, tuple(words), binding_count)
+        if key in cache:
+            return cache[key]
+        exe = executable.exe
+        prepared = None
+        if tuple(exe.exports[entry_point].workgroup_size) == (1, 1, 1):
+            prepared = exe.prepare(entry_point, grid, words, binding_count)
+        if len(cache) >= MAX_PREPARED:
+            cache.clear()
+        cache[key] = prepared
+        return prepared
+
+
+__all__ = ["HalLoaderModule", "MAX_BINDINGS", "MAX_PREPARED", "VERSION"]
