@@ -177,3 +177,17 @@ def test_missing_plugin_import_fails_like_iree(inline, iree_run_module):
     want, got = iree_cli(iree_run_module, args), vmrt_cli("run", args)
     assert want[0] != 0 and got[0] != 0
     assert status(got[2]).split(";")[0] == status(want[2]).split(";")[0]
+
+
+@pytest.mark.parametrize("build", [("static",), ("dynamic",), ("dynamic", "riscv64")])
+def test_dynamic_sizes_in_one_context(inline, build, emulation):
+    """One program called with vectors of several lengths (a grid and
+    bindings of another size each time: the prepared dispatches of the
+    native build are per grid) computes each as numpy does."""
+    rng = np.random.default_rng(3)
+    with vmrt.load(inline("inline_dynamic", *build)) as prog:
+        for n in (1, 5, 1000, 5, 4097):
+            x = rng.integers(-100, 100, n).astype(np.float32)
+            y = rng.integers(-100, 100, n).astype(np.float32)
+            got = prog["axpy"](np.float32(3), x, y)
+            np.testing.assert_array_equal(got, 3 * x + y)
