@@ -31,6 +31,7 @@ from ...vm.module import Function
 from ...vm.native_module import NativeState, export
 from .fast import FAST
 from .inline import DebugSink, HalModule, assert_buffer_view, subspan
+from .inline import need as _need
 from .task import TaskTopology
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -38,15 +39,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
-
-
-def _need(value: Any, cls: type, what: str) -> Any:
-    if value is None:
-        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
-    if not isinstance(value, cls):
-        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
-                      StatusCode.INVALID_ARGUMENT)
-    return value
 
 
 def _text(buf: Any) -> str:

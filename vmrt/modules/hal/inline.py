@@ -34,6 +34,10 @@ from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, export
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 #: receives each ``hal.buffer_view.trace``: the key and the buffer views
 DebugSink = Callable[[str, list[BufferView]], None]
 
@@ -41,6 +45,17 @@ DebugSink = Callable[[str, list[BufferView]], None]
 def register_types(instance: Instance) -> None:
     instance.register_type(HAL_BUFFER_TYPE)
     instance.register_type(BUFFER_VIEW_TYPE)
+
+
+def need(value: object, cls: type, what: str) -> Any:
+    """``value`` when it is a ``cls``; INVALID_ARGUMENT naming ``what`` when it
+    is null or of another type (the argument checks of the HAL modules)."""
+    if value is None:
+        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
+    if not isinstance(value, cls):
+        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
+                       StatusCode.INVALID_ARGUMENT)
+    return value
 
 
 def _view(bv) -> BufferView:

@@ -20,7 +20,7 @@ from ...hal.buffer_view import BufferView
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import export
-from ..hal.inline import DebugSink, HalModule, assert_buffer_view, subspan
+from ..hal.inline import DebugSink, HalModule, assert_buffer_view, need, subspan
 from .cpu import host_cpu_value
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -47,24 +47,6 @@ class StorageBuffer(Buffer):
         self.data = hal_buffer.bytes
         self.readonly = hal_buffer.read_only or hal_buffer.bytes.readonly
         self.hal_buffer = hal_buffer
-
-
-def _hal_buffer(buf: Any) -> HalBuffer:
-    if buf is None:
-        raise HalError("buffer is null", StatusCode.INVALID_ARGUMENT)
-    if not isinstance(buf, HalBuffer):
-        raise HalError(f"buffer is a {type(buf).__name__}, expected a hal.buffer",
-                       StatusCode.INVALID_ARGUMENT)
-    return buf
-
-
-def _vm_buffer(buf: Any, what: str) -> Buffer:
-    if buf is None:
-        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
-    if not isinstance(buf, Buffer):
-        raise HalError(f"{what} is a {type(buf).__name__}, expected a vm.buffer",
-                       StatusCode.INVALID_ARGUMENT)
-    return buf
 
 
 def _vm_range(buf: Buffer, offset: int, length: int, what: str) -> memoryview:
@@ -120,7 +102,7 @@ class HalInlineModule(HalModule):
     def buffer_allocate_initialized(self, state: Any, alignment: Any, source: Any, offset: Any,
                                     length: Any) -> Any:
         what = "hal_inline.buffer.allocate.initialized"
-        data = _vm_range(_vm_buffer(source, "source buffer"), offset, length, what)
+        data = _vm_range(need(source, Buffer, "source buffer"), offset, length, what)
         buf = allocate(alignment, length, what)
         buf.bytes[:] = data
         return buf, storage(buf)
@@ -130,7 +112,7 @@ class HalInlineModule(HalModule):
         """A buffer over a ``vm.buffer`` range, no copy (read-only when the
         ``vm.buffer`` is, e.g. rodata).  IREE's runtime answers UNIMPLEMENTED
         (its compiler does not emit the op); vmrt wraps."""
-        vm_buf = _vm_buffer(source, "source buffer")
+        vm_buf = need(source, Buffer, "source buffer")
         view = _vm_range(vm_buf, offset, length, "hal_inline.buffer.wrap")
         if isinstance(vm_buf, StorageBuffer):       # a storage: the buffer's own range
             return subspan(vm_buf.hal_buffer, offset, length, "hal_inline.buffer.wrap")
@@ -138,7 +120,7 @@ class HalInlineModule(HalModule):
 
     @export("buffer.subspan", "0rII_r")
     def buffer_subspan(self, state: Any, buffer: Any, offset: Any, length: Any) -> Any:
-        buf = _hal_buffer(buffer)
+        buf = need(buffer, HalBuffer, "buffer")
         try:
             return subspan(buf, offset, length, "hal_inline.buffer.subspan")
         except HalError as e:
@@ -148,7 +130,7 @@ class HalInlineModule(HalModule):
 
     @export("buffer.storage", "0r_r", arg_types=(HAL_BUFFER_TYPE,))
     def buffer_storage(self, state: Any, buffer: Any) -> Any:
-        return storage(_hal_buffer(buffer))
+        return storage(need(buffer, HalBuffer, "buffer"))
 
     # -- buffer views --------------------------------------------------------------
     @export("buffer_view.assert", "0rriiCID_v")
@@ -166,15 +148,15 @@ class HalInlineModule(HalModule):
     def device_query_i64(self, state: Any, category: Any, key: Any) -> Any:
         """``hal.cpu`` keys (the LLVM names of the host CPU's features, e.g.
         ``avx2``) answer 1 or 0; any other query is not found (ok=0)."""
-        cat = _text(_vm_buffer(category, "category"))
-        value = host_cpu_value(_text(_vm_buffer(key, "key"))) if cat == "hal.cpu" else None
+        cat = _text(need(category, Buffer, "category"))
+        value = host_cpu_value(_text(need(key, Buffer, "key"))) if cat == "hal.cpu" else None
         return (0, 0) if value is None else (1, value)
 
 
 def _text(buf: Any) -> str:
     if buf is None:
         return ""
-    return bytes(_vm_buffer(buf, "string buffer").data).decode("utf-8", "replace")
+    return bytes(need(buf, Buffer, "string buffer").data).decode("utf-8", "replace")
 
 
 

@@ -23,6 +23,7 @@ from ...hal.objects import EXECUTABLE_TYPE, HalExecutable
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, NativeState, export
+from ..hal.inline import need
 from .bindings import dispatch_bindings, storage_pointers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -37,17 +38,8 @@ MAX_BINDINGS = 32
 MAX_PREPARED = 256
 
 
-def _need(value: Any, cls: type, what: str) -> Any:
-    if value is None:
-        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
-    if not isinstance(value, cls):
-        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
-                       StatusCode.INVALID_ARGUMENT)
-    return value
-
-
 def _text(buf: Any, what: str) -> str:
-    return bytes(_need(buf, Buffer, what).data).decode("utf-8", "replace")
+    return bytes(need(buf, Buffer, what).data).decode("utf-8", "replace")
 
 
 class HalLoaderModule(NativeModule):
@@ -102,10 +94,10 @@ class HalLoaderModule(NativeModule):
     def executable_load(self, state: Any, executable_format: Any, executable_data: Any,
                         constants: Any) -> Any:
         fmt = _text(executable_format, "executable format")
-        data = _need(executable_data, Buffer, "executable data").data
+        data = need(executable_data, Buffer, "executable data").data
         words = None
         if constants is not None:
-            raw = _need(constants, Buffer, "executable constants").data
+            raw = need(constants, Buffer, "executable constants").data
             if len(raw) % 4:
                 raise HalError("constant buffer data must contain 4-byte elements but data "
                                f"length is {len(raw)}", StatusCode.INVALID_ARGUMENT)
@@ -132,7 +124,7 @@ class HalLoaderModule(NativeModule):
         key = (executable, name)
         if cache is not None and key in cache:
             return cache[key]
-        exe = _need(executable, HalExecutable, "executable").exe
+        exe = need(executable, HalExecutable, "executable").exe
         ordinal = exe.export(_text(name, "function name")).ordinal
         if cache is not None and name.readonly:
             cache[key] = ordinal
@@ -141,7 +133,7 @@ class HalLoaderModule(NativeModule):
     @export("executable.dispatch", "0rIiiiCiDCrIID_v")
     def executable_dispatch(self, state: Any, executable: Any, entry_point: Any, x: Any, y: Any,
                             z: Any, constants: Any, bindings: Any) -> Any:
-        exe = _need(executable, HalExecutable, "executable").exe
+        exe = need(executable, HalExecutable, "executable").exe
         if len(bindings) > MAX_BINDINGS:
             raise HalError(f"too many bindings ({len(bindings)}; at most {MAX_BINDINGS})",
                            StatusCode.RESOURCE_EXHAUSTED)
