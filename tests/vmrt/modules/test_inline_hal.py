@@ -191,3 +191,27 @@ def test_dynamic_sizes_in_one_context(inline, build, emulation):
             y = rng.integers(-100, 100, n).astype(np.float32)
             got = prog["axpy"](np.float32(3), x, y)
             np.testing.assert_array_equal(got, 3 * x + y)
+
+
+def test_dispatch_tools_see_inline_dispatches(inline, tmp_path):
+    """``--dump_dispatches`` writes for an inline-dynamic program exactly what
+    it writes for the same source compiled for the full HAL (local-sync):
+    each dispatch's bindings before and after, its description and its
+    executable."""
+    from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
+    src = inline.source("inline_elementwise")
+    full = inline.compile(src, ["--iree-hal-target-device=local",
+                                "--iree-hal-local-target-device-backends=llvm-cpu",
+                                *IREE_TARGET_FLAGS["x86_64"]], "inline_elementwise-full")
+    inputs = CASES[2][2]
+    dumps = {}
+    for name, vmfb, extra in (("inline", inline("inline_elementwise", "dynamic"), ()),
+                              ("full", full, ("--device=local-sync",))):
+        out = tmp_path / name
+        rc, _out, err = vmrt_cli("run", _args(vmfb, "int_ops", inputs,
+                                              (*extra, f"--dump_dispatches={out}")))
+        assert rc == 0, err
+        dumps[name] = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*"))
+                       if p.is_file()}
+    assert len(dumps["inline"]) >= 2 * 5
+    assert dumps["inline"] == dumps["full"]

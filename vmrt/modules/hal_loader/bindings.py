@@ -13,11 +13,11 @@ buffer, e.g. rodata, is always bound through a copy: native code could
 store into it, an emulated store is refused)."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from ...errors import HalError, StatusCode
-from ...hal.buffer import BUFFER_ALIGNMENT, HostBytes, address_of, aligned_memory
+from ...hal.buffer import BUFFER_ALIGNMENT, HalBuffer, HostBytes, address_of, aligned_memory
 from ...vm.buffer import Buffer
 from ..hal_inline.module import StorageBuffer
 
@@ -55,6 +55,34 @@ def storage_pointers(bindings: Sequence[tuple[Any, int, int]]
         ptrs.append(addr)
         sizes.append(length)
     return ptrs, sizes
+
+
+def observed(executable: Any, entry_point: int, grid: tuple[int, int, int], words: list[int],
+             bindings: Sequence[tuple[Any, int, int]], deadline: float | None,
+             run: Callable[[], None]) -> Any | None:
+    """The dispatch as a dispatch tool sees a command buffer's
+    (:class:`~vmrt.hal.dispatch_observer.ObservedDispatch`): each binding a
+    range of a ``hal.buffer`` over the ``vm.buffer``'s bytes (the storage's
+    own buffer for ``hal_inline`` storage); ``run`` runs it.  None when a
+    binding is not a ``vm.buffer`` range (running it reports which)."""
+    from ...hal.command_buffer import BufferRef, Dispatch
+    from ...hal.dispatch_observer import ObservedDispatch
+    what = "hal_loader.executable.dispatch"
+    ranges = []
+    for buf, offset, length in bindings:
+        if not isinstance(buf, Buffer) or offset < 0 or length < 0 \
+                or offset + length > len(buf.data):
+            return None
+        if isinstance(buf, StorageBuffer):
+            hal = buf.hal_buffer
+        else:
+            view, addr = _bytes_of(buf)
+            hal = HalBuffer(view, read_only=buf.readonly or view.readonly, address=addr)
+        ranges.append((hal, offset, length))
+    refs = tuple(BufferRef(i, hal, offset, length) for i, (hal, offset, length) in
+                 enumerate(ranges))
+    cmd = Dispatch(executable, entry_point, grid, tuple(words), refs)
+    return ObservedDispatch(cmd, what, tuple(ranges), run, deadline)
 
 
 @contextmanager
@@ -108,4 +136,4 @@ def dispatch_bindings(bindings: Sequence[tuple[Any, int, int]], what: str
                     original[offset:offset + length] = copy[offset:offset + length]
 
 
-__all__ = ["dispatch_bindings", "storage_pointers"]
+__all__ = ["dispatch_bindings", "observed", "storage_pointers"]

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ...errors import HalError, StatusCode, VmError
+from ...hal.dispatch_observer import current_observer
 from ...hal.local.loader import ExecutableLoader, supports_format
 from ...hal.objects import EXECUTABLE_TYPE, HalExecutable
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
 from ...vm.native_module import NativeModule, NativeState, export
 from ..hal.inline import need
-from .bindings import dispatch_bindings, storage_pointers
+from .bindings import dispatch_bindings, observed, storage_pointers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -149,12 +150,25 @@ class HalLoaderModule(NativeModule):
         except AttributeError:          # called outside a context
             deadline = None
         words = [c & 0xFFFFFFFF for c in constants]
+        observer = current_observer()
+        if observer is not None:        # a dispatch tool (--dump_dispatches ...) runs it
+            obs = observed(executable, entry_point, grid, words, bindings, deadline,
+                           lambda: self._run(exe, entry_point, grid, words, bindings,
+                                             deadline))
+            if obs is not None:
+                observer(obs)
+                return
         prepared = self._prepared(state, executable, entry_point, grid, words, len(bindings))
         if prepared is not None:
             direct = storage_pointers(bindings)
             if direct is not None:
                 prepared.run(direct[0], direct[1], deadline)
                 return
+        self._run(exe, entry_point, grid, words, bindings, deadline)
+
+    @staticmethod
+    def _run(exe: Any, entry_point: int, grid: tuple[int, int, int], words: list[int],
+             bindings: Any, deadline: float | None) -> None:
         with dispatch_bindings(bindings, "hal_loader.executable.dispatch") as views:
             exe.dispatch(entry_point, grid, views, words, workgroup_size=(1, 1, 1),
                          deadline=deadline)
