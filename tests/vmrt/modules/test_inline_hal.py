@@ -7,6 +7,7 @@ for the other five CPUs, which only vmrt runs (emulated), must give the host
 build's results; bad input ends with IREE's status code."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -228,3 +229,27 @@ def test_dispatch_tools_see_inline_dispatches(inline, tmp_path):
                        if p.is_file()}
     assert len(dumps["inline"]) >= 2 * 5
     assert dumps["inline"] == dumps["full"]
+
+
+@pytest.mark.parametrize(("model", "allowed"), [("static", set()),
+                                                 ("dynamic", {"elfkit.fatelf"})])
+def test_inline_runs_start_light(inline, model, allowed):
+    """An inline run imports no numpy, typing, emulator or translator beyond
+    what test_startup_imports allows a host-only run (and, to load the
+    native executable, the FatELF reader), once the program is translated."""
+    import os
+    import sys
+
+    from tests.vmrt.iree_tools import REPO
+    from tests.vmrt.tools.test_startup_imports import HEAVY, RUN, TRANSLATOR
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    args = _args(inline("inline_elementwise", model), "add", CASES[0][2])
+    imported: list[str] = []
+    for _ in range(2):                  # the second run finds the translation cached
+        proc = subprocess.run([sys.executable, "-c", RUN.format(heavy=HEAVY), "run", *args],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        imported = proc.stdout.rpartition("IMPORTED")[2].split()
+    assert set(imported) - allowed == set(), imported
+    assert not set(TRANSLATOR) & set(imported)
