@@ -253,3 +253,20 @@ def test_inline_runs_start_light(inline, model, allowed):
         imported = proc.stdout.rpartition("IMPORTED")[2].split()
     assert set(imported) - allowed == set(), imported
     assert not set(TRANSLATOR) & set(imported)
+
+
+@pytest.mark.parametrize("build", [("static",), ("dynamic",), ("dynamic", "aarch64")])
+def test_one_program_called_from_threads(inline, build, request):
+    """Four threads calling one loaded inline program at once (shared
+    executables, prepared dispatches and loader) each get their own right
+    answers."""
+    from concurrent.futures import ThreadPoolExecutor
+    if len(build) > 1:
+        request.getfixturevalue("emulation")
+    rng = np.random.default_rng(11)
+    jobs = [tuple(rng.integers(-9, 9, shape).astype(np.float32)
+                  for shape in ((4, 8), (8, 3), (4, 3))) for _ in range(16)]
+    with vmrt.load(inline("inline_matmul", *build)) as prog, ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda job: prog["matmul"](*job), jobs))
+    for (a, b, bias), got in zip(jobs, results):
+        np.testing.assert_array_equal(got, a @ b + bias)
