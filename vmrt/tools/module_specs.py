@@ -15,6 +15,8 @@ from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
 from ..modules.check import PROVIDER as CHECK_PROVIDER
 from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
+from ..modules.hal_inline import PROVIDER as HAL_INLINE_PROVIDER
+from ..modules.hal_loader import PROVIDER as HAL_LOADER_PROVIDER
 from ..modules.io_parameters.provider import PROVIDER as PARAMETERS_PROVIDER
 from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.context import Context
@@ -120,10 +122,12 @@ OWN_DISTRIBUTION = "elfkit"
 
 def builtin_providers() -> list[Any]:
     """vmrt's built-in providers: the ``hal`` module (host-only or device),
-    the ``vmvx`` module, the ``check`` module (its imports are optional:
-    a program runs without it, its expectations are then skipped) and
-    ``io_parameters`` (over the run's ``--parameters``)."""
-    return [HAL_PROVIDER, VMVX_PROVIDER, CHECK_PROVIDER, PARAMETERS_PROVIDER]
+    the inline HAL's ``hal_inline`` and ``hal_loader``, the ``vmvx`` module,
+    the ``check`` module (its imports are optional: a program runs without
+    it, its expectations are then skipped) and ``io_parameters`` (over the
+    run's ``--parameters``)."""
+    return [HAL_PROVIDER, HAL_INLINE_PROVIDER, HAL_LOADER_PROVIDER, VMVX_PROVIDER,
+            CHECK_PROVIDER, PARAMETERS_PROVIDER]
 
 
 def entry_point_providers() -> list[Any]:

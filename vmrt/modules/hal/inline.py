@@ -18,10 +18,10 @@ IREE's hal module with a null debug sink does.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from ...errors import HalError, StatusCode
-from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer
+from ...errors import HalError, StatusCode, VmError
+from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer, buffer_range
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.element_types import (
     ENCODING_DENSE_ROW_MAJOR,
@@ -38,6 +38,10 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 #: receives each ``hal.buffer_view.trace``: the key and the buffer views
 DebugSink = Callable[[str, list[BufferView]], None]
 
@@ -45,6 +49,17 @@ DebugSink = Callable[[str, list[BufferView]], None]
 def register_types(instance: Instance) -> None:
     instance.register_type(HAL_BUFFER_TYPE)
     instance.register_type(BUFFER_VIEW_TYPE)
+
+
+def need(value: object, cls: type, what: str) -> Any:
+    """``value`` when it is a ``cls``; INVALID_ARGUMENT naming ``what`` when it
+    is null or of another type (the argument checks of the HAL modules)."""
+    if value is None:
+        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
+    if not isinstance(value, cls):
+        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
+                       StatusCode.INVALID_ARGUMENT)
+    return value
 
 
 def _view(bv: Any) -> BufferView:
@@ -57,6 +72,61 @@ def _buffer(b: Any) -> HalBuffer:
     if b is None:
         raise HalError("buffer is null", StatusCode.INVALID_ARGUMENT)
     return b
+
+
+def _type_name(code: int) -> str:
+    try:
+        return element_type_name(code)
+    except VmError:
+        return f"{code:08X}"
+
+
+def _compatible(have: int, want: int) -> bool:
+    """IREE's rule for buffer_view.assert: equal types, or integers (signless,
+    signed or unsigned) of the same width (a .npy int32 passes for i32)."""
+    ints = (0x10, 0x11, 0x12)
+    return have == want or ((have >> 24) in ints and (want >> 24) in ints
+                            and (have & 0xFFFFFF) == (want & 0xFFFFFF))
+
+
+def _shape(dims: Sequence[int]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def assert_buffer_view(bv: BufferView, name: str, element_type: int, encoding_type: int,
+                       shape: Sequence[int]) -> None:
+    """``buffer_view.assert`` of the ``hal`` and ``hal_inline`` modules (IREE
+    shares it between them): ``bv`` has ``element_type`` (or an integer type
+    of its width), ``encoding_type`` and ``shape``; ``name`` is the
+    program's word for the value (e.g. ``input0``)."""
+    have = element_type_code(bv.element_type)
+    if not _compatible(have, element_type):
+        raise HalError(f"{name} element type mismatch; expected {_type_name(element_type)} "
+                       f"({element_type:08X}) but have {_type_name(have)} ({have:08X})",
+                       StatusCode.INVALID_ARGUMENT)
+    if encoding_type != ENCODING_DENSE_ROW_MAJOR:
+        raise HalError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
+                       f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
+    actual = bv.shape
+    if tuple(shape) == actual:
+        return
+    shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
+    if len(actual) != len(shape):
+        raise HalError(f"{name} shape rank mismatch; expected {len(shape)} but have "
+                       f"{len(actual)}; {shapes}", StatusCode.INVALID_ARGUMENT)
+    for i, (want, got) in enumerate(zip(shape, actual)):
+        if want != got:
+            raise HalError(f"{name} shape dimension {i} mismatch; expected {want} but have "
+                           f"{got}; {shapes}", StatusCode.INVALID_ARGUMENT)
+
+
+def subspan(buf: HalBuffer, offset: int, length: int, what: str) -> HalBuffer:
+    """A buffer over ``[offset, offset + length)`` of ``buf`` (``length`` -1:
+    to the end), sharing its memory and access; OUT_OF_RANGE naming ``what``
+    when the range is not inside it."""
+    view = buffer_range(buf, offset, length, what)
+    return HalBuffer(view, read_only=buf.read_only,
+                     address=None if buf.address == -1 else buf.address + offset)
 
 
 class HalModule(NativeModule[StateT]):

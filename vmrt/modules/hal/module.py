@@ -24,7 +24,6 @@ from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer
 from ...hal.buffer_view import BufferView
 from ...hal.command_buffer import CommandBuffer, fill_range
-from ...hal.element_types import ENCODING_DENSE_ROW_MAJOR, element_type_code, element_type_name
 from ...hal.local.device import Device
 from ...hal.objects import ALL_TYPES, Allocator, Fence, HalExecutable, HalFile, check_waits
 from ...hal.statistics import DeviceStatistics
@@ -33,7 +32,8 @@ from ...vm.instance import Instance
 from ...vm.module import Function
 from ...vm.native_module import NativeState, export
 from .fast import FAST
-from .inline import DebugSink, HalModule
+from .inline import DebugSink, HalModule, assert_buffer_view, subspan
+from .inline import need as _need
 from .task import TaskTopology
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -41,15 +41,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 VERSION = 7     # the programs of iree-compile 3.13 require hal >= 7
-
-
-def _need(value: Any, cls: type, what: str) -> Any:
-    if value is None:
-        raise HalError(f"{what} is null", StatusCode.INVALID_ARGUMENT)
-    if not isinstance(value, cls):
-        raise HalError(f"{what} is a {type(value).__name__}, expected {cls.__name__}",
-                      StatusCode.INVALID_ARGUMENT)
-    return value
 
 
 def _text(buf: Any) -> str:
@@ -68,25 +59,6 @@ def _vm_bytes(buf: Any, offset: int, length: int, what: str) -> Any:
         raise HalError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
                       f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
     return byte_view(data)[offset:offset + length]
-
-
-def _type_name(code: int) -> str:
-    try:
-        return element_type_name(code)
-    except VmError:
-        return f"{code:08X}"
-
-
-def _compatible(have: int, want: int) -> bool:
-    """IREE's rule for buffer_view.assert: equal types, or integers (signless,
-    signed or unsigned) of the same width (a .npy int32 passes for i32)."""
-    ints = (0x10, 0x11, 0x12)
-    return have == want or ((have >> 24) in ints and (want >> 24) in ints
-                            and (have & 0xFFFFFF) == (want & 0xFFFFFF))
-
-
-def _shape(dims: Sequence[int]) -> str:
-    return "x".join(str(d) for d in dims)
 
 
 class HalState(NativeState):
@@ -260,35 +232,14 @@ class HalDeviceModule(HalModule[HalState]):
 
     @export("buffer.subspan", "0rII_r")
     def buffer_subspan(self, state: HalState, buffer: Any, offset: int, length: int) -> Any:
-        buf = _need(buffer, HalBuffer, "buffer")
-        view = buffer_range(buf, offset, length, "hal.buffer.subspan")
-        return HalBuffer(view, read_only=buf.read_only,
-                         address=None if buf.address == -1 else buf.address + offset)
+        return subspan(_need(buffer, HalBuffer, "buffer"), offset, length, "hal.buffer.subspan")
 
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, state: HalState, view: Any, message: Any, element_type: int,
                            encoding_type: int, shape: list[int]) -> None:
         name = _text(message)
-        bv = _need(view, BufferView, f"{name} buffer view")
-        have = element_type_code(bv.element_type)
-        if not _compatible(have, element_type):
-            raise HalError(f"{name} element type mismatch; expected {_type_name(element_type)} "
-                          f"({element_type:08X}) but have {_type_name(have)} ({have:08X})",
-                          StatusCode.INVALID_ARGUMENT)
-        if encoding_type != ENCODING_DENSE_ROW_MAJOR:
-            raise HalError(f"{name} encoding mismatch; expected {encoding_type:08X} but have "
-                          f"{ENCODING_DENSE_ROW_MAJOR:08X}", StatusCode.INVALID_ARGUMENT)
-        actual = bv.shape
-        if tuple(shape) == actual:
-            return
-        shapes = f"expected shape `{_shape(shape)}`, actual shape `{_shape(actual)}`"
-        if len(actual) != len(shape):
-            raise HalError(f"{name} shape rank mismatch; expected {len(shape)} but have "
-                          f"{len(actual)}; {shapes}", StatusCode.INVALID_ARGUMENT)
-        for i, (want, got) in enumerate(zip(shape, actual)):
-            if want != got:
-                raise HalError(f"{name} shape dimension {i} mismatch; expected {want} but have "
-                              f"{got}; {shapes}", StatusCode.INVALID_ARGUMENT)
+        assert_buffer_view(_need(view, BufferView, f"{name} buffer view"), name, element_type,
+                           encoding_type, shape)
 
     # -- files ---------------------------------------------------------------------
     @export("ex.file.from_memory", "0rIirIIi_r")
