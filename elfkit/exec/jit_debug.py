@@ -137,6 +137,11 @@ class JitInterface:
         # of a plugin at the same base gets the cached symfile again), so a
         # load does not build and fill a new buffer; at most SPARE_MAX
         self.spare: dict[int, tuple[bytes, Registration]] = {}
+        # every linked registration, by address: its buffer is part of the
+        # native list until it is unlinked, so it must outlive its module's
+        # Python objects (a module collected without close() would free a
+        # linked entry, and the next link writes into freed memory)
+        self.linked: dict[int, Registration] = {}
 
     def add(self, symfile: bytes) -> Registration:
         with self.lock:
@@ -147,6 +152,7 @@ class JitInterface:
                 reg = Registration(self, symfile)
             self.link(reg.address)
             reg.active = True
+            self.linked[reg.address] = reg
         return reg
 
     def remove(self, reg: Registration) -> None:
@@ -154,6 +160,7 @@ class JitInterface:
             if reg.active:
                 reg.active = False
                 self.unlink(reg.address)
+                self.linked.pop(reg.address, None)
                 if len(self.spare) < SPARE_MAX and len(reg.symfile) <= SPARE_MAX_SIZE:
                     self.spare[id(reg.symfile)] = (reg.symfile, reg)
 

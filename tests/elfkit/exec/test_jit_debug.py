@@ -265,3 +265,32 @@ def test_damaged_debug_info_never_fails_a_load(tmp_path):
     with elfkit.load(bytes(bad)) as m:
         syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
         assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
+
+
+JIT_DROP_CHILD = r"""
+import gc
+from elfkit.exec import jit_debug
+iface = jit_debug.interface()
+if iface is None:
+    print("unavailable")
+    raise SystemExit(0)
+first = iface.add(b"first symfile " * 100)
+del first                      # dropped while linked (a module collected without close())
+gc.collect()
+junk = [bytes(1500) for _ in range(20000)]      # reuse the freed memory if it was freed
+second = iface.add(b"second symfile")
+names = sorted(e[:6] for e in iface.entries())
+print(names)
+"""
+
+
+def test_a_registration_dropped_while_linked_stays_valid():
+    """inline-HAL helper's finding: a native module collected without close()
+    freed its linked gdb JIT entry; the next registration wrote into freed
+    memory and the process crashed.  Linked entries are kept alive."""
+    proc = subprocess.run([sys.executable, "-c", JIT_DROP_CHILD], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    if proc.stdout.strip() == "unavailable":
+        pytest.skip("the gdb JIT helper cannot be built here")
+    assert proc.stdout.strip() == "[b'first ', b'second']"
