@@ -11,8 +11,11 @@ run against stop requests from other threads (``running``, ``gen``,
 """
 from __future__ import annotations
 
+import atexit
+import os
 import sys
 import threading
+import time
 import weakref
 
 from ...errors import ModuleClosedError
@@ -80,7 +83,7 @@ class CallState:
     the stack pointer the next call starts below."""
 
     __slots__ = ("lock", "slock", "closed", "running", "gen", "active", "stop", "hook_exc",
-                 "limited", "count_mode", "call_sp", "handle")
+                 "limited", "count_mode", "call_sp", "handle", "closed_why", "__weakref__")
 
     def __init__(self, engine: Engine, call_sp: int) -> None:
         self.lock = threading.RLock()
@@ -95,6 +98,9 @@ class CallState:
         self.count_mode = False
         self.call_sp = call_sp
         self.handle = engine.handle
+        #: why the machine was closed other than by close() (a fork, the exit)
+        self.closed_why = ""
+        _STATES.add(self)
 
     def guard(self, fn: F) -> F:
         """Mark ``fn``, a Python function unicorn calls through ctypes (a hook),
@@ -111,7 +117,7 @@ class CallState:
 
     def check_open(self) -> None:
         if self.closed:
-            raise ModuleClosedError("the emulated machine was closed")
+            raise ModuleClosedError(f"the emulated machine was closed{self.closed_why}")
 
     def in_call(self) -> bool:
         """Whether the calling thread is inside a call (in a host callback)."""
@@ -124,3 +130,67 @@ class CallState:
             self.hook_exc = exc
         self.stop = STOP_HOOK
         _uc.lib.uc_emu_stop(self.handle)
+
+
+#: every machine's run state (for fork and exit)
+_STATES: weakref.WeakSet[CallState] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the thread that forked: a lock another thread
+    held (a call in progress, a memory operation, a stop request) would be
+    held forever, and the next call would hang.  The locks are reset in
+    place (the generated callers hold them); a machine whose call ran on
+    another thread is closed (its engine is in the middle of a run no
+    thread will finish), with a message saying why.  A call the forking
+    thread itself is in (a host callback that forked) carries on."""
+    for state in list(_STATES):
+        ours = state.lock._is_owned()  # type: ignore[attr-defined]
+        state.slock._at_fork_reinit()  # type: ignore[attr-defined]
+        if ours:
+            continue
+        state.lock._at_fork_reinit()  # type: ignore[attr-defined]
+        if state.running or state.active:
+            state.running = False
+            state.active.clear()
+            if not state.closed:
+                state.closed = True
+                state.closed_why = (": it was running a call on another thread when the "
+                                    "process forked; load the plugin again in the child")
+
+
+def _stop_at_exit() -> None:
+    """The interpreter exits: stop the guest code other threads (daemon
+    threads) are running, and let no new call start, so that no thread is
+    inside unicorn while the process tears down (it crashed there)."""
+    busy = []
+    for state in list(_STATES):
+        if state.closed or state.lock._is_owned():  # type: ignore[attr-defined]
+            continue
+        with state.slock:
+            state.closed = True
+            state.closed_why = ": the interpreter is exiting"
+            if state.running:
+                if state.stop is None:
+                    state.stop = STOP_CANCEL
+                _uc.lib.uc_emu_stop(state.handle)
+                busy.append(state)
+    end = time.monotonic() + 2.0
+    while busy and time.monotonic() < end:
+        busy = [s for s in busy if s.running]
+        if busy:
+            for s in busy:
+                _uc.lib.uc_emu_stop(s.handle)
+            time.sleep(0.001)       # (the GIL released: their threads leave the engine)
+
+
+def stop_first_at_exit() -> None:
+    """Make :func:`_stop_at_exit` the next exit handler to run (they run
+    newest first): before the finalizers (``weakref.finalize``) that close
+    machines, whose engines a daemon thread may still be running."""
+    atexit.unregister(_stop_at_exit)
+    atexit.register(_stop_at_exit)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ...arch import Arch
 from ...arch import get as get_arch
-from ...errors import ExecutionError, LayoutError, MemoryAccessError, ModuleClosedError
+from ...errors import ExecutionError, LayoutError, MemoryAccessError
 from ...signature import Signature
 from ...signature import parse as parse_signature
 from ..base import Machine
@@ -33,6 +33,7 @@ from . import _cc, _uc
 from ._abis import FloatAbis
 from ._args import ArgumentMemory, page_aligned_empty
 from ._callbacks import Callbacks
+from ._callstate import stop_first_at_exit
 from ._debug import Debugger, DwarfLines
 from ._guestmem import GuestMemory
 from ._layout import DEFAULT_MEMORY_LIMIT, LOW, PAGE, SENTINEL
@@ -99,10 +100,11 @@ class EmulatedMachine(Machine):
         if trace is not None:
             self.trace(trace)
         self._debugger.serve_gdb_if_asked()
+        stop_first_at_exit()        # after the finalizers this machine registered
 
     def _check_open(self) -> None:
         if self._state.closed:
-            raise ModuleClosedError("the emulated machine was closed")
+            self._state.check_open()        # raises, saying why
 
     def raise_inexact_flag(self) -> None:
         """Set the FPU's sticky *inexact* exception flag, now and in the state
@@ -165,7 +167,7 @@ class EmulatedMachine(Machine):
     def call(self, addr: int, sig: Signature | str, args: tuple[Any, ...] = (),
              timeout: float | None = None, budget: int | None = None) -> Any:
         if self._state.closed:
-            raise ModuleClosedError("the emulated machine was closed")
+            self._state.check_open()        # raises, saying why
         if not isinstance(sig, Signature):
             sig = parse_signature(sig)
         abis = self._abis

@@ -124,6 +124,19 @@ class Watchdog:
         if m is not None:
             m.stop_for_signal()
 
+    def after_fork_in_child(self) -> None:
+        """The child of a fork has no watchdog thread, and a lock it held at
+        the fork would be held forever: reset both (the next deadline starts
+        a thread); calls of other threads are gone with them."""
+        self._lock._at_fork_reinit()  # type: ignore[attr-defined]
+        self._thread = None
+        self._entries.clear()
+        self._errors.clear()
+        self._wake = float("inf")
+        m = MAIN[0]
+        if m is not None and not m.state.lock._is_owned():
+            MAIN[0] = None
+
     def signals_handled(self) -> None:
         """The main thread's call ran the signal handlers: stop repeating."""
         self._sig_until = 0.0
@@ -178,6 +191,7 @@ def _poke(fd: int) -> None:
 
 
 WATCHDOG = Watchdog()
+os.register_at_fork(after_in_child=WATCHDOG.after_fork_in_child)
 
 
 def arm(seconds: float, fire: Callable[[], object]) -> int:

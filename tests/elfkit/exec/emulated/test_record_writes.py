@@ -94,12 +94,11 @@ def test_ctrl_c_during_a_recorded_call_is_not_lost(plugin):
         box.append("sent")
         os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        with m.record_writes([(p, n)]) as seen:
-            t = threading.Thread(target=interrupt, args=(seen,), daemon=True)
-            t.start()
-            put_each(p, n, 1, 7)            # 16 Mi stores through the hook: minutes
-            t.join(120)                     # (not reached when interrupted)
+    with pytest.raises(KeyboardInterrupt), m.record_writes([(p, n)]) as seen:
+        t = threading.Thread(target=interrupt, args=(seen,), daemon=True)
+        t.start()
+        put_each(p, n, 1, 7)            # 16 Mi stores through the hook: minutes
+        t.join(120)                     # (not reached when interrupted)
     assert box == ["sent"]
     assert 0 < len(seen) < n
     put_each(p, 4, 1, 9)                    # still usable
