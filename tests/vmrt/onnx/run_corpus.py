@@ -1,0 +1,140 @@
+"""Run the whole ONNX node corpus: ``python -m tests.vmrt.onnx.corpus``.
+
+    python -m tests.vmrt.onnx.corpus [--arch x86_64 ...] [--jobs N]
+                                     [--match REGEX] [--limit N] [--list STAGE]
+
+Each case runs in a child process (a crash or a hang fails that case only;
+``--timeout`` seconds each) and leaves its outcome in
+``build/onnx_conformance/results/<stamp>/<arch>/<test>.json``; the stamp
+hashes the versions of onnx and iree-compile and the sources of vmrt and of
+this package, so a rerun resumes where the last one stopped and a change of
+vmrt reruns everything.  Several runs may share the cache at once.  At the
+end it prints a table: per CPU, the cases in each stage, and every case IREE
+passes but vmrt does not."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+
+from tests.vmrt.onnx.corpus import (
+    ARCHES,
+    CACHE,
+    REPO,
+    Outcome,
+    _key,
+    _write_atomic,
+    compiler_version,
+    index,
+    onnx_version,
+    run_case,
+)
+
+STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vmrt-error",
+          "vmrt-mismatch", "vmrt-differs", "pass")
+
+
+@cache
+def stamp() -> str:
+    parts: list[bytes | str] = [onnx_version(), compiler_version()]
+    for folder in (REPO / "vmrt", REPO / "elfkit", Path(__file__).parent):
+        for p in sorted(folder.rglob("*.py")):
+            parts += [str(p.relative_to(REPO)), p.read_bytes()]
+    return _key(*parts)
+
+
+def result_path(name: str, arch: str) -> Path:
+    return CACHE / "results" / stamp() / arch / f"{name}.json"
+
+
+def load_outcome(name: str, arch: str) -> Outcome | None:
+    p = result_path(name, arch)
+    if not p.is_file():
+        return None
+    d = json.loads(p.read_text())
+    return Outcome(d["name"], d["arch"], d["stage"], d["detail"])
+
+
+def run_child(name: str, arch: str, timeout: float) -> Outcome:
+    """One case in a child process; its outcome is saved."""
+    code = ("import sys; from tests.vmrt.onnx.corpus import run_case; "
+            "print(run_case(sys.argv[1], sys.argv[2]).to_json())")
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, name, arch], cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
+        last = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
+        if last:
+            d = json.loads(last[0])
+            out = Outcome(name, arch, d["stage"], d["detail"])
+        else:
+            out = Outcome(name, arch, "vmrt-error",
+                          f"the process exited with {proc.returncode}: "
+                          f"{proc.stderr.strip().splitlines()[-1:] or ''}")
+    except subprocess.TimeoutExpired:
+        out = Outcome(name, arch, "vmrt-error", f"timed out after {timeout:.0f} s")
+    _write_atomic(result_path(name, arch), out.to_json().encode())
+    return out
+
+
+def summary(outcomes: list[Outcome], arches: list[str]) -> str:
+    """The table: per CPU, how many cases end in each stage."""
+    rows = ["| stage | " + " | ".join(arches) + " |",
+            "|---|" + "---|" * len(arches)]
+    counts = {a: Counter(o.stage for o in outcomes if o.arch == a) for a in arches}
+    for s in STAGES:
+        if any(counts[a][s] for a in arches):
+            rows.append(f"| {s} | " + " | ".join(str(counts[a][s]) for a in arches) + " |")
+    rows.append("| total | " + " | ".join(str(sum(counts[a].values())) for a in arches) + " |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.vmrt.onnx.corpus")
+    ap.add_argument("--arch", action="append", choices=ARCHES,
+                    help="CPUs to run on (repeatable; default x86_64)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--match", default="", help="only tests whose name matches this regex")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N tests (by name)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
+    ap.add_argument("--list", metavar="STAGE", default="",
+                    help="also list the cases in this stage (with their detail)")
+    args = ap.parse_args(argv)
+    arches = args.arch or ["x86_64"]
+    names = [n for n in sorted(index()) if re.search(args.match, n)]
+    if args.limit:
+        names = names[:args.limit]
+    todo = [(n, a) for a in arches for n in names if load_outcome(n, a) is None]
+    print(f"{len(names)} tests x {len(arches)} CPUs; {len(todo)} to run "
+          f"(results in {result_path('x', 'x').parent.parent})", flush=True)
+    t0 = time.monotonic()
+    done = 0
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for out in pool.map(lambda t: run_child(t[0], t[1], args.timeout), todo):
+            done += 1
+            if out.stage.startswith("vmrt") or done % 50 == 0:
+                print(f"[{done}/{len(todo)} {time.monotonic() - t0:.0f}s] {out.arch} "
+                      f"{out.name}: {out.stage} {out.detail[:200]}", flush=True)
+    outcomes = [o for a in arches for n in names if (o := load_outcome(n, a)) is not None]
+    print(summary(outcomes, arches))
+    iree_pass = {o.name for o in outcomes if o.arch == "x86_64" and o.stage == "pass"}
+    bad = [o for o in outcomes if o.stage.startswith("vmrt")]
+    for o in bad:
+        tag = "IREE passes it" if o.name in iree_pass else "IREE not run/compared"
+        print(f"VMRT FAILS {o.arch} {o.name} ({tag}): {o.stage}: {o.detail}")
+    if args.list:
+        for o in outcomes:
+            if o.stage == args.list:
+                print(f"{o.arch} {o.name}: {o.detail}")
+    print(f"{time.monotonic() - t0:.0f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
