@@ -6,8 +6,8 @@
 Each case runs in a child process (a crash or a hang fails that case only;
 ``--timeout`` seconds each) and leaves its outcome in
 ``build/onnx_conformance/results/<stamp>/<arch>/<test>.json``; the stamp
-hashes the versions of onnx and iree-compile and the sources of vmrt and of
-this package, so a rerun resumes where the last one stopped and a change of
+hashes the versions of onnx and iree-compile and the sources of vmrt, elfkit
+and corpus.py, so a rerun resumes where the last one stopped and a change of
 vmrt reruns everything.  Several runs may share the cache at once.  At the
 end it prints a table: per CPU, the cases in each stage, and every case IREE
 passes but vmrt does not."""
@@ -44,9 +44,10 @@ STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vm
 @cache
 def stamp() -> str:
     parts: list[bytes | str] = [onnx_version(), compiler_version()]
-    for folder in (REPO / "vmrt", REPO / "elfkit", Path(__file__).parent):
-        for p in sorted(folder.rglob("*.py")):
-            parts += [str(p.relative_to(REPO)), p.read_bytes()]
+    files = [*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py"),
+             Path(__file__).with_name("corpus.py")]
+    for p in sorted(files):
+        parts += [str(p.relative_to(REPO)), p.read_bytes()]
     return _key(*parts)
 
 
