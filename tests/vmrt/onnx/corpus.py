@@ -289,13 +289,9 @@ def mismatch(got: list[Any], expected: list[Any], rtol: float, atol: float) -> s
 
 
 def same_bits(a: list[Any], b: list[Any]) -> str | None:
-    """None when vmrt's outputs equal IREE's exactly (NaNs in the same places)."""
-    import numpy as np
+    """None when vmrt's outputs equal IREE's bit for bit."""
     for i, (x, y) in enumerate(zip(a, b)):
-        if x.shape != y.shape or x.dtype != y.dtype or \
-                not np.array_equal(x.view(np.uint8) if x.dtype.itemsize == 1 else x,
-                                   y.view(np.uint8) if y.dtype.itemsize == 1 else y,
-                                   equal_nan=x.dtype.kind in "fc"):
+        if x.shape != y.shape or x.dtype != y.dtype or x.tobytes() != y.tobytes():
             return f"output {i} differs from IREE's"
     return None
 

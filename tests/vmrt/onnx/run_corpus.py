@@ -1,13 +1,14 @@
 """Run the whole ONNX node corpus: ``python -m tests.vmrt.onnx.corpus``.
 
-    python -m tests.vmrt.onnx.corpus [--arch x86_64 ...] [--jobs N]
+    python -m tests.vmrt.onnx.corpus [--arch x86_64 ...] [--jobs N] [--chunk N]
                                      [--match REGEX] [--limit N] [--list STAGE]
 
-Each case runs in a child process (a crash or a hang fails that case only;
+Cases run in child processes, ``--chunk`` at a time (a crash or a hang
+reruns that chunk's remaining cases one by one, so it fails one case only;
 ``--timeout`` seconds each) and leaves its outcome in
 ``build/onnx_conformance/results/<stamp>/<arch>/<test>.json``; the stamp
-hashes the versions of onnx and iree-compile and the sources of vmrt, elfkit
-and corpus.py, so a rerun resumes where the last one stopped and a change of
+hashes the versions of onnx and iree-compile and the sources of vmrt and
+elfkit, so a rerun resumes where the last one stopped and a change of
 vmrt reruns everything.  Several runs may share the cache at once.  At the
 end it prints a table: per CPU, the cases in each stage, and every case IREE
 passes but vmrt does not."""
@@ -34,7 +35,6 @@ from tests.vmrt.onnx.corpus import (
     compiler_version,
     index,
     onnx_version,
-    run_case,
 )
 
 STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vmrt-error",
@@ -44,9 +44,7 @@ STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vm
 @cache
 def stamp() -> str:
     parts: list[bytes | str] = [onnx_version(), compiler_version()]
-    files = [*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py"),
-             Path(__file__).with_name("corpus.py")]
-    for p in sorted(files):
+    for p in sorted([*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py")]):
         parts += [str(p.relative_to(REPO)), p.read_bytes()]
     return _key(*parts)
 
@@ -63,25 +61,45 @@ def load_outcome(name: str, arch: str) -> Outcome | None:
     return Outcome(d["name"], d["arch"], d["stage"], d["detail"])
 
 
-def run_child(name: str, arch: str, timeout: float) -> Outcome:
-    """One case in a child process; its outcome is saved."""
-    code = ("import sys; from tests.vmrt.onnx.corpus import run_case; "
-            "print(run_case(sys.argv[1], sys.argv[2]).to_json())")
+_CHILD = """
+import sys
+from tests.vmrt.onnx.run_corpus import save_outcome
+from tests.vmrt.onnx.corpus import run_case
+for item in sys.argv[1:]:
+    name, arch = item.split("@")
+    save_outcome(run_case(name, arch))
+"""
+
+
+def save_outcome(out: Outcome) -> None:
+    _write_atomic(result_path(out.name, out.arch), out.to_json().encode())
+
+
+def run_chunk(chunk: list[tuple[str, str]], timeout: float) -> list[Outcome]:
+    """Cases in one child process, which saves each outcome as it goes; the
+    cases a crash or a timeout left without one run again one by one (and a
+    case that kills its own process is recorded as a vmrt-error)."""
+    why = ""
     try:
-        proc = subprocess.run([sys.executable, "-c", code, name, arch], cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout)
-        last = proc.stdout.strip().splitlines()[-1:] if proc.returncode == 0 else []
-        if last:
-            d = json.loads(last[0])
-            out = Outcome(name, arch, d["stage"], d["detail"])
-        else:
-            out = Outcome(name, arch, "vmrt-error",
-                          f"the process exited with {proc.returncode}: "
-                          f"{proc.stderr.strip().splitlines()[-1:] or ''}")
+        proc = subprocess.run([sys.executable, "-c", _CHILD, *(f"{n}@{a}" for n, a in chunk)],
+                              cwd=REPO, capture_output=True, text=True,
+                              timeout=timeout * len(chunk))
+        if proc.returncode != 0:
+            why = (f"the process exited with {proc.returncode}: "
+                   f"{' '.join(proc.stderr.strip().splitlines()[-1:])}")
     except subprocess.TimeoutExpired:
-        out = Outcome(name, arch, "vmrt-error", f"timed out after {timeout:.0f} s")
-    _write_atomic(result_path(name, arch), out.to_json().encode())
-    return out
+        why = f"timed out after {timeout:.0f} s"
+    outs = []
+    for n, a in chunk:
+        o = load_outcome(n, a)
+        if o is None:
+            if len(chunk) > 1:
+                o = run_chunk([(n, a)], timeout)[0]
+            else:
+                o = Outcome(n, a, "vmrt-error", why[:400] or "no outcome")
+                save_outcome(o)
+        outs.append(o)
+    return outs
 
 
 def summary(outcomes: list[Outcome], arches: list[str]) -> str:
@@ -104,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--match", default="", help="only tests whose name matches this regex")
     ap.add_argument("--limit", type=int, default=0, help="only the first N tests (by name)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
+    ap.add_argument("--chunk", type=int, default=16, help="cases per child process")
     ap.add_argument("--list", metavar="STAGE", default="",
                     help="also list the cases in this stage (with their detail)")
     args = ap.parse_args(argv)
@@ -116,12 +135,14 @@ def main(argv: list[str] | None = None) -> int:
           f"(results in {result_path('x', 'x').parent.parent})", flush=True)
     t0 = time.monotonic()
     done = 0
+    chunks = [todo[i:i + args.chunk] for i in range(0, len(todo), max(1, args.chunk))]
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for out in pool.map(lambda t: run_child(t[0], t[1], args.timeout), todo):
-            done += 1
-            if out.stage.startswith("vmrt") or done % 50 == 0:
-                print(f"[{done}/{len(todo)} {time.monotonic() - t0:.0f}s] {out.arch} "
-                      f"{out.name}: {out.stage} {out.detail[:200]}", flush=True)
+        for outs in pool.map(lambda c: run_chunk(c, args.timeout), chunks):
+            for out in outs:
+                done += 1
+                if out.stage.startswith("vmrt") or done % 50 == 0:
+                    print(f"[{done}/{len(todo)} {time.monotonic() - t0:.0f}s] {out.arch} "
+                          f"{out.name}: {out.stage} {out.detail[:200]}", flush=True)
     outcomes = [o for a in arches for n in names if (o := load_outcome(n, a)) is not None]
     print(summary(outcomes, arches))
     iree_pass = {o.name for o in outcomes if o.arch == "x86_64" and o.stage == "pass"}
