@@ -270,6 +270,10 @@ def mismatch(got: list[Any], expected: list[Any], rtol: float, atol: float) -> s
     if len(got) != len(expected):
         return f"{len(got)} outputs, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
+        if e.dtype.kind == "u" and g.dtype.kind == "i" and g.dtype.itemsize == e.dtype.itemsize:
+            # IREE's ABI types ONNX's uintN results as signless iN, which
+            # numpy (iree.runtime and vmrt alike) reads as intN: same bits
+            g = g.view(e.dtype)
         if g.shape != e.shape:
             return f"output {i}: shape {g.shape}, expected {e.shape}"
         if g.dtype != e.dtype:

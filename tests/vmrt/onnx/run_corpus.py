@@ -114,6 +114,37 @@ def summary(outcomes: list[Outcome], arches: list[str]) -> str:
     return "\n".join(rows)
 
 
+def short_reason(detail: str) -> str:
+    """A failure's reason without the cache paths and source lines."""
+    d = detail.split(" error: ", 1)[-1] if " error: " in detail else detail
+    return re.sub(r"\s+", " ", d)[:160]
+
+
+def families_markdown(outcomes: list[Outcome]) -> str:
+    """Per op family on x86_64: how many cases end in each stage, and the
+    names (without ``test_``) of those IREE itself does not pass, by stage,
+    with the first reason given."""
+    from tests.vmrt.onnx.corpus import family
+    by: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.arch == "x86_64":
+            by.setdefault(family(o.name), []).append(o)
+    rows = ["| op family | cases | pass | not passed by IREE (stage: cases; first reason) |",
+            "|---|---|---|---|"]
+    for fam in sorted(by):
+        outs = by[fam]
+        npass = sum(o.stage == "pass" for o in outs)
+        parts = []
+        for st in STAGES:
+            bad = [o for o in outs if o.stage == st and st != "pass"]
+            if bad:
+                names = ", ".join(o.name[5:] for o in bad)
+                reason = short_reason(bad[0].detail).replace("|", "/")
+                parts.append(f"**{st}** ({len(bad)}): {names}; *{reason}*")
+        rows.append(f"| {fam} | {len(outs)} | {npass} | {'<br>'.join(parts)} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.vmrt.onnx.corpus")
     ap.add_argument("--arch", action="append", choices=ARCHES,
@@ -123,14 +154,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N tests (by name)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
     ap.add_argument("--chunk", type=int, default=16, help="cases per child process")
+    ap.add_argument("--rerun", metavar="STAGE", action="append", default=[],
+                    help="run the cases that ended in this stage again (repeatable)")
     ap.add_argument("--list", metavar="STAGE", default="",
                     help="also list the cases in this stage (with their detail)")
+    ap.add_argument("--markdown", metavar="FILE", default="",
+                    help="write the per-family table (x86_64) to FILE")
     args = ap.parse_args(argv)
     arches = args.arch or ["x86_64"]
     names = [n for n in sorted(index()) if re.search(args.match, n)]
     if args.limit:
         names = names[:args.limit]
-    todo = [(n, a) for a in arches for n in names if load_outcome(n, a) is None]
+    def wanted(n: str, a: str) -> bool:
+        o = load_outcome(n, a)
+        return o is None or o.stage in args.rerun
+    # in a fixed pseudo-random order: a run stopped early has done a uniform sample
+    todo = sorted(((n, a) for a in arches for n in names if wanted(n, a)),
+                  key=lambda t: (_key(t[0]), t[1]))
     print(f"{len(names)} tests x {len(arches)} CPUs; {len(todo)} to run "
           f"(results in {result_path('x', 'x').parent.parent})", flush=True)
     t0 = time.monotonic()
@@ -154,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         for o in outcomes:
             if o.stage == args.list:
                 print(f"{o.arch} {o.name}: {o.detail}")
+    if args.markdown:
+        Path(args.markdown).write_text(summary(outcomes, arches) + "\n\n"
+                                       + families_markdown(outcomes) + "\n")
     print(f"{time.monotonic() - t0:.0f} s")
     return 1 if bad else 0
 
