@@ -46,19 +46,35 @@ resize_upsample_scales_nearest shape size softmax_axis_1
 split_equal_parts_1d_opset13 tile top_k transpose_default tril where_example
 """)
 
-#: each emulated CPU (aarch64, riscv64, arm, i386, riscv32)
+#: each emulated CPU (aarch64, riscv64, arm, i386, riscv32) but those in IREE_FAILS
 EMULATED = _tests("""
 add_bcast argmax_keepdims_example cast_FLOAT_to_DOUBLE conv_with_strides_padding where_example
 erf gather_0 matmul_2d mod_mixed_sign_int64 reduce_sum_empty_set softmax_axis_1
-split_equal_parts_1d_opset13 top_k
+split_equal_parts_1d_opset13 top_k relu transpose_default
 """)
+
+#: (case, CPU) pairs IREE's own compiler gets wrong for a 32-bit CPU: iree-lld
+#: refuses a libgcc/compiler-rt call it has no definition of (i64 division,
+#: f32->f64 without the D extension), or leaves a call to ``fmaf`` (llvm.fma on
+#: a CPU without FMA) unresolved: the .so calls the zero padding after its
+#: last function (vmrt then reports a jump into zero bytes)
+IREE_FAILS = {
+    ("test_mod_mixed_sign_int64", "arm"): "iree-lld: undefined symbol: __aeabi_ldivmod",
+    ("test_mod_mixed_sign_int64", "i386"): "iree-lld: undefined symbol: __moddi3",
+    ("test_mod_mixed_sign_int64", "riscv32"): "iree-lld: undefined symbol: __moddi3",
+    ("test_cast_FLOAT_to_DOUBLE", "riscv32"): "iree-lld: undefined symbol: __extendsfdf2",
+    ("test_erf", "arm"): "fmaf unresolved", ("test_erf", "i386"): "fmaf unresolved",
+    ("test_softmax_axis_1", "arm"): "fmaf unresolved",
+    ("test_softmax_axis_1", "i386"): "fmaf unresolved",
+}
 
 
 def _params() -> list:
     out = []
     for arch in ARCHES:
         for name in NATIVE if arch == "x86_64" else EMULATED:
-            out.append(pytest.param(name, arch, id=f"{name[5:]}-{arch}"))
+            if (name, arch) not in IREE_FAILS:
+                out.append(pytest.param(name, arch, id=f"{name[5:]}-{arch}"))
     return out
 
 
@@ -68,6 +84,16 @@ def test_node(name, arch, request):
         request.getfixturevalue("emulation")
     out = run_case(name, arch)
     assert out.stage == "pass", f"{name} ({family(name)}) on {arch}: {out.stage}: {out.detail}"
+
+
+def test_iree_miscompile_is_reported(emulation):
+    # test_erf for i386 calls fmaf, which iree-lld left unresolved (the call
+    # lands in the zero padding after the code): vmrt stops the dispatch with
+    # an error saying so (no crash, no garbage)
+    out = run_case("test_erf", "i386")
+    assert out.stage == "vmrt-error", out
+    assert "the code at pc is zero bytes" in out.detail
+    assert "hal.device.queue.execute" in out.detail
 
 
 def test_sample_covers_the_families():
