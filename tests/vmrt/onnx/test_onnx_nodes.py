@@ -32,7 +32,7 @@ def _tests(text: str) -> tuple[str, ...]:
 #: op family, across f32, f64, f16, bf16, i8/u8, i32, i64 and bool, 0-d and
 #: zero-sized tensors, several outputs
 NATIVE = _tests("""
-abs acos add_bcast and_bcast3v1d argmax_keepdims_example argmin_default_axis_example
+abs acos add_bcast and_bcast3v1d relu argmax_keepdims_example argmin_default_axis_example
 averagepool_2d_default batchnorm_example bitshift_left_uint8 cast_FLOAT_to_BFLOAT16
 cast_FLOAT_to_DOUBLE cast_FLOAT_to_FLOAT16 ceil clip concat_2d_axis_0
 conv_with_strides_padding depthtospace_example div_bcast einsum_batch_matmul elu
