@@ -17,7 +17,6 @@ the work (files are written aside and renamed into place).
 fixed sample."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
+from tests.vmrt.iree_tools import IREE_TARGET_FLAGS, cache_key
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / "build" / "onnx_conformance"
@@ -53,15 +52,7 @@ class StageError(Exception):
         self.reason = reason
 
 
-def _key(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode() if isinstance(p, str) else p)
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     tmp.write_bytes(data)
@@ -206,7 +197,7 @@ def _cached_step(out: Path, err: Path, stage: str, cmd: list[str]) -> Path:
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         reason = first_error(proc.stderr)
-        _write_atomic(err, reason.encode())
+        write_atomic(err, reason.encode())
         raise StageError(stage, reason)
     tmp.replace(out)
     return out
@@ -224,7 +215,7 @@ def first_error(stderr: str) -> str:
 
 def import_model(case: Case) -> Path:
     """``iree-import-onnx model.onnx -o m.mlir``, cached."""
-    key = _key(case.model.read_bytes(), importer_version())
+    key = cache_key(case.model.read_bytes(), importer_version())
     base = CACHE / "mlir" / key / case.name
     return _cached_step(base.with_suffix(".mlir"), base.with_suffix(".err"), "import",
                         ["iree-import-onnx", str(case.model)])
@@ -234,7 +225,7 @@ def compile_case(case: Case, arch: str) -> Path:
     """The case's program compiled by iree-compile for ``arch``, cached."""
     mlir = import_model(case)
     flags = FLAGS + IREE_TARGET_FLAGS[arch]
-    key = _key(mlir.read_bytes(), *flags, compiler_version())
+    key = cache_key(mlir.read_bytes(), *flags, compiler_version())
     base = CACHE / "vmfb" / key / f"{case.name}-{arch}"
     return _cached_step(base.with_suffix(".vmfb"), base.with_suffix(".err"), "compile",
                         ["iree-compile", *flags, str(mlir)])

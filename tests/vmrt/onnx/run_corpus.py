@@ -25,16 +25,16 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
+from tests.vmrt.iree_tools import cache_key
 from tests.vmrt.onnx.corpus import (
     ARCHES,
     CACHE,
     REPO,
     Outcome,
-    _key,
-    _write_atomic,
     compiler_version,
     index,
     onnx_version,
+    write_atomic,
 )
 
 STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vmrt-error",
@@ -46,7 +46,7 @@ def stamp() -> str:
     parts: list[bytes | str] = [onnx_version(), compiler_version()]
     for p in sorted([*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py")]):
         parts += [str(p.relative_to(REPO)), p.read_bytes()]
-    return _key(*parts)
+    return cache_key(*parts)
 
 
 def result_path(name: str, arch: str) -> Path:
@@ -72,7 +72,7 @@ for item in sys.argv[1:]:
 
 
 def save_outcome(out: Outcome) -> None:
-    _write_atomic(result_path(out.name, out.arch), out.to_json().encode())
+    write_atomic(result_path(out.name, out.arch), out.to_json().encode())
 
 
 def run_chunk(chunk: list[tuple[str, str]], timeout: float) -> list[Outcome]:
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         return o is None or o.stage in args.rerun
     # in a fixed pseudo-random order: a run stopped early has done a uniform sample
     todo = sorted(((n, a) for a in arches for n in names if wanted(n, a)),
-                  key=lambda t: (_key(t[0]), t[1]))
+                  key=lambda t: (cache_key(t[0]), t[1]))
     print(f"{len(names)} tests x {len(arches)} CPUs; {len(todo)} to run "
           f"(results in {result_path('x', 'x').parent.parent})", flush=True)
     t0 = time.monotonic()
