@@ -117,7 +117,10 @@ def summary(outcomes: list[Outcome], arches: list[str]) -> str:
 def short_reason(detail: str) -> str:
     """A failure's reason without the cache paths and source lines."""
     d = detail.split(" error: ", 1)[-1] if " error: " in detail else detail
-    return re.sub(r"\s+", " ", d)[:160]
+    m = re.search(r'failed to legalize operation .torch.operator.*name = "([\w.]+)"', d)
+    if m:
+        return f"no lowering of {m.group(1)}"
+    return re.sub(r"\s+", " ", d)[:120]
 
 
 def families_markdown(outcomes: list[Outcome]) -> str:
