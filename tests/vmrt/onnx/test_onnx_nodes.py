@@ -21,7 +21,17 @@ if shutil.which("iree-import-onnx") is None or shutil.which("iree-compile") is N
     pytest.skip("iree-import-onnx / iree-compile are not installed (pip install "
                 "iree-base-compiler)", allow_module_level=True)
 
-from tests.vmrt.onnx.corpus import ARCHES, family, mismatch, run_case, same_bits
+from tests.vmrt.onnx.corpus import (
+    ARCHES,
+    StageError,
+    compile_case,
+    family,
+    index,
+    load_case,
+    mismatch,
+    run_case,
+    same_bits,
+)
 
 
 def _tests(text: str) -> tuple[str, ...]:
@@ -76,6 +86,28 @@ def _params() -> list:
             if (name, arch) not in IREE_FAILS:
                 out.append(pytest.param(name, arch, id=f"{name[5:]}-{arch}"))
     return out
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled(request):
+    """Compile the selected cases first, on every core (iree-compile is most
+    of a cold run's time; the runs themselves then hit the cache)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    pairs = [(it.callspec.params["name"], it.callspec.params["arch"])
+             for it in request.session.items
+             if it.module is request.module and hasattr(it, "callspec")
+             and "arch" in it.callspec.params]
+    index()                             # generates the cases once, before the threads
+
+    def build(pair: tuple[str, str]) -> None:
+        try:
+            compile_case(load_case(pair[0]), pair[1])
+        except StageError:
+            pass                        # the test says so
+
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(pool.map(build, pairs))
 
 
 @pytest.mark.parametrize("name,arch", _params())
