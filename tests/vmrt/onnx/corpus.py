@@ -309,6 +309,11 @@ class Outcome:
                            "detail": self.detail})
 
 
+def _first_line(e: Exception) -> str:
+    lines = str(e).strip().splitlines()
+    return (lines[0] if lines else type(e).__name__)[:400]
+
+
 def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
     """Import, compile and run one case on ``arch`` (and on IREE's runtime
     first when ``with_iree``, by default on x86_64)."""
@@ -324,14 +329,14 @@ def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
         try:
             ref = run_iree(vmfb, case.inputs)
         except Exception as e:  # noqa: BLE001 - any failure of IREE's runtime is a result
-            return Outcome(name, arch, "iree-error", first_error(str(e)))
+            return Outcome(name, arch, "iree-error", _first_line(e))
         bad = mismatch(ref, case.expected, case.rtol, case.atol)
         if bad:
             return Outcome(name, arch, "iree-mismatch", bad)
     try:
         got = run_vmrt(vmfb, case.inputs)
     except Exception as e:  # noqa: BLE001 - any failure of vmrt is a result
-        return Outcome(name, arch, "vmrt-error", f"{type(e).__name__}: {first_error(str(e))}")
+        return Outcome(name, arch, "vmrt-error", f"{type(e).__name__}: {_first_line(e)}")
     bad = mismatch(got, case.expected, case.rtol, case.atol)
     if bad:
         return Outcome(name, arch, "vmrt-mismatch", bad)
