@@ -310,8 +310,11 @@ class Outcome:
 
 
 def _first_line(e: Exception) -> str:
-    lines = str(e).strip().splitlines()
-    return (lines[0] if lines else type(e).__name__)[:400]
+    """An error's first line and its ``note:`` lines (vmrt's fault reports
+    put the register dump and disassembly in between)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines()]
+    notes = [ln for ln in lines[1:] if ln.startswith("note:")]
+    return " ".join((lines[:1] or [type(e).__name__]) + notes)[:800]
 
 
 def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
