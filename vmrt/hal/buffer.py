@@ -102,8 +102,10 @@ _slabs = threading.local()
 
 def _small(size: int) -> tuple[memoryview, int]:
     st = _slabs.__dict__
-    off = st.get("off", _SLAB)
-    if off + size > _SLAB:
+    # -1 until this thread's first slab: a first allocation of 0 bytes
+    # (an empty tensor) must make the slab too
+    off = st.get("off", -1)
+    if off < 0 or off + size > _SLAB:
         slab = memoryview(bytearray(_SLAB + BUFFER_ALIGNMENT))
         base = address_of(slab)
         skip = (-base) % BUFFER_ALIGNMENT

@@ -40,7 +40,7 @@ class BufferView(RefObject):
     sub-byte integers it *is* the memory (zero-copy, writes land in it); for
     those it unpacks a copy."""
 
-    __slots__ = ("_array", "_storage", "element_type", "shape", "address")
+    __slots__ = ("_array", "_storage", "element_type", "shape", "address", "backing")
     vm_type = BUFFER_VIEW_TYPE
 
     def __init__(self, array: Any, element_type: str | None = None):
@@ -50,6 +50,9 @@ class BufferView(RefObject):
         self.shape: tuple[int, ...] = tuple(arr.shape)
         #: the host address of the storage when it is known (else None)
         self.address: int | None = None
+        #: the buffer ``hal.buffer_view.buffer`` returns when it is not just
+        #: the storage (a view made over the first bytes of a longer range)
+        self.backing: Any = None
         self._array: Any = None
         self._storage: memoryview | None = None
         if is_packed(self.element_type):
@@ -67,6 +70,7 @@ class BufferView(RefObject):
         view.element_type = element_type
         view.shape = tuple(shape)
         view.address = address
+        view.backing = None
         view._array = None
         view._storage = byte_view(storage)
         return view

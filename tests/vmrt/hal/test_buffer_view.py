@@ -86,3 +86,47 @@ def test_views_share_memory_with_buffers_and_arrays():
     assert format_buffer_view(parse_buffer_view("3xi1=01 00 01")) == "3xi1=01 00 01"
     big = parse_buffer_view("3000xf32=1")
     assert format_buffer_view(big, 3).endswith("=1 1 1...")
+
+
+@pytest.mark.parametrize("first", [0, 1, 1024])
+def test_first_small_allocation_of_a_thread(first):
+    # a thread's first small allocation makes its slab, even when it is empty
+    # (a zero-byte tensor argument raised KeyError: 'slab')
+    import threading
+    got: list = []
+
+    def run() -> None:
+        try:
+            bufs = [new_buffer(first), new_buffer(0), new_buffer(8)]
+            got.extend((len(b), b.address % 64) for b in bufs)
+            bufs[2].bytes[:] = bytes(range(8))
+            got.append(bytes(bufs[2].bytes))
+        except Exception as e:  # noqa: BLE001 - reported by the assert below
+            got.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert got == [(first, 0), (0, 0), (8, 0), bytes(range(8))]
+
+
+def test_zero_byte_argument_on_a_fresh_thread(compile_mlir):
+    # the same end to end: an empty tensor handed to vmrt.load's function
+    # as the first thing a thread allocates
+    import threading
+
+    import vmrt
+    vmfb = compile_mlir("hal_views.mlir")
+    got: list = []
+
+    def run() -> None:
+        try:
+            with vmrt.load(vmfb, device=None) as prog:
+                got.append(prog.sum(np.zeros(0, np.float32)))
+        except Exception as e:  # noqa: BLE001 - reported by the assert below
+            got.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert got == [0.0]

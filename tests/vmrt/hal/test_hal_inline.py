@@ -20,6 +20,13 @@ CASES = [
     ("fill", ["4xi32=1 2 3 4", "9"]), ("fill", ["2x2xi32=[1 2][3 4]", "-1"]),
     ("fill", ["8xi8=1", "258"]),
     ("mk", ["4xf32=1 2 3 4"]), ("mk", ["2xf32=5 6"]), ("mk", ["1xf32=5"]),
+    # a view smaller than its range is fine, a larger one OUT_OF_RANGE, a
+    # range past the buffer an invalid subspan
+    ("mkn", ["4xf32=1 2 3 4", "2", "12"]), ("mkn", ["4xf32=1 2 3 4", "0", "16"]),
+    ("mkn", ["4xf32=1 2 3 4", "6", "12"]), ("mkn", ["4xf32=1 2 3 4", "3", "8"]),
+    ("mkn", ["4xf32=1 2 3 4", "1", "20"]), ("mkn", ["4xf32=1 2 3 4", "4", "16"]),
+    ("mklen", ["4xf32=1 2 3 4", "1", "4", "12"]), ("mklen", ["4xf32=1 2 3 4", "4", "0", "16"]),
+    ("mklen", ["4xf32=1 2 3 4", "0", "8", "0"]),
 ]
 
 
@@ -32,6 +39,20 @@ def test_hal_programs_match_iree(compile_mlir, fn, inputs):
     assert (rc, out) == (rc_ref, out_ref)
     if rc:
         assert status_head(err).split(";")[0] == status_head(err_ref).split(";")[0]
+
+
+@pytest.mark.parametrize("n,length", [(6, 12), (3, 8), (1, 20)])
+def test_view_larger_than_range_has_irees_message(compile_mlir, n, length):
+    # IREE: OUT_OF_RANGE "buffer view byte length 24 exceeds backing buffer
+    # byte length 12" (vmrt said INVALID_ARGUMENT, and refused smaller views)
+    vmfb = compile_mlir("hal_views.mlir")
+    args = [f"--module={vmfb}", "--function=mkn", "--input=4xf32=1 2 3 4", f"--input={n}",
+            f"--input={length}"]
+    rc_ref, _, err_ref = iree_run(*args)
+    rc, _, err = vmrt_run(*args)
+    assert rc == rc_ref == 1
+    assert status_head(err) == status_head(err_ref)
+    assert status_head(err).startswith("OUT_OF_RANGE; ")
 
 
 def test_dim_of_rank0_view_is_checked(compile_mlir):

@@ -34,3 +34,23 @@ func.func @mk(%v: !hal.buffer_view) -> !hal.buffer_view {
   %nv = hal.buffer_view.create buffer(%buf : !hal.buffer)[%c0, %c8] shape([%c2]) type(%t) encoding(%e) : !hal.buffer_view
   return %nv : !hal.buffer_view
 }
+// A view of %n f32 over the input's bytes [0, %len): IREE allows a view
+// smaller than its range and refuses a larger one (OUT_OF_RANGE)
+func.func @mkn(%v: !hal.buffer_view, %n: index, %len: index) -> !hal.buffer_view {
+  %buf = hal.buffer_view.buffer<%v : !hal.buffer_view> : !hal.buffer
+  %c0 = arith.constant 0 : index
+  %t = hal.element_type<f32> : i32
+  %e = hal.encoding_type<dense_row_major> : i32
+  %nv = hal.buffer_view.create buffer(%buf : !hal.buffer)[%c0, %len] shape([%n]) type(%t) encoding(%e) : !hal.buffer_view
+  return %nv : !hal.buffer_view
+}
+// The length of the buffer behind such a view: the whole range [%off, %off + %len)
+func.func @mklen(%v: !hal.buffer_view, %n: index, %off: index, %len: index) -> index {
+  %buf = hal.buffer_view.buffer<%v : !hal.buffer_view> : !hal.buffer
+  %t = hal.element_type<f32> : i32
+  %e = hal.encoding_type<dense_row_major> : i32
+  %nv = hal.buffer_view.create buffer(%buf : !hal.buffer)[%off, %len] shape([%n]) type(%t) encoding(%e) : !hal.buffer_view
+  %b2 = hal.buffer_view.buffer<%nv : !hal.buffer_view> : !hal.buffer
+  %l2 = hal.buffer.length<%b2 : !hal.buffer> : index
+  return %l2 : index
+}

@@ -163,6 +163,8 @@ class HalModule(NativeModule[StateT]):
     @export("buffer_view.buffer", "0r_r", arg_types=(BUFFER_VIEW_TYPE,))
     def buffer_view_buffer(self, state: NativeState, bv: Any) -> Any:
         view = _view(bv)
+        if view.backing is not None:
+            return view.backing
         return HalBuffer(view.storage, address=view.address)
 
     @export("buffer_view.rank", "0r_i", arg_types=(BUFFER_VIEW_TYPE,))
@@ -190,7 +192,14 @@ class HalModule(NativeModule[StateT]):
     def buffer_view_create(self, state: NativeState, buf: Any, offset: int, length: int,
                            element_type: int, encoding: int, shape: list[int]) -> Any:
         b = _buffer(buf)
-        b.check_range(offset, length)
+        size = len(b.bytes)
+        if offset < 0 or length < 0 or offset + length > size:
+            # IREE takes a subspan of the buffer first
+            raise HalError("attempted to access an address outside of the valid buffer range "
+                           f"(offset={offset}, adjusted_length={length}, "
+                           f"end={offset + length - 1}, buffer byte_length={size}); invalid "
+                           f"subspan of an existing buffer (source_offset={offset}, "
+                           f"length={length})", StatusCode.OUT_OF_RANGE)
         name = element_type_name(element_type)
         dtype_name(name)                        # an element type vmrt cannot hold fails here
         count = 1
@@ -199,13 +208,18 @@ class HalModule(NativeModule[StateT]):
                 raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
             count *= d
         need = storage_size(name, count)
-        if need != length:
-            raise HalError(f"buffer view of shape {list(shape)} x {name} needs "
-                           f"{need} bytes but the range has {length}",
-                           StatusCode.INVALID_ARGUMENT)
+        # IREE's rule: the view may be smaller than its range (it covers the
+        # range's first bytes), never larger
+        if need > length:
+            raise HalError(f"buffer view byte length {need} exceeds backing buffer byte length "
+                           f"{length}", StatusCode.OUT_OF_RANGE)
         base = b.address
-        return BufferView.over(b.bytes[offset:offset + length], name, tuple(shape),
-                               None if base == -1 else base + offset)
+        address = None if base == -1 else base + offset
+        view = BufferView.over(b.bytes[offset:offset + need], name, tuple(shape), address)
+        # hal.buffer_view.buffer gives back the whole range, as IREE's does
+        view.backing = b if offset == 0 and length == size else \
+            HalBuffer(b.bytes[offset:offset + length], b.read_only, address)
+        return view
 
     # -- buffers -----------------------------------------------------------
     @export("buffer.length", "0r_I", arg_types=(HAL_BUFFER_TYPE,))
