@@ -21,7 +21,7 @@ from elfkit.records import field
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.dispatch_observer import current_observer
-from ...hal.local.loader import ExecutableLoader, supports_format
+from ...hal.local.loader import STATIC_FORMAT, ExecutableLoader, supports_format
 from ...hal.objects import EXECUTABLE_TYPE, HalExecutable
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
@@ -67,7 +67,8 @@ class HalLoaderModule(NativeModule[LoaderState]):
     state_class = LoaderState
 
     def __init__(self, instance: Instance | None = None, executable_plugins: Sequence[str] = (),
-                 backend: str = "auto", program_arches: Iterable[str] = ()):
+                 backend: str = "auto", program_arches: Iterable[str] = (),
+                 static_libraries: Sequence[Any] = (), static_arches: Iterable[str] = ()):
         if instance is not None:
             instance.register_type(EXECUTABLE_TYPE)
         super().__init__()
@@ -76,12 +77,18 @@ class HalLoaderModule(NativeModule[LoaderState]):
         #: the CPUs of the program's embedded executables: a plugin with code
         #: for none of them fails when the context is created, as in IREE
         self.program_arches = set(program_arches)
+        #: ``--static_library`` objects: executables of format ``static`` (IREE's
+        #: bare-metal configuration: a static library with the inline HAL)
+        self.static_libraries = list(static_libraries)
+        self.static_arches = list(static_arches)
 
     # -- state ---------------------------------------------------------------------
     def init_state(self, state: LoaderState, context: Any) -> None:
         state.context = context
         state.loader = ExecutableLoader(self.executable_plugins, backend=self.backend,
-                                        call_timeout=getattr(context, "timeout", None))
+                                        call_timeout=getattr(context, "timeout", None),
+                                        static_libraries=self.static_libraries,
+                                        static_arches=self.static_arches)
         try:
             # like IREE, plugins load with the module: a bad --executable_plugin
             # fails here even if no executable needs it
@@ -101,7 +108,10 @@ class HalLoaderModule(NativeModule[LoaderState]):
     # -- executables ---------------------------------------------------------------
     @export("executable.query_support", "0r_i")
     def executable_query_support(self, state: Any, executable_format: Any) -> Any:
-        return 1 if supports_format(_text(executable_format, "executable format")) else 0
+        return 1 if self._supports(_text(executable_format, "executable format")) else 0
+
+    def _supports(self, fmt: str) -> bool:
+        return supports_format(fmt) or (fmt == STATIC_FORMAT and bool(self.static_libraries))
 
     @export("executable.load", "0rrr_r")
     def executable_load(self, state: Any, executable_format: Any, executable_data: Any,
@@ -116,7 +126,7 @@ class HalLoaderModule(NativeModule[LoaderState]):
                                f"length is {len(raw)}", StatusCode.INVALID_ARGUMENT)
             view = raw if isinstance(raw, memoryview) else memoryview(raw)
             words = list(view.cast("B").cast("I"))
-        if not supports_format(fmt):
+        if not self._supports(fmt):
             raise HalError(f"no executable loader registered for the given executable format "
                            f"'{fmt}'", StatusCode.NOT_FOUND)
         if fmt.startswith(("embedded-elf-", "system-elf-")) and bytes(data[:4]) != b"\x7fELF":

@@ -33,9 +33,16 @@ class HalLoaderProvider:
         dependents = extra.get("modules", ())
         arches = executable_arches(
             seg for m in dependents for seg in getattr(m, "rodata_segments", ()))
+        static = list(getattr(options, "static_libraries", None) or [])
+        static_arches: set[str] = set()
+        if static:
+            from ...hal.local.static_library import static_target_arches
+            static_arches = static_target_arches(
+                getattr(getattr(m, "definition", None), "bytecode", b"") for m in dependents)
         return HalLoaderModule(instance, list(getattr(options, "executable_plugins", None) or []),
                                backend=getattr(options, "backend", "auto"),
-                               program_arches=arches)
+                               program_arches=arches, static_libraries=static,
+                               static_arches=static_arches)
 
 
 PROVIDER = HalLoaderProvider()
