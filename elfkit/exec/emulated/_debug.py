@@ -222,9 +222,9 @@ class Debugger:
         counter, self._profiler = self._profiler, None
         if counter is not None:
             self._uc.del_hook(self._profile_hook)
-            if not self._state.closed:
+            if not self._state.closed:       # (a closed machine's counts are lost)
                 self._uc.flush_tb()
-            counter.finish(self._machine)
+                counter.finish(self._machine)
         if profile is not None:
             self._state.check_open()
             from ._profiler import BlockCounter  # imported when profiling starts

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 NO_LINE = "?"
+UNKNOWN = "[unknown]"       # code no module names (a machine's runtime page)
 
 
 def function_of(symbol: str) -> str:
-    """``name`` of ``name+0xoff`` (a bare address stays as it is)."""
+    """``name`` of ``name+0xoff``; ``UNKNOWN`` for a bare address."""
     if symbol.startswith("0x"):
-        return symbol
+        return UNKNOWN
     return symbol.rpartition("+0x")[0] or symbol
 
 
