@@ -52,9 +52,9 @@ def run(args: Namespace) -> int:
     options: dict[str, Any] = {}
     wants_emulation = (args.trace or args.budget is not None or args.gdb is not None
                        or args.profile)
-    if args.profile and not args.profile.lower().endswith((".svg", ".json")):
-        raise ElfkitError(f"--profile {args.profile}: the file name must end in .svg (flame "
-                          "chart) or .json (speedscope)")
+    if args.profile:
+        from .emulated import check_profile_path
+        check_profile_path(args.profile)
     if wants_emulation:
         if backend == "native":
             raise ElfkitError("--trace, --budget, --gdb and --profile need the emulated backend")

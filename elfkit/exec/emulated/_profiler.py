@@ -171,15 +171,27 @@ class GuestProfile:
         """Write the profile to ``path``: an SVG chart for ``.svg``, speedscope
         JSON for ``.json``.  Written to a temporary file then renamed, so a
         failure leaves no partial file; ``ExecutionError`` says why."""
-        p = os.fspath(path)
+        p = check_profile_path(path)
         if p.lower().endswith(".svg"):
             text = self.svg()
-        elif p.lower().endswith(".json"):
-            text = json.dumps(self.speedscope(), indent=1) + "\n"
         else:
-            raise ExecutionError(f"profile {p}: the file name must end in .svg (flame chart) "
-                                 "or .json (speedscope)")
+            text = json.dumps(self.speedscope(), indent=1) + "\n"
         write_atomically(p, text, "profile")
+
+
+def check_profile_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a string if a profile can be written there (a ``.svg`` or
+    ``.json`` name in a writable folder), else ``ExecutionError``: checked
+    before a run, so a bad path costs no run."""
+    p = os.fspath(path)
+    if not p.lower().endswith((".svg", ".json")):
+        raise ExecutionError(f"profile {p}: the file name must end in .svg (flame chart) "
+                             "or .json (speedscope)")
+    folder = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise ExecutionError(f"cannot write the profile to {p}: "
+                             f"{folder} is not a writable folder")
+    return p
 
 
 def _function_namer(machine: Any) -> Callable[[int], str]:

@@ -69,11 +69,12 @@ class GuestProfileFile:
     """Collects a guest profile for ``path`` from ``start`` to ``finish``."""
 
     def __init__(self, path: str | os.PathLike[str], name: str = "vmrt guest") -> None:
-        self.path = os.fspath(path)
-        if not self.path.lower().endswith((".svg", ".json")):
-            raise UsageError(f"guest profile {self.path}: the file name must end in .svg "
-                             "(flame chart) or .json (speedscope)")
-        from elfkit.exec.emulated import GuestProfile  # imported only when asked for
+        from elfkit import ElfkitError
+        from elfkit.exec.emulated import GuestProfile, check_profile_path  # only when asked for
+        try:
+            self.path = check_profile_path(path)
+        except ElfkitError as e:
+            raise UsageError(f"--guest_profile: {e}") from e
         self.profile = GuestProfile(name)
         self._on = False
 
