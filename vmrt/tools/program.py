@@ -249,7 +249,7 @@ class Program:
 
     def __getattr__(self, name: str) -> ProgramFunction:
         if name.startswith("__") or name in ("context", "module", "_functions", "profile",
-                                                         "guest_profile"):
+                                             "guest_profile"):
             raise AttributeError(name)
         return self.function(name)
 

@@ -216,7 +216,6 @@ class Debugger:
         finally:
             tracer.close()
 
-
     def profile(self, profile: Any) -> None:
         """See ``EmulatedMachine.profile``."""
         counter, self._profiler = self._profiler, None

@@ -363,8 +363,10 @@ class EmulatedMachine(Machine):
         function and source line; ``profile(None)`` stops and charges the
         counts (do it before unloading the modules).  A block hook counts
         each block run (the translation cache is flushed on start and stop;
-        nothing is hooked while off); see ``_profiler``."""
-        self._debugger.profile(profile)
+        nothing is hooked while off; waits while a call runs in another
+        thread); see ``_profiler``."""
+        with self._lock:
+            self._debugger.profile(profile)
 
     # Memory operations from the host take the call lock: they wait while a
     # call runs in another thread (unmapping under running guest code would

@@ -5,10 +5,10 @@ While a :class:`GuestProfileFile` collects, every emulated dispatch runs on
 the executable's own machine (no worker machines) with elfkit's guest
 profile switched on (``EmulatedMachine.profile``): instructions per
 function -- the dispatch functions are named after their exports -- and
-source line.  A machine profiles from its first
-dispatch until the profile is finished (the counts of a machine closed
-before then are lost).  Collection is process-wide: dispatches of every program
-running meanwhile count.  The file is written when collection ends: an SVG
+source line.  A machine profiles from its first dispatch until the
+profile is finished (the counts of a machine closed before then are lost).
+Collection is process-wide: dispatches of every program running meanwhile
+count.  The file is written when collection ends: an SVG
 flame chart (``.svg``) or speedscope JSON (``.json``).
 """
 from __future__ import annotations
@@ -46,11 +46,12 @@ def profiling(machine: Any) -> Iterator[None]:
     prof = current()
     if prof is not None:
         with _lock:
-            key = id(machine)
-            ref = _machines.get(key)
-            if ref is None or ref[0]() is not machine or ref[1] is not prof:
-                machine.profile(prof)
-                _machines[key] = (weakref.ref(machine), prof)
+            ref = _machines.get(id(machine))
+            start = ref is None or ref[0]() is not machine or ref[1] is not prof
+            if start:
+                _machines[id(machine)] = (weakref.ref(machine), prof)
+        if start:       # (outside the lock: this waits for a call running on the machine)
+            machine.profile(prof)
     yield
 
 
