@@ -138,11 +138,12 @@ class GuestProfile:
                f'<text x="{pad}" y="24" font-size="15">{escape(self.name)}: '
                f'{self.total} guest instructions</text>']
 
-        def box(x: float, depth: int, n: int, label: str, hue: int) -> None:
+        def box(x: float, depth: int, n: int, label: str, hue: int, where: str = "") -> None:
             w = n * scale
             y = top + depth * row
             text = f"{label} ({n}, {100 * n / total:.1f}%)"
-            out.append(f'<g><title>{escape(text)}</title><rect x="{x:.2f}" y="{y}" '
+            tip = f"{where} {text}" if where else text
+            out.append(f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" '
                        f'width="{w:.2f}" height="{row - 1}" fill="hsl({hue},70%,65%)" '
                        'stroke="white"/>')
             chars = int(w / 7)
@@ -161,7 +162,7 @@ class GuestProfile:
             box(x, 1, n, fn, hue)
             lx = x
             for line, ln in by_fn[fn]:
-                box(lx, 2, ln, line, hue)
+                box(lx, 2, ln, line, hue, fn)
                 lx += ln * scale
             x += n * scale
         out.append("</svg>\n")
