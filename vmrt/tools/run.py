@@ -179,7 +179,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     if mode not in ("approximate", "exact"):
         raise UsageError(f"flag --equality_mode expects approximate or exact, got '{mode}'")
     if "compare_with" in flags.values:
-        for other in ("trace_dispatch_tensors", "profile"):
+        for other in ("trace_dispatch_tensors", "profile", "guest_profile"):
             if other in flags.values:
                 raise UsageError(f"--compare_with cannot be combined with --{other}")
         from .compare import lockstep_cli  # imported only when asked for

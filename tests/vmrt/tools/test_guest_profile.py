@@ -94,3 +94,17 @@ def test_guest_profile_bad_paths(hal_compile, chain_inputs, emulation, tmp_path)
                     f"--guest_profile={tmp_path / 'p.txt'}"])
     assert got.rc != 0 and "must end in .svg" in got.stderr, got.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_guest_profile_of_a_native_run_is_empty_and_compare_is_refused(hal_compile, chain_inputs,
+                                                                       tmp_path):
+    vmfb = hal_compile("chain.mlir")         # the host's own code: nothing is emulated
+    out = tmp_path / "p.json"
+    got = vmrt_run([f"--module={vmfb}", "--function=chain", *chain_inputs[2],
+                    f"--guest_profile={out}"])
+    assert got.rc == 0, got.stderr
+    doc = json.loads(out.read_text())
+    assert doc["profiles"][0]["weights"] == [] and doc["profiles"][0]["endValue"] == 0
+    got = vmrt_run([f"--module={vmfb}", "--function=chain", *chain_inputs[2],
+                    f"--compare_with={vmfb}", f"--guest_profile={tmp_path / 'q.json'}"])
+    assert got.rc != 0 and "--guest_profile" in got.stderr, got.stderr
