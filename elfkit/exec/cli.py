@@ -50,16 +50,25 @@ def run(args: Namespace) -> int:
     values = [_parse_value(a, sig.params[i] if sig else None) for i, a in enumerate(args.arg)]
     backend = args.backend
     options: dict[str, Any] = {}
-    wants_emulation = args.trace or args.budget is not None or args.gdb is not None
+    wants_emulation = (args.trace or args.budget is not None or args.gdb is not None
+                       or args.profile)
+    if args.profile:
+        from .emulated import check_profile_path
+        check_profile_path(args.profile)
     if wants_emulation:
         if backend == "native":
-            raise ElfkitError("--trace, --budget and --gdb need the emulated backend")
+            raise ElfkitError("--trace, --budget, --gdb and --profile need the emulated backend")
         backend = "emulated"
     mod = elfkit.load(args.file, arch=args.arch, backend=backend, lazy=True, **options)
     machine: Any = getattr(mod, "machine", None)
     try:
         if args.trace:
             machine.trace(args.trace, mode=args.trace_mode)
+        profile = None
+        if args.profile:
+            from .emulated import GuestProfile
+            profile = GuestProfile(f"{args.call} ({machine.arch.name})")
+            machine.profile(profile)
         if args.gdb is not None:
             port = mod.debug(args.gdb)
             print(f"elfkit: waiting for gdb on 127.0.0.1:{port} (in gdb-multiarch: "
@@ -80,6 +89,9 @@ def run(args: Namespace) -> int:
                 ctype(restype)
             call = lambda: mod.call(args.call, *values, restype=restype, **kw)  # noqa: E731
         result = _run_interruptibly(call, machine)
+        if profile is not None:
+            machine.profile(None)
+            profile.write(args.profile)
     except EmulationFault as e:
         print(f"elfkit: {args.call} faulted under emulation:", file=sys.stderr)
         print(str(e), file=sys.stderr)
@@ -277,6 +289,9 @@ COMMANDS = (
             "(emulated)"),
         Arg("--trace-mode", default="block", choices=("block", "compact"),
             help="block: every block with its instructions; compact: block addresses"),
+        Arg("--profile", metavar="FILE",
+            help="profile the guest code by function and source line (emulated) and write "
+            "it to FILE: .svg a flame chart, .json speedscope JSON"),
         Arg("--gdb", type=int, metavar="PORT",
             help="debug the call with gdb (emulated): listen on 127.0.0.1:PORT and stop "
             "before the first instruction until gdb attaches with "

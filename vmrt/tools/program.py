@@ -16,6 +16,7 @@ Python lists.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import weakref
@@ -193,7 +194,8 @@ class Program:
     invocations; the program's globals and device belong to the call
     running)."""
 
-    def __init__(self, context: Context, module: Module, profile: Any = None):
+    def __init__(self, context: Context, module: Module, profile: Any = None,
+                 guest_profile: Any = None):
         self.context: Context | None = context
         self.module = module
         self._functions: dict[str, ProgramFunction] = {}
@@ -202,6 +204,10 @@ class Program:
         self.profile = profile
         if profile is not None:
             weakref.finalize(self, profile.close)
+        #: the guest profile being collected (``load(guest_profile=...)``), written at close
+        self.guest_profile = guest_profile
+        if guest_profile is not None:
+            weakref.finalize(self, guest_profile.stop)
 
     @property
     def closed(self) -> bool:
@@ -242,7 +248,8 @@ class Program:
         return self.function(name)
 
     def __getattr__(self, name: str) -> ProgramFunction:
-        if name.startswith("__") or name in ("context", "module", "_functions", "profile"):
+        if name.startswith("__") or name in ("context", "module", "_functions", "profile",
+                                             "guest_profile"):
             raise AttributeError(name)
         return self.function(name)
 
@@ -266,6 +273,8 @@ class Program:
         Refused (FAILED_PRECONDITION) while a call runs on another thread."""
         ctx = self.context
         if ctx is not None:
+            if self.guest_profile is not None:      # while the executables are loaded
+                self.guest_profile.finish()
             ctx.close()
         self.context = None
         self._functions.clear()
@@ -320,7 +329,8 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
          statistics: bool = False, trace_dispatch_tensors: Any = None,
-         parameters: Any = (), parameter_mode: str = "file", profile: Any = None) -> Program:
+         parameters: Any = (), parameter_mode: str = "file", profile: Any = None,
+         guest_profile: str | os.PathLike[str] | None = None) -> Program:
     """Load a program like ``vmrt run --device=DEVICE --executable_plugin=...
     --module=M... --module=SOURCE`` does and return a :class:`Program`.
 
@@ -356,6 +366,10 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
     Chrome/Perfetto trace-event JSON (``--profile``; see
     :mod:`vmrt.tools.profile`) when the program is closed; it turns the
     statistics on.
+    ``guest_profile``: a path (``.svg`` or ``.json``) that gets the profile of
+    the guest code of emulated dispatches by function and source line
+    (``--guest_profile``; see :mod:`vmrt.hal.local.guest_profile`) when the
+    program is closed.
     """
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not 0 <= timeout < math.inf):
@@ -382,13 +396,20 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
-    if profile is None:
-        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
-                                     trace=trace, statistics=bool(statistics))
-        return Program(ctx, loaded[-1])
-    from .profile import open_profile  # imported only when asked for
-    prof = open_profile(profile, "vmrt.load")
-    with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
-        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
-                                     trace=trace, statistics=True)
-    return Program(ctx, loaded[-1], prof)
+    guest = None
+    if guest_profile is not None:
+        from ..hal.local.guest_profile import GuestProfileFile  # imported only when asked for
+        guest = GuestProfileFile(guest_profile, f"vmrt.load {os.fspath(guest_profile)}")
+        guest.start()
+    with guest.stopped_on_error() if guest else contextlib.nullcontext():
+        if profile is None:
+            ctx, loaded = create_context(user, options, providers, budget=budget,
+                                         timeout=timeout, trace=trace,
+                                         statistics=bool(statistics))
+            return Program(ctx, loaded[-1], guest_profile=guest)
+        from .profile import open_profile  # imported only when asked for
+        prof = open_profile(profile, "vmrt.load")
+        with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
+            ctx, loaded = create_context(user, options, providers, budget=budget,
+                                         timeout=timeout, trace=trace, statistics=True)
+        return Program(ctx, loaded[-1], prof, guest)

@@ -130,6 +130,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 dispatches and the workgroups each thread ran,
                                 transfers, allocations; written also when the
                                 run fails (vmrt extension)
+  --guest_profile=FILE          profile the guest code of emulated dispatches by
+                                function (export) and source line: instruction
+                                counts, as FILE.svg (flame chart) or FILE.json
+                                (speedscope) (vmrt extension)
   --help                        show this help
 """
 
@@ -143,7 +147,7 @@ RUN_FLAGS = FlagSpec(
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
                       "expected_bf16_threshold", "expected_rtol", "equality_mode",
                       "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors",
-                      "parameter_mode", "profile", *TASK_VALUES}),
+                      "parameter_mode", "profile", "guest_profile", *TASK_VALUES}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races", "task_abort_on_failure"}),
     raw=frozenset({"input"}), optional=frozenset(ACTIONS))
@@ -175,7 +179,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     if mode not in ("approximate", "exact"):
         raise UsageError(f"flag --equality_mode expects approximate or exact, got '{mode}'")
     if "compare_with" in flags.values:
-        for other in ("trace_dispatch_tensors", "profile"):
+        for other in ("trace_dispatch_tensors", "profile", "guest_profile"):
             if other in flags.values:
                 raise UsageError(f"--compare_with cannot be combined with --{other}")
         from .compare import lockstep_cli  # imported only when asked for
@@ -189,10 +193,13 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     if "profile" in flags.values:
         from .profile import open_profile  # imported only when asked for (start-up)
         profile = open_profile(flags.values["profile"], "vmrt run")
-    with profile.writing(on_success=False) if profile else nullcontext():
+    guest = guest_profile_file(flags)
+    with profile.writing(on_success=False) if profile else nullcontext(), \
+            guest.stopped_on_error() if guest else nullcontext():
         ctx, main, name, fn = _open(flags, providers, stdin, stderr, chain(sinks), profile)
     stats = "print_statistics" in flags.bools
-    with profile.writing() if profile else nullcontext(), ctx:
+    with profile.writing() if profile else nullcontext(), \
+            guest.stopped_on_error() if guest else nullcontext(), ctx:
         decl = main.function_attrs(name).get("iree.abi.declaration")
         try:
             args = parse_inputs(flags.lists["input"], fn.cconv)
@@ -213,6 +220,8 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
             if decl:
                 e.annotate(f"`{decl}`")
             raise
+        if guest:
+            guest.finish()
         if flags.lists["expected_output"]:
             try:
                 ok, text = check_expected(results, fn.cconv, flags.lists["expected_output"],
@@ -230,6 +239,17 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
         stdout.flush()
         _print_statistics(ctx, stderr, stats)
     return observer.exit_code()
+
+
+def guest_profile_file(flags: Flags) -> Any:
+    """``--guest_profile``: a started ``GuestProfileFile``, else None."""
+    path = flags.values.get("guest_profile")
+    if path is None:
+        return None
+    from ..hal.local.guest_profile import GuestProfileFile  # imported only when asked for
+    guest = GuestProfileFile(path, f"vmrt run {path}")
+    guest.start()
+    return guest
 
 
 def _device_info(action: str, flags: Flags) -> str:

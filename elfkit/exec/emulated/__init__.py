@@ -6,7 +6,8 @@ from ._args import page_aligned_empty
 from ._cc import Plan, float_abi_from_eflags, plan
 from ._cc import describe as describe_plan
 from ._machine import EmulatedMachine
+from ._profiler import GuestProfile, check_profile_path
 from ._x87 import f80_to_float, float_to_f80
 
 __all__ = ["EmulatedMachine", "page_aligned_empty", "float_abi_from_eflags", "plan", "Plan",
-           "describe_plan", "f80_to_float", "float_to_f80"]
+           "describe_plan", "GuestProfile", "check_profile_path", "f80_to_float", "float_to_f80"]

@@ -48,6 +48,8 @@ class Debugger:
         self._line_owner: dict[int, Any] = {}
         self._tracer: Any = None
         self._trace_hook = 0
+        self._profiler: Any = None
+        self._profile_hook = 0
         self._gdb: Any = None
         self._gdb_hooks: list[int] = []
 
@@ -95,8 +97,8 @@ class Debugger:
 
     @property
     def observed(self) -> bool:
-        """Whether gdb or an execution trace watches this machine."""
-        return self._gdb is not None or self._tracer is not None
+        """Whether gdb, an execution trace or a profile watches this machine."""
+        return self._gdb is not None or self._tracer is not None or self._profiler is not None
 
     def serve_gdb_if_asked(self) -> None:
         """Serve gdb when ``ELFKIT_GDB`` or ``gdbstub.request`` (``vmrt run
@@ -213,6 +215,23 @@ class Debugger:
                 self._uc.flush_tb()
         finally:
             tracer.close()
+
+    def profile(self, profile: Any) -> None:
+        """See ``EmulatedMachine.profile``."""
+        counter, self._profiler = self._profiler, None
+        if counter is not None:
+            self._uc.del_hook(self._profile_hook)
+            if not self._state.closed:       # (a closed machine's counts are lost)
+                self._uc.flush_tb()
+                counter.finish(self._machine)
+        if profile is not None:
+            self._state.check_open()
+            from ._profiler import BlockCounter  # imported when profiling starts
+            counter = BlockCounter(profile)
+            self._profile_hook = self._uc.add_hook(
+                C.UC_HOOK_BLOCK, _uc.HOOK_CODE(self._state.guard(counter.on_block)), 1, 0)
+            self._profiler = counter
+            self._uc.flush_tb()
 
 
 def _has_debug_line(data: Any) -> bool:

@@ -46,6 +46,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
+    from ._profiler import GuestProfile
     from .gdbstub import GdbStub
 
 #: the floating-point status register and its sticky "inexact" bit, per arch
@@ -355,6 +356,17 @@ class EmulatedMachine(Machine):
         (the translation cache is flushed on start and stop so code
         translated before is covered and, afterwards, runs hook-free again)."""
         self._debugger.trace(target, mode=mode)
+
+    def profile(self, profile: GuestProfile | None) -> None:
+        """Count the guest instructions later calls run into ``profile`` (a
+        :class:`GuestProfile`, which may collect from several machines), by
+        function and source line; ``profile(None)`` stops and charges the
+        counts (do it before unloading the modules).  A block hook counts
+        each block run (the translation cache is flushed on start and stop;
+        nothing is hooked while off; waits while a call runs in another
+        thread); see ``_profiler``."""
+        with self._lock:
+            self._debugger.profile(profile)
 
     # Memory operations from the host take the call lock: they wait while a
     # call runs in another thread (unmapping under running guest code would

@@ -36,7 +36,7 @@ from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_bytes, aligned_memory
 from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
-from . import fpu_state
+from . import fpu_state, guest_profile
 from .bindings import StagedBindings
 from .dispatch_limits import (
     ExecutionLimits,
@@ -251,7 +251,7 @@ def host_state(exe: Any, cbytes: bytes, ptrs: list[int], sizes: list[int],
 def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
                   writes: list[tuple[int, int, int]] | None) -> None:
     exe = grid.exe
-    if writes is None:
+    if writes is None and guest_profile.current() is None:
         from .emulated_workers import EmulatedWorkers, use_workers  # emulated only
         if use_workers(exe, threads, grid.wc, grid.indices):
             exe.workers = exe.workers or EmulatedWorkers(exe)
@@ -277,7 +277,8 @@ def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
             return guest_workgroup(grid.fn, machine, (env, ds, ws), grid.where, grid.deadline,
                                    grid.limits)
 
-        with stopping_guest(machine, grid.limits), staged.recording(writes):
+        with stopping_guest(machine, grid.limits), staged.recording(writes), \
+                guest_profile.profiling(machine):
             order = grid.run_order()
             in_range(grid.rec, order, grid.walk)(ds, order, grid.processor_id, mem, place, call,
                                                  staged.explain_fault)

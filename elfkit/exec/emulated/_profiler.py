@@ -1,0 +1,245 @@
+"""Where the guest time goes: ``GuestProfile``, a flat profile of guest code
+by function and source line (``EmulatedMachine.profile``).
+
+While a machine profiles, a ``UC_HOOK_BLOCK`` hook counts how often each
+translated block ``(address, size)`` runs: one dictionary update per block,
+no per-instruction hook.  When profiling stops, each distinct block is
+disassembled once (capstone) and every instruction of it is charged, times
+the block's count, to the function (``machine.symbolize``) and source line
+(``machine.source_line``: DWARF ``.debug_line``) of its own address.  Counts
+are instructions, not time, so a profile is deterministic; its total equals
+``machine.instructions`` (``count_instructions``) over the same calls.
+
+The profile is flat: a stack is ``function -> function:line`` (no callers).
+``write`` picks the format by the file's extension: ``.svg`` an icicle
+chart (self-contained, no script), ``.json`` speedscope's file format.
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import tempfile
+import threading
+from collections import defaultdict
+from xml.sax.saxutils import escape
+
+from ...errors import ExecutionError
+from ...files import replace_file
+from ..disasm import disassemble
+from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+NO_LINE = "?"
+UNKNOWN = "[unknown]"       # code no module names (a machine's runtime page)
+
+
+def function_of(symbol: str) -> str:
+    """``name`` of ``name+0xoff``; ``UNKNOWN`` for a bare address."""
+    if symbol.startswith("0x"):
+        return UNKNOWN
+    return symbol.rpartition("+0x")[0] or symbol
+
+
+class GuestProfile:
+    """Instruction counts per ``(function, "file:line")`` of guest code, from
+    any number of machines and calls (thread-safe to fill)."""
+
+    def __init__(self, name: str = "guest") -> None:
+        self.name = name
+        self.counts: dict[tuple[str, str], int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    @property
+    def total(self) -> int:
+        """Instructions counted."""
+        return sum(self.counts.values())
+
+    def functions(self) -> dict[str, int]:
+        """Instructions per function, most first."""
+        out: dict[str, int] = defaultdict(int)
+        for (fn, _line), n in self.counts.items():
+            out[fn] += n
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def lines(self) -> dict[tuple[str, str], int]:
+        """Instructions per ``(function, line)``, most first."""
+        return dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int]) -> None:
+        """Charge ``blocks`` (``(address, size) -> executions``) run on
+        ``machine``, instruction by instruction (see the module doc)."""
+        where: dict[int, tuple[str, str]] = {}
+        function = _function_namer(machine)
+        local: dict[tuple[str, str], int] = defaultdict(int)
+        thumb = False
+        if machine.arch.name == "arm":
+            thumb = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
+        for (address, size), times in blocks.items():
+            code = machine.try_read(address, size) if size else None
+            addrs = [i.address for i in disassemble(code, address, machine.arch, thumb=thumb)
+                     ] if code else []
+            for a in addrs or [address]:
+                key = where.get(a)
+                if key is None:
+                    line = machine.source_line(a) or NO_LINE
+                    key = where[a] = (function(a), line)
+                local[key] += times
+        with self._lock:
+            for key, n in local.items():
+                self.counts[key] += n
+
+    # ------------------------------------------------------------ formats
+    def speedscope(self) -> dict[str, Any]:
+        """The profile in speedscope's file format: one sampled profile whose
+        samples are ``[function, function:line]`` weighted by instructions."""
+        frames: list[dict[str, Any]] = []
+        index: dict[tuple[str, ...], int] = {}
+
+        def frame(name: str, file: str | None = None, line: int | None = None) -> int:
+            key = (name, file or "", str(line))
+            i = index.get(key)
+            if i is None:
+                i = index[key] = len(frames)
+                f: dict[str, Any] = {"name": name}
+                if file:
+                    f["file"] = file
+                if line is not None:
+                    f["line"] = line
+                frames.append(f)
+            return i
+
+        samples, weights = [], []
+        for (fn, where), n in self.lines().items():
+            file, _, num = where.rpartition(":")
+            leaf = frame(f"{fn} {where}", file or None, int(num) if num.isdigit() else None)
+            samples.append([frame(fn), leaf])
+            weights.append(n)
+        total = sum(weights)
+        return {"$schema": SPEEDSCOPE_SCHEMA, "shared": {"frames": frames},
+                "profiles": [{"type": "sampled", "name": self.name, "unit": "none",
+                              "startValue": 0, "endValue": total, "samples": samples,
+                              "weights": weights}],
+                "name": self.name, "exporter": "elfkit"}
+
+    def svg(self, width: int = 1200) -> str:
+        """An icicle chart: the root (all instructions), functions below it,
+        their lines below those; widths proportional to instructions."""
+        row, pad, top = 20, 10, 40
+        total = self.total or 1
+        scale = (width - 2 * pad) / total
+        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+               f'height="{top + 3 * row + pad}" font-family="monospace" font-size="11">',
+               f'<text x="{pad}" y="24" font-size="15">{escape(self.name)}: '
+               f'{self.total} guest instructions</text>']
+
+        def box(x: float, depth: int, n: int, label: str, hue: int, where: str = "") -> None:
+            w = n * scale
+            y = top + depth * row
+            text = f"{label} ({n}, {100 * n / total:.1f}%)"
+            tip = f"{where} {text}" if where else text
+            out.append(f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" '
+                       f'width="{w:.2f}" height="{row - 1}" fill="hsl({hue},70%,65%)" '
+                       'stroke="white"/>')
+            chars = int(w / 7)
+            if chars >= 3:
+                shown = text if len(text) <= chars else text[:chars - 2] + ".."
+                out.append(f'<text x="{x + 2:.2f}" y="{y + 14}">{escape(shown)}</text>')
+            out.append("</g>")
+
+        box(pad, 0, self.total, "all", 0)
+        x = float(pad)
+        by_fn: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for (fn, line), n in self.lines().items():
+            by_fn[fn].append((line, n))
+        for k, (fn, n) in enumerate(self.functions().items()):
+            hue = (35 * k + 20) % 360
+            box(x, 1, n, fn, hue)
+            lx = x
+            for line, ln in by_fn[fn]:
+                box(lx, 2, ln, line, hue, fn)
+                lx += ln * scale
+            x += n * scale
+        out.append("</svg>\n")
+        return "\n".join(out)
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write the profile to ``path``: an SVG chart for ``.svg``, speedscope
+        JSON for ``.json``.  Written to a temporary file then renamed, so a
+        failure leaves no partial file; ``ExecutionError`` says why."""
+        p = check_profile_path(path)
+        if p.lower().endswith(".svg"):
+            text = self.svg()
+        else:
+            text = json.dumps(self.speedscope(), indent=1) + "\n"
+        write_atomically(p, text, "profile")
+
+
+def check_profile_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a string if a profile can be written there (a ``.svg`` or
+    ``.json`` name in a writable folder), else ``ExecutionError``: checked
+    before a run, so a bad path costs no run."""
+    p = os.fspath(path)
+    if not p.lower().endswith((".svg", ".json")):
+        raise ExecutionError(f"profile {p}: the file name must end in .svg (flame chart) "
+                             "or .json (speedscope)")
+    folder = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise ExecutionError(f"cannot write the profile to {p}: "
+                             f"{folder} is not a writable folder")
+    return p
+
+
+def _function_namer(machine: Any) -> Callable[[int], str]:
+    """``addr -> function name``: the ``.symtab`` functions of the machine's
+    modules (static ones too), else ``machine.symbolize``."""
+    funcs: list[tuple[int, int, str]] = []
+    for mod in machine.modules:
+        if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
+            funcs += [(s.address, max(s.size, 1), s.name) for s in plugin_symbols(mod)
+                      if s.type in (STT_FUNC, STT_GNU_IFUNC)]
+    funcs.sort()
+
+    def name(addr: int) -> str:
+        i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
+        if i >= 0 and addr < funcs[i][0] + funcs[i][1]:
+            return funcs[i][2]
+        return function_of(machine.symbolize(addr))
+    return name
+
+
+def write_atomically(path: str, text: str, what: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        replace_file(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise ExecutionError(f"cannot write the {what} to {path}: {e.strerror or e}") from e
+    finally:
+        if tmp is not None:
+            os.unlink(tmp)
+
+
+class BlockCounter:
+    """The hook side of profiling one machine: executions per block."""
+
+    def __init__(self, profile: GuestProfile) -> None:
+        self.profile = profile
+        self.blocks: dict[tuple[int, int], int] = defaultdict(int)
+
+    def on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
+        self.blocks[(address, size)] += 1
+
+    def finish(self, machine: Any) -> None:
+        blocks, self.blocks = self.blocks, defaultdict(int)
+        self.profile.add_blocks(machine, blocks)
