@@ -25,17 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
-from ..hal.buffer import aligned_memory
-from ..hal.buffer_view import BufferView
-from ..hal.element_types import dtype_of, element_type_of, is_packed
-from ..vm.context import Context
-from ..vm.list import VmList
-from ..vm.module import Module, cconv_fragments
-from .async_calls import check_fence, takes_fences
-from .async_calls import invoke as invoke_fenced
-from .dispatch_trace import NpyFolder, Sink, TracePrinter
-from .module_specs import RunOptions, create_context, static_library_list
+from .errors import FunctionNotFoundError, StatusCode, UsageError, VmError
+from .hal.buffer import aligned_memory
+from .hal.buffer_view import BufferView
+from .hal.element_types import dtype_of, element_type_of, is_packed
+from .tools.async_calls import check_fence, takes_fences
+from .tools.async_calls import invoke as invoke_fenced
+from .tools.dispatch_trace import NpyFolder, Sink, TracePrinter
+from .tools.module_specs import RunOptions, create_context, static_library_list
+from .vm.context import Context
+from .vm.list import VmList
+from .vm.module import Module, cconv_fragments
 
 __all__ = ["Program", "ProgramFunction", "load"]
 
@@ -386,7 +386,7 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
                                      trace=trace, statistics=bool(statistics))
         return Program(ctx, loaded[-1])
-    from .profile import open_profile  # imported only when asked for
+    from .tools.profile import open_profile  # imported only when asked for
     prof = open_profile(profile, "vmrt.load")
     with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
         ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
