@@ -32,7 +32,7 @@ from .hal.element_types import dtype_of, element_type_of, is_packed
 from .tools.async_calls import check_fence, takes_fences
 from .tools.async_calls import invoke as invoke_fenced
 from .tools.dispatch_trace import NpyFolder, Sink, TracePrinter
-from .tools.module_specs import RunOptions, create_context, static_library_list
+from .tools.module_specs import RunOptions, load_modules, new_context, static_library_list
 from .vm.context import Context
 from .vm.list import VmList
 from .vm.module import Module, cconv_fragments
@@ -193,9 +193,12 @@ class Program:
     invocations; the program's globals and device belong to the call
     running)."""
 
-    def __init__(self, context: Context, module: Module, profile: Any = None):
+    def __init__(self, context: Context, module: Module, profile: Any = None,
+                 remake: Callable[[], Context] | None = None):
         self.context: Context | None = context
         self.module = module
+        #: makes another context over the same loaded modules (:meth:`new_context`)
+        self._remake = remake
         self._functions: dict[str, ProgramFunction] = {}
         #: the timeline being recorded (``load(profile=...)``), written at close
         #: (or when the program is collected unclosed, at the latest at exit)
@@ -242,7 +245,8 @@ class Program:
         return self.function(name)
 
     def __getattr__(self, name: str) -> ProgramFunction:
-        if name.startswith("__") or name in ("context", "module", "_functions", "profile"):
+        if name.startswith("__") or name in ("context", "module", "_functions", "profile",
+                                                 "_remake"):
             raise AttributeError(name)
         return self.function(name)
 
@@ -271,6 +275,22 @@ class Program:
         self._functions.clear()
         if self.profile is not None:
             self.profile.close()
+
+    def new_context(self) -> Program:
+        """Another program over the same loaded modules (nothing is read or
+        translated again: the module objects are shared) with fresh module
+        states: globals at their initial values, a new HAL device, ``__init``
+        run again.  Its options are :func:`load`'s (device, plugins,
+        parameters, budget ...) except ``profile``, which stays with this
+        program.  Each program is closed on its own; closing one leaves the
+        other usable."""
+        if self._remake is None:
+            raise UsageError("this program was not made by vmrt.load: it cannot make "
+                             "a new context", StatusCode.FAILED_PRECONDITION)
+        if self.context is None:
+            raise VmError("cannot make a new context: the program is closed",
+                          StatusCode.FAILED_PRECONDITION)
+        return Program(self._remake(), self.module, None, self._remake)
 
     def __enter__(self) -> Program:
         return self
@@ -382,13 +402,20 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
-    if profile is None:
-        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
-                                     trace=trace, statistics=bool(statistics))
-        return Program(ctx, loaded[-1])
-    from .tools.profile import open_profile  # imported only when asked for
-    prof = open_profile(profile, "vmrt.load")
-    with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
-        ctx, loaded = create_context(user, options, providers, budget=budget, timeout=timeout,
-                                     trace=trace, statistics=True)
-    return Program(ctx, loaded[-1], prof)
+    prof = None
+    if profile is not None:
+        from .tools.profile import open_profile  # imported only when asked for
+        prof = open_profile(profile, "vmrt.load")
+        statistics = True
+    fresh = {"budget": budget, "timeout": timeout, "trace": trace, "statistics": bool(statistics)}
+    if prof is None:
+        loaded = load_modules(user, providers)
+        ctx = new_context(loaded, options, **fresh)
+    else:
+        with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
+            loaded = load_modules(user, providers)
+            ctx = new_context(loaded, options, **fresh)
+
+    def remake() -> Context:        # Program.new_context: the same modules, fresh states
+        return new_context(loaded, options, **fresh)
+    return Program(ctx, loaded.user[-1], prof, remake)
