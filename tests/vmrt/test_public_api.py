@@ -46,6 +46,16 @@ def test_all_is_the_documented_api():
         assert not hasattr(vmrt, internal)
 
 
+def test_the_reference_documents_every_name():
+    from tests.vmrt.iree_tools import REPO
+    text = (REPO / "docs" / "reference" / "vmrt.md").read_text()
+    errors = {n for n in PUBLIC if n.endswith(("Error", "Exceeded")) or n in ("Cancelled",
+                                                                            "StatusCode")}
+    assert "::: vmrt.errors" in text
+    for name in PUBLIC - errors - {"__version__"}:
+        assert f".{name}`" in text or f".{name}\n" in text, name
+
+
 def test_hal_ref_types_are_the_registered_ones():
     from vmrt.hal.objects import ALL_TYPES
     public = {getattr(vmrt, n) for n in PUBLIC if n.startswith("HAL_")}
