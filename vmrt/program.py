@@ -34,6 +34,7 @@ from .tools.async_calls import invoke as invoke_fenced
 from .tools.dispatch_trace import NpyFolder, Sink, TracePrinter
 from .tools.module_specs import RunOptions, load_modules, new_context, static_library_list
 from .vm.context import Context
+from .vm.lifecycle import Closeable
 from .vm.list import VmList
 from .vm.module import Module, cconv_fragments
 
@@ -182,7 +183,7 @@ class ProgramFunction:
 
 
 # ---------------------------------------------------------------- program ---
-class Program:
+class Program(Closeable):
     """A loaded program: its context (``.context``), main module
     (``.module``) and exports (``.exports``, ``prog[name]``, ``prog.name``,
     ``name in prog``).  Close it (or use ``with``) to run ``__deinit`` and
@@ -265,12 +266,11 @@ class Program:
                           StatusCode.FAILED_PRECONDITION)
         return self.context.statistics().get("hal")
 
-    def close(self) -> None:
-        """Run the modules' ``__deinit`` and free their states (idempotent).
+    def _close(self) -> None:
+        """(:meth:`close`) Run the modules' ``__deinit`` and free their states.
         Refused (FAILED_PRECONDITION) while a call runs on another thread."""
-        ctx = self.context
-        if ctx is not None:
-            ctx.close()
+        if self.context is not None:
+            self.context.close()
         self.context = None
         self._functions.clear()
         if self.profile is not None:
@@ -291,12 +291,6 @@ class Program:
             raise VmError("cannot make a new context: the program is closed",
                           StatusCode.FAILED_PRECONDITION)
         return Program(self._remake(), self.module, None, self._remake)
-
-    def __enter__(self) -> Program:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""

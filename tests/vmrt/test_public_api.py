@@ -242,3 +242,27 @@ def test_new_context_has_a_new_device(compile_):
         hal = [next(m for m in p.context.modules if m.name == "hal") for p in (old, fresh)]
         states = [p.context.state_of(m) for p, m in zip((old, fresh), hal)]
         assert states[0] is not states[1]
+
+
+# --------------------------------------------------------------- lifecycle ---
+class Counted(vmrt.NativeModule):
+    name = "counted"
+    freed = 0
+
+    def free_state(self, state):
+        type(self).freed += 1
+
+
+def test_context_and_program_close_once():
+    mod = Counted()
+    with vmrt.Context(vmrt.Instance(), [mod]) as ctx:
+        assert not ctx.closed
+    assert ctx.closed and Counted.freed == 1
+    ctx.close()
+    assert Counted.freed == 1
+    prog = vmrt.load(mod, device=None)
+    with prog:
+        assert not prog.closed and prog.context is not None
+    assert prog.closed and prog.context is None and Counted.freed == 2
+    prog.close()
+    assert Counted.freed == 2
