@@ -60,11 +60,9 @@ if TYPE_CHECKING:
         ImportDecl,
         Linkage,
         Module,
-        cconv_fragments,
-        make_cconv,
     )
     from .vm.native_module import NativeModule, NativeState, export
-    from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType, type_of
+    from .vm.types import BUFFER_TYPE, LIST_TYPE, RefObject, RefType
 
 __all__ = [
     "Buffer", "BudgetExceeded", "BoundFunction", "Cancelled", "Context",
@@ -72,7 +70,7 @@ __all__ = [
     "Function", "ImportDecl", "Instance", "LinkError", "Linkage", "LoadError", "Module",
     "NativeModule", "NativeState", "RefObject", "RefType", "StatusCode", "TypeRegistryError",
     "UsageError", "VerifyError", "VmError", "VmList", "BUFFER_TYPE", "LIST_TYPE",
-    "cconv_fragments", "export", "load_module", "make_cconv", "type_of", "__version__",
+    "export", "load_module", "__version__",
 ]
 
 
@@ -86,13 +84,20 @@ _LAZY = {
     **dict.fromkeys(("Instance",), "vm.instance"),
     **dict.fromkeys(("VmList",), "vm.list"),
     **dict.fromkeys(("BoundFunction", "Dependency", "DependencyFlags", "ExportDecl", "Function",
-                     "ImportDecl", "Linkage", "Module", "cconv_fragments", "make_cconv"),
+                     "ImportDecl", "Linkage", "Module"),
                     "vm.module"),
     **dict.fromkeys(("NativeModule", "NativeState", "export"), "vm.native_module"),
-    **dict.fromkeys(("BUFFER_TYPE", "LIST_TYPE", "RefObject", "RefType", "type_of"),
+    **dict.fromkeys(("BUFFER_TYPE", "LIST_TYPE", "RefObject", "RefType"),
                     "vm.types"),
     "BytecodeModule": "bytecode.module",
     "BufferView": "hal.buffer_view",
+    "format_buffer_view": "hal.buffer_view",
+    **dict.fromkeys(("dtype_of", "element_type_of"), "hal.element_types"),
+    "HAL_BUFFER_TYPE": "hal.buffer",
+    **dict.fromkeys(("HAL_ALLOCATOR_TYPE", "HAL_BUFFER_VIEW_TYPE", "HAL_CHANNEL_TYPE",
+                     "HAL_COMMAND_BUFFER_TYPE", "HAL_DEVICE_TYPE", "HAL_EVENT_TYPE",
+                     "HAL_EXECUTABLE_TYPE", "HAL_FENCE_TYPE", "HAL_FILE_TYPE",
+                     "HAL_SEMAPHORE_TYPE"), "hal.objects"),
     "Fence": "hal.objects",
     "PluginManager": "hal.local.plugins.manager",
     "ExecutablePlugin": "hal.local.plugins.plugin",
@@ -102,8 +107,8 @@ _LAZY = {
     "LocalExecutable": "hal.local.local_executable",
     "ExecutableLoader": "hal.local.loader",
     "ParameterIndex": "modules.io_parameters.index",
-    "load": "tools.program",
-    "Program": "tools.program",
+    "load": "program",
+    "Program": "program",
 }
 __all__ += [*(name for name in _LAZY if name not in __all__), "ExecutableError",
             "DispatchError", "PluginError", "ImportResolutionError", "ArgumentError",

@@ -324,8 +324,17 @@ def _elements(bv: BufferView, limit: int) -> tuple[Any, str, tuple[int, ...]]:
     return struct.unpack_from(f"<{n}{code}", raw), "f" if code in "efd" else "i", bv.shape
 
 
-def format_buffer_view(bv: BufferView, max_elements: int = 1024) -> str:
-    """``2x3xi32=[1 2 3][4 5 6]`` with iree-run-module's elision rules."""
+def format_buffer_view(bv: Any, max_elements: int = 1024) -> str:
+    """A buffer view (``vmrt.BufferView``) or a numpy array printed the way
+    iree-run-module prints results: ``2x3xi32=[1 2 3][4 5 6]``, ``f32=1.5``
+    for rank 0.  Past ``max_elements`` elements (iree-run-module's
+    ``--output_max_element_count``) each row is cut short with ``...``.
+
+        >>> vmrt.format_buffer_view(np.arange(6, dtype=np.int32).reshape(2, 3), 4)
+        '2x3xsi32=[0 1 2][3...]'
+    """
+    if not isinstance(bv, BufferView):
+        bv = BufferView(bv)
     prefix = "x".join([str(d) for d in bv.shape] + [bv.element_type])
     flat, kind, shape = _elements(bv, max(max_elements, 1))
     budget = [max_elements]

@@ -142,7 +142,12 @@ def npy_descr(name: str) -> str | None:
 
 @cache    # names are few; errors are not cached
 def dtype_of(name: str) -> Any:
-    """The numpy dtype of one (unpacked) element of ``name``."""
+    """The numpy dtype (``vmrt.dtype_of``) that holds one element of the IREE
+    element type ``name``: ``f32`` -> float32, ``si8``/``i8`` -> int8,
+    ``ui16`` -> uint16, ``bf16``/``f8E4M3FN``/``i4`` -> the ``ml_dtypes``
+    type (sub-byte types unpacked, one element a byte), ``i1`` -> uint8 (its
+    storage: one byte per element; :func:`vmrt.load` turns i1 results into
+    bool).  A type vmrt cannot hold raises :class:`vmrt.HalError`."""
     import numpy as np
     dn = dtype_name(name)
     if dn in _PLAIN or dn in _COMPLEX.values():
@@ -152,7 +157,11 @@ def dtype_of(name: str) -> Any:
 
 
 def element_type_of(dtype: Any) -> str:
-    """IREE's element type name for a numpy dtype (numpy ints are signed: ``siN``)."""
+    """IREE's element type name (``vmrt.element_type_of``) for a numpy dtype
+    (or anything ``numpy.dtype`` accepts): float32 -> ``f32``, int8 ->
+    ``si8`` (numpy integers are signed: ``siN``), uint8 -> ``ui8``, bool ->
+    ``i1``, ml_dtypes' bfloat16 -> ``bf16``.  A dtype with no element type
+    (strings, objects ...) raises :class:`vmrt.HalError`."""
     try:
         return _dtype_name(dtype)
     except TypeError:       # an unhashable dtype spec

@@ -33,6 +33,20 @@ SEMAPHORE_TYPE = RefType("hal.semaphore")
 ALL_TYPES = (ALLOCATOR_TYPE, HAL_BUFFER_TYPE, BUFFER_VIEW_TYPE, CHANNEL_TYPE, COMMAND_BUFFER_TYPE,
              DEVICE_TYPE, EVENT_TYPE, EXECUTABLE_TYPE, FENCE_TYPE, FILE_TYPE, SEMAPHORE_TYPE)
 
+#: the public names of the ``hal`` ref types (``vmrt.HAL_BUFFER_VIEW_TYPE``, ...), for
+#: ``@vmrt.export(..., arg_types=...)`` and ``vmrt.Instance.register_type``
+#: (``HAL_BUFFER_TYPE`` is defined in :mod:`vmrt.hal.buffer`)
+HAL_ALLOCATOR_TYPE = ALLOCATOR_TYPE
+HAL_BUFFER_VIEW_TYPE = BUFFER_VIEW_TYPE
+HAL_CHANNEL_TYPE = CHANNEL_TYPE
+HAL_COMMAND_BUFFER_TYPE = COMMAND_BUFFER_TYPE
+HAL_DEVICE_TYPE = DEVICE_TYPE
+HAL_EVENT_TYPE = EVENT_TYPE
+HAL_EXECUTABLE_TYPE = EXECUTABLE_TYPE
+HAL_FENCE_TYPE = FENCE_TYPE
+HAL_FILE_TYPE = FILE_TYPE
+HAL_SEMAPHORE_TYPE = SEMAPHORE_TYPE
+
 # ---------------------------------------------------------------------------
 # fences
 # ---------------------------------------------------------------------------

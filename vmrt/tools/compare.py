@@ -29,10 +29,10 @@ from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView
 from ..hal.dispatch_observer import ObservedDispatch, observe_dispatches
 from ..hal.element_types import element_type_of, export_element_type
+from ..program import load
 from .async_calls import invoke as invoke_fenced
 from .async_calls import takes_fences
 from .binding_diff import Difference, diff, diff_bytes, dispatch_element_type
-from .program import load
 
 
 class DispatchRecord(DataRecord, frozen=True):

@@ -23,6 +23,7 @@ from ..errors import (
     VmError,
 )
 from .instance import Instance
+from .lifecycle import Closeable
 from .module import BoundFunction, DependencyFlags, Function, Linkage, Module, cconv_fragments
 from .values import to_vm
 
@@ -212,7 +213,7 @@ def running_under(limits: ExecutionLimits) -> Iterator[None]:
         _CURRENT.limits = outer
 
 
-class Context:
+class Context(Closeable):
     """Registers modules in order and links their imports.
 
     ``budget`` caps the VM instructions run in this context over its whole
@@ -486,8 +487,13 @@ class Context:
             except VmError:
                 pass
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        """Run ``__deinit`` and free states, newest module first."""
+        """Run ``__deinit`` and free states, newest module first (idempotent).
+        Refused (FAILED_PRECONDITION) while a call runs on another thread."""
         if self._closed:
             return
         if not self._invoke_lock.acquire(blocking=False):
@@ -509,9 +515,3 @@ class Context:
             m.free_state(s)
         self._modules.clear()
         self._states.clear()
-
-    def __enter__(self) -> Context:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -12,6 +12,7 @@ import vmrt
 from tests.vmrt.vmrt_testutil import assemble, iree_run, needs_iree, status_head, vmrt_run
 from vmrt import StatusCode, VmError
 from vmrt.bytecode.format import parse_module
+from vmrt.vm.module import cconv_fragments
 
 pytestmark = needs_iree
 
@@ -46,7 +47,7 @@ def _load_and_run(data: bytes) -> None:
         if e.name.startswith("__"):
             continue
         args = {"i": 3, "I": 3, "f": 1.5, "F": 1.5, "r": None}
-        codes = vmrt.cconv_fragments(e.cconv)[0]
+        codes = cconv_fragments(e.cconv)[0]
         if "C" in codes:
             continue
         ctx.invoke(f"{mod.name}.{e.name}", [args[c] for c in codes])

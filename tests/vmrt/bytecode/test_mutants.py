@@ -18,6 +18,7 @@ from tests.vmrt.vmrt_testutil import iree_run, needs_iree, vmrt_run
 from vmrt import VmError
 from vmrt.bytecode.decoder import REF_BIT, decode_function
 from vmrt.bytecode.format import parse_module
+from vmrt.vm.module import cconv_fragments
 
 pytestmark = needs_iree
 
@@ -31,7 +32,7 @@ def _run_all(data: bytes) -> None:
     mod = vmrt.BytecodeModule(inst, data)
     ctx = vmrt.Context(inst, [mod], budget=20_000)
     for e in mod.exports:
-        codes = vmrt.cconv_fragments(e.cconv)[0]
+        codes = cconv_fragments(e.cconv)[0]
         if e.name.startswith("__") or "C" in codes:
             continue
         ctx.invoke(f"{mod.name}.{e.name}", [ARGS[c] for c in codes])

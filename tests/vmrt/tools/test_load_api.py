@@ -370,7 +370,7 @@ def test_program_object(elementwise):
 
 def test_lazy_import():
     code = ("import sys, vmrt; assert 'numpy' not in sys.modules, 'numpy'; "
-            "assert 'vmrt.tools.program' not in sys.modules; "
+            "assert 'vmrt.program' not in sys.modules; "
             "assert callable(vmrt.load) and vmrt.Program and vmrt.FunctionNotFoundError")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get(
         "PYTHONPATH", "")])}

@@ -19,6 +19,7 @@ from vmrt import (
     VmError,
     export,
 )
+from vmrt.vm.module import cconv_fragments, make_cconv
 
 
 class Provider(NativeModule):
@@ -243,13 +244,13 @@ def test_per_context_state():
 
 
 def test_cconv_fragments():
-    assert vmrt.cconv_fragments("") == ("", "")
-    assert vmrt.cconv_fragments("0v_v") == ("", "")
-    assert vmrt.cconv_fragments("0iIfr_I") == ("iIfr", "I")
+    assert cconv_fragments("") == ("", "")
+    assert cconv_fragments("0v_v") == ("", "")
+    assert cconv_fragments("0iIfr_I") == ("iIfr", "I")
     with pytest.raises(VmError) as ei:
-        vmrt.cconv_fragments("1i_i")
+        cconv_fragments("1i_i")
     assert str(ei.value) == "UNIMPLEMENTED; unsupported cconv version 1"
-    assert vmrt.make_cconv("", "") == "0v_v"
+    assert make_cconv("", "") == "0v_v"
 
 
 # ---------------------------------------------------------- bytecode linking --

@@ -26,17 +26,18 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
-from ..hal.buffer import aligned_memory
-from ..hal.buffer_view import BufferView
-from ..hal.element_types import dtype_of, element_type_of, is_packed
-from ..vm.context import Context
-from ..vm.list import VmList
-from ..vm.module import Module, cconv_fragments
-from .async_calls import check_fence, takes_fences
-from .async_calls import invoke as invoke_fenced
-from .dispatch_trace import NpyFolder, Sink, TracePrinter
-from .module_specs import RunOptions, create_context, static_library_list
+from .errors import FunctionNotFoundError, StatusCode, UsageError, VmError
+from .hal.buffer import aligned_memory
+from .hal.buffer_view import BufferView
+from .hal.element_types import dtype_of, element_type_of, is_packed
+from .tools.async_calls import check_fence, takes_fences
+from .tools.async_calls import invoke as invoke_fenced
+from .tools.dispatch_trace import NpyFolder, Sink, TracePrinter
+from .tools.module_specs import RunOptions, load_modules, new_context, static_library_list
+from .vm.context import Context
+from .vm.lifecycle import Closeable
+from .vm.list import VmList
+from .vm.module import Module, cconv_fragments
 
 __all__ = ["Program", "ProgramFunction", "load"]
 
@@ -183,7 +184,7 @@ class ProgramFunction:
 
 
 # ---------------------------------------------------------------- program ---
-class Program:
+class Program(Closeable):
     """A loaded program: its context (``.context``), main module
     (``.module``) and exports (``.exports``, ``prog[name]``, ``prog.name``,
     ``name in prog``).  Close it (or use ``with``) to run ``__deinit`` and
@@ -195,9 +196,11 @@ class Program:
     running)."""
 
     def __init__(self, context: Context, module: Module, profile: Any = None,
-                 guest_profile: Any = None):
+                 guest_profile: Any = None, remake: Callable[[], Context] | None = None):
         self.context: Context | None = context
         self.module = module
+        #: makes another context over the same loaded modules (:meth:`new_context`)
+        self._remake = remake
         self._functions: dict[str, ProgramFunction] = {}
         #: the timeline being recorded (``load(profile=...)``), written at close
         #: (or when the program is collected unclosed, at the latest at exit)
@@ -249,7 +252,7 @@ class Program:
 
     def __getattr__(self, name: str) -> ProgramFunction:
         if name.startswith("__") or name in ("context", "module", "_functions", "profile",
-                                             "guest_profile"):
+                                             "guest_profile", "_remake"):
             raise AttributeError(name)
         return self.function(name)
 
@@ -268,8 +271,8 @@ class Program:
                           StatusCode.FAILED_PRECONDITION)
         return self.context.statistics().get("hal")
 
-    def close(self) -> None:
-        """Run the modules' ``__deinit`` and free their states (idempotent).
+    def _close(self) -> None:
+        """(:meth:`close`) Run the modules' ``__deinit`` and free their states.
         Refused (FAILED_PRECONDITION) while a call runs on another thread."""
         ctx = self.context
         if ctx is not None:
@@ -281,11 +284,21 @@ class Program:
         if self.profile is not None:
             self.profile.close()
 
-    def __enter__(self) -> Program:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def new_context(self) -> Program:
+        """Another program over the same loaded modules (nothing is read or
+        translated again: the module objects are shared) with fresh module
+        states: globals at their initial values, a new HAL device, ``__init``
+        run again.  Its options are :func:`load`'s (device, plugins,
+        parameters, budget ...) except ``profile``, which stays with this
+        program.  Each program is closed on its own; closing one leaves the
+        other usable."""
+        if self._remake is None:
+            raise UsageError("this program was not made by vmrt.load: it cannot make "
+                             "a new context", StatusCode.FAILED_PRECONDITION)
+        if self.context is None:
+            raise VmError("cannot make a new context: the program is closed",
+                          StatusCode.FAILED_PRECONDITION)
+        return Program(self._remake(), self.module, None, None, self._remake)
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
@@ -396,20 +409,26 @@ def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[s
         parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
     user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
+    prof = None
+    if profile is not None:
+        from .tools.profile import open_profile  # imported only when asked for
+        prof = open_profile(profile, "vmrt.load")
+        statistics = True
     guest = None
     if guest_profile is not None:
-        from ..hal.local.guest_profile import GuestProfileFile  # imported only when asked for
+        from .hal.local.guest_profile import GuestProfileFile  # imported only when asked for
         guest = GuestProfileFile(guest_profile, f"vmrt.load {os.fspath(guest_profile)}")
         guest.start()
+    fresh = {"budget": budget, "timeout": timeout, "trace": trace, "statistics": bool(statistics)}
     with guest.stopped_on_error() if guest else contextlib.nullcontext():
-        if profile is None:
-            ctx, loaded = create_context(user, options, providers, budget=budget,
-                                         timeout=timeout, trace=trace,
-                                         statistics=bool(statistics))
-            return Program(ctx, loaded[-1], guest_profile=guest)
-        from .profile import open_profile  # imported only when asked for
-        prof = open_profile(profile, "vmrt.load")
-        with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
-            ctx, loaded = create_context(user, options, providers, budget=budget,
-                                         timeout=timeout, trace=trace, statistics=True)
-        return Program(ctx, loaded[-1], prof, guest)
+        if prof is None:
+            loaded = load_modules(user, providers)
+            ctx = new_context(loaded, options, **fresh)
+        else:
+            with prof.writing(on_success=False), prof.invocation("(create context)", "load"):
+                loaded = load_modules(user, providers)
+                ctx = new_context(loaded, options, **fresh)
+
+    def remake() -> Context:        # Program.new_context: the same modules, fresh states
+        return new_context(loaded, options, **fresh)
+    return Program(ctx, loaded.user[-1], prof, guest, remake)
