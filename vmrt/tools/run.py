@@ -233,11 +233,14 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
             stdout.write(text + observer.report())
             stdout.flush()
             _print_statistics(ctx, stderr, stats)
+            # the buffers go with the context (a profile records them freed)
+            del results, args
             return 0 if ok and not observer.exit_code() else 1
         _write_results(flags.lists["output"], results, fn.cconv, max_elements, stdout)
         stdout.write(observer.report())
         stdout.flush()
         _print_statistics(ctx, stderr, stats)
+        del results, args       # the buffers go with the context (a profile records them freed)
     return observer.exit_code()
 
 
