@@ -313,7 +313,7 @@ def cli(data: bytes) -> None:
 
 def default_seeds() -> list[bytes]:
     """Catalogue plugins (one per CPU), a FatELF of three, and the riscv64
-    .vmfb and dispatch library of tests/vmrt/plugins/data/codegen.mlir when
+    .vmfb and dispatch library of tests/vmrt/hal/local/plugins/data/codegen.mlir when
     the vmrt tests have compiled them (build/vmrt_plugins/iree/)."""
     from elfkit import fatelf
     from tests.plugins import ARCHES, REPO, build_plugins
