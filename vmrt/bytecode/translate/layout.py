@@ -29,7 +29,8 @@ cannot raise, so nothing observable happens before the charge.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
@@ -99,11 +100,11 @@ class ControlFlow:
     #: the ``br`` whose target is appended in place (falls through)
     inline_br: Instr | None = None
     #: ops writing the destination of a copy of ``inline_br`` directly (pc -> register)
-    renamed: dict[int, str] = {}
+    renamed: Mapping[int, str] = MappingProxyType({})
     #: the copies of ``inline_br`` those ops made
     folded: frozenset = frozenset()
     #: wrapping ops of a ``range`` loop that mask their result (pc -> width)
-    masked: dict[int, int] = {}
+    masked: Mapping[int, int] = MappingProxyType({})
     #: whether one of them masked (emit sets it)
     masked_any = False
 
