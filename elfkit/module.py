@@ -374,7 +374,7 @@ def _check_load_arguments(limits: Any, machine: Any, machine_options: dict[str, 
 
 
 def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
-         imports: Imports | dict | None = None, lazy: bool = False,
+         imports: Imports | dict[Any, Any] | None = None, lazy: bool = False,
          machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
          name: str | None = None, init: bool = True, **machine_options: Any) -> Module:
     """Load a bare-metal ELF plugin (or pick a FatELF slice) and return a Module.
