@@ -16,6 +16,10 @@ import stat as _stat
 
 from .errors import ElfkitError
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["CACHE_MAX_SIZE", "clone_range", "exclusive_dir", "file_kind", "filesystem_type",
            "offloads_copies", "open_regular", "open_special_output", "private_dir",
            "private_temp_dir", "read_private", "replace_dir", "replace_file", "user_cache_dir",
@@ -23,7 +27,7 @@ __all__ = ["CACHE_MAX_SIZE", "clone_range", "exclusive_dir", "file_kind", "files
 
 _RENAME_EXCHANGE = 2     # renameat2's flag (linux/fs.h)
 _AT_FDCWD = -100
-_renameat2: list = []    # [libc renameat2 or None], looked up on first use
+_renameat2: list[Any] = []    # [libc renameat2 or None], looked up on first use
 _FICLONERANGE = 0x4020940D   # _IOW(0x94, 13, struct file_clone_range) (linux/fs.h)
 _CLONE_BLOCK = 4096          # clone offsets must be multiples of the filesystem block
 # Filesystems whose copy_file_range can copy without moving the data through
@@ -43,7 +47,7 @@ def file_kind(mode: int) -> str:
     return "a regular file" if _stat.S_ISREG(mode) else "not a regular file"
 
 
-def open_regular(path: str | os.PathLike, what: str = "input") -> tuple[int, int]:
+def open_regular(path: str | os.PathLike[str], what: str = "input") -> tuple[int, int]:
     """``(fd, size)`` of a regular file opened for reading.
 
     Opened non-blocking (opening a FIFO would otherwise wait for a writer),

@@ -358,8 +358,23 @@ def _read_source(source: Any) -> tuple[memoryview, str]:
                       f"memoryview")
 
 
+def _check_load_arguments(limits: Any, machine: Any, machine_options: dict[str, Any]) -> None:
+    """load()'s checks of ``limits``, ``machine`` and the machine options."""
+    if not isinstance(limits, Limits):
+        raise InvalidArgumentError(f"load(): limits must be an elfkit.Limits, not "
+                                   f"{type(limits).__name__}")
+    if machine is not None and not isinstance(machine, Machine):
+        raise InvalidArgumentError(f"load(): machine must be an elfkit machine (e.g. another "
+                                   f"module's .machine), not {type(machine).__name__}")
+    if machine is not None and machine_options:
+        raise InvalidArgumentError(f"load(): {', '.join(sorted(machine_options))} cannot be "
+                                   f"given with machine= (they configure a new machine)")
+    if machine_options:
+        arguments.machine_options(machine_options, "load()")
+
+
 def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
-         imports: Imports | dict | None = None, lazy: bool = False,
+         imports: Imports | dict[Any, Any] | None = None, lazy: bool = False,
          machine: Machine | None = None, limits: Limits = DEFAULT_LIMITS,
          name: str | None = None, init: bool = True, **machine_options: Any) -> Module:
     """Load a bare-metal ELF plugin (or pick a FatELF slice) and return a Module.
@@ -373,17 +388,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     ``init=False`` skips DT_INIT/INIT_ARRAY (and so FINI at close), e.g. to
     examine an image in a ``MemoryMachine`` that cannot run code.
     """
-    if not isinstance(limits, Limits):
-        raise InvalidArgumentError(f"load(): limits must be an elfkit.Limits, not "
-                                   f"{type(limits).__name__}")
-    if machine is not None and not isinstance(machine, Machine):
-        raise InvalidArgumentError(f"load(): machine must be an elfkit machine (e.g. another "
-                                   f"module's .machine), not {type(machine).__name__}")
-    if machine is not None and machine_options:
-        raise InvalidArgumentError(f"load(): {', '.join(sorted(machine_options))} cannot be "
-                                   f"given with machine= (they configure a new machine)")
-    if machine_options:
-        arguments.machine_options(machine_options, "load()")
+    _check_load_arguments(limits, machine, machine_options)
     want = _arch.get(arch) if arch is not None else None
     data, label = _read_source(source)
     if machine is not None:

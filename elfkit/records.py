@@ -112,7 +112,8 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING, repr: bool 
 
 
 # A field as the class keeps it: (name, default, default factory, repr, compare).
-_Spec = tuple  # of (str, Any, Any, bool, bool)
+if TYPE_CHECKING:
+    _Spec = tuple[Any, ...]  # of (str, Any, Any, bool, bool)
 
 
 def fields(obj: Any) -> tuple[str, ...]:

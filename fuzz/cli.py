@@ -134,15 +134,7 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         if rng.random() < 0.3:
             opt.append(["--align", _pick(rng, ["4096", "auto", "3", "0", "65536", "-8", "1<<40"])])
     elif verb in ("extract", "select", "remove"):
-        outs = [_pick(rng, ["out.so", "sub/out.so", "out.so"])]
-        argv = [*_elfkit(), "fatelf", verb, f, "-o", outs[0]]
-        if verb != "select" or rng.random() < 0.5:
-            if rng.random() < 0.5:
-                opt.append(["--arch", _pick(rng, ARCH_WORDS)])
-            else:
-                opt.append(["--index", _pick(rng, ["0", "1", "2", "-1", "255", "x"])])
-        if verb == "select" and rng.random() < 0.5:
-            opt.append(["--fallback"])
+        argv = _fatelf_slice(rng, verb, f, opt, outs)
     elif verb == "vmrt-run":
         argv = _vmrt_run(rng, f, opt, outs)
     elif rng.random() < 0.5:                     # vmrt executable list
@@ -154,6 +146,30 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         argv = _vmrt_dispatch(rng, f, opt, outs)
     rng.shuffle(opt)                             # options keep their values
     argv += [t for group in opt for t in group]
+    _mutate(rng, argv, f)
+    if verb == "run":               # whatever the mutation did: bounded
+        argv += ["--budget", str(rng.choice([1000, 200_000, 2_000_000]))]
+    return argv, outs
+
+
+def _fatelf_slice(rng: random.Random, verb: str, f: str, opt: list[list[str]],
+                  outs: list[str]) -> list[str]:
+    """``elfkit fatelf extract|select|remove`` on ``f`` (its output file goes to ``outs``)."""
+    outs.append(_pick(rng, ["out.so", "sub/out.so", "out.so"]))
+    argv = [*_elfkit(), "fatelf", verb, f, "-o", outs[0]]
+    if verb != "select" or rng.random() < 0.5:
+        if rng.random() < 0.5:
+            opt.append(["--arch", _pick(rng, ARCH_WORDS)])
+        else:
+            opt.append(["--index", _pick(rng, ["0", "1", "2", "-1", "255", "x"])])
+    if verb == "select" and rng.random() < 0.5:
+        opt.append(["--fallback"])
+    return argv
+
+
+def _mutate(rng: random.Random, argv: list[str], f: str) -> None:
+    """Now and then delete, repeat, swap or replace a few words of ``argv``
+    after the command words (in place)."""
     n_fixed = 5 if argv[3] in ("fatelf", "executable") else 4
     for _ in range(rng.randint(0, 3) if rng.random() < 0.3 else 0):
         i = rng.randrange(n_fixed, len(argv)) if len(argv) > n_fixed else None
@@ -170,9 +186,6 @@ def command(rng: random.Random, kind: str, f: str) -> tuple[list[str], list[str]
         else:
             argv[i] = _pick(rng, ["--", "-", "-o", "--json", "--arch", "-h", "--bogus",
                                   f, "/dev/null", "/nonexistent", "."])
-    if verb == "run":               # whatever the mutation did: bounded
-        argv += ["--budget", str(rng.choice([1000, 200_000, 2_000_000]))]
-    return argv, outs
 
 
 def _elfkit_run(rng: random.Random, f: str, opt: list[list[str]]) -> list[str]:
@@ -313,7 +326,7 @@ def cli(data: bytes) -> None:
 
 def default_seeds() -> list[bytes]:
     """Catalogue plugins (one per CPU), a FatELF of three, and the riscv64
-    .vmfb and dispatch library of tests/vmrt/plugins/data/codegen.mlir when
+    .vmfb and dispatch library of tests/vmrt/hal/local/plugins/data/codegen.mlir when
     the vmrt tests have compiled them (build/vmrt_plugins/iree/)."""
     from elfkit import fatelf
     from tests.plugins import ARCHES, REPO, build_plugins

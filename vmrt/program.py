@@ -305,7 +305,7 @@ class Program(Closeable):
         return f"<vmrt.Program {self.module.name!r}{state} exports={list(self.exports)}>"
 
 
-def _listify(value: Any, single: tuple) -> list:
+def _listify(value: Any, single: tuple[Any, ...]) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, single):
@@ -336,9 +336,9 @@ def _debug_sink(spec: Any) -> Sink | None:
     return call
 
 
-def load(source: str | os.PathLike | bytes | Module, *, device: str | Sequence[str] | None
-         = "local-sync", executable_plugins: Iterable[str | os.PathLike] = (),
-         static_libraries: Iterable[str | os.PathLike | bytes] = (),
+def load(source: str | os.PathLike[str] | bytes | Module, *, device: str | Sequence[str] | None
+         = "local-sync", executable_plugins: Iterable[str | os.PathLike[str]] = (),
+         static_libraries: Iterable[str | os.PathLike[str] | bytes] = (),
          modules: Iterable[Any] = (), providers: Iterable[Any] = (),
          budget: int | None = None, timeout: float | None = None, trace: Any = None,
          statistics: bool = False, trace_dispatch_tensors: Any = None,

@@ -6,6 +6,10 @@ import enum
 from ..errors import ArchError
 from ..records import DataRecord, field
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 #: Compiler flags of every bare-metal plugin, after the per-arch ones:
 #: position independent, no libc, symbols hidden unless exported explicitly,
 #: no sanitizer runtime (zig turns UBSan on by default and its handlers do
@@ -102,7 +106,7 @@ class ObjReloc(DataRecord, frozen=True, slots=True):
     thumb: bool = False
 
 
-def obj_table(prefix: str, *entries: tuple) -> dict[int, ObjReloc]:
+def obj_table(prefix: str, *entries: tuple[Any, ...]) -> dict[int, ObjReloc]:
     """Build an object relocation table from ``(number, name, formula, field,
     keyword arguments of ObjReloc)`` rows (the last two optional)."""
     out: dict[int, ObjReloc] = {}
@@ -244,7 +248,7 @@ class Arch(DataRecord, frozen=True, slots=True):
         return self.name
 
 
-def table(prefix: str, *entries: tuple) -> dict[int, RelocType]:
+def table(prefix: str, *entries: tuple[Any, ...]) -> dict[int, RelocType]:
     """Build a relocation table from (number, name, formula[, width[, check]])."""
     out: dict[int, RelocType] = {}
     for e in entries:

@@ -29,7 +29,7 @@ _BR26 = {"bits": 28, "check": _S, "shift": 2, "align": 2, "branch": True}
 _PAGE = {"bits": 33, "check": _S, "shift": 12}
 
 
-def _ldst(scale: int) -> dict:
+def _ldst(scale: int) -> dict[str, int]:
     return {"mask": 0xFFF, "shift": scale, "align": scale}
 
 

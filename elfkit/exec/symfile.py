@@ -283,7 +283,7 @@ _dwarf_read: weakref.WeakKeyDictionary[Any, tuple[dict[str, bytes], dict[int, in
 #: with the same parsed file (the loader keeps one per file content).  The
 #: key holds the file's id; the entry keeps the file itself, so the id is
 #: not reused while the entry lives
-_recent: dict[tuple, tuple[Any, bytes]] = {}
+_recent: dict[tuple[Any, ...], tuple[Any, bytes]] = {}
 _recent_lock = threading.Lock()
 RECENT_MAX = 8
 #: larger files are not kept alive by the cache

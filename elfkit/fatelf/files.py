@@ -17,7 +17,7 @@ __all__ = ["MAX_ELF_SIZE", "file_kind", "open_regular", "open_special_output", "
 MAX_ELF_SIZE = 1 << 30
 
 
-def read_input(path: str | os.PathLike, limit: int = MAX_ELF_SIZE,
+def read_input(path: str | os.PathLike[str], limit: int = MAX_ELF_SIZE,
                what: str = "input") -> memoryview:
     """The bytes of a regular file, read with a bounded size.
 

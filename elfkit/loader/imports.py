@@ -58,7 +58,7 @@ class SystemLibrary:
         return f"SystemLibrary({self.name!r})"
 
 
-class Exports(dict):
+class Exports(dict[str, int]):
     """``name -> address`` with a label: another plugin's exports as the
     report names them (``elfkit inspect --imports-from``)."""
 

@@ -15,6 +15,10 @@ from ..records import DataRecord
 from . import _tags as T
 from .headers import DEFAULT_LIMITS, Limits, ObjectHeader, read_object_header, read_struct
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["ObjectFile", "ObjSection", "ObjSymbol", "RelSection", "parse_object",
            "SHT_NAMES", "SHT_SYMTAB", "SHT_NOBITS", "SHN_ABS", "SHN_COMMON", "SHF_WRITE",
            "SHF_EXECINSTR"]
@@ -131,11 +135,11 @@ class ObjectFile(DataRecord, slots=True):
         return 8 if self.elfclass == 2 else 4
 
     @property
-    def segments(self) -> list:
+    def segments(self) -> list[Any]:
         return []
 
     @property
-    def loads(self) -> list:
+    def loads(self) -> list[Any]:
         return []
 
     def lookup(self, name: str) -> ObjSymbol | None:

@@ -165,14 +165,7 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
     """Apply relocation ``i`` of ``rs``; '' or what is wrong."""
     off = rs.offsets[i]
     if rt.field == "uleb128":       # SET_ULEB128 / SUB_ULEB128: a number of its own length
-        s = (st.symaddr[rs.syms[i]] if rs.syms[i] else 0) + rs.addends[i]
-        pos = secoff + off
-        if rt.formula is F.SET_ULEB:
-            st.uleb[pos] = s
-            return ""
-        if pos not in st.uleb:
-            return "SUB_ULEB128 without the SET_ULEB128 at the same place"
-        return uleb128_write(st.image, pos, secoff + sec.size, st.uleb.pop(pos) - s)
+        return _uleb(st, rs, i, rt, sec, secoff)
     fld = FIELDS[rt.field]
     if off + fld.size > sec.size:
         return f"its {fld.size}-byte field runs past the end of {sec.name}"
@@ -189,21 +182,10 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
     s = st.symaddr[sym] if sym else 0
     p = st.base + pos
     f = rt.formula
-    w64 = st.w == 8
     if f is F.ABS or f is F.SET:
         v = s + a
     elif f is F.PCREL:
-        v = s + a - p
-        key = (sym, a - rt.bias, rt.thumb)
-        if rt.branch and key in st.lay.veneers and (
-                rt.bits and _check(sext(v, 32) if not w64 else v, rt.bits, rt.check)
-                or rt.field == "rv_call" and w64 and not -(1 << 31) <= v + 0x800 < (1 << 31)
-                or rt.field == "thm_b24" and not v & 1):    # B.W to A32 code
-            v = st.base + st.lay.veneers[key] + rt.thumb + rt.bias - p
-        if rt.field == "rv_hi20":
-            st.hi[p] = v
-        elif rt.field == "thm_call" and not v & 1:
-            v += p & 2      # a BLX to A32 code counts from P aligned down to 4
+        v = _pcrel(st, rt, sym, s + a - p, a, p)
     elif f is F.PAGE_PCREL:
         v = ((s + a) & ~0xFFF) - (p & ~0xFFF)
     elif f in (F.GOT, F.GOT_PCREL, F.GOT_GOTREL, F.GOT_X86):
@@ -235,7 +217,42 @@ def _one(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> 
         v = unit - (s + a)
     else:  # pragma: no cover - every formula is handled above
         return f"formula {f.value} is not applied to objects"
-    if not w64:     # 32-bit arithmetic wraps: keep the value as a signed 32-bit number
+    return _store(st, rt, fld, pos, unit, v)
+
+
+def _pcrel(st: _State, rt: Any, sym: int, v: int, a: int, p: int) -> int:
+    """S+A-P, through the symbol's veneer when the branch cannot reach it."""
+    w64 = st.w == 8
+    key = (sym, a - rt.bias, rt.thumb)
+    if rt.branch and key in st.lay.veneers and (
+            rt.bits and _check(sext(v, 32) if not w64 else v, rt.bits, rt.check)
+            or rt.field == "rv_call" and w64 and not -(1 << 31) <= v + 0x800 < (1 << 31)
+            or rt.field == "thm_b24" and not v & 1):    # B.W to A32 code
+        v = st.base + st.lay.veneers[key] + rt.thumb + rt.bias - p
+    if rt.field == "rv_hi20":
+        st.hi[p] = v
+    elif rt.field == "thm_call" and not v & 1:
+        v += p & 2      # a BLX to A32 code counts from P aligned down to 4
+    return v
+
+
+def _uleb(st: _State, rs: RelSection, i: int, rt: Any, sec: Any, secoff: int) -> str:
+    """SET_ULEB128 remembers S+A; the SUB_ULEB128 at the same place writes the difference."""
+    s = (st.symaddr[rs.syms[i]] if rs.syms[i] else 0) + rs.addends[i]
+    pos = secoff + rs.offsets[i]
+    if rt.formula is F.SET_ULEB:
+        st.uleb[pos] = s
+        return ""
+    if pos not in st.uleb:
+        return "SUB_ULEB128 without the SET_ULEB128 at the same place"
+    return uleb128_write(st.image, pos, secoff + sec.size, st.uleb.pop(pos) - s)
+
+
+def _store(st: _State, rt: Any, fld: Any, pos: int, unit: int, v: int) -> str:
+    """Check value ``v`` against ``rt``'s range and alignment and write it into
+    the field at ``pos`` (``unit``: its bytes now); '' or what is wrong."""
+    image = st.image
+    if st.w != 8:     # 32-bit arithmetic wraps: keep the value as a signed 32-bit number
         v = sext(v + 0x800, 32) - 0x800 if rt.field in ("rv_hi20", "rv_call") else sext(v, 32)
     if rt.bits:
         err = _check(v, rt.bits, rt.check)

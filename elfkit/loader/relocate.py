@@ -144,7 +144,7 @@ def apply(elf: ElfFile, image: ImageBuffer, lo: int, bias: int,
 
 def _bulk_rows(elf: ElfFile, t: RelocTable, image: ImageBuffer, lo: int, bias: int,
                writable: list[tuple[int, int]], problems: list[str], counts: dict[str, int],
-               relative_types: frozenset[int]) -> tuple[Iterable[tuple], int]:
+               relative_types: frozenset[int]) -> tuple[Iterable[tuple[Any, ...]], int]:
     """Apply what of table ``t`` can be done in bulk (all of DT_RELR; the
     RELATIVE entries of a large table, with numpy), counting them by type.
     Returns the rows ``(index, offset, type, symbol, addend)`` left for the
@@ -208,7 +208,7 @@ def relative_name(arch: Any, w: int) -> str:
     return arch.relocs[min(relative_types(arch, w))].name
 
 
-def _list(seq: Any) -> list:
+def _list(seq: Any) -> list[Any]:
     return seq if isinstance(seq, list) else seq.tolist()    # a numpy array: large tables
 
 

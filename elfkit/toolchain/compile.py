@@ -24,9 +24,10 @@ from .flags import ldflags as base_ldflags
 from .tools import run, version, zig
 
 
-def compile_plugin(sources: str | os.PathLike | Iterable[str | os.PathLike], arch: str | Arch,
-                   out: str | os.PathLike, *, cflags: Iterable[str] = (),
-                   ldflags: Iterable[str] = (), include_dirs: Iterable[str | os.PathLike] = (),
+def compile_plugin(sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                   arch: str | Arch,
+                   out: str | os.PathLike[str], *, cflags: Iterable[str] = (),
+                   ldflags: Iterable[str] = (), include_dirs: Iterable[str | os.PathLike[str]] = (),
                    defines: Mapping[str, object] | None = None, hash_style: str = "sysv",
                    python: str | None = None) -> Path:
     """Build the plugin ``out`` (a shared object) for ``arch`` from ``sources``.

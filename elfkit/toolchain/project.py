@@ -43,7 +43,7 @@ def project_hash(source_dir: Path, definitions: Mapping[str, str], python: str) 
     return h.hexdigest()[:16]
 
 
-def build_plugin_project(source_dir: str | os.PathLike, build_root: str | os.PathLike, *,
+def build_plugin_project(source_dir: str | os.PathLike[str], build_root: str | os.PathLike[str], *,
                          definitions: Mapping[str, str] | None = None,
                          expect: Iterable[str] = (), pack: bool = False,
                          python: str | None = None, keep: int = 4) -> Path:

@@ -216,7 +216,7 @@ def test_bad_declarations():
             b: int
     with pytest.raises(ValueError, match="mutable default list"):
         class Mutable(DataRecord):
-            a: list[int] = []
+            a: list[int] = []  # noqa: RUF012 (the mutable default under test)
     with pytest.raises(ValueError, match="both default and default_factory"):
         field(default=1, default_factory=int)
     with pytest.raises(TypeError, match="cannot inherit non-frozen record from a frozen one"):

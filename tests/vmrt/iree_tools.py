@@ -3,7 +3,7 @@ CPU, a fixture helper that skips when a tool is missing, and
 ``IreeCompiler``, which compiles a program for one CPU and keeps the dumped
 dispatch libraries (the ``iree`` fixture of tests/vmrt/conftest.py).
 
-``IreeCompiler`` reads ``tests/vmrt/plugins/data/<program>.mlir`` (else
+``IreeCompiler`` reads ``tests/vmrt/hal/local/plugins/data/<program>.mlir`` (else
 ``examples/<program>.mlir``) and caches its results under
 ``build/vmrt_plugins/<hash>/`` keyed by the source, the flags and the
 compiler version, so a rerun does not recompile."""
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PLUGIN_DATA = REPO / "tests" / "vmrt" / "plugins" / "data"
+PLUGIN_DATA = REPO / "tests" / "vmrt" / "hal" / "local" / "plugins" / "data"
 EXAMPLES = REPO / "examples"   # the README's sample program lives there
 CACHE = REPO / "build" / "vmrt_plugins"
 

@@ -10,6 +10,10 @@ from elfkit.records import DataRecord
 from ..errors import VerifyError
 from .isa import CORE, OPCODE_SETS
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 _I32 = struct.Struct("<i").unpack_from
@@ -26,11 +30,11 @@ MOVE_BIT = 0x4000
 class Instr(DataRecord, frozen=True, slots=True):
     pc: int
     mnemonic: str
-    fields: tuple      # decoded field values, in table order
-    defs: tuple        # the opcode table's field definitions (parallel to fields)
+    fields: tuple[Any, ...]      # decoded field values, in table order
+    defs: tuple[Any, ...]        # the opcode table's field definitions (parallel to fields)
 
     @property
-    def names(self) -> tuple:
+    def names(self) -> tuple[Any, ...]:
         return tuple(d[0] for d in self.defs)
 
 
@@ -116,7 +120,7 @@ class _Decoder(_Reader):
             raise self.fail(f"register {raw:#06x} out of range", pc)
         return raw
 
-    def remap(self, pc: int) -> tuple:
+    def remap(self, pc: int) -> tuple[Any, ...]:
         """A branch's operand list: (src, dst) register pairs, same bank."""
         self.align2()
         n = self.u16()
@@ -130,7 +134,7 @@ class _Decoder(_Reader):
             out.append((src, dst))
         return tuple(out)
 
-    def opcode(self, pc: int) -> tuple:
+    def opcode(self, pc: int) -> tuple[Any, ...]:
         """The opcode table entry ``(mnemonic, fields)`` of the instruction at pc."""
         op = self.u8()
         entry = CORE.get(op)
@@ -158,7 +162,7 @@ class _Decoder(_Reader):
             return _F64(code, self.need(8))[0]
         raise self.fail(f"unsupported attribute type {bank}", pc)
 
-    def variadic(self, name: str, bank: str | None, pc: int) -> tuple:
+    def variadic(self, name: str, bank: str | None, pc: int) -> tuple[Any, ...]:
         self.align2()
         n = self.u16()
         regs = []
@@ -174,7 +178,7 @@ class _Decoder(_Reader):
                                      else "any", raw, pc))
         return tuple(regs)
 
-    def field(self, fdef: tuple, vals: list, pc: int) -> object:
+    def field(self, fdef: tuple[Any, ...], vals: list[Any], pc: int) -> object:
         """Decode one operand field; ``vals`` holds the fields decoded so far."""
         name, kind, bank, _access, move_ok = fdef
         if kind == "register":
@@ -238,7 +242,7 @@ def decode_function(code: bytes, where: str, i32_count: int, ref_count: int,
             continue
         if cur is None:
             raise rd.fail("function does not start with a block marker", pc)
-        vals: list = []
+        vals: list[Any] = []
         for fdef in fields:
             vals.append(rd.field(fdef, vals, pc))
         cur.append(Instr(pc, mnem, tuple(vals), fields))

@@ -11,6 +11,10 @@ import struct
 
 from ..errors import LoadError
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 _U8 = struct.Struct("<B")
 _U16 = struct.Struct("<H")
 _I32 = struct.Struct("<i")
@@ -145,7 +149,7 @@ class Table:
         fb = self.fb
         return [read_string(fb, fb.deref(start + 4 * i)) for i in range(n)]
 
-    def vector_structs(self, slot: int, fmt: struct.Struct) -> list[tuple]:
+    def vector_structs(self, slot: int, fmt: struct.Struct) -> list[tuple[Any, ...]]:
         start, n = self._vector(slot, fmt.size)
         return [fmt.unpack_from(self.fb.data, start + fmt.size * i) for i in range(n)]
 

@@ -10,6 +10,10 @@ from ..errors import LoadError, StatusCode
 from .flatbuf import FlatBuffer, Table
 from .isa import BYTECODE_VERSION_MAJOR, BYTECODE_VERSION_MINOR
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 FEATURE_EXT_F32 = 1
 FEATURE_EXT_F64 = 2
 FEATURE_YIELD = 4
@@ -56,7 +60,7 @@ class ModuleDef(DataRecord, frozen=True, slots=True):
     imports: tuple[ImportDef, ...]
     exports: tuple[ExportDef, ...]
     signatures: tuple[str, ...]
-    signature_attrs: tuple[dict, ...]
+    signature_attrs: tuple[dict[str, Any], ...]
     rodata: tuple[memoryview | bytes, ...]
     global_bytes: int
     global_refs: int

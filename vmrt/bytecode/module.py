@@ -49,7 +49,7 @@ class BytecodeState:
         self.trace = None if stream is None else stream.write
         self.fns = module.translated(self.trace is not None)
         self.rw = bytearray(d.global_bytes)
-        self.grefs: list = [None] * d.global_refs
+        self.grefs: list[Any] = [None] * d.global_refs
         self.imports: list[BoundFunction | None] = [None] * len(d.imports)
         #: what generated code calls for each import (see vmrt.bytecode.translate.calls)
         self.calls: list[Caller] = [unresolved(imp.full_name, k)
@@ -82,11 +82,11 @@ class BytecodeModule(Module):
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
         self._functions = self._translate()
-        self._traced: list | None = None
+        self._traced: list[Any] | None = None
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
     @classmethod
-    def load(cls, instance: Instance, source: str | os.PathLike | bytes) -> BytecodeModule:
+    def load(cls, instance: Instance, source: str | os.PathLike[str] | bytes) -> BytecodeModule:
         if isinstance(source, (bytes, bytearray, memoryview)):
             return cls(instance, source)
         path = os.fspath(source)
@@ -111,7 +111,7 @@ class BytecodeModule(Module):
         n = self.function_names.get(k)
         return f"{self.name}.{n}" if n else f"{self.name}@{k}"
 
-    def translated(self, trace: bool) -> list:
+    def translated(self, trace: bool) -> list[Any]:
         """The translated functions; ``trace``: the trace-mode translation
         (made on first use, kept apart so untraced code pays nothing)."""
         if not trace:
@@ -124,7 +124,7 @@ class BytecodeModule(Module):
             self._traced = self._translate(names)
         return self._traced
 
-    def _translate(self, trace: TraceNames | None = None) -> list:
+    def _translate(self, trace: TraceNames | None = None) -> list[Any]:
         """The module's functions: from the translation cache when it holds this
         module (untraced only), else translated and compiled (and cached)."""
         d = self.definition
@@ -185,7 +185,7 @@ class BytecodeModule(Module):
             call = _traced_native(call, target.name, state.trace)
         state.calls[ordinal] = call
 
-    def call(self, state: BytecodeState, function: Function, args: list) -> list:
+    def call(self, state: BytecodeState, function: Function, args: list[Any]) -> list[Any]:
         k = self._exports[function.ordinal].ordinal
         try:
             res = state.fns[k](state, *args)
@@ -208,7 +208,7 @@ class BytecodeModule(Module):
         """The cconv result codes (``"i"``, ``"f"``, ``"r"`` ...) of import ``ordinal``."""
         return self._import_results[ordinal]
 
-    def function_attrs(self, name: str) -> dict:
+    def function_attrs(self, name: str) -> dict[str, Any]:
         """Reflection attributes of an export (e.g. ``iree.abi.declaration``)."""
         i = self._export_index.get(name)
         if i is None:
@@ -225,7 +225,7 @@ def _traced_native(call: Caller, name: str, write: Any) -> Caller:
     function returns (the caller's ``vm.call`` line shows the arguments)."""
     from .translate.disasm import list_value
 
-    def traced(*args: Any) -> tuple:
+    def traced(*args: Any) -> tuple[Any, ...]:
         res = call(*args)
         write(f"[{name}]    <native> returned ({', '.join(map(list_value, res))})\n")
         return res

@@ -36,6 +36,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import CodeType
+    from typing import Any
 
 __all__ = ["cache_dir", "cache_key", "load", "source_files", "store"]
 
@@ -109,7 +110,7 @@ def _name(key: bytes) -> str:
     return key.hex() + ".vmtc"
 
 
-def load(key: bytes, count: int) -> tuple[CodeType, list, list[str]] | None:
+def load(key: bytes, count: int) -> tuple[CodeType, list[Any], list[str]] | None:
     """``(code, constants, sources)`` stored under ``key`` for a module of
     ``count`` functions, or None (no entry, cache off, or an entry that is not
     exactly what :func:`store` writes)."""
@@ -126,7 +127,7 @@ def _well_formed(entry: object, count: int) -> bool:
             and all(isinstance(s, str) for s in sources))
 
 
-def store(key: bytes, code: CodeType, consts: list, sources: list[str]) -> None:
+def store(key: bytes, code: CodeType, consts: list[Any], sources: list[str]) -> None:
     """Keep a translation under ``key`` (best effort: never raises for I/O or
     for constants marshal cannot write)."""
     codecache.store(cache_dir(), _name(key), key, (code, consts, sources))

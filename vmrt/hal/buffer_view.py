@@ -340,7 +340,7 @@ def format_buffer_view(bv: Any, max_elements: int = 1024) -> str:
     budget = [max_elements]
     pos = [0]
 
-    def rec(dims: tuple) -> str:
+    def rec(dims: tuple[Any, ...]) -> str:
         if len(dims) == 1:
             n = dims[0]
             out: list[str] = []

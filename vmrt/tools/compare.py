@@ -232,7 +232,7 @@ def lockstep(call_a: Callable[[], Sequence[Any]], call_b: Callable[[], Sequence[
             lane.stop()
 
 
-def compare_programs(a: str | os.PathLike, b: str | os.PathLike, function: str,
+def compare_programs(a: str | os.PathLike[str], b: str | os.PathLike[str], function: str,
                      args: Sequence[Any] = (), *, thresholds: dict[str, float] | None = None,
                      element_type: str | None = None, **load_options: Any) -> LockstepResult:
     """:func:`lockstep` of two ``.vmfb`` files: ``function`` called with

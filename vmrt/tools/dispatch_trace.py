@@ -63,7 +63,7 @@ class NpyFolder:
     folder is created (with its parents) and checked for writing here, so a
     folder that cannot be written fails before the program runs."""
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike[str]):
         path = os.fspath(folder)
         if not path:
             raise UsageError("the dispatch tensor trace folder is empty (expected a path)")

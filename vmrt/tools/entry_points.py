@@ -133,7 +133,7 @@ def entry_points(group: str) -> list[Any]:
     if not _only_path_finder():
         return _from_metadata(group)
     try:
-        key: tuple | None = (os.getcwd(), tuple(sys.path), group)
+        key: tuple[Any, ...] | None = (os.getcwd(), tuple(sys.path), group)
     except OSError:             # the working directory is gone: nothing to key on
         key = None
     rows = _cached(key) if key is not None else None
@@ -197,11 +197,11 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def _key_bytes(key: tuple) -> bytes:
+def _key_bytes(key: tuple[Any, ...]) -> bytes:
     return repr(key).encode()
 
 
-def _cached(key: tuple) -> list[tuple[str, str, str]] | None:
+def _cached(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
     """The rows kept for ``key`` when nothing they were read from has changed."""
     kept = codecache.load(codecache.cache_dir("vmrt"), _CACHE_FILE, _key_bytes(key))
     if not (isinstance(kept, tuple) and len(kept) == 2):
@@ -216,7 +216,7 @@ def _cached(key: tuple) -> list[tuple[str, str, str]] | None:
     return rows
 
 
-def _store(key: tuple, paths: list[str], rows: list[tuple[str, str, str]]) -> None:
+def _store(key: tuple[Any, ...], paths: list[str], rows: list[tuple[str, str, str]]) -> None:
     where = codecache.cache_dir("vmrt")
     if where is None:
         return

@@ -133,7 +133,7 @@ def _npy_header(np: Any, fh: Any, version: tuple[int, int]) -> tuple[Any, bool, 
     raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
 
 
-def _bindings(specs: Sequence[str]) -> list:
+def _bindings(specs: Sequence[str]) -> list[Any]:
     """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
     [START, END) of the file's array, and every binding of one file shares
     its memory (bindings that alias)."""
@@ -257,7 +257,7 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     return 0
 
 
-def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str],
+def _check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, str],
                     stdout: TextIO) -> int:
     """``--expected_output``: one [SUCCESS]/[FAILED] line per binding."""
     from ..hal.element_types import element_type_of
@@ -294,7 +294,7 @@ def _check_bindings(bindings: list, specs: Sequence[str], values: dict[str, str]
     return 0 if ok else 1
 
 
-def parse_bindings(specs: Sequence[str]) -> list:
+def parse_bindings(specs: Sequence[str]) -> list[Any]:
     """The arrays ``--binding`` specs give (``vmrt executable dispatch`` and
     ``vmrt executable benchmark`` bind them alike)."""
     return _bindings(specs)

@@ -130,7 +130,7 @@ class _NpyStreams:
             raise UsageError(f"failed to read numpy array from '{path}': {e}",
                           StatusCode.INVALID_ARGUMENT) from None
 
-    def read_all(self, path: str) -> list:
+    def read_all(self, path: str) -> list[Any]:
         arrays = [self.read(path, True)]
         fh = self.files[path]
         while True:
@@ -146,10 +146,10 @@ class _NpyStreams:
             fh.close()
 
 
-def parse_inputs(specs: Sequence[str], cconv: str) -> list:
+def parse_inputs(specs: Sequence[str], cconv: str) -> list[Any]:
     """Turn ``--input`` values into VM values following the argument cconv."""
     arg_codes, _ = cconv_fragments(cconv)
-    values: list = []
+    values: list[Any] = []
     streams = _NpyStreams()
     i = 0
     try:

@@ -68,7 +68,7 @@ class Profile:
     ``target`` is a path (staged: the file appears at :meth:`close`) or a
     text stream (written at :meth:`close`)."""
 
-    def __init__(self, target: str | os.PathLike | TextIO, process: str = "vmrt"):
+    def __init__(self, target: str | os.PathLike[str] | TextIO, process: str = "vmrt"):
         self.process = process
         self.stream: Any = None
         self.files: StagedOutputs | None = None
@@ -92,15 +92,15 @@ class Profile:
         self.t0 = time.perf_counter_ns()
         # what the hooks record, as plain tuples (formatted at close: the hooks stay cheap)
         #: (tid, function, category, start ns, end ns, error or None)
-        self.invocations: list[tuple] = []
+        self.invocations: list[tuple[Any, ...]] = []
         #: (tid, kind, dispatch index, command label, start, end, error or None)
-        self.dispatch_records: list[tuple] = []
+        self.dispatch_records: list[tuple[Any, ...]] = []
         #: (tid, dispatch index, first workgroup, count, start, end)
-        self.ranges: list[tuple] = []
+        self.ranges: list[tuple[Any, ...]] = []
         #: (tid, "fill" / "update" / "copy", command label, bytes, start, end)
-        self.transfers: list[tuple] = []
+        self.transfers: list[tuple[Any, ...]] = []
         #: (tid, "allocate" / "free", heap, bytes, time, live bytes per heap after it)
-        self.memory_records: list[tuple] = []
+        self.memory_records: list[tuple[Any, ...]] = []
         self.threads: dict[int, str] = {}
         self.local = threading.local()      # .tid: the thread's id
         self.lock = threading.Lock()        # (naming a thread)
@@ -109,7 +109,7 @@ class Profile:
         self.current = -1
         self.ranged = -1            # the last dispatch a range was recorded for
         #: per dispatch kind: (name, categories, fixed args)
-        self.kinds: list[tuple[str, str, dict]] = []
+        self.kinds: list[tuple[str, str, dict[Any, Any]]] = []
         #: id(recorded command) -> (the command, its kind)
         self._kind_of: dict[int, tuple[Any, int]] = {}
         self.closed = False
@@ -241,7 +241,7 @@ class Profile:
             out.append({"name": "thread_sort_index", "ph": "M", "ts": 0, "pid": pid,
                         "tid": tid, "args": {"sort_index": k}})
         # (tid, name, categories, start, end, args)
-        slices: list[tuple[int, str, str, int, int, dict]] = []
+        slices: list[tuple[int, str, str, int, int, dict[Any, Any]]] = []
         for tid, function, category, start, end, error in self.invocations:
             args: dict[str, Any] = {"function": function}
             if error is not None:

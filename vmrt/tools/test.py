@@ -264,7 +264,7 @@ def _write_statistics(out: TextIO | None, test: str, stats: dict[str, Any]) -> N
     out.flush()
 
 
-def _listify(value: Any, single: tuple) -> list:
+def _listify(value: Any, single: tuple[Any, ...]) -> list[Any]:
     if value is None:
         return []
     if isinstance(value, single):
@@ -272,10 +272,10 @@ def _listify(value: Any, single: tuple) -> list:
     return list(value)
 
 
-def run_tests(source: str | os.PathLike | bytes | Module, *,
+def run_tests(source: str | os.PathLike[str] | bytes | Module, *,
               device: str | Sequence[str] | None = None,
-              executable_plugins: Iterable[str | os.PathLike] = (),
-              static_libraries: Iterable[str | os.PathLike | bytes] = (),
+              executable_plugins: Iterable[str | os.PathLike[str]] = (),
+              static_libraries: Iterable[str | os.PathLike[str] | bytes] = (),
               modules: Iterable[Any] = (), providers: Iterable[Any] = (),
               budget: int | None = None, timeout: float | None = None,
               stdout: TextIO | None = None, trace: TextIO | None = None,

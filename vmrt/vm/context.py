@@ -385,7 +385,7 @@ class Context(Closeable):
         return BoundFunction(function, self.state_of(function.module))
 
     def invoke(self, function: BoundFunction | Function | str, args: Sequence[Any] = (), *,
-               budget: int | None = None, timeout: float | None = None) -> list:
+               budget: int | None = None, timeout: float | None = None) -> list[Any]:
         """Call a function with host values; returns the list of results.
         ``budget`` (VM instructions, plus the guest instructions of emulated
         dispatches; 0 lets none run) and ``timeout`` (seconds) bound this call
@@ -409,8 +409,8 @@ class Context(Closeable):
                                       StatusCode.FAILED_PRECONDITION)
             return self._invoke(function, args, budget, timeout)
 
-    def _invoke(self, function: BoundFunction, args: list, budget: int | None,
-                timeout: float | None) -> list:
+    def _invoke(self, function: BoundFunction, args: list[Any], budget: int | None,
+                timeout: float | None) -> list[Any]:
         saved = self.limits
         outer = current_limits()
         if outer is not None and outer is not saved and budget is None:
@@ -432,8 +432,8 @@ class Context(Closeable):
             outer.charge(limits.executed)
         return results
 
-    def _tracked(self, bound: BoundFunction, args: list, limits: ExecutionLimits,
-                 outer: ExecutionLimits | None) -> list:
+    def _tracked(self, bound: BoundFunction, args: list[Any], limits: ExecutionLimits,
+                 outer: ExecutionLimits | None) -> list[Any]:
         """Run a call as the invocation :meth:`cancel` and
         :func:`current_limits` see."""
         # a cancel never reaches a later invocation: each top-level one has its number
@@ -471,7 +471,7 @@ class Context(Closeable):
                 return True
             time.sleep(0.002)
 
-    def _call(self, bound: BoundFunction, args: list) -> list:
+    def _call(self, bound: BoundFunction, args: list[Any]) -> list[Any]:
         try:
             return bound(args)
         except RecursionError:

@@ -42,7 +42,7 @@ class VmList(RefObject):
     __slots__ = ("element_type", "items")
     vm_type = LIST_TYPE
 
-    def __init__(self, element_type: str | RefType | None = None, items: list | None = None):
+    def __init__(self, element_type: str | RefType | None = None, items: list[Any] | None = None):
         self.element_type = element_type
         self.items: list[Any] = list(items or [])
 
@@ -114,7 +114,7 @@ class VmList(RefObject):
         self.items[i] = value
 
     # Python-side convenience
-    def to_python(self) -> list:
+    def to_python(self) -> list[Any]:
         out = []
         for v in self.items:
             out.append(v[1] if isinstance(v, tuple) else v)

@@ -118,7 +118,7 @@ class Module:
                 return Function(self, Linkage.EXPORT, i, e.name, e.cconv)
         return None
 
-    def function_attrs(self, name: str) -> dict:
+    def function_attrs(self, name: str) -> dict[str, Any]:
         """Reflection attributes of export ``name`` (key -> value strings)."""
         return {}
 
@@ -139,21 +139,21 @@ class Module:
     def notify(self, state: Any, signal: int) -> None:
         pass
 
-    def call(self, state: Any, function: Function, args: list) -> list:
+    def call(self, state: Any, function: Function, args: list[Any]) -> list[Any]:
         raise NotImplementedError
 
-    def caller(self, state: Any, function: Function) -> Callable[[list], list]:
+    def caller(self, state: Any, function: Function) -> Callable[[list[Any]], list[Any]]:
         """A callable equivalent to ``call(state, function, args)`` for one
         bound function, made once when an import is linked (subclasses
         may precompute per-call work)."""
         call = self.call
 
-        def bound(args: list) -> list:
+        def bound(args: list[Any]) -> list[Any]:
             return call(state, function, args)
         return bound
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
-                          note: str) -> Callable[..., tuple] | None:
+                          note: str) -> Callable[..., tuple[Any, ...]] | None:
         """Optionally, one callable doing what an import call does with
         :meth:`caller`, taking the arguments as positional arguments (not
         one list): call, annotate every ``VmError`` with ``note`` too, and
@@ -174,16 +174,17 @@ class BoundFunction:
     def __init__(self, function: Function, state: Any):
         self.function = function
         self.state = state
-        self._call: Callable[[Any, Function, list], list] = function.module.call
+        self._call: Callable[[Any, Function, list[Any]], list[Any]] = function.module.call
 
-    def __call__(self, args: list) -> list:
+    def __call__(self, args: list[Any]) -> list[Any]:
         return self._call(self.state, self.function, args)
 
-    def caller(self) -> Callable[[list], list]:
+    def caller(self) -> Callable[[list[Any]], list[Any]]:
         """A callable ``f(args) -> results`` equivalent to calling this."""
         return self.function.module.caller(self.state, self.function)
 
-    def converting_caller(self, result_codes: str, note: str) -> Callable[..., tuple] | None:
+    def converting_caller(self, result_codes: str,
+                          note: str) -> Callable[..., tuple[Any, ...]] | None:
         """See :meth:`Module.converting_caller`."""
         return self.function.module.converting_caller(self.state, self.function, result_codes,
                                                       note)

@@ -77,11 +77,11 @@ _EXPORT_ATTR = "_vmrt_export"
 
 
 def export(name: str, cconv: str, arg_types: Sequence[RefType | None] | None = None
-           ) -> Callable[[Callable], Callable]:
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a method as a module export with the given cconv."""
     cconv_fragments(cconv)  # validate early
 
-    def deco(fn: Callable) -> Callable:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         setattr(fn, _EXPORT_ATTR, (name, cconv, tuple(arg_types) if arg_types else None))
         return fn
     return deco
@@ -101,7 +101,7 @@ class _NativeExport:
     __slots__ = ("decl", "impl", "arg_codes", "n_results", "result_codes", "arg_types",
                  "checks")
 
-    def __init__(self, decl: ExportDecl, impl: Callable,
+    def __init__(self, decl: ExportDecl, impl: Callable[..., Any],
                  arg_types: tuple[RefType | None, ...] | None):
         self.decl = decl
         self.impl = impl
@@ -151,7 +151,7 @@ class NativeModule(Module, _Stateful[StateT]):
                 self.add_export(ename, cconv, getattr(self, attr), arg_types)
 
     # -- declaration ----------------------------------------------------
-    def add_export(self, name: str, cconv: str, impl: Callable,
+    def add_export(self, name: str, cconv: str, impl: Callable[..., Any],
                    arg_types: Sequence[RefType | None] | None = None) -> None:
         """Add an export at runtime; ``impl(state, *args)``."""
         if name in self._by_name:
@@ -180,7 +180,7 @@ class NativeModule(Module, _Stateful[StateT]):
         return tuple(self.import_decls)
 
     def dependencies(self) -> Sequence[Dependency]:
-        deps: dict[str, list] = {}
+        deps: dict[str, list[Any]] = {}
         for imp in self.import_decls:
             mod = imp.full_name.split(".", 1)[0]
             d = deps.setdefault(mod, [False, 0])
@@ -210,22 +210,22 @@ class NativeModule(Module, _Stateful[StateT]):
         state.imports[ordinal] = target
 
     # -- calls ----------------------------------------------------------
-    def call(self, state: Any, function: Function, args: list) -> list:
+    def call(self, state: Any, function: Function, args: list[Any]) -> list[Any]:
         return self._make_caller(state, function, None, None)(*args)
 
-    def caller(self, state: Any, function: Function) -> Callable[[list], list]:
+    def caller(self, state: Any, function: Function) -> Callable[[list[Any]], list[Any]]:
         """The export's call with its ref checks and result packing decided
         once (what the context links imports to)."""
         if type(self).call is not NativeModule.call:      # a subclass's own call()
             return super().caller(state, function)
         call = self._make_caller(state, function, None, None)
 
-        def bound(args: list) -> list:
+        def bound(args: list[Any]) -> list[Any]:
             return call(*args)
         return bound
 
     def converting_caller(self, state: Any, function: Function, result_codes: str,
-                          note: str) -> Callable[..., tuple] | None:
+                          note: str) -> Callable[..., tuple[Any, ...]] | None:
         """The export's call (positional arguments), ``note`` annotation and
         result conversion in one frame (the hot path of every ``hal`` call a
         program makes); None for a subclass's own ``call()`` or other result
@@ -238,7 +238,7 @@ class NativeModule(Module, _Stateful[StateT]):
             result_codes, function.full_name), note)
 
     def _make_caller(self, state: Any, function: Function,
-                     convert: Callable[[Any], tuple] | None, note: str | None) -> Any:
+                     convert: Callable[[Any], tuple[Any, ...]] | None, note: str | None) -> Any:
         """``call(*args)``: without ``convert``, results as a list; with it,
         VM values of the export's result codes, errors also annotated
         ``note``."""

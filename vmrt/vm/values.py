@@ -103,7 +103,7 @@ def _variant(x: Any) -> Any:
     return to_vm(x, "r")
 
 
-def convert_results(results: Any, codes: str, name: str) -> tuple:
+def convert_results(results: Any, codes: str, name: str) -> tuple[Any, ...]:
     """A called function's results as VM values of ``codes`` (checked count;
     ``name`` names the function in the error)."""
     if results is None:
@@ -114,20 +114,20 @@ def convert_results(results: Any, codes: str, name: str) -> tuple:
     return tuple(to_vm(v, c) for v, c in zip(results, codes))
 
 
-def result_converter(codes: str, name: str) -> Callable[[Any], tuple]:
+def result_converter(codes: str, name: str) -> Callable[[Any], tuple[Any, ...]]:
     """:func:`convert_results` for ``codes``, with fast paths for the common
     shapes (no result, one ref, one integer already in range)."""
-    def generic(res: Any) -> tuple:
+    def generic(res: Any) -> tuple[Any, ...]:
         return convert_results(res, codes, name)
 
     if codes == "":
-        def none(res: Any) -> tuple:
+        def none(res: Any) -> tuple[Any, ...]:
             if not res:
                 return ()
             return convert_results(res, codes, name)
         return none
     if codes == "r":
-        def ref(res: Any) -> tuple:
+        def ref(res: Any) -> tuple[Any, ...]:
             if res is not None and len(res) == 1:
                 v = res[0]
                 if v is None or isinstance(v, RefObject):
@@ -137,7 +137,7 @@ def result_converter(codes: str, name: str) -> Callable[[Any], tuple]:
     if codes in ("i", "I"):
         wrap = wrap_i32 if codes == "i" else wrap_i64
 
-        def integer(res: Any) -> tuple:
+        def integer(res: Any) -> tuple[Any, ...]:
             if res is not None and len(res) == 1:
                 v = res[0]
                 if type(v) is int:

@@ -64,7 +64,7 @@ class ArgumentMemory:
         self._closed = False
         self._arena: Region | None = None
         self._arena_top = 0
-        self._shared: dict[int, tuple[list, Any]] = {}
+        self._shared: dict[int, tuple[list[Any], Any]] = {}
         # (host start, host size, head page, tail page) -> the zero-copy mapping
         self._zc: OrderedDict[tuple[int, int, bool, bool], Region] = OrderedDict()
 
@@ -78,7 +78,7 @@ class ArgumentMemory:
         (at most 16; reused when the same array is passed again)."""
         return len(self._zc)
 
-    def ptr_arg(self, obj: Any, cleanup: list) -> int:
+    def ptr_arg(self, obj: Any, cleanup: list[Any]) -> int:
         """The guest address to pass for ``obj`` (None, an int, a numpy array,
         a bytes-like object); a mapped buffer is noted in ``cleanup``."""
         if obj is None:
@@ -96,7 +96,7 @@ class ArgumentMemory:
                                  f"address, None, a numpy array or a bytes-like object") from None
         return self._map_buffer(mv, cleanup)
 
-    def _map_array(self, arr: Any, cleanup: list) -> int:
+    def _map_array(self, arr: Any, cleanup: list[Any]) -> int:
         import numpy as np
         n = int(arr.nbytes)
         writable = bool(arr.flags.writeable)
@@ -203,7 +203,7 @@ class ArgumentMemory:
                 if not all_idle and len(self._zc) < _ZC_CACHE:
                     return
 
-    def _zc_release(self, region: Region, arr: Any, parts: tuple, writable: bool) -> None:
+    def _zc_release(self, region: Region, arr: Any, parts: tuple[Any, ...], writable: bool) -> None:
         """After a call: copy the partial edge pages back, zero them, close."""
         addr, ptr, head, inner, tail = parts
         if writable and head:
@@ -246,7 +246,7 @@ class ArgumentMemory:
         return Region(arena.start + start, n, "arena", mapped=n, map_start=arena.start + start,
                       extra=start)
 
-    def _map_buffer(self, mv: memoryview, cleanup: list) -> int:
+    def _map_buffer(self, mv: memoryview, cleanup: list[Any]) -> int:
         self._check_fits(mv.nbytes)
         mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
         n = mv.nbytes
@@ -261,7 +261,7 @@ class ArgumentMemory:
         cleanup.append((region, mv, None, writable))
         return region.start
 
-    def release(self, cleanup: list) -> None:
+    def release(self, cleanup: list[Any]) -> None:
         """After a call: copy the buffers ``ptr_arg`` noted in ``cleanup``
         back into their host objects and unmap or close their guest copies."""
         for region, obj, data, writable in cleanup:
@@ -296,7 +296,7 @@ class ArgumentMemory:
 
     def share(self, array: Any) -> int:
         """See ``EmulatedMachine.share``."""
-        cl: list = []
+        cl: list[Any] = []
         ptr = array.__array_interface__["data"][0]
         n = int(array.nbytes)
         if not (n and array.flags.c_contiguous and ptr % PAGE == 0

@@ -238,7 +238,7 @@ def _register_lines(arch: Any, regs: dict[str, int]) -> list[str]:
     return ["  registers:"] + ["   " + " ".join(items[i:i + 4]) for i in range(0, len(items), 4)]
 
 
-def _code_around(m: Any, pc: int, sym: str) -> list:
+def _code_around(m: Any, pc: int, sym: str) -> list[Any]:
     arch = m.arch
     thumb = arch.name == "arm" and bool(m.registers(["CPSR"])["CPSR"] & 0x20)
     fixed = arch.name in ("aarch64", "arm") and not thumb

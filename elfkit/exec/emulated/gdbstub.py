@@ -52,6 +52,7 @@ _WAKE = 0.25                # seconds between checks for a cancelled call while 
 #: memory one ``m`` packet reads (a reply may be shorter than asked for)
 MAX_PACKET = 0x4000
 MAX_READ = 0x2000
+_THREAD_REPLIES = {"qC": "QC1", "qfThreadInfo": "m1", "qsThreadInfo": "l"}  # one thread, id 1
 _MAX_RESENDS = 16           # copies of a reply sent to a peer that keeps answering '-'
 _HEX = frozenset("0123456789abcdefABCDEF")
 
@@ -317,6 +318,8 @@ class GdbStub:
     def _handle(self, p: str, reply: str) -> str | None:
         """The answer to one packet (None: no answer; resumes set _waiting)."""
         cmd = p[:1]
+        if cmd not in ("q", "Q", "?"):
+            return self._command(p, cmd)
         if p.startswith("qSupported"):
             return ("PacketSize=4000;qXfer:features:read+;qXfer:libraries-svr4:read+;"
                     "qXfer:libraries:read+;QStartNoAckMode+")
@@ -338,14 +341,14 @@ class GdbStub:
             return f"Text={bias:x};Data={bias:x};Bss={bias:x}"
         if p in ("?", "qAttached") or p.startswith("qAttached:"):
             return reply if p == "?" else "1"
-        if p == "qC":
-            return "QC1"
-        if p == "qfThreadInfo":
-            return "m1"
-        if p == "qsThreadInfo":
-            return "l"
+        if p in _THREAD_REPLIES:
+            return _THREAD_REPLIES[p]
         if p.startswith("qSymbol"):
             return "OK"
+        return ""                   # not supported
+
+    def _command(self, p: str, cmd: str) -> str | None:
+        """The answer to a packet other than q, Q and ?."""
         if cmd in ("H", "T"):
             return "OK"
         if cmd == "g":

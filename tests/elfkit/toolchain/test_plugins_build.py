@@ -430,14 +430,14 @@ def _query_standalone(path: Path):
     c = ctypes
 
     class Header(c.Structure):
-        _fields_ = [("version", c.c_uint32), ("name", c.c_char_p),
+        _fields_ = (("version", c.c_uint32), ("name", c.c_char_p),
                     ("description", c.c_char_p), ("features", c.c_uint32),
-                    ("sanitizer", c.c_int32), ("reserved", c.c_uint64 * 8)]
+                    ("sanitizer", c.c_int32), ("reserved", c.c_uint64 * 8))
 
     class ResolveParams(c.Structure):
-        _fields_ = [("count", c.c_size_t), ("symbol_names", c.POINTER(c.c_char_p)),
+        _fields_ = (("count", c.c_size_t), ("symbol_names", c.POINTER(c.c_char_p)),
                     ("out_fn_ptrs", c.POINTER(c.c_void_p)),
-                    ("out_fn_contexts", c.POINTER(c.c_void_p))]
+                    ("out_fn_contexts", c.POINTER(c.c_void_p)))
 
     Resolve = c.CFUNCTYPE(c.c_void_p, c.c_void_p, c.POINTER(ResolveParams),
                           c.POINTER(c.c_uint32))
@@ -445,8 +445,8 @@ def _query_standalone(path: Path):
     Unload = c.CFUNCTYPE(None, c.c_void_p)
 
     class V0(c.Structure):
-        _fields_ = [("header", c.POINTER(Header)), ("load", Load), ("unload", Unload),
-                    ("resolve", Resolve)]
+        _fields_ = (("header", c.POINTER(Header)), ("load", Load), ("unload", Unload),
+                    ("resolve", Resolve))
 
     assert c.sizeof(Header) == 96 and c.sizeof(V0) == 32 and c.sizeof(ResolveParams) == 32
     lib = c.CDLL(str(path))
@@ -494,10 +494,10 @@ def test_standalone_plugin_abi_natively(plugins):
     out = (c.c_float * 6)(-1, -1, -1, -1, -1, -1)
 
     class Params(c.Structure):
-        _fields_ = [("b0", c.c_void_p), ("o0", c.c_size_t), ("b1", c.c_void_p),
+        _fields_ = (("b0", c.c_void_p), ("o0", c.c_size_t), ("b1", c.c_void_p),
                     ("o1", c.c_size_t), ("b2", c.c_void_p), ("o2", c.c_size_t),
                     ("size", c.c_size_t), ("tid", c.c_size_t),
-                    ("processor_id", c.c_uint32), ("processor_data", c.c_void_p)]
+                    ("processor_id", c.c_uint32), ("processor_data", c.c_void_p))
 
     assert c.sizeof(Params) == 80
     p = Params(c.addressof(a), 2, c.addressof(b), 1, c.addressof(out), 1, 4, 0, 0, None)
@@ -530,7 +530,7 @@ def test_system_plugin_natively(system_plugin, capfd):
         return None
 
     class Env(c.Structure):
-        _fields_ = [("self", c.c_void_p), ("ctl", Ctl)]
+        _fields_ = (("self", c.c_void_p), ("ctl", Ctl))
 
     env = Env(None, ctl)
     self_ = c.c_void_p()
@@ -543,10 +543,10 @@ def test_system_plugin_natively(system_plugin, capfd):
     assert ctxs[0] == self_.value
 
     class Params(c.Structure):
-        _fields_ = [("b0", c.c_void_p), ("o0", c.c_size_t), ("b1", c.c_void_p),
+        _fields_ = (("b0", c.c_void_p), ("o0", c.c_size_t), ("b1", c.c_void_p),
                     ("o1", c.c_size_t), ("b2", c.c_void_p), ("o2", c.c_size_t),
                     ("size", c.c_size_t), ("tid", c.c_size_t),
-                    ("processor_id", c.c_uint32), ("processor_data", c.c_void_p)]
+                    ("processor_id", c.c_uint32), ("processor_data", c.c_void_p))
 
     a, b, out = (c.c_float * 2)(2, 2), (c.c_float * 2)(4, 4), (c.c_float * 2)()
     pdata = (c.c_uint64 * 8)(0xABC)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.vmrt.check.check_support import expected_outcome, oracle_calls
 from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
+from tests.vmrt.modules.check.check_support import expected_outcome, oracle_calls
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"

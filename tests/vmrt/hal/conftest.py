@@ -3,7 +3,7 @@
 * ``hal_compile`` (session): compiles a program for the ``local`` HAL device
   with the llvm-cpu backend for one CPU (``hal_compile("elementwise.mlir",
   "aarch64")``); sources are ``programs/*.mlir``, the plugin program of
-  tests/vmrt/plugins/data or the programs of tests/vmrt/tools/data; results
+  tests/vmrt/hal/local/plugins/data or the programs of tests/vmrt/tools/data; results
   are cached under ``build/vmrt_hal/<hash>/``
   keyed by the source, the flags and the compiler version.
 * ``hal_sos`` (session): our standalone plugin for x86_64, aarch64 and

@@ -3,7 +3,7 @@
 
 * ``chain_inputs`` (session): random inputs of data/chain.mlir's ``chain``
   as arrays and as ``--input=@a.npy`` / ``@b.npy`` flags.
-* ``cpu_bug_sos`` (session): tests/vmrt/plugins/data/variant_plugin.c built
+* ``cpu_bug_sos`` (session): tests/vmrt/hal/local/plugins/data/variant_plugin.c built
   for x86_64 (correct: out = lhs * rhs) and for riscv64 with a planted bug
   (out = lhs * rhs * 1.5), packed into one .sos: a plugin that miscomputes
   on one CPU only.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vmrt.plugins.conftest import Variants
+from tests.vmrt.hal.local.plugins.conftest import Variants
 
 #: the factor the riscv64 build of the cpu_bug plugin multiplies by
 CPU_BUG_FACTOR = 1.5

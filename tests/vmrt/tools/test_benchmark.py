@@ -225,7 +225,7 @@ def test_help_is_true():
 
 
 def test_vmvx_dispatches_count_their_instructions(hal_compile):
-    from tests.vmrt.vmvx.vmvx_testutil import compile_vmvx
+    from tests.vmrt.hal.local.vmvx.vmvx_testutil import compile_vmvx
     vmfb = compile_vmvx("elementwise.mlir")
     runs = [benchmark_program(vmfb, function="fops", inputs=("3x5xf32=1", "3x5xf32=2"),
                               device="local-sync", min_time="1x") for _ in range(2)]

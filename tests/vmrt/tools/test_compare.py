@@ -131,7 +131,7 @@ def test_errors_in_one_program_end_the_comparison(hal_compile, inputs):
 
 
 def test_a_dispatch_failing_in_one_build_ends_both(hal_compile, sos, emulation):
-    from tests.vmrt.plugins.conftest import Variants
+    from tests.vmrt.hal.local.plugins.conftest import Variants
     v = Variants()
     fails_on_riscv = sos([v.path("x86_64"), v.path("riscv64", import_status=5)],
                          "fails_on_riscv.sos")

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from tests.plugins import REPO
-from tests.vmrt.plugins.conftest import Variants
+from tests.vmrt.hal.local.plugins.conftest import Variants
 from vmrt import ImportResolutionError
 from vmrt.hal.local.executable import Executable
 from vmrt.hal.local.plugins.manager import PluginManager

@@ -146,7 +146,7 @@ def test_dependency_versions_checked_oldest_first():
 def test_module_cannot_import_from_itself_or_later_modules():
     class Self(NativeModule):
         name = "self"
-        import_decls = [ImportDecl("self.f", "0v_v")]
+        import_decls = (ImportDecl("self.f", "0v_v"),)
 
         @export("f", "0v_v")
         def f(self, state):

@@ -24,12 +24,12 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-Caller = Callable[..., tuple]
+Caller = Callable[..., "tuple[Any, ...]"]
 
 
 def unresolved(full_name: str, k: int) -> Caller:
     """The caller of an optional import no module provides."""
-    def call(*args: Any) -> tuple:
+    def call(*args: Any) -> tuple[Any, ...]:
         raise InvocationError(f"optional import `{full_name}` (ordinal {k}) not resolved",
                       StatusCode.NOT_FOUND)
     return call
@@ -45,7 +45,7 @@ def import_caller(bound: BoundFunction | None, codes: str, full_name: str, k: in
     target = bound.caller()
     convert = result_converter(codes, bound.name)
 
-    def call(*args: Any) -> tuple:
+    def call(*args: Any) -> tuple[Any, ...]:
         try:
             res = target(list(args))
         except VmError as e:

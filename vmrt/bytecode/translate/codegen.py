@@ -48,7 +48,7 @@ class FunctionTranslator(ControlFlow):
         self.lines: list[str] = []
         self.used_i: set[int] = set()
         self.used_r: set[int] = set()
-        self.coerce: dict[int, list] = {}
+        self.coerce: dict[int, list[Any]] = {}
         #: per pc (-1: the entry), the i64 registers whose high half is kept too
         self.split: dict[int, list[int]] = {}
         #: registers holding one constant (regfacts.py), read as literals
@@ -78,7 +78,7 @@ class FunctionTranslator(ControlFlow):
     def const(self, value: Any) -> str:
         return self.mod.const(value)
 
-    def check_regs(self, ins: Instr, regs: tuple, codes: str, what: str) -> None:
+    def check_regs(self, ins: Instr, regs: tuple[Any, ...], codes: str, what: str) -> None:
         if len(regs) != len(codes):
             raise self.fail(ins, f"{what} count mismatch: {len(regs)} registers for cconv "
                                  f"'{codes or 'v'}'")
@@ -228,7 +228,7 @@ class FunctionTranslator(ControlFlow):
 
 
 def translate_module(d: ModuleDef, label: Callable[[int], str],
-                     trace: TraceNames | None = None) -> tuple[list[str], list]:
+                     trace: TraceNames | None = None) -> tuple[list[str], list[Any]]:
     """The Python source of each function of module ``d`` (``label(k)``: how
     errors name function ``k``; ``trace``: the trace-mode translation), and
     the constant table that source reads (``K``)."""

@@ -81,7 +81,7 @@ class _Line:
         else:
             self.value("(%d)", reg)
 
-    def reg_list(self, regs: tuple, with_values: bool = True) -> None:
+    def reg_list(self, regs: tuple[Any, ...], with_values: bool = True) -> None:
         for n, raw in enumerate(regs):
             if n:
                 self.text(", ")
@@ -89,7 +89,7 @@ class _Line:
             if with_values:
                 self.value("(%s)", f"TLIST({self.local(raw & ~MOVE_BIT)})")
 
-    def remap(self, target: int, pairs: tuple) -> None:
+    def remap(self, target: int, pairs: tuple[Any, ...]) -> None:
         self.text(f"^{target:08X}(")
         for n, (src, dst) in enumerate(pairs):
             if n:
@@ -170,7 +170,7 @@ def _generic(line: _Line, ins: Instr, names: TraceNames) -> None:
             line.text(str(v))
 
 
-def _const(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _const(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     m = ins.mnemonic
     if m.endswith(".zero"):
         line.name(f[0], m.split(".")[1])
@@ -184,7 +184,7 @@ def _const(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text(f" = vm.{m} " + (f"{f[0]:f}" if isinstance(f[0], float) else str(f[0])))
 
 
-def _global(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _global(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     m = ins.mnemonic
     width = m.rsplit(".", 1)[1]
     load = ".load." in m
@@ -215,7 +215,7 @@ def _global(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
         line.text(f", .rwdata[{off}]")
 
 
-def _branch(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _branch(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     m = ins.mnemonic
     if m in ("br", "yield", "break"):
         line.text(f"vm.{m} ")
@@ -244,7 +244,7 @@ def _branch(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
         line.text(" }")
 
 
-def _call(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _call(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     m = ins.mnemonic
     callee = f[0]
     args = f[2] if "variadic" in m else f[1]
@@ -259,25 +259,25 @@ def _call(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
     line.text(")")
 
 
-def _return(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _return(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     line.text("vm.return ")
     line.reg_list(f[0])
 
 
-def _fail(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _fail(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     line.text("vm.fail ")
     line.operand(f[0], "i32")
     line.text(f', "{f[1]}"')
 
 
-def _import_resolved(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _import_resolved(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     line.name(f[1])
     line.text(f" = vm.import.exists @{names.callee(f[0])} // ")
     k = f[0] & ~IMPORT_BIT
     line.value("(%s)", f"('unresolved' if state.imports[{k}] is None else 'resolved')")
 
 
-def _buffer_store(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _buffer_store(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     """IREE prints the stored value first: ``vm.buffer.store.i32 value, buffer, offset``."""
     banks = [d[2] for d in ins.defs]
     line.text(f"vm.{ins.mnemonic} ")
@@ -287,7 +287,7 @@ def _buffer_store(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
         line.operand(f[k], banks[k])
 
 
-def _debug(line: _Line, ins: Instr, f: tuple, names: TraceNames) -> None:
+def _debug(line: _Line, ins: Instr, f: tuple[Any, ...], names: TraceNames) -> None:
     line.text(f'vm.{ins.mnemonic} "{f[0]}"(')
     line.reg_list(f[1])
     line.text(")")

@@ -21,10 +21,14 @@ from .disasm import IMPORT_BIT
 from .layout import ControlFlow
 from .namespace import WIDTH
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["EMITTERS", "Emitter"]
 
 #: writes the lines of one instruction: ``(translator, ins, fields, indent) -> lines``
-Emitter = Callable[[ControlFlow, Instr, tuple, str], list[str]]
+Emitter = Callable[[ControlFlow, Instr, "tuple[Any, ...]", str], list[str]]
 
 #: opcode mnemonic -> its emitter
 EMITTERS: dict[str, Emitter] = {}
@@ -53,32 +57,32 @@ def family(pattern: str, params: tuple[str, ...], make: Callable[[str], Emitter]
 
 # -- constants -------------------------------------------------------------------
 @emits("const.i32", "const.i64")
-def const_int(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_int(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[1])} = {int(f[0])}"]
 
 
 @emits("const.i32.zero", "const.i64.zero")
-def const_int_zero(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_int_zero(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[0])} = 0"]
 
 
 @emits("const.f32", "const.f64")
-def const_float(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_float(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[1])} = {t.const(float(f[0]))}"]
 
 
 @emits("const.f32.zero", "const.f64.zero")
-def const_float_zero(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_float_zero(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[0])} = 0.0"]
 
 
 @emits("const.ref.zero")
-def const_ref_zero(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_ref_zero(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[0])} = None"]
 
 
 @emits("const.ref.rodata")
-def const_ref_rodata(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def const_ref_rodata(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     if f[0] >= t.mod.n_rodata:
         raise t.fail(ins, f"rodata ordinal {f[0]} out of range ({t.mod.n_rodata})")
     return [f"{ind}{t.ref_reg(f[1])} = RO[{f[0]}]"]
@@ -98,27 +102,27 @@ def _type(t: ControlFlow, ins: Instr, idx: int) -> str:
 
 
 def global_load(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         _gcheck(t, ins, f[0], WIDTH[w].size)
         return [f"{ind}{t.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
     return op
 
 
 def global_store(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         _gcheck(t, ins, f[0], WIDTH[w].size)
         return [f"{ind}PK_{w}(RW, {f[0]}, {t.int_reg(f[1])})"]
     return op
 
 
 def global_load_indirect(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}{t.int_reg(f[1])} = gload(RW, ST_{w}, {t.int_reg(f[0])})"]
     return op
 
 
 def global_store_indirect(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}gstore(RW, ST_{w}, {t.int_reg(f[0])}, {t.int_reg(f[1])})"]
     return op
 
@@ -130,7 +134,7 @@ family("global.store.indirect.{}", WIDTHS, global_store_indirect)
 
 
 @emits("global.load.ref")
-def global_load_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def global_load_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     if f[0] >= t.mod.global_refs:
         raise t.fail(ins, f"global ref ordinal {f[0]} out of range")
     _type(t, ins, f[1])
@@ -138,7 +142,7 @@ def global_load_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]
 
 
 @emits("global.store.ref")
-def global_store_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def global_store_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     if f[0] >= t.mod.global_refs:
         raise t.fail(ins, f"global ref ordinal {f[0]} out of range")
     return [f"{ind}refcheck({t.ref_reg(f[2])}, {_type(t, ins, f[1])})",
@@ -146,46 +150,47 @@ def global_store_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str
 
 
 @emits("global.load.indirect.ref")
-def global_load_indirect_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def global_load_indirect_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     _type(t, ins, f[1])
     return [f"{ind}{t.ref_reg(f[2])} = grefload(GR, {t.int_reg(f[0])})"]
 
 
 @emits("global.store.indirect.ref")
-def global_store_indirect_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def global_store_indirect_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...],
+                              ind: str) -> list[str]:
     return [f"{ind}grefstore(GR, {t.int_reg(f[0])}, {t.ref_reg(f[2])}, "
             f"{_type(t, ins, f[1])})"]
 
 
 # -- lists -----------------------------------------------------------------------
 @emits("list.alloc")
-def list_alloc(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_alloc(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[2])} = lalloc({_type(t, ins, f[0])}, {t.int_reg(f[1])})"]
 
 
 @emits("list.reserve")
-def list_reserve(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_reserve(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}lreserve({t.ref_reg(f[0])}, {t.int_reg(f[1])})"]
 
 
 @emits("list.size")
-def list_size(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_size(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[1])} = lsize({t.ref_reg(f[0])})"]
 
 
 @emits("list.resize")
-def list_resize(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_resize(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}lresize({t.ref_reg(f[0])}, {t.int_reg(f[1])})"]
 
 
 def list_get(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}{t.int_reg(f[2])} = lget({t.ref_reg(f[0])}, {t.int_reg(f[1])}, '{w}')"]
     return op
 
 
 def list_set(w: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}lset({t.ref_reg(f[0])}, {t.int_reg(f[1])}, '{w}', {t.int_reg(f[2])})"]
     return op
 
@@ -195,37 +200,37 @@ family("list.set.{}", WIDTHS, list_set)
 
 
 @emits("list.get.ref")
-def list_get_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_get_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[3])} = lgetref({t.ref_reg(f[0])}, {t.int_reg(f[1])}, "
             f"{_type(t, ins, f[2])})"]
 
 
 @emits("list.set.ref")
-def list_set_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def list_set_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}lsetref({t.ref_reg(f[0])}, {t.int_reg(f[1])}, {t.ref_reg(f[2])})"]
 
 
 # -- refs ------------------------------------------------------------------------
 @emits("select.ref")
-def select_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def select_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     _type(t, ins, f[1])
     return [f"{ind}{t.ref_reg(f[4])} = {t.ref_reg(f[2])} if {t.int_reg(f[0])} else "
             f"{t.ref_reg(f[3])}"]
 
 
 @emits("cast.any.ref")
-def cast_any_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def cast_any_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[2])} = cast_ref({t.ref_reg(f[0])}, {_type(t, ins, f[1])})"]
 
 
 @emits("discard.refs")
-def discard_refs(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def discard_refs(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     regs = [t.ref_reg(x) for x in f[0] if x & REF_BIT]
     return [f"{ind}{' = '.join(regs)} = None"] if regs else []
 
 
 # -- switch ----------------------------------------------------------------------
-def _switch(t: ControlFlow, f: tuple, ind: str, reg: Callable[[int], str]) -> list[str]:
+def _switch(t: ControlFlow, f: tuple[Any, ...], ind: str, reg: Callable[[int], str]) -> list[str]:
     idx, default, vals, dst = f
     if not vals:
         return [f"{ind}{reg(dst)} = {reg(default)}"]
@@ -236,33 +241,33 @@ def _switch(t: ControlFlow, f: tuple, ind: str, reg: Callable[[int], str]) -> li
 
 # NOTE: switch.i64 compares full 64-bit case values (IREE truncates; see README)
 @emits(*(f"switch.{w}" for w in WIDTHS))
-def switch_value(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def switch_value(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return _switch(t, f, ind, t.int_reg)
 
 
 @emits("switch.ref")
-def switch_ref(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def switch_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     idx, _ty, default, vals, dst = f
     return _switch(t, (idx, default, vals, dst), ind, t.ref_reg)
 
 
 # -- buffers ---------------------------------------------------------------------
 def buffer_load(kind: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}{t.int_reg(f[2])} = bload({t.ref_reg(f[0])}, '{kind}', "
                 f"{t.int_reg(f[1])})"]
     return op
 
 
 def buffer_store(kind: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}bstore({t.ref_reg(f[0])}, '{kind}', {t.int_reg(f[1])}, "
                 f"{t.int_reg(f[2])})"]
     return op
 
 
 def buffer_fill(kind: str) -> Emitter:
-    def op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+    def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
         return [f"{ind}bfill({t.ref_reg(f[0])}, '{kind}', {t.int_reg(f[1])}, "
                 f"{t.int_reg(f[2])}, {t.int_reg(f[3])})"]
     return op
@@ -274,49 +279,49 @@ family("buffer.fill.{}", STORE_KINDS, buffer_fill)
 
 
 @emits("buffer.alloc")
-def buffer_alloc(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_alloc(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[2])} = balloc({t.int_reg(f[0])}, {t.int_reg(f[1])})"]
 
 
 @emits("buffer.clone")
-def buffer_clone(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_clone(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.ref_reg(f[4])} = bclone({t.ref_reg(f[0])}, {t.int_reg(f[1])}, "
             f"{t.int_reg(f[2])}, {t.int_reg(f[3])})"]
 
 
 @emits("buffer.length")
-def buffer_length(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_length(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[1])} = blen({t.ref_reg(f[0])})"]
 
 
 @emits("buffer.copy")
-def buffer_copy(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_copy(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}bcopy({t.ref_reg(f[0])}, {t.int_reg(f[1])}, {t.ref_reg(f[2])}, "
             f"{t.int_reg(f[3])}, {t.int_reg(f[4])})"]
 
 
 @emits("buffer.compare")
-def buffer_compare(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_compare(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[5])} = bcompare({t.ref_reg(f[0])}, {t.int_reg(f[1])}, "
             f"{t.ref_reg(f[2])}, {t.int_reg(f[3])}, {t.int_reg(f[4])})"]
 
 
 @emits("buffer.hash")
-def buffer_hash(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def buffer_hash(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}{t.int_reg(f[3])} = bhash({t.ref_reg(f[0])}, {t.int_reg(f[1])}, "
             f"{t.int_reg(f[2])})"]
 
 
 # -- branches (debug-only break/yield behave as plain branches) ------------------
 @emits("br")
-def br(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def br(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     if ins is t.inline_br:
         return t.remap(tuple(p for p in f[1] if p not in t.folded), ind)
     return t.remap(f[1], ind) + t.jump(f[0], ind)
 
 
 @emits("cond_br")
-def cond_br(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def cond_br(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     cond, tgt, tr, e, er = f
     inner = ind + "    "
     return ([f"{ind}if {t.int_reg(cond)}:"] + t.remap(tr, inner) + t.jump(tgt, inner)
@@ -324,7 +329,7 @@ def cond_br(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
 
 
 @emits("br_table")
-def br_table(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def br_table(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     idx, dflt, dremap, _n, cases = f
     x = t.int_reg(idx)
     inner = ind + "    "
@@ -340,12 +345,12 @@ def br_table(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
 
 # vmrt runs synchronously: a yield resumes immediately at its target
 @emits("break", "yield")
-def break_(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def break_(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return t.remap(f[1], ind) + t.jump(f[0], ind)
 
 
 @emits("cond_break")
-def cond_break(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def cond_break(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     cond, tgt, rm = f
     return [f"{ind}if {t.int_reg(cond)}:"] + t.remap(rm, ind + "    ") + \
         t.jump(tgt, ind + "    ")
@@ -353,17 +358,17 @@ def cond_break(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
 
 # -- control ---------------------------------------------------------------------
 @emits("trace", "print")
-def no_op(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def no_op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return []
 
 
 @emits("fail")
-def fail(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def fail(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return [f"{ind}raise fail({t.int_reg(f[0])}, {t.const(f[1])})"]
 
 
 @emits("return")
-def return_(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def return_(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     regs = f[0]
     t.check_regs(ins, regs, t.result_codes, "return")
     vals = ", ".join(t.reg(x & ~MOVE_BIT) for x in regs)
@@ -371,7 +376,7 @@ def return_(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
 
 
 @emits("import.resolved")
-def import_resolved(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def import_resolved(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     k = f[0]
     if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= t.mod.n_imports:
         raise t.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
@@ -379,14 +384,15 @@ def import_resolved(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]
 
 
 # -- calls -----------------------------------------------------------------------
-def _results(t: ControlFlow, regs: tuple) -> str:
+def _results(t: ControlFlow, regs: tuple[Any, ...]) -> str:
     if not regs:
         return ""
     return ", ".join(t.reg(x & ~MOVE_BIT) for x in regs) + ", = "
 
 
-def _call(t: ControlFlow, ins: Instr, callee: int, args: tuple, results: tuple, ind: str,
-          segments: tuple | None = None) -> list[str]:
+def _call(t: ControlFlow, ins: Instr, callee: int, args: tuple[Any, ...],
+          results: tuple[Any, ...], ind: str,
+          segments: tuple[Any, ...] | None = None) -> list[str]:
     if callee & IMPORT_BIT:
         return _call_import(t, ins, callee & ~IMPORT_BIT, args, results, ind, segments)
     if segments is not None:
@@ -400,8 +406,9 @@ def _call(t: ControlFlow, ins: Instr, callee: int, args: tuple, results: tuple, 
     return [f"{ind}{_results(t, results)}f{callee}({argl})"]
 
 
-def _call_import(t: ControlFlow, ins: Instr, k: int, args: tuple, results: tuple, ind: str,
-                 segments: tuple | None) -> list[str]:
+def _call_import(t: ControlFlow, ins: Instr, k: int, args: tuple[Any, ...],
+                 results: tuple[Any, ...], ind: str,
+                 segments: tuple[Any, ...] | None) -> list[str]:
     if k >= t.mod.n_imports:
         raise t.fail(ins, f"import ordinal {k} out of range ({t.mod.n_imports})")
     cconv = t.mod.import_cconv(k)
@@ -424,23 +431,23 @@ def _call_import(t: ControlFlow, ins: Instr, k: int, args: tuple, results: tuple
 
 
 @emits("call")
-def call(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def call(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return _call(t, ins, f[0], f[1], f[2], ind)
 
 
 @emits("call.variadic")
-def call_variadic(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def call_variadic(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     return _call(t, ins, f[0], f[2], f[3], ind, segments=f[1])
 
 
 @emits("call.yieldable")
-def call_yieldable(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def call_yieldable(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     callee, args, dest, results = f
     return _call(t, ins, callee, args, results, ind) + t.jump(dest, ind)
 
 
 @emits("call.variadic.yieldable")
-def call_variadic_yieldable(t: ControlFlow, ins: Instr, f: tuple, ind: str) -> list[str]:
+def call_variadic_yieldable(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     callee, segs, args, dest, results = f
     return _call(t, ins, callee, args, results, ind, segments=segs) + t.jump(dest, ind)
 

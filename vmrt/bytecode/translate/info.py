@@ -24,7 +24,7 @@ class ModuleInfo:
         self.global_refs = d.global_refs
         self._d = d
         #: the constant table (strings, floats) the generated code reads as ``K[i]``
-        self.consts: list = []
+        self.consts: list[Any] = []
         self._const_idx: dict[tuple[type, str], int] = {}
 
     def signature(self, k: int) -> str:

@@ -29,7 +29,8 @@ cannot raise, so nothing observable happens before the charge.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
@@ -75,7 +76,7 @@ class ControlFlow:
     mod: ModuleInfo
     blocks: list[Block]
     trace: Any
-    coerce: dict[int, list]
+    coerce: dict[int, list[Any]]
     split: dict[int, list[int]]
     result_codes: str
     emit: Callable[[Instr, str], list[str]]
@@ -86,7 +87,7 @@ class ControlFlow:
     ref_reg: Callable[[int], str]
     const: Callable[[Any], str]
     fail: Callable[[Instr, str], VerifyError]
-    check_regs: Callable[[Instr, tuple, str, str], None]
+    check_regs: Callable[[Instr, tuple[Any, ...], str, str], None]
     konst: Any
     in_range: frozenset[int]
 
@@ -99,11 +100,11 @@ class ControlFlow:
     #: the ``br`` whose target is appended in place (falls through)
     inline_br: Instr | None = None
     #: ops writing the destination of a copy of ``inline_br`` directly (pc -> register)
-    renamed: dict[int, str] = {}
+    renamed: Mapping[int, str] = MappingProxyType({})
     #: the copies of ``inline_br`` those ops made
-    folded: frozenset = frozenset()
+    folded: frozenset[Any] = frozenset()
     #: wrapping ops of a ``range`` loop that mask their result (pc -> width)
-    masked: dict[int, int] = {}
+    masked: Mapping[int, int] = MappingProxyType({})
     #: whether one of them masked (emit sets it)
     masked_any = False
 
@@ -168,7 +169,7 @@ class ControlFlow:
                  f"{i2}if L.left < 0: L.tick()", f"{i2}L.left += {cost}", f"{i2}continue",
                  f"{i1}L.left -= (ln - LEN_HINT(li)) * {cost}", f"{i1}break"])
 
-    def counter(self, blk: Block) -> tuple[Instr, str, str, tuple] | None:
+    def counter(self, blk: Block) -> tuple[Instr, str, str, tuple[Any, ...]] | None:
         """A counted loop of ``blk`` that a Python ``range`` can run: the
         appended block is ``cmp.lt.i64.s a, b`` and a ``cond_br`` on it back
         to ``blk`` (no copies; the compare's result not needed there);
@@ -232,7 +233,7 @@ class ControlFlow:
                 [f"{i1}L.left -= {cost}", f"{i1}if L.left < 0: L.tick()",
                  f"{i1}L.left += {cost}"])
 
-    def modular(self, ops: tuple[Instr, ...], copies: tuple, pinned: tuple[str, str]
+    def modular(self, ops: tuple[Instr, ...], copies: tuple[Any, ...], pinned: tuple[str, str]
                 ) -> dict[str, int]:
         """The registers of a ``range`` loop's body holding values only
         congruent to their true ones (regfacts.py), with their widths; sets
@@ -280,7 +281,7 @@ class ControlFlow:
         return out + self.straight(nxt.instrs, ind)
 
     def coalesced(self, instrs: tuple[Instr, ...], after: tuple[Instr, ...]
-                  ) -> tuple[dict[int, str], frozenset]:
+                  ) -> tuple[dict[int, str], frozenset[Any]]:
         """Copies ``y = x`` of the ``br`` ending ``instrs`` that the last op
         writing ``x`` can make itself (``y = x ^ i2`` instead of ``x = x ^ i2;
         ...; y = x``): nothing between reads ``x`` or touches ``y``, no other
@@ -376,7 +377,8 @@ class ControlFlow:
                 + [f"{ind}else:"]
                 + self.flag(dst, 0, er, e, inner) + self.remap(er, inner) + self.jump(e, inner))
 
-    def flag(self, dst: str, value: int, pairs: tuple, target: int, ind: str) -> list[str]:
+    def flag(self, dst: str, value: int, pairs: tuple[Any, ...], target: int,
+             ind: str) -> list[str]:
         """The compare's result stored on one edge, unless the edge's copies
         do not read it and the target's first instruction overwrites it
         without reading it (a register op)."""
@@ -400,7 +402,7 @@ class ControlFlow:
             return [f"{ind}continue"]
         return [f"{ind}b = {target}", f"{ind}break"]
 
-    def remap(self, pairs: tuple, ind: str) -> list[str]:
+    def remap(self, pairs: tuple[Any, ...], ind: str) -> list[str]:
         """Block-argument copies, one after another in list order, as IREE's
         VM does them: the compiler relies on it (it swaps registers through a
         scratch register, ``r1->r26, ..., r2->r1, ..., r26->r2``)."""

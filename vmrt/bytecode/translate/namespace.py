@@ -72,7 +72,7 @@ def high(v: Any) -> Any:
 REINTERPRET = {"REINT_I": to_int, "REINT_F": to_float, "PAIR": pair, "HIGH": high}
 
 
-def _namespace() -> dict:
+def _namespace() -> dict[str, Any]:
     ns: dict[str, Any] = {name: getattr(runtime, name) for name in dir(runtime)
                           if not name.startswith("_")}
     for k, f1 in runtime.FMATH.items():
@@ -96,7 +96,7 @@ def function_code(sources: list[str], filename: str) -> CodeType:
     return compile("\n".join(sources), filename, "exec")
 
 
-def functions_of(code: CodeType, ns_extra: dict, count: int) -> list[Callable]:
+def functions_of(code: CodeType, ns_extra: dict[str, Any], count: int) -> list[Callable[..., Any]]:
     """Run ``code`` (from :func:`function_code`) in a fresh namespace holding the
     runtime names and ``ns_extra``; its functions ``f0`` .. ``f{count-1}``."""
     ns = _namespace()
@@ -105,5 +105,6 @@ def functions_of(code: CodeType, ns_extra: dict, count: int) -> list[Callable]:
     return [ns[f"f{i}"] for i in range(count)]
 
 
-def compile_functions(sources: list[str], ns_extra: dict, filename: str) -> list[Callable]:
+def compile_functions(sources: list[str], ns_extra: dict[str, Any],
+                      filename: str) -> list[Callable[..., Any]]:
     return functions_of(function_code(sources, filename), ns_extra, len(sources))

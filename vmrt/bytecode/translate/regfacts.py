@@ -33,6 +33,10 @@ from collections.abc import Iterable
 from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
 from .regkinds import successors
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["MODULAR_OPS", "ConstantRegs", "constant_registers", "modular_registers",
            "no_overflow", "reads", "writes"]
 
@@ -61,10 +65,10 @@ class ConstantRegs:
 
 #: per mnemonic: where its integer reads, writes and branch copies are
 #: (field index, 0 register / 1 list / 2 copy pairs / 3 table cases)
-_PLANS: dict[str, tuple[tuple, tuple, tuple]] = {}
+_PLANS: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]] = {}
 
 
-def _plan(ins: Instr) -> tuple[tuple, tuple, tuple]:
+def _plan(ins: Instr) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
     plan = _PLANS.get(ins.mnemonic)
     if plan is None:
         rd: list[tuple[int, int]] = []
@@ -85,7 +89,7 @@ def _plan(ins: Instr) -> tuple[tuple, tuple, tuple]:
     return plan
 
 
-def _names(fields: tuple, spec: tuple, side: int) -> list[str]:
+def _names(fields: tuple[Any, ...], spec: tuple[Any, ...], side: int) -> list[str]:
     out: list[str] = []
     for k, how in spec:
         v = fields[k]
@@ -137,7 +141,7 @@ def constant_registers(blocks: list[Block], params: Iterable[str],
     return ConstantRegs(values, early)
 
 
-def _below_max(prev: Instr | None, ins: Instr, target: int, pairs: tuple) -> str | None:
+def _below_max(prev: Instr | None, ins: Instr, target: int, pairs: tuple[Any, ...]) -> str | None:
     """The register known below INT64_MAX on the edge of ``ins`` to ``target``:
     the left operand of the ``cmp.lt.i64.s`` deciding a ``cond_br``'s true
     edge (the edge's copies not writing it)."""
@@ -154,7 +158,7 @@ def _below_max(prev: Instr | None, ins: Instr, target: int, pairs: tuple) -> str
 
 
 def no_overflow(blocks: list[Block], konst: ConstantRegs,
-                rewritten: dict[int, list]) -> frozenset[int]:
+                rewritten: dict[int, list[Any]]) -> frozenset[int]:
     """The pcs of the ``add.i64 a, 1`` that cannot overflow: their block is
     entered only where ``a < b`` was just found true, and ``a`` was not
     written since (``rewritten``: the reinterpretations per pc)."""

@@ -88,7 +88,7 @@ def _bank(kind: str) -> str:
     return kind
 
 
-def _codes_kinds(regs: tuple, codes: str | None) -> list[tuple[int, str]]:
+def _codes_kinds(regs: tuple[Any, ...], codes: str | None) -> list[tuple[int, str]]:
     """(register, kind) of the non-ref registers of a call or return; kinds
     unknown ("?") when the cconv is unknown or does not fit (the translator
     reports that)."""
@@ -144,7 +144,7 @@ class _Effects:
         return reads, writes
 
 
-def successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
+def successors(ins: Instr) -> Iterator[tuple[int, tuple[Any, ...]]]:
     """(target pc, remap pairs) of each branch of ``ins``."""
     fields = list(zip(ins.names, ins.fields, ins.defs))
     for i, (name, v, _d) in enumerate(fields):
@@ -155,7 +155,7 @@ def successors(ins: Instr) -> Iterator[tuple[int, tuple]]:
             yield from v
 
 
-def _after_remap(state: State, pairs: tuple) -> State:
+def _after_remap(state: State, pairs: tuple[Any, ...]) -> State:
     out = dict(state)
     for src, dst in pairs:          # one copy after another, as the VM does them
         if src & REF_BIT:

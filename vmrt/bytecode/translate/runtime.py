@@ -338,14 +338,14 @@ def gstore(rw: bytearray, st: struct.Struct, off: int, v: float) -> None:
     st.pack_into(rw, off, v)
 
 
-def grefload(refs: list, idx: int) -> Any:
+def grefload(refs: list[Any], idx: int) -> Any:
     if idx < 0 or idx >= len(refs):
         raise err(StatusCode.OUT_OF_RANGE, f"global ref ordinal out of range: {idx} "
                   f"(table={len(refs)})")
     return refs[idx]
 
 
-def grefstore(refs: list, idx: int, v: object, want: object) -> None:
+def grefstore(refs: list[Any], idx: int, v: object, want: object) -> None:
     if idx < 0 or idx >= len(refs):
         raise err(StatusCode.OUT_OF_RANGE, f"global ref ordinal out of range: {idx} "
                   f"(table={len(refs)})")
@@ -499,7 +499,8 @@ def fail(status: int, msg: str) -> VmError:
     return InvocationError(msg, StatusCode.from_int(code))
 
 
-def callimp_variadic(state: Any, k: int, segments: tuple, flat: list) -> tuple:
+def callimp_variadic(state: Any, k: int, segments: tuple[Any, ...],
+                     flat: list[Any]) -> tuple[Any, ...]:
     """Call a variadic import: regroup each ``C…D`` span into a list (of
     tuples when a span holds more than one value)."""
     bound = state.imports[k]

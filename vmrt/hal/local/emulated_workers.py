@@ -251,13 +251,13 @@ class _Job:
         self.stop = threading.Event()
         self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
-        self.parts: list[tuple] = []
+        self.parts: list[tuple[Any, ...]] = []
         self.cancelled: VmError | None = None
         self.limits = limits
         self.shares = shares_for(limits, threads)
         self.rec = current_range_recorder()     # a profile times each worker's range
 
-    def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, tuple]:
+    def prepare(self, exe: Any, t: int) -> tuple[Any, Any, int, int, Any, tuple[Any, ...]]:
         """Map the bindings into worker ``t``'s machine and write its dispatch
         state: (executable, dispatch function, state address, local memory,
         guest memory, (guards, binding addresses) for fault reports)."""
@@ -270,7 +270,7 @@ class _Job:
         local = mem.alloc(self.exp.local_memory_size, 64) if self.exp.local_memory_size else 0
         return exe, exe.entry(self.exp), ds, local, mem, (guards, ptrs)
 
-    def run(self, parts: list[tuple], bounds: list[tuple[int, int]]) -> None:
+    def run(self, parts: list[tuple[Any, ...]], bounds: list[tuple[int, int]]) -> None:
         pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
         futures = [pool.submit(in_range(self.rec, range(*bounds[t]), self.run_guarded), t,
                                parts, *bounds[t]) for t in range(1, len(parts))] if pool else []
@@ -295,7 +295,7 @@ class _Job:
         if self.cancelled is not None:
             raise self.cancelled
 
-    def run_guarded(self, t: int, parts: list[tuple], start: int, end: int) -> None:
+    def run_guarded(self, t: int, parts: list[tuple[Any, ...]], start: int, end: int) -> None:
         """Worker ``t``'s range; when it fails, the other workers stop too."""
         self.running.add(t)
         try:
@@ -307,14 +307,14 @@ class _Job:
         finally:
             self.running.discard(t)
 
-    def halt(self, parts: list[tuple]) -> None:
+    def halt(self, parts: list[tuple[Any, ...]]) -> None:
         """Stop every worker: at its next workgroup, and inside the current one
         (only machines whose worker is still in its range are cancelled)."""
         self.stop.set()
         for t in list(self.running):
             parts[t][0].machine.cancel(wait=0)
 
-    def run_range(self, t: int, part: tuple, start: int, end: int) -> None:
+    def run_range(self, t: int, part: tuple[Any, ...], start: int, end: int) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""
         exe, fn, ds, local, mem, guards = part
         size = mem.layout.ws_size
@@ -348,7 +348,7 @@ class _Job:
             finally:
                 mem.free(base)
 
-    def _fail(self, e: Exception, faults: tuple[list, list[int]], xyz: str) -> None:
+    def _fail(self, e: Exception, faults: tuple[list[Any], list[int]], xyz: str) -> None:
         why = explain_binding_fault(e, faults[0], faults[1], self.shared.arrays)
         if why is not None:
             raise DispatchError(f"{self.where}, workgroup {xyz}: {why[0]}", why[1]) from e

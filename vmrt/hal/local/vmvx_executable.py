@@ -58,7 +58,7 @@ def buffer_over(array: Any) -> Buffer:
     return buf
 
 
-def _attr_int(attrs: dict, key: str, default: int = 0) -> int:
+def _attr_int(attrs: dict[str, Any], key: str, default: int = 0) -> int:
     try:
         return int(attrs.get(key, default))
     except (TypeError, ValueError):

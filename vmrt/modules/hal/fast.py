@@ -27,14 +27,14 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-Caller = Callable[..., tuple]
+Caller = Callable[..., "tuple[Any, ...]"]
 
 #: allocations the fast path makes itself (larger ones take the checked path)
 FAST_ALLOCATION = 1 << 20
 
 
 def fence_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(device: Any, flags: int) -> tuple:
+    def call(device: Any, flags: int) -> tuple[Any, ...]:
         if device.__class__ is Device:
             return (Fence(),)
         return slow(device, flags)
@@ -42,7 +42,7 @@ def fence_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 
 def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
-    def call(timeout: int, flags: int, fences: list) -> tuple:
+    def call(timeout: int, flags: int, fences: list[Any]) -> tuple[Any, ...]:
         for f in fences:
             if f.__class__ is not Fence or f.status != 0:
                 return slow(timeout, flags, fences)
@@ -52,7 +52,7 @@ def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(device: Any, affinity: int, wait: Any, signal: Any, pool: int, memory_type: int,
-             usage: int, size: int, flags: int) -> tuple:
+             usage: int, size: int, flags: int) -> tuple[Any, ...]:
         if device.__class__ is not Device or wait is not None or \
                 signal.__class__ is not Fence or not 0 <= size <= FAST_ALLOCATION \
                 or device.statistics is not None:      # counted by the export
@@ -66,7 +66,7 @@ def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(device: Any, affinity: int, wait: Any, signal: Any, cb: Any, flags: int,
-             table: list) -> tuple:
+             table: list[Any]) -> tuple[Any, ...]:
         if device.__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
                 or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
             return slow(device, affinity, wait, signal, cb, flags, table)

@@ -149,7 +149,7 @@ class HalDeviceModule(HalModule[HalState]):
         return state.statistics
 
     def converting_caller(self, state: HalState, function: Function, result_codes: str,
-                          note: str) -> Callable[..., tuple] | None:
+                          note: str) -> Callable[..., tuple[Any, ...]] | None:
         """The per-dispatch imports get single-frame callers
         (:mod:`vmrt.modules.hal.fast`) in front of the generic one."""
         generic = super().converting_caller(state, function, result_codes, note)

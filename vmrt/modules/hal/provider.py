@@ -40,7 +40,7 @@ class HalProvider:
         for t in ALL_TYPES:
             instance.register_type(t)
 
-    def create(self, instance: Instance, options: Any = None) -> HalModule:
+    def create(self, instance: Instance, options: Any = None) -> HalModule[Any]:
         devices = list(getattr(options, "devices", None) or [])
         plugins = list(getattr(options, "executable_plugins", None) or [])
         static = list(getattr(options, "static_libraries", None) or [])

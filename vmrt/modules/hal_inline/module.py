@@ -19,7 +19,7 @@ from ...hal.buffer import BUFFER_ALIGNMENT, HAL_BUFFER_TYPE, HalBuffer, aligned_
 from ...hal.buffer_view import BufferView
 from ...vm.buffer import Buffer
 from ...vm.instance import Instance
-from ...vm.native_module import export
+from ...vm.native_module import NativeState, export
 from ..hal.inline import DebugSink, HalModule, assert_buffer_view, need, subspan
 from .cpu import host_cpu_value
 
@@ -81,7 +81,7 @@ def storage(buf: HalBuffer) -> StorageBuffer:
     return StorageBuffer(buf)
 
 
-class HalInlineModule(HalModule):
+class HalInlineModule(HalModule[NativeState]):
     """IREE's ``hal_inline`` module (version 0) over host memory."""
 
     name = "hal_inline"

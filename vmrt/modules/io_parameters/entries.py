@@ -99,11 +99,11 @@ class Reader:
                             f"file has {len(self.data)}", StatusCode.OUT_OF_RANGE)
         return at
 
-    def unpack(self, fmt: struct.Struct, what: str, at: int | None = None) -> tuple:
+    def unpack(self, fmt: struct.Struct, what: str, at: int | None = None) -> tuple[Any, ...]:
         at = self.need(fmt.size, what, at)
         return fmt.unpack_from(self.data, at)
 
-    def take(self, fmt: struct.Struct, what: str) -> tuple:
+    def take(self, fmt: struct.Struct, what: str) -> tuple[Any, ...]:
         values = self.unpack(fmt, what)
         self.pos += fmt.size
         return values

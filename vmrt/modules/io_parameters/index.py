@@ -119,7 +119,7 @@ class ParameterIndex:
                                  "must be 1, 2, 4, 8 or 16 bytes and the length >= 0")
         self.add(ParameterEntry(key, length, pattern=bytes(pattern)))
 
-    def load(self, path: str | os.PathLike, mode: str = "file") -> ParameterIndex:
+    def load(self, path: str | os.PathLike[str], mode: str = "file") -> ParameterIndex:
         """Add the parameters of a ``.irpa``, ``.gguf`` or ``.safetensors`` file."""
         path = os.fspath(path)
         try:

@@ -60,7 +60,7 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
     return out
 
 
-def _check_shape(r: Reader, key: str, info: dict, length: int) -> None:
+def _check_shape(r: Reader, key: str, info: dict[str, Any], length: int) -> None:
     dtype = info.get("dtype")
     itemsize = DTYPE_SIZES.get(dtype) if isinstance(dtype, str) else None
     shape = info.get("shape")

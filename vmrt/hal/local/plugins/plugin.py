@@ -31,7 +31,7 @@ from ..guest import GuestMemory, code_name
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar
 
 # ---------------------------------------------------------------------------
 # Import slots: the host's live arrays a resolve writes into
@@ -147,7 +147,7 @@ class ExecutablePlugin:
     kind: str = ""
     #: kind -> class; each plugin kind registers itself when its module is
     #: imported (the ``plugins`` package imports them all)
-    kinds: dict[str, Callable[..., ExecutablePlugin]] = {}
+    kinds: ClassVar[dict[str, Callable[..., ExecutablePlugin]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -60,8 +60,8 @@ def _memory(buf: Any, what: str, writable: bool) -> np.ndarray:
     return np.frombuffer(buf.data, np.uint8)
 
 
-def view_nd(buf: Any, dtype: Any, offset: int, shape: tuple, strides: tuple, what: str,
-            writable: bool = False) -> np.ndarray:
+def view_nd(buf: Any, dtype: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...],
+            what: str, writable: bool = False) -> np.ndarray:
     """A strided view of ``buf`` (offset and strides in elements), bounds-checked."""
     dt = np.dtype(dtype)
     es = dt.itemsize
@@ -87,7 +87,7 @@ def view2d(buf: Any, dtype: Any, offset: int, stride0: int, stride1: int, size0:
 
 
 def view_tiled(buf: Any, dtype: Any, offset: int, stride0: int, stride1: int,
-               shape: tuple, what: str, writable: bool = False) -> np.ndarray:
+               shape: tuple[Any, ...], what: str, writable: bool = False) -> np.ndarray:
     """A 4-D (outer0, outer1, tile0, tile1) view: free outer strides, dense tiles."""
     strides = (stride0, stride1, shape[3], 1)
     return view_nd(buf, dtype, offset, shape, strides, what, writable)
@@ -148,7 +148,7 @@ COPY_SIZES = {"copy.2d.x8": np.uint8, "copy.2d.x16": np.uint16, "copy.2d.x32": n
               "copy.2d.x64": np.uint64}
 
 
-def binary(op: str, args: tuple) -> None:
+def binary(op: str, args: tuple[Any, ...]) -> None:
     kind, fn = BINARY_OPS[op]
     dt = np.float32 if kind == "f" else np.int32
     (lb, lo, ls0, ls1, rb, ro, rs0, rs1, ob, oo, os0, os1, n0, n1) = args
@@ -159,7 +159,7 @@ def binary(op: str, args: tuple) -> None:
         out[...] = fn(lhs.copy(), rhs.copy())
 
 
-def unary(op: str, args: tuple) -> None:
+def unary(op: str, args: tuple[Any, ...]) -> None:
     (ib, io, is0, is1, ob, oo, os0, os1, n0, n1) = args
     dt: Any
     fn: Any
@@ -194,7 +194,7 @@ def _from_f32(a: np.ndarray, kind: str) -> np.ndarray:
     return a.astype(_STORAGE[kind])
 
 
-def mmt4d(args: tuple) -> None:
+def mmt4d(args: tuple[Any, ...]) -> None:
     (lb, lo, ls, rb, ro, rs, ob, oo, os_, m, n, k, m0, n0, k0, flags) = args
     flags &= 0xFFFFFFFF
     types = MMT4D_TYPES.get(flags & TYPE_MASK)
@@ -235,21 +235,21 @@ def _pack_dtype(flags: int, what: str) -> Any:
     return np.dtype(f"<u{size}")
 
 
-def _tiling(flags: int, o0: int, o1: int, t0: int, t1: int) -> tuple:
+def _tiling(flags: int, o0: int, o1: int, t0: int, t1: int) -> tuple[Any, ...]:
     """Outer counts and tile sizes in the order of the unpacked dimensions."""
     outer = (o1, o0) if flags & PACK_TRANSPOSE_OUTER else (o0, o1)
     tile = (t1, t0) if flags & PACK_TRANSPOSE_INNER else (t0, t1)
     return outer, tile
 
 
-def _tiled_axes(flags: int) -> tuple:
+def _tiled_axes(flags: int) -> tuple[Any, ...]:
     """numpy axes taking (outer0, tile0, outer1, tile1) to the packed layout."""
     o = (2, 0) if flags & PACK_TRANSPOSE_OUTER else (0, 2)
     t = (3, 1) if flags & PACK_TRANSPOSE_INNER else (1, 3)
     return o + t
 
 
-def pack(args: tuple) -> None:
+def pack(args: tuple[Any, ...]) -> None:
     (ib, io, is0, is1, ob, oo, os0, os1, n0, n1, o0, o1, t0, t1, padding, flags) = args
     flags &= 0xFFFFFFFF
     dt = _pack_dtype(flags, "pack")
@@ -263,7 +263,7 @@ def pack(args: tuple) -> None:
     out[...] = full.reshape(u0, s0, u1, s1).transpose(_tiled_axes(flags))
 
 
-def unpack(args: tuple) -> None:
+def unpack(args: tuple[Any, ...]) -> None:
     (ib, io, is0, is1, ob, oo, os0, os1, i0, i1, t0, t1, n0, n1, flags) = args
     flags &= 0xFFFFFFFF
     dt = _pack_dtype(flags, "unpack")

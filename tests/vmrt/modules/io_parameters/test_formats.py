@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import vmrt
-from tests.vmrt.io_parameters.conftest import VALUES
-from tests.vmrt.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
 from tests.vmrt.iree_tools import require_tool
+from tests.vmrt.modules.io_parameters.conftest import VALUES
+from tests.vmrt.modules.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
 from vmrt.modules.io_parameters import ParameterIndex
 from vmrt.modules.io_parameters.entries import splat_bytes
 

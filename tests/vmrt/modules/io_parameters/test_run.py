@@ -9,7 +9,7 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import iree_run, vmrt_run
-from tests.vmrt.io_parameters.conftest import SPLAT, VALUES, expected
+from tests.vmrt.modules.io_parameters.conftest import SPLAT, VALUES, expected
 
 X = np.arange(8, dtype=np.float32).reshape(2, 4) / 4 - 1
 INPUT = "2x4xf32=" + " ".join(str(float(v)) for v in X.reshape(-1))
@@ -125,8 +125,8 @@ func.func @w_is_loaded() {
 def test_vmrt_test_takes_parameters(compile_mlir, tmp_path, value, rc):
     import io
 
-    from tests.vmrt.io_parameters.conftest import VMVX
-    from tests.vmrt.io_parameters.param_files import write_safetensors
+    from tests.vmrt.modules.io_parameters.conftest import VMVX
+    from tests.vmrt.modules.io_parameters.param_files import write_safetensors
     from vmrt.tools.main import main
     vmfb = compile_mlir(CHECK_PROGRAM, *VMVX, name="params_check")
     st = write_safetensors(tmp_path / "w.safetensors", {"w": np.array([1.5, value], np.float32)})

@@ -11,7 +11,7 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import iree_run, vmrt_run
-from tests.vmrt.io_parameters.conftest import VALUES
+from tests.vmrt.modules.io_parameters.conftest import VALUES
 from vmrt.modules.io_parameters import ParameterIndex
 
 PROGRAM = Path(__file__).resolve().parent / "programs" / "gather_scatter.mlir"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.vmrt.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
+from tests.vmrt.modules.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
 
 PROGRAM = Path(__file__).resolve().parent / "programs" / "params.mlir"
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vmrt
-from tests.vmrt.vmvx.vmvx_testutil import compile_vmvx, needs_iree
+from tests.vmrt.hal.local.vmvx.vmvx_testutil import compile_vmvx, needs_iree
 
 pytestmark = needs_iree
 

@@ -11,8 +11,8 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import iree_run, vmrt_run
-from tests.vmrt.io_parameters.conftest import VALUES
-from tests.vmrt.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
+from tests.vmrt.modules.io_parameters.conftest import VALUES
+from tests.vmrt.modules.io_parameters.param_files import write_gguf, write_irpa, write_safetensors
 from vmrt import ParameterIndex
 
 

@@ -14,7 +14,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
-REPO = HERE.parents[2]
+REPO = HERE.parents[4]
 CACHE = REPO / "build" / "vmrt_vmvx"
 
 VMVX = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx")

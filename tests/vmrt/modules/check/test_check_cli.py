@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import vmrt
-from tests.vmrt.check.check_support import (
+from tests.vmrt.modules.check.check_support import (
     PROGRAMS,
     ROOT,
     compile_program,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.vmrt.vmvx.vmvx_testutil import (
+from tests.vmrt.hal.local.vmvx.vmvx_testutil import (
     MODES,
     compile_vmvx,
     iree_run,

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 import vmrt
-from tests.vmrt.vmvx.vmvx_testutil import REPO, compile_vmvx, iree_run, needs_iree, vmrt_run
+from tests.vmrt.hal.local.vmvx.vmvx_testutil import (
+    REPO,
+    compile_vmvx,
+    iree_run,
+    needs_iree,
+    vmrt_run,
+)
 from vmrt.errors import VmError
 from vmrt.hal.local.device import Device
 from vmrt.hal.local.loader import ExecutableLoader, supports_format

@@ -20,7 +20,7 @@ import pytest
 
 from tests.vmrt.iree_tools import IREE_TARGET_FLAGS
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CACHE = ROOT / "build" / "vmrt_check"
 
