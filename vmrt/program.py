@@ -33,7 +33,13 @@ from .hal.element_types import dtype_of, element_type_of, is_packed
 from .tools.async_calls import check_fence, takes_fences
 from .tools.async_calls import invoke as invoke_fenced
 from .tools.dispatch_trace import NpyFolder, Sink, TracePrinter
-from .tools.module_specs import RunOptions, load_modules, new_context, static_library_list
+from .tools.module_specs import (
+    RunOptions,
+    as_list,
+    load_modules,
+    new_context,
+    static_library_list,
+)
 from .vm.context import Context
 from .vm.lifecycle import Closeable
 from .vm.list import VmList
@@ -305,14 +311,6 @@ class Program(Closeable):
         return f"<vmrt.Program {self.module.name!r}{state} exports={list(self.exports)}>"
 
 
-def _listify(value: Any, single: tuple[Any, ...]) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, single):
-        return [value]
-    return list(value)
-
-
 def _debug_sink(spec: Any) -> Sink | None:
     """The ``hal.buffer_view.trace`` sink :func:`load`'s argument asks for."""
     if spec is None:
@@ -399,16 +397,16 @@ def load(source: str | os.PathLike[str] | bytes | Module, *, device: str | Seque
                          "path, bytes or a vmrt.Module)")
     options = RunOptions(
         static_libraries=static_library_list(static_libraries),
-        devices=[str(d) for d in _listify(device, (str,))],
+        devices=[str(d) for d in as_list(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))],
+                            as_list(executable_plugins, (str, os.PathLike))],
         # a list is several specs; anything else (a path, a pair, a mapping, an index) one
         parameters=list(parameters) if isinstance(parameters, list) else
         [] if parameters is None or (isinstance(parameters, tuple) and not parameters)
         else [parameters],
         parameter_mode=parameter_mode)
     options.extra["debug_sink"] = _debug_sink(trace_dispatch_tensors)
-    user = [*_listify(modules, (str, Module, bytes, os.PathLike)), main]
+    user = [*as_list(modules, (str, Module, bytes, os.PathLike)), main]
     prof = None
     if profile is not None:
         from .tools.profile import open_profile  # imported only when asked for

@@ -96,6 +96,16 @@ def context_settings(flags: Any) -> ContextSettings:
         budget, timeout, "trace_execution" in flags.bools, "print_statistics" in flags.bools)
 
 
+def as_list(value: Any, single: tuple[type, ...]) -> list[Any]:
+    """An argument of :func:`vmrt.load` or ``run_tests`` that takes one item
+    (an instance of ``single``) or several, as a list (None: empty)."""
+    if value is None:
+        return []
+    if isinstance(value, single):
+        return [value]
+    return list(value)
+
+
 def static_library_list(value: Any) -> list[Any]:
     """``static_libraries=`` of :func:`vmrt.load` and ``run_tests``: one or
     several paths or bytes objects, as a list (paths as strings)."""

@@ -37,6 +37,7 @@ from .module_specs import (
     ContextSettings,
     LoadedModules,
     RunOptions,
+    as_list,
     context_settings,
     load_modules,
     new_context,
@@ -264,14 +265,6 @@ def _write_statistics(out: TextIO | None, test: str, stats: dict[str, Any]) -> N
     out.flush()
 
 
-def _listify(value: Any, single: tuple[Any, ...]) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, single):
-        return [value]
-    return list(value)
-
-
 def run_tests(source: str | os.PathLike[str] | bytes | Module, *,
               device: str | Sequence[str] | None = None,
               executable_plugins: Iterable[str | os.PathLike[str]] = (),
@@ -288,13 +281,13 @@ def run_tests(source: str | os.PathLike[str] | bytes | Module, *,
     allocator and dispatch statistics."""
     main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
     options = RunOptions(
-        devices=[str(d) for d in _listify(device, (str,))],
+        devices=[str(d) for d in as_list(device, (str,))],
         executable_plugins=[os.fspath(p) for p in
-                            _listify(executable_plugins, (str, os.PathLike))],
+                            as_list(executable_plugins, (str, os.PathLike))],
         static_libraries=static_library_list(static_libraries))
     options.extra["debug_sink"] = TracePrinter()     # hal.buffer_view.trace: to stderr
     check = CheckModule()
-    user = [check, *_listify(modules, (str, Module, bytes, os.PathLike)), main]
+    user = [check, *as_list(modules, (str, Module, bytes, os.PathLike)), main]
     loaded = load_modules(user, providers)
     printer = GtestPrinter(stdout) if stdout is not None else _QuietPrinter()
     return run_loaded(loaded, check, options, printer, budget=budget, timeout=timeout,
