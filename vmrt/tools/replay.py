@@ -1,0 +1,196 @@
+"""``vmrt replay``: re-run an IREE device replay capture (``.ireereplay``).
+
+    vmrt replay FILE.ireereplay [--device=local-sync|local-task]
+         [--replay_executable_substitution=SELECTOR=PATH]...
+         [--executable_plugin=SPEC]... [--expected[=true|false]]
+         [--expected_output=VALUE]... [--expected_f32_threshold=T]
+         [--dispatch_element_type=T]
+
+FILE is a capture ``iree-run-module --device_replay_output=FILE`` (or
+``vmrt run --device_replay_output=FILE``) wrote for a CPU device
+(local-sync, local-task; embedded ELF executables).  vmrt re-issues its
+HAL operations in order (allocations, host writes, transfers, command
+buffers, dispatches); executables built for another CPU run emulated.
+
+The outputs are the ranges the captured program read back from the
+device.  ``--expected`` (on by default) checks each against the bytes the
+capture recorded for it (vmrt's captures record them, IREE's do not);
+``--expected_output`` (iree-run-module's syntax, one per output,
+``(ignored)`` skips one; an output longer than its value, a buffer read
+back whole, is compared over the value's bytes) checks them against values.  A mismatch prints
+``[FAILED]`` with the first differing elements (as ``--dispatch_element_type``,
+default bytes) and exits 1.
+
+``--replay_executable_substitution`` is iree-run-replay's flag: ``ID=PATH``
+replaces executable ID (``iree-dump-replay`` lists the ids), ``all=PATH``
+every executable; ``ID@FORMAT=PATH`` names the replacement's executable
+format (``embedded-elf-arm_64``: the aarch64 slice of a FatELF).  The
+replacement must have the captured exports (names, bindings, constants):
+replay an x86_64 capture with an aarch64 build of the same executable.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from elfkit.records import DataRecord
+
+from ..errors import ReplayError, StatusCode, UsageError
+from .flags import FlagSpec, parse_bool, parse_flags, report_error
+from .replay_exec import Output, Substitution
+
+USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+
+REPLAY_FLAGS = FlagSpec(
+    lists=frozenset({"replay_executable_substitution", "executable_plugin", "expected_output"}),
+    values=frozenset({"device", "expected_f16_threshold", "expected_f32_threshold",
+                      "expected_f64_threshold", "dispatch_element_type"}),
+    bools=frozenset({"help"}),
+    raw=frozenset({"expected_output"}),
+    optional=frozenset({"expected"}),
+    positional=True)
+
+
+class ReplayResult(DataRecord):
+    """What :func:`replay` did: the outputs (ranges read back, with their
+    bytes and the capture's), the dispatches run, the executables (id ->
+    backend) and the failed checks (empty: all passed)."""
+    source: str
+    outputs: list[Output]
+    dispatches: int
+    executables: dict[int, str]
+    failures: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def parse_substitution(text: str) -> Substitution:
+    """``ID=PATH``, ``ID@FORMAT=PATH``, ``all=PATH`` or ``all@FORMAT=PATH``."""
+    selector, eq, path = text.partition("=")
+    target, _at, fmt = selector.partition("@")
+    if not eq or not path or not target:
+        raise UsageError(f"--replay_executable_substitution expects EXECUTABLE_ID=PATH, "
+                         f"EXECUTABLE_ID@FORMAT=PATH or all=PATH, got '{text}'")
+    if target == "all":
+        return Substitution(None, fmt, path)
+    try:
+        ident = int(target, 0)
+    except ValueError:
+        ident = -1
+    if ident <= 0:
+        raise UsageError(f"--replay_executable_substitution: '{target}' is not an executable "
+                         "id (a positive integer) or 'all'")
+    return Substitution(ident, fmt, path)
+
+
+def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
+           substitutions: Sequence[str | Substitution] = (),
+           executable_plugins: Sequence[str] = (), expected: bool = True,
+           element_type: str | None = None,
+           thresholds: dict[str, float] | None = None) -> ReplayResult:
+    """Re-run the capture at ``path`` (``vmrt replay``); returns a
+    :class:`ReplayResult` whose ``failures`` lists the outputs that differ
+    from the bytes the capture recorded (``expected``).  A corrupt capture,
+    one of another kind of device or with operations vmrt does not replay
+    raises :class:`~vmrt.errors.ReplayError`."""
+    from ..hal.local.loader import ExecutableLoader
+    from .binding_diff import DEFAULT_THRESHOLDS, diff_bytes
+    from .files import check_plugin_specs
+    from .replay_exec import Replayer
+    from .replay_format import read_capture
+    source = os.fspath(path)
+    subs = [s if isinstance(s, Substitution) else parse_substitution(s) for s in substitutions]
+    threads = _threads(device)
+    check_plugin_specs(list(executable_plugins))
+    capture = read_capture(source)
+    with ExecutableLoader(executable_plugins) as loader:
+        rep = Replayer(capture, loader, threads=threads, substitutions=subs)
+        outputs = rep.run()
+        backends = {i: str(rep.executables[i].exe.backend) for i in rep.executable_ids}
+    unknown = [s.target for s in subs if s.target is not None and s.target not in backends]
+    if unknown:
+        raise ReplayError(f"'{source}': --replay_executable_substitution names executable "
+                          f"{unknown[0]}, which the capture does not prepare (its executables: "
+                          f"{', '.join(map(str, backends)) or 'none'})", StatusCode.NOT_FOUND)
+    failures = []
+    limits = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    for i, o in enumerate(outputs):
+        if not expected or o.recorded is None:
+            continue
+        import numpy as np
+        want = np.frombuffer(o.recorded, np.uint8)
+        d = diff_bytes(o.data, want, element_type, limits)
+        if d is not None:
+            failures.append(f"output[{i}] ({_where(o)}) differs from the capture: "
+                            f"{d.describe('replay', 'capture')}")
+    return ReplayResult(source, outputs, rep.dispatches, backends, failures)
+
+
+def _where(o: Output) -> str:
+    return f"buffer {o.buffer_id} [{o.offset}, +{o.length})"
+
+
+def _threads(device: str) -> int:
+    if device in ("local-sync", "local"):
+        return 1
+    if device == "local-task":
+        from ..modules.hal.task import TaskTopology
+        return TaskTopology().workers()
+    raise UsageError(f"vmrt replay runs on local-sync or local-task, not '{device}'",
+                     StatusCode.UNIMPLEMENTED)
+
+
+def run(flags: Any, stdout: TextIO) -> int:
+    """Execute ``vmrt replay``; returns the exit code."""
+    if len(flags.positional) != 1:
+        raise UsageError("expected one replay capture (vmrt replay FILE.ireereplay)")
+    from .binding_diff import dispatch_element_type
+    thresholds = {}
+    for kind in ("f16", "f32", "f64"):
+        value = flags.float(f"expected_{kind}_threshold", None)
+        if value is not None:
+            thresholds[kind] = value
+    expected = parse_bool(flags.values.get("expected"), "flag --expected", default=True)
+    result = replay(flags.positional[0], device=flags.values.get("device", "local-sync"),
+                    substitutions=flags.lists["replay_executable_substitution"],
+                    executable_plugins=flags.lists["executable_plugin"], expected=expected,
+                    element_type=dispatch_element_type(flags), thresholds=thresholds)
+    kinds = sorted(set(result.executables.values()))
+    stdout.write(f"REPLAY {result.source}: {result.dispatches} dispatch(es) of "
+                 f"{len(result.executables)} executable(s) ({', '.join(kinds) or 'none'}), "
+                 f"{len(result.outputs)} output(s)\n")
+    for i, o in enumerate(result.outputs):
+        state = "recorded in the capture" if o.recorded is not None else \
+            "not recorded in the capture"
+        stdout.write(f"output[{i}]: {_where(o)}, {o.length} bytes ({state})\n")
+    for line in result.failures:
+        stdout.write(f"[FAILED] {line}\n")
+    rc = 1 if result.failures else 0
+    specs = flags.lists["expected_output"]
+    if specs:
+        from .executable import check_bindings
+        rc |= check_bindings([o.data for o in result.outputs], specs, flags.values, stdout,
+                             "output", prefix=True)
+    elif expected and not result.failures and any(o.recorded is not None
+                                                  for o in result.outputs):
+        stdout.write("[SUCCESS] every recorded output matches the capture\n")
+    stdout.flush()
+    return rc
+
+
+def main(argv: Sequence[str], *, stdout: TextIO, stderr: TextIO) -> int:
+    """``vmrt replay FLAGS FILE``."""
+    try:
+        flags = parse_flags(argv, REPLAY_FLAGS)
+        if "help" in flags.bools:
+            stdout.write(USAGE)
+            return 0
+        return run(flags, stdout)
+    except BaseException as e:  # noqa: BLE001 - the CLI reports every failure as a status
+        return report_error(e, stdout, stderr)
+
+
+__all__ = ["REPLAY_FLAGS", "ReplayResult", "USAGE", "main", "parse_substitution", "replay"]
