@@ -11,8 +11,8 @@ satisfied by an earlier signal (a valid schedule of the recorded graph).
 
 The host's read-backs (``buffer.map_range`` with read access) are the
 outputs: their bytes as the replay produced them are kept, with the bytes
-the capture recorded for them when it did (vmrt's captures record them;
-IREE's do not).
+the capture recorded for them when it did (vmrt's captures record them on
+the ``buffer.invalidate_range`` of the read-back; IREE's record none).
 
 Operations without replay semantics here (channels, collectives, host
 calls, file writes, virtual memory) are refused by name.
@@ -57,6 +57,7 @@ from .replay_format import (
     BufferRef,
     Capture,
     Payload,
+    OP,
     Record,
     operation_name,
     parse_metadata,
@@ -75,7 +76,7 @@ NO_OPS = frozenset({
     "device.query_queue_pool_backend", "device.profiling_begin", "device.profiling_flush",
     "device.profiling_end", "device.external_capture_begin", "device.external_capture_end",
     "device.queue_flush", "device.create_executable_cache", "device.create_event",
-    "allocator.trim", "allocator.query_memory_heaps", "buffer.invalidate_range",
+    "allocator.trim", "allocator.query_memory_heaps",
     "command_buffer.begin", "command_buffer.end", "executable.function_count",
     "executable.function_info", "executable.function_parameters",
     "executable.lookup_function_by_name", "executable_cache.infer_format",
@@ -149,6 +150,7 @@ class Replayer:
             "buffer.map_range": self._map,
             "buffer.unmap_range": self._unmap,
             "buffer.flush_range": self._unmap,
+            "buffer.invalidate_range": self._unmap,
             "device.queue_alloca": self._queue_alloca,
             "device.queue_dealloca": self._queue_dealloca,
             "device.queue_fill": self._queue_fill,
@@ -280,7 +282,7 @@ class Replayer:
                           "capture was made on another kind of device)", StatusCode.UNIMPLEMENTED)
         if sub is not None:
             data = self.load_file(sub.path, "substituted executable")
-            fmt = sub.fmt or fmt
+            fmt = sub.fmt         # none: the library's own CPU (or the host's slice)
         exe = self._load(p, data, constants, fmt, sub)
         self.executables[exe_id] = Loaded(exe, _function_map(p, exe, metadata, sub), fmt)
 
@@ -302,7 +304,8 @@ class Replayer:
             return self.loader.load(data, constants or None, executable_format=fmt)
         except VmError as e:
             what = f"substituted executable '{sub.path}'" if sub else "executable"
-            raise p.error(f"{what} ({fmt}) cannot be loaded: {e.message}", e.code) from None
+            raise p.error(f"{what} ({fmt or 'any CPU'}) cannot be loaded: {e.message}",
+                          e.code) from None
 
     # -- host access ----------------------------------------------------------------
     def _map(self, p: Payload) -> None:
@@ -324,6 +327,9 @@ class Replayer:
         buf = self._buffer(p, p.record.object_id)
         _check(p, buf, offset, n, "unmapped range")
         out = self.mapped.get((p.record.object_id, offset, length))
+        if p.record.operation == OP["buffer.invalidate_range"] and out is None:
+            raise p.error(f"read bytes recorded for [{offset}, +{length}), a range the host "
+                          "did not map for reading")
         if access & WRITE or out is None:
             buf[offset:offset + n] = np.frombuffer(data, np.uint8)
         else:
