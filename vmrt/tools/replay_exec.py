@@ -118,13 +118,15 @@ class Loaded(DataRecord):
 
 class Replayer:
     """Runs one capture.  ``loader`` is an ExecutableLoader; ``threads``
-    the worker count of each dispatch (local-task); ``load_file(path,
+    the worker count of each dispatch (local-task); ``backend`` how ELF
+executables run ("auto": native when built for the host); ``load_file(path,
     what)`` reads a substituted library or a referenced external file."""
 
     def __init__(self, capture: Capture, loader: Any, *, threads: int = 1,
-                 substitutions: Sequence[Substitution] = (),
+                 substitutions: Sequence[Substitution] = (), backend: str = "auto",
                  load_file: Callable[[str, str], bytes] | None = None):
         self.capture = capture
+        self.backend = backend
         self.loader = loader
         self.threads = threads
         self.substitutions = list(substitutions)
@@ -297,7 +299,7 @@ class Replayer:
         try:
             if sub is not None or arch is not None and fmt.startswith("embedded-elf-"):
                 exe = ElfExecutable.load(data, plugins=self.loader.plugins, arch=arch,
-                                         constants=constants or None,
+                                         backend=self.backend, constants=constants or None,
                                          name=os.path.basename(sub.path) if sub else None)
                 self.loader.executables.append(exe)
                 return exe

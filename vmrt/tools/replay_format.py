@@ -73,6 +73,8 @@ OPERATIONS = {
     502: "executable.function_parameters", 503: "executable.lookup_function_by_name",
 }
 OP = {name: code for code, name in OPERATIONS.items()}
+#: object type of the object an operation is called on (by its name's prefix)
+OBJECT_KINDS = {name: code for code, name in OBJECT_TYPES.items()}
 #: payload type numbers of the payloads this module writes
 PAYLOAD = {"buffer_object": 1, "allocator_allocate_buffer": 2, "buffer_range": 3,
            "buffer_range_data": 4, "command_buffer_object": 5, "executable_cache_object": 6,
@@ -289,6 +291,8 @@ class CaptureWriter:
                related: int = 0, payload_type: int = 0, object_type: int = 0,
                operation: str | None = None) -> None:
         op = OP[operation] if operation else 0
+        if operation and not object_type:     # the kind of object the call is made on
+            object_type = OBJECT_KINDS.get(operation.partition(".")[0], 0)
         header = RECORD_HEADER.pack(RECORD_HEADER.size + len(payload), len(payload),
                                     self.sequence, 0, device, obj, related, RECORD_HEADER.size,
                                     record_type, 0, payload_type, object_type, op, 0, 0, 0)
