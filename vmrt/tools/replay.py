@@ -2,7 +2,8 @@
 
     vmrt replay FILE.ireereplay [--device=local-sync|local-task]
          [--replay_executable_substitution=SELECTOR=PATH]...
-         [--executable_plugin=SPEC]... [--expected[=true|false]]
+         [--executable_plugin=SPEC]... [--backend=auto|native|emulated]
+         [--expected[=true|false]]
          [--expected_output=VALUE]... [--expected_f32_threshold=T]
          [--dispatch_element_type=T]
 
@@ -10,7 +11,8 @@ FILE is a capture ``iree-run-module --device_replay_output=FILE`` (or
 ``vmrt run --device_replay_output=FILE``) wrote for a CPU device
 (local-sync, local-task; embedded ELF executables).  vmrt re-issues its
 HAL operations in order (allocations, host writes, transfers, command
-buffers, dispatches); executables built for another CPU run emulated.
+buffers, dispatches); executables built for another CPU run emulated
+(``--backend=emulated``: all of them).
 
 The outputs are the ranges the captured program read back from the
 device.  ``--expected`` (on by default) checks each against the bytes the
@@ -44,7 +46,7 @@ USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
 REPLAY_FLAGS = FlagSpec(
     lists=frozenset({"replay_executable_substitution", "executable_plugin", "expected_output"}),
-    values=frozenset({"device", "expected_f16_threshold", "expected_f32_threshold",
+    values=frozenset({"device", "backend", "expected_f16_threshold", "expected_f32_threshold",
                       "expected_f64_threshold", "dispatch_element_type"}),
     bools=frozenset({"help"}),
     raw=frozenset({"expected_output"}),
@@ -89,13 +91,17 @@ def parse_substitution(text: str) -> Substitution:
 def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
            substitutions: Sequence[str | Substitution] = (),
            executable_plugins: Sequence[str] = (), expected: bool = True,
+           backend: str = "auto",
            element_type: str | None = None,
            thresholds: dict[str, float] | None = None) -> ReplayResult:
     """Re-run the capture at ``path`` (``vmrt replay``); returns a
     :class:`ReplayResult` whose ``failures`` lists the outputs that differ
     from the bytes the capture recorded (``expected``).  A corrupt capture,
     one of another kind of device or with operations vmrt does not replay
-    raises :class:`~vmrt.errors.ReplayError`."""
+    raises :class:`~vmrt.errors.ReplayError`.  ``backend`` ("auto", "native",
+    "emulated") is how the ELF executables run (auto: natively when built
+    for the host); ``element_type`` (``f32`` ...) is how recorded outputs
+    are compared (default: bytes), within ``thresholds`` for floats."""
     from ..hal.local.loader import ExecutableLoader
     from .binding_diff import DEFAULT_THRESHOLDS, diff_bytes
     from .files import check_plugin_specs
@@ -106,8 +112,10 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
     threads = _threads(device)
     check_plugin_specs(list(executable_plugins))
     capture = read_capture(source)
-    with ExecutableLoader(executable_plugins) as loader:
-        rep = Replayer(capture, loader, threads=threads, substitutions=subs)
+    if backend not in ("auto", "native", "emulated"):
+        raise UsageError(f"backend must be auto, native or emulated, not '{backend}'")
+    with ExecutableLoader(executable_plugins, backend=backend) as loader:
+        rep = Replayer(capture, loader, threads=threads, substitutions=subs, backend=backend)
         outputs = rep.run()
         backends = {i: str(rep.executables[i].exe.backend) for i in rep.executable_ids}
     unknown = [s.target for s in subs if s.target is not None and s.target not in backends]
@@ -157,6 +165,7 @@ def run(flags: Any, stdout: TextIO) -> int:
     result = replay(flags.positional[0], device=flags.values.get("device", "local-sync"),
                     substitutions=flags.lists["replay_executable_substitution"],
                     executable_plugins=flags.lists["executable_plugin"], expected=expected,
+                    backend=flags.values.get("backend", "auto"),
                     element_type=dispatch_element_type(flags), thresholds=thresholds)
     kinds = sorted(set(result.executables.values()))
     stdout.write(f"REPLAY {result.source}: {result.dispatches} dispatch(es) of "
