@@ -289,13 +289,14 @@ class CaptureWriter:
 
     def record(self, record_type: int, payload: bytes = b"", *, device: int = 0, obj: int = 0,
                related: int = 0, payload_type: int = 0, object_type: int = 0,
-               operation: str | None = None) -> None:
+               operation: str | None = None, flags: int = 0) -> None:
         op = OP[operation] if operation else 0
         if operation and not object_type:     # the kind of object the call is made on
             object_type = OBJECT_KINDS.get(operation.partition(".")[0], 0)
         header = RECORD_HEADER.pack(RECORD_HEADER.size + len(payload), len(payload),
                                     self.sequence, 0, device, obj, related, RECORD_HEADER.size,
-                                    record_type, 0, payload_type, object_type, op, 0, 0, 0)
+                                    record_type, flags, payload_type, object_type, op, 0, 0,
+                                    0)
         self.sequence += 1
         self.parts += (header, payload)
         self.size += len(header) + len(payload)
