@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from elfkit.records import DataRecord
 
 from ..errors import ReplayError, StatusCode, VmError
 from .replay_format import (
     ALLOCATE,
-    BARRIER,
     BLOB,
     BUFFER_OBJECT,
     BUFFER_RANGE,
@@ -41,6 +41,7 @@ from .replay_format import (
     IMPORT_BUFFER,
     OBJECT,
     OBJECT_TYPES,
+    OP,
     OPERATION,
     PREPARE,
     QUEUE_ALLOCA,
@@ -57,7 +58,6 @@ from .replay_format import (
     BufferRef,
     Capture,
     Payload,
-    OP,
     Record,
     operation_name,
     parse_metadata,

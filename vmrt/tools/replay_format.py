@@ -92,7 +92,8 @@ BUFFER_RANGE = struct.Struct("<QQIH10x")                # offset, length, mode, 
 BUFFER_RANGE_DATA = struct.Struct("<QQQIH10x")           # offset, length, data_length, mode, access
 COMMAND_BUFFER_OBJECT = struct.Struct("<IIQQ")
 CACHE_OBJECT = struct.Struct("<QQ")
-PREPARE = struct.Struct("<QQQIII4x")    # affinity, data_len, n_constants, caching, fmt_len, meta_len
+#: affinity, data length, constant count, caching mode, format length, metadata length
+PREPARE = struct.Struct("<QQQIII4x")
 METADATA_HEADER = struct.Struct("<QQQQ")               # functions, parameters, names, reserved
 FUNCTION_METADATA = struct.Struct("<Q3IHHHH4x")
 PARAMETER_METADATA = struct.Struct("<HHBBH")
@@ -231,7 +232,7 @@ def parse(data: bytes, source: str) -> Capture:
     if file_length < header_length or file_length > len(data):
         raise ReplayError(f"'{source}': truncated capture: its header says {file_length} bytes, "
                           f"the file has {len(data)}", StatusCode.DATA_LOSS)
-    records = []
+    records: list[Record] = []
     pos = header_length
     while pos < file_length:
         record, length = _record(data, pos, file_length, len(records), source)
