@@ -39,6 +39,7 @@ usage: vmrt [--help] [--version] run [FLAGS]
        vmrt test --module=PATH [FLAGS]         (test functions; see 'vmrt test --help')
        vmrt benchmark --module=PATH [FLAGS]    (timings; see 'vmrt benchmark --help')
        vmrt executable (list|dispatch|benchmark) ...   (see 'vmrt executable --help')
+       vmrt replay FILE.ireereplay [FLAGS]     (IREE device replay; see 'vmrt replay --help')
 
 Run a function of a VM bytecode module (.vmfb), like iree-run-module.
 
