@@ -125,11 +125,15 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
                           f"{', '.join(map(str, backends)) or 'none'})", StatusCode.NOT_FOUND)
     failures = []
     limits = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
+    import numpy as np
     for i, o in enumerate(outputs):
         if not expected or o.recorded is None:
             continue
-        import numpy as np
         want = np.frombuffer(o.recorded, np.uint8)
+        if want.size != o.data.size:
+            failures.append(f"output[{i}] ({_where(o)}): the capture recorded {want.size} "
+                            f"bytes for it")
+            continue
         d = diff_bytes(o.data, want, element_type, limits)
         if d is not None:
             failures.append(f"output[{i}] ({_where(o)}) differs from the capture: "

@@ -180,12 +180,12 @@ executables run ("auto": native when built for the host); ``load_file(path,
             except VmError as e:
                 raise ReplayError(f"'{self.capture.source}': {record.where()}: {e.message}",
                                   e.code) from None
-        # one output per range read back, in the order first read, last bytes
-        seen: dict[tuple[int, int, int], Output] = {}
+        # one output per range read back, in the order first read, as last read
+        # (assigning an existing key keeps its place in a dict)
+        last: dict[tuple[int, int, int], Output] = {}
         for o in self.outputs:
-            seen.pop((o.buffer_id, o.offset, o.length), None)
-            seen[(o.buffer_id, o.offset, o.length)] = o
-        return sorted(seen.values(), key=lambda o: self.outputs.index(o))
+            last[(o.buffer_id, o.offset, o.length)] = o
+        return list(last.values())
 
     def _record(self, record: Record, p: Payload) -> None:
         if record.record_type in (SESSION, BLOB) or record.record_type not in (
