@@ -2,6 +2,7 @@
 
     vmrt replay FILE.ireereplay [--device=local-sync|local-task]
          [--replay_executable_substitution=SELECTOR=PATH]...
+         [--replay_file_remap=CAPTURED_PREFIX=REPLAY_PREFIX]...
          [--executable_plugin=SPEC]... [--backend=auto|native|emulated]
          [--expected[=true|false]]
          [--expected_output=VALUE]... [--expected_f32_threshold=T]
@@ -29,6 +30,11 @@ every executable; ``ID@FORMAT=PATH`` names the replacement's executable
 format (``embedded-elf-arm_64``: the aarch64 slice of a FatELF).  The
 replacement must have the captured exports (names, bindings, constants):
 replay an x86_64 capture with an aarch64 build of the same executable.
+
+Parameter files a capture references by path (iree-run-module's default
+``--device_replay_file_policy=reference``) are read from there;
+``--replay_file_remap=/old/dir=/new/dir`` (as iree-run-replay) finds them
+after a move.  vmrt checks their length, not their identity.
 """
 from __future__ import annotations
 
@@ -45,7 +51,8 @@ from .replay_exec import Output, Substitution
 USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
 
 REPLAY_FLAGS = FlagSpec(
-    lists=frozenset({"replay_executable_substitution", "executable_plugin", "expected_output"}),
+    lists=frozenset({"replay_executable_substitution", "executable_plugin", "expected_output",
+                     "replay_file_remap"}),
     values=frozenset({"device", "backend", "expected_f16_threshold", "expected_f32_threshold",
                       "expected_f64_threshold", "dispatch_element_type"}),
     bools=frozenset({"help"}),
@@ -88,10 +95,19 @@ def parse_substitution(text: str) -> Substitution:
     return Substitution(ident, fmt, path)
 
 
+def parse_remap(text: str) -> tuple[str, str]:
+    """``CAPTURED_PREFIX=REPLAY_PREFIX`` of ``--replay_file_remap``."""
+    old, eq, new = text.partition("=")
+    if not eq or not old:
+        raise UsageError(f"--replay_file_remap expects CAPTURED_PREFIX=REPLAY_PREFIX, got "
+                         f"'{text}'")
+    return old, new
+
+
 def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
            substitutions: Sequence[str | Substitution] = (),
            executable_plugins: Sequence[str] = (), expected: bool = True,
-           backend: str = "auto",
+           backend: str = "auto", file_remaps: Sequence[str] = (),
            element_type: str | None = None,
            thresholds: dict[str, float] | None = None) -> ReplayResult:
     """Re-run the capture at ``path`` (``vmrt replay``); returns a
@@ -101,7 +117,8 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
     raises :class:`~vmrt.errors.ReplayError`.  ``backend`` ("auto", "native",
     "emulated") is how the ELF executables run (auto: natively when built
     for the host); ``element_type`` (``f32`` ...) is how recorded outputs
-    are compared (default: bytes), within ``thresholds`` for floats."""
+    are compared (default: bytes), within ``thresholds`` for floats;
+    ``file_remaps`` are ``--replay_file_remap`` values."""
     from ..hal.local.loader import ExecutableLoader
     from .binding_diff import DEFAULT_THRESHOLDS, diff_bytes
     from .files import check_plugin_specs
@@ -115,7 +132,8 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
     if backend not in ("auto", "native", "emulated"):
         raise UsageError(f"backend must be auto, native or emulated, not '{backend}'")
     with ExecutableLoader(executable_plugins, backend=backend) as loader:
-        rep = Replayer(capture, loader, threads=threads, substitutions=subs, backend=backend)
+        rep = Replayer(capture, loader, threads=threads, substitutions=subs, backend=backend,
+                       remaps=[parse_remap(r) for r in file_remaps])
         outputs = rep.run()
         backends = {i: str(rep.executables[i].exe.backend) for i in rep.executable_ids}
     unknown = [s.target for s in subs if s.target is not None and s.target not in backends]
@@ -170,6 +188,7 @@ def run(flags: Any, stdout: TextIO) -> int:
                     substitutions=flags.lists["replay_executable_substitution"],
                     executable_plugins=flags.lists["executable_plugin"], expected=expected,
                     backend=flags.values.get("backend", "auto"),
+                    file_remaps=flags.lists["replay_file_remap"],
                     element_type=dispatch_element_type(flags), thresholds=thresholds)
     kinds = sorted(set(result.executables.values()))
     stdout.write(f"REPLAY {result.source}: {result.dispatches} dispatch(es) of "
@@ -206,4 +225,5 @@ def main(argv: Sequence[str], *, stdout: TextIO, stderr: TextIO) -> int:
         return report_error(e, stdout, stderr)
 
 
-__all__ = ["REPLAY_FLAGS", "ReplayResult", "USAGE", "main", "parse_substitution", "replay"]
+__all__ = ["REPLAY_FLAGS", "ReplayResult", "USAGE", "main", "parse_remap", "parse_substitution",
+           "replay"]

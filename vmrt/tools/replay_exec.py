@@ -119,13 +119,18 @@ class Loaded(DataRecord):
 class Replayer:
     """Runs one capture.  ``loader`` is an ExecutableLoader; ``threads``
     the worker count of each dispatch (local-task); ``backend`` how ELF
-executables run ("auto": native when built for the host); ``load_file(path,
+executables run ("auto": native when built for the host); ``remaps``
+(captured prefix, replacement) pairs for the paths of referenced files
+(their length is checked, not their identity: they may have moved);
+``load_file(path,
     what)`` reads a substituted library or a referenced external file."""
 
     def __init__(self, capture: Capture, loader: Any, *, threads: int = 1,
                  substitutions: Sequence[Substitution] = (), backend: str = "auto",
+                 remaps: Sequence[tuple[str, str]] = (),
                  load_file: Callable[[str, str], bytes] | None = None):
         self.capture = capture
+        self.remaps = list(remaps)
         self.backend = backend
         self.loader = loader
         self.threads = threads
@@ -257,7 +262,15 @@ executables run ("auto": native when built for the host); ``load_file(path,
             self.files[p.record.related_id] = reference
         elif ref_type == 1:                     # a path the replay reads
             path = reference.decode("utf-8", "replace")
-            self.files[p.record.related_id] = self.load_file(path, "referenced file")
+            for old, new in self.remaps:
+                if path.startswith(old):
+                    path = new + path[len(old):]
+                    break
+            try:
+                self.files[p.record.related_id] = self.load_file(path, "referenced file")
+            except ReplayError as e:
+                raise p.error(f"{e.message} (--replay_file_remap=CAPTURED=HERE remaps a "
+                              "moved file's folder)", e.code) from None
         elif ref_type == 3:                     # each queue_read carries its bytes
             self.files[p.record.related_id] = b""
         else:

@@ -193,3 +193,43 @@ def test_mismatch_reports_the_first_differing_elements(vmrt_captures, tmp_path):
     assert off.rc == 0 and "[FAILED]" not in off.stdout
     result = vmrt.replay(bad, element_type="f32")
     assert not result.ok and len(result.failures) == 1
+
+
+def test_parameter_files_by_reference_remapped_and_captured(hal_compile, tmp_path):
+    """A program reading .irpa parameters, captured with the files referenced
+    by path (then moved: --replay_file_remap) and with the ranges read
+    captured (then deleted: the capture is hermetic)."""
+    from tests.vmrt.modules.io_parameters.conftest import PROGRAM, SPLAT, VALUES, expected
+    from tests.vmrt.modules.io_parameters.param_files import write_irpa
+    pytest.importorskip("iree.runtime")
+    here, moved = tmp_path / "here", tmp_path / "moved"
+    here.mkdir()
+    write_irpa(here / "model.irpa", VALUES["model"])
+    write_irpa(here / "quant.irpa", VALUES["quant"])
+    write_irpa(here / "splat.irpa", {}, {"s": (32, SPLAT.tobytes())})
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 4 - 1
+    flags = [f"--parameters=model={here / 'model.irpa'}",
+             f"--parameters=quant={here / 'quant.irpa'}", f"--parameters={here / 'splat.irpa'}"]
+    vmfb = hal_compile(str(PROGRAM))
+    captured = {}
+    for policy in ("reference", "capture-ranges"):
+        path = tmp_path / f"{policy}.ireereplay"
+        ran = iree_tool("iree-run-module", "--device=local-sync", f"--module={vmfb}",
+                        f"--input=2x4xf32={floats(x.reshape(-1))}", *flags,
+                        f"--device_replay_output={path}", f"--device_replay_file_policy={policy}")
+        assert ran.returncode == 0, ran.stderr
+        captured[policy] = path
+    want = expected(x)
+    kinds = ["f32", "f16", "i8", "i64", "f32"]
+    checks = [f"--expected_output={'x'.join(map(str, w.shape))}x{k}="
+              f"{','.join(str(v) for v in w.reshape(-1).tolist())}" for w, k in zip(want, kinds)]
+    here.rename(moved)
+    lost = vmrt_replay(captured["reference"])
+    assert lost.rc == 1 and "device.import_file" in lost.stderr and "--replay_file_remap" in \
+        lost.stderr
+    remapped = vmrt_replay(captured["reference"], f"--replay_file_remap={here}={moved}", *checks)
+    assert remapped.rc == 0 and remapped.stdout.count("[SUCCESS]") == 5, \
+        remapped.stdout + remapped.stderr
+    hermetic = vmrt_replay(captured["capture-ranges"], *checks)
+    assert hermetic.rc == 0 and hermetic.stdout.count("[SUCCESS]") == 5, \
+        hermetic.stdout + hermetic.stderr
