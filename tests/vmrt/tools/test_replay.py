@@ -141,7 +141,7 @@ def test_vmrt_capture_runs_in_iree_and_vmrt(vmrt_captures, name):
     assert "[SUCCESS] every recorded output matches the capture" in got.stdout
 
 
-def test_iree_dump_replay_reads_vmrt_capture(vmrt_captures):
+def test_iree_dump_and_benchmark_replay_read_vmrt_capture(vmrt_captures):
     dump = iree_tool("iree-dump-replay", "--format=jsonl", vmrt_captures["add"])
     assert dump.returncode == 0, dump.stderr
     rows = [json.loads(line) for line in dump.stdout.splitlines()]
@@ -154,6 +154,10 @@ def test_iree_dump_replay_reads_vmrt_capture(vmrt_captures):
     assert summary["hermetic"] is True or summary["hermetic"] == "yes"
     text = iree_tool("iree-dump-replay", vmrt_captures["add"])
     assert text.returncode == 0 and text.stdout.startswith("IREE HAL replay v2.0")
+    bench = iree_tool("iree-benchmark-replay", "--device=local-sync", "--benchmark_min_time=2x",
+                      "--replay_scope=execute", vmrt_captures["add"])
+    assert bench.returncode == 0, bench.stderr
+    assert "BM_replay/scope:execute/process_time/manual_time" in bench.stdout
 
 
 def test_aarch64_capture_both_ways(vmrt_captures, mlp):
