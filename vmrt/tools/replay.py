@@ -22,7 +22,8 @@ capture recorded for it (vmrt's captures record them, IREE's do not);
 ``(ignored)`` skips one; an output longer than its value, a buffer read
 back whole, is compared over the value's bytes) checks them against values.  A mismatch prints
 ``[FAILED]`` with the first differing elements (as ``--dispatch_element_type``,
-default bytes) and exits 1.
+default the type the name of the last dispatch that bound the output ends
+in, ``..._f32``, else bytes) and exits 1.
 
 ``--replay_executable_substitution`` is iree-run-replay's flag: ``ID=PATH``
 replaces executable ID (``iree-dump-replay`` lists the ids), ``all=PATH``
@@ -117,7 +118,9 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
     raises :class:`~vmrt.errors.ReplayError`.  ``backend`` ("auto", "native",
     "emulated") is how the ELF executables run (auto: natively when built
     for the host); ``element_type`` (``f32`` ...) is how recorded outputs
-    are compared (default: bytes), within ``thresholds`` for floats;
+    are compared (default: the type the name of the last dispatch that wrote
+    them ends in, as ``--compare_with`` reads them, else bytes), within
+    ``thresholds`` for floats;
     ``file_remaps`` are ``--replay_file_remap`` values."""
     from ..hal.local.loader import ExecutableLoader
     from .binding_diff import DEFAULT_THRESHOLDS, diff_bytes
@@ -152,7 +155,7 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
             failures.append(f"output[{i}] ({_where(o)}): the capture recorded {want.size} "
                             f"bytes for it")
             continue
-        d = diff_bytes(o.data, want, element_type, limits)
+        d = diff_bytes(o.data, want, element_type or o.element_type, limits)
         if d is not None:
             failures.append(f"output[{i}] ({_where(o)}) differs from the capture: "
                             f"{d.describe('replay', 'capture')}")
@@ -197,7 +200,8 @@ def run(flags: Any, stdout: TextIO) -> int:
     for i, o in enumerate(result.outputs):
         state = "recorded in the capture" if o.recorded is not None else \
             "not recorded in the capture"
-        stdout.write(f"output[{i}]: {_where(o)}, {o.length} bytes ({state})\n")
+        kind = f", {o.element_type} (from its last dispatch)" if o.element_type else ""
+        stdout.write(f"output[{i}]: {_where(o)}, {o.length} bytes{kind} ({state})\n")
     for line in result.failures:
         stdout.write(f"[FAILED] {line}\n")
     rc = 1 if result.failures else 0

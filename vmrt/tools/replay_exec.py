@@ -99,6 +99,9 @@ class Output(DataRecord):
     length: int
     data: Any                          # numpy uint8 copy
     recorded: bytes | None = None
+    #: the element type the name of the last dispatch that bound the buffer
+    #: ends in (``..._f32``), or None
+    element_type: str | None = None
 
 
 class Substitution(DataRecord, frozen=True):
@@ -145,6 +148,8 @@ executables run ("auto": native when built for the host); ``remaps``
         self.mapped: dict[tuple[int, int, int], Output] = {}
         self.outputs: list[Output] = []
         self.dispatches = 0
+        #: id() of a buffer's bytes -> the export that last bound them (copies carry it)
+        self.writers: dict[int, str] = {}
         self.scopes: list[str] = []
         self.executable_ids: list[int] = []
         self.ops: dict[str, Callable[[Payload], None]] = {
@@ -187,9 +192,12 @@ executables run ("auto": native when built for the host); ``remaps``
                                   e.code) from None
         # one output per range read back, in the order first read, as last read
         # (assigning an existing key keeps its place in a dict)
+        from ..hal.element_types import export_element_type
         last: dict[tuple[int, int, int], Output] = {}
         for o in self.outputs:
             last[(o.buffer_id, o.offset, o.length)] = o
+            writer = self.writers.get(id(self.buffers[o.buffer_id]))
+            o.element_type = export_element_type(writer) if writer else None
         return list(last.values())
 
     def _record(self, record: Record, p: Payload) -> None:
@@ -455,10 +463,13 @@ executables run ("auto": native when built for the host); ``remaps``
             buf, start, _n = self._resolve(p, BufferRef(wc_ref.buffer_id, wc_ref.offset, 12,
                                                         wc_ref.slot), table)
             cx, cy, cz = (int(v) for v in buf[start:start + 12].view("<u4"))
-        arrays = [buf[start:start + n] for buf, start, n in
-                  (self._resolve(p, r, table) for r in refs)]
-        loaded.exe.dispatch(loaded.exports[ordinal], (cx, cy, cz), arrays, constants,
-                            threads=self.threads)
+        ranges = [self._resolve(p, r, table) for r in refs]
+        export = loaded.exports[ordinal]
+        loaded.exe.dispatch(export, (cx, cy, cz), [buf[start:start + n]
+                                                   for buf, start, n in ranges],
+                            constants, threads=self.threads)
+        for buf, _start, _n in ranges:
+            self.writers[id(buf)] = export.name
         self.dispatches += 1
         done()
 
@@ -516,6 +527,8 @@ executables run ("auto": native when built for the host); ``remaps``
         if sn != tn:
             raise p.error(f"copies {sn} bytes into a range of {tn}")
         tb[ts:ts + tn] = sb[ss:ss + sn].copy()
+        if id(sb) in self.writers:
+            self.writers[id(tb)] = self.writers[id(sb)]
 
 
 def _zeros(p: Payload, size: int) -> Any:

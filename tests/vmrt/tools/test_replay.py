@@ -189,14 +189,16 @@ def test_mismatch_reports_the_first_differing_elements(vmrt_captures, tmp_path):
     data[at:at + 4] = np.float32(13.5).tobytes()
     bad = tmp_path / "bad.ireereplay"
     bad.write_bytes(bytes(data))
-    got = vmrt_replay(bad, "--dispatch_element_type=f32")
+    got = vmrt_replay(bad)      # f32: the element type add's dispatch name ends in
     assert got.rc == 1
+    assert "output[0]: buffer 7 [0, +32), 32 bytes, f32 (from its last dispatch)" in got.stdout
     assert ("[FAILED] output[0] (buffer 7 [0, +32)) differs from the capture: 1 of 8 f32 "
             "elements differ; first: [2] replay=13 capture=13.5") in got.stdout
     off = vmrt_replay(bad, "--expected=false")
     assert off.rc == 0 and "[FAILED]" not in off.stdout
-    result = vmrt.replay(bad, element_type="f32")
-    assert not result.ok and len(result.failures) == 1
+    result = vmrt.replay(bad, element_type="i8")
+    assert result.failures == ["output[0] (buffer 7 [0, +32)) differs from the capture: 1 of 32 "
+                               "i8 elements differ; first: [10] replay=80 capture=88"]
 
 
 def test_parameter_files_by_reference_remapped_and_captured(hal_compile, tmp_path):
