@@ -140,7 +140,6 @@ executables run ("auto": native when built for the host); ``remaps``
         self.substitutions = list(substitutions)
         self.load_file = load_file or _read
         self.buffers: dict[int, Any] = {}
-        self.bases: dict[int, int] = {}
         self.executables: dict[int, Loaded] = {}
         self.command_buffers: dict[int, list[tuple[str, Payload]]] = {}
         self.semaphores: dict[int, int] = {}
@@ -150,7 +149,6 @@ executables run ("auto": native when built for the host); ``remaps``
         self.dispatches = 0
         #: id() of a buffer's bytes -> the export that last bound them (copies carry it)
         self.writers: dict[int, str] = {}
-        self.scopes: list[str] = []
         self.executable_ids: list[int] = []
         self.ops: dict[str, Callable[[Payload], None]] = {
             "device.create_command_buffer": self._create_command_buffer,
@@ -219,7 +217,7 @@ executables run ("auto": native when built for the host); ``remaps``
             return
         if name in ("replay.scope_begin", "replay.scope_end"):
             (n, _flags) = p.struct(SCOPE, "scope")
-            self.scopes.append(f"{name[7:]} {p.take(n, 'scope name').decode('utf-8', 'replace')}")
+            p.take(n, "scope name")          # a marker: checked, nothing to do
             return
         if name in NO_OPS:
             return
@@ -236,7 +234,6 @@ executables run ("auto": native when built for the host); ``remaps``
             (size, byte_offset, byte_length, *_rest) = p.struct(BUFFER_OBJECT, "buffer object")
             if record.object_id not in self.buffers:
                 self.buffers[record.object_id] = _zeros(p, max(size, byte_offset + byte_length))
-            self.bases[record.object_id] = 0
         elif kind == "command_buffer":
             self.command_buffers.setdefault(record.object_id, [])
 
@@ -251,7 +248,6 @@ executables run ("auto": native when built for the host); ``remaps``
     def _allocate(self, p: Payload) -> None:
         size, *_rest = p.struct(ALLOCATE, "allocation")
         self.buffers[p.record.related_id] = _zeros(p, size)
-        self.bases[p.record.related_id] = 0
 
     def _import_buffer(self, p: Payload) -> None:
         alloc, _type, _flags, n = p.struct(IMPORT_BUFFER, "imported buffer")
@@ -260,7 +256,6 @@ executables run ("auto": native when built for the host); ``remaps``
         buf = _zeros(p, max(size, n))
         buf[:n] = np.frombuffer(data, np.uint8)
         self.buffers[p.record.related_id] = buf
-        self.bases[p.record.related_id] = 0
 
     def _import_file(self, p: Payload) -> None:
         (_aff, length, _dev, _inode, _mtime, ref_len, _access, _flags, _handle, ref_type,
@@ -372,7 +367,6 @@ executables run ("auto": native when built for the host); ``remaps``
         alloc, _aff, _flags, waits, signals = p.struct(QUEUE_ALLOCA, "queue alloca")
         done = self._signal(p, waits, signals)
         self.buffers[p.record.related_id] = _zeros(p, ALLOCATE.unpack(alloc)[0])
-        self.bases[p.record.related_id] = 0
         done()
 
     def _queue_dealloca(self, p: Payload) -> None:
@@ -495,7 +489,7 @@ executables run ("auto": native when built for the host); ``remaps``
     def _resolve(self, p: Payload, r: BufferRef, table: Sequence[Any]) -> tuple[Any, int, int]:
         if r.buffer_id:
             buf = self._buffer(p, r.buffer_id)
-            start, limit = self.bases.get(r.buffer_id, 0) + r.offset, len(buf)
+            start, limit = r.offset, len(buf)
         else:
             if not 0 <= r.slot < len(table):
                 raise p.error(f"binding table slot {r.slot} out of range ({len(table)} "
@@ -531,12 +525,19 @@ executables run ("auto": native when built for the host); ``remaps``
             self.writers[id(tb)] = self.writers[id(sb)]
 
 
+#: the largest buffer a replay allocates
+MAX_BUFFER_SIZE = 1 << 32
+
+
 def _zeros(p: Payload, size: int) -> Any:
-    from .replay_format import MAX_CAPTURE_SIZE
-    if size > MAX_CAPTURE_SIZE:
-        raise p.error(f"buffer of {size} bytes is larger than vmrt replays",
-                      StatusCode.RESOURCE_EXHAUSTED)
-    return np.zeros(size, np.uint8)
+    if size > MAX_BUFFER_SIZE:
+        raise p.error(f"buffer of {size} bytes is larger than the {MAX_BUFFER_SIZE} bytes vmrt "
+                      "replays", StatusCode.RESOURCE_EXHAUSTED)
+    try:
+        return np.zeros(size, np.uint8)
+    except MemoryError:
+        raise p.error(f"cannot allocate a buffer of {size} bytes",
+                      StatusCode.RESOURCE_EXHAUSTED) from None
 
 
 def _check(p: Payload, buf: Any, offset: int, length: int, what: str) -> None:
