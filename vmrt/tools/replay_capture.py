@@ -60,7 +60,7 @@ from .replay_format import (
     pack_ref,
 )
 
-DEVICE, ALLOCATOR, CACHE = 1, 2, 3
+DEVICE, ALLOCATOR = 1, 2          # the ids of the one device and its allocator
 BUFFER, COMMAND_BUFFER, EXECUTABLE_CACHE, EXECUTABLE, SEMAPHORE = 4, 5, 6, 7, 8
 ANY_QUEUE = (1 << 64) - 1
 #: usage, memory type and access of a host-visible device buffer (as IREE's
