@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import vmrt
-from tests.vmrt.tools.replay_testutil import vmrt_capture, vmrt_replay
+from tests.vmrt.tools.replay_testutil import iree_capture, vmrt_capture, vmrt_replay
 from vmrt.tools.replay_format import (
     OBJECT,
     OPERATION,
@@ -32,6 +32,15 @@ def capture(hal_compile, tmp_path_factory):
                        ["8xf32=1,2,3,4,5,6,7,8", "8xf32=10"])
     assert got.rc == 0, got.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def iree_add(hal_compile, tmp_path_factory):
+    """The same call captured by iree-run-module (more record kinds: queue
+    allocas, semaphores, init/execute/deinit scopes, failed calls)."""
+    path = tmp_path_factory.mktemp("replay_errors") / "iree_add.ireereplay"
+    return iree_capture(path, hal_compile("elementwise.mlir"), "add",
+                        ["8xf32=1,2,3,4,5,6,7,8", "8xf32=10"])
 
 
 def failure(path) -> str:
@@ -138,14 +147,16 @@ def _executable_bytes(path) -> range:
     return range(start, start + data_len)
 
 
-def test_fuzz_truncations_and_bit_flips(capture, tmp_path):
+@pytest.mark.parametrize("which", ["vmrt", "iree"])
+def test_fuzz_truncations_and_bit_flips(capture, iree_add, tmp_path, which):
     """Every mangled capture ends in a result or a ReplayError, never in
     another exception.  Bit flips spare the ELF's code: the format has no
     checksum over it, and mangled machine code run natively is a crash, not
     an error (the emulated backend runs every case anyway)."""
     from vmrt.vm.context import ExecutionLimits, running_under
-    data = capture.read_bytes()
-    code = _executable_bytes(capture)
+    source = capture if which == "vmrt" else iree_add
+    data = source.read_bytes()
+    code = _executable_bytes(source)
     rng = np.random.default_rng(2026)
     cases = [data[:n] for n in range(0, len(data), 97)]
     cases += [data[:n] + bytes(len(data) - n) for n in range(24, len(data), 389)]
