@@ -53,12 +53,16 @@ from ..hal.dispatch_observer import (
 )
 from ..hal.statistics import listening
 from .files import StagedOutputs
+from .profile_ireeperf import IREEPERF_SUFFIX, ireeperf_text
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["MAX_ORDER", "Profile", "open_profile"]
+__all__ = ["FORMATS", "MAX_ORDER", "Profile", "open_profile"]
+
+#: the formats a profile is written in
+FORMATS = ("trace-event", "ireeperf-jsonl")
 
 #: the most workgroup indices a slice of workgroups run in a tool's order lists
 MAX_ORDER = 64
@@ -68,7 +72,11 @@ class Profile:
     ``target`` is a path (staged: the file appears at :meth:`close`) or a
     text stream (written at :meth:`close`)."""
 
-    def __init__(self, target: str | os.PathLike[str] | TextIO, process: str = "vmrt"):
+    def __init__(self, target: str | os.PathLike[str] | TextIO, process: str = "vmrt",
+                 format: str | None = None):
+        if format is not None and format not in FORMATS:
+            raise UsageError(f"unknown profile format '{format}' (expected "
+                             f"{' or '.join(FORMATS)})")
         self.process = process
         self.stream: Any = None
         self.files: StagedOutputs | None = None
@@ -88,6 +96,11 @@ class Profile:
                                  f"{e.strerror or e}", StatusCode.NOT_FOUND
                                  if e.errno == errno.ENOENT else StatusCode.PERMISSION_DENIED
                                  ) from None
+        #: "trace-event" (Chrome/Perfetto JSON) or "ireeperf-jsonl" (IREE's
+        #: interchange, :mod:`vmrt.tools.profile_ireeperf`): by default the latter
+        #: for a path ending in ``.ireeperf.jsonl``
+        self.format = format or ("ireeperf-jsonl" if self.path.endswith(IREEPERF_SUFFIX)
+                                 else "trace-event")
         self.pid = os.getpid()
         self.t0 = time.perf_counter_ns()
         # what the hooks record, as plain tuples (formatted at close: the hooks stay cheap)
@@ -110,6 +123,9 @@ class Profile:
         self.ranged = -1            # the last dispatch a range was recorded for
         #: per dispatch kind: (name, categories, fixed args)
         self.kinds: list[tuple[str, str, dict[Any, Any]]] = []
+        #: per dispatch kind: (executable name, export ordinal, the executable's
+        #: export count, the export's ExportInfo or None)
+        self.functions: list[tuple[str, int, int, Any]] = []
         #: id(recorded command) -> (the command, its kind)
         self._kind_of: dict[int, tuple[Any, int]] = {}
         self.closed = False
@@ -185,6 +201,11 @@ class Profile:
                  "arch": getattr(getattr(exe, "arch", None), "name", None) or "vmvx",
                  "workgroup_count": f"{x}x{y}x{z}", "workgroups": x * y * z}
         self.kinds.append((export, f"dispatch,{backend}", fixed))
+        try:
+            info = exe.export(cmd.ordinal)
+        except (AttributeError, VmError):
+            info = None
+        self.functions.append((exe_name, cmd.ordinal, len(getattr(exe, "exports", ())), info))
         self._kind_of[id(cmd)] = (cmd, len(self.kinds) - 1)
         return len(self.kinds) - 1
 
@@ -286,9 +307,7 @@ class Profile:
         if self.closed:
             return
         self.closed = True
-        text = json.dumps({"traceEvents": self.events(), "displayTimeUnit": "ns",
-                           "otherData": {"producer": "vmrt", "dispatches": self.dispatches}},
-                          separators=(",", ":"))
+        text = self.text()
         if self.files is None:
             self.stream.write(text)
             self.stream.flush()
@@ -306,6 +325,14 @@ class Profile:
         except BaseException:
             self.files.discard()
             raise
+
+    def text(self) -> str:
+        """The profile in its format."""
+        if self.format == "ireeperf-jsonl":
+            return ireeperf_text(self)
+        return json.dumps({"traceEvents": self.events(), "displayTimeUnit": "ns",
+                           "otherData": {"producer": "vmrt", "dispatches": self.dispatches}},
+                          separators=(",", ":"))
 
     @contextmanager
     def writing(self, on_success: bool = True) -> Iterator[None]:
@@ -352,11 +379,17 @@ def _describe(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def open_profile(target: Any, process: str = "vmrt") -> Profile:
+def open_profile(target: Any, process: str = "vmrt", format: str | None = None) -> Profile:
     """The :class:`Profile` ``target`` asks for: a path or a text stream
-    (anything with ``write``)."""
+    (anything with ``write``); ``format`` one of :data:`FORMATS` (by default
+    ireeperf-jsonl for a path ending in ``.ireeperf.jsonl``, else trace-event).
+    A :class:`Profile` not yet written is taken as it is (a text stream in
+    IREE's format: ``vmrt.load(..., profile=open_profile(stream,
+    format="ireeperf-jsonl"))``)."""
+    if isinstance(target, Profile) and not target.closed:
+        return target
     if not isinstance(target, (str, os.PathLike)) and not hasattr(target, "write"):
         raise UsageError(f"profile must be a path or a text stream, got a "
                          f"{type(target).__name__}")
-    return Profile(target, process)
+    return Profile(target, process, format)
 
