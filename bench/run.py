@@ -270,7 +270,9 @@ HOW = [
     "(`--device=local-sync --benchmark_format=json --benchmark_min_time=T`) on the MNIST MLP, "
     "the 4-element add, the 50-dispatch chain, the 512x512 matmul (full mode) and the "
     "host-only loop (n=1,000): the time per iteration each tool reports, alternating runs, "
-    "medians; the row gives the median and the worst ours/peer over the programs.",
+    "medians; the row gives the median and the worst ours/peer over the programs (the peer "
+    "is C with no Python per call: on tiny programs the ratio is vmrt's whole per-call cost; "
+    "goal row 10's, ≤ 20×).",
     "**22** what `--profile` costs on the same programs: 22a a `vmrt.load(..., "
     "profile=stream)` call vs the same call unprofiled (steady state, interleaved); 22b "
     "`vmrt run --profile=FILE` vs `vmrt run` (spawn to exit, the trace written).",

@@ -22,6 +22,10 @@ each named by an ``M`` metadata event):
 * ``memory``: each device allocation and free as an ``i`` instant event
   (bytes, heap), and a ``C`` counter track of the live bytes per heap.
 
+A path ending in ``.ireeperf.jsonl`` (or ``format="ireeperf-jsonl"``)
+gets the same records as IREE's own ireeperf-jsonl interchange instead, for
+``iree-profile-render`` (:mod:`vmrt.tools.profile_ireeperf`).
+
 Timestamps are microseconds (with nanosecond digits) since the profile
 started.  The dispatch, transfer and workgroup hooks exist only while a
 profile watches (:mod:`vmrt.hal.dispatch_observer`); without one nothing is
