@@ -9,13 +9,13 @@ tiles), the executable functions (binding and constant counts, workgroup
 sizes) and the allocation sizes must be IREE's.  Then IREE's renderer,
 ``iree-profile-render --format=perfetto``, must accept vmrt's file and draw
 each of vmrt's dispatches as a slice (read back from the ``.pftrace`` with
-the Perfetto protos the renderer itself uses).
+the Perfetto protos the renderer itself uses).  (An unwritable
+``.ireeperf.jsonl`` path: test_profile.py's unwritable-profile test.)
 """
 from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 
 import numpy as np
@@ -23,7 +23,7 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import vmrt_run
-from tests.vmrt.iree_tools import require_tool
+from tests.vmrt.iree_tools import iree_profile_records, require_tool
 from vmrt.errors import UsageError
 from vmrt.tools.profile import open_profile
 from vmrt.tools.profile_ireeperf import SCHEMA_VERSION
@@ -35,7 +35,11 @@ def _records(text: str) -> list[dict]:
 
 def _read(path) -> list[dict]:
     with open(path, encoding="utf-8") as fh:
-        records = _records(fh.read())
+        return _check(_records(fh.read()))
+
+
+def _check(records: list[dict]) -> list[dict]:
+    """The stream's frame: the schema record first, one version, a session."""
     assert records[0]["record_type"] == "schema"
     assert records[0]["format"] == "ireeperf-jsonl"
     assert all(r["schema_version"] == SCHEMA_VERSION for r in records)
@@ -62,18 +66,12 @@ def _functions(records: list[dict]) -> set[tuple]:
 @pytest.fixture(scope="module")
 def iree_records(hal_compile, chain_inputs, tmp_path_factory):
     """IREE's own ireeperf-jsonl of chain.mlir on local-task."""
-    run = require_tool("iree-run-module", "iree-base-runtime")
-    export = require_tool("iree-profile", "iree-base-runtime")
-    d = tmp_path_factory.mktemp("iree_ireeperf")
-    subprocess.run([run, "--device=local-task", f"--module={hal_compile('chain.mlir')}",
-                    "--function=chain", *chain_inputs[2],
-                    "--device_profiling_mode=host-execution,executable-metadata,memory-events",
-                    f"--device_profiling_output={d / 'chain.ireeprof'}"],
-                   check=True, capture_output=True, timeout=300)
-    subprocess.run([export, "export", "--format=ireeperf-jsonl",
-                    f"--output={d / 'chain.ireeperf.jsonl'}", str(d / "chain.ireeprof")],
-                   check=True, capture_output=True, timeout=300)
-    return _read(d / "chain.ireeperf.jsonl")
+    records = iree_profile_records(hal_compile("chain.mlir"),
+                                   ["--function=chain", *chain_inputs[2]],
+                                   "host-execution,executable-metadata,memory-events",
+                                   tmp_path_factory.mktemp("iree_ireeperf"))
+    _check(records)
+    return records
 
 
 def render(path) -> tuple[list[tuple[str, str]], str]:
@@ -176,15 +174,3 @@ def test_load_and_streams_choose_the_format(hal_compile, chain_inputs, tmp_path)
     with pytest.raises(UsageError, match="unknown profile format 'pftrace'"):
         open_profile(tmp_path / "x.json", format="pftrace")
     assert not (tmp_path / "x.json").exists()
-
-
-@pytest.mark.parametrize("target", ["missing/p.ireeperf.jsonl", "dir.ireeperf.jsonl"])
-def test_unwritable_ireeperf_is_one_error_line_and_no_file(hal_compile, tmp_path, target):
-    (tmp_path / "dir.ireeperf.jsonl").mkdir()
-    before = sorted(os.listdir(tmp_path))
-    got = vmrt_run([f"--module={hal_compile('chain.mlir')}", "--input=16x32xf32=1",
-                    "--input=32x16xf32=1", f"--profile={tmp_path / target}"])
-    assert got.rc != 0 and got.stdout == ""
-    assert len(got.stderr.splitlines()) == 1 and "cannot write the profile" in got.stderr
-    assert sorted(os.listdir(tmp_path)) == before
-    assert os.listdir(tmp_path / "dir.ireeperf.jsonl") == []
