@@ -377,8 +377,9 @@ def load(source: str | os.PathLike[str] | bytes | Module, *, device: str | Seque
     Chrome/Perfetto trace-event JSON (``--profile``; see
     :mod:`vmrt.tools.profile`) when the program is closed, as IREE's
     ireeperf-jsonl for a path ending in ``.ireeperf.jsonl`` (or a stream
-    given as ``open_profile(stream, format="ireeperf-jsonl")``); it turns the
-    statistics on.
+    given as ``open_profile(stream, format="ireeperf-jsonl")``), as IREE's
+    profile bundle for one ending in ``.ireeprof``; it turns the statistics
+    on.
     ``guest_profile``: a path (``.svg`` or ``.json``) that gets the profile of
     the guest code of emulated dispatches by function and source line
     (``--guest_profile``; see :mod:`vmrt.hal.local.guest_profile`) when the

@@ -24,7 +24,9 @@ each named by an ``M`` metadata event):
 
 A path ending in ``.ireeperf.jsonl`` (or ``format="ireeperf-jsonl"``)
 gets the same records as IREE's own ireeperf-jsonl interchange instead, for
-``iree-profile-render`` (:mod:`vmrt.tools.profile_ireeperf`).
+``iree-profile-render`` (:mod:`vmrt.tools.profile_ireeperf`); one ending in
+``.ireeprof`` IREE's binary profile bundle, for ``iree-profile``
+(:mod:`vmrt.tools.profile_ireeprof`).
 
 Timestamps are microseconds (with nanosecond digits) since the profile
 started.  The dispatch, transfer and workgroup hooks exist only while a
@@ -57,7 +59,7 @@ from ..hal.dispatch_observer import (
 )
 from ..hal.statistics import listening
 from .files import StagedOutputs
-from .profile_ireeperf import IREEPERF_SUFFIX, ireeperf_text
+from .profile_ireeperf import IREEPERF_SUFFIX, ireeperf_records, ireeperf_text
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["FORMATS", "MAX_ORDER", "Profile", "open_profile"]
 
 #: the formats a profile is written in
-FORMATS = ("trace-event", "ireeperf-jsonl")
+FORMATS = ("trace-event", "ireeperf-jsonl", "ireeprof")
 
 #: the most workgroup indices a slice of workgroups run in a tool's order lists
 MAX_ORDER = 64
@@ -104,7 +106,10 @@ class Profile:
         #: interchange, :mod:`vmrt.tools.profile_ireeperf`): by default the latter
         #: for a path ending in ``.ireeperf.jsonl``
         self.format = format or ("ireeperf-jsonl" if self.path.endswith(IREEPERF_SUFFIX)
+                                 else "ireeprof" if self.path.endswith(".ireeprof")
                                  else "trace-event")
+        if self.format == "ireeprof" and self.files is None:
+            raise UsageError("an .ireeprof profile is binary: give a path, not a text stream")
         self.pid = os.getpid()
         self.t0 = time.perf_counter_ns()
         # what the hooks record, as plain tuples (formatted at close: the hooks stay cheap)
@@ -311,14 +316,13 @@ class Profile:
         if self.closed:
             return
         self.closed = True
-        text = self.text()
         if self.files is None:
-            self.stream.write(text)
+            self.stream.write(self.text())
             self.stream.flush()
             return
         try:
             try:
-                self.stream.write(text.encode())
+                self.stream.write(self.data())
             finally:
                 self.stream.close()
             self.files.commit()
@@ -331,12 +335,20 @@ class Profile:
             raise
 
     def text(self) -> str:
-        """The profile in its format."""
-        if self.format == "ireeperf-jsonl":
+        """The profile in a text format (an .ireeprof bundle's records as
+        ireeperf-jsonl)."""
+        if self.format != "trace-event":
             return ireeperf_text(self)
         return json.dumps({"traceEvents": self.events(), "displayTimeUnit": "ns",
                            "otherData": {"producer": "vmrt", "dispatches": self.dispatches}},
                           separators=(",", ":"))
+
+    def data(self) -> bytes:
+        """The profile file's bytes."""
+        if self.format == "ireeprof":
+            from .profile_ireeprof import ireeprof_bytes  # (binary: only when asked for)
+            return ireeprof_bytes(ireeperf_records(self), "vmrt")
+        return self.text().encode()
 
     @contextmanager
     def writing(self, on_success: bool = True) -> Iterator[None]:

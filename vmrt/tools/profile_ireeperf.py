@@ -28,8 +28,9 @@ Not in it, because the interchange has no record for them: VM invocations,
 which thread ran which workgroups (tiles are only counted), and command
 buffer identities (vmrt's observers see the commands, not the buffer they
 came from: ``command_buffer_id`` is 0, as for IREE's queue operations).
-``iree-profile`` itself reads only binary ``.ireeprof`` bundles, which this
-does not write.
+``iree-profile`` itself reads binary ``.ireeprof`` bundles: the same
+records packed as one (``--profile=FILE.ireeprof``,
+:mod:`vmrt.tools.profile_ireeprof`).
 """
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ def _schema() -> dict[str, Any]:
             "time_domains": {"iree_host_time_ns": "host monotonic clock nanoseconds"}}
 
 
-def _session(index: int, event: str) -> dict[str, Any]:
-    return {"record_type": "session", "source_record_index": index, "event": event,
+def _session(event: str) -> dict[str, Any]:
+    return {"record_type": "session", "event": event,
             "session_id": 1, "stream_id": 0, "event_id": 0, "session_status_code": 0,
             "session_status": "OK"}
 
@@ -92,7 +93,7 @@ def ireeperf_records(profile: Any) -> list[dict[str, Any]]:
     """The records of ``profile`` (a :class:`vmrt.tools.profile.Profile`),
     in IREE's order: metadata first, then events by kind and time."""
     out: list[dict[str, Any]] = [
-        _session(0, "begin"),
+        _session("begin"),
         {"record_type": "device", "physical_device_ordinal": 0, "flags": 0,
          "queue_count": 1, "physical_device_uuid_present": False,
          "physical_device_uuid": None},
@@ -156,12 +157,21 @@ def ireeperf_records(profile: Any) -> list[dict[str, Any]]:
                     "memory_type": MEMORY_TYPE_HOST_LOCAL if heap == "HOST_LOCAL"
                     else _DEVICE_LOCAL,
                     "buffer_usage": 0, "offset": 0, "length": size, "alignment": 0,
-                    "externally_owned": False, "pool_stats_available": False})
-    out.append(_session(len(out), "end"))
-    for i, record in enumerate(out):
-        if "source_record_index" not in record:
-            record["source_record_index"] = i
-    return [_schema()] + [{"schema_version": SCHEMA_VERSION, **r} for r in out]
+                    "externally_owned": False, "pool_stats_available": False,
+                    "pool_bytes_reserved": 0, "pool_bytes_free": 0, "pool_bytes_committed": 0,
+                    "pool_budget_limit": 0, "pool_reservation_count": 0, "pool_slab_count": 0})
+    out.append(_session("end"))
+    # IREE's key order: the version, the type, the index of the bundle record the
+    # row comes from (one chunk per record type, as the .ireeprof file has them),
+    # the fields
+    rows = [_schema()]
+    index, kind = -1, ""
+    for r in out:
+        if r["record_type"] != kind:        # (the records come grouped by type)
+            index, kind = index + 1, r["record_type"]
+        rows.append({"schema_version": SCHEMA_VERSION, "record_type": kind,
+                     "source_record_index": index, **r})
+    return rows
 
 
 def ireeperf_text(profile: Any) -> str:

@@ -305,9 +305,9 @@ def test_a_failed_run_keeps_its_profile(hal_compile, tmp_path):
 
 
 @pytest.mark.parametrize("target", ["missing/p.json", "dir", "missing/p.ireeperf.jsonl",
-                                    "dir.ireeperf.jsonl"])
+                                    "dir.ireeperf.jsonl", "missing/p.ireeprof"])
 def test_unwritable_profile_is_one_error_line_and_no_file(hal_compile, tmp_path, target):
-    """(also in IREE's ireeperf-jsonl, test_profile_ireeperf.py)"""
+    """(also in IREE's formats, test_profile_ireeperf.py)"""
     (tmp_path / "dir").mkdir()
     (tmp_path / "dir.ireeperf.jsonl").mkdir()
     before = sorted(os.listdir(tmp_path))

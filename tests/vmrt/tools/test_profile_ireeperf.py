@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -26,7 +27,7 @@ from tests.vmrt.hal.hal_testutil import vmrt_run
 from tests.vmrt.iree_tools import iree_profile_records, require_tool
 from vmrt.errors import UsageError
 from vmrt.tools.profile import open_profile
-from vmrt.tools.profile_ireeperf import SCHEMA_VERSION
+from vmrt.tools.profile_ireeperf import SCHEMA_VERSION, ireeperf_records
 
 
 def _records(text: str) -> list[dict]:
@@ -104,7 +105,11 @@ def test_ireeperf_matches_iree_and_renders(hal_compile, chain_inputs, iree_recor
                     f"--profile={path}"])
     assert got.rc == 0, got.stderr
     records = _read(path)
-    # what IREE's runtime records for the same program
+    # what IREE's runtime records for the same program, with IREE's fields
+    for kind in ("session", "device", "queue", "executable", "executable_function",
+                 "host_execution_event", "memory_event"):
+        assert {tuple(r) for r in _of(records, kind)} == {tuple(r) for r in
+                                                         _of(iree_records, kind)}, kind
     assert _dispatches(records) == _dispatches(iree_records)
     assert _functions(records) == _functions(iree_records)
     exe_ids = {r["executable_id"] for r in _of(records, "executable")}
@@ -174,3 +179,32 @@ def test_load_and_streams_choose_the_format(hal_compile, chain_inputs, tmp_path)
     with pytest.raises(UsageError, match="unknown profile format 'pftrace'"):
         open_profile(tmp_path / "x.json", format="pftrace")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_ireeprof_bundle_reads_back_in_iree_profile(hal_compile, chain_inputs, tmp_path):
+    """``--profile=FILE.ireeprof``: IREE's binary bundle, which ``iree-profile``
+    reads; its ``export`` gives back exactly the records vmrt writes as
+    ireeperf-jsonl for the same profile."""
+    tool = require_tool("iree-profile", "iree-base-runtime")
+    a, b, inputs = chain_inputs
+    path = tmp_path / "chain.ireeprof"
+    with vmrt.load(hal_compile("chain.mlir"), device="local-task", profile=path) as prog:
+        prog.chain(a, b)
+    exported = tmp_path / "exported.ireeperf.jsonl"
+    subprocess.run([tool, "export", "--format=ireeperf-jsonl", f"--output={exported}",
+                    str(path)], check=True, capture_output=True, timeout=300)
+
+    assert _read(exported)[1:] == ireeperf_records(prog.profile)[1:]     # (not the schema)
+    stats = subprocess.run([tool, "statistics", str(path)], check=True, capture_output=True,
+                           text=True, timeout=300).stdout
+    for key, _, _ in _dispatches(_read(exported)):
+        assert re.search(rf"host_execute {key}\s+count=1 ", stats), stats
+    # the command line writes it too
+    got = vmrt_run([f"--module={hal_compile('chain.mlir')}", "--function=chain", *inputs,
+                    f"--profile={tmp_path / 'run.ireeprof'}"])
+    assert got.rc == 0, got.stderr
+    summary = subprocess.run([tool, "summary", str(tmp_path / "run.ireeprof")], check=True,
+                             capture_output=True, text=True, timeout=300).stdout
+    assert "host_execution_events=3 " in summary and "non_ok_session_end=0" in summary
+    with pytest.raises(UsageError, match="binary: give a path"):
+        open_profile(io.StringIO(), format="ireeprof")
