@@ -165,11 +165,11 @@ def ireeperf_records(profile: Any) -> list[dict[str, Any]]:
     # row comes from (one chunk per record type, as the .ireeprof file has them),
     # the fields
     rows = [_schema()]
-    index, kind = -1, ""
+    index, group = -1, ""
     for r in out:
-        if r["record_type"] != kind:        # (the records come grouped by type)
-            index, kind = index + 1, r["record_type"]
-        rows.append({"schema_version": SCHEMA_VERSION, "record_type": kind,
+        if r["record_type"] != group:       # (the records come grouped by type)
+            index, group = index + 1, r["record_type"]
+        rows.append({"schema_version": SCHEMA_VERSION, "record_type": group,
                      "source_record_index": index, **r})
     return rows
 
