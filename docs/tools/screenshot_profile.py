@@ -84,7 +84,10 @@ def speedscope(work: Path) -> Path:
         out = subprocess.run(["npm", "pack", SPEEDSCOPE, "--silent"], cwd=work, check=True,
                              capture_output=True, text=True).stdout.split()[-1]
         with tarfile.open(work / out) as tar:
-            tar.extractall(work, filter="data")
+            if hasattr(tarfile, "data_filter"):     # (Python >= 3.10.12 / 3.11.4)
+                tar.extractall(work, filter="data")
+            else:
+                tar.extractall(work)
     return release
 
 
