@@ -266,6 +266,16 @@ HOW = [
     "operands from .npy files); runs only when `qemu-aarch64` and an unpacked aarch64 "
     "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
     "get them.",
+    "**21** `vmrt benchmark` vs `iree-benchmark-module` with the same flags "
+    "(`--device=local-sync --benchmark_format=json --benchmark_min_time=T`) on the MNIST MLP, "
+    "the 4-element add, the 50-dispatch chain, the 512x512 matmul (full mode) and the "
+    "host-only loop (n=1,000): the time per iteration each tool reports, alternating runs, "
+    "medians; the row gives the median and the worst ours/peer over the programs (the peer "
+    "is C with no Python per call: on tiny programs the ratio is vmrt's whole per-call cost; "
+    "goal row 10's, ≤ 20×).",
+    "**22** what `--profile` costs on the same programs: 22a a `vmrt.load(..., "
+    "profile=stream)` call vs the same call unprofiled (steady state, interleaved); 22b "
+    "`vmrt run --profile=FILE` vs `vmrt run` (spawn to exit, the trace written).",
 ]
 
 
@@ -363,11 +373,23 @@ def _m15(cfg: Config) -> list[Row]:
     return qemu_user(cfg)
 
 
+@_measure("21", "vmrt benchmark vs iree-benchmark-module")
+def _m21(cfg: Config) -> list[Row]:
+    from .m_look import benchmark_vs_iree
+    return benchmark_vs_iree(cfg)
+
+
+@_measure("22", "profiling overhead (--profile vs unprofiled)")
+def _m22(cfg: Config) -> list[Row]:
+    from .m_look import profile_overhead
+    return profile_overhead(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),
-          "13": ("13",), "14": ("14",), "15": ("15",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 16))
+          "13": ("13",), "14": ("14",), "15": ("15",), "21": ("21",), "22": ("22",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 16)) + ("21", "22")
 
 
 # ---------------------------------------------------------------------------

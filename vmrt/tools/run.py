@@ -134,7 +134,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 trace-event JSON (ui.perfetto.dev): invocations,
                                 dispatches and the workgroups each thread ran,
                                 transfers, allocations; written also when the
-                                run fails (vmrt extension)
+                                run fails; a FILE ending in .ireeperf.jsonl gets
+                                IREE's ireeperf-jsonl (iree-profile-render draws
+                                it), one ending in .ireeprof IREE's profile bundle
+                                (iree-profile reads it) (vmrt extension)
   --guest_profile=FILE          profile the guest code of emulated dispatches by
                                 function (export) and source line: instruction
                                 counts, as FILE.svg (flame chart) or FILE.json
