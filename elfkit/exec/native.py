@@ -27,6 +27,7 @@ from ..errors import (
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
 from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from .lowmap import map_below
 from .threads import thread_frames
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -281,10 +282,17 @@ class NativeMachine(Machine):
         size = (size + page - 1) & ~(page - 1)
         align = max(align, page)
         base = _take_spare(size, align)
-        if base is None:
-            base = _map(size, align, page)
+        return self._reserved(_map(size, align, page) if base is None else base, size)
+
+    def reserve_low(self, size: int, align: int, limit: int) -> int | None:
+        page = self.arch.page_size
+        size = (size + page - 1) & ~(page - 1)
+        base = map_below(size, max(align, page), limit)
+        return None if base is None else self._reserved(base, size)
+
+    def _reserved(self, base: int, size: int) -> int:
         self._add_region(base, size)
-        self._prot[base] = [PROT_READ | PROT_WRITE] * (size // page)
+        self._prot[base] = [PROT_READ | PROT_WRITE] * (size // self.arch.page_size)
         self._alive[base] = [True]
         return base
 

@@ -37,6 +37,8 @@ def build_object(src: str, arch: str, pic: str = "-fPIC", opt: str = "-O2",
     a = elfkit.arch.get(arch)
     base = [f for f in a.plugin_cflags("zig") if f not in ("-O2", "-fPIC")]
     assert len(base) == len(a.plugin_cflags("zig")) - 2 and "-O2" in PLUGIN_CFLAGS
+    if "-g" in extra:       # zig cc keeps no DWARF when -g0 is anywhere on the line
+        base.remove("-g0")
     path = source(src)
     flags = [*base, pic, opt, *extra, f"-I{PLUGIN_SRC}", f"-I{REPO / 'elfkit' / 'include'}"]
     key = hashlib.sha256("\0".join([path.read_text(), *flags, version("ziglang")])

@@ -1,0 +1,92 @@
+"""Host memory below an address: code with 32-bit absolute addresses
+(x86_64 ``-fno-pic`` objects of ``-mcmodel=small``: R_X86_64_32/32S) runs
+only from the low 2 GiB of the address space, where mmap does not put
+mappings by itself.
+
+The free ranges come from ``/proc/self/maps`` (Linux), highest first (away
+from the program break); each candidate is mapped with
+``MAP_FIXED_NOREPLACE``, which fails instead of replacing a mapping that
+appeared since the file was read (a kernel without the flag takes it as a
+hint: a mapping elsewhere is given back and the next range tried).  Where
+the file does not exist, a few hints spread over the range are tried.  The
+first 64 KiB (and below ``vm.mmap_min_addr``) are never used: a null
+pointer plus a small offset must still fault."""
+from __future__ import annotations
+
+import ctypes
+import mmap as _mmap
+
+__all__ = ["map_below", "FLOOR"]
+
+#: the lowest address handed out
+FLOOR = 0x10000
+_MAP_FIXED_NOREPLACE = 0x100000
+_libc = ctypes.CDLL(None, use_errno=True)
+_mmap_fn = _libc.mmap
+_mmap_fn.restype = ctypes.c_void_p
+_mmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                     ctypes.c_long)
+_munmap = _libc.munmap
+_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _floor() -> int:
+    try:
+        with open("/proc/sys/vm/mmap_min_addr") as f:
+            return max(FLOOR, int(f.read().strip() or 0))
+    except (OSError, ValueError):
+        return FLOOR
+
+
+def _gaps(limit: int) -> list[tuple[int, int]] | None:
+    """Unmapped [start, end) ranges below ``limit``, highest first (None:
+    the process's mappings cannot be read)."""
+    try:
+        with open("/proc/self/maps") as f:
+            spans = sorted(tuple(int(x, 16) for x in line.split(None, 1)[0].split("-"))
+                           for line in f)
+    except (OSError, ValueError):
+        return None
+    gaps = []
+    pos = 0
+    for lo, hi in spans:
+        if lo >= limit:
+            break
+        if lo > pos:
+            gaps.append((pos, lo))
+        pos = max(pos, hi)
+    if pos < limit:
+        gaps.append((pos, limit))
+    return gaps[::-1]
+
+
+def _try(addr: int, size: int, flags: int) -> bool:
+    p = _mmap_fn(addr, size, _mmap.PROT_READ | _mmap.PROT_WRITE,
+                 _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS | flags, -1, 0)
+    if p in (None, _MAP_FAILED):
+        return False
+    if p != addr:
+        _munmap(p, size)
+        return False
+    return True
+
+
+def map_below(size: int, align: int, limit: int) -> int | None:
+    """A new zero-filled read/write mapping of ``size`` bytes at an
+    ``align``-aligned address, wholly below ``limit``; None when no free
+    range there holds it."""
+    floor = _floor()
+    gaps = _gaps(limit)
+    if gaps is None:
+        step = max(size, 16 << 20)
+        gaps = [(floor, limit - k * step) for k in range(64) if limit - k * step - size >= floor]
+        flags = 0
+    else:
+        flags = _MAP_FIXED_NOREPLACE
+    for lo, hi in gaps:
+        lo, hi = max(lo, floor), min(hi, limit)
+        start = (hi - size) & ~(align - 1)
+        if start >= lo and _try(start, size, flags):
+            return start
+    return None
