@@ -105,7 +105,9 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
     for prot, secs in kinds.items():
         start = pos
         for s in secs:
-            pos = _up(pos, s.align)
+            # nothing at offset 0: in DWARF linked at 0 (link_debug) an address
+            # of 0 would read as "no address"
+            pos = _up(max(pos, 1), s.align)
             align = max(align, s.align)
             offsets[s.index] = pos
             pos += s.size
