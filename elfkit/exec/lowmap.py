@@ -16,19 +16,19 @@ from __future__ import annotations
 import ctypes
 import mmap as _mmap
 
-__all__ = ["map_below", "FLOOR"]
+__all__ = ["map_below", "FLOOR", "libc_mmap", "libc_munmap", "MAP_FAILED"]
 
 #: the lowest address handed out
 FLOOR = 0x10000
 _MAP_FIXED_NOREPLACE = 0x100000
-_libc = ctypes.CDLL(None, use_errno=True)
-_mmap_fn = _libc.mmap
-_mmap_fn.restype = ctypes.c_void_p
-_mmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                     ctypes.c_long)
-_munmap = _libc.munmap
-_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-_MAP_FAILED = ctypes.c_void_p(-1).value
+#: libc's mmap and munmap (the native machine's too)
+libc_mmap = ctypes.CDLL(None, use_errno=True).mmap
+libc_mmap.restype = ctypes.c_void_p
+libc_mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long)
+libc_munmap = ctypes.CDLL(None, use_errno=True).munmap
+libc_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+MAP_FAILED = ctypes.c_void_p(-1).value
 
 
 def _floor() -> int:
@@ -62,12 +62,12 @@ def _gaps(limit: int) -> list[tuple[int, int]] | None:
 
 
 def _try(addr: int, size: int, flags: int) -> bool:
-    p = _mmap_fn(addr, size, _mmap.PROT_READ | _mmap.PROT_WRITE,
+    p = libc_mmap(addr, size, _mmap.PROT_READ | _mmap.PROT_WRITE,
                  _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS | flags, -1, 0)
-    if p in (None, _MAP_FAILED):
+    if p in (None, MAP_FAILED):
         return False
     if p != addr:
-        _munmap(p, size)
+        libc_munmap(p, size)
         return False
     return True
 

@@ -86,7 +86,7 @@ def test_non_pic_x86_64_native_below_2gib():
         counts = m.relocation_counts
         assert counts["R_X86_64_32S"] + counts.get("R_X86_64_32", 0) == len(want) > 0
         lo, hi = m.address_range
-        assert 0x10000 <= lo and hi <= 1 << 31
+        assert lo >= 0x10000 and hi <= 1 << 31
         m.function("bss_fill", "void(u32)")(3)
         assert m.function("bss_sum", "u64()")() == sum((3 + i) & 0xFF for i in range(1 << 20))
 

@@ -16,7 +16,6 @@ import struct
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
 
 import elfkit
 from elfkit.errors import EmulationFault, RelocationError
@@ -236,3 +235,26 @@ def test_unknown_debug_relocation_is_named_and_dwarf_dropped(tmp_path):
         assert m.unapplied_relocations[0].startswith(
             f".rela.debug_line[0] at offset {off:#x}: unknown type 255")
         assert m.function("add_i32", "i32(i32,i32)")(2, 3) == 5
+
+
+def test_low_ranges_are_searched():
+    """Several non-PIC x86_64 objects in one native machine: each gets its
+    own free range below 2 GiB (the first candidate is taken by then), and
+    closing one gives its range back."""
+    if backend("x86_64") != "native":
+        pytest.skip("needs an x86_64 host")
+    path = build_object("kernels.c", "x86_64", "-fno-PIC", "-O2", extra=("-mcmodel=small",))
+    first = elfkit.load(path, backend="native")
+    mods = [first] + [elfkit.load(path, machine=first.machine) for _ in range(3)]
+    try:
+        spans = sorted(m.address_range for m in mods)
+        assert all(hi <= 1 << 31 for _lo, hi in spans)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))      # disjoint
+        for k, m in enumerate(mods):
+            assert m.function("add_i64", "i64(i64,i64)")(k, 2**40) == 2**40 + k
+            m.function("bss_fill", "void(u32)")(k)
+        for k, m in enumerate(mods):
+            assert m.function("bss_sum", "u64()")() == sum((k + i) & 0xFF for i in range(1 << 20))
+    finally:
+        for m in reversed(mods):
+            m.close()
