@@ -100,7 +100,7 @@ def _relocations(path):
                 for i, r in enumerate(sec.iter_relocations())]
 
 
-def _host(log, add=lambda a, b: a + b):
+def host_imports(log, add=lambda a, b: a + b):
     return {"host_add": (add, IMPORTS_HOST_FUNCTIONS["host_add"]),
             "host_log": (log.append, IMPORTS_HOST_FUNCTIONS["host_log"]),
             "host_scale": (lambda x, s: x * s, IMPORTS_HOST_FUNCTIONS["host_scale"])}
@@ -111,7 +111,7 @@ def test_imports_object(arch, pic, opt):
     path = build_object("imports.c", arch, pic, opt)
     be = backend(arch)
     log: list[int] = []
-    imports = elfkit.Imports(_host(log))
+    imports = elfkit.Imports(host_imports(log))
     # a newer registration is searched first: its host_add wins
     imports.register({"host_add": (lambda a, b: a * 1000 + b,
                                    IMPORTS_HOST_FUNCTIONS["host_add"])})
@@ -137,7 +137,7 @@ def test_imports_object(arch, pic, opt):
 def test_weak_import_bound_when_provided(arch):
     path = build_object("imports.c", arch)
     log: list[int] = []
-    host = {**_host(log), "host_optional": (lambda x: 3 * x,
+    host = {**host_imports(log), "host_optional": (lambda x: 3 * x,
                                             IMPORTS_HOST_FUNCTIONS["host_optional"])}
     with _load(path, arch, imports=host) as m:
         assert m.function("has_optional", "i32()")() == 1
@@ -219,7 +219,7 @@ def test_far_import_goes_through_a_veneer(arch):
     with _load(build_object("far_provider.c", arch), arch, backend="emulated") as provider:
         spacer = provider.machine.reserve(gap, provider.arch.page_size)
         try:
-            imports = elfkit.Imports(_host(log))
+            imports = elfkit.Imports(host_imports(log))
             imports.register(provider)
             with elfkit.load(build_object("imports.c", arch), machine=provider.machine,
                              imports=imports) as m:
@@ -260,7 +260,7 @@ def test_thumb_objects(pic, opt):
                 assert m.function(name, spec.signature)(*args) == spec.ref(*args), name
     log: list[int] = []
     with _load(build_object("imports.c", "arm", pic, opt, extra=THUMB), "arm",
-               imports=_host(log)) as m:
+               imports=host_imports(log)) as m:
         assert any(k.startswith("R_ARM_THM_") for k in m.relocation_counts)
         assert m.function("call_host_add", "i32(i32,i32)")(3, 4) == 7
         assert m.function("sum_via_host", "i32(ptr,i32)")(

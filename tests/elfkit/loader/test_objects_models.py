@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import struct
 
+import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
@@ -22,7 +23,7 @@ from elfkit.errors import EmulationFault, RelocationError
 from tests.plugins import ARCHES, KERNELS_EXPORTS
 
 from .objects import HERE, backend, build_gcc_object, build_object, gcc_arch
-from .test_objects import KERNEL_CALLS
+from .test_objects import KERNEL_CALLS, host_imports
 
 PICS = ("-fPIC", "-fno-PIC")
 #: code models per CPU: (extra flags, the -f options clang accepts them with)
@@ -64,15 +65,33 @@ def _results(path, be):
     return out, counts, span
 
 
+def _import_results(path, be):
+    """imports.c's calls through host imports (a newer registration of
+    host_add first), its init/fini log and relocation counts on ``be``."""
+    log: list[int] = []
+    imports = elfkit.Imports(host_imports(log))
+    imports.register({"host_add": (lambda a, b: a * 1000 + b, "i32(i32,i32)")})
+    with elfkit.load(path, backend=be, imports=imports) as m:
+        out = [m.function("call_host_add", "i32(i32,i32)")(3, 4),
+               m.function("call_host_add_ptr", "i32(i32,i32)")(5, 6),
+               m.function("sum_via_host", "i32(ptr,i32)")(np.array([1, 2, 3], dtype=np.int32), 3),
+               m.function("call_host_scale", "f64(f64,f32)")(2.0, 1.5),
+               m.function("has_optional", "i32()")(), m.function("call_optional", "i32(i32)")(9)]
+        m.function("call_host_log", "void(i32)")(7)
+        counts = m.relocation_counts
+    return (out, log), counts
+
+
 @pytest.fixture(scope="module")
 def shared_results(plugins):
-    """The catalogue's kernels.so per CPU, on the same backend."""
-    done: dict[tuple[str, str], list] = {}
+    """The catalogue's kernels.so (or imports.so) per CPU, on the same backend."""
+    done: dict[tuple[str, str, str], list] = {}
 
-    def get(arch, be):
-        if (arch, be) not in done:
-            done[(arch, be)] = _results(plugins.path("kernels", arch), be)[0]
-        return done[(arch, be)]
+    def get(arch, be, name="kernels"):
+        if (arch, be, name) not in done:
+            how = _results if name == "kernels" else _import_results
+            done[(arch, be, name)] = how(plugins.path(name, arch), be)[0]
+        return done[(arch, be, name)]
     return get
 
 
@@ -90,6 +109,29 @@ def test_code_model_object_matches_shared_object(arch, extra, pic, shared_result
             assert counts.get("R_RISCV_HI20") and hi <= 1 << 31
         if extra == ("-mcmodel=large",) and arch == "aarch64":
             assert counts.get("R_AARCH64_MOVW_UABS_G3")
+
+
+@pytest.mark.parametrize("arch,extra,pic", VARIANTS)
+def test_code_model_imports_object_matches_shared_object(arch, extra, pic, shared_results):
+    """Calls to host imports from every code model: PLT/CALL branches,
+    GOT loads, import addresses in data (large-model PIC: GOT64, PLTOFF64)."""
+    path = build_object("imports.c", arch, pic, "-O2", extra=extra)
+    for be in _backends(arch):
+        got, counts = _import_results(path, be)
+        assert got == shared_results(arch, be, "imports"), be
+        if arch == "x86_64" and pic == "-fPIC" and extra == ("-mcmodel=large",):
+            assert counts.get("R_X86_64_GOT64")
+
+
+@needs_gcc
+@pytest.mark.parametrize("model,pic,opt", GCC_VARIANTS)
+def test_gcc_imports_object_matches_shared_object(model, pic, opt, shared_results):
+    path = build_gcc_object("imports.c", pic, opt, extra=(model,))
+    for be in _backends("x86_64"):
+        got, counts = _import_results(path, be)
+        assert got == shared_results("x86_64", be, "imports"), be
+        if model == "-mcmodel=large" and pic == "-fPIC":
+            assert counts.get("R_X86_64_PLTOFF64") and counts.get("R_X86_64_GOT64")
 
 
 @needs_gcc
@@ -194,12 +236,13 @@ def test_fault_in_debug_object_names_source_line(arch, pic, extra):
     assert _pyelftools_line(path, "wild_write", pc_off) == FAULT_LINE
 
 
-def test_debug_symfile_of_object_has_load_addresses():
+@pytest.mark.parametrize("arch", ARCHES)
+def test_debug_symfile_of_object_has_load_addresses(arch):
     """The gdb symfile of a -g object: its DWARF's subprogram low_pc values
     are the functions' load addresses (relocated .debug_info, then moved
     like a linked plugin's)."""
     from elfkit.exec.symfile import cached_symfile
-    path = build_object("fault_lines.c", "aarch64", "-fPIC", "-O1", extra=("-g",))
+    path = build_object("fault_lines.c", arch, "-fPIC", "-O1", extra=("-g",))
     with elfkit.load(path, backend="emulated") as m:
         dw = ELFFile(io.BytesIO(cached_symfile(m))).get_dwarf_info()
         lows = {die.attributes["DW_AT_name"].value.decode(): die.attributes["DW_AT_low_pc"].value
