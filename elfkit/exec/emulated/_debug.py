@@ -226,10 +226,16 @@ class Debugger:
                 counter.finish(self._machine)
         if profile is not None:
             self._state.check_open()
-            from ._profiler import BlockCounter  # imported when profiling starts
-            counter = BlockCounter(profile)
-            self._profile_hook = self._uc.add_hook(
-                C.UC_HOOK_BLOCK, _uc.HOOK_CODE(self._state.guard(counter.on_block)), 1, 0)
+            from ._blockhook import native_counter  # imported when profiling starts
+            from ._profiler import BlockCounter
+            native = native_counter(guard=self._state.guard)
+            counter = BlockCounter(profile, native)
+            if native is not None:      # counted in C (see _blockhook)
+                self._profile_hook = self._uc.add_native_hook(
+                    C.UC_HOOK_BLOCK, native.hook, native.user_data, 1, 0)
+            else:
+                self._profile_hook = self._uc.add_hook(
+                    C.UC_HOOK_BLOCK, _uc.HOOK_CODE(self._state.guard(counter.on_block)), 1, 0)
             self._profiler = counter
             self._uc.flush_tb()
 

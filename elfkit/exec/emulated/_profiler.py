@@ -231,10 +231,13 @@ def write_atomically(path: str, text: str, what: str) -> None:
 
 
 class BlockCounter:
-    """The hook side of profiling one machine: executions per block."""
+    """The hook side of profiling one machine: executions per block, counted
+    by ``on_block`` (the Python hook) or by ``native`` (a ``NativeCounter``
+    whose C hook the machine installed instead)."""
 
-    def __init__(self, profile: GuestProfile) -> None:
+    def __init__(self, profile: GuestProfile, native: Any = None) -> None:
         self.profile = profile
+        self.native = native
         self.blocks: dict[tuple[int, int], int] = defaultdict(int)
 
     def on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
@@ -242,4 +245,7 @@ class BlockCounter:
 
     def finish(self, machine: Any) -> None:
         blocks, self.blocks = self.blocks, defaultdict(int)
+        if self.native is not None:
+            for key, n in self.native.take().items():
+                blocks[key] += n
         self.profile.add_blocks(machine, blocks)
