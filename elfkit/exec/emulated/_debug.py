@@ -226,11 +226,11 @@ class Debugger:
                 counter.finish(self._machine)
         if profile is not None:
             self._state.check_open()
-            from ._blockhook import native_counter  # imported when profiling starts
-            from ._profiler import BlockCounter
+            from ._profiler import BlockCounter  # imported when profiling starts
+            from .blockhook import native_counter
             native = native_counter(guard=self._state.guard)
             counter = BlockCounter(profile, native)
-            if native is not None:      # counted in C (see _blockhook)
+            if native is not None:      # counted in C (see blockhook)
                 self._profile_hook = self._uc.add_native_hook(
                     C.UC_HOOK_BLOCK, native.hook, native.user_data, 1, 0)
             else:

@@ -1,5 +1,5 @@
 """A native ``UC_HOOK_BLOCK`` hook that counts executions per translated
-block: the fast side of guest profiling (``_profiler``).
+block: the fast side of guest profiling (``_profiler``, ``EmulatedMachine.profile``).
 
 A block hook written in Python costs a ctypes callback (GIL, argument
 conversion, a dictionary update) per block: 10-25 times the run time of a
@@ -86,7 +86,7 @@ void elfkit_count_block(void *uc, u64 address, u32 size, struct table *t) {
 SYMBOL = "elfkit_count_block"
 _FORMAT = b"elfkit block hook 1\0"     # changes when the table layout does
 ENV = "ELFKIT_PROFILE_HOOK"            # "python": always the Python hook
-DEFAULT_SLOTS = 1 << 14
+DEFAULT_SLOTS = 1 << 14                # table entries of a machine (read at each start)
 
 SPILL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _HEADER_WORDS = 4
@@ -205,7 +205,7 @@ class NativeCounter:
         return out
 
 
-def native_counter(slots: int = DEFAULT_SLOTS,
+def native_counter(slots: int | None = None,
                    guard: Callable[[Any], Any] = lambda f: f) -> NativeCounter | None:
     """A fresh table for the native hook, or None when the Python hook must
     do (see ``why_not``; the first time, a warning says why).  ``guard``
@@ -222,4 +222,4 @@ def native_counter(slots: int = DEFAULT_SLOTS,
                           f"be built or loaded ({_failure[0]}); pip install 'elfkit[build]' "
                           f"brings the toolchain", stacklevel=3)
         return None
-    return NativeCounter(hook, slots, guard)
+    return NativeCounter(hook, DEFAULT_SLOTS if slots is None else slots, guard)
