@@ -85,6 +85,10 @@ class Debugger:
                     return s
         return None
 
+    def has_line_info(self, lo: int, hi: int) -> bool:
+        """See ``EmulatedMachine.has_line_info``."""
+        return any(a < hi and lo < b for a, b, _r in self._line_info)
+
     def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
         """Current values of integer registers (``dump_regs`` by default)."""
         e = self._uc

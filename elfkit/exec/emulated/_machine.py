@@ -299,6 +299,10 @@ class EmulatedMachine(Machine):
         into a note)."""
         return self._debugger.source_line(addr)
 
+    def has_line_info(self, lo: int, hi: int) -> bool:
+        """Whether any line information covers part of ``[lo, hi)``."""
+        return self._debugger.has_line_info(lo, hi)
+
     def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
         """Current values of integer registers (``dump_regs`` by default)."""
         self._check_open()

@@ -28,7 +28,7 @@ from xml.sax.saxutils import escape
 
 from ...errors import ExecutionError
 from ...files import replace_file
-from ..disasm import disassemble
+from ..disasm import instruction_addresses
 from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -75,7 +75,8 @@ class GuestProfile:
 
     def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int]) -> None:
         """Charge ``blocks`` (``(address, size) -> executions``) run on
-        ``machine``, instruction by instruction (see the module doc)."""
+        ``machine``, instruction by instruction (see the module doc); a block
+        inside one function and without line information is charged whole."""
         where: dict[int, tuple[str, str]] = {}
         function = _function_namer(machine)
         local: dict[tuple[str, str], int] = defaultdict(int)
@@ -84,13 +85,20 @@ class GuestProfile:
             thumb = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
         for (address, size), times in blocks.items():
             code = machine.try_read(address, size) if size else None
-            addrs = [i.address for i in disassemble(code, address, machine.arch, thumb=thumb)
-                     ] if code else []
-            for a in addrs or [address]:
+            addrs = instruction_addresses(code, address, machine.arch, thumb=thumb
+                                          ) if code else []
+            if not addrs:
+                addrs = [address]
+            name, end = function(address)
+            if addrs[-1] < end and not machine.has_line_info(address, addrs[-1] + 1):
+                local[(name, NO_LINE)] += times * len(addrs)
+                continue
+            for a in addrs:
                 key = where.get(a)
                 if key is None:
-                    line = machine.source_line(a) or NO_LINE
-                    key = where[a] = (function(a), line)
+                    if a >= end:
+                        name, end = function(a)
+                    key = where[a] = (name, machine.source_line(a) or NO_LINE)
                 local[key] += times
         with self._lock:
             for key, n in local.items():
@@ -197,9 +205,10 @@ def check_profile_path(path: str | os.PathLike[str]) -> str:
     return p
 
 
-def _function_namer(machine: Any) -> Callable[[int], str]:
-    """``addr -> function name``: the ``.symtab`` functions of the machine's
-    modules (static ones too), else ``machine.symbolize``."""
+def _function_namer(machine: Any) -> Callable[[int], tuple[str, int]]:
+    """``addr -> (function name, where that name ends)``: the ``.symtab``
+    functions of the machine's modules (static ones too), else
+    ``machine.symbolize`` (for that one address)."""
     funcs: list[tuple[int, int, str]] = []
     for mod in machine.modules:
         if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
@@ -207,11 +216,14 @@ def _function_namer(machine: Any) -> Callable[[int], str]:
                       if s.type in (STT_FUNC, STT_GNU_IFUNC)]
     funcs.sort()
 
-    def name(addr: int) -> str:
+    def name(addr: int) -> tuple[str, int]:
         i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
         if i >= 0 and addr < funcs[i][0] + funcs[i][1]:
-            return funcs[i][2]
-        return function_of(machine.symbolize(addr))
+            end = funcs[i][0] + funcs[i][1]
+            if i + 1 < len(funcs):       # (overlapping symbols: the next one starts)
+                end = min(end, funcs[i + 1][0])
+            return funcs[i][2], end
+        return function_of(machine.symbolize(addr)), addr + 1
     return name
 
 

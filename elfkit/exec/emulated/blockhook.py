@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 #: The hook.  Header: mask (slots - 1), used slots, spill threshold, the
 #: spill callback; then ``slots`` entries of (address, size + 1, count),
-#: size + 1 == 0 marking an empty slot.
+#: size + 1 == 0 marking an empty slot; then the numbers of the used slots,
+#: in the order they were taken (so that a drain reads only those).
 SOURCE = r"""
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -51,7 +52,7 @@ struct entry { u64 address, size1, count; };
 struct table {
     u64 mask, used, limit;
     void (*spill)(struct table *);
-    struct entry slots[];
+    struct entry slots[];       /* mask + 1 of them, then limit slot numbers */
 };
 
 static inline u64 slot_of(const struct table *t, u64 address, u64 size1) {
@@ -77,16 +78,16 @@ void elfkit_count_block(void *uc, u64 address, u32 size, struct table *t) {
         t->spill(t);
         i = slot_of(t, address, size1);
     }
-    t->used++;
+    ((u64 *)&t->slots[t->mask + 1])[t->used++] = i;
     t->slots[i].address = address;
     t->slots[i].size1 = size1;
     t->slots[i].count = 1;
 }
 """
 SYMBOL = "elfkit_count_block"
-_FORMAT = b"elfkit block hook 1\0"     # changes when the table layout does
+_FORMAT = b"elfkit block hook 2\0"     # changes when the table layout does
 ENV = "ELFKIT_PROFILE_HOOK"            # "python": always the Python hook
-DEFAULT_SLOTS = 1 << 14                # table entries of a machine (read at each start)
+DEFAULT_SLOTS = 1 << 12                # table entries of a machine (read at each start)
 
 SPILL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _HEADER_WORDS = 4
@@ -172,10 +173,11 @@ class NativeCounter:
             raise ValueError(f"slots must be a power of two >= 2, not {slots}")
         self.hook = hook
         self._slots = slots
-        self._words = (ctypes.c_uint64 * (_HEADER_WORDS + 3 * slots))()
+        self._limit = max(1, slots * 3 // 4)
+        self._words = (ctypes.c_uint64 * (_HEADER_WORDS + 3 * slots + self._limit))()
         self._spill = SPILL(guard(self._on_spill))   # (a failure ends the call)
         self._words[0] = slots - 1
-        self._words[2] = max(1, slots * 3 // 4)
+        self._words[2] = self._limit
         ctypes.cast(ctypes.byref(self._words, 24), ctypes.POINTER(ctypes.c_void_p))[0] = \
             ctypes.cast(self._spill, ctypes.c_void_p).value
         self.user_data = ctypes.addressof(self._words)
@@ -183,16 +185,16 @@ class NativeCounter:
 
     def _drain(self) -> dict[tuple[int, int], int]:
         out = self._spilled
-        if self._words[1]:
-            view = memoryview(self._words).cast("B").cast("Q")
-            words = view[_HEADER_WORDS:].tolist()
-            for addr, size1, n in zip(words[0::3], words[1::3], words[2::3]):
-                if size1:
-                    key = (addr, size1 - 1)
-                    out[key] = out.get(key, 0) + n
-            ctypes.memset(ctypes.byref(self._words, 8 * _HEADER_WORDS), 0,
-                          8 * 3 * self._slots)
-            self._words[1] = 0
+        used = self._words[1]
+        if used:
+            w = self._words
+            order = _HEADER_WORDS + 3 * self._slots
+            for i in w[order:order + used]:
+                e = _HEADER_WORDS + 3 * i
+                key = (w[e], w[e + 1] - 1)
+                out[key] = out.get(key, 0) + w[e + 2]
+                w[e + 1] = 0
+            w[1] = 0
         return out
 
     def _on_spill(self, _table: Any) -> None:
