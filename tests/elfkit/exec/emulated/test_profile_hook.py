@@ -156,3 +156,35 @@ def test_without_toolchain_the_python_hook_counts(plugin, tmp_path):
     r, out2 = _run_profiled(plugin, tmp_path / "native", {})
     assert r.returncode == 0, r.stderr
     assert out2.read_text() == slow
+
+
+@pytest.mark.parametrize("arch,flags", [("aarch64", []), ("riscv64", []), ("riscv32", []),
+                                        ("arm", []), ("arm", ["-target", "thumb-freestanding-none"]),
+                                        ("x86", []),
+                                        ("x86_64", [])])
+def test_instruction_addresses_match_the_disassembler(arch, flags, tmp_path):
+    """The instruction boundaries counts and profiles use (from the
+    encoding where it gives the length) are capstone's on every function
+    of a compiled plugin (read with pyelftools)."""
+    from elftools.elf.elffile import ELFFile
+
+    from elfkit.exec.disasm import disassemble, instruction_addresses
+    src = tmp_path / "hook.c"
+    src.write_text(SOURCE)
+    so = compile_plugin(src, arch, tmp_path / "hook.so", cflags=["-O1", *flags])
+    thumb = bool(flags)
+    checked = 0
+    with open(so, "rb") as f:
+        elf = ELFFile(f)
+        text = elf.get_section_by_name(".text")
+        base, data = text["sh_addr"], text.data()
+        for sym in elf.get_section_by_name(".symtab").iter_symbols():
+            if sym["st_info"]["type"] != "STT_FUNC" or not sym["st_size"]:
+                continue
+            assert sym["st_value"] & 1 == thumb       # (thumb functions are odd)
+            start = (sym["st_value"] & ~1) - base
+            code = data[start:start + sym["st_size"]]
+            want = [i.address for i in disassemble(code, base + start, arch, thumb=thumb)]
+            assert instruction_addresses(code, base + start, arch, thumb=thumb) == want
+            checked += 1
+    assert checked >= 4
