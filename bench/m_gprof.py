@@ -181,12 +181,15 @@ def _program_workload(cfg: Config, name: str, arch: str) -> tuple[Any, Any, Any]
     return plain, profiled, prog.close
 
 
-def _pairs(profiled: Any, plain: Any, repeat: int) -> tuple[float, float]:
+def _pairs(profiled: Any, plain: Any, repeat: int, budget: float) -> tuple[float, float]:
     """Median seconds of ``profiled`` and ``plain``, run in pairs, profiled
     first: a profile session flushes the translation cache as it starts and
     stops, so each plain call that follows one translates its code afresh,
-    as the profiled call did (a fresh process does so once for either)."""
-    profiled(), plain()                     # warm up (and fail early)
+    as the profiled call did (a fresh process does so once for either).
+    Short calls get more pairs (up to ``budget`` seconds of plain calls, at
+    most 61 pairs): their medians are the most exposed to other jobs."""
+    profiled()                              # warm up (and fail early)
+    repeat = max(repeat, min(61, int(budget / max(run_n(plain, 1), 1e-4))))
     a: list[float] = []
     b: list[float] = []
     for _ in range(repeat):
@@ -217,7 +220,8 @@ def profile_overhead(cfg: Config) -> list[Row]:
             missing.append(f"{label}: {str(e).splitlines()[0][:120]}")
             continue
         try:
-            ours, peer = _pairs(profiled, plain, 5 if cfg.quick else 11)
+            ours, peer = _pairs(profiled, plain, 5 if cfg.quick else 11,
+                                0.2 if cfg.quick else 0.6)
         finally:
             close()
         ratios[label] = ours / peer
