@@ -36,6 +36,12 @@ class Instruction(DataRecord, frozen=True, slots=True):
 
 @functools.cache
 def _cs(arch_name: str, thumb: bool = False) -> Any:
+    md = _new_cs(arch_name, thumb)
+    md.detail = True
+    return md
+
+
+def _new_cs(arch_name: str, thumb: bool) -> Any:
     import capstone
     arch = get_arch(arch_name)
     mode = 0
@@ -43,9 +49,7 @@ def _cs(arch_name: str, thumb: bool = False) -> Any:
         mode |= getattr(capstone, m)
     if thumb:
         mode = (mode & ~capstone.CS_MODE_ARM) | capstone.CS_MODE_THUMB
-    md = capstone.Cs(getattr(capstone, arch.cs_arch), mode)
-    md.detail = True
-    return md
+    return capstone.Cs(getattr(capstone, arch.cs_arch), mode)
 
 
 def symbolizer(symbols: Any) -> Callable[[int], str | None] | None:
@@ -128,17 +132,10 @@ def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *
 
 
 @functools.cache
-def _cs_lite(arch_name: str, thumb: bool = False) -> Any:
+def _cs_lite(arch_name: str) -> Any:
     """A decoder without instruction details (``disasm_lite``: no objects per
     instruction), for where only instruction boundaries matter."""
-    import capstone
-    arch = get_arch(arch_name)
-    mode = 0
-    for m in arch.cs_mode:
-        mode |= getattr(capstone, m)
-    if thumb:
-        mode = (mode & ~capstone.CS_MODE_ARM) | capstone.CS_MODE_THUMB
-    return capstone.Cs(getattr(capstone, arch.cs_arch), mode)
+    return _new_cs(arch_name, False)
 
 
 def instruction_addresses(code: bytes, addr: int, arch: Arch | str, *,
@@ -170,7 +167,7 @@ def instruction_addresses(code: bytes, addr: int, arch: Arch | str, *,
             else:
                 pos += 4 if code[pos + 1] >> 3 in (0b11101, 0b11110, 0b11111) else 2
         return out
-    md = _cs_lite(name, thumb)
+    md = _cs_lite(name)
     out = []
     pos = 0
     code = bytes(code)
