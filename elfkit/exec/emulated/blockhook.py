@@ -11,7 +11,8 @@ the project's own toolchain (``elfkit.toolchain.compile_plugin``: zig's
 clang from the ``ziglang`` wheel) and loaded natively by ``elfkit.load``;
 the built plugin is kept in elfkit's cache directory (``codecache``:
 ``$ELFKIT_CACHE_DIR``, private files only), so only the first profile on a
-machine compiles it (about a second).
+machine compiles it (about a second; with ``ELFKIT_NO_CACHE``, the first of
+each process).
 
 When the table fills up (three quarters of its slots), the C function calls
 back into Python once (``spill``), which moves the counts into a dictionary
@@ -104,13 +105,14 @@ def _host_arch() -> str | None:
     return a.name if a is not None else None
 
 
-def _build(arch: str) -> bytes:
-    """The hook plugin for ``arch``, from the cache or compiled now."""
+def _build(arch: str, cached: bool = True) -> bytes:
+    """The hook plugin for ``arch``, from the cache (with ``cached``) or
+    compiled now (and kept there)."""
     from ...toolchain import compile_plugin
     key = hashlib.sha256(_FORMAT + arch.encode() + b"\0" + SOURCE.encode()).hexdigest()[:24]
     name = f"blockhook-{arch}-{key}.so"
     where = cache_dir("elfkit")
-    if where is not None:
+    if where is not None and cached:
         data = read_private(where, name)
         if data:
             return data
@@ -143,9 +145,12 @@ def _load() -> int | None:
                             f"({sys.platform})")
             return None
         try:
-            data = _build(arch)
             import elfkit  # the public loader; elfkit.load is looked up lazily
-            mod = elfkit.load(data, backend="native", name="elfkit-blockhook")
+            try:
+                mod = elfkit.load(_build(arch), backend="native", name="elfkit-blockhook")
+            except elfkit.ElfkitError:       # a damaged cache file: built again
+                mod = elfkit.load(_build(arch, cached=False), backend="native",
+                                  name="elfkit-blockhook")
             addr = mod.symbol(SYMBOL)
         except Exception as e:  # noqa: BLE001 - any failure means the Python hook
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -136,6 +136,11 @@ def test_built_once_into_a_private_cache(plugin, tmp_path):
     r, _ = _run_profiled(plugin, tmp_path, {"ELFKIT_CACHE_DIR": str(cache)})
     assert r.returncode == 0, r.stderr
     assert built.stat().st_mtime_ns == mtime           # reused, not rebuilt
+    good = built.read_bytes()
+    built.write_bytes(good[:100])                      # damaged: built again
+    r, _ = _run_profiled(plugin, tmp_path, {"ELFKIT_CACHE_DIR": str(cache)})
+    assert r.returncode == 0 and "Python hook" not in r.stderr, r.stderr
+    assert built.read_bytes() == good
 
 
 def test_without_toolchain_the_python_hook_counts(plugin, tmp_path):
