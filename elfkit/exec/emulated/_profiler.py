@@ -93,13 +93,19 @@ class GuestProfile:
             if addrs[-1] < end and not machine.has_line_info(address, addrs[-1] + 1):
                 local[(name, NO_LINE)] += times * len(addrs)
                 continue
+            run, last = 0, ("", "")   # a run of instructions of one line: one update
             for a in addrs:
                 key = where.get(a)
                 if key is None:
                     if a >= end:
                         name, end = function(a)
                     key = where[a] = (name, machine.source_line(a) or NO_LINE)
-                local[key] += times
+                if key != last:
+                    if run:
+                        local[last] += times * run
+                    run, last = 0, key
+                run += 1
+            local[last] += times * run
         with self._lock:
             for key, n in local.items():
                 self.counts[key] += n
