@@ -235,8 +235,8 @@ def profile_overhead(cfg: Config) -> list[Row]:
     med = statistics.median(ratios.values())
     over = [k for k, r in ratios.items() if r > 2.0]
     per = ", ".join(f"{k} {r:.2f}×" for k, r in ratios.items())
-    note = (f"{hook}; {len(ratios)} workloads, interleaved medians of whole profile "
-            f"sessions (start, call, stop and charge): {per}"
+    note = (f"{hook}; {len(ratios)} workloads, medians of pairs (a whole profile "
+            f"session: start, call, stop and charge; then the plain call): {per}"
             + (f"; over the goal: {', '.join(over)}" if over else "")
             + (f"; not run: {'; '.join(missing)}" if missing else ""))
     ours_t, peer_t = times[worst]
