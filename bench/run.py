@@ -64,6 +64,13 @@ WHY = {
            "constant per file: the load plan folds it like a RELATIVE relocation (applied in "
            "bulk); relocations against imports are resolved one by one in Python (symbol "
            "lookup + struct pack), linear by construction.",
+    "19b": "the block counting itself is a native C hook (1.0-1.2× on every workload); what "
+           "shows on calls of a few milliseconds (MNIST, 3 small dispatches) is the fixed cost "
+           "of a profile session: two translation-cache flushes and, at stop, charging each "
+           "distinct block's instructions to functions and DWARF lines in Python (~2 ms CPU "
+           "for MNIST's ~130 blocks and ~1,400 instructions on riscv32). In CPU time the "
+           "worst workload is ~1.6×; wall-clock medians on a machine with a load average "
+           "of 10+ on 2 cores stretch that part more than the emulated call.",
     "5b": "ours passes the numpy array as the call argument, so elfkit maps it "
           "(uc_mem_map_ptr) before and unmaps it after every call; the raw peer maps it once. "
           "Unmapping invalidates unicorn's soft-TLB for the region, so every call pays the "
