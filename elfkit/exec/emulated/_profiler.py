@@ -5,9 +5,10 @@ While a machine profiles, a ``UC_HOOK_BLOCK`` hook counts how often each
 translated block ``(address, size)`` runs, no per-instruction hook: a C
 function counting into a table (``blockhook``), else a Python function
 updating a dictionary (much slower; the counts are the same).  When
-profiling stops, each distinct block is disassembled once (capstone) and
-every instruction of it is charged, times
-the block's count, to the function (``machine.symbolize``) and source line
+profiling stops, each distinct block is split into its instructions once
+(``disasm.instruction_addresses``: by the encoding's length, capstone on
+x86) and every instruction of it is charged, times the block's count, to
+the function (``.symtab``, else ``machine.symbolize``) and source line
 (``machine.source_line``: DWARF ``.debug_line``) of its own address.  Counts
 are instructions, not time, so a profile is deterministic; its total equals
 ``machine.instructions`` (``count_instructions``) over the same calls.
