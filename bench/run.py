@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
@@ -414,7 +413,7 @@ COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7"
           "13": ("13",), "14": ("14",), "15": ("15",)}
 #: every measure number (entries not in COVERS cover just themselves)
 ALL_MEASURES = tuple(sorted({n for c in COVERS.values() for n in c} | set(MEASURES),
-                            key=lambda n: (int(re.match(r"\d+", n)[0]), n)))
+                            key=lambda n: (int(n.rstrip("abcdefghijklmnopqrstuvwxyz")), n)))
 
 
 # ---------------------------------------------------------------------------
