@@ -8,6 +8,7 @@
     python -m bench --markdown docs/benchmarks.md       # write the results page
     python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
+    python -m bench --setup-qemu         # qemu-user, sysroots, IREE's aarch64 runtime (15)
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
 times: noisy, shown for scale); ``ratio`` is what the goal judges (see the
@@ -359,7 +360,7 @@ def _m14(cfg: Config) -> list[Row]:
 
 @_measure("15", "emulated aarch64 vs IREE under qemu-user")
 def _m15(cfg: Config) -> list[Row]:
-    from .m_programs import qemu_user
+    from .m_qemu import qemu_user
     return qemu_user(cfg)
 
 
@@ -666,11 +667,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
     ap.add_argument("--setup-cle", action="store_true",
                     help="create build/bench/cle-venv with angr's cle for measure 1b, then exit")
+    ap.add_argument("--setup-qemu", action="store_true",
+                    help="install qemu-user and the aarch64/riscv64 sysroots (apt-get) and "
+                    "unpack IREE's runtime wheel for each CPU into build/bench/qemu for "
+                    "measure 15, then exit")
     args = ap.parse_args(argv)
     cfg = Config.make(args.quick, args.repeat, Path(args.work) if args.work else None)
     if args.setup_cle:
         from .m_load import setup_cle
         return setup_cle(cfg.work)
+    if args.setup_qemu:
+        from .m_qemu import setup_qemu
+        return setup_qemu(cfg.work)
     only = None
     if args.only:
         only = {x.strip() for x in args.only.split(",") if x.strip()}
