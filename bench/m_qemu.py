@@ -147,6 +147,48 @@ def _missing(work: Path, cpu: str) -> str | None:
 # corpus
 # ---------------------------------------------------------------------------
 
+#: A ``check`` module with IREE's check signatures whose functions do
+#: nothing: both commands load it, so both resolve the programs' optional
+#: check imports to the same no-op calls (IREE's iree-run-module has no check
+#: module of its own).  vmrt's real check module verifies the results once,
+#: before the timing.
+CHECK_STUB = """\
+vm.module @check {
+  vm.export @expect_true
+  vm.func @expect_true(%a: i32) { vm.return }
+  vm.export @expect_false
+  vm.func @expect_false(%a: i32) { vm.return }
+  vm.export @expect_all_true
+  vm.func @expect_all_true(%d: !vm.ref<!hal.device>, %a: !vm.ref<!hal.buffer_view>) {
+    vm.return
+  }
+  vm.export @expect_eq
+  vm.func @expect_eq(%d: !vm.ref<!hal.device>, %a: !vm.ref<!hal.buffer_view>,
+                     %b: !vm.ref<!hal.buffer_view>) { vm.return }
+  vm.export @expect_almost_eq
+  vm.func @expect_almost_eq(%d: !vm.ref<!hal.device>, %a: !vm.ref<!hal.buffer_view>,
+                            %b: !vm.ref<!hal.buffer_view>, %atol: f32, %rtol: f32) {
+    vm.return
+  }
+}
+"""
+
+
+def _vm_module(work: Path, name: str, text: str) -> Path:
+    """``text`` (VM dialect) compiled by iree-compile, cached while unchanged."""
+    src = work / "qemu" / "vm" / f"{name}.mlir"
+    out = src.with_suffix(".vmfb")
+    if out.is_file() and src.is_file() and src.read_text() == text:
+        return out
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(text)
+    p = subprocess.run([which_tool("iree-compile") or "iree-compile", "--compile-from=vm",
+                        str(src), "-o", str(out)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"iree-compile of {src.name}: {p.stderr[-300:]}")
+    return out
+
+
 def _driver(work: Path, vmfb: Path) -> Path:
     """A VM-dialect module whose ``main`` calls every test function of ``vmfb``."""
     from vmrt.bytecode.format import parse_module
@@ -160,25 +202,16 @@ def _driver(work: Path, vmfb: Path) -> Path:
     lines += ["  vm.export @main", "  vm.func @main() {"]
     lines += [f"    vm.call @{d.name}.{n}() : () -> ()" for n in names]
     lines += ["    vm.return", "  }", "}", ""]
-    text = "\n".join(lines)
-    src = work / "qemu" / "drivers" / f"{vmfb.parent.name}-{vmfb.stem}.mlir"
-    out = src.with_suffix(".vmfb")
-    if out.is_file() and src.is_file() and src.read_text() == text:
-        return out
-    src.parent.mkdir(parents=True, exist_ok=True)
-    src.write_text(text)
-    p = subprocess.run([which_tool("iree-compile") or "iree-compile", "--compile-from=vm",
-                        str(src), "-o", str(out)], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"iree-compile of the driver for {vmfb.name}: {p.stderr[-300:]}")
-    return out
+    return _vm_module(work, f"driver-{vmfb.parent.name}-{vmfb.stem}", "\n".join(lines))
 
 
 def corpus(cfg: Config, cpu: str) -> list[tuple[str, list[str], bool]]:
     """``(name, flags, results)``: the flags both commands get, and whether
-    the program returns results (compared through .npy files)."""
+    the program returns results (compared through .npy files; otherwise it is
+    a conformance program whose first flag is the no-op check module)."""
     from tests.vmrt.conformance.harness import arches_of, compile_for, programs
     out: list[tuple[str, list[str], bool]] = []
+    stub = _vm_module(cfg.work, "check_stub", CHECK_STUB)
     for path in programs():
         if cpu not in arches_of(path):
             continue
@@ -186,8 +219,8 @@ def corpus(cfg: Config, cpu: str) -> list[tuple[str, list[str], bool]]:
         if cfg.quick and path.stem not in QUICK:
             continue
         vmfb = compile_for(path, cpu)
-        out.append((name, [f"--module={vmfb}", f"--module={_driver(cfg.work, vmfb)}",
-                           "--function=main"], False))
+        out.append((name, [f"--module={stub}", f"--module={vmfb}",
+                           f"--module={_driver(cfg.work, vmfb)}", "--function=main"], False))
     triple = f"{cpu}-linux-gnu"
     mnist = cpu_vmfb(cfg.work, f"mnist_{cpu}", mnist_mlir(), triple=triple)
     out.append(("mnist (MLP 784-128-10)", [f"--module={mnist}", "--function=predict",
@@ -226,7 +259,7 @@ def _compare_outputs(cmds: dict[str, list[str]], env: dict[str, str], results: b
     written to .npy files; returns how they compared (raises when they differ)."""
     import numpy as np
     with tempfile.TemporaryDirectory() as tmp:
-        outs = {}
+        outs: dict[str, Any] = {}
         for k, c in cmds.items():
             extra = [f"--output=@{tmp}/{k}.npy"] if results else []
             p = subprocess.run(c + extra, env=env, capture_output=True, text=True)
@@ -238,7 +271,14 @@ def _compare_outputs(cmds: dict[str, list[str]], env: dict[str, str], results: b
     if not results:
         if a != b:
             raise RuntimeError(f"outputs differ: {a[-200:]!r} vs {b[-200:]!r}")
-        return "same output, every check passed (vmrt)"
+        # the program's own expectations, by vmrt test (exit 1 on a failure)
+        program = next(f for f in cmds["ours"] if f.startswith("--module=")
+                       and "/qemu/vm/" not in f)
+        test = ours_cmd()[:-1] + ["test", program, "--device=local-sync"]
+        p = subprocess.run(test, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"vmrt test {program}: {(p.stdout + p.stderr)[-300:]}")
+        return "same output; vmrt test passes every expectation"
     if a.shape != b.shape or a.dtype != b.dtype:
         raise RuntimeError(f"results differ: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
     if np.array_equal(a, b):

@@ -19,10 +19,8 @@ from __future__ import annotations
 import bisect
 import json
 import os
-import tempfile
 import threading
 from collections import defaultdict
-from xml.sax.saxutils import escape
 
 from ...errors import ExecutionError
 from ...files import replace_file
@@ -130,6 +128,9 @@ class GuestProfile:
     def svg(self, width: int = 1200) -> str:
         """An icicle chart: the root (all instructions), functions below it,
         their lines below those; widths proportional to instructions."""
+        # imported here: xml.sax.saxutils pulls in urllib.request, http.client,
+        # ssl and email (tens of ms), which no run that writes no profile needs
+        from xml.sax.saxutils import escape
         row, pad, top = 20, 10, 40
         total = self.total or 1
         scale = (width - 2 * pad) / total
@@ -215,6 +216,7 @@ def _function_namer(machine: Any) -> Callable[[int], str]:
 
 def write_atomically(path: str, text: str, what: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    import tempfile  # not at import time: shutil, bz2, lzma, random
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
