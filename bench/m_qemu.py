@@ -314,6 +314,8 @@ def cpu_rows(cfg: Config, cpu: str, rids: tuple[str, str]) -> list[Row]:
     peer = [shutil.which(qemu) or qemu, "-L", sysroot, str(_peer_tool(cfg.work, cpu))]
     env = bytecode_env()
     repeat = 3 if cfg.quick else 5
+    # the floor: the interpreter's own start-up (python -c pass), same environment
+    floor = [_timed([sys.executable, "-c", "pass"], env) for _ in range(repeat)]
     per: list[dict[str, Any]] = []
     for name, flags, results in corpus(cfg, cpu):
         args = flags + ["--device=local-sync"]
@@ -336,12 +338,16 @@ def cpu_rows(cfg: Config, cpu: str, rids: tuple[str, str]) -> list[Row]:
     worst_prog = max(per, key=lambda m: m["ratio"])
     misses = [f"{m['program']} {m['ratio']:.2f}×" for m in sorted(per, key=lambda m: -m["ratio"])
               if m["ratio"] > GOAL_WORST]
-    corpus_note = (f"{len(per)} programs ({sum(1 for m in per if '/' in m['program'])} "
-                   f"conformance programs + MNIST/matmul), N={repeat} interleaved per side; "
-                   f"median CPU-time ratio {statistics.median(m['cpu_ratio'] for m in per):.2f}×")
-    data = {"programs": per, "median": med, "worst": worst}
     ours_med = statistics.median(m["ours_s"] for m in per)
     peer_med = statistics.median(m["peer_s"] for m in per)
+    floor_s = statistics.median(f[0] for f in floor)
+    data = {"programs": per, "median": med, "worst": worst, "python_pass_s": floor_s,
+            "python_pass_cpu_s": statistics.median(f[1] for f in floor)}
+    corpus_note = (f"{len(per)} programs ({sum(1 for m in per if '/' in m['program'])} "
+                   f"conformance programs + MNIST/matmul), N={repeat} interleaved per side; "
+                   f"median CPU-time ratio {statistics.median(m['cpu_ratio'] for m in per):.2f}×; "
+                   f"`python -c pass` alone takes {fmt_time(floor_s)} "
+                   f"({floor_s / peer_med:.2f}× the peer's median)")
     return [
         Row(ids[0], names[0], f"median {fmt_time(ours_med)}", f"median {fmt_time(peer_med)}",
             med, goals[0], med <= GOAL_MEDIAN, note=corpus_note, data=data),
