@@ -290,13 +290,17 @@ def _compare_outputs(cmds: dict[str, list[str]], env: dict[str, str], results: b
 
 
 def _measure(cmds: dict[str, list[str]], env: dict[str, str], repeat: int) -> dict[str, Any]:
+    """Median wall and CPU seconds of each command, interleaved (the runs
+    that compared the outputs were the warm-up)."""
     samples: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     keys = list(cmds)
-    for k in keys:
-        _timed(cmds[k], env)                               # warm-up (caches)
-    for i in range(repeat):
+    i = 0
+    while i < repeat:
         for k in (keys if i % 2 == 0 else keys[::-1]):
             samples[k].append(_timed(cmds[k], env))
+        if i == 0 and samples[keys[0]][0][0] > 1.0:     # a long program: fewer samples
+            repeat = max(3, repeat - 2)
+        i += 1
     med = {f"{k}_{what}": statistics.median(s[j] for s in v)
            for k, v in samples.items() for j, what in enumerate(("s", "cpu_s"))}
     return med

@@ -17,7 +17,6 @@ chart (self-contained, no script), ``.json`` speedscope's file format.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import threading
 from collections import defaultdict
@@ -177,6 +176,7 @@ class GuestProfile:
         if p.lower().endswith(".svg"):
             text = self.svg()
         else:
+            import json  # only when a profile is written (start-up time)
             text = json.dumps(self.speedscope(), indent=1) + "\n"
         write_atomically(p, text, "profile")
 
