@@ -345,13 +345,16 @@ def cpu_rows(cfg: Config, cpu: str, rids: tuple[str, str]) -> list[Row]:
     ours_med = statistics.median(m["ours_s"] for m in per)
     peer_med = statistics.median(m["peer_s"] for m in per)
     floor_s = statistics.median(f[0] for f in floor)
+    floor_cpu = statistics.median(f[1] for f in floor)
+    peer_cpu = statistics.median(m["peer_cpu_s"] for m in per)
     data = {"programs": per, "median": med, "worst": worst, "python_pass_s": floor_s,
-            "python_pass_cpu_s": statistics.median(f[1] for f in floor)}
+            "python_pass_cpu_s": floor_cpu}
     corpus_note = (f"{len(per)} programs ({sum(1 for m in per if '/' in m['program'])} "
                    f"conformance programs + MNIST/matmul), N={repeat} interleaved per side; "
                    f"median CPU-time ratio {statistics.median(m['cpu_ratio'] for m in per):.2f}×; "
-                   f"`python -c pass` alone takes {fmt_time(floor_s)} "
-                   f"({floor_s / peer_med:.2f}× the peer's median)")
+                   f"`python -c pass` alone takes {fmt_time(floor_s)} ("
+                   f"{floor_s / peer_med:.2f}× the peer's median; CPU time "
+                   f"{fmt_time(floor_cpu)}, {floor_cpu / peer_cpu:.2f}× the peer's)")
     return [
         Row(ids[0], names[0], f"median {fmt_time(ours_med)}", f"median {fmt_time(peer_med)}",
             med, goals[0], med <= GOAL_MEDIAN, note=corpus_note, data=data),
