@@ -111,7 +111,7 @@ def _unpack_wheel(work: Path, cpu: str) -> str:
         if p.returncode != 0 or not wheels:
             return (f"no {CPUS[cpu][3]} wheel of iree-base-runtime=={version} on the package "
                     f"index (pip: {p.stderr.strip().splitlines()[-1] if p.stderr else '?'})")
-        part = dest.with_suffix(".part")
+        part = dest.parent / f"{dest.name}.part"
         shutil.rmtree(part, ignore_errors=True)
         with zipfile.ZipFile(wheels[0]) as z:
             z.extractall(part)
@@ -129,15 +129,16 @@ def _peer_tool(work: Path, cpu: str) -> Path | None:
 
 
 def _missing(work: Path, cpu: str) -> str | None:
-    qemu, _deb, sysroot, tag = CPUS[cpu]
+    qemu, _deb, sysroot, _tag = CPUS[cpu]
     if not shutil.which(qemu):
         return f"{qemu} not found (python -m bench --setup-qemu)"
     if not Path(sysroot).is_dir():
         return f"no {cpu} sysroot at {sysroot} (python -m bench --setup-qemu)"
     if _peer_tool(work, cpu) is None:
         if cpu == "riscv64":
-            return (f"IREE publishes no riscv64 iree-base-runtime wheel on PyPI (only x86_64, "
-                    f"aarch64, macOS, Windows): no IREE runtime for {cpu} to run under qemu")
+            return (f"PyPI has no riscv64 wheel of iree-base-runtime (its wheels: x86_64, "
+                    f"aarch64, macOS, Windows; checked for {_iree_version()}): no IREE "
+                    f"runtime for {cpu} to run under qemu")
         return (f"IREE's {cpu} iree-run-module not unpacked under {runtime_dir(work, cpu)} "
                 f"(python -m bench --setup-qemu)")
     return None
