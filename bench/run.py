@@ -8,6 +8,7 @@
     python -m bench --markdown docs/benchmarks.md       # write the results page
     python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
+    python -m bench --setup-qemu         # qemu-user, sysroots, IREE's aarch64 runtime (15)
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
 times: noisy, shown for scale); ``ratio`` is what the goal judges (see the
@@ -158,39 +159,33 @@ WHY = {
            "is left is ~60 small modules of its own (~10 ms) and pip's console-script "
            "wrapper's re; the generated VM code comes from the translation cache after the "
            "first run (warm-up) and the exit-time collection is skipped.",
-    "15a": "start-up dominates (the emulated dispatches take ~2 ms of guest time): python "
-           "itself, vmrt's and elfkit's modules (no numpy and no dataclasses any more), then "
-           "the emulated backend: libunicorn through ctypes (no unicorn Python package), opened "
-           "with lazy binding (~3.5 ms: the 24 MB library exports every symbol, so its ~30,000 "
-           "relocations are symbol lookups; on a second thread, while the loader's modules are "
-           "imported), its Python modules (~3 ms, no typing; fault reports, tracer, "
-           "disassembler and gdb stub are imported only when used), machine creation (~1 ms, "
-           "mostly unicorn's own set-up on the first mapping), the load (~1 ms: the image is "
-           "backed by host pages so protect splits it without copying), two generated callers "
-           "(compiled once, then read from elfkit's code cache: ~0.06 ms instead of ~0.8 ms "
-           "of compile) and the dispatches (binding spans are reused, not mapped and "
-           "unmapped per dispatch). qemu-user starts one C binary.",
-    "15c": "the same matmul on random operands (row 13c's): both sides use the host FPU "
-           "for the float maths. unicorn's AArch64 guest pages default to 1 KiB, so its "
-           "256-entry TLB covered 256 KiB of the 3 MiB of operands and ~10 % of the run went "
-           "to TLB refills (load_helper, tlb_set_page, get_phys_addr); elfkit now asks for "
-           "4 KiB pages and the refills are gone (1.25x -> ~1.08x). What is left is in the "
-           "unicorn 2.1.4 wheel, not vmrt: both run exactly one float32_muladd per FMA lane "
-           "(uprobe counts: 262,144 for a 64x64x64 matmul on each side), ~80 % of either "
-           "run, but unicorn's costs ~20 % more per lane (645 ms against 535 ms of a 2 kHz "
-           "profile): its library is built as PIC calling through the PLT three times per "
-           "lane (helper -> float32_muladd, fmaf, and a non-inlined __isinff that takes the "
-           "FMA's latency), where qemu-user inlines isinf; its JIT code also checks the TLB "
-           "inline on every load and store. Nothing of vmrt's is left in the profile; "
-           "start-up is even.",
-    "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
-           "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
-           "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
-           "(bit-identical results), halving the guest time (~1.2 s -> ~0.65 s CPU); "
-           "qemu-user keeps the slow path for this input. With random inputs both sides get "
-           "the host FPU and qemu-user wins (CPU ~0.70 s vs ~0.98 s): unicorn's guest time is "
-           "~10 % above qemu's (its softmmu checks every load and store; no hooks or "
-           "per-workgroup cost to speak of: 64 uc_emu_start calls) plus vmrt's start-up.",
+    "15a": "most programs of the corpus are start-up: their emulated dispatches take a few "
+           "ms of guest time, and qemu-user runs IREE's C runtime in ~85 ms CPU. Measured "
+           "by parts (CPU time, interleaved, on basic/elementwise): `python -S -c pass` ~9 ms, "
+           "`python -c pass` ~43 ms (this machine's site-packages has a .pth outside the "
+           "project that imports certifi, importlib.resources, zipfile and tempfile at "
+           "every start), importing vmrt's run tool, the HAL loader and elfkit's emulated "
+           "backend ~45 ms more, the program itself ~15 ms (linalg/linalg, 53 dispatches of "
+           "368 workgroups: ~55 ms): ~105 ms against ~84 ms. Fixed on the way: a dispatch "
+           "library's ~257 relocations no longer import numpy (~60 ms; the bulk path now "
+           "waits for 16,384 entries unless numpy is loaded), and the emulated backend no "
+           "longer imports xml.sax.saxutils (urllib, http.client, ssl, email), tempfile and "
+           "json for the guest profiler it rarely uses. On the compute-bound programs (the "
+           "matmuls) guest code dominates and vmrt is at or below qemu-user (0.79-0.85×).",
+    "15b": "the worst programs are the smallest ones with many dispatches (linalg/linalg: "
+           "53 dispatches, ~1.3-1.4×): start-up as in 15a plus a per-dispatch cost in Python "
+           "(hal imports, binding staging, one uc_emu_start per workgroup). Where guest code "
+           "dominates, unicorn itself is the limit, shown on one dispatch (the 512x512x512 "
+           "f32 matmul on random operands, 64 workgroups) by `python -m bench.rawuc_dispatch "
+           "DIR --peers`: bare unicorn (library query, export table and workgroup loop "
+           "written by hand, 4 KiB pages, FZ and the inexact flag as vmrt sets them, 99.8 % "
+           "of the time inside emu_start) 1.45 s CPU per dispatch, `vmrt executable "
+           "benchmark` 1.41 s, IREE's iree-benchmark-executable under qemu-aarch64 1.36 s: "
+           "vmrt adds nothing measurable to bare unicorn, and unicorn 2.1.4 (QEMU 5's TCG, "
+           "built as PIC, its softmmu checking every load and store) is ~5 % slower than "
+           "qemu-user 7.2 on the same code. Only integer-valued float inputs, which keep "
+           "qemu-user in softfloat while vmrt raises the inexact flag, put vmrt ahead of "
+           "the peer on guest time.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
@@ -252,7 +247,7 @@ HOW = [
     "`device=\"local-sync\"` (512x512 f32 matmul, x86_64 llvm-cpu; results compared "
     "bit for bit); the peer column is iree.runtime's own local-sync/local-task ratio.",
     "**12b** the same comparison for the 512x512 matmul compiled for aarch64 (the program "
-    "of 15b), so every dispatch is emulated (one emulated machine per worker thread); the "
+    "of row 15), so every dispatch is emulated (one emulated machine per worker thread); the "
     "peer column is the speed-up of two independent processes running a pure-Python loop "
     "over one process running both, measured right after in the same run (what other "
     "jobs left free).",
@@ -267,12 +262,20 @@ HOW = [
     "its input from a `.npy` file, and the host-only `loop.vmfb` of 10 at n=1; outputs "
     "compared. The benchmark puts the checkout first on `PYTHONPATH`, so the console script "
     "runs the code under test.",
-    "**15** the MNIST and matmul programs compiled for aarch64: `vmrt run` on this host (VM "
-    "and HAL native, dispatches emulated) vs IREE's aarch64 `iree-run-module` under "
-    "`qemu-aarch64 -L <sysroot>` (15b: operands of ones and twos; 15c: row 13c's random "
-    "operands from .npy files); runs only when `qemu-aarch64` and an unpacked aarch64 "
-    "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
-    "get them.",
+    "**15** a corpus per foreign CPU: the conformance programs (tests/vmrt/conformance, "
+    "compiled for the CPU by the tests' harness; a generated VM-dialect driver module calls "
+    "all test functions of a program in one `main`, and both sides load the same no-op "
+    "`check` module; `vmrt test` verifies each program's expectations once) plus the MNIST "
+    "MLP and the 512x512 f32 matmul (ones and twos; random) with `.npy` inputs, results "
+    "compared: `vmrt run --device=local-sync` on this host (VM and HAL native, dispatches "
+    "emulated) vs IREE's `iree-run-module` for that CPU (the `iree-base-runtime` wheel of "
+    "the installed version from PyPI) under `qemu-<cpu> -L /usr/<cpu>-linux-gnu`, same "
+    "flags, whole command, interleaved medians; rows give the median and the worst "
+    "per-program ratio. Set up by `python -m bench --setup-qemu` (apt-get qemu-user and the "
+    "cross sysroots, pip download of the wheel into build/bench/qemu); PyPI has no riscv64 "
+    "wheel of iree-base-runtime, so riscv64 has no peer. `python -m bench.rawuc_dispatch "
+    "DIR --peers` runs one dispatch dumped by `vmrt run --dump_dispatches` in bare unicorn, "
+    "in `vmrt executable benchmark` and in IREE's `iree-benchmark-executable` under qemu.",
     "**19** guest-code profile (`EmulatedMachine.profile`, `vmrt.load(guest_profile=)`) vs "
     "the same call unprofiled, in pairs, medians, over 12 emulated workloads: a tight loop "
     "plugin (elfkit call) on aarch64, riscv64 and armv7, and three IREE programs (MNIST MLP, "
@@ -383,9 +386,9 @@ def _m14(cfg: Config) -> list[Row]:
     return whole_command(cfg)
 
 
-@_measure("15", "emulated aarch64 vs IREE under qemu-user")
+@_measure("15", "emulated CPUs vs IREE's runtime for that CPU under qemu-user")
 def _m15(cfg: Config) -> list[Row]:
-    from .m_programs import qemu_user
+    from .m_qemu import qemu_user
     return qemu_user(cfg)
 
 
@@ -712,11 +715,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
     ap.add_argument("--setup-cle", action="store_true",
                     help="create build/bench/cle-venv with angr's cle for measure 1b, then exit")
+    ap.add_argument("--setup-qemu", action="store_true",
+                    help="install qemu-user and the aarch64/riscv64 sysroots (apt-get) and "
+                    "unpack IREE's runtime wheel for each CPU into build/bench/qemu for "
+                    "measure 15, then exit")
     args = ap.parse_args(argv)
     cfg = Config.make(args.quick, args.repeat, Path(args.work) if args.work else None)
     if args.setup_cle:
         from .m_load import setup_cle
         return setup_cle(cfg.work)
+    if args.setup_qemu:
+        from .m_qemu import setup_qemu
+        return setup_qemu(cfg.work)
     only = None
     if args.only:
         only = {x.strip() for x in args.only.split(",") if x.strip()}

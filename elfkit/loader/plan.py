@@ -18,7 +18,7 @@ import threading
 from ..arch import Arch, Check, Formula
 from . import _tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
-from .relocate import BULK, ImageBuffer, relative_name, relr_offsets
+from .relocate import ImageBuffer, relative_name, relr_offsets
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def export_table(elf: ElfFile) -> tuple[dict[str, tuple[int, bool]] | None,
 class Relative:
     """The whole relocation work of a plugin whose relocations all come to
     the load bias plus a constant (``plain_relative``): image offsets and
-    those constants as lists, or for large tables (BULK and more) as numpy
+    those constants as lists, or for large tables (``RelocTable.bulk``) as numpy
     arrays of word indices and constants, with the runs of consecutive
     words they form."""
 
@@ -215,7 +215,7 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
     counts: dict[str, int] = {}
     big = []
     for t in elf.reloc_tables:
-        if t.tag == "DT_RELR" or t.count >= BULK:
+        if t.tag == "DT_RELR" or t.bulk:
             got = (_relr_relative(t, writable, lo, image, w) if t.tag == "DT_RELR"
                    else _bulk_relative(t, kinds, writable, lo, image, w))
             if got is None:

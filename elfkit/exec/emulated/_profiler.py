@@ -20,12 +20,9 @@ chart (self-contained, no script), ``.json`` speedscope's file format.
 from __future__ import annotations
 
 import bisect
-import json
 import os
-import tempfile
 import threading
 from collections import defaultdict
-from xml.sax.saxutils import escape
 
 from ...errors import ExecutionError
 from ...files import replace_file
@@ -147,6 +144,9 @@ class GuestProfile:
     def svg(self, width: int = 1200) -> str:
         """An icicle chart: the root (all instructions), functions below it,
         their lines below those; widths proportional to instructions."""
+        # imported here: xml.sax.saxutils pulls in urllib.request, http.client,
+        # ssl and email (tens of ms), which no run that writes no profile needs
+        from xml.sax.saxutils import escape
         row, pad, top = 20, 10, 40
         total = self.total or 1
         scale = (width - 2 * pad) / total
@@ -193,6 +193,7 @@ class GuestProfile:
         if p.lower().endswith(".svg"):
             text = self.svg()
         else:
+            import json  # only when a profile is written (start-up time)
             text = json.dumps(self.speedscope(), indent=1) + "\n"
         write_atomically(p, text, "profile")
 
@@ -236,6 +237,7 @@ def _function_namer(machine: Any) -> Callable[[int], tuple[str, int]]:
 
 def write_atomically(path: str, text: str, what: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    import tempfile  # not at import time: shutil, bz2, lzma, random
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
