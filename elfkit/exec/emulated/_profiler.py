@@ -24,8 +24,8 @@ import threading
 from collections import defaultdict
 from xml.sax.saxutils import escape
 
+from ..._support.files import replace_file
 from ...errors import ExecutionError
-from ...files import replace_file
 from ..disasm import disassemble
 from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
 

@@ -95,8 +95,8 @@ def prefetch_unicorn(arch_name: str, backend: str) -> None:
     from elfkit.arch import get as get_arch
     from elfkit.exec import choose_backend
     if choose_backend(get_arch(arch_name), backend) == "emulated":
-        from elfkit.exec import unicorn_lib
-        unicorn_lib.prefetch()
+        from elfkit.exec import prefetch_emulator
+        prefetch_emulator()
 
 
 class ElfExecutable:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import elfkit
 from elfkit import fatelf
 from elfkit.arch import host
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
 from ....files import MAX_MODULE_SIZE, read_input

@@ -23,7 +23,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ....errors import PluginError, StatusCode
 from .. import library_abi as abi
