@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from ._support.lazy import lazy_names
+from ._support import lazy_names
 from ._version import __version__
 from .errors import (
     ArchError,

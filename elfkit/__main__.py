@@ -1,5 +1,5 @@
 import sys
 
-from .tools.main import main
+from .tools import main
 
 sys.exit(main())

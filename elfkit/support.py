@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from ._support.lazy import lazy_names
+from ._support import lazy_names
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ Names of the emulated backend and the FPU helpers are imported on first use, so
 """
 from __future__ import annotations
 
-from .._support.lazy import lazy_names
+from .._support import lazy_names
 from ..arch import Arch, host
 from ..errors import BackendError
 from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine

@@ -26,7 +26,7 @@ has no slice, take a record whose arch elfkit can emulate, preferring osabi
 NONE/Linux/Standalone, then x86_64, aarch64, riscv64, arm, i386, riscv32,
 then file order.
 """
-from .._support.lazy import lazy_names
+from .._support import lazy_names
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._support.lazy import lazy_names
+from .._support import lazy_names
 from ..errors import ToolchainError
 
 if TYPE_CHECKING:

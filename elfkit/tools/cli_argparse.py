@@ -79,7 +79,7 @@ def _fill(parser: argparse.ArgumentParser, cmd: Command, words: list[str],
     # prog given: argparse would otherwise format the usage just to find it (a command
     # with sub-commands has no positionals, so it is the parser's own prog)
     sub = parser.add_subparsers(dest=cmd.dest, metavar=cmd.metavar, prog=parser.prog)
-    if family:                  # the program itself prints its help in elfkit.tools.main.main
+    if family:                  # the program itself prints its help in elfkit.tools.main
         parser.set_defaults(func=lambda args: _no_subcommand(parser))
     wanted = cmd.subcommand(words[0]) if words else None
     for c in [wanted] if wanted is not None else cmd.subcommands():

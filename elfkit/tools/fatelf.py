@@ -276,7 +276,7 @@ COMMANDS = (
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m elfkit.tools.fatelf ...`` (same as ``elfkit fatelf ...``)."""
-    from .main import main as elfkit_main
+    from . import main as elfkit_main
     return elfkit_main(["fatelf", *(sys.argv[1:] if argv is None else argv)])
 
 

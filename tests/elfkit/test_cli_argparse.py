@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elfkit.tools import main as cli
+from elfkit import tools as cli
 
 OUTPUTS = json.loads((Path(__file__).parent / "cli_outputs.json").read_text())
 

@@ -1,7 +1,7 @@
 """elfkit/tools/cli_spec.py: the exact parser gives argparse's Namespace for every plain command
 line of every elfkit command, and leaves everything else to argparse.
 
-The corpora are built from the commands' own descriptions (elfkit.tools.main.ROOT): each option
+The corpora are built from the commands' own descriptions (elfkit.tools.ROOT): each option
 present and absent, in each of its spellings, before and after the positionals, ``--``,
 repeated ``append`` options, the optional positional given or not; then lines that are
 wrong in one way each.  argparse's side is the parser elfkit/tools/cli_argparse.py builds from
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from elfkit.tools import main as cli
+from elfkit import tools as cli
 from elfkit.tools.cli_argparse import build_parser
 from elfkit.tools.cli_spec import Arg, Command, Exit, Namespace, OneOf, parse
 from tests.vmrt.iree_tools import REPO
@@ -292,7 +292,7 @@ def test_namespace_behaves_as_argparses():
 _NO_ARGPARSE = """
 import sys
 before = set(sys.modules)
-from elfkit.tools.main import ROOT
+from elfkit.tools import ROOT
 from elfkit.tools.cli_spec import parse
 for argv in {lines!r}:
     assert parse(ROOT, argv) is not None, argv

@@ -114,7 +114,7 @@ def test_vmrt_uses_only_public_elfkit():
     ("from elfkit.exec import unicorn_lib", "internal module elfkit.exec.unicorn_lib"),
     ("from elfkit.exec import NativeMachine", "elfkit.exec.NativeMachine is not in"),
     ("from elfkit import _version", "private name elfkit._version"),
-    ("import elfkit.tools.main", "internal module elfkit.tools.main"),
+    ("import elfkit.tools.run", "internal module elfkit.tools.run"),
     ("import elfkit\nelfkit.exec.emulated.EmulatedMachine", "internal module elfkit.exec.emulated"),
     ("import elfkit\nx = elfkit._support", "private name elfkit._support"),
     ("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from elfkit.module import Module",

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from elfkit import fatelf
-from elfkit.tools import main as cli
+from elfkit import tools as cli
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
     ARCHES,
@@ -25,7 +25,7 @@ SUBCOMMANDS = ["pack", "list", "extract", "split", "select", "remove", "replace"
 
 
 def run(capsys, *argv):
-    """elfkit.tools.main.main in-process: (exit code, stdout, stderr)."""
+    """elfkit.tools.main in-process: (exit code, stdout, stderr)."""
     try:
         code = cli.main(["fatelf", *map(str, argv)])
     except SystemExit as e:  # argparse usage errors and --help
