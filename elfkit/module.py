@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from . import arch as _arch
-from . import arguments
+from ._support import arguments
 from .arch import Arch
 from .errors import (
     BackendError,

@@ -19,7 +19,7 @@ exports are called like Python functions, numpy arrays in and out:
 """
 from __future__ import annotations
 
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .errors import (
     ArgumentError,

@@ -11,9 +11,9 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._support.records import DataRecord
 from ..arch import Arch
 from ..arch import get as get_arch
-from ..records import DataRecord
 
 
 class Instruction(DataRecord, frozen=True, slots=True):

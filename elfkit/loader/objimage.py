@@ -5,9 +5,9 @@ data read/write) and run ``.preinit_array`` / ``.init_array`` (and at close
 ``.fini_array``, in reverse) as the shared-object loader runs them."""
 from __future__ import annotations
 
+from .._support.records import DataRecord, field
 from ..errors import ElfkitError, RelocationError
 from ..exec.base import Machine
-from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
 from .objparse import SHT_NOBITS, ObjectFile, parse_object

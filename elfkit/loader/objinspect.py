@@ -21,7 +21,7 @@ def _flags(v: int) -> str:
 
 def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     """A JSON-able description of a relocatable object, shaped like
-    ``elfkit.loader.cli.describe``'s (no segments or dynamic tags; a
+    ``elfkit.tools.inspect.describe``'s (no segments or dynamic tags; a
     ``sections`` list and relocation counts per section instead)."""
     elf: ObjectFile = parse_object(view)
     arch = elf.arch

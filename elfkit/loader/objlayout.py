@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 
+from .._support.records import DataRecord
 from ..arch import ObjFormula
 from ..errors import LayoutError
 from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
-from ..records import DataRecord
 from . import _tags as T
 from .fields import FIELDS
 from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_SYMTAB, ObjectFile, ObjSymbol

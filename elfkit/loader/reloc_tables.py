@@ -7,8 +7,8 @@ from __future__ import annotations
 import struct
 import sys
 
+from .._support.records import DataRecord, field
 from ..errors import LayoutError, ParseError
-from ..records import DataRecord, field
 from . import _tags as T
 from .headers import Limits, Segment, vaddr_to_offset
 

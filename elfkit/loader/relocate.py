@@ -14,9 +14,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 
+from .._support.records import DataRecord
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
-from ..records import DataRecord
 from . import _tags as T
 from .headers import TLS_MESSAGE
 from .parse import ElfFile

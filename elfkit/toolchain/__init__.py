@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._support import lazy_names
 from ..errors import ToolchainError
-from ..lazy import lazy_names
 
 if TYPE_CHECKING:
     from .compile import compile_plugin

@@ -1,4 +1,4 @@
-"""elfkit.codecache: values kept under a key in private files; anything but
+"""elfkit._support.codecache: values kept under a key in private files; anything but
 exactly what ``store`` wrote for that key (damaged, another key, writable by
 others, cache turned off) is ignored; ``compile_cached`` compiles once."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from elfkit import codecache
+from elfkit._support import codecache
 
 VALUE = {"code": compile("y = x * 3\n", "<value>", "exec"), "rows": [(1, "a"), (2, "b")],
          "blob": bytes(range(256)) * 40}

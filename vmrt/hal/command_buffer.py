@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject

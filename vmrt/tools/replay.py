@@ -43,7 +43,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import ReplayError, StatusCode, UsageError
 from .flags import FlagSpec, parse_bool, parse_flags, report_error

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import ReplayError, StatusCode, VmError
 from .replay_format import (

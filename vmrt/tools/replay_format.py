@@ -22,8 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from elfkit.files import replace_file
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord, replace_file
 
 from ..errors import ReplayError, StatusCode
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import elfkit
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule

@@ -24,8 +24,8 @@ import os
 import threading
 from collections import defaultdict
 
+from ..._support.files import replace_file
 from ...errors import ExecutionError
-from ...files import replace_file
 from ..disasm import instruction_addresses
 from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
 

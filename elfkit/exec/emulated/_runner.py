@@ -17,9 +17,9 @@ import time
 import weakref
 from collections.abc import Callable
 
-from ... import arguments
+from ..._support import arguments
+from ..._support.records import replace
 from ...errors import CallTimeout, ExecutionError, SignatureError
-from ...records import replace
 from ...signature import Signature
 from . import _codegen, _uc, _watchdog
 from ._callstate import (

@@ -33,8 +33,8 @@ import sys
 import tempfile
 import threading
 
-from ...codecache import cache_dir
-from ...files import read_private, write_private
+from ..._support.codecache import cache_dir
+from ..._support.files import read_private, write_private
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

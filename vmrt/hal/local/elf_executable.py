@@ -38,6 +38,7 @@ from elfkit import fatelf
 
 from ...errors import ExecutableError, StatusCode, VmError
 from ...files import MAX_MODULE_SIZE, read_input
+from ...vm.lifecycle import Closeable
 from . import dispatch_args as dargs
 from . import fpu_state
 from . import library_abi as abi
@@ -95,12 +96,14 @@ def prefetch_unicorn(arch_name: str, backend: str) -> None:
     from elfkit.arch import get as get_arch
     from elfkit.exec import choose_backend
     if choose_backend(get_arch(arch_name), backend) == "emulated":
-        from elfkit.exec import unicorn_lib
-        unicorn_lib.prefetch()
+        from elfkit.exec import prefetch_emulator
+        prefetch_emulator()
 
 
-class ElfExecutable:
+class ElfExecutable(Closeable):
     """A loaded dispatch library.  Use :meth:`load`."""
+
+    closed = True   # Closeable: an attribute here, True until loaded
 
     def __init__(self) -> None:
         self.closed = True
@@ -437,28 +440,18 @@ class ElfExecutable:
         if self.closed:
             raise ExecutableError(f"executable '{getattr(self, 'name', '?')}' is closed")
 
-    def close(self) -> None:
-        if self.closed and not hasattr(self, "module"):
-            return
-        was_open = not self.closed
+    def _close(self) -> None:
         self.closed = True
-        if was_open:
-            if self.workers is not None:
-                self.workers.close()
-            self._mem.free_all()
-            if not self._owns_module:
-                return
-            try:
-                self.module.close()
-            except elfkit.ElfkitError as e:       # its finalisers faulted, say
-                raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
-                                      f"{e}") from e
-
-    def __enter__(self) -> ElfExecutable:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if self.workers is not None:
+            self.workers.close()
+        self._mem.free_all()
+        if not self._owns_module:
+            return
+        try:
+            self.module.close()
+        except elfkit.ElfkitError as e:       # its finalisers faulted, say
+            raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
+                                  f"{e}") from e
 
     def __repr__(self) -> str:
         if not hasattr(self, "module"):

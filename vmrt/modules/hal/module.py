@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from elfkit.records import field
+from elfkit.support import field
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer

@@ -13,7 +13,7 @@ of the payload, the key itself (this Python's identity -- cache tag, version,
 marshal format -- followed by the caller's key bytes) and the marshalled
 value.  A file is only a cache: it is read only from a directory and file
 owned by the current user and writable by nobody else
-(:func:`elfkit.files.read_private`), and a key that differs by one byte, a
+(:func:`elfkit._support.files.read_private`), and a key that differs by one byte, a
 length or checksum that does not match, or a payload marshal cannot read
 makes it ignored, as if missing; writing is best effort and never raises.
 

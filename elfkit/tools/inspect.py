@@ -5,13 +5,13 @@ import json
 import sys
 from typing import Any
 
-from ..cli_spec import Arg, Command, Namespace
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
-from . import _tags as T
-from .headers import elf_type
-from .import_report import ImportReport
-from .objinspect import describe_object, format_object, format_object_tail, import_lines
+from ..loader import _tags as T
+from ..loader.headers import elf_type
+from ..loader.import_report import ImportReport
+from ..loader.objinspect import describe_object, format_object, format_object_tail, import_lines
+from .cli_spec import Arg, Command, Namespace
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -19,7 +19,7 @@ def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> Imp
     provider specs (oldest first)."""
     from .. import arch as _arch
     from ..exec import choose_backend
-    from .imports import Exports, Imports, SystemLibrary
+    from ..loader.imports import Exports, Imports, SystemLibrary
 
     backend = choose_backend(_arch.get(info["arch"]), backend)
     imports = Imports()
@@ -80,8 +80,8 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
     """A JSON-able description of an ELF plugin (or FatELF slice)."""
     from .. import arch as _arch
     from ..fatelf import pick_slice
-    from .parse import parse
-    from .relocate import relative_name, relr_offsets
+    from ..loader.parse import parse
+    from ..loader.relocate import relative_name, relr_offsets
 
     want = _arch.get(arch) if arch else None
     view, rec = pick_slice(data, want)
@@ -243,7 +243,7 @@ def _shared_object_lines(file: str, info: dict[str, Any], report: ImportReport |
     return out
 
 
-#: ``elfkit inspect`` (elfkit/cli_spec.py)
+#: ``elfkit inspect`` (elfkit/tools/cli_spec.py)
 COMMANDS = (
     Command("inspect",
             Arg("file"),
