@@ -266,6 +266,20 @@ HOW = [
     "operands from .npy files); runs only when `qemu-aarch64` and an unpacked aarch64 "
     "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
     "get them.",
+    "**17** models built by `bench/_models.py` (ONNX graphs with seeded random weights, "
+    "`iree-import-onnx --externalize-params` into an `.irpa`, compiled for the host CPU): "
+    "IREE's e2e MNIST with its byte-pattern placeholder weights, ResNet-50 (1x3x224x224), a "
+    "BERT-base encoder stack (12 layers, sequence 128), a 2-layer LSTM (sequence 32, hidden "
+    "512); `vmrt.load(vmfb, device=D, parameters={\"model\": irpa})[f](x)` vs iree.runtime "
+    "(io_parameters + hal + program in one context) on local-sync and local-task, "
+    "interleaved, results `np.allclose`; the first call after a fresh load is timed "
+    "separately. 17c: row 11's chain program at several lengths, per dispatch.",
+    "**18** each sample a fresh process that imports its runtime and loads a small program "
+    "first, then times the load of the big program (module, parameters, context, function "
+    "lookup) and its first call: vmrt with its translation cache warm (cached), with an "
+    "empty `VMRT_CACHE_DIR` (cold: the module is translated), and iree.runtime. Programs: "
+    "240 exported functions of different shapes and ops (`bench/_models.py`), ResNet-50 and "
+    "the BERT stack.",
 ]
 
 
@@ -363,11 +377,25 @@ def _m15(cfg: Config) -> list[Row]:
     return qemu_user(cfg)
 
 
+@_measure("17", "real-size models vs iree.runtime")
+def _m17(cfg: Config) -> list[Row]:
+    from .m_models import models
+    return models(cfg)
+
+
+@_measure("18", "cold start of big programs vs iree.runtime")
+def _m18(cfg: Config) -> list[Row]:
+    from .m_models import cold_start
+    return cold_start(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),
           "13": ("13",), "14": ("14",), "15": ("15",)}
 ALL_MEASURES = tuple(str(i) for i in range(1, 16))
+COVERS.update({"17": ("17",), "18": ("18",)})
+ALL_MEASURES += ("17", "18")
 
 
 # ---------------------------------------------------------------------------

@@ -99,6 +99,10 @@ def prefetch_unicorn(arch_name: str, backend: str) -> None:
         unicorn_lib.prefetch()
 
 
+#: the most prepared dispatches an executable keeps (then it starts again)
+MAX_PREPARED_KEPT = 4096
+
+
 class ElfExecutable:
     """A loaded dispatch library.  Use :meth:`load`."""
 
@@ -108,6 +112,10 @@ class ElfExecutable:
         #: made with over(): what loads the library again for another machine
         self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        #: prepare()'s results by (export, grid, constants, bindings, threads):
+        #: a command buffer recorded anew each time round a loop (or each call)
+        #: runs dispatches prepared before
+        self._prepared: dict[tuple[Any, ...], NativeDispatch | None] = {}
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
         self.scratch = threading.local()
@@ -406,7 +414,23 @@ class ElfExecutable:
         workgroups, arguments dispatch() rejects): call dispatch() then."""
         if self.closed or self.backend != "native":
             return None
-        return prepare_native(self, export, workgroup_count, constants, binding_count, threads)
+        if not isinstance(export, (int, str)):
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        try:
+            key = (export, tuple(workgroup_count), tuple(constants), binding_count, threads)
+            return self._prepared[key]
+        except KeyError:
+            pass
+        except TypeError:       # odd arguments: prepare_native reports them
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        prepared = prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        if len(self._prepared) >= MAX_PREPARED_KEPT:
+            self._prepared.clear()
+        self._prepared[key] = prepared
+        return prepared
 
     @property
     def layout(self) -> abi.Layout:
