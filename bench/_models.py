@@ -157,8 +157,8 @@ def _resnet50() -> tuple[Any, list[tuple[str, tuple[int, ...]]]]:
             cin = width * 4
     x = g.op("Flatten", [g.op("GlobalAveragePool", [x])])
     w = g.rand("fc_w", (2048, 1000), (1.0 / 2048) ** 0.5)
-    b = g.rand("fc_b", (1000,), 0.01)
-    x = g.op("Add", [g.op("MatMul", [x, w]), b])
+    bias = g.rand("fc_b", (1000,), 0.01)
+    x = g.op("Add", [g.op("MatMul", [x, w]), bias])
     g.nodes[-1].output[0] = "y"
     return g.model("resnet50", [("x", [1, 3, 224, 224])], [("y", [1, 1000])]), \
         [("x", (1, 3, 224, 224))]

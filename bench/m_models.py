@@ -158,7 +158,7 @@ def chain_corpus(cfg: Config) -> list[Row]:
         from .m_vmrt import chain_vmfb
         progs = {n: chain_vmfb(cfg.work, n) for n in CHAIN_LENGTHS}
     except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
-        return [na_row("17c", title, goal, str(e).splitlines()[0])]
+        return [na_row("17p", title, goal, str(e).splitlines()[0])]
     ratios: dict[str, float] = {}
     per: dict[str, float] = {}
     x = np.arange(16, dtype=np.float32)
@@ -171,7 +171,7 @@ def chain_corpus(cfg: Config) -> list[Row]:
             o, p = compare(partial(fn, x), partial(_host, pfn, [x]), cfg)
         ratios[str(n)], per[str(n)] = o / p, o / n
     med, worst, miss = _spread(ratios, CHAIN_LIMIT)
-    return [Row("17c", title, f"median {med:.2f}×", "", worst, goal, worst <= CHAIN_LIMIT,
+    return [Row("17p", title, f"median {med:.2f}×", "", worst, goal, worst <= CHAIN_LIMIT,
                 note="per dispatch (ours): " + ", ".join(f"{k}: {fmt_time(v)}"
                                                          for k, v in per.items())
                      + "; misses: " + (", ".join(miss) or "none"), data=ratios)]
