@@ -7,10 +7,9 @@ import pytest
 
 import vmrt
 from vmrt.hal.buffer import HalBuffer
-from vmrt.hal.local.device import Device
-from vmrt.hal.objects import Fence
 from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Dispatch
-from vmrt.hal.objects import HalExecutable
+from vmrt.hal.local.device import Device
+from vmrt.hal.objects import Fence, HalExecutable
 from vmrt.modules.hal.fast import (
     FAST_ALLOCATION,
     command_buffer_dispatch,
