@@ -26,7 +26,12 @@ from contextlib import contextmanager
 
 from ...errors import HalError, ParameterError, StatusCode, VmError
 from ...hal.buffer import (
-    BUFFER_ALIGNMENT, HAL_BUFFER_TYPE, HalBuffer, address_of, buffer_range, new_buffer,
+    BUFFER_ALIGNMENT,
+    HAL_BUFFER_TYPE,
+    HalBuffer,
+    address_of,
+    buffer_range,
+    new_buffer,
 )
 from ...hal.local.device import Device
 from ...hal.objects import Fence, check_waits
