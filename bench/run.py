@@ -189,6 +189,44 @@ WHY = {
          "held a core (see the load average in the note) and the run cannot show the goal; "
          "when the peer reaches ~2× and ours does not, the overhead is in "
          "Executable.dispatch (per-workgroup Python calls, thread pool start-up).",
+    "17": "the big models (ResNet-50, the BERT stack) are compute-bound and run the same "
+          "native dispatch code: vmrt is at or below iree.runtime there. The misses are the "
+          "small or dispatch-heavy ones (see 17a-17d): a call's fixed cost and the cost per "
+          "dispatch and per hal import through Python.",
+    "17a": "IREE's MNIST is ~25 µs of work in iree.runtime: vmrt's fixed cost per call "
+           "(numpy in and out, two buffer views, ~15 hal imports through the generated VM "
+           "code, one submission of 3 prepared dispatches) is ~35 µs of CPython on a quiet "
+           "machine (cProfile: no step above ~10 %: Program.__call__ and argument "
+           "conversion, the VM function, native_module call wrappers, run_resolved, "
+           "prepared.run, buffer-view creation). The placeholder weights' subnormal "
+           "products cost nothing extra: dispatches run with denormals flushed, as in IREE.",
+    "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
+           "to vmrt here (one-workgroup dispatches run on the calling thread).",
+    "17c": "the LSTM's loop re-records a command buffer every step (64 steps x ~9 dispatches, "
+           "~2,800 hal imports per call): per call vmrt now reuses each prepared dispatch "
+           "(kept per executable) and records through single-frame callers "
+           "(command_buffer.dispatch, execution_barrier, executable.lookup.function), which "
+           "took it from ~2.3x to ~1.5-2x; what is left is ~25 µs of Python per step "
+           "(command buffer creation, ~40 imports, the submission and 9 prepared runs) "
+           "against iree.runtime's C. On local-task iree.runtime pays its task system's "
+           "wake-ups per step and vmrt is faster.",
+    "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
+           "in Python against iree.runtime's C (~1-5 µs per dispatch depending on the "
+           "machine's load). The ratio swings with the machine's load (4-30x in runs on a "
+           "machine at load 8-10; row 11 on a quiet machine ~4x): CPython's per-call "
+           "cost suffers more from a shared core than the peer's short C path.",
+    "18w": "a cached load of the 240-function program is ~100 ms against iree.runtime's "
+           "~3-6 ms: spread over parsing the module's FlatBuffer in Python (signatures "
+           "and attributes of 480 functions, exports, ~15 %), reading the translation from "
+           "the cache (~15 %, its CRC now 1-2 ms instead of ~20 ms), loading the dispatch "
+           "library (~15 %: 235 exports' attributes, naming the exports and relocating the "
+           "DWARF for gdb's JIT interface), the module initializer recording 240 reusable "
+           "command buffers (~1,200 hal imports, ~15 %) and making the 480 Python "
+           "functions. Parameters are no longer copied (they were: 0.6 s for BERT's "
+           "340 MB), which brought the models' loads to ~0.1 s.",
+    "18c": "a cold load translates every function of the module to Python and compiles it "
+           "(~3 ms per function); the translation cache exists for exactly this: the "
+           "second load is the cached one (18w).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"
