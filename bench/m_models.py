@@ -8,7 +8,7 @@
     every model and device (the corpus row judges the worst).  Also the
     per-dispatch cost over chain programs of several lengths (goal ≤ 3×).
 18. Cold start of big programs: in a fresh process (both runtimes imported
-    and warmed up on a small program first), the load of the program (module,
+    and warmed up on a small program with parameters first), the load of the program (module,
     parameters, context, function lookup) and its first call: vmrt with its
     translation cache warm ("cached"), vmrt with an empty cache directory
     ("cold": the module is translated), iree.runtime.  Goals: cached load
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _models
-from ._timing import REPO, Config, Row, compare, fmt_time, na_row
+from ._timing import REPO, Config, Row, bytecode_env, compare, fmt_time, na_row
 
 DEVICES = ("local-sync", "local-task")
 STEADY_LIMIT = 1.2
@@ -191,23 +191,26 @@ def chain_corpus(cfg: Config) -> list[Row]:
 # 18. cold start
 # ---------------------------------------------------------------------------
 
-def _child(side: str, vmfb: str, irpa: str, function: str, shapes: str, warm: str) -> None:
-    """One sample in a fresh process: warm the runtime up on ``warm`` (a
-    small program), then time the load of ``vmfb`` and its first call."""
+def _child(side: str, vmfb: str, irpa: str, function: str, shapes: str, warm_vmfb: str,
+           warm_irpa: str) -> None:
+    """One sample in a fresh process: warm the runtime up on a small program
+    with parameters (IREE's MNIST: every module and import a load needs is
+    then in memory, as iree.runtime's are once imported), then time the load
+    of ``vmfb`` and its first call."""
     import numpy as np
     args = [np.random.default_rng(1).random(s, np.float32) for s in json.loads(shapes)]
     built = _models.Built(Path(vmfb), Path(irpa) if irpa else None, function, [])
-    small = _models.Built(Path(warm), None, "add", [])
-    two = [np.ones(4, np.float32)] * 2
+    small = _models.Built(Path(warm_vmfb), Path(warm_irpa), "mnist_e2e", [])
+    digit = [np.ones((1, 28, 28, 1), np.float32)]
     if side == "peer":
-        _host(peer_function(small, "local-sync"), two)
+        _host(peer_function(small, "local-sync"), digit)
         t0 = time.perf_counter()
         fn = peer_function(built, "local-sync")
         t1 = time.perf_counter()
         _host(fn, args)
     else:
         with ours_program(small, "local-sync") as p:
-            p["add"](*two)
+            p["mnist_e2e"](*digit)
         t0 = time.perf_counter()
         prog = ours_program(built, "local-sync")
         fn = prog[function]
@@ -217,13 +220,12 @@ def _child(side: str, vmfb: str, irpa: str, function: str, shapes: str, warm: st
     print(json.dumps({"load": t1 - t0, "first": t2 - t1}))
 
 
-def _sample(side: str, prog: tuple[str, str, str, str], warm: Path,
+def _sample(side: str, prog: tuple[str, str, str, str], warm: _models.Built,
             cache: str) -> dict[str, float]:
-    env = dict(os.environ, VMRT_CACHE_DIR=cache)
+    env = dict(bytecode_env(), VMRT_CACHE_DIR=cache)      # .pyc files as in an install
     env.pop("VMRT_NO_CACHE", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    p = subprocess.run([sys.executable, "-m", "bench.m_models", side, *prog, str(warm)],
-                       capture_output=True, text=True, env=env, cwd=REPO)
+    p = subprocess.run([sys.executable, "-m", "bench.m_models", side, *prog, str(warm.vmfb),
+                        str(warm.irpa)], capture_output=True, text=True, env=env, cwd=REPO)
     if p.returncode != 0:
         raise RuntimeError(f"cold-start sample ({side}) failed: {p.stderr.strip()[-400:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -245,14 +247,12 @@ def _programs(cfg: Config) -> dict[str, tuple[str, str, str, str]]:
 def cold_start(cfg: Config) -> list[Row]:
     title = "load of a big program vs iree.runtime"
     try:
-        from .m_programs import ADD_MLIR
-        from .m_vmrt import cpu_vmfb
-        warm = cpu_vmfb(cfg.work, "add4", ADD_MLIR)
+        warm = _models.build(cfg.work, "mnist_e2e")
         programs = _programs(cfg)
     except Exception as e:  # noqa: BLE001 - any missing piece becomes an n/a row
         return [na_row("18", title, "", str(e).splitlines()[0])]
     rows: list[Row] = []
-    n = max(3, cfg.repeat // 3)
+    n = 3 if cfg.quick else 5
     ratios: dict[str, dict[str, float]] = {"cached": {}, "cold": {}}
     letters = iter("abcdefgh")
     with tempfile.TemporaryDirectory(prefix="vmrt-bench-cache-") as tmp:
