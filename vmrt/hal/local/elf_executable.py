@@ -418,7 +418,9 @@ class ElfExecutable:
             return prepare_native(self, export, workgroup_count, constants, binding_count,
                                   threads)
         try:
-            key = (export, tuple(workgroup_count), tuple(constants), binding_count, threads)
+            grid = (workgroup_count,) if isinstance(workgroup_count, int) else \
+                tuple(workgroup_count)
+            key = (export, grid, tuple(constants), binding_count, threads)
             return self._prepared[key]
         except KeyError:
             pass
