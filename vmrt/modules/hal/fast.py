@@ -129,7 +129,7 @@ def command_buffer_dispatch(state: Any, slow: Caller, where: str, note: str) -> 
              constants: list[int], bindings: list[Any]) -> tuple[Any, ...]:
         if cb.__class__ is not CommandBuffer or cb.finalized or \
                 executable.__class__ is not HalExecutable or \
-                cb.device.identifier == "local-task":
+                getattr(cb.device, "identifier", "local-task") == "local-task":
             return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
         refs = []
         cap = cb.binding_capacity
