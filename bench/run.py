@@ -206,7 +206,7 @@ WHY = {
            "~2,800 hal imports per call): per call vmrt now reuses each prepared dispatch "
            "(kept per executable) and records through single-frame callers "
            "(command_buffer.dispatch, execution_barrier, executable.lookup.function), which "
-           "took it from ~2.3x to ~1.5-2x; what is left is ~25 µs of Python per step "
+           "took it from ~2.3x to ~2.0x in runs at load ~10 (noisy); what is left is ~25 µs of Python per step "
            "(command buffer creation, ~40 imports, the submission and 9 prepared runs) "
            "against iree.runtime's C. On local-task iree.runtime pays its task system's "
            "wake-ups per step and vmrt is faster.",
@@ -215,18 +215,26 @@ WHY = {
            "machine's load). The ratio swings with the machine's load (4-30x in runs on a "
            "machine at load 8-10; row 11 on a quiet machine ~4x): CPython's per-call "
            "cost suffers more from a shared core than the peer's short C path.",
-    "18w": "a cached load of the 240-function program is ~100 ms against iree.runtime's "
-           "~3-6 ms: spread over parsing the module's FlatBuffer in Python (signatures "
-           "and attributes of 480 functions, exports, ~15 %), reading the translation from "
-           "the cache (~15 %, its CRC now 1-2 ms instead of ~20 ms), loading the dispatch "
-           "library (~15 %: 235 exports' attributes, naming the exports and relocating the "
-           "DWARF for gdb's JIT interface), the module initializer recording 240 reusable "
-           "command buffers (~1,200 hal imports, ~15 %) and making the 480 Python "
-           "functions. Parameters are no longer copied (they were: 0.6 s for BERT's "
-           "340 MB), which brought the models' loads to ~0.1 s.",
-    "18c": "a cold load translates every function of the module to Python and compiles it "
-           "(~3 ms per function); the translation cache exists for exactly this: the "
-           "second load is the cached one (18w).",
+    "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
+           "loaded by its ELF loader); vmrt's cached load is 20-30 ms for ResNet-50 and the "
+           "BERT stack and ~100 ms (quiet machine; 200 ms at load 10) for the 240-function "
+           "program, with no single hot spot (cProfile, fresh process after a warm-up "
+           "load): loading the dispatch library ~50 % for the models (elfkit's load plan "
+           "~5 ms on first sight of the file, relocating its DWARF and building the gdb JIT "
+           "symfile ~6 ms, naming the exports), the io_parameters load ~6 ms (108 buffers "
+           "over the mapped file), reading the translation ~5 ms, the bytecode module "
+           "~7 ms; for the 240-function program the Python FlatBuffer reader (signatures "
+           "and attributes of 480 functions), the module initializer recording 240 "
+           "reusable command buffers (~1,200 hal imports) and the library's 235 exports "
+           "weigh most. Fixed on the way: parameters were copied out of the file (0.6 s "
+           "for BERT's 340 MB; now read-only buffers over the mapping, as IREE imports "
+           "them), the cache checksum read a 2 MB entry as one big integer (~20 ms; now a "
+           "CRC-32, ~1-2 ms) and numpy.unique imported numpy.ma (~8 ms) in elfkit's "
+           "relocation plan.",
+    "18c": "a cold load translates every function of the module to Python source and "
+           "compiles it (the 240-function program: ~3.4 s at load 10; ResNet-50 ~0.17 s, "
+           "the BERT stack ~0.28 s); the translation cache exists for exactly this: every "
+           "later load is the cached one (18w).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"
