@@ -207,7 +207,8 @@ WHY = {
            "(kept per executable) and records through single-frame callers "
            "(command_buffer.dispatch, execution_barrier, executable.lookup.function), which "
            "took it from ~2.3x to ~2.0x in runs at load ~10 (noisy); what is left is "
-           "~25 µs of Python per step (command buffer creation, ~40 imports, the submission and 9 prepared runs) "
+           "~25 µs of Python per step (command buffer creation, ~40 imports, the "
+           "submission and 9 prepared runs) "
            "against iree.runtime's C. On local-task iree.runtime pays its task system's "
            "wake-ups per step and vmrt is faster.",
     "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
