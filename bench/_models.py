@@ -127,9 +127,8 @@ def _mnist_e2e() -> tuple[Any, list[tuple[str, tuple[int, ...]]]]:
     x = g.op("Reshape", ["x", shape])
     h = g.op("Relu", [g.op("Add", [g.op("MatMul", [x, w1]), b1])])
     logits = g.op("Add", [g.op("MatMul", [h, w2]), b2])
-    y = g.op("Softmax", [logits], axis=1)
-    g.nodes[-1].output[0] = "y"
-    del y
+    g.op("Softmax", [logits], axis=1)
+    g.nodes[-1].output[0] = "y"          # the graph's output
     return g.model("mnist_e2e", [("x", [1, 28, 28, 1])], [("y", [1, 10])]), [("x", (1, 28, 28, 1))]
 
 
@@ -210,6 +209,7 @@ def _bert() -> tuple[Any, list[tuple[str, tuple[int, ...]]]]:
 
 
 def _lstm() -> tuple[Any, list[tuple[str, tuple[int, ...]]]]:
+    import numpy as np
     g = _Graph(32)
     seq, n_in, hid = 32, 256, 512
     x = "x"
@@ -218,7 +218,7 @@ def _lstm() -> tuple[Any, list[tuple[str, tuple[int, ...]]]]:
         r = g.rand("lstm_r", (1, 4 * hid, hid), (1.0 / hid) ** 0.5)
         b = g.rand("lstm_b", (1, 8 * hid), 0.05)
         y = g.op("LSTM", [x, w, r, b], hidden_size=hid)        # (seq, 1, batch, hid)
-        x = g.op("Squeeze", [y, g.const("axis", __import__("numpy").array([1]))])
+        x = g.op("Squeeze", [y, g.const("axis", np.array([1]))])
     g.nodes[-1].output[0] = "y"
     return g.model("lstm", [("x", [seq, 1, n_in])], [("y", [seq, 1, hid])]), \
         [("x", (seq, 1, n_in))]
