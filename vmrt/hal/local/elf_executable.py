@@ -100,6 +100,10 @@ def prefetch_unicorn(arch_name: str, backend: str) -> None:
         prefetch_emulator()
 
 
+#: the most prepared dispatches an executable keeps (then it starts again)
+MAX_PREPARED_KEPT = 4096
+
+
 class ElfExecutable(Closeable):
     """A loaded dispatch library.  Use :meth:`load`."""
 
@@ -111,6 +115,10 @@ class ElfExecutable(Closeable):
         #: made with over(): what loads the library again for another machine
         self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        #: prepare()'s results by (export, grid, constants, bindings, threads):
+        #: a command buffer recorded anew each time round a loop (or each call)
+        #: runs dispatches prepared before
+        self._prepared: dict[tuple[Any, ...], NativeDispatch | None] = {}
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
         self.scratch = threading.local()
@@ -409,7 +417,25 @@ class ElfExecutable(Closeable):
         workgroups, arguments dispatch() rejects): call dispatch() then."""
         if self.closed or self.backend != "native":
             return None
-        return prepare_native(self, export, workgroup_count, constants, binding_count, threads)
+        if not isinstance(export, (int, str)):
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        try:
+            grid = (workgroup_count,) if isinstance(workgroup_count, int) else \
+                tuple(workgroup_count)
+            key = (export, grid, tuple(constants), binding_count, threads)
+            return self._prepared[key]
+        except KeyError:
+            pass
+        except TypeError:       # odd arguments: prepare_native reports them
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        prepared = prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        if len(self._prepared) >= MAX_PREPARED_KEPT:
+            self._prepared.clear()
+        self._prepared[key] = prepared
+        return prepared
 
     @property
     def layout(self) -> abi.Layout:
