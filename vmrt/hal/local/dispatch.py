@@ -8,9 +8,9 @@ per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
   the grid handed out in chunks to ``threads`` host threads
-  (:mod:`~vmrt.hal.local.task_pool`; ctypes releases the GIL in each call), each thread flushing denormals to
-  zero while it runs its range (:mod:`~vmrt.hal.local.fpu_state`); the
-  deadline and a cancel are checked between workgroups;
+  (:mod:`~vmrt.hal.local.task_pool`; ctypes releases the GIL in each
+  call), each thread flushing denormals to zero while it runs a chunk
+  (:mod:`~vmrt.hal.local.fpu_state`); the deadline and a cancel are checked between workgroups;
 * emulated, in the executable's machine, the bindings staged into guest
   memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
   workgroup bounded by the invocation's deadline and instruction budget
@@ -202,7 +202,7 @@ def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
     """The grid in chunks taken by ``threads`` threads (the calling one
     first, :mod:`~vmrt.hal.local.task_pool`), thread ``t`` with processor
     id ``t``."""
-    from .task_pool import Chunks, run_workers       # local-task only
+    from .task_pool import Chunks, run_workers  # local-task only
     threads = min(threads, grid.total)
     chunks = Chunks(grid.total, threads)
     mems = [GuestMemory(grid.exe.machine) for _ in range(threads)]
