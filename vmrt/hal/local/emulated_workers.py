@@ -49,6 +49,7 @@ from ...errors import (
     StatusCode,
     VmError,
 )
+from ..buffer import address_of
 from ..dispatch_observer import current_range_recorder, in_range
 from .bindings import alias_groups, explain_binding_fault
 from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
@@ -85,20 +86,19 @@ def use_workers(exe: Any, threads: int, wc: tuple[int, int, int], order: Any) ->
 
 
 class SharedBindings:
-    """One dispatch's bindings in page-aligned host blocks, each alias group
-    once, mapped into any number of machines.  ``blocks`` are those of the
-    previous dispatch, reused when the sizes match (so are the machines'
-    mappings of them); ``used`` those of this one."""
+    """One dispatch's bindings in page-aligned host blocks (anonymous
+    ``mmap``s: no numpy, whose import would cost a command's first dispatch
+    a quarter of a second), each alias group once, mapped into any number
+    of machines.  ``blocks`` are those of the previous dispatch, reused when
+    the sizes match (so are the machines' mappings of them); ``used`` those
+    of this one."""
 
     def __init__(self, arrays: Sequence[Any], blocks: dict[tuple[int, int], Any]):
-        import numpy as np
-
-        # imported here: a native or host-only run never imports unicorn
-        from elfkit.exec.emulated import page_aligned_empty
+        import mmap
         self.arrays = list(arrays)
         self.groups = alias_groups(self.arrays)
-        #: per group: (host block, offset of the group's span in it, span size)
-        self.placed: list[tuple[Any, int, int]] = []
+        #: per group: ((mmap, its address), offset of the group's span in it, span size)
+        self.placed: list[tuple[tuple[Any, int], int, int]] = []
         self.used: dict[tuple[int, int], Any] = {}
         for g, group in enumerate(self.groups):
             lo, hi = self._span(group)
@@ -106,17 +106,17 @@ class SharedBindings:
             size = -(-(n + 63) // 4096) * 4096
             block = blocks.get((g, size))
             if block is None:
-                block = page_aligned_empty(size, np.uint8)
+                mm = mmap.mmap(-1, size)
+                block = (mm, address_of(memoryview(mm)))
             self.used[(g, size)] = block
             off = (size - n) & ~63
-            block[:off] = 0
-            block[off + n:] = 0
-            view = block[off:off + n]
-            view[:] = 0                                 # bytes between bindings stay zero
+            view = memoryview(block[0])
+            view[:off] = bytes(off)
+            view[off:] = bytes(size - off)              # bytes between bindings stay zero
             for i in group:
                 a = self.arrays[i]
-                start = host_address(a) - lo
-                view[start:start + a.nbytes] = np.frombuffer(host_view(a), np.uint8)
+                start = off + host_address(a) - lo
+                view[start:start + a.nbytes] = host_view(a)
             self.placed.append((block, off, n))
 
     def _span(self, group: list[int]) -> tuple[int, int]:
@@ -132,16 +132,14 @@ class SharedBindings:
         :func:`~vmrt.hal.local.bindings.explain_binding_fault` takes."""
         ptrs = [0] * len(self.arrays)
         guards = []
-        for group, (block, off, n) in zip(self.groups, self.placed):
-            if not any(host_writable(self.arrays[i]) for i in group):
-                block = block.view()
-                block.flags.writeable = False
-            base = machine.share(block)
+        for group, ((mm, addr), off, n) in zip(self.groups, self.placed):
+            writable = any(host_writable(self.arrays[i]) for i in group)
+            base = machine.share_pages(mm, addr, len(mm), writable)
             bases.append(base)
             lo, _hi = self._span(group)
             for i in group:
                 ptrs[i] = base + off + host_address(self.arrays[i]) - lo
-            end = base + int(block.nbytes)
+            end = base + len(mm)
             guards.append((group[-1], base + off, n, end, end + 4096))
         return ptrs, guards
 
@@ -149,11 +147,12 @@ class SharedBindings:
         """What the workers wrote lands in the caller's writable arrays."""
         for group, (block, off, _n) in zip(self.groups, self.placed):
             lo, _hi = self._span(group)
+            view = memoryview(block[0])
             for i in group:
                 a = self.arrays[i]
                 if host_writable(a):
                     start = off + host_address(a) - lo
-                    host_view(a)[:] = memoryview(block[start:start + a.nbytes])
+                    host_view(a)[:] = view[start:start + a.nbytes]
 
 
 class EmulatedWorkers:
