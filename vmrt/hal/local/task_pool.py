@@ -17,6 +17,7 @@ are independent), so results are those of one thread.
 """
 from __future__ import annotations
 
+import _thread
 import itertools
 import threading
 from queue import SimpleQueue
@@ -102,7 +103,9 @@ class _Done:
                 self.event.set()
 
 
-def _worker(queue: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]) -> None:
+def _worker(queue: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None],
+            name: str) -> None:
+    threading.current_thread().name = name
     while (job := queue.get()) is not None:
         body, t, done = job
         error = None
@@ -119,8 +122,9 @@ def _queues(count: int) -> list[SimpleQueue[tuple[Callable[[int], None], int, _D
     with _LOCK:
         while len(_QUEUES) < count:
             q: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None] = SimpleQueue()
-            threading.Thread(target=_worker, args=(q,), name=f"vmrt-task_{len(_QUEUES)}",
-                             daemon=True).start()
+            # not threading.Thread.start, which waits until the new thread
+            # runs (milliseconds on a busy machine): the caller has work to do
+            _thread.start_new_thread(_worker, (q, f"vmrt-task_{len(_QUEUES)}"))
             _QUEUES.append(q)
         return _QUEUES[:count]
 
