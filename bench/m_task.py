@@ -155,7 +155,8 @@ def _emulated(cfg: Config, threads: int) -> list[Row]:
                      f"{used}/{min(threads, wg)} workers used ({wg} workgroups)")
     worst = max(ratios, key=lambda k: ratios[k])
     return [Row("23c", name, f"worst {ratios[worst]:.2f}× a steady call ({worst})",
-                "", ratios[worst], "reported", None, note="; ".join(parts))]
+                "a steady call of the same program (IREE's peer under qemu-user: row 15)",
+                ratios[worst], "reported", None, note="; ".join(parts))]
 
 
 __all__ = ["first_call", "workers_used"]
