@@ -484,6 +484,12 @@ def _m22(cfg: Config) -> list[Row]:
     return profile_overhead(cfg)
 
 
+@_measure("23", "local-task first call and steady state")
+def _m23(cfg: Config) -> list[Row]:
+    from .m_task import first_call
+    return first_call(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),

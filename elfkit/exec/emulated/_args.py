@@ -307,6 +307,17 @@ class ArgumentMemory:
         self._shared[addr] = (cl, array)
         return addr
 
+    def share_pages(self, owner: Any, ptr: int, n: int, writable: bool) -> int:
+        """See ``EmulatedMachine.share_pages``."""
+        if not n or ptr % PAGE or n % PAGE:
+            raise MemoryAccessError(f"share_pages(): [{ptr:#x}, +{n:#x}) is not whole host "
+                                    f"pages")
+        perms = C.UC_PROT_READ | (C.UC_PROT_WRITE if writable else 0)
+        region = self._zero_copy(ptr, n, False, False, perms)
+        cl = [(region, owner, (region.start, ptr, 0, n, 0), writable)]
+        self._shared[region.start] = (cl, owner)
+        return region.start
+
     def unshare(self, addr: int) -> None:
         entry = self._shared.pop(addr, None)
         if entry is None:

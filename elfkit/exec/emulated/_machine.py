@@ -485,6 +485,15 @@ class EmulatedMachine(Machine):
             self._check_open()
             return self._args.share(array)
 
+    def share_pages(self, owner: Any, address: int, size: int, writable: bool = True) -> int:
+        """Map the host pages [address, address + size) (page-aligned memory
+        that ``owner`` keeps alive, e.g. an ``mmap``) into the guest until
+        ``unshare``, zero-copy (read-only unless ``writable``): ``share``
+        without numpy."""
+        with self._lock:
+            self._check_open()
+            return self._args.share_pages(owner, address, size, writable)
+
     def unshare(self, addr: int) -> None:
         with self._lock:
             self._args.unshare(addr)

@@ -186,10 +186,9 @@ def test_native_profile_matches_iree_and_statistics(hal_compile, chain_inputs, i
             e["ts"] + e["dur"] <= invocation["ts"] + invocation["dur"] + 0.001
     if device == "local-sync":
         assert all(t == {caller} for t in threads.values())
-    else:   # the 8 workgroups of the last dispatch: 3 ranges, the first on the calling
-        # thread, the others on pool workers (one worker may run both)
-        assert len(_slices(events, "workgroups")) == 2 + 2 + 3
-        assert caller in threads[2] and len(threads[2]) >= 2
+    else:   # chunks of one workgroup (a grid this small), taken by the calling
+        # thread and the pool's workers as they come: which thread ran which varies
+        assert len(_slices(events, "workgroups")) == 2 + 2 + 8
         names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
         assert all(names[t].startswith("vmrt-task") for t in threads[2] - {caller})
     # allocations: IREE's sizes, freed by the end, the live bytes counter agreeing
@@ -214,8 +213,11 @@ def test_emulated_aarch64_profile(hal_compile, chain_inputs, emulation, tmp_path
         assert all(e["cat"] == "dispatch,emulated" and e["args"]["backend"] == "emulated"
                    and e["args"]["arch"] == "aarch64" for e in shown)
         threads = _check_workgroups(events)
-        if device == "local-task":      # worker machines on their own threads
-            assert all(len(t) == 2 for t in threads.values())
+        names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+        if device == "local-task":      # worker machines on their own threads (which of
+            # the two takes a chunk varies: a worker whose machine still loads takes none)
+            assert all(names[t] == "MainThread" or names[t].startswith("vmrt-task")
+                       for t in set().union(*threads.values()))
         else:
             assert all(len(t) == 1 for t in threads.values())
 

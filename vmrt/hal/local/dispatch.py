@@ -7,10 +7,10 @@ and one workgroup state per workgroup, and calls the export's function once
 per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
-  the grid split into contiguous ranges over ``threads`` host threads
-  (ctypes releases the GIL in each call), each thread flushing denormals to
-  zero while it runs its range (:mod:`~vmrt.hal.local.fpu_state`); the
-  deadline and a cancel are checked between workgroups;
+  the grid handed out in chunks to ``threads`` host threads
+  (:mod:`~vmrt.hal.local.task_pool`; ctypes releases the GIL in each
+  call), each thread flushing denormals to zero while it runs a chunk
+  (:mod:`~vmrt.hal.local.fpu_state`); the deadline and a cancel are checked between workgroups;
 * emulated, in the executable's machine, the bindings staged into guest
   memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
   workgroup bounded by the invocation's deadline and instruction budget
@@ -199,26 +199,23 @@ def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: in
 
 
 def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
-    """The grid in ``threads`` contiguous ranges, range ``t`` on a thread of
-    its own with processor id ``t``."""
-    from concurrent.futures import ThreadPoolExecutor
-    step, extra = divmod(grid.total, threads)
-    parts, start = [], 0
-    for t in range(min(threads, grid.total)):
-        parts.append(range(start, start + step + (t < extra)))
-        start = parts[-1].stop
-    mems = [GuestMemory(grid.exe.machine) for _ in parts]
+    """The grid in chunks taken by ``threads`` threads (the calling one
+    first, :mod:`~vmrt.hal.local.task_pool`), thread ``t`` with processor
+    id ``t``."""
+    from .task_pool import Chunks, run_workers  # local-task only
+    threads = min(threads, grid.total)
+    chunks = Chunks(grid.total, threads)
+    mems = [GuestMemory(grid.exe.machine) for _ in range(threads)]
+
+    def body(t: int) -> None:
+        chunks.run(t, lambda chunk: in_range(grid.rec, chunk, _native_range)(
+            grid, ds, chunk, t, mems[t]))
     try:
-        with ThreadPoolExecutor(len(parts)) as pool:
-            futures = [pool.submit(in_range(grid.rec, p, _native_range), grid, ds, p, t, mems[t])
-                       for t, p in enumerate(parts)]
-            errors = [f.exception() for f in futures]
+        errors = run_workers(threads, body, chunks.stop)
     finally:
         for m in mems:
             m.free_all()
-    for e in errors:
-        if e is not None:
-            raise e
+    chunks.check(errors)
 
 
 def host_state(exe: Any, cbytes: bytes, ptrs: list[int], sizes: list[int],

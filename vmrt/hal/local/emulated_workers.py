@@ -3,9 +3,12 @@
 An emulated executable lives in one unicorn machine, and a machine runs one
 call at a time.  To spread a dispatch's workgroups over ``threads`` host
 threads, :class:`EmulatedWorkers` loads the same library into ``threads - 1``
-more machines of its own (once, on first use; kept on the executable and
-closed with it) and runs a contiguous range of the grid on each, the
-executable's own machine on the calling thread.  unicorn releases the GIL
+more machines of its own (once, on first use, each on its worker's thread
+while the calling thread already runs workgroups on the executable's own
+machine; kept on the executable and closed with it); every worker takes
+chunks of the grid from one shared counter (:mod:`~vmrt.hal.local.task_pool`)
+until none is left, so a worker whose machine is still loading just takes
+fewer.  unicorn releases the GIL
 while it runs guest code, so the machines really run in parallel.
 
 Guest memory is shared through the host: each group of bindings that alias
@@ -18,7 +21,7 @@ workgroup -- the same bytes local-sync produces.  Each binding ends within
 after every mapping, so an access past a binding faults and is reported
 against it.  Each machine gets its own dispatch state (its binding
 addresses, which may differ from machine to machine) and its own workgroup
-states, whose processor id is the worker's number.  The workers share the
+states, whose processor id is the worker's number (0: the calling thread).  The workers share the
 invocation's instruction budget without a lock
 (:class:`~vmrt.hal.local.dispatch_limits.BudgetShares`): the dispatch runs
 out of budget exactly where one thread would, and every instruction run is
@@ -46,6 +49,7 @@ from ...errors import (
     StatusCode,
     VmError,
 )
+from ..buffer import address_of
 from ..dispatch_observer import current_range_recorder, in_range
 from .bindings import alias_groups, explain_binding_fault
 from .dispatch_args import host_address, host_view, host_writable, workgroup_xyz
@@ -57,7 +61,7 @@ from .dispatch_limits import (
     stop_error,
 )
 from .guest import GuestMemory
-from .prepared import worker_pool
+from .task_pool import Chunks, run_workers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -82,20 +86,19 @@ def use_workers(exe: Any, threads: int, wc: tuple[int, int, int], order: Any) ->
 
 
 class SharedBindings:
-    """One dispatch's bindings in page-aligned host blocks, each alias group
-    once, mapped into any number of machines.  ``blocks`` are those of the
-    previous dispatch, reused when the sizes match (so are the machines'
-    mappings of them); ``used`` those of this one."""
+    """One dispatch's bindings in page-aligned host blocks (anonymous
+    ``mmap``s: no numpy, whose import would cost a command's first dispatch
+    a quarter of a second), each alias group once, mapped into any number
+    of machines.  ``blocks`` are those of the previous dispatch, reused when
+    the sizes match (so are the machines' mappings of them); ``used`` those
+    of this one."""
 
     def __init__(self, arrays: Sequence[Any], blocks: dict[tuple[int, int], Any]):
-        import numpy as np
-
-        # imported here: a native or host-only run never imports unicorn
-        from elfkit.exec import page_aligned_empty
+        import mmap
         self.arrays = list(arrays)
         self.groups = alias_groups(self.arrays)
-        #: per group: (host block, offset of the group's span in it, span size)
-        self.placed: list[tuple[Any, int, int]] = []
+        #: per group: ((mmap, its address), offset of the group's span in it, span size)
+        self.placed: list[tuple[tuple[Any, int], int, int]] = []
         self.used: dict[tuple[int, int], Any] = {}
         for g, group in enumerate(self.groups):
             lo, hi = self._span(group)
@@ -103,17 +106,17 @@ class SharedBindings:
             size = -(-(n + 63) // 4096) * 4096
             block = blocks.get((g, size))
             if block is None:
-                block = page_aligned_empty(size, np.uint8)
+                mm = mmap.mmap(-1, size)
+                block = (mm, address_of(memoryview(mm)))
             self.used[(g, size)] = block
             off = (size - n) & ~63
-            block[:off] = 0
-            block[off + n:] = 0
-            view = block[off:off + n]
-            view[:] = 0                                 # bytes between bindings stay zero
+            view = memoryview(block[0])
+            view[:off] = bytes(off)
+            view[off:] = bytes(size - off)              # bytes between bindings stay zero
             for i in group:
                 a = self.arrays[i]
-                start = host_address(a) - lo
-                view[start:start + a.nbytes] = np.frombuffer(host_view(a), np.uint8)
+                start = off + host_address(a) - lo
+                view[start:start + a.nbytes] = host_view(a)
             self.placed.append((block, off, n))
 
     def _span(self, group: list[int]) -> tuple[int, int]:
@@ -129,16 +132,14 @@ class SharedBindings:
         :func:`~vmrt.hal.local.bindings.explain_binding_fault` takes."""
         ptrs = [0] * len(self.arrays)
         guards = []
-        for group, (block, off, n) in zip(self.groups, self.placed):
-            if not any(host_writable(self.arrays[i]) for i in group):
-                block = block.view()
-                block.flags.writeable = False
-            base = machine.share(block)
+        for group, ((mm, addr), off, n) in zip(self.groups, self.placed):
+            writable = any(host_writable(self.arrays[i]) for i in group)
+            base = machine.share_pages(mm, addr, len(mm), writable)
             bases.append(base)
             lo, _hi = self._span(group)
             for i in group:
                 ptrs[i] = base + off + host_address(self.arrays[i]) - lo
-            end = base + int(block.nbytes)
+            end = base + len(mm)
             guards.append((group[-1], base + off, n, end, end + 4096))
         return ptrs, guards
 
@@ -146,11 +147,12 @@ class SharedBindings:
         """What the workers wrote lands in the caller's writable arrays."""
         for group, (block, off, _n) in zip(self.groups, self.placed):
             lo, _hi = self._span(group)
+            view = memoryview(block[0])
             for i in group:
                 a = self.arrays[i]
                 if host_writable(a):
                     start = off + host_address(a) - lo
-                    host_view(a)[:] = memoryview(block[start:start + a.nbytes])
+                    host_view(a)[:] = view[start:start + a.nbytes]
 
 
 class EmulatedWorkers:
@@ -158,28 +160,39 @@ class EmulatedWorkers:
 
     def __init__(self, exe: Any):
         self.exe = exe
-        self.workers: list[Any] = []          # extra Executables, one machine each
+        self.workers: list[Any] = []          # extra Executables, one machine each (or None)
         self.blocks: dict[tuple[int, int], Any] = {}
         self.lock = threading.Lock()          # one parallel dispatch at a time
+        self.slots = threading.Lock()         # guards the list of workers
+        #: workgroups each machine ran in the last dispatch (the executable's first)
+        self.taken: list[int] = []
         self.job: _Job | None = None          # the dispatch running
 
-    def _grow(self, count: int) -> None:
+    def worker(self, t: int) -> Any:
+        """Worker ``t``'s executable (t >= 1), loaded into a machine of its
+        own on first use -- on the worker's thread, while the others run."""
+        with self.slots:
+            while len(self.workers) < t:
+                self.workers.append(None)
+            w = self.workers[t - 1]
+        if w is not None:
+            return w
         exe = self.exe
-        while len(self.workers) < count:
-            try:
-                w = exe.emulated_copy()
-            except elfkit.ElfkitError as e:
-                raise ExecutableError(f"executable '{exe.name}': loading worker "
-                                      f"{len(self.workers) + 1}: {e}") from e
-            for limit in ("timeout", "instruction_budget"):
-                if hasattr(exe.machine, limit):
-                    setattr(w.machine, limit, getattr(exe.machine, limit))
-            self.workers.append(w)
+        try:
+            w = exe.emulated_copy()
+        except elfkit.ElfkitError as e:
+            raise ExecutableError(f"executable '{exe.name}': loading worker {t}: {e}") from e
+        for limit in ("timeout", "instruction_budget"):
+            if hasattr(exe.machine, limit):
+                setattr(w.machine, limit, getattr(exe.machine, limit))
+        with self.slots:
+            self.workers[t - 1] = w
+        return w
 
     @property
     def machines(self) -> list[Any]:
         """The worker machines loaded so far (the executable's own excluded)."""
-        return [w.machine for w in self.workers]
+        return [w.machine for w in self.workers if w is not None]
 
     def dispatch(self, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  arrays: Sequence[Any], cbytes: bytes, threads: int, where: str,
@@ -203,25 +216,18 @@ class EmulatedWorkers:
         total = wc[0] * wc[1] * wc[2]
         threads = max(1, min(threads, total))
         with self.lock:
-            self._grow(threads - 1)
-            execs = [self.exe, *self.workers[:threads - 1]]
             shared = SharedBindings(arrays, self.blocks)
             self.blocks = shared.used
-            step, extra = divmod(total, threads)
-            bounds, start = [], 0
-            for t in range(threads):
-                bounds.append((start, start + step + (t < extra)))
-                start = bounds[-1][1]
             job = self.job = _Job(exp, wc, ws3, cbytes, threads, where, deadline, shared,
                                   limits)
             try:
-                parts = job.parts = [job.prepare(w, t) for t, w in enumerate(execs)]
-                job.run(parts, bounds)
+                job.run(self)
             finally:
                 self.job = None
                 if job.shares is not None:
                     job.shares.settle()
                 job.release()
+                self.taken = job.chunks.taken
             shared.copy_back()
 
     def cancel(self, error: VmError | None = None) -> None:
@@ -231,12 +237,13 @@ class EmulatedWorkers:
         if job is not None:
             job.cancelled = error or VmError(f"{job.where}: the dispatch was cancelled",
                                              StatusCode.CANCELLED)
-            job.halt(job.parts)
+            job.halt()
 
     def close(self) -> None:
         workers, self.workers = self.workers, []
         for w in workers:
-            w.close()
+            if w is not None:
+                w.close()
         self.blocks.clear()
 
 
@@ -251,7 +258,8 @@ class _Job:
         self.stop = threading.Event()
         self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
-        self.parts: list[tuple[Any, ...]] = []
+        self.parts: list[tuple[Any, ...] | None] = [None] * threads
+        self.chunks = Chunks(wc[0] * wc[1] * wc[2], threads)
         self.cancelled: VmError | None = None
         self.limits = limits
         self.shares = shares_for(limits, threads)
@@ -270,49 +278,48 @@ class _Job:
         local = mem.alloc(self.exp.local_memory_size, 64) if self.exp.local_memory_size else 0
         return exe, exe.entry(self.exp), ds, local, mem, (guards, ptrs)
 
-    def run(self, parts: list[tuple[Any, ...]], bounds: list[tuple[int, int]]) -> None:
-        pool = worker_pool(len(parts) - 1) if len(parts) > 1 else None
-        futures = [pool.submit(in_range(self.rec, range(*bounds[t]), self.run_guarded), t,
-                               parts, *bounds[t]) for t in range(1, len(parts))] if pool else []
-        errors: list[BaseException] = []
-        try:
-            in_range(self.rec, range(*bounds[0]), self.run_guarded)(0, parts, *bounds[0])
-        except BaseException as e:  # noqa: BLE001 - reported after the others stopped
-            errors.append(e)
-        for f in futures:
-            while True:
-                try:
-                    e2 = f.exception()
-                    break
-                except BaseException as e3:  # noqa: BLE001 - Ctrl-C while waiting
-                    self.halt(parts)
-                    errors.append(e3)
-            if e2 is not None:
-                errors.append(e2)
-        for err in errors:
-            if not isinstance(err, _Stopped):
-                raise err
+    def run(self, workers: EmulatedWorkers) -> None:
+        """Every worker at once (the calling thread on the executable's own
+        machine, at once; the others once their machine is loaded and
+        prepared), each taking chunks of the grid until none is left."""
+        errors = run_workers(self.threads, lambda t: self.run_worker(workers, t), self.halt)
+        chunks = self.chunks
+        chunks.failed = [f for f in chunks.failed if not isinstance(f[1], _Stopped)]
+        chunks.check([e for e in errors if not isinstance(e, _Stopped)])
         if self.cancelled is not None:
             raise self.cancelled
 
-    def run_guarded(self, t: int, parts: list[tuple[Any, ...]], start: int, end: int) -> None:
-        """Worker ``t``'s range; when it fails, the other workers stop too."""
+    def run_worker(self, workers: EmulatedWorkers, t: int) -> None:
+        """Worker ``t``: its machine (loaded the first time), its guest
+        state, then chunks of the grid; when it fails, the others stop too."""
+        try:
+            exe = workers.exe if t == 0 else workers.worker(t)
+            if self.stop.is_set():
+                raise _Stopped()
+            part = self.parts[t] = self.prepare(exe, t)
+        except BaseException:
+            self.halt()
+            raise
         self.running.add(t)
         try:
-            self.run_range(t, parts[t], start, end)
+            self.chunks.run(t, lambda chunk: in_range(self.rec, chunk, self.run_range)(
+                t, part, chunk.start, chunk.stop))
         except BaseException:
             self.running.discard(t)
-            self.halt(parts)
+            self.halt()
             raise
         finally:
             self.running.discard(t)
 
-    def halt(self, parts: list[tuple[Any, ...]]) -> None:
+    def halt(self) -> None:
         """Stop every worker: at its next workgroup, and inside the current one
         (only machines whose worker is still in its range are cancelled)."""
         self.stop.set()
+        self.chunks.stop()
         for t in list(self.running):
-            parts[t][0].machine.cancel(wait=0)
+            part = self.parts[t]
+            if part is not None:
+                part[0].machine.cancel(wait=0)
 
     def run_range(self, t: int, part: tuple[Any, ...], start: int, end: int) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest) on worker ``t``."""

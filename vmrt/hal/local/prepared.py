@@ -9,8 +9,11 @@ holding the constants, the binding pointers and lengths and the dispatch
 state (written once but for the pointers and lengths), and the workgroup
 states of the whole grid (read-only to the dispatch code), so a run is two
 ``struct.pack_into`` and one native call per workgroup.  Several threads
-(``threads`` > 1, IREE's ``local-task``) split the grid into contiguous
-ranges run on a shared pool; ctypes releases the GIL during each call.
+(``threads`` > 1, IREE's ``local-task``) take chunks of the grid from a
+shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
+first; ctypes releases the GIL during each call.  A workgroup's processor
+id is that of the contiguous range of the grid it falls in (thread ``t``
+of ``threads``), whichever thread runs it.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).
 Errors are those of :meth:`ElfExecutable.dispatch`.
@@ -28,31 +31,15 @@ from . import library_abi as abi
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 from .fpu_state import pop, push
+from .task_pool import Chunks, run_workers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from concurrent.futures import ThreadPoolExecutor
     from typing import Any
 
 #: the most workgroups a prepared dispatch caches the states of
 MAX_PREPARED_WORKGROUPS = 4096
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOL_LOCK = threading.Lock()
-
-
-def worker_pool(threads: int) -> ThreadPoolExecutor:
-    """The process-wide pool of ``threads`` workers (made on first use)."""
-    with _POOL_LOCK:
-        pool = _POOLS.get(threads)
-        if pool is None:
-            # imported here: a local-sync run needs no pool (concurrent.futures
-            # imports logging and traceback, ~4 ms of start-up)
-            from concurrent.futures import ThreadPoolExecutor
-            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="vmrt-task")
-        return pool
-
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
                    binding_count: int, threads: int = 1) -> NativeDispatch | None:
@@ -104,6 +91,7 @@ class NativeDispatch:
         self.ws3 = ws3
         self.layout = lay
         self.local = threading.local()
+        self.taken: list[int] = []
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
         start = 0
@@ -163,20 +151,15 @@ class NativeDispatch:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits)
             return
-        bounds = self.bounds
-        pool = worker_pool(self.threads - 1)
-        futures = [pool.submit(in_range(rec, range(a, b), self.run_range), ds, ws, a, b,
-                               deadline, limits) for a, b in bounds[1:]]
-        errors: list[BaseException | None] = []
-        try:
-            in_range(rec, range(*bounds[0]), self.run_range)(ds, ws, *bounds[0], deadline,
-                                                             limits)
-        except Exception as first:  # noqa: BLE001 - reported after the other ranges end
-            errors.append(first)
-        errors += [f.exception() for f in futures]
-        for e in errors:
-            if e is not None:
-                raise e
+        chunks = Chunks(self.total, self.threads)
+
+        def chunk_run(chunk: range) -> None:
+            in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,
+                                                 limits)
+        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop)
+        #: workgroups each worker ran in the last multi-threaded run
+        self.taken = chunks.taken
+        chunks.check(errors)
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
                   limits: ExecutionLimits | None = None) -> None:
@@ -213,4 +196,4 @@ class NativeDispatch:
                              f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
 
 
-__all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native", "worker_pool"]
+__all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native"]

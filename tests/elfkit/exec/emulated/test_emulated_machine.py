@@ -937,6 +937,33 @@ def test_share_keeps_a_buffer_mapped(env):
         m.share(np.zeros(10, np.int32))
 
 
+
+def test_share_pages_maps_an_mmap_without_numpy(env):
+    """share_pages: whole host pages (an anonymous mmap) mapped zero-copy,
+    read-only when asked; anything but whole pages is refused."""
+    import ctypes
+    import mmap
+    import struct
+    m, k = env
+    mm = mmap.mmap(-1, 4096)
+    mm[:4096] = struct.pack("<1024i", *([2] * 1024))
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(mm))
+    p = m.share_pages(mm, addr, 4096)
+    assert call(m, k, "sum_i32", "i64(ptr,i32)", p, 1024) == 2048
+    call(m, k, "write_at", "void(ptr,i32,i32)", p, 3, 100)
+    assert struct.unpack_from("<i", mm, 12) == (100,)
+    m.unshare(p)
+    ro = m.share_pages(mm, addr, 4096, writable=False)
+    assert call(m, k, "read_at", "i32(ptr,i32)", ro, 3) == 100
+    with pytest.raises(EmulationFault):
+        call(m, k, "write_at", "void(ptr,i32,i32)", ro, 3, 5)
+    m.unshare(ro)
+    assert struct.unpack_from("<i", mm, 12) == (100,)
+    for a, n in ((addr + 64, 4096), (addr, 100), (addr, 0)):
+        with pytest.raises(MemoryAccessError):
+            m.share_pages(mm, a, n)
+
+
 _X87_CALL = r'''
 import sys
 from elfkit.exec.emulated import EmulatedMachine

@@ -1,0 +1,80 @@
+"""The local-task worker threads and the shared chunk counter
+(:mod:`vmrt.hal.local.task_pool`): every workgroup is handed out exactly
+once, every worker gets work when the others wait for it, and the error
+raised is that of the first failing chunk in grid order, as on one thread."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from vmrt.hal.local.task_pool import CHUNKS_PER_WORKER, Chunks, run_workers
+
+
+@pytest.mark.parametrize("total,workers", [(1, 4), (16, 2), (16, 3), (1000, 4), (7, 7)])
+def test_every_workgroup_handed_out_once(total, workers):
+    chunks = Chunks(total, workers)
+    seen: list[int] = []
+    lock = threading.Lock()
+
+    def body(t: int) -> None:
+        def run(chunk: range) -> None:
+            with lock:
+                seen.extend(chunk)
+        chunks.run(t, run)
+    assert run_workers(workers, body) == []
+    assert sorted(seen) == list(range(total))
+    assert sum(chunks.taken) == total
+    assert chunks.size == max(1, total // (workers * CHUNKS_PER_WORKER))
+
+
+def test_every_worker_gets_work():
+    """Each worker holds its first chunk until all have one: with enough
+    chunks every worker runs some, whatever the scheduling."""
+    workers = 4
+    chunks = Chunks(64, workers)
+    barrier = threading.Barrier(workers, timeout=30)
+    first = [True] * workers
+
+    def body(t: int) -> None:
+        def run(chunk: range) -> None:
+            if first[t]:
+                first[t] = False
+                barrier.wait()
+        chunks.run(t, run)
+    assert run_workers(workers, body) == []
+    assert all(n > 0 for n in chunks.taken), chunks.taken
+    assert sum(chunks.taken) == 64
+
+
+def test_first_failing_chunk_in_grid_order_is_raised():
+    """Chunks 3 and 9 fail; 9 fails first in time (the thread holding 3
+    waits for it, while the other one takes 4 to 9), yet the error of
+    chunk 3 (what one thread meets first) is raised."""
+    chunks = Chunks(16, 2, size=1)
+    nine_failed = threading.Event()
+
+    def body(t: int) -> None:
+        def run(chunk: range) -> None:
+            if chunk.start == 9:
+                nine_failed.set()
+                raise ValueError("chunk 9")
+            if chunk.start == 3:
+                nine_failed.wait(30)
+                raise ValueError("chunk 3")
+        chunks.run(t, run)
+    with pytest.raises(ValueError) as info:
+        chunks.check(run_workers(2, body, chunks.stop))
+    assert info.value.args == ("chunk 3",)
+    assert sum(chunks.taken) == 10          # none handed out after chunk 9 failed
+
+
+def test_errors_of_workers_are_returned():
+    def body(t: int) -> None:
+        if t == 2:
+            raise KeyError("worker 2")
+    errors = run_workers(3, body)
+    assert [type(e) for e in errors] == [KeyError]
+    chunks = Chunks(4, 3)
+    with pytest.raises(KeyError):
+        chunks.check(errors)

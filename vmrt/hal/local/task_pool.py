@@ -1,0 +1,160 @@
+"""The worker threads of ``local-task`` and how a grid is shared among them.
+
+:func:`run_workers` runs ``body(t)`` for ``t`` = 1 .. n-1 on the process's
+persistent worker threads (``vmrt-task_N``, started on first use, plain
+``threading`` threads: no ``concurrent.futures``, whose import pulls in
+``logging`` and costs the first dispatch milliseconds) and ``body(0)`` on
+the calling thread at once, so the caller starts running workgroups while
+the workers wake up (or, the first time, start).
+
+:class:`Chunks` hands a grid out in chunks of consecutive workgroups from
+one shared counter (IREE's local-task hands out tiles the same way): a
+worker takes the next chunk when it finished its last, so every worker gets
+work while there is some, and one that starts late (a new thread, an
+emulated machine still being created) just takes fewer.  Which worker runs
+a workgroup varies from run to run; what it computes does not (workgroups
+are independent), so results are those of one thread.
+"""
+from __future__ import annotations
+
+import _thread
+import itertools
+import threading
+from queue import SimpleQueue
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: chunks per worker a grid is cut into at least (when it has enough workgroups)
+CHUNKS_PER_WORKER = 8
+
+_LOCK = threading.Lock()
+_QUEUES: list[SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]] = []
+
+
+class Chunks:
+    """Workgroups ``0 .. total-1`` in chunks of ``size`` (default: about
+    :data:`CHUNKS_PER_WORKER` per worker), handed out once each from any
+    thread; :attr:`taken` counts the workgroups each worker took."""
+
+    def __init__(self, total: int, workers: int, size: int = 0):
+        self.total = total
+        self.size = size or max(1, total // (max(1, workers) * CHUNKS_PER_WORKER))
+        # next() of an itertools.count is atomic under the GIL: no lock
+        self._next = itertools.count(0, self.size).__next__
+        self.taken = [0] * max(1, workers)
+        self.failed: list[tuple[int, BaseException]] = []
+
+    def take(self, worker: int) -> range | None:
+        """The next chunk for ``worker`` (None: none left)."""
+        start = self._next()
+        if start >= self.total:
+            return None
+        chunk = range(start, min(start + self.size, self.total))
+        self.taken[worker] += len(chunk)
+        return chunk
+
+    def stop(self) -> None:
+        """Hand out no more chunks (a worker failed or was interrupted)."""
+        self.total = 0
+
+    def run(self, worker: int, fn: Callable[[range], object]) -> None:
+        """``fn(chunk)`` for the chunks ``worker`` takes, until none is
+        left; a chunk that raises stops the handing out (the chunks taken
+        run to their end) and is kept for :meth:`check`."""
+        while (chunk := self.take(worker)) is not None:
+            try:
+                fn(chunk)
+            except BaseException as e:
+                self.stop()
+                with _LOCK:
+                    self.failed.append((chunk.start, e))
+                raise
+
+    def check(self, errors: list[BaseException]) -> None:
+        """Raise the error of the failed chunk that comes first in the grid
+        (chunks are handed out in order, so every chunk before it ran: the
+        error one thread would raise), else the first of ``errors`` (those
+        :func:`run_workers` returned)."""
+        if self.failed:
+            raise min(self.failed, key=lambda f: f[0])[1]
+        if errors:
+            raise errors[0]
+
+
+class _Done:
+    """The workers of one :func:`run_workers` call still running, and their errors."""
+
+    def __init__(self, count: int):
+        self.left = count
+        self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
+        self.event = threading.Event()
+        if not count:
+            self.event.set()
+
+    def finish(self, error: BaseException | None) -> None:
+        with self.lock:
+            if error is not None:
+                self.errors.append(error)
+            self.left -= 1
+            if not self.left:
+                self.event.set()
+
+
+def _worker(queue: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None],
+            name: str) -> None:
+    threading.current_thread().name = name
+    while (job := queue.get()) is not None:
+        body, t, done = job
+        error = None
+        try:
+            body(t)
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            error = e
+        done.finish(error)
+        del job, body, done, error      # (no reference to the dispatch kept while idle)
+
+
+def _queues(count: int) -> list[SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]]:
+    """The queues of the first ``count`` worker threads (started when missing)."""
+    with _LOCK:
+        while len(_QUEUES) < count:
+            q: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None] = SimpleQueue()
+            # not threading.Thread.start, which waits until the new thread
+            # runs (milliseconds on a busy machine): the caller has work to do
+            _thread.start_new_thread(_worker, (q, f"vmrt-task_{len(_QUEUES)}"))
+            _QUEUES.append(q)
+        return _QUEUES[:count]
+
+
+def run_workers(count: int, body: Callable[[int], None],
+                waiting: Callable[[], None] | None = None) -> list[BaseException]:
+    """``body(t)`` for every ``t`` < ``count``: ``t`` = 0 on the calling
+    thread, the others on worker threads, all at once; returns once every
+    one ended, with the exceptions they raised (the caller's first).  When
+    waiting for the workers is interrupted (Ctrl-C), ``waiting()`` is called
+    (to stop them) and the wait goes on."""
+    done = _Done(count - 1)
+    # worker thread t-1 runs body(t); a call made while another one keeps
+    # that thread busy waits its turn there (its chunks go to the others)
+    for t, q in enumerate(_queues(count - 1), 1):
+        q.put((body, t, done))
+    errors: list[BaseException] = []
+    try:
+        body(0)
+    except BaseException as e:  # noqa: BLE001 - reported after the workers ended
+        errors.append(e)
+    while True:
+        try:
+            done.event.wait()
+            break
+        except BaseException as e:  # noqa: BLE001 - Ctrl-C while waiting
+            errors.append(e)
+            if waiting is not None:
+                waiting()
+    return errors + done.errors
+
+
+__all__ = ["CHUNKS_PER_WORKER", "Chunks", "run_workers"]
