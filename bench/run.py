@@ -6,7 +6,7 @@
     python -m bench --plot docs/benchmarks_relocs.png   # load time vs relocations
     python -m bench --plot-dir docs     # + per-dispatch cost and local-task scaling plots
     python -m bench --markdown docs/benchmarks.md       # write the results page
-    python -m bench --only 1,2,7         # some measures only (1-15)
+    python -m bench --only 1,2,7         # some measures only (1-16)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
@@ -363,11 +363,17 @@ def _m15(cfg: Config) -> list[Row]:
     return qemu_user(cfg)
 
 
+@_measure("16", "load over a corpus vs lief.parse: first load and reload")
+def _m16(cfg: Config) -> list[Row]:
+    from .m_load_corpus import corpus_load
+    return corpus_load(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),
-          "13": ("13",), "14": ("14",), "15": ("15",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 16))
+          "13": ("13",), "14": ("14",), "15": ("15",), "16": ("16",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 17))
 
 
 # ---------------------------------------------------------------------------
@@ -660,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
                     "their numbers go to the terminal, --json and --markdown)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
-    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-15)")
+    ap.add_argument("--only", metavar="N,N", help="run only these measures (1-16)")
     ap.add_argument("--no-history", action="store_true",
                     help="do not append this run to bench/history.jsonl (full runs only)")
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
@@ -676,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         only = {x.strip() for x in args.only.split(",") if x.strip()}
         bad = only - set(ALL_MEASURES)
         if bad:
-            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-15)")
+            ap.error(f"unknown measure(s): {', '.join(sorted(bad))} (1-16)")
     command = "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:])
     t0 = time.perf_counter()
     load0 = _loadavg()
