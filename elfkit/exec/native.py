@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import mmap as _mmap
+import re
 import sys
 import threading
 import time
@@ -106,6 +107,15 @@ _MADV_NOHUGEPAGE = getattr(_mmap, "MADV_NOHUGEPAGE", 15)
 _spare: list[tuple[int, int, bytes | None]] = []     # (address, size, bytes it holds)
 _spare_lock = threading.Lock()
 _RW = _mmap.PROT_READ | _mmap.PROT_WRITE
+#: larger kept ranges are cleared page by page as _clear_large says
+SPARE_SCAN_SIZE = 64 << 10
+_PAGE = _mmap.PAGESIZE
+_MADV_DONTNEED = _mmap.MADV_DONTNEED
+_mincore = _libc.mincore
+_mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+#: mincore's vector to one byte per page, 1 when resident (the other bits are reserved)
+_RESIDENT = bytes(i & 1 for i in range(256))
+_RUNS = re.compile(rb"\x01+|\x00+")
 _memcmp = _libc.memcmp
 _memcmp.restype = ctypes.c_int
 _memcmp.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
@@ -126,8 +136,31 @@ def _take_spare(size: int, align: int) -> int | None:
     if _mprotect(addr, size, _RW) != 0:
         _munmap(addr, size)
         return None
-    ctypes.memset(addr, 0, size)
+    if size <= SPARE_SCAN_SIZE:
+        ctypes.memset(addr, 0, size)
+    else:
+        _clear_large(addr, size)
     return addr
+
+
+def _clear_large(addr: int, size: int) -> None:
+    """Zero-fill a kept read/write range: its resident pages by memset (they
+    stay, no page fault at their next use), the others by MADV_DONTNEED
+    (zero-filled on demand, including any the kernel swapped out or took
+    back after MADV_FREE).  A large image is mostly .bss its code never
+    touched: clearing those pages would fault every one of them in."""
+    npages = size // _PAGE
+    vec = ctypes.create_string_buffer(npages)
+    if _mincore(addr, size, vec) != 0:
+        ctypes.memset(addr, 0, size)
+        return
+    flags = vec.raw.translate(_RESIDENT)
+    for m in _RUNS.finditer(flags):
+        a, b = m.span()
+        if flags[a]:
+            ctypes.memset(addr + a * _PAGE, 0, (b - a) * _PAGE)
+        elif _madvise(addr + a * _PAGE, (b - a) * _PAGE, _MADV_DONTNEED) != 0:
+            ctypes.memset(addr + a * _PAGE, 0, (b - a) * _PAGE)
 
 
 def _take_kept(addr: int, size: int, content: bytes) -> bool:
