@@ -145,8 +145,9 @@ def _test_plugins(out: list[tuple[str, str, Path]], work: Path) -> None:
         out.append((f"tests/gdb/{name}.so", "so", p))
     src = tests / "vmrt" / "hal" / "local" / "plugins" / "data" / "variant_plugin.c"
     for name, defines in _VARIANTS:
-        p = compile_plugin(src, ARCH, work / f"{name}.so", include_dirs=[REPO / "elfkit" / "include"],
-                           defines=defines, cflags=["-fno-builtin"], ldflags=["--no-undefined"])
+        p = compile_plugin(src, ARCH, work / f"{name}.so",
+                           include_dirs=[REPO / "elfkit" / "include"], defines=defines,
+                           cflags=["-fno-builtin"], ldflags=["--no-undefined"])
         out.append((f"tests/vmrt_plugins/{name}.so", "so", p))
 
 

@@ -157,9 +157,8 @@ def _clear_large(addr: int, size: int) -> None:
     flags = vec.raw.translate(_RESIDENT)
     for m in _RUNS.finditer(flags):
         a, b = m.span()
-        if flags[a]:
-            ctypes.memset(addr + a * _PAGE, 0, (b - a) * _PAGE)
-        elif _madvise(addr + a * _PAGE, (b - a) * _PAGE, _MADV_DONTNEED) != 0:
+        # resident: cleared in place; else dropped (cleared too if the kernel refuses)
+        if flags[a] or _madvise(addr + a * _PAGE, (b - a) * _PAGE, _MADV_DONTNEED) != 0:
             ctypes.memset(addr + a * _PAGE, 0, (b - a) * _PAGE)
 
 
