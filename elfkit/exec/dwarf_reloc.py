@@ -31,15 +31,13 @@ DW_OP_addr = 0x03
 
 def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
                    functions: dict[int, int] | None = None,
-                   cache: str | None = None, raw: bool = False) -> dict[str, bytes]:
+                   cache: str | Callable[[], str | None] | None = None,
+                   raw: bool = False) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
     every absolute address moved by ``bias``.  ``functions``, when given,
     receives the subprograms: linked ``DW_AT_low_pc`` -> size (from
-    ``DW_AT_high_pc``).  ``cache``: a directory keeping, per file content,
-    where ``.debug_info`` holds addresses and the subprograms (finding them
-    takes a walk of the DIEs; moving them then does not).  ``raw``: the
-    sections are stored uncompressed, so that walk may read them directly
-    (``dwarf_scan``) instead of through pyelftools."""
+    ``DW_AT_high_pc``).  ``cache`` and ``raw`` (the sections are stored
+    uncompressed: walked directly): see ``info_sites``."""
     out = {name: bytearray(body) for name, body in sections.items()}
     word, sites, funcs = info_sites(elf_bytes, cache, sections if raw else None)
     if functions is not None:
@@ -53,29 +51,31 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
     return {name: bytes(body) for name, body in out.items()}
 
 
-def info_sites(elf_bytes: bytes, cache: str | None = None,
+def info_sites(elf_bytes: bytes, cache: str | Callable[[], str | None] | None = None,
                sections: dict[str, bytes] | None = None
                ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     """(address size of the last unit, [(offset, address size)] of each
     address in the file's ``.debug_info``, {low_pc: size} of its
-    subprograms), read from ``cache`` when it has this file's, else found
-    and kept there (an :mod:`elfkit.codecache` entry: private, checked).
-    ``sections``: the file's uncompressed ``.debug_info`` and
-    ``.debug_abbrev``, walked directly; pyelftools reads what that walk
-    does not understand (or everything, without them)."""
+    subprograms).  ``sections``: the file's uncompressed ``.debug_info``
+    and ``.debug_abbrev``, walked directly (``dwarf_scan``: faster than
+    reading a cache entry back).  Else, or when that walk does not
+    understand them, pyelftools finds them, and ``cache`` (a directory, or
+    a function giving it) keeps them per file content: read from there when
+    it has this file's, else found and kept there (an
+    :mod:`elfkit.codecache` entry: private, checked)."""
+    if sections is not None and ".debug_info" in sections and ".debug_abbrev" in sections:
+        from .dwarf_scan import ScanError, scan_info
+        try:
+            return scan_info(sections[".debug_info"], sections[".debug_abbrev"])
+        except ScanError:
+            pass
+    if callable(cache):
+        cache = cache()
     name, key = sites_entry(elf_bytes)
     kept = codecache.load(cache, name, key)
     if _well_formed(kept):
         return kept
-    found = None
-    if sections is not None and ".debug_info" in sections and ".debug_abbrev" in sections:
-        from .dwarf_scan import ScanError, scan_info
-        try:
-            found = scan_info(sections[".debug_info"], sections[".debug_abbrev"])
-        except ScanError:
-            found = None
-    if found is None:
-        found = find_sites_pyelftools(elf_bytes)
+    found = find_sites_pyelftools(elf_bytes)
     codecache.store(cache, name, key, found)
     return found
 

@@ -332,11 +332,15 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
             raw = not any(s.flags & SHF_COMPRESSED for s in sections
                           if s.name.startswith(".debug_"))
             moved = relocate_dwarf(bytes(data), found, module.base, functions,
-                                   codecache.cache_dir("elfkit"), raw)
+                                   _elfkit_cache, raw)
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}
     _dwarf_read[module] = done = (moved, functions)
     return done
+
+
+def _elfkit_cache() -> str | None:
+    return codecache.cache_dir("elfkit")
 
 
 def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:
