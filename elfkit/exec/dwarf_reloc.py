@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Callable
 
 from .. import codecache
+from .dwarf_scan import ScanError, scan_info
+from .dwarf_scan import uleb as _uleb
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -64,7 +66,6 @@ def info_sites(elf_bytes: bytes, cache: str | Callable[[], str | None] | None = 
     it has this file's, else found and kept there (an
     :mod:`elfkit.codecache` entry: private, checked)."""
     if sections is not None and ".debug_info" in sections and ".debug_abbrev" in sections:
-        from .dwarf_scan import ScanError, scan_info
         try:
             return scan_info(sections[".debug_info"], sections[".debug_abbrev"])
         except ScanError:
@@ -148,17 +149,6 @@ def _add(buf: bytearray, off: int, word: int, bias: int) -> None:
     v, = struct.unpack_from(fmt, buf, off)
     if v != 0 and v != (1 << (8 * word)) - 1:          # 0 and -1 mark "no address"
         struct.pack_into(fmt, buf, off, (v + bias) & ((1 << (8 * word)) - 1))
-
-
-def _uleb(buf: bytearray, off: int) -> tuple[int, int]:
-    v = shift = 0
-    while True:
-        b = buf[off]
-        off += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, off
 
 
 def _units(buf: bytearray) -> list[tuple[int, int, int]]:

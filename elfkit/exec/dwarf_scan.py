@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["ScanError", "scan_info"]
+__all__ = ["ScanError", "scan_info", "uleb"]
 
 DW_OP_addr = 0x03
 _TAG_SUBPROGRAM = 0x2E
@@ -42,7 +42,8 @@ class ScanError(ValueError):
     pass
 
 
-def _leb(buf: bytes, off: int) -> tuple[int, int]:
+def uleb(buf: bytes | bytearray, off: int) -> tuple[int, int]:
+    """The ULEB128 at ``off`` and the offset after it (an SLEB128 has the same length)."""
     v = shift = 0
     while True:
         b = buf[off]
@@ -57,19 +58,19 @@ def _abbrevs(abbrev: bytes, off: int) -> dict[int, tuple[int, list[tuple[int, in
     """code -> (tag, [(attribute, form)]) of the table at ``off``."""
     table: dict[int, tuple[int, list[tuple[int, int]]]] = {}
     while True:
-        code, off = _leb(abbrev, off)
+        code, off = uleb(abbrev, off)
         if code == 0:
             return table
-        tag, off = _leb(abbrev, off)
+        tag, off = uleb(abbrev, off)
         off += 1                                    # has_children: the DIE walk needs no tree
         attrs = []
         while True:
-            at, off = _leb(abbrev, off)
-            form, off = _leb(abbrev, off)
+            at, off = uleb(abbrev, off)
+            form, off = uleb(abbrev, off)
             if at == 0 and form == 0:
                 break
             if form == _FORM_IMPLICIT_CONST:
-                _v, off = _leb(abbrev, off)
+                _v, off = uleb(abbrev, off)
             attrs.append((at, form))
         table[code] = (tag, attrs)
 
@@ -133,7 +134,7 @@ def _block(info: bytes, p: int, form: int, word: int, sites: list[tuple[int, int
     ``DW_OP_addr`` is a site."""
     k = _BLOCK[form]
     if k == 0:
-        ln, q = _leb(info, p)
+        ln, q = uleb(info, p)
     elif k == 1:
         ln, q = info[p], p + 1
     else:
@@ -150,7 +151,7 @@ def _dies(info: bytes, p: int, end: int, table: dict[int, tuple[int, list[tuple[
     fixed, leb, block = _FIXED, _LEB, _BLOCK
     afmt = "<Q" if word == 8 else "<I"
     while p < end:
-        code, p = _leb(info, p)
+        code, p = uleb(info, p)
         if code == 0:
             continue
         tag, attrs = table[code]
@@ -158,7 +159,7 @@ def _dies(info: bytes, p: int, end: int, table: dict[int, tuple[int, list[tuple[
         hi_form = 0
         for at, form in attrs:
             while form == _FORM_INDIRECT:
-                form, p = _leb(info, p)
+                form, p = uleb(info, p)
             size = fixed.get(form)
             if size is not None:
                 if at == _AT_HIGH_PC and form in _SIZE_FORMS:
@@ -175,7 +176,7 @@ def _dies(info: bytes, p: int, end: int, table: dict[int, tuple[int, list[tuple[
                         hi, hi_form = v, form
                 p += word
             elif form in leb:
-                v, p = _leb(info, p)
+                v, p = uleb(info, p)
                 if at == _AT_HIGH_PC and form == _UDATA:
                     hi, hi_form = v, form
             elif form in _OFFSET:
