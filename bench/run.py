@@ -189,6 +189,25 @@ WHY = {
          "held a core (see the load average in the note) and the run cannot show the goal; "
          "when the peer reaches ~2× and ours does not, the overhead is in "
          "Executable.dispatch (per-workgroup Python calls, thread pool start-up).",
+    "16b": "a first load does in Python what lief.parse does in C++ (headers, dynamic section, "
+           "symbols, relocation tables: ~0.15-0.3 ms for these 2-90 KB files against LIEF's "
+           "7-60 µs) and then more: layout, relocation (objects: section by section), the "
+           "gdb JIT symfile (section headers, .symtab, and for DWARF files .debug_info's "
+           "address sites and the line programs moved to the load address: ~40 % of a first "
+           "load; turned off by ELFKIT_GDB_JIT=0), reservation, protections, init/fini. "
+           "Finding the DWARF address sites took pyelftools 1.3-28 ms per file (the 100-640× "
+           "outliers before this round); a direct walk of .debug_info (exec/dwarf_scan.py) "
+           "takes 0.05-0.4 ms. No file is within 3×: the goal needs a parser in C or a "
+           "first load that defers the symfile and the plan work until they are used.",
+    "16d": "reloads that take the closed range back as it was cost ~60-90 µs (row 1a's path): "
+           "2-3× LIEF on the IREE libraries and plugins of 20-60 µs parse time, 4-8× on the "
+           "smallest files (LIEF parses a 1-4 KB file in 7-20 µs; our fixed cost of machine, "
+           "module, protections and JIT registration stays). Above that: plugins with IFUNC "
+           "relocations (relocs*.so: the resolver runs and the image is relocated at every "
+           "load: a resolver's answer is not a function of the file), a 1 MiB .bss "
+           "(kernels: a 1 MiB range is reserved, cleared by mincore runs and protected at "
+           "each load), and objects whose initialisers write their data (common_init.o, "
+           "imports.o: the kept image is written back rather than the range reused as is).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"
