@@ -206,8 +206,8 @@ WHY = {
            "relocations (relocs*.so: the resolver runs and the image is relocated at every "
            "load: a resolver's answer is not a function of the file), a 1 MiB .bss "
            "(kernels: a 1 MiB range is reserved, cleared by mincore runs and protected at "
-           "each load), and objects whose initialisers write their data (common_init.o, "
-           "imports.o: the kept image is written back rather than the range reused as is).",
+           "each load), and relocatable objects (the image kept for the base is written "
+           "back into a cleared range at each load, not taken back as is).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"
