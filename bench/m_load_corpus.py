@@ -11,14 +11,17 @@ against ``lief.parse`` of the same bytes:
   a fresh copy of the file with a new value in the unused e_ident padding
   (bytes 9-15, a counter from a random start: never used before in this
   process or an earlier one, so no cache, in memory or on disk, has seen
-  it): a plan-cache miss, parsed, laid out and relocated afresh.  The copies are made before
-  each sample, outside the timing, and LIEF parses the very same copies.
+  it): a plan-cache miss, parsed, laid out and relocated afresh.  The
+  copies are made before each sample, outside the timing, and LIEF parses
+  the very same copies.
   What the process keeps between loads of different files (freed address
   ranges of the same size, ctypes types) is used as it would be by any
   process that loads several plugins.
 * reload: the same bytes object loaded and closed again and again (as in
   row 1a).
 
+Each comparison is the median of ``repeat`` samples per side (ours and
+LIEF alternating which goes first), taken round robin over the files.
 Rows: median and worst ratio over the corpus of each; the goal (≤ 3×)
 judges the worst; the files above it are listed.
 """
@@ -29,7 +32,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from ._timing import Config, Row, calibrate, compare, run_n
+from ._timing import Config, Row, calibrate, run_n
 from .load_corpus import Entry, gather, stub_imports
 
 GOAL = 3.0
@@ -66,31 +69,39 @@ def _parser() -> Callable[[bytes], None]:
     return f
 
 
-def _first(e: Entry, cfg: Config) -> tuple[float, float]:
-    """Median seconds of a first load and of lief.parse, interleaved."""
-    ours, peer = _loader(e), _parser()
-    ours(fresh(e.data))
-    peer(fresh(e.data))
-    cap = max(1, _COPY_BUDGET // max(1, len(e.data)))
+class _Sampler:
+    """One file's two comparisons, one sample at a time (see corpus_load)."""
 
-    def one_ours() -> None:
-        ours(fresh(e.data))
-    number = max(1, min(cap, calibrate(one_ours, cfg.target, max_number=cap)))
-    a: list[float] = []
-    b: list[float] = []
-    for i in range(cfg.repeat):
-        copies = [fresh(e.data) for _ in range(number)]
-        sides: list[tuple[Callable[[bytes], None], list[float]]] = [(ours, a), (peer, b)]
-        for fn, out in (sides if i % 2 == 0 else sides[::-1]):
+    def __init__(self, e: Entry, cfg: Config):
+        self.e, self.ours, self.peer = e, _loader(e), _parser()
+        self.samples: dict[str, tuple[list[float], list[float]]] = {
+            "first": ([], []), "reload": ([], [])}
+        data = e.data
+        self.ours(fresh(data))
+        self.peer(fresh(data))
+        cap = max(1, _COPY_BUDGET // max(1, len(data)))
+        self.n_first = max(1, min(cap, calibrate(lambda: self.ours(fresh(data)), cfg.target,
+                                                 max_number=cap)))
+        self.n_reload = max(1, min(calibrate(lambda: self.ours(data), cfg.target),
+                                   calibrate(lambda: self.peer(data), cfg.target)))
+
+    def sample(self, i: int) -> None:
+        """One sample of each comparison, the order of the sides alternating with ``i``."""
+        copies = [fresh(self.e.data) for _ in range(self.n_first)]
+        data = self.e.data
+        a, b = self.samples["first"]
+        for fn, out in (((self.ours, a), (self.peer, b)) if i % 2 == 0
+                        else ((self.peer, b), (self.ours, a))):
             it = iter(copies)
-            out.append(run_n(lambda fn=fn, it=it: fn(next(it)), number))  # type: ignore[misc]
-    return statistics.median(a) / number, statistics.median(b) / number
+            out.append(run_n(lambda fn=fn, it=it: fn(next(it)), self.n_first) / self.n_first)
+        a, b = self.samples["reload"]
+        for fn, out in (((self.ours, a), (self.peer, b)) if i % 2 == 1
+                        else ((self.peer, b), (self.ours, a))):
+            out.append(run_n(lambda fn=fn: fn(data), self.n_reload) / self.n_reload)
 
-
-def _reload(e: Entry, cfg: Config) -> tuple[float, float]:
-    ours, peer = _loader(e), _parser()
-    data = e.data
-    return compare(lambda: ours(data), lambda: peer(data), cfg)
+    def medians(self, kind: str) -> tuple[float, float]:
+        a, b = self.samples[kind]
+        return statistics.median(a), statistics.median(b)
 
 
 def _rows(kind: str, ids: tuple[str, str], per: dict[str, tuple[float, float]],
@@ -122,11 +133,14 @@ def _rows(kind: str, ids: tuple[str, str], per: dict[str, tuple[float, float]],
 
 def corpus_load(cfg: Config) -> list[Row]:
     entries = gather(cfg.work, log=cfg.verbose)
-    first: dict[str, tuple[float, float]] = {}
-    again: dict[str, tuple[float, float]] = {}
-    for e in entries:
-        first[e.label] = _first(e, cfg)
-        again[e.label] = _reload(e, cfg)
+    samplers = [_Sampler(e, cfg) for e in entries]
+    # round robin over the files: a burst of load from another process hits
+    # a sample or two of many files, not every sample of one
+    for i in range(cfg.repeat):
+        for sm in samplers:
+            sm.sample(i)
+    first = {sm.e.label: sm.medians("first") for sm in samplers}
+    again = {sm.e.label: sm.medians("reload") for sm in samplers}
     kinds: dict[str, int] = {}
     for e in entries:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
