@@ -171,7 +171,7 @@ def place(plan: LoadPlan, machine: Machine,
                             _final_calls(prots, relro, lay.size, page, PROT_NONE))
     _page, prots, relro, final, from_none = plan.protections
     kept = plan.image
-    if kept is not None and kept[0] == page and kept[3] == imports_key \
+    if kept is not None and kept[0] == page and kept[3] == imports_key and not kept[5] \
             and machine.reuse(kept[1] + lay.lo, lay.size, kept[2]):
         # the range a close of this plugin left, still holding the image relocated for it
         base = kept[1] + lay.lo
@@ -220,15 +220,16 @@ def _relocated(plan: LoadPlan, lay: Layout, page: int, machine: Machine, base: i
     and imports; else laid out and relocated in place when the reservation
     is host memory (``Machine.host_view``: no second copy of the image to
     allocate, fault in and copy over), or in a buffer written in one go.
-    An image of at most IMAGE_KEEP_MAX bytes with no IFUNC relocation is
-    kept in the plan: it is a function of the file, the bias and the
-    imports' addresses alone."""
+    An image of at most IMAGE_KEEP_MAX bytes is kept in the plan, with its
+    IFUNC relocations still to apply (their resolvers run at every load):
+    both are a function of the file, the bias and the imports' addresses
+    alone."""
     elf = plan.elf
     bias = base - lay.lo
     kept = plan.image
     if kept is not None and kept[1] == bias and kept[0] == page and kept[3] == imports_key:
         machine.write(base, kept[2])
-        return [], _copy(kept[4])
+        return list(kept[5]), _copy(kept[4])
     view = machine.host_view(base, lay.size)
     image = build(elf, lay, view)
     rel = plan.relative
@@ -238,8 +239,8 @@ def _relocated(plan: LoadPlan, lay: Layout, page: int, machine: Machine, base: i
         deferred, stats = _apply_relative(rel, image, bias, elf.word)
     else:
         deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
-    if not deferred and lay.size <= IMAGE_KEEP_MAX:
-        plan.image = (page, bias, bytes(image), imports_key, _copy(stats))
+    if lay.size <= IMAGE_KEEP_MAX:
+        plan.image = (page, bias, bytes(image), imports_key, _copy(stats), tuple(deferred))
     if view is None:
         machine.write(base, image)
     return deferred, stats

@@ -94,3 +94,14 @@ def test_a_reload_after_the_image_was_written_starts_from_the_file(plugins):
         with elfkit.load(obj) as m:
             assert m.call("bss_sum", restype="u64") == 0
             m.call("bss_fill", 5)
+
+
+@pytest.mark.parametrize("name", ["relocs", "relocs_gnu", "relocs_relr"])
+def test_ifunc_resolvers_run_at_every_reload(plugins, name):
+    # the kept image holds the IFUNC relocations unapplied: each load runs
+    # the resolver once more, on a fresh .bss, and binds what it returns
+    path = plugins.path(name, ARCH)
+    for _ in range(4):
+        with elfkit.load(path) as m:
+            assert m.call("ifunc_resolved", restype="u32") == 1
+            assert m.call("call_ifunc", 5, restype="i32") == 16
