@@ -203,8 +203,9 @@ WHY = {
            "2-3× LIEF on the IREE libraries and plugins of 20-60 µs parse time, 4-8× on the "
            "smallest files (LIEF parses a 1-4 KB file in 7-20 µs; our fixed cost of machine, "
            "module, protections and JIT registration stays). Above that: plugins with IFUNC "
-           "relocations (relocs*.so: the resolver runs and the image is relocated at every "
-           "load: a resolver's answer is not a function of the file), a 1 MiB .bss "
+           "relocations (relocs*.so: the image kept for the base is written back into a "
+           "cleared range and the resolver runs at every load, as it must: its answer is not "
+           "a function of the file; then RELRO is protected in a second step), a 1 MiB .bss "
            "(kernels: a 1 MiB range is reserved, cleared by mincore runs and protected at "
            "each load), and relocatable objects (the image kept for the base is written "
            "back into a cleared range at each load, not taken back as is).",
