@@ -431,7 +431,7 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
             return bound.get(i, 0)
 
         image = place_object(plan, machine, bound) if not isinstance(plan, LoadPlan) \
-            else place(plan, machine, symbol_address)
+            else place(plan, machine, symbol_address, tuple(bound.values()))
         mod = Module(plan, image, machine, owns, name, imports)
         for p in used:
             if isinstance(p, Module) and p not in mod._providers:

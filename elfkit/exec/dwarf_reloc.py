@@ -21,6 +21,8 @@ import zlib
 from collections.abc import Callable
 
 from .._support import codecache
+from .dwarf_scan import ScanError, scan_info
+from .dwarf_scan import uleb as _uleb
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -31,15 +33,15 @@ DW_OP_addr = 0x03
 
 def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
                    functions: dict[int, int] | None = None,
-                   cache: str | None = None) -> dict[str, bytes]:
+                   cache: str | Callable[[], str | None] | None = None,
+                   raw: bool = False) -> dict[str, bytes]:
     """``sections`` (name -> raw bytes of the plugin's ``.debug_*``) with
     every absolute address moved by ``bias``.  ``functions``, when given,
     receives the subprograms: linked ``DW_AT_low_pc`` -> size (from
-    ``DW_AT_high_pc``).  ``cache``: a directory keeping, per file content,
-    where ``.debug_info`` holds addresses and the subprograms (finding them
-    takes pyelftools; moving them then does not)."""
+    ``DW_AT_high_pc``).  ``cache`` and ``raw`` (the sections are stored
+    uncompressed: walked directly): see ``info_sites``."""
     out = {name: bytearray(body) for name, body in sections.items()}
-    word, sites, funcs = info_sites(elf_bytes, cache)
+    word, sites, funcs = info_sites(elf_bytes, cache, sections if raw else None)
     if functions is not None:
         functions.update(funcs)
     info = out[".debug_info"]
@@ -51,17 +53,30 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
     return {name: bytes(body) for name, body in out.items()}
 
 
-def info_sites(elf_bytes: bytes, cache: str | None = None
+def info_sites(elf_bytes: bytes, cache: str | Callable[[], str | None] | None = None,
+               sections: dict[str, bytes] | None = None
                ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     """(address size of the last unit, [(offset, address size)] of each
     address in the file's ``.debug_info``, {low_pc: size} of its
-    subprograms), read from ``cache`` when it has this file's, else found
-    and kept there (an :mod:`elfkit._support.codecache` entry: private, checked)."""
+    subprograms).  ``sections``: the file's uncompressed ``.debug_info``
+    and ``.debug_abbrev``, walked directly (``dwarf_scan``: faster than
+    reading a cache entry back).  Else, or when that walk does not
+    understand them, pyelftools finds them, and ``cache`` (a directory, or
+    a function giving it) keeps them per file content: read from there when
+    it has this file's, else found and kept there (an
+    :mod:`elfkit._support.codecache` entry: private, checked)."""
+    if sections is not None and ".debug_info" in sections and ".debug_abbrev" in sections:
+        try:
+            return scan_info(sections[".debug_info"], sections[".debug_abbrev"])
+        except ScanError:
+            pass
+    if callable(cache):
+        cache = cache()
     name, key = sites_entry(elf_bytes)
     kept = codecache.load(cache, name, key)
     if _well_formed(kept):
         return kept
-    found = _find_sites(elf_bytes)
+    found = find_sites_pyelftools(elf_bytes)
     codecache.store(cache, name, key, found)
     return found
 
@@ -83,7 +98,7 @@ def _well_formed(kept: Any) -> bool:
             and all(type(k) is int and type(v) is int for k, v in funcs.items()))
 
 
-def _find_sites(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
+def find_sites_pyelftools(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
     from elftools.elf.elffile import ELFFile
 
@@ -134,17 +149,6 @@ def _add(buf: bytearray, off: int, word: int, bias: int) -> None:
     v, = struct.unpack_from(fmt, buf, off)
     if v != 0 and v != (1 << (8 * word)) - 1:          # 0 and -1 mark "no address"
         struct.pack_into(fmt, buf, off, (v + bias) & ((1 << (8 * word)) - 1))
-
-
-def _uleb(buf: bytearray, off: int) -> tuple[int, int]:
-    v = shift = 0
-    while True:
-        b = buf[off]
-        off += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, off
 
 
 def _units(buf: bytearray) -> list[tuple[int, int, int]]:

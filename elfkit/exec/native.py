@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import mmap as _mmap
 import sys
 import threading
 import time
@@ -26,147 +25,25 @@ from ..errors import (
 )
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
-from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
-from .lowmap import MAP_FAILED, libc_mmap, libc_munmap, map_below
+from .base import PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from .host_memory import (
+    OS_PROTS,
+    give_spare,
+    keep_runs_apart,
+    map_range,
+    memcmp,
+    mprotect,
+    munmap,
+    os_prot,
+    take_kept,
+    take_spare,
+)
+from .lowmap import map_below
 from .threads import thread_frames
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_mmap_fn, _munmap, _MAP_FAILED = libc_mmap, libc_munmap, MAP_FAILED
-_mprotect = _libc.mprotect
-_mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-_madvise = _libc.madvise
-_madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-
-_OS_PROT = {PROT_READ: _mmap.PROT_READ, PROT_WRITE: _mmap.PROT_WRITE, PROT_EXEC: _mmap.PROT_EXEC}
-
-
-def _os_prot(prot: int) -> int:
-    p = 0
-    for k, v in _OS_PROT.items():
-        if prot & k:
-            p |= v
-    return p
-
-
-#: the OS protection of each of elfkit's protection values (all bits combined)
-_OS_PROTS = tuple(_os_prot(p) for p in range((PROT_READ | PROT_WRITE | PROT_EXEC) + 1))
-
-
-def _map(size: int, align: int, page: int) -> int:
-    """A new read/write anonymous mapping of ``size`` bytes at an ``align``-aligned address."""
-    total = size + align - page
-    p = _mmap_fn(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
-                 _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS, -1, 0)
-    if p in (None, _MAP_FAILED):
-        raise MemoryAccessError(f"mmap of {total} bytes failed: errno {ctypes.get_errno()}")
-    base = (p + align - 1) & ~(align - 1)
-    if base > p:
-        _munmap(p, base - p)
-    tail = (p + total) - (base + size)
-    if tail > 0:
-        _munmap(base + size, tail)
-    return base
-
-
-#: Released reservations kept, inaccessible (PROT_NONE), for the next
-#: reservation of the same size: loading and closing a plugin in turn then
-#: costs two mprotect calls and a memset instead of mmap, munmap and a page
-#: fault per page (a fresh page costs ~1.4 µs in the kernel, populated or
-#: not, against ~0.03 µs to clear a resident one: for a 3 MB image, 1.1 ms
-#: against 0.1 ms).  At most SPARE_COUNT of them, each at most
-#: SPARE_MAX_SIZE bytes and SPARE_BYTES in all, shared by every native
-#: machine of the process.  Those above SPARE_LAZY_FREE bytes are given to
-#: the kernel as lazily freeable (MADV_FREE): it may take their pages back
-#: under memory pressure instead of swapping them, and then the next use
-#: faults them in afresh (zero-filled either way, see _take_spare).
-#: A released image whose memory still held exactly the bytes its loader
-#: expected (``release_image``) is kept with those bytes named: a reload of
-#: the same plugin at that address takes it back as it is (``reuse``), which
-#: spares the read/write step, the clearing and the copy.  Such a range is
-#: kept with its protection runs as separate kernel mappings (VMAs): every
-#: other run is marked MADV_NOHUGEPAGE (no effect on ranges this small: a
-#: huge page needs 2 MiB), so that making the range inaccessible does not
-#: merge them and protecting it again does not split them, which roughly
-#: halves what those mprotect calls cost.
-SPARE_COUNT = 4
-SPARE_MAX_SIZE = 4 << 20
-SPARE_BYTES = 8 << 20
-SPARE_LAZY_FREE = 256 << 10
-_MADV_FREE = getattr(_mmap, "MADV_FREE", 8)
-_MADV_NOHUGEPAGE = getattr(_mmap, "MADV_NOHUGEPAGE", 15)
-_spare: list[tuple[int, int, bytes | None]] = []     # (address, size, bytes it holds)
-_spare_lock = threading.Lock()
-_RW = _mmap.PROT_READ | _mmap.PROT_WRITE
-_memcmp = _libc.memcmp
-_memcmp.restype = ctypes.c_int
-_memcmp.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
-
-
-def _take_spare(size: int, align: int) -> int | None:
-    """A kept reservation of ``size`` bytes aligned to ``align``, read/write
-    and zero-filled as a new mapping would be; None when there is none."""
-    if size > SPARE_MAX_SIZE:
-        return None
-    with _spare_lock:
-        for i, (addr, n, _held) in enumerate(_spare):
-            if n == size and not addr & (align - 1):
-                del _spare[i]
-                break
-        else:
-            return None
-    if _mprotect(addr, size, _RW) != 0:
-        _munmap(addr, size)
-        return None
-    ctypes.memset(addr, 0, size)
-    return addr
-
-
-def _take_kept(addr: int, size: int, content: bytes) -> bool:
-    """Take back the kept reservation at ``addr`` if it holds ``content``
-    (that very object); it stays inaccessible until protected."""
-    with _spare_lock:
-        for i, (a, n, held) in enumerate(_spare):
-            if a == addr and n == size and held is content:
-                del _spare[i]
-                return True
-    return False
-
-
-def _keep_runs_apart(addr: int, prots: list[int], page: int) -> None:
-    """Mark every other run of equal protections MADV_NOHUGEPAGE, so the
-    kernel keeps the runs as separate mappings whatever their protections."""
-    odd = False
-    i = 0
-    while i < len(prots):
-        j = i + 1
-        while j < len(prots) and prots[j] == prots[i]:
-            j += 1
-        if odd:
-            _madvise(addr + i * page, (j - i) * page, _MADV_NOHUGEPAGE)   # advice only
-        odd = not odd
-        i = j
-
-
-def _give_spare(addr: int, size: int, content: bytes | None = None) -> bool:
-    """Keep a released reservation for a later one (False: unmap it);
-    ``content``: the bytes it holds, checked by the caller, or None."""
-    if size > SPARE_MAX_SIZE or len(_spare) >= SPARE_COUNT:
-        return False
-    if size > SPARE_LAZY_FREE:
-        _madvise(addr, size, _MADV_FREE)      # advice only: a refusal changes nothing
-        content = None                        # the kernel may zero its pages
-    if _mprotect(addr, size, 0) != 0:
-        return False
-    with _spare_lock:
-        if len(_spare) >= SPARE_COUNT or sum(n for _a, n, _h in _spare) + size > SPARE_BYTES:
-            return False
-        _spare.append((addr, size, content))
-    return True
-
 
 class _Ptr:
     """ctypes argument type for ``ptr``: ints, None, numpy arrays, writable buffers."""
@@ -275,8 +152,10 @@ class NativeMachine(Machine):
         page = self.arch.page_size
         size = (size + page - 1) & ~(page - 1)
         align = max(align, page)
-        base = _take_spare(size, align)
-        return self._reserved(_map(size, align, page) if base is None else base, size)
+        base = take_spare(size, align)
+        if base is None:
+            base = map_range(size, align, page)
+        return self._reserved(base, size)
 
     def reserve_low(self, size: int, align: int, limit: int) -> int | None:
         size = -(-size // self.arch.page_size) * self.arch.page_size
@@ -321,7 +200,7 @@ class NativeMachine(Machine):
 
     def reuse(self, addr: int, size: int, content: bytes) -> bool:
         page = self.arch.page_size
-        if size & (page - 1) or not _take_kept(addr, size, content):
+        if size & (page - 1) or not take_kept(addr, size, content):
             return False
         self._add_region(addr, size)
         self._prot[addr] = [PROT_NONE] * (size // page)
@@ -342,13 +221,13 @@ class NativeMachine(Machine):
             size = len(prots) * self.arch.page_size
             if content is not None and (len(content) != size
                                         or not all(map(PROT_READ.__and__, prots))
-                                        or _memcmp(addr, content, size) != 0):
+                                        or memcmp(addr, content, size) != 0):
                 content = None       # changed since (or unreadable): cleared at reuse
             if content is not None and addr not in self._runs_apart and size < 2 << 20:
-                _keep_runs_apart(addr, prots, self.arch.page_size)
+                keep_runs_apart(addr, prots, self.arch.page_size)
             self._runs_apart.discard(addr)
-            if not _give_spare(addr, size, content):
-                _munmap(addr, size)
+            if not give_spare(addr, size, content):
+                munmap(addr, size)
             self._drop_region(addr)
             for cache in (self._fns, self._calls):
                 if cache:
@@ -359,8 +238,8 @@ class NativeMachine(Machine):
         r = self._find(addr, size)
         if r is None or r[0] not in self._prot:
             raise MemoryAccessError(f"protect {addr:#x}+{size:#x}: not inside a reservation")
-        if _mprotect(addr, size, _OS_PROTS[prot] if 0 <= prot < len(_OS_PROTS)
-                     else _os_prot(prot)) != 0:
+        if mprotect(addr, size, OS_PROTS[prot] if 0 <= prot < len(OS_PROTS)
+                     else os_prot(prot)) != 0:
             raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
                                     f"{ctypes.get_errno()}")
         page = self.arch.page_size
@@ -547,7 +426,7 @@ class NativeMachine(Machine):
         self._wait_others()         # calls already running end before what they use goes
         if self._prot:
             for start, prots in list(self._prot.items()):
-                _munmap(start, len(prots) * self.arch.page_size)
+                munmap(start, len(prots) * self.arch.page_size)
             self._prot.clear()
             self._runs_apart.clear()
         self._regions.clear()

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 3, 4, 10
 STB_LOCAL, STB_GLOBAL = 0, 1
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOBITS = 1, 2, 3, 8
+#: sh_flags bit of a compressed section (its bytes start with an Elf_Chdr)
+SHF_COMPRESSED = 0x800
 SHF_ALLOC, SHF_EXECINSTR = 0x2, 0x4
 PF_X = 0x1
 #: a larger .symtab is not read (the dynamic symbols are shown instead)
@@ -327,12 +329,18 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
         moved = {}
         if ".debug_info" in found:      # most plugins have none: the mover on demand
             from .dwarf_reloc import relocate_dwarf
+            raw = not any(s.flags & SHF_COMPRESSED for s in sections
+                          if s.name.startswith(".debug_"))
             moved = relocate_dwarf(bytes(data), found, module.base, functions,
-                                   codecache.cache_dir("elfkit"))
+                                   _elfkit_cache, raw)
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}
     _dwarf_read[module] = done = (moved, functions)
     return done
+
+
+def _elfkit_cache() -> str | None:
+    return codecache.cache_dir("elfkit")
 
 
 def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:

@@ -151,10 +151,13 @@ _VOID = _parse_sig("void()")
 
 
 def place(plan: LoadPlan, machine: Machine,
-          symbol_address: Callable[[int, int], int]) -> LoadedImage:
+          symbol_address: Callable[[int, int], int],
+          imports_key: tuple[int, ...] = ()) -> LoadedImage:
     """Reserve, relocate, write, protect.  ``symbol_address(i, bias)`` gives S
     for dynamic symbol i (defined ones are bias + st_value; imports bound).
-    What depends on the file alone is worked out once, in ``plan``."""
+    ``imports_key``: the addresses the imports are bound to (what, with the
+    file and the load bias, the relocated image depends on).  What depends
+    on the file alone is worked out once, in ``plan``."""
     elf = plan.elf
     page = machine.arch.page_size
     if plan.layout is None or plan.layout[0] != page:
@@ -168,12 +171,12 @@ def place(plan: LoadPlan, machine: Machine,
                             _final_calls(prots, relro, lay.size, page, PROT_NONE))
     _page, prots, relro, final, from_none = plan.protections
     kept = plan.image
-    if kept is not None and kept[0] == page and machine.reuse(kept[1] + lay.lo, lay.size,
-                                                              kept[2]):
+    if kept is not None and kept[0] == page and kept[3] == imports_key and not kept[5] \
+            and machine.reuse(kept[1] + lay.lo, lay.size, kept[2]):
         # the range a close of this plugin left, still holding the image relocated for it
         base = kept[1] + lay.lo
         calls = from_none
-        li = LoadedImage(elf, machine, base, kept[1], lay.size, _kept_stats(plan), kept=kept[2])
+        li = LoadedImage(elf, machine, base, kept[1], lay.size, _copy(kept[4]), kept=kept[2])
         deferred: list[Deferred] = []
     else:
         base = machine.reserve(lay.size, lay.align)
@@ -181,10 +184,12 @@ def place(plan: LoadPlan, machine: Machine,
         li = None
     try:
         if li is None:
-            deferred, stats = _relocated(plan, lay, page, machine, base, symbol_address)
+            deferred, stats = _relocated(plan, lay, page, machine, base, symbol_address,
+                                         imports_key)
             li = LoadedImage(elf, machine, base, base - lay.lo, lay.size, stats)
             kept = plan.image
-            if not deferred and kept is not None and kept[1] == li.bias and kept[0] == page:
+            if not deferred and kept is not None and kept[1] == li.bias and kept[0] == page \
+                    and kept[3] == imports_key:
                 li.kept = kept[2]
         li.prot_runs = (prots, relro)
         # Final protections for every PT_LOAD; RELRO after deferred relocations.
@@ -208,33 +213,41 @@ def place(plan: LoadPlan, machine: Machine,
 
 
 def _relocated(plan: LoadPlan, lay: Layout, page: int, machine: Machine, base: int,
-               symbol_address: Callable[[int, int], int]) -> tuple[list[Deferred], Stats]:
+               symbol_address: Callable[[int, int], int], imports_key: tuple[int, ...]
+               ) -> tuple[list[Deferred], Stats]:
     """Write the image relocated for ``base`` into the new reservation there:
-    the plan's kept one when it was relocated by the plain RELATIVE list for
-    the same bias and page size; else laid out and relocated in place when
-    the reservation is host memory (``Machine.host_view``: no second copy of
-    the image to allocate, fault in and copy over), or in a buffer written
-    in one go."""
+    the plan's kept one when it was relocated for the same bias, page size
+    and imports; else laid out and relocated in place when the reservation
+    is host memory (``Machine.host_view``: no second copy of the image to
+    allocate, fault in and copy over), or in a buffer written in one go.
+    An image of at most IMAGE_KEEP_MAX bytes is kept in the plan, with its
+    IFUNC relocations still to apply (their resolvers run at every load):
+    both are a function of the file, the bias and the imports' addresses
+    alone."""
     elf = plan.elf
     bias = base - lay.lo
     kept = plan.image
-    rel = plan.relative
-    if kept is not None and kept[1] == bias and kept[0] == page and isinstance(rel, Relative):
+    if kept is not None and kept[1] == bias and kept[0] == page and kept[3] == imports_key:
         machine.write(base, kept[2])
-        return [], _kept_stats(plan)
+        return list(kept[5]), _copy(kept[4])
     view = machine.host_view(base, lay.size)
     image = build(elf, lay, view)
+    rel = plan.relative
     if rel is None:
         rel = plan.relative = plain_relative(elf, lay.lo, image) or False
     if isinstance(rel, Relative):
         deferred, stats = _apply_relative(rel, image, bias, elf.word)
-        if lay.size <= IMAGE_KEEP_MAX:
-            plan.image = (page, bias, bytes(image))
     else:
         deferred, stats = apply(elf, image, lay.lo, bias, lambda i: symbol_address(i, bias))
+    if lay.size <= IMAGE_KEEP_MAX:
+        plan.image = (page, bias, bytes(image), imports_key, _copy(stats), tuple(deferred))
     if view is None:
         machine.write(base, image)
     return deferred, stats
+
+
+def _copy(stats: Stats) -> Stats:
+    return Stats(dict(stats.by_type), stats.total)
 
 
 def _apply_relative(rel: Relative, image: ImageBuffer, bias: int, w: int
@@ -275,13 +288,6 @@ def _final_calls(prots: list[tuple[int, int, int]], relro: list[tuple[int, int]]
     first = [] if common == start else [(0, size, common)]
     whole = first + [r for r in runs if r[2] != common]
     return whole if len(whole) < len(plain) else plain
-
-
-def _kept_stats(plan: LoadPlan) -> Stats:
-    """The relocation counts of a load by the plan's plain RELATIVE list."""
-    rel = plan.relative
-    assert isinstance(rel, Relative)
-    return Stats(dict(rel.counts), rel.total)
 
 
 def _relro(elf: ElfFile, lay: Layout, page: int) -> list[tuple[int, int]]:

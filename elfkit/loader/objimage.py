@@ -13,7 +13,7 @@ from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
 from .objparse import SHT_NOBITS, ObjectFile, parse_object
 from .objreloc import address_limit, apply_object, link_debug
 from .parse import DEFAULT_LIMITS, Limits
-from .plan import plan_for
+from .plan import IMAGE_KEEP_MAX, plan_for
 from .relocate import ImageBuffer, Stats
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -137,7 +137,13 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
     lay = plan.layout
     base = machine.reserve(lay.size, lay.align) if plan.low is None else \
         _reserve_low(plan, machine)
+    key = tuple(bound.values())
     try:
+        kept = plan.image
+        if kept is not None and kept[0] == base and kept[2] == key:
+            # placed at this base with these imports before: the same bytes
+            machine.write(base, kept[1])
+            return _protected(plan, machine, base, Stats(dict(kept[3].by_type), kept[3].total))
         # laid out in place when the reservation is host memory (it starts zeroed)
         view = machine.host_view(base, lay.size)
         image: ImageBuffer = bytearray(lay.size) if view is None else view
@@ -156,14 +162,40 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
             else:
                 symaddr.append(bound.get(s.index, 0))
         stats = apply_object(elf, lay, image, base, symaddr)
+        filled = _filled(plan)
+        if filled <= IMAGE_KEEP_MAX:
+            plan.image = (base, bytes(image[:filled]), key,
+                          Stats(dict(stats.by_type), stats.total))
         if view is None:
             machine.write(base, image)
-        for off, size, prot in lay.prots:
-            machine.protect(base + off, size, prot)
-        return ObjectImage(elf, machine, base, lay.size, stats,
-                           [(k, base + off, n) for k, off, n in lay.arrays],
-                           [(base + off, size, prot) for off, size, prot in lay.prots],
-                           [f"{p} (the DWARF is left unrelocated)" for p in plan.debug_problems])
+        return _protected(plan, machine, base, stats)
     except BaseException:
         machine.release(base, lay.size)
         raise
+
+
+def _filled(plan: ObjectPlan) -> int:
+    """How much of the image loading writes: past it (.bss, COMMON) the
+    image stays as the reservation starts, zero.  The whole image when it
+    has veneers (their size is the architecture's)."""
+    lay = plan.layout
+    elf = plan.elf
+    if lay.veneers:
+        return lay.size
+    end = max((lay.got_slots[k] + elf.word for k in lay.got_slots), default=0)
+    for idx, at in lay.sections.items():
+        sec = elf.sections[idx]
+        if sec.type != SHT_NOBITS:
+            end = max(end, at + sec.size)
+    return min(end, lay.size)
+
+
+def _protected(plan: ObjectPlan, machine: Machine, base: int, stats: Stats) -> ObjectImage:
+    """Set the final protections of the image written at ``base``."""
+    lay = plan.layout
+    for off, size, prot in lay.prots:
+        machine.protect(base + off, size, prot)
+    return ObjectImage(plan.elf, machine, base, lay.size, stats,
+                       [(k, base + off, n) for k, off, n in lay.arrays],
+                       [(base + off, size, prot) for off, size, prot in lay.prots],
+                       [f"{p} (the DWARF is left unrelocated)" for p in plan.debug_problems])

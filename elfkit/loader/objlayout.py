@@ -189,7 +189,8 @@ class ObjectPlan:
     them (image offsets, the load bias being the image's base), the imports
     (``undefined``), the layout for one page size."""
 
-    __slots__ = ("elf", "layout", "exports", "funcs", "undefined", "low", "debug_problems")
+    __slots__ = ("elf", "layout", "exports", "funcs", "undefined", "low", "debug_problems",
+                 "image")
 
     def __init__(self, elf: ObjectFile, page: int):
         self.elf = elf
@@ -198,6 +199,11 @@ class ObjectPlan:
         self.low: tuple[int, list[str]] | None = None
         #: relocations of the .debug_* sections that could not be applied
         self.debug_problems: list[str] = []
+        #: (base, finished image, addresses the imports were bound to,
+        #: relocation stats) of the last placement, when the image is small
+        #: (plan.IMAGE_KEEP_MAX): a reload at the same base with the same
+        #: imports writes the same bytes (see objimage.place_object)
+        self.image: tuple[int, bytes, tuple[int, ...], Any] | None = None
         self.exports: dict[str, tuple[int, bool]] = {}
         self.funcs: list[tuple[int, int, str]] = []
         for s in elf.symbols[1:]:

@@ -62,10 +62,13 @@ class LoadPlan:
         #: bias plus a constant, in a writable segment (``plain_relative``);
         #: False: use the general path; None: not worked out yet
         self.relative: Relative | bool | None = None
-        #: (page size, load bias, finished image) of the last placement by
-        #: ``relative``, when the image is at most IMAGE_KEEP_MAX
-        #: bytes: a reload at the same address writes the same bytes
-        self.image: tuple[int, int, bytes] | None = None
+        #: (page size, load bias, relocated image, addresses the imports were
+        #: bound to, relocation stats, IFUNC relocations left to apply) of
+        #: the last placement, when the image is at most IMAGE_KEEP_MAX
+        #: bytes: a reload at the same address with the same imports writes
+        #: the same bytes (and runs the IFUNC resolvers again); one without
+        #: IFUNC relocations may take the closed range back as it is
+        self.image: tuple[int, int, bytes, tuple[int, ...], Any, tuple[Any, ...]] | None = None
         #: exported name -> (value, absolute), in Module.exports order; None
         #: when an export is an IFUNC (its resolver must run at each load)
         self.exports, self.funcs = export_table(elf)

@@ -280,6 +280,25 @@ def test_a_reservation_starts_zeroed_after_a_release(pages):
         m.close()
 
 
+@pytest.mark.parametrize("pages", [40, 300])
+def test_a_partly_written_reservation_starts_zeroed_after_a_release(pages):
+    """A large kept range is cleared page by page (written pages cleared,
+    the others dropped to the kernel): every page starts as zeros again,
+    whichever pages the last user wrote."""
+    m = elfkit.exec.create_machine(elfkit.arch.get(ARCH), "native")
+    size = pages * 4096
+    written = [0, 1, 2, 7, pages // 2, pages - 2, pages - 1]
+    try:
+        for k in range(3):
+            base = m.reserve(size, 4096)
+            assert m.read(base, size) == bytes(size)
+            for i in written[k:]:
+                m.write(base + i * 4096 + 17 * k, b"\x5a" * 100)
+            m.release(base, size)
+    finally:
+        m.close()
+
+
 def test_a_closed_image_is_inaccessible(plugins):
     """Touching a closed module's memory faults (SIGSEGV), also when its
     pages are kept for a later load."""
