@@ -14,14 +14,27 @@ the call, which raises it.
 Signals: Python runs signal handlers only between bytecodes of the main
 thread, never while it is inside ``uc_emu_start``.  So the first emulated
 call made on the main thread installs a wakeup fd (``signal.set_wakeup_fd``;
-an fd installed before, e.g. by asyncio, keeps getting every byte); when a
-signal arrives the watchdog stops the machine running on the main thread
-(``MAIN[0]``, its runner: ``stop_for_signal``), whose call then runs the
-handlers (``KeyboardInterrupt``) or, when they return, carries on.  The
-stop is repeated every few milliseconds until that call has run the
-handlers (for at most two seconds): a stop that lands between the call's
-registration and the start of ``uc_emu_start`` is lost, and the call would
-otherwise run on with the signal unhandled.
+an fd installed before, e.g. by asyncio, keeps getting every byte).  When a
+signal whose Python handler always raises arrives (SIGINT under Python's
+default handler: Ctrl-C, ``KeyboardInterrupt``), the watchdog stops the
+machine running on the main thread (``MAIN[0]``, its runner:
+``stop_for_signal``), whose call then runs the handlers and ends with their
+exception.  A stopped run is never resumed: unicorn checks for a stop
+request after every guest load and store and then rewinds the PC to the
+start of that instruction, so a resumed run would execute the instruction's
+loads and stores again (a store recorded twice, ``add [m], 1`` adding
+twice, ``ldr x0, [x0]`` loading through the loaded value).  Handlers that
+may return (any other Python handler) therefore do not stop a call: they
+run at the next bytecode of the main thread -- in a hook of the call, if it
+has one, or once it returns -- like for any other long C call.
+
+Until the main thread has run the handlers (``PENDING``) the stop is
+repeated every few milliseconds (for at most two seconds): a stop that lands
+between the call's registration and the start of ``uc_emu_start`` is lost,
+and the call would otherwise run on with the signal unhandled.  A call that
+starts on the main thread while ``PENDING`` is set runs the handlers first
+and clears it, under its machine's stop lock, so no repeated stop reaches a
+call after the handlers ran.
 """
 from __future__ import annotations
 
@@ -48,6 +61,9 @@ _SIGNAL_REPEAT_FOR = 2.0
 MAIN: list[Any] = [None]
 #: whether the signal wakeup fd is installed (checked by callers on the main thread)
 SIGNALS: list[bool] = [False]
+#: 1 while a signal whose handler raises may not have been handled by the
+#: main thread yet (read and cleared by main-thread calls under their stop lock)
+PENDING: list[int] = [0]
 
 
 class Watchdog:
@@ -106,18 +122,37 @@ class Watchdog:
             _poke(self._pipe_w)
 
     def _on_signal(self) -> None:
+        with self._lock:                # (atomic with interrupt_handled)
+            data = self._read_signals()
+            if any(_handler_raises(signum) for signum in data):
+                PENDING[0] = 1
+                self._sig_until = time.monotonic() + _SIGNAL_REPEAT_FOR
+                self._stop_main()
+
+    def _read_signals(self) -> bytes:
+        """The signal numbers Python's handler wrote (passed on to the fd
+        installed before ours)."""
         try:
             data = os.read(self._sig_r, 512)
         except (BlockingIOError, InterruptedError):
-            return
-        if self._chain >= 0:
+            return b""
+        if self._chain >= 0 and data:
             try:
                 os.write(self._chain, data)
             except OSError:
                 pass
-        if data:
-            self._sig_until = time.monotonic() + _SIGNAL_REPEAT_FOR
-            self._stop_main()
+        return data
+
+    def interrupt_handled(self) -> None:
+        """The main thread's call ended with the KeyboardInterrupt of a SIGINT
+        (raised in a hook, or by the handlers it ran): the signals that
+        arrived so far are handled, so the watchdog must not act on them
+        later (it would stop the next call for a signal already handled)."""
+        if self._sig_r < 0:
+            return
+        with self._lock:
+            self._read_signals()
+            self.signals_handled()
 
     def _stop_main(self) -> None:
         m = MAIN[0]
@@ -133,12 +168,16 @@ class Watchdog:
         self._entries.clear()
         self._errors.clear()
         self._wake = float("inf")
+        self._sig_until = 0.0                 # (Python clears the child's pending signals)
+        PENDING[0] = 0
         m = MAIN[0]
         if m is not None and not m.state.lock._is_owned():
             MAIN[0] = None
 
     def signals_handled(self) -> None:
-        """The main thread's call ran the signal handlers: stop repeating."""
+        """The main thread is about to run the signal handlers: stop repeating
+        (a signal arriving from now on starts again)."""
+        PENDING[0] = 0
         self._sig_until = 0.0
 
     def _loop(self) -> None:
@@ -172,8 +211,18 @@ class Watchdog:
                     pass
             if self._sig_r in ready:
                 self._on_signal()
-            elif self._sig_until > time.monotonic():
+            elif self._sig_until > time.monotonic() and PENDING[0]:
                 self._stop_main()
+
+
+def _handler_raises(signum: int) -> bool:
+    """Whether the Python handler of ``signum`` always raises (Python's
+    default SIGINT handler), so that stopping the call it interrupts loses
+    nothing: the call ends with its exception."""
+    try:
+        return signal.getsignal(signum) is signal.default_int_handler
+    except ValueError:                        # not a signal number
+        return False
 
 
 def _pipe() -> tuple[int, int]:
@@ -203,8 +252,13 @@ def disarm(token: int) -> BaseException | None:
 
 
 def signals_handled() -> None:
-    """Called by a main-thread call after it ran the signal handlers."""
+    """Called by a main-thread call before it runs the signal handlers."""
     WATCHDOG.signals_handled()
+
+
+def interrupt_handled() -> None:
+    """See ``Watchdog.interrupt_handled``."""
+    WATCHDOG.interrupt_handled()
 
 
 def install() -> None:
@@ -212,5 +266,6 @@ def install() -> None:
     WATCHDOG.install_signals()
 
 
-__all__: list[Any] = ["arm", "disarm", "install", "signals_handled", "MAIN", "SIGNALS",
-                      "WATCHDOG"]
+__all__: list[Any] = ["arm", "disarm", "install", "interrupt_handled", "signals_handled",
+                      "MAIN", "PENDING",
+                      "SIGNALS", "WATCHDOG"]
