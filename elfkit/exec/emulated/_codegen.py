@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+import time
 import types
 from collections.abc import Callable
 
@@ -265,6 +266,7 @@ def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
         "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
         "_wd_pend": _watchdog.PENDING, "_handlers": runner.pending_handlers,
+        "_now": time.time_ns,
     }
     src, entry_expr = _caller_head(entry, len(plan.args))
     body: list[str] = []
@@ -361,9 +363,12 @@ def _run_lines(entry_expr: str) -> list[str]:
             "_act.append(_g)",
             "_s.stop = None",
             "_s.running = True",
-            "_pend = _onmain and _wd_pend[0]",
-            "if _pend:",
-            "    _wd_pend[0] = 0",
+            "_pend = 0",
+            "if _onmain:",
+            "    _s.started = _now()",
+            "    _pend = _wd_pend[0]",
+            "    if _pend:",
+            "        _wd_pend[0] = 0",
             "_rel()",
             "if _onmain:",
             "    _prev = _wd_main[0]",

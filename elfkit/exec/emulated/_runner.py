@@ -337,11 +337,13 @@ class CallRunner:
     def stop_for_signal(self) -> None:
         """Called by the watchdog thread when a signal whose handler raises
         arrived while this machine ran a call on the main thread: stop that
-        call, unless the main thread ran the handlers since (``PENDING``
-        cleared, under the same lock, by a call starting)."""
-        with self.state.slock:
-            if self.state.active and _watchdog.PENDING[0]:
-                self._stop_locked(STOP_SIGNAL, self.state.active[-1])
+        call if the signal arrived after it started, unless the main thread
+        ran the handlers since (``PENDING`` cleared, under the same lock, by
+        a call starting)."""
+        state = self.state
+        with state.slock:
+            if state.active and state.started <= _watchdog.PENDING[0]:
+                self._stop_locked(STOP_SIGNAL, state.active[-1])
 
     def cancel(self, wait: float = 1.0) -> bool:
         """Stop the call running in another thread (it raises ``CallTimeout``)

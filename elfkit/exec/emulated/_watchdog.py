@@ -42,6 +42,7 @@ import itertools
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -61,9 +62,14 @@ _SIGNAL_REPEAT_FOR = 2.0
 MAIN: list[Any] = [None]
 #: whether the signal wakeup fd is installed (checked by callers on the main thread)
 SIGNALS: list[bool] = [False]
-#: 1 while a signal whose handler raises may not have been handled by the
-#: main thread yet (read and cleared by main-thread calls under their stop lock)
+#: while a signal whose handler raises may not have been handled by the main
+#: thread yet: when it arrived (``time.time_ns()``; ``_UNKNOWN`` where the
+#: kernel does not time-stamp the wakeup fd), else 0.  Main-thread calls read
+#: and clear it under their stop lock, and are stopped only for a signal
+#: that arrived after they started (``CallState.started``): one that arrived
+#: before was handled by the main thread's bytecode before the call ran
 PENDING: list[int] = [0]
+_UNKNOWN = 1 << 62
 
 
 class Watchdog:
@@ -77,7 +83,8 @@ class Watchdog:
         pipe = _pipe()                            # wakes the thread: new deadline
         self._pipe_r = pipe[0]
         self._pipe_w = pipe[1]
-        self._sig_r = -1                          # signal numbers written by Python's handler
+        self._signals: _SignalChannel | None = None   # Python's handler writes to it
+        self._sig_r = -1                          # (its read end)
         self._chain = -1                          # the wakeup fd installed before ours
         self._sig_until = 0.0                     # repeat signal stops until then
 
@@ -109,39 +116,39 @@ class Watchdog:
         if SIGNALS[0] or threading.current_thread() is not threading.main_thread():
             return
         SIGNALS[0] = True
-        r, w = _pipe()
+        channel = _SignalChannel()
         try:
-            old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            old = signal.set_wakeup_fd(channel.w, warn_on_full_buffer=False)
         except (ValueError, OSError):         # pragma: no cover - not the main interpreter
-            os.close(r)
-            os.close(w)
+            channel.close()
             return
         with self._lock:
-            self._sig_r, self._chain = r, old
+            self._signals, self._sig_r, self._chain = channel, channel.r, old
             self._start()
             _poke(self._pipe_w)
 
     def _on_signal(self) -> None:
         with self._lock:                # (atomic with interrupt_handled)
-            data = self._read_signals()
-            if any(_handler_raises(signum) for signum in data):
-                PENDING[0] = 1
+            arrived = [stamp for signum, stamp in self._read_signals()
+                       if _handler_raises(signum)]
+            if arrived:
+                PENDING[0] = max(PENDING[0], *arrived)
                 self._sig_until = time.monotonic() + _SIGNAL_REPEAT_FOR
                 self._stop_main()
 
-    def _read_signals(self) -> bytes:
-        """The signal numbers Python's handler wrote (passed on to the fd
-        installed before ours)."""
-        try:
-            data = os.read(self._sig_r, 512)
-        except (BlockingIOError, InterruptedError):
-            return b""
-        if self._chain >= 0 and data:
+    def _read_signals(self) -> list[tuple[int, int]]:
+        """The signals Python's handler announced, with when they arrived
+        (passed on to the fd installed before ours)."""
+        channel = self._signals
+        if channel is None:
+            return []
+        got = channel.read()
+        if self._chain >= 0 and got:
             try:
-                os.write(self._chain, data)
+                os.write(self._chain, bytes(signum for signum, _t in got))
             except OSError:
                 pass
-        return data
+        return got
 
     def interrupt_handled(self) -> None:
         """The main thread's call ended with the KeyboardInterrupt of a SIGINT
@@ -223,6 +230,66 @@ def _handler_raises(signum: int) -> bool:
         return signal.getsignal(signum) is signal.default_int_handler
     except ValueError:                        # not a signal number
         return False
+
+
+class _SignalChannel:
+    """The wakeup fd Python's signal handler writes each signal number to:
+    a datagram socket pair whose reader gets the kernel's time stamp of
+    each write (the moment the signal arrived), or a pipe where the kernel
+    has no such stamps (arrival unknown)."""
+
+    def __init__(self) -> None:
+        import socket  # (made once, by the first call on the main thread)
+        self._socks: tuple[Any, Any] | None = None
+        self._stamp_kind = getattr(socket, "SO_TIMESTAMPNS", 35)   # (== SCM_TIMESTAMPNS)
+        try:
+            r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        except (AttributeError, OSError):     # pragma: no cover - no AF_UNIX
+            self.r, self.w = _pipe()
+            return
+        try:
+            r.setsockopt(socket.SOL_SOCKET, self._stamp_kind, 1)
+        except OSError:                       # pragma: no cover - no time stamps
+            r.close()
+            w.close()
+            self.r, self.w = _pipe()
+            return
+        r.setblocking(False)
+        w.setblocking(False)
+        self._socks = (r, w)
+        self.r, self.w = r.fileno(), w.fileno()
+
+    def read(self) -> list[tuple[int, int]]:
+        """(signal number, arrival in ``time.time_ns()`` or ``_UNKNOWN``) of
+        each signal written since the last read."""
+        out: list[tuple[int, int]] = []
+        if self._socks is None:
+            try:
+                data = os.read(self.r, 512)
+            except (BlockingIOError, InterruptedError):
+                return out
+            return [(signum, _UNKNOWN) for signum in data]
+        sock = self._socks[0]
+        while True:
+            try:
+                data, anc, _flags, _addr = sock.recvmsg(64, 64)
+            except (BlockingIOError, InterruptedError):
+                return out
+            stamp = _UNKNOWN
+            for _level, kind, payload in anc:
+                if kind == self._stamp_kind and len(payload) >= 16:   # struct timespec
+                    stamp = (int.from_bytes(payload[:8], sys.byteorder, signed=True)
+                             * 1_000_000_000
+                             + int.from_bytes(payload[8:16], sys.byteorder, signed=True))
+            out.extend((signum, stamp) for signum in data)
+
+    def close(self) -> None:
+        if self._socks is None:
+            os.close(self.r)
+            os.close(self.w)
+        else:
+            for sock in self._socks:
+                sock.close()
 
 
 def _pipe() -> tuple[int, int]:

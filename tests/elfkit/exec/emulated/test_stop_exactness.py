@@ -126,6 +126,24 @@ def test_calls_after_a_ctrl_c_that_ended_a_call_are_not_stopped(plugin):
     m.free(p)
 
 
+def test_a_ctrl_c_caught_before_a_call_does_not_stop_it(plugin):
+    """A KeyboardInterrupt raised and caught outside any call: the calls
+    right after it run to the end, although the watchdog learns of the
+    signal only while they run (it compares the kernel's time stamp of the
+    signal with the start of the call)."""
+    m = plugin.machine
+    put_each = plugin.function("put_each", "void(ptr,i32,i32,u8)")
+    n = 200_000
+    p = m.alloc(n)
+    put_each(p, 1, 1, 0)                     # (the watchdog routes signals from now on)
+    for _ in range(5):
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        put_each(p, n, 1, 3)
+    assert m.read(p, n) == b"\3" * n
+    m.free(p)
+
+
 def test_ctrl_c_during_a_call_still_stops_it(plugin):
     """SIGINT under Python's default handler stops a long call at once (the
     call ends with KeyboardInterrupt, the machine stays usable)."""
