@@ -109,6 +109,35 @@ def test_signals_whose_handler_returns_do_not_disturb_a_call(plugin):
     assert hits                     # the handler ran (between or inside calls)
 
 
+def test_instruction_counts_are_the_same_under_a_signal_storm(plugin):
+    """``count_instructions`` (a block hook) counts a call the same with
+    and without signals arriving while it runs."""
+    m = plugin.machine
+    put_each = plugin.function("put_each", "void(ptr,i32,i32,u8)")
+    n = 20_000
+    p = m.alloc(n)
+    m.count_instructions(True)
+    try:
+        def counted() -> int:
+            before = m.instructions
+            put_each(p, n, 1, 1)
+            return m.instructions - before
+        quiet = counted()
+        old = signal.signal(signal.SIGUSR1, lambda *_a: None)
+        stop = threading.Event()
+        t = _storm(signal.SIGUSR1, stop)
+        try:
+            stormy = [counted() for _ in range(3)]
+        finally:
+            stop.set()
+            t.join()
+            signal.signal(signal.SIGUSR1, old)
+    finally:
+        m.count_instructions(False)
+    assert quiet > n and stormy == [quiet] * 3
+    m.free(p)
+
+
 def test_calls_after_a_ctrl_c_that_ended_a_call_are_not_stopped(plugin):
     """The flaky case, made certain: a KeyboardInterrupt raised while guest
     code runs (the SIGINT handler ran in a host callback) ends that call
