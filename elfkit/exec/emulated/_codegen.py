@@ -352,7 +352,8 @@ def _run_lines(entry_expr: str) -> list[str]:
     Starting and ending a run happen under the machine's stop lock, so a stop
     request (timeout, cancel, signal) reaches only the call it was meant for;
     a call on the main thread is registered so that a signal (Ctrl-C) stops it.
-    A call starting on the main thread while a signal may be unhandled
+    A call on the main thread notes when it started (a signal that arrived
+    before does not stop it); one starting while a signal may be unhandled
     (``_watchdog.PENDING``) runs the handlers before the guest code: the
     watchdog's repeated stops, which look at that flag under the same lock,
     then never reach a call started after the handlers ran.

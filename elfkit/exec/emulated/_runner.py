@@ -401,8 +401,9 @@ class CallRunner:
             # a load or store of the instruction at pc, which a resumed run
             # would execute again.  The handlers raise (KeyboardInterrupt) after
             # a reset; if the SIGINT handler ran already (its KeyboardInterrupt
-            # caught before this call started, the watchdog read the signal
-            # late) the call ends with a KeyboardInterrupt all the same.
+            # caught in a host callback; or, without the kernel's time stamps
+            # of signals, caught before this call started) the call ends with
+            # a KeyboardInterrupt all the same.
             self._run_signal_handlers()
             self._reset()
             _watchdog.interrupt_handled()

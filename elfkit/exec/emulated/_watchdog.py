@@ -28,13 +28,19 @@ may return (any other Python handler) therefore do not stop a call: they
 run at the next bytecode of the main thread -- in a hook of the call, if it
 has one, or once it returns -- like for any other long C call.
 
-Until the main thread has run the handlers (``PENDING``) the stop is
-repeated every few milliseconds (for at most two seconds): a stop that lands
-between the call's registration and the start of ``uc_emu_start`` is lost,
-and the call would otherwise run on with the signal unhandled.  A call that
-starts on the main thread while ``PENDING`` is set runs the handlers first
-and clears it, under its machine's stop lock, so no repeated stop reaches a
-call after the handlers ran.
+Only a call that started before the signal arrived is stopped: the wakeup
+fd is a datagram socket whose reader gets the kernel's time stamp of each
+write, compared with the call's start (``CallState.started``); a signal that
+arrived before was handled by the main thread's bytecode before the call's
+guest code ran (its KeyboardInterrupt perhaps caught), and the watchdog,
+which needs the GIL to read the fd, often learns of it only once the next
+call runs.  Until the main thread has run the handlers (``PENDING``) the
+stop is repeated every few milliseconds (for at most two seconds): a stop
+that lands between the call's registration and the start of
+``uc_emu_start`` is lost, and the call would otherwise run on with the
+signal unhandled.  A call that starts on the main thread while ``PENDING``
+is set runs the handlers first and clears it, under its machine's stop
+lock; so does a call that ends with a KeyboardInterrupt (raised in a hook).
 """
 from __future__ import annotations
 
