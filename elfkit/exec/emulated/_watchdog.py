@@ -247,10 +247,14 @@ class _SignalChannel:
     def __init__(self) -> None:
         import socket  # (made once, by the first call on the main thread)
         self._socks: tuple[Any, Any] | None = None
-        self._stamp_kind = getattr(socket, "SO_TIMESTAMPNS", 35)   # (== SCM_TIMESTAMPNS)
+        # SO_TIMESTAMPNS (== SCM_TIMESTAMPNS): Linux's generic value, which
+        # Python does not name; a stamp that does not come means "unknown"
+        self._stamp_kind = 35
         try:
+            if not sys.platform.startswith("linux"):
+                raise OSError("no SO_TIMESTAMPNS")
             r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        except (AttributeError, OSError):     # pragma: no cover - no AF_UNIX
+        except (AttributeError, OSError):     # pragma: no cover - not Linux
             self.r, self.w = _pipe()
             return
         try:
