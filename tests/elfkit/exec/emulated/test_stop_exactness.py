@@ -28,10 +28,12 @@ from elfkit.toolchain import compile_plugin
 SOURCE = r"""
 #include <stdint.h>
 extern void host_interrupt(void);
+extern void host_started(void);
 void put_each(volatile uint8_t *p, int32_t n, int32_t step, uint8_t v) {
     for (int32_t i = 0; i < n; i++) p[i * step] = v;
 }
 void bump(volatile int32_t *p, int32_t n) { for (int32_t i = 0; i < n; i++) ++*p; }
+void bump_when_started(volatile int32_t *p, int32_t n) { host_started(); bump(p, n); }
 void *chase(void **p, int32_t n) {          /* p -> q -> p: n steps */
     for (int32_t i = 0; i < n; i++) p = (void **)*p;
     return p;
@@ -40,6 +42,7 @@ void interrupt_after(volatile uint8_t *p, uint8_t v) { p[0] = v; host_interrupt(
 """
 
 ARCHES = ["riscv64", "aarch64", "arm", "x86_64"]
+STARTED = threading.Event()
 
 
 @pytest.fixture(scope="module", params=ARCHES)
@@ -48,7 +51,8 @@ def plugin(request, tmp_path_factory):
     (tmp / "s.c").write_text(SOURCE)
     compile_plugin(tmp / "s.c", request.param, tmp / "s.so",
                    cflags=["-O1", "-fvisibility=default"])
-    imports = {"host_interrupt": (lambda: signal.raise_signal(signal.SIGINT), "void()")}
+    imports = {"host_interrupt": (lambda: signal.raise_signal(signal.SIGINT), "void()"),
+               "host_started": (STARTED.set, "void()")}
     with elfkit.load(tmp / "s.so", backend="emulated", imports=imports) as mod:
         yield mod
 
@@ -177,15 +181,20 @@ def test_ctrl_c_during_a_call_still_stops_it(plugin):
     """SIGINT under Python's default handler stops a long call at once (the
     call ends with KeyboardInterrupt, the machine stays usable)."""
     m = plugin.machine
-    bump = plugin.function("bump", "void(ptr,i32)")
+    bump = plugin.function("bump_when_started", "void(ptr,i32)")
     counter = m.alloc(4)
     m.write(counter, struct.pack("<i", 0))
-    timer = threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
+    STARTED.clear()
+
+    def interrupt() -> None:                # once the guest code runs
+        if STARTED.wait(120):
+            os.kill(os.getpid(), signal.SIGINT)
+    t = threading.Thread(target=interrupt, daemon=True)
+    t.start()
     with pytest.raises(KeyboardInterrupt):
         bump(counter, 1 << 30)              # minutes unless stopped
-    timer.join()
-    assert 0 < struct.unpack("<i", m.read(counter, 4))[0] < 1 << 30
+    t.join()
+    assert struct.unpack("<i", m.read(counter, 4))[0] < 1 << 30
     _exact_runs(plugin, 2000)
     m.free(counter)
 
