@@ -80,10 +80,13 @@ class CallState:
     None; ``hook_exc``: the exception a hook stopped it with.  ``limited``:
     calls need the limited run (a timeout, a budget or the x87 counter);
     ``count_mode``: unicorn's instruction counter is installed.  ``call_sp``:
-    the stack pointer the next call starts below."""
+    the stack pointer the next call starts below.  ``started``: when the
+    latest call on the main thread started (``time.time_ns()``, for the
+    watchdog: a signal that arrived before it does not stop it)."""
 
     __slots__ = ("lock", "slock", "closed", "running", "gen", "active", "stop", "hook_exc",
-                 "limited", "count_mode", "call_sp", "handle", "closed_why", "__weakref__")
+                 "limited", "count_mode", "call_sp", "handle", "closed_why", "started",
+                 "__weakref__")
 
     def __init__(self, engine: Engine, call_sp: int) -> None:
         self.lock = threading.RLock()
@@ -97,6 +100,7 @@ class CallState:
         self.limited = False
         self.count_mode = False
         self.call_sp = call_sp
+        self.started = 0
         self.handle = engine.handle
         #: why the machine was closed other than by close() (a fork, the exit)
         self.closed_why = ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+import time
 import types
 from collections.abc import Callable
 
@@ -264,6 +265,8 @@ def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
         "_acq": state.slock.acquire, "_rel": state.slock.release, "_act": state.active,
         "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
+        "_wd_pend": _watchdog.PENDING, "_handlers": runner.pending_handlers,
+        "_now": time.time_ns,
     }
     src, entry_expr = _caller_head(entry, len(plan.args))
     body: list[str] = []
@@ -349,20 +352,33 @@ def _run_lines(entry_expr: str) -> list[str]:
     Starting and ending a run happen under the machine's stop lock, so a stop
     request (timeout, cancel, signal) reaches only the call it was meant for;
     a call on the main thread is registered so that a signal (Ctrl-C) stops it.
+    A call on the main thread notes when it started (a signal that arrived
+    before does not stop it); one starting while a signal may be unhandled
+    (``_watchdog.PENDING``) runs the handlers before the guest code: the
+    watchdog's repeated stops, which look at that flag under the same lock,
+    then never reach a call started after the handlers ran.
     """
-    return ["_acq()",
+    return ["_onmain = _gid() == _mainid",
+            "_acq()",
             "_s.gen = _g = _s.gen + 1",
             "_act.append(_g)",
             "_s.stop = None",
             "_s.running = True",
+            "_pend = 0",
+            "if _onmain:",
+            "    _s.started = _now()",
+            "    _pend = _wd_pend[0]",
+            "    if _pend:",
+            "        _wd_pend[0] = 0",
             "_rel()",
-            "_onmain = _gid() == _mainid",
             "if _onmain:",
             "    _prev = _wd_main[0]",
             "    _wd_main[0] = _runner",
             "    if not _wd_sig[0]:",
             "        _wd_install()",
             "try:",
+            "    if _pend:",
+            "        _handlers()",
             "    if timeout is None and budget is None and not _s.limited:",
             "        _s.count_mode = False",
             f"        err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",

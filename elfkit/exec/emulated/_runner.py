@@ -62,6 +62,28 @@ def check_budget(value: object, name: str, where: str) -> int:
     return n
 
 
+def run_pending_handlers() -> None:
+    """Run the Python signal handlers of signals that arrived (the main
+    thread only), and raise a KeyboardInterrupt Python could not propagate
+    (``LOST_INTERRUPT``).  The watchdog stops repeating its stops first: a
+    signal arriving from now on stops again."""
+    global _check_signals
+    if _check_signals is None:
+        import ctypes
+        _check_signals = ctypes.pythonapi.PyErr_CheckSignals
+        _check_signals.restype = ctypes.c_int
+        _check_signals.argtypes = ()
+    _watchdog.signals_handled()
+    try:
+        _check_signals()
+        lost, LOST_INTERRUPT[0] = LOST_INTERRUPT[0], None
+        if lost is not None:    # the handler ran where its exception was dropped
+            raise lost
+    except KeyboardInterrupt:
+        _watchdog.interrupt_handled()
+        raise
+
+
 class CallRunner:
     """Calls into guest code on ``engine``.  ``machine``: the machine's public
     face, for symbols and fault reports; ``abis``: which float ABI a call
@@ -300,22 +322,28 @@ class CallRunner:
     def _request_stop(self, reason: str, gen: int) -> bool:
         """Stop the run of call ``gen`` (or of a call it made from a host
         callback) if it is running now; a stop never reaches a later call."""
+        with self.state.slock:
+            return self._stop_locked(reason, gen)
+
+    def _stop_locked(self, reason: str, gen: int) -> bool:
         state = self.state
-        with state.slock:
-            if not state.running or gen not in state.active:
-                return False
-            if state.stop is None:
-                state.stop = reason
-            lib.uc_emu_stop(self._h)
-            return True
+        if not state.running or gen not in state.active:
+            return False
+        if state.stop is None:
+            state.stop = reason
+        lib.uc_emu_stop(self._h)
+        return True
 
     def stop_for_signal(self) -> None:
-        """Called by the watchdog thread when a signal arrived while this
-        machine ran a call on the main thread."""
-        with self.state.slock:
-            active = list(self.state.active)
-        if active:
-            self._request_stop(STOP_SIGNAL, active[-1])
+        """Called by the watchdog thread when a signal whose handler raises
+        arrived while this machine ran a call on the main thread: stop that
+        call if the signal arrived after it started, unless the main thread
+        ran the handlers since (``PENDING`` cleared, under the same lock, by
+        a call starting)."""
+        state = self.state
+        with state.slock:
+            if state.active and state.started <= _watchdog.PENDING[0]:
+                self._stop_locked(STOP_SIGNAL, state.active[-1])
 
     def cancel(self, wait: float = 1.0) -> bool:
         """Stop the call running in another thread (it raises ``CallTimeout``)
@@ -360,6 +388,8 @@ class CallRunner:
             exc, state.hook_exc = state.hook_exc, None
             self._reset()
             assert exc is not None
+            if isinstance(exc, KeyboardInterrupt):
+                _watchdog.interrupt_handled()   # (a hook ran the SIGINT handler)
             raise exc                    # the host callback's own exception
         pc = self._pc()
         if not err and pc == SENTINEL and stop != STOP_INTR:
@@ -367,55 +397,39 @@ class CallRunner:
                 self._run_signal_handlers()
             return
         if not err and stop == STOP_SIGNAL:
-            self._run_signal_handlers()          # raises (KeyboardInterrupt) after a reset
-            stop = None                          # the handlers returned: carry on
+            # A stopped run is never resumed: unicorn may have stopped it after
+            # a load or store of the instruction at pc, which a resumed run
+            # would execute again.  The handlers raise (KeyboardInterrupt) after
+            # a reset; if the SIGINT handler ran already (its KeyboardInterrupt
+            # caught in a host callback; or, without the kernel's time stamps
+            # of signals, caught before this call started) the call ends with
+            # a KeyboardInterrupt all the same.
+            self._run_signal_handlers()
+            self._reset()
+            _watchdog.interrupt_handled()
+            raise KeyboardInterrupt(f"the call to {self._machine.symbolize(entry)} was "
+                                    f"stopped by SIGINT at {self._machine.symbolize(pc)}")
         if not err and stop in (STOP_TIMEOUT, STOP_CANCEL, STOP_BUDGET):
             raise self._stopped(stop, entry, pc, timeout, budget)
-        if not err and stop is None:
-            # the signal handlers returned: carry on (limits start afresh)
-            with state.slock:
-                gen = state.gen
-                state.active.append(gen)
-                state.stop = None
-                state.running = True
-            prev, _watchdog.MAIN[0] = _watchdog.MAIN[0], self     # on the main thread
-            try:
-                if timeout is None and budget is None and not state.limited:
-                    state.count_mode = False
-                    err2 = lib.uc_emu_start(self._h, pc, SENTINEL, 0, 0)
-                else:
-                    err2 = self.run_limited(pc, timeout, budget)
-            finally:
-                _watchdog.MAIN[0] = prev
-                with state.slock:
-                    state.running = False
-                    state.active.pop()
-            if err2 or state.stop is not None:
-                self.abnormal(err2, entry, timeout, budget)
-            return
         from ._faults import build_fault  # a fault report: imported on the first one
         fault = build_fault(self._machine, err, pc, entry, interrupted=stop == STOP_INTR,
                             mem_fault=self._mem_fault, intno=self._intno)
         self._reset()
         raise fault
 
+    def pending_handlers(self) -> None:
+        """Run the pending signal handlers before a call on the main thread
+        starts (see ``_codegen._run_lines``)."""
+        run_pending_handlers()
+
     def _run_signal_handlers(self) -> None:
-        global _check_signals
-        if _check_signals is None:
-            import ctypes
-            _check_signals = ctypes.pythonapi.PyErr_CheckSignals
-            _check_signals.restype = ctypes.c_int
-            _check_signals.argtypes = ()
+        """Run the pending Python signal handlers now; the machine is reset
+        if one raises."""
         try:
-            _check_signals()
-            lost, LOST_INTERRUPT[0] = LOST_INTERRUPT[0], None
-            if lost is not None:    # the handler ran where its exception was dropped
-                raise lost
+            run_pending_handlers()
         except BaseException:
             self._reset()
             raise
-        finally:
-            _watchdog.signals_handled()
 
     def _stopped(self, stop: str, entry: int, pc: int, timeout: float | None,
                  budget: int | None) -> CallTimeout:
