@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from tests.vmrt.onnx.corpus import (
     onnx_version,
     write_atomic,
 )
+from tests.vmrt.onnx.foreign_iree import elf_arch, env_var, foreign_iree, tool_in
 
 STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vmrt-error",
           "vmrt-mismatch", "vmrt-differs", "pass")
@@ -50,7 +52,10 @@ def stamp() -> str:
 
 
 def result_path(name: str, arch: str) -> Path:
-    return CACHE / "results" / stamp() / arch / f"{name}.json"
+    """Where a case's outcome is kept: under ``<arch>+iree`` when IREE's
+    runtime for that (emulated) CPU is the second oracle, else ``<arch>``."""
+    sub = f"{arch}+iree" if arch != "x86_64" and foreign_iree(arch) else arch
+    return CACHE / "results" / stamp() / sub / f"{name}.json"
 
 
 def load_outcome(name: str, arch: str) -> Outcome | None:
@@ -163,10 +168,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the cases that ended in this stage again (repeatable)")
     ap.add_argument("--list", metavar="STAGE", default="",
                     help="also list the cases in this stage (with their detail)")
+    ap.add_argument("--iree-runtime", metavar="DIR", action="append", default=[],
+                    help="an unpacked iree-base-runtime wheel for an emulated CPU: its "
+                         "iree-run-module runs each case under qemu-user as a second oracle "
+                         "(repeatable; default: $VMRT_IREE_RUNTIME_<ARCH>)")
     ap.add_argument("--markdown", metavar="FILE", default="",
                     help="write the per-family table (x86_64) to FILE")
     args = ap.parse_args(argv)
     arches = args.arch or ["x86_64"]
+    for root in args.iree_runtime:
+        cpu = elf_arch(tool_in(root))
+        if cpu is None:
+            ap.error(f"--iree-runtime {root}: no iree/_runtime_libs/iree-run-module of a "
+                     f"known CPU in it")
+        os.environ[env_var(cpu)] = str(Path(root).resolve())    # the children inherit it
+    for a in arches:
+        if a != "x86_64":
+            iree = foreign_iree(a)
+            print(f"{a}: " + (f"IREE's runtime under {iree.qemu}: {iree.tool}" if iree else
+                              f"no IREE runtime for it (${env_var(a)}, qemu-user, sysroot)"),
+                  flush=True)
     names = [n for n in sorted(index()) if re.search(args.match, n)]
     if args.limit:
         names = names[:args.limit]
@@ -195,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     for o in bad:
         # on x86_64 vmrt runs a case only after IREE's runtime passed it
         tag = "IREE passes it" if o.arch == "x86_64" \
+            else f"IREE's {o.arch} runtime ran it" if foreign_iree(o.arch) \
             else "IREE passes it on x86_64" if o.name in iree_pass else "IREE not run"
         print(f"VMRT FAILS {o.arch} {o.name} ({tag}): {o.stage}: {o.detail}")
     if args.list:
