@@ -318,10 +318,12 @@ def _first_line(e: Exception) -> str:
     return " ".join((lines[:1] or [type(e).__name__]) + notes)[:800]
 
 
-def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
+def run_case(name: str, arch: str, with_iree: bool | None = None,
+             foreign: ForeignIree | None = None) -> Outcome:
     """Import, compile and run one case on ``arch`` (and on IREE's runtime
     first when ``with_iree``, by default on x86_64; on another CPU, on IREE's
-    runtime for it under qemu-user when :func:`foreign_iree` finds one)."""
+    runtime for it under qemu-user: ``foreign``, by default the one
+    :func:`foreign_iree` finds, if any)."""
     if with_iree is None:
         with_iree = arch == "x86_64"
     try:
@@ -329,7 +331,8 @@ def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
         vmfb = compile_case(case, arch)
     except StageError as e:
         return Outcome(name, arch, e.stage, e.reason)
-    foreign = None if with_iree else foreign_iree(arch)
+    if foreign is None and not with_iree:
+        foreign = foreign_iree(arch)
     if foreign is not None:
         return run_against(case, vmfb, foreign)
     ref = None

@@ -112,10 +112,18 @@ class ForeignIree:
             raise ForeignIreeError(f"iree-run-module ({self.arch}, qemu) exited "
                                    f"{p.returncode}: {' '.join(lines[:3])[:400]}")
 
-def foreign_iree(arch: str) -> ForeignIree | None:
+def bench_runtime(repo: Path, arch: str) -> Path:
+    """Where ``python -m bench --setup-qemu`` unpacks IREE's runtime wheel
+    for ``arch`` (the installed iree-base-runtime's version)."""
+    from importlib.metadata import version
+    return repo / "build" / "bench" / "qemu" / f"iree-base-runtime-{version('iree-base-runtime')}-{arch}"
+
+
+def foreign_iree(arch: str, root: str | os.PathLike[str] | None = None) -> ForeignIree | None:
     """IREE's runtime for ``arch`` under qemu-user, if everything it needs
-    is here (see the module's docstring), else None."""
-    root = os.environ.get(env_var(arch))
+    is here (see the module's docstring), else None.  ``root``: the unpacked
+    wheel (default: ``$VMRT_IREE_RUNTIME_<ARCH>``)."""
+    root = root or os.environ.get(env_var(arch))
     if not root or arch not in QEMU:
         return None
     qemu, sysroot, _machine = QEMU[arch]
