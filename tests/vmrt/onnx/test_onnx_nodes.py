@@ -145,6 +145,16 @@ def test_iree_miscompile_is_reported(emulation):
     assert "hal.device.queue.execute" in out.detail
 
 
+def test_iree_out_of_bounds_read_is_reported(emulation):
+    # IREE's GridSample kernel (padding_mode="zeros") loads from outside its
+    # input for the out-of-range sample points (natively, vmrt like IREE reads
+    # whatever lies there: docs/onnx-conformance.md); emulated, vmrt stops
+    # the dispatch at that load and says where
+    out = run_case("test_gridsample_zeros_padding", "aarch64")
+    assert out.stage == "vmrt-error", out
+    assert "binding 0 (24 bytes) was accessed out of bounds at byte offset 168" in out.detail
+
+
 def test_sample_covers_the_families():
     fams = {family(n) for n in NATIVE}
     assert len(fams) >= 55, sorted(fams)
