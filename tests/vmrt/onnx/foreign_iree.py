@@ -39,6 +39,24 @@ class ForeignIreeError(Exception):
     """IREE's runtime under qemu failed the case (its message, first line)."""
 
 
+#: numpy (ml_dtypes) float8 types -> IREE's element type names: IREE's
+#: .npy reader takes a 1-byte float as its generic ``f8``, which a program
+#: expecting e.g. ``f8E5M2`` refuses, so these inputs go as raw bytes
+FLOAT8 = {"float8_e4m3fn": "f8E4M3FN", "float8_e4m3fnuz": "f8E4M3FNUZ",
+          "float8_e5m2": "f8E5M2", "float8_e5m2fnuz": "f8E5M2FNUZ"}
+
+
+def input_flag(x: Any, stem: str) -> str:
+    """iree-run-module's ``--input`` for ``x``, written to ``stem.npy``
+    (``stem.bin`` and its shape and type in the flag for float8)."""
+    import numpy as np
+    if x.dtype.name in FLOAT8:
+        Path(f"{stem}.bin").write_bytes(x.tobytes())
+        return f"--input={'x'.join([*map(str, x.shape), FLOAT8[x.dtype.name]])}=@{stem}.bin"
+    np.save(f"{stem}.npy", x, allow_pickle=False)
+    return f"--input=@{stem}.npy"
+
+
 def env_var(arch: str) -> str:
     return f"VMRT_IREE_RUNTIME_{arch.upper()}"
 
@@ -76,10 +94,7 @@ class ForeignIree:
         shapes (a byte count that does not fit is an error)."""
         import numpy as np
         with tempfile.TemporaryDirectory(prefix="vmrt-onnx-iree-") as tmp:
-            args = []
-            for i, x in enumerate(inputs):
-                np.save(f"{tmp}/in{i}.npy", np.asarray(x), allow_pickle=False)
-                args.append(f"--input=@{tmp}/in{i}.npy")
+            args = [input_flag(np.asarray(x), f"{tmp}/in{i}") for i, x in enumerate(inputs)]
             n = len(expected)
             try:
                 self._call(vmfb, function, [*args, *(f"--output=@{tmp}/out{i}.npy"
