@@ -386,6 +386,7 @@ def run_against(case: Case, vmfb: Path, iree: ForeignIree) -> Outcome:
                        f"{iree_bad} (vmrt's outputs equal IREE's {arch} bytes)")
     return Outcome(name, arch, "pass")
 
+
 if __name__ == "__main__":
     from tests.vmrt.onnx.run_corpus import main
     sys.exit(main())

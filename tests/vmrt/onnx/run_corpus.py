@@ -2,6 +2,7 @@
 
     python -m tests.vmrt.onnx.corpus [--arch x86_64 ...] [--jobs N] [--chunk N]
                                      [--match REGEX] [--limit N] [--list STAGE]
+                                     [--iree-runtime DIR]
 
 Cases run in child processes, ``--chunk`` at a time (a crash or a hang
 reruns that chunk's remaining cases one by one, so it fails one case only;
@@ -11,7 +12,9 @@ hashes the versions of onnx and iree-compile and the sources of vmrt and
 elfkit, so a rerun resumes where the last one stopped and a change of
 vmrt reruns everything.  Several runs may share the cache at once.  At the
 end it prints a table: per CPU, the cases in each stage, and every case IREE
-passes but vmrt does not."""
+passes but vmrt does not.  ``--iree-runtime DIR`` (IREE's runtime wheel for
+an emulated CPU, unpacked) adds IREE's runtime for that CPU, under
+qemu-user, as a second oracle (tests/vmrt/onnx/foreign_iree.py)."""
 from __future__ import annotations
 
 import argparse
