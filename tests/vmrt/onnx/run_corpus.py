@@ -46,12 +46,26 @@ STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vm
           "vmrt-mismatch", "vmrt-differs", "pass")
 
 
-@cache
-def stamp() -> str:
+def source_stamp() -> str:
+    """The hash of the onnx and compiler versions and of vmrt's and elfkit's
+    sources as they are now."""
     parts: list[bytes | str] = [onnx_version(), compiler_version()]
     for p in sorted([*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py")]):
         parts += [str(p.relative_to(REPO)), p.read_bytes()]
     return cache_key(*parts)
+
+
+@cache
+def stamp() -> str:
+    """The results' stamp, taken once per process (its children take their
+    own: see SourcesChanged)."""
+    return source_stamp()
+
+
+class SourcesChanged(RuntimeError):
+    """vmrt's or elfkit's sources changed during a run: its child processes
+    now run other code and keep their outcomes under another stamp, so the
+    run stops rather than record their cases as failures."""
 
 
 def result_path(name: str, arch: str) -> Path:
@@ -100,6 +114,9 @@ def run_chunk(chunk: list[tuple[str, str]], timeout: float) -> list[Outcome]:
     outs = []
     for n, a in chunk:
         o = load_outcome(n, a)
+        if o is None and source_stamp() != stamp():
+            raise SourcesChanged(f"vmrt's or elfkit's sources changed during the run (results "
+                                 f"stamp {stamp()} -> {source_stamp()}): run it again")
         if o is None:
             if len(chunk) > 1:
                 o = run_chunk([(n, a)], timeout)[0]
@@ -205,13 +222,19 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     done = 0
     chunks = [todo[i:i + args.chunk] for i in range(0, len(todo), max(1, args.chunk))]
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+    pool = ThreadPoolExecutor(max(1, args.jobs))
+    try:
         for outs in pool.map(lambda c: run_chunk(c, args.timeout), chunks):
             for out in outs:
                 done += 1
                 if out.stage.startswith("vmrt") or done % 50 == 0:
                     print(f"[{done}/{len(todo)} {time.monotonic() - t0:.0f}s] {out.arch} "
                           f"{out.name}: {out.stage} {out.detail[:200]}", flush=True)
+    except SourcesChanged as e:
+        pool.shutdown(wait=False, cancel_futures=True)
+        print(f"python -m tests.vmrt.onnx.corpus: {e}", file=sys.stderr)
+        return 2
+    pool.shutdown()
     outcomes = [o for a in arches for n in names if (o := load_outcome(n, a)) is not None]
     print(summary(outcomes, arches))
     iree_pass = {o.name for o in outcomes if o.arch == "x86_64" and o.stage == "pass"}
