@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.vmrt.iree_tools import IREE_TARGET_FLAGS, cache_key
+from tests.vmrt.onnx.foreign_iree import ForeignIree, ForeignIreeError, foreign_iree
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / "build" / "onnx_conformance"
@@ -317,9 +318,12 @@ def _first_line(e: Exception) -> str:
     return " ".join((lines[:1] or [type(e).__name__]) + notes)[:800]
 
 
-def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
+def run_case(name: str, arch: str, with_iree: bool | None = None,
+             foreign: ForeignIree | None = None) -> Outcome:
     """Import, compile and run one case on ``arch`` (and on IREE's runtime
-    first when ``with_iree``, by default on x86_64)."""
+    first when ``with_iree``, by default on x86_64; on another CPU, on IREE's
+    runtime for it under qemu-user: ``foreign``, by default the one
+    :func:`foreign_iree` finds, if any)."""
     if with_iree is None:
         with_iree = arch == "x86_64"
     try:
@@ -327,6 +331,10 @@ def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
         vmfb = compile_case(case, arch)
     except StageError as e:
         return Outcome(name, arch, e.stage, e.reason)
+    if foreign is None and not with_iree:
+        foreign = foreign_iree(arch)
+    if foreign is not None:
+        return run_against(case, vmfb, foreign)
     ref = None
     if with_iree:
         try:
@@ -347,6 +355,35 @@ def run_case(name: str, arch: str, with_iree: bool | None = None) -> Outcome:
         bad = same_bits(got, ref)
         if bad:
             return Outcome(name, arch, "vmrt-differs", bad)
+    return Outcome(name, arch, "pass")
+
+
+def run_against(case: Case, vmfb: Path, iree: ForeignIree) -> Outcome:
+    """One case on an emulated CPU with IREE's runtime for that CPU (under
+    qemu) as the oracle.  IREE runs first (``iree-error`` if it fails);
+    vmrt then runs whatever IREE's outputs are, and must equal them byte
+    for byte (``vmrt-error``, ``vmrt-differs`` otherwise, even where IREE
+    disagrees with ONNX: IREE's code for that CPU computes those bytes);
+    ``iree-mismatch`` when both agree but differ from ONNX."""
+    name, arch = case.name, iree.arch
+    try:
+        ref = iree.run(vmfb, name, case.inputs, case.expected)
+    except ForeignIreeError as e:
+        return Outcome(name, arch, "iree-error", str(e))
+    iree_bad = mismatch(ref, case.expected, case.rtol, case.atol)
+    try:
+        got = run_vmrt(vmfb, case.inputs)
+    except Exception as e:  # noqa: BLE001 - any failure of vmrt is a result
+        return Outcome(name, arch, "vmrt-error", f"{type(e).__name__}: {_first_line(e)} "
+                       f"(IREE's {arch} runtime ran it)")
+    bad = same_bits(got, ref)
+    if bad:
+        vs_onnx = mismatch(got, case.expected, case.rtol, case.atol) or "matches"
+        return Outcome(name, arch, "vmrt-differs",
+                       f"{bad}; vmrt vs ONNX: {vs_onnx}; IREE vs ONNX: {iree_bad or 'matches'}")
+    if iree_bad:
+        return Outcome(name, arch, "iree-mismatch",
+                       f"{iree_bad} (vmrt's outputs equal IREE's {arch} bytes)")
     return Outcome(name, arch, "pass")
 
 

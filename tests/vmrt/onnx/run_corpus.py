@@ -2,6 +2,7 @@
 
     python -m tests.vmrt.onnx.corpus [--arch x86_64 ...] [--jobs N] [--chunk N]
                                      [--match REGEX] [--limit N] [--list STAGE]
+                                     [--iree-runtime DIR]
 
 Cases run in child processes, ``--chunk`` at a time (a crash or a hang
 reruns that chunk's remaining cases one by one, so it fails one case only;
@@ -11,11 +12,14 @@ hashes the versions of onnx and iree-compile and the sources of vmrt and
 elfkit, so a rerun resumes where the last one stopped and a change of
 vmrt reruns everything.  Several runs may share the cache at once.  At the
 end it prints a table: per CPU, the cases in each stage, and every case IREE
-passes but vmrt does not."""
+passes but vmrt does not.  ``--iree-runtime DIR`` (IREE's runtime wheel for
+an emulated CPU, unpacked) adds IREE's runtime for that CPU, under
+qemu-user, as a second oracle (tests/vmrt/onnx/foreign_iree.py)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,21 +40,39 @@ from tests.vmrt.onnx.corpus import (
     onnx_version,
     write_atomic,
 )
+from tests.vmrt.onnx.foreign_iree import elf_arch, env_var, foreign_iree, tool_in
 
 STAGES = ("unsupported", "import", "compile", "iree-error", "iree-mismatch", "vmrt-error",
           "vmrt-mismatch", "vmrt-differs", "pass")
 
 
-@cache
-def stamp() -> str:
+def source_stamp() -> str:
+    """The hash of the onnx and compiler versions and of vmrt's and elfkit's
+    sources as they are now."""
     parts: list[bytes | str] = [onnx_version(), compiler_version()]
     for p in sorted([*(REPO / "vmrt").rglob("*.py"), *(REPO / "elfkit").rglob("*.py")]):
         parts += [str(p.relative_to(REPO)), p.read_bytes()]
     return cache_key(*parts)
 
 
+@cache
+def stamp() -> str:
+    """The results' stamp, taken once per process (its children take their
+    own: see SourcesChanged)."""
+    return source_stamp()
+
+
+class SourcesChanged(RuntimeError):
+    """vmrt's or elfkit's sources changed during a run: its child processes
+    now run other code and keep their outcomes under another stamp, so the
+    run stops rather than record their cases as failures."""
+
+
 def result_path(name: str, arch: str) -> Path:
-    return CACHE / "results" / stamp() / arch / f"{name}.json"
+    """Where a case's outcome is kept: under ``<arch>+iree`` when IREE's
+    runtime for that (emulated) CPU is the second oracle, else ``<arch>``."""
+    sub = f"{arch}+iree" if arch != "x86_64" and foreign_iree(arch) else arch
+    return CACHE / "results" / stamp() / sub / f"{name}.json"
 
 
 def load_outcome(name: str, arch: str) -> Outcome | None:
@@ -92,6 +114,9 @@ def run_chunk(chunk: list[tuple[str, str]], timeout: float) -> list[Outcome]:
     outs = []
     for n, a in chunk:
         o = load_outcome(n, a)
+        if o is None and source_stamp() != stamp():
+            raise SourcesChanged(f"vmrt's or elfkit's sources changed during the run (results "
+                                 f"stamp {stamp()} -> {source_stamp()}): run it again")
         if o is None:
             if len(chunk) > 1:
                 o = run_chunk([(n, a)], timeout)[0]
@@ -163,10 +188,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="run the cases that ended in this stage again (repeatable)")
     ap.add_argument("--list", metavar="STAGE", default="",
                     help="also list the cases in this stage (with their detail)")
+    ap.add_argument("--iree-runtime", metavar="DIR", action="append", default=[],
+                    help="an unpacked iree-base-runtime wheel for an emulated CPU: its "
+                         "iree-run-module runs each case under qemu-user as a second oracle "
+                         "(repeatable; default: $VMRT_IREE_RUNTIME_<ARCH>)")
     ap.add_argument("--markdown", metavar="FILE", default="",
                     help="write the per-family table (x86_64) to FILE")
     args = ap.parse_args(argv)
     arches = args.arch or ["x86_64"]
+    for root in args.iree_runtime:
+        cpu = elf_arch(tool_in(root))
+        if cpu is None:
+            ap.error(f"--iree-runtime {root}: no iree/_runtime_libs/iree-run-module of a "
+                     f"known CPU in it")
+        os.environ[env_var(cpu)] = str(Path(root).resolve())    # the children inherit it
+    for a in arches:
+        if a != "x86_64":
+            iree = foreign_iree(a)
+            print(f"{a}: " + (f"IREE's runtime under {iree.qemu}: {iree.tool}" if iree else
+                              f"no IREE runtime for it (${env_var(a)}, qemu-user, sysroot)"),
+                  flush=True)
     names = [n for n in sorted(index()) if re.search(args.match, n)]
     if args.limit:
         names = names[:args.limit]
@@ -181,13 +222,19 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     done = 0
     chunks = [todo[i:i + args.chunk] for i in range(0, len(todo), max(1, args.chunk))]
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+    pool = ThreadPoolExecutor(max(1, args.jobs))
+    try:
         for outs in pool.map(lambda c: run_chunk(c, args.timeout), chunks):
             for out in outs:
                 done += 1
                 if out.stage.startswith("vmrt") or done % 50 == 0:
                     print(f"[{done}/{len(todo)} {time.monotonic() - t0:.0f}s] {out.arch} "
                           f"{out.name}: {out.stage} {out.detail[:200]}", flush=True)
+    except SourcesChanged as e:
+        pool.shutdown(wait=False, cancel_futures=True)
+        print(f"python -m tests.vmrt.onnx.corpus: {e}", file=sys.stderr)
+        return 2
+    pool.shutdown()
     outcomes = [o for a in arches for n in names if (o := load_outcome(n, a)) is not None]
     print(summary(outcomes, arches))
     iree_pass = {o.name for o in outcomes if o.arch == "x86_64" and o.stage == "pass"}
@@ -195,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     for o in bad:
         # on x86_64 vmrt runs a case only after IREE's runtime passed it
         tag = "IREE passes it" if o.arch == "x86_64" \
+            else f"IREE's {o.arch} runtime ran it" if foreign_iree(o.arch) \
             else "IREE passes it on x86_64" if o.name in iree_pass else "IREE not run"
         print(f"VMRT FAILS {o.arch} {o.name} ({tag}): {o.stage}: {o.detail}")
     if args.list:

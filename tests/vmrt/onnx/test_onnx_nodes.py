@@ -32,6 +32,7 @@ from tests.vmrt.onnx.corpus import (
     run_case,
     same_bits,
 )
+from tests.vmrt.onnx.foreign_iree import bench_runtime, elf_arch, foreign_iree, tool_in
 
 
 def _tests(text: str) -> tuple[str, ...]:
@@ -76,6 +77,22 @@ IREE_FAILS = {
     ("test_erf", "arm"): "fmaf has zero bytes of code", ("test_erf", "i386"): "fmaf has zero bytes of code",
     ("test_softmax_axis_1", "arm"): "fmaf has zero bytes of code",
     ("test_softmax_axis_1", "i386"): "fmaf has zero bytes of code",
+}
+
+
+#: aarch64 cases run against IREE's own aarch64 runtime (its wheel's
+#: iree-run-module under qemu-user), with the stage each must end in: vmrt's
+#: outputs equal IREE's bytes in all of them
+AGAINST_IREE_AARCH64 = {
+    "test_add_bcast": "pass", "test_softmax_axis_1": "pass", "test_erf": "pass",
+    "test_conv_with_strides_padding": "pass", "test_top_k": "pass",
+    # IREE's aarch64 code shifts by a negative amount with NEON's USHL/SSHL
+    # (a negative amount shifts the other way): not ONNX's 0 / -1, the same
+    # bytes in vmrt
+    "test_bitshift_left_int32_negative_shift": "iree-mismatch",
+    "test_bitshift_right_int8_negative_shift": "iree-mismatch",
+    # float8 results (IREE's .npy writer has no float8): read back as raw bytes
+    "test_castlike_FLOAT_to_FLOAT8E4M3FN": "iree-mismatch",
 }
 
 
@@ -128,6 +145,16 @@ def test_iree_miscompile_is_reported(emulation):
     assert "hal.device.queue.execute" in out.detail
 
 
+def test_iree_out_of_bounds_read_is_reported(emulation):
+    # IREE's GridSample kernel (padding_mode="zeros") loads from outside its
+    # input for the out-of-range sample points (natively, vmrt like IREE reads
+    # whatever lies there: docs/onnx-conformance.md); emulated, vmrt stops
+    # the dispatch at that load and says where
+    out = run_case("test_gridsample_zeros_padding", "aarch64")
+    assert out.stage == "vmrt-error", out
+    assert "binding 0 (24 bytes) was accessed out of bounds at byte offset 168" in out.detail
+
+
 def test_sample_covers_the_families():
     fams = {family(n) for n in NATIVE}
     assert len(fams) >= 55, sorted(fams)
@@ -146,3 +173,29 @@ def test_comparison_is_onnxs():
     assert mismatch([nan], [nan], 1e-3, 1e-7) is None
     assert same_bits([nan], [nan.copy()]) is None
     assert same_bits([a], [a + 1e-6]) is not None
+
+
+@pytest.fixture(scope="module")
+def iree_aarch64():
+    from tests.vmrt.onnx.corpus import REPO
+    iree = foreign_iree("aarch64") or foreign_iree("aarch64", bench_runtime(REPO, "aarch64"))
+    if iree is None:
+        pytest.skip("no IREE runtime for aarch64 under qemu-user ($VMRT_IREE_RUNTIME_AARCH64 "
+                    "or python -m bench --setup-qemu; qemu-user and libc6-arm64-cross)")
+    return iree
+
+
+@pytest.mark.parametrize("name,stage", sorted(AGAINST_IREE_AARCH64.items()))
+def test_node_against_iree_aarch64(name, stage, iree_aarch64, emulation):
+    out = run_case(name, "aarch64", foreign=iree_aarch64)
+    assert out.stage == stage, out
+    if stage == "iree-mismatch":
+        assert "vmrt's outputs equal IREE's aarch64 bytes" in out.detail, out
+
+
+def test_elf_arch(iree_aarch64, tmp_path):
+    assert elf_arch(iree_aarch64.tool) == "aarch64"
+    (tmp_path / "iree" / "_runtime_libs").mkdir(parents=True)
+    tool_in(tmp_path).write_bytes(b"#!/bin/sh\n")
+    assert elf_arch(tool_in(tmp_path)) is None
+    assert foreign_iree("aarch64", tmp_path) is None
