@@ -363,11 +363,17 @@ def _m15(cfg: Config) -> list[Row]:
     return qemu_user(cfg)
 
 
+@_measure("20", "start-up of every elfkit and vmrt command")
+def _m20(cfg: Config) -> list[Row]:
+    from .m_start import startup
+    return startup(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),
-          "13": ("13",), "14": ("14",), "15": ("15",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 16))
+          "13": ("13",), "14": ("14",), "15": ("15",), "20": ("20",)}
+ALL_MEASURES = tuple(str(i) for i in range(1, 16)) + ("20",)
 
 
 # ---------------------------------------------------------------------------
