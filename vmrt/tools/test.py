@@ -20,8 +20,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import Any, TextIO
 
 import elfkit
 from elfkit.records import DataRecord, field
@@ -46,6 +44,10 @@ from .module_specs import (
 )
 
 __all__ = ["TEST_FLAGS", "TestResult", "TestRun", "main", "run_tests", "find_test_functions"]
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 USAGE = usage.TEST
 
@@ -254,6 +256,7 @@ def run_tests(source: str | os.PathLike[str] | bytes | Module, *,
     googletest output; ``trace``, if given, the execution trace; with
     ``statistics`` each result's ``statistics`` holds its context's
     allocator and dispatch statistics."""
+    from pathlib import Path  # (the command itself needs no pathlib)
     main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
     options = RunOptions(
         devices=[str(d) for d in as_list(device, (str,))],
