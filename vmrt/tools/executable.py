@@ -8,7 +8,6 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
 from ..hal.buffer import aligned_bytes
@@ -24,7 +23,10 @@ from .files import (
 from .flags import FlagSpec, parse_flags, report_error
 from .function_io import write_output
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from ..hal.local.elf_executable import Executable
 
 USAGE = usage.EXECUTABLE
