@@ -17,12 +17,9 @@ chart (self-contained, no script), ``.json`` speedscope's file format.
 from __future__ import annotations
 
 import bisect
-import json
 import os
-import tempfile
 import threading
 from collections import defaultdict
-from xml.sax.saxutils import escape
 
 from ...errors import ExecutionError
 from ...files import replace_file
@@ -130,6 +127,9 @@ class GuestProfile:
     def svg(self, width: int = 1200) -> str:
         """An icicle chart: the root (all instructions), functions below it,
         their lines below those; widths proportional to instructions."""
+        # here only: it imports urllib.request (http, email, ssl), a start-up cost of
+        # every emulated run otherwise
+        from xml.sax.saxutils import escape
         row, pad, top = 20, 10, 40
         total = self.total or 1
         scale = (width - 2 * pad) / total
@@ -176,6 +176,7 @@ class GuestProfile:
         if p.lower().endswith(".svg"):
             text = self.svg()
         else:
+            import json
             text = json.dumps(self.speedscope(), indent=1) + "\n"
         write_atomically(p, text, "profile")
 
@@ -217,6 +218,7 @@ def write_atomically(path: str, text: str, what: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
+    import tempfile
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
