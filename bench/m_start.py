@@ -6,7 +6,8 @@ vmrt/tools/main.py), so a new command joins the table by itself; each is run
 with ``--help`` and once for real on a small input (``REAL`` below; a command
 without an entry there is a miss).  Time is the CPU time of the whole process,
 spawn to exit (user + system of the child, ``os.wait4``), against ``python -c
-pass`` in the same run, interleaved, medians; bytecode caching on.
+pass`` in the same run, interleaved, medians; bytecode caching on.  Both sides
+run under :func:`clean_python` (a plain Python's start-up: no site ``.pth`` hooks).
 
 - 20a elfkit ``--help`` of every command (and of the program and its families)
 - 20b elfkit: one real invocation of every command but ``run``
