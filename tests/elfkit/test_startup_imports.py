@@ -63,3 +63,16 @@ def test_emulated_run_imports_no_profile_writers(plugins):
     assert "elfkit.exec.emulated" in imported
     assert heavy(imported, ("xml", "urllib", "http", "email", "ssl", "json", "tempfile",
                             "typing", "dataclasses", "numpy", "argparse", "pathlib")) == []
+
+
+def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path):
+    out = tmp_path / "two.sos"
+    _, imported = imports_of("elfkit", "fatelf", "remove", str(standalone_sos), "--arch",
+                             "riscv64", "-o", str(out))
+    assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
+    assert "riscv64" not in listing and "aarch64" in listing
+    # an alias still resolves (through elfkit.arch)
+    _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
+                             "arm64", "-o", str(tmp_path / "a.so"))
+    assert "elfkit.arch" in imported
