@@ -82,7 +82,10 @@ WHY = {
          "the peer's whole time by itself) and ~3 ms of elfkit (16 modules ~2 ms, the reader's "
          "record __init__s generated on first use ~0.3 ms, the listing ~0.2 ms); see "
          "-X importtime in the note.",
-    "20b": "`elfkit disasm` imports capstone (most of its time) and the loader; the fatelf "
+    "20b": "`elfkit disasm` imports capstone (its binding imports every architecture's "
+           "constants and pathlib) and reads sections and symbols with pyelftools (typing, "
+           "inspect, ast, its DWARF tables): ~85 ms of CPU that a disassembler built on "
+           "elfkit's own parser would not need; the fatelf "
            "commands that write (pack, extract, select, split, remove, replace) add the writer, "
            "contextlib and, replacing an existing output, ctypes for renameat2; `inspect` "
            "parses (elfkit.arch and its enums, the loader's parse modules, records): what is "
@@ -98,8 +101,9 @@ WHY = {
            "elfkit.exec.emulated._uc ~5 ms), elfkit's loader, the emulated machine's modules "
            "and the call; the profiler's writers (xml.sax imported urllib.request, http, "
            "email, ssl), json and tempfile are no longer imported.",
-    "20f": "iree-run-module is one C binary behind a Python wrapper; vmrt imports its VM, "
-           "HAL, bytecode runtime and elfkit's loader and native machine (ctypes) in Python; "
+    "20f": "the peer is one C binary behind a Python wrapper (the pip iree-run-module); "
+           "vmrt imports its VM, HAL, bytecode runtime and elfkit's loader and native "
+           "machine (ctypes) in Python; "
            "no numpy, typing or unicorn any more.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
