@@ -72,6 +72,10 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
     listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
     assert "riscv64" not in listing and "aarch64" in listing
+    # the host's slice: its name and machine from elfkit.machines
+    _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
+                             str(tmp_path / "host.so"))
+    assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
     # an alias still resolves (through elfkit.arch)
     _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
                              "arm64", "-o", str(tmp_path / "a.so"))
