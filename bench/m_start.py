@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import _build
-from ._timing import Config, Row, bytecode_env, compare_commands, cpu, fmt_time, na_row
+from ._timing import REPO, Config, Row, bytecode_env, compare_commands, cpu, fmt_time, na_row
 from .m_programs import ADD_MLIR
 from .m_vmrt import _dispatch_library, cpu_vmfb, which_tool
 
@@ -126,15 +126,30 @@ def commands() -> dict[str, list[str]]:
     return out
 
 
+#: the console script pip writes for an entry point (pip's template, as installed)
+_SCRIPT = """\
+#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from {module} import {attr}
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit({attr}())
+"""
+
+
 def clean_python(work: Path) -> str:
     """An interpreter that starts as a plain Python install does: a venv in
     ``work`` (no pip, no system site-packages) whose one ``.pth`` line puts this
     Python's site-packages on the path as a plain directory, so the packages are
     there but their ``.pth`` files do not run.  (A site-wide ``.pth`` that imports
     a package at every start-up, as some sandboxes install, would otherwise add
-    its cost to both sides and flatter every ratio.)"""
+    its cost to both sides and flatter every ratio.)  Its ``bin`` holds the
+    console scripts of this checkout's ``[project.scripts]``, written as pip
+    writes them (an installed script may name an entry point of another version)."""
     import sysconfig
-    venv = work / "start-venv"
+    venv = (work / "start-venv").absolute()
     py = venv / "bin" / "python"
     cfg = venv / "pyvenv.cfg"
     home = str(Path(sys.executable).parent)
@@ -146,16 +161,36 @@ def clean_python(work: Path) -> str:
                            "['purelib'])"], capture_output=True, text=True, check=True)
     paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
     Path(site.stdout.strip(), "base.pth").write_text("".join(f"{p}\n" for p in paths))
+    for name, target in _project_scripts().items():
+        module, _, attr = target.partition(":")
+        script = venv / "bin" / name
+        script.write_text(_SCRIPT.format(python=py, module=module, attr=attr))
+        script.chmod(0o755)
     return str(py)
+
+
+def _project_scripts() -> dict[str, str]:
+    """``[project.scripts]`` of this checkout's pyproject.toml: name -> "module:attr"
+    (read line by line: tomllib is Python 3.11+)."""
+    out: dict[str, str] = {}
+    section = ""
+    for line in (REPO / "pyproject.toml").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[project.scripts]" and "=" in line:
+            name, _, value = line.partition("=")
+            out[name.strip().strip('"')] = value.strip().strip('"')
+    return out
 
 
 _PYTHON: list[str] = []         # the clean interpreter, once made
 
 
 def _program(tool: str) -> list[str]:
-    """The pip console script of ``tool`` run by the clean interpreter."""
-    exe = which_tool(tool)
-    return _PYTHON + ([exe] if exe else ["-m", tool])
+    """The console script of ``tool`` (pip's, for this checkout) run by the clean
+    interpreter."""
+    return [*_PYTHON, str(Path(_PYTHON[0]).parent / tool)]
 
 
 def _families() -> set[str]:
