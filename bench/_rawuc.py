@@ -31,8 +31,9 @@ _REGS = {
 }
 
 
-def new_uc(arch: Any):
-    """A ``Uc`` for an elfkit ``Arch`` (same CPU model elfkit would pick)."""
+def new_uc(arch: Any, page_size: int | None = None):
+    """A ``Uc`` for an elfkit ``Arch`` (same CPU model elfkit would pick;
+    ``page_size``: the guest page size, as elfkit sets it for AArch64)."""
     import unicorn
     from unicorn import unicorn_const as C
     mode = 0
@@ -45,11 +46,13 @@ def new_uc(arch: Any):
         if isinstance(cpu, str):
             cpu = getattr(consts, cpu if cpu.startswith("UC_CPU_") else f"UC_CPU_{cpu}")
         uc.ctl_set_cpu_model(int(cpu))
+    if page_size:
+        uc.ctl_set_page_size(page_size)
     return uc
 
 
 class RawMirror:
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, page_size: int | None = None):
         import unicorn
         from unicorn import unicorn_const as C
         arch = module.arch
@@ -62,7 +65,7 @@ class RawMirror:
         self.ret = getattr(k, ret)
         self.lr = getattr(k, lr)
         self.sp = getattr(k, sp)
-        self.uc = uc = new_uc(arch)
+        self.uc = uc = new_uc(arch, page_size)
         for name, value in init:
             uc.reg_write(getattr(k, name), value)
         uc.mem_map(SENTINEL, PAGE, C.UC_PROT_ALL)

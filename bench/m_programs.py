@@ -1,4 +1,4 @@
-"""Measures 13, 14 and 15: whole programs through vmrt against IREE's runtime.
+"""Measures 13 and 14: whole programs through vmrt against IREE's runtime.
 
 13. Steady state through the public ``vmrt.load`` API vs ``iree.runtime``
     (``load_vm_flatbuffer_file(..., driver="local-sync")``), module and
@@ -10,18 +10,11 @@
     pip ``iree-run-module`` with the same flags on the MNIST program (input
     from a ``.npy`` file; goal ≤ 2×), and on a trivial host-only program
     (``loop.vmfb`` with n=1; goal ≤ 1.5×).
-15. Emulated aarch64 (``vmrt run`` on the x86_64 host, dispatches emulated)
-    vs IREE's own aarch64 ``iree-run-module`` under ``qemu-aarch64`` on the
-    MNIST and matmul programs compiled for aarch64 (15b: operands of ones and
-    twos, as the row has always had; 15c: random operands, see its note).  Nothing is installed
-    here: the row runs when ``qemu-aarch64`` is on PATH and
-    ``VMRT_BENCH_IREE_AARCH64`` names an unpacked aarch64 ``iree-base-runtime``
-    wheel, and says how to get them otherwise.
+15 (emulated CPUs vs IREE's runtime for that CPU under qemu-user) is in
+m_qemu.py; it reuses this file's MNIST program and inputs.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from functools import partial
@@ -29,7 +22,7 @@ from pathlib import Path
 
 from . import _build
 from ._timing import Config, Row, bytecode_env, compare, compare_commands, fmt_time, na_row
-from .m_vmrt import MATMUL_MLIR, cpu_vmfb, matmul_vmfb, which_tool
+from .m_vmrt import cpu_vmfb, matmul_vmfb, which_tool
 
 MNIST_HIDDEN = 128
 
@@ -148,12 +141,12 @@ def steady_state(cfg: Config) -> list[Row]:
 # 14. whole command vs iree-run-module
 # ---------------------------------------------------------------------------
 
-def _ours_cmd() -> list[str]:
+def ours_cmd() -> list[str]:
     exe = which_tool("vmrt")
     return [exe, "run"] if exe else [sys.executable, "-m", "vmrt", "run"]
 
 
-def _mnist_input(work: Path) -> Path:
+def mnist_input(work: Path) -> Path:
     import numpy as np
     path = work / "data" / "mnist_input.npy"
     x = _inputs()["mnist"][0]
@@ -162,8 +155,8 @@ def _mnist_input(work: Path) -> Path:
     return path
 
 
-def _matmul_inputs(work: Path) -> list[Path]:
-    """Row 13c's random matmul operands as .npy files (for row 15c)."""
+def matmul_inputs(work: Path) -> list[Path]:
+    """Row 13c's random matmul operands as .npy files (for row 15)."""
     import numpy as np
     paths = []
     for k, x in enumerate(_inputs()["matmul"]):
@@ -191,14 +184,14 @@ def whole_command(cfg: Config) -> list[Row]:
             if rid == "14a":
                 args = [f"--module={cpu_vmfb(cfg.work, 'mnist', mnist_mlir())}",
                         "--device=local-sync", "--function=predict",
-                        f"--input=@{_mnist_input(cfg.work)}"]
+                        f"--input=@{mnist_input(cfg.work)}"]
             else:
                 args = [f"--module={_build.loop_vmfb(cfg.work)}", "--function=loop",
                         "--input=1"]
         except Exception as e:  # noqa: BLE001
             rows.append(na_row(rid, name, goal, str(e).splitlines()[0]))
             continue
-        cmds = {"ours": _ours_cmd() + args, "peer": [iree_exe] + args}
+        cmds = {"ours": ours_cmd() + args, "peer": [iree_exe] + args}
         outs = [subprocess.run(c, capture_output=True, text=True, env=env) for c in cmds.values()]
         if outs[0].returncode != 0 or outs[0].stdout != outs[1].stdout:
             rows.append(na_row(rid, name, goal, "failed: outputs differ: "
@@ -209,56 +202,5 @@ def whole_command(cfg: Config) -> list[Row]:
         o, p = res["ours"], res["peer"]
         rows.append(Row(rid, name, fmt_time(o), fmt_time(p), o / p, goal, o / p <= limit,
                         note="spawn to exit, bytecode caching on, identical output",
-                        data={"ours_s": o, "peer_s": p}))
-    return rows
-
-
-# ---------------------------------------------------------------------------
-# 15. emulated aarch64 vs IREE's aarch64 runtime under qemu-user
-# ---------------------------------------------------------------------------
-
-HOW_QEMU = ("install Debian's qemu-user and an aarch64 sysroot (apt-get install qemu-user "
-            "libc6-arm64-cross libstdc++6-arm64-cross), unpack IREE's aarch64 runtime wheel "
-            "of the same version "
-            "(pip download --only-binary=:all: --platform manylinux_2_28_aarch64 "
-            "iree-base-runtime==<version>; unzip it) and set VMRT_BENCH_IREE_AARCH64 to "
-            "that directory")
-
-
-def qemu_user(cfg: Config) -> list[Row]:
-    goal = "≤ 1× peer time (faster)"
-    names = {"15a": "MNIST MLP", "15b": "512x512 f32 matmul",
-             "15c": "512x512 f32 matmul, random inputs"}
-    qemu = shutil.which("qemu-aarch64")
-    wheel = os.environ.get("VMRT_BENCH_IREE_AARCH64")
-    tool = None
-    if wheel:
-        found = sorted(Path(wheel).rglob("iree-run-module"))
-        tool = str(found[0]) if found else None
-    if not qemu or not tool:
-        missing = "qemu-aarch64" if not qemu else "IREE's aarch64 iree-run-module"
-        return [na_row(rid, f"emulated aarch64 vmrt run vs IREE aarch64 under qemu-user: {n}",
-                       goal, f"{missing} not found; to run it, {HOW_QEMU}")
-                for rid, n in names.items()]
-    sysroot = os.environ.get("VMRT_BENCH_AARCH64_SYSROOT", "/usr/aarch64-linux-gnu")
-    rows = []
-    for rid, n in names.items():
-        text = mnist_mlir() if rid == "15a" else None
-        vmfb = (cpu_vmfb(cfg.work, "mnist_aarch64", text, triple="aarch64-linux-gnu")
-                if text else cpu_vmfb(cfg.work, "matmul512_aarch64", MATMUL_MLIR,
-                                      triple="aarch64-linux-gnu"))
-        args = [f"--module={vmfb}", "--device=local-sync"]
-        if rid == "15a":
-            args += ["--function=predict", f"--input=@{_mnist_input(cfg.work)}"]
-        elif rid == "15b":
-            args += ["--function=matmul", "--input=512x512xf32=1", "--input=512x512xf32=2"]
-        else:
-            args += ["--function=matmul"] + [f"--input=@{p}" for p in _matmul_inputs(cfg.work)]
-        cmds = {"ours": _ours_cmd() + args, "peer": [qemu, "-L", sysroot, tool] + args}
-        res = compare_commands(cmds, cfg, env=bytecode_env(), repeat=5, warmup=1)
-        o, p = res["ours"], res["peer"]
-        rows.append(Row(rid, f"emulated aarch64 vmrt run vs IREE aarch64 under qemu-user: {n}",
-                        fmt_time(o), fmt_time(p), o / p, goal, o <= p,
-                        note="whole command; vmrt runs VM and HAL natively, dispatches emulated",
                         data={"ours_s": o, "peer_s": p}))
     return rows

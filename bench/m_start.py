@@ -1,7 +1,7 @@
 """Measure 20: start-up of every ``elfkit`` and ``vmrt`` command.
 
 The commands are enumerated from the command-line descriptions (elfkit's
-``ROOT`` tree in elfkit/cli.py, vmrt's ``COMMANDS`` and ``SUBCOMMANDS`` in
+``ROOT`` tree in elfkit/tools/__init__.py, vmrt's ``COMMANDS`` and ``SUBCOMMANDS`` in
 vmrt/tools/main.py), so a new command joins the table by itself; each is run
 with ``--help`` and once for real on a small input (``REAL`` below; a command
 without an entry there is a miss).  Time is the CPU time of the whole process,
@@ -63,6 +63,11 @@ class _Inputs:
         self.add = cpu_vmfb(work, "add4", ADD_MLIR)
         self.check = cpu_vmfb(work, "check_add", CHECK_MLIR)
         self.dispatch = _dispatch_library(work)
+        self.replay = self.out / "add4.ireereplay"      # vmrt run's device replay capture
+        subprocess.run([sys.executable, "-m", "vmrt", "run", f"--module={self.add}",
+                        "--device=local-sync", "--function=add", "--input=4xf32=1 2 3 4",
+                        "--input=4xf32=0.5", f"--device_replay_output={self.replay}"],
+                       check=True, capture_output=True, env=bytecode_env())
 
 
 def _o(inp: _Inputs, name: str) -> str:
@@ -90,6 +95,7 @@ REAL: dict[str, Callable[[_Inputs], list[str]]] = {
     "vmrt test": lambda i: [f"--module={i.check}"],
     "vmrt benchmark": lambda i: [f"--module={i.loop}", "--function=loop", "--input=1",
                                  "--benchmark_min_time=1x"],
+    "vmrt replay": lambda i: [str(i.replay)],
     "vmrt executable list": lambda i: [str(i.dispatch)],
     "vmrt executable imports": lambda i: [str(i.dispatch)],
     "vmrt executable dispatch": lambda i: [str(i.dispatch), "--export=work",
@@ -108,7 +114,7 @@ REAL: dict[str, Callable[[_Inputs], list[str]]] = {
 def commands() -> dict[str, list[str]]:
     """Every command of both programs, ``"elfkit fatelf list"`` -> its words, from
     the command-line descriptions; a family is listed before its commands."""
-    from elfkit.cli import ROOT
+    from elfkit.tools import ROOT
     from vmrt.tools.main import COMMANDS, SUBCOMMANDS
     out: dict[str, list[str]] = {"elfkit": []}
 
@@ -195,7 +201,7 @@ def _program(tool: str) -> list[str]:
 
 def _families() -> set[str]:
     """The commands that only group others (no real invocation of their own)."""
-    from elfkit.cli import ROOT
+    from elfkit.tools import ROOT
     from vmrt.tools.main import SUBCOMMANDS
     fams = {"elfkit", "vmrt"} | {f"vmrt {k}" for k in SUBCOMMANDS}
     fams |= {f"elfkit {c.name}" for c in ROOT.subcommands() if c.commands}

@@ -1,7 +1,7 @@
 """Row 12b: ``local-task`` vs ``local-sync`` for an emulated program.
 
-The 512x512 f32 matmul of row 12, compiled for aarch64 (the program of row
-15b), run through ``vmrt.load`` on this x86_64 machine, so every dispatch is
+The 512x512 f32 matmul of row 12, compiled for aarch64 (the matmul program
+of row 15), run through ``vmrt.load`` on this x86_64 machine, so every dispatch is
 emulated: under local-task each worker thread runs its range of workgroups
 in an emulated machine of its own.  Both devices interleaved, medians; the
 results must be bit-identical.  The peer column is what the machine allowed

@@ -8,6 +8,7 @@
     python -m bench --markdown docs/benchmarks.md       # write the results page
     python -m bench --only 1,2,7         # some measures only (1-15)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
+    python -m bench --setup-qemu         # qemu-user, sysroots, IREE's aarch64 runtime (15)
 
 Columns: ``ours`` and ``peer`` are medians of N interleaved samples (absolute
 times: noisy, shown for scale); ``ratio`` is what the goal judges (see the
@@ -64,6 +65,13 @@ WHY = {
            "constant per file: the load plan folds it like a RELATIVE relocation (applied in "
            "bulk); relocations against imports are resolved one by one in Python (symbol "
            "lookup + struct pack), linear by construction.",
+    "19b": "the block counting itself is a native C hook (1.0-1.2× on every workload); what "
+           "shows on calls of a few milliseconds (MNIST, 3 small dispatches) is the fixed cost "
+           "of a profile session: two translation-cache flushes and, at stop, charging each "
+           "distinct block's instructions to functions and DWARF lines in Python (~2 ms CPU "
+           "for MNIST's ~130 blocks and ~1,400 instructions on riscv32). In CPU time the "
+           "worst workload is ~1.6×; wall-clock medians on a machine with a load average "
+           "of 10+ on 2 cores stretch that part more than the emulated call.",
     "5b": "ours passes the numpy array as the call argument, so elfkit maps it "
           "(uc_mem_map_ptr) before and unmaps it after every call; the raw peer maps it once. "
           "Unmapping invalidates unicorn's soft-TLB for the region, so every call pays the "
@@ -71,9 +79,10 @@ WHY = {
           "fast aarch64 loop. With machine.share(array) (mapped once, the note's figure) elfkit "
           "is faster than the raw peer.",
     "8": "the console script imports only the fatelf family (no elfkit.arch: machine names "
-         "come from elfkit.machines; the loader is imported lazily; no typing, no dataclasses; "
-         "fatelf's names are imported on first use, so listing never imports the writer) and "
-         "no argparse: every elfkit command is declared as data (elfkit/cli_spec.py), a plain "
+         "come from elfkit._support.machines; the loader is imported lazily; no typing, no "
+         "dataclasses; fatelf's names are imported on first use, so listing never imports the "
+         "writer) and no argparse: every elfkit command is declared as data "
+         "(elfkit/tools/cli_spec.py), a plain "
          "command line is parsed exactly from that, and only --help, usage errors and unusual "
          "lines build the argparse parser (with gettext and locale, ~2.5 ms). It skips the "
          "exit-time collection over start-up's objects (gc.freeze); the read path needs no "
@@ -150,7 +159,7 @@ WHY = {
            "iree-run-module's whole run: HAL buffers are memoryviews, the text and .npy "
            "formats are handled with struct) but imports vmrt's HAL; iree-run-module is one C "
            "binary. No longer imported for a plain native run: numpy, unicorn and the emulated "
-           "backend, dataclasses (records are elfkit.records, methods made on first use), "
+           "backend, dataclasses (records are elfkit._support.records, methods made on first use), "
            "typing, pathlib/urllib (cache paths are strings), platform, five of the six "
            "elfkit.arch files, the FatELF writer, concurrent.futures (only for local-task), "
            "the --compare_with runner, the dispatch dumper and race checker, the vmvx "
@@ -174,44 +183,85 @@ WHY = {
            "is left is ~60 small modules of its own (~10 ms) and pip's console-script "
            "wrapper's re; the generated VM code comes from the translation cache after the "
            "first run (warm-up) and the exit-time collection is skipped.",
-    "15a": "start-up dominates (the emulated dispatches take ~2 ms of guest time): python "
-           "itself, vmrt's and elfkit's modules (no numpy and no dataclasses any more), then "
-           "the emulated backend: libunicorn through ctypes (no unicorn Python package), opened "
-           "with lazy binding (~3.5 ms: the 24 MB library exports every symbol, so its ~30,000 "
-           "relocations are symbol lookups; on a second thread, while the loader's modules are "
-           "imported), its Python modules (~3 ms, no typing; fault reports, tracer, "
-           "disassembler and gdb stub are imported only when used), machine creation (~1 ms, "
-           "mostly unicorn's own set-up on the first mapping), the load (~1 ms: the image is "
-           "backed by host pages so protect splits it without copying), two generated callers "
-           "(compiled once, then read from elfkit's code cache: ~0.06 ms instead of ~0.8 ms "
-           "of compile) and the dispatches (binding spans are reused, not mapped and "
-           "unmapped per dispatch). qemu-user starts one C binary.",
-    "15c": "the same matmul on random operands (row 13c's): both sides use the host FPU "
-           "for the float maths. unicorn's AArch64 guest pages default to 1 KiB, so its "
-           "256-entry TLB covered 256 KiB of the 3 MiB of operands and ~10 % of the run went "
-           "to TLB refills (load_helper, tlb_set_page, get_phys_addr); elfkit now asks for "
-           "4 KiB pages and the refills are gone (1.25x -> ~1.08x). What is left is in the "
-           "unicorn 2.1.4 wheel, not vmrt: both run exactly one float32_muladd per FMA lane "
-           "(uprobe counts: 262,144 for a 64x64x64 matmul on each side), ~80 % of either "
-           "run, but unicorn's costs ~20 % more per lane (645 ms against 535 ms of a 2 kHz "
-           "profile): its library is built as PIC calling through the PLT three times per "
-           "lane (helper -> float32_muladd, fmaf, and a non-inlined __isinff that takes the "
-           "FMA's latency), where qemu-user inlines isinf; its JIT code also checks the TLB "
-           "inline on every load and store. Nothing of vmrt's is left in the profile; "
-           "start-up is even.",
-    "15b": "the matmul's inputs are integer-valued, so its arithmetic stays exact: unicorn, "
-           "like QEMU, uses the host FPU only once the sticky inexact flag is up and ran every "
-           "float op in softfloat; vmrt now raises the flag on machines running dispatch code "
-           "(bit-identical results), halving the guest time (~1.2 s -> ~0.65 s CPU); "
-           "qemu-user keeps the slow path for this input. With random inputs both sides get "
-           "the host FPU and qemu-user wins (CPU ~0.70 s vs ~0.98 s): unicorn's guest time is "
-           "~10 % above qemu's (its softmmu checks every load and store; no hooks or "
-           "per-workgroup cost to speak of: 64 uc_emu_start calls) plus vmrt's start-up.",
+    "15a": "most programs of the corpus are start-up: their emulated dispatches take a few "
+           "ms of guest time, and qemu-user runs IREE's C runtime in ~85 ms CPU. Measured "
+           "by parts (CPU time, interleaved, on basic/elementwise): `python -S -c pass` ~9 ms, "
+           "`python -c pass` ~43 ms (this machine's site-packages has a .pth outside the "
+           "project that imports certifi, importlib.resources, zipfile and tempfile at "
+           "every start), importing vmrt's run tool, the HAL loader and elfkit's emulated "
+           "backend ~45 ms more, the program itself ~15 ms (linalg/linalg, 53 dispatches of "
+           "368 workgroups: ~55 ms): ~105 ms against ~84 ms. Fixed on the way: a dispatch "
+           "library's ~257 relocations no longer import numpy (~60 ms; the bulk path now "
+           "waits for 16,384 entries unless numpy is loaded), and the emulated backend no "
+           "longer imports xml.sax.saxutils (urllib, http.client, ssl, email), tempfile and "
+           "json for the guest profiler it rarely uses. On the compute-bound programs (the "
+           "matmuls) guest code dominates and vmrt is at or below qemu-user (0.79-0.85×).",
+    "15b": "the worst programs are the smallest ones with many dispatches (linalg/linalg: "
+           "53 dispatches, ~1.3-1.4×): start-up as in 15a plus a per-dispatch cost in Python "
+           "(hal imports, binding staging, one uc_emu_start per workgroup). Where guest code "
+           "dominates, unicorn itself is the limit, shown on one dispatch (the 512x512x512 "
+           "f32 matmul on random operands, 64 workgroups) by `python -m bench.rawuc_dispatch "
+           "DIR --peers`: bare unicorn (library query, export table and workgroup loop "
+           "written by hand, 4 KiB pages, FZ and the inexact flag as vmrt sets them, 99.8 % "
+           "of the time inside emu_start) 1.45 s CPU per dispatch, `vmrt executable "
+           "benchmark` 1.41 s, IREE's iree-benchmark-executable under qemu-aarch64 1.36 s: "
+           "vmrt adds nothing measurable to bare unicorn, and unicorn 2.1.4 (QEMU 5's TCG, "
+           "built as PIC, its softmmu checking every load and store) is ~5 % slower than "
+           "qemu-user 7.2 on the same code. Only integer-valued float inputs, which keep "
+           "qemu-user in softfloat while vmrt raises the inexact flag, put vmrt ahead of "
+           "the peer on guest time.",
     "9": "the peer column is the speed-up this machine allowed at that moment (the same native "
          "work through bare ctypes on 2 threads): when it is below 1.8× too, other processes "
          "held a core (see the load average in the note) and the run cannot show the goal; "
          "when the peer reaches ~2× and ours does not, the overhead is in "
          "Executable.dispatch (per-workgroup Python calls, thread pool start-up).",
+    "17": "the big models (ResNet-50, the BERT stack) are compute-bound and run the same "
+          "native dispatch code: vmrt is at or below iree.runtime there. The misses are the "
+          "small or dispatch-heavy ones (see 17a-17d): a call's fixed cost and the cost per "
+          "dispatch and per hal import through Python.",
+    "17a": "IREE's MNIST is ~25 µs of work in iree.runtime: vmrt's fixed cost per call "
+           "(numpy in and out, two buffer views, ~15 hal imports through the generated VM "
+           "code, one submission of 3 prepared dispatches) is ~35 µs of CPython on a quiet "
+           "machine (cProfile: no step above ~10 %: Program.__call__ and argument "
+           "conversion, the VM function, native_module call wrappers, run_resolved, "
+           "prepared.run, buffer-view creation). The placeholder weights' subnormal "
+           "products cost nothing extra: dispatches run with denormals flushed, as in IREE.",
+    "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
+           "to vmrt here (one-workgroup dispatches run on the calling thread).",
+    "17c": "the LSTM's loop re-records a command buffer every step (64 steps x ~9 dispatches, "
+           "~2,800 hal imports per call): per call vmrt now reuses each prepared dispatch "
+           "(kept per executable) and records through single-frame callers "
+           "(command_buffer.dispatch, execution_barrier, executable.lookup.function), which "
+           "took it from ~2.3x to ~2.0x in runs at load ~10 (noisy); what is left is "
+           "~25 µs of Python per step (command buffer creation, ~40 imports, the "
+           "submission and 9 prepared runs) "
+           "against iree.runtime's C. On local-task iree.runtime pays its task system's "
+           "wake-ups per step and vmrt is faster.",
+    "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
+           "in Python against iree.runtime's C (~1-5 µs per dispatch depending on the "
+           "machine's load). The ratio swings with the machine's load (4-30x in runs on a "
+           "machine at load 8-10; row 11 on a quiet machine ~4x): CPython's per-call "
+           "cost suffers more from a shared core than the peer's short C path.",
+    "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
+           "loaded by its ELF loader); vmrt's cached load is 20-30 ms for ResNet-50 and the "
+           "BERT stack and ~100 ms (quiet machine; 200 ms at load 10) for the 240-function "
+           "program, with no single hot spot (cProfile, fresh process after a warm-up "
+           "load): loading the dispatch library ~50 % for the models (elfkit's load plan "
+           "~5 ms on first sight of the file, relocating its DWARF and building the gdb JIT "
+           "symfile ~6 ms, naming the exports), the io_parameters load ~6 ms (108 buffers "
+           "over the mapped file), reading the translation ~5 ms, the bytecode module "
+           "~7 ms; for the 240-function program the Python FlatBuffer reader (signatures "
+           "and attributes of 480 functions), the module initializer recording 240 "
+           "reusable command buffers (~1,200 hal imports) and the library's 235 exports "
+           "weigh most. Fixed on the way: parameters were copied out of the file (0.6 s "
+           "for BERT's 340 MB; now read-only buffers over the mapping, as IREE imports "
+           "them), the cache checksum read a 2 MB entry as one big integer (~20 ms; now a "
+           "CRC-32, ~1-2 ms) and numpy.unique imported numpy.ma (~8 ms) in elfkit's "
+           "relocation plan.",
+    "18c": "a cold load translates every function of the module to Python source and "
+           "compiles it (the 240-function program: ~3.4 s at load 10; ResNet-50 ~0.17 s, "
+           "the BERT stack ~0.28 s); the translation cache exists for exactly this: every "
+           "later load is the cached one (18w).",
 }
 
 HISTORY = REPO / "bench" / "history.jsonl"
@@ -268,7 +318,7 @@ HOW = [
     "`device=\"local-sync\"` (512x512 f32 matmul, x86_64 llvm-cpu; results compared "
     "bit for bit); the peer column is iree.runtime's own local-sync/local-task ratio.",
     "**12b** the same comparison for the 512x512 matmul compiled for aarch64 (the program "
-    "of 15b), so every dispatch is emulated (one emulated machine per worker thread); the "
+    "of row 15), so every dispatch is emulated (one emulated machine per worker thread); the "
     "peer column is the speed-up of two independent processes running a pure-Python loop "
     "over one process running both, measured right after in the same run (what other "
     "jobs left free).",
@@ -283,12 +333,43 @@ HOW = [
     "its input from a `.npy` file, and the host-only `loop.vmfb` of 10 at n=1; outputs "
     "compared. The benchmark puts the checkout first on `PYTHONPATH`, so the console script "
     "runs the code under test.",
-    "**15** the MNIST and matmul programs compiled for aarch64: `vmrt run` on this host (VM "
-    "and HAL native, dispatches emulated) vs IREE's aarch64 `iree-run-module` under "
-    "`qemu-aarch64 -L <sysroot>` (15b: operands of ones and twos; 15c: row 13c's random "
-    "operands from .npy files); runs only when `qemu-aarch64` and an unpacked aarch64 "
-    "`iree-base-runtime` wheel (`VMRT_BENCH_IREE_AARCH64`) are present; the row says how to "
-    "get them.",
+    "**15** a corpus per foreign CPU: the conformance programs (tests/vmrt/conformance, "
+    "compiled for the CPU by the tests' harness; a generated VM-dialect driver module calls "
+    "all test functions of a program in one `main`, and both sides load the same no-op "
+    "`check` module; `vmrt test` verifies each program's expectations once) plus the MNIST "
+    "MLP and the 512x512 f32 matmul (ones and twos; random) with `.npy` inputs, results "
+    "compared: `vmrt run --device=local-sync` on this host (VM and HAL native, dispatches "
+    "emulated) vs IREE's `iree-run-module` for that CPU (the `iree-base-runtime` wheel of "
+    "the installed version from PyPI) under `qemu-<cpu> -L /usr/<cpu>-linux-gnu`, same "
+    "flags, whole command, interleaved medians; rows give the median and the worst "
+    "per-program ratio. Set up by `python -m bench --setup-qemu` (apt-get qemu-user and the "
+    "cross sysroots, pip download of the wheel into build/bench/qemu); PyPI has no riscv64 "
+    "wheel of iree-base-runtime, so riscv64 has no peer. `python -m bench.rawuc_dispatch "
+    "DIR --peers` runs one dispatch dumped by `vmrt run --dump_dispatches` in bare unicorn, "
+    "in `vmrt executable benchmark` and in IREE's `iree-benchmark-executable` under qemu.",
+    "**17** models built by `bench/_models.py` (ONNX graphs with seeded random weights, "
+    "`iree-import-onnx --externalize-params` into an `.irpa`, compiled for the host CPU): "
+    "IREE's e2e MNIST with its byte-pattern placeholder weights, ResNet-50 (1x3x224x224), a "
+    "BERT-base encoder stack (12 layers, sequence 128), a 2-layer LSTM (sequence 32, hidden "
+    "512); `vmrt.load(vmfb, device=D, parameters={\"model\": irpa})[f](x)` vs iree.runtime "
+    "(io_parameters + hal + program in one context) on local-sync and local-task, "
+    "interleaved, results `np.allclose`; the first call after a fresh load is timed "
+    "separately. 17c: row 11's chain program at several lengths, per dispatch.",
+    "**18** each sample a fresh process that imports its runtime and loads a small program "
+    "first, then times the load of the big program (module, parameters, context, function "
+    "lookup) and its first call: vmrt with its translation cache warm (cached), with an "
+    "empty `VMRT_CACHE_DIR` (cold: the module is translated), and iree.runtime. Programs: "
+    "240 exported functions of different shapes and ops (`bench/_models.py`), ResNet-50 and "
+    "the BERT stack.",
+    "**19** guest-code profile (`EmulatedMachine.profile`, `vmrt.load(guest_profile=)`) vs "
+    "the same call unprofiled, in pairs, medians, over 12 emulated workloads: a tight loop "
+    "plugin (elfkit call) on aarch64, riscv64 and armv7, and three IREE programs (MNIST MLP, "
+    "128x128 matmul, 64x1024 softmax; vmrt.load, local-sync) on aarch64, riscv64 and riscv32; "
+    "a profiled sample is a whole session (start: translation flush + hook; call; stop: "
+    "flush, counts charged to functions and lines); the unprofiled call follows it, so both "
+    "translate their code afresh as a fresh process does. 19a the median ratio, 19b the "
+    "worst (judged); "
+    "the note lists every ratio and which block hook counted.",
     "**20** every `elfkit` and `vmrt` command, enumerated from the command-line descriptions "
     "(elfkit's `ROOT` tree, vmrt's `COMMANDS`/`SUBCOMMANDS`), with `--help` and once on a small "
     "input (the standalone/kernels plugins, a two-slice .sos, `loop.vmfb`, a one-test check "
@@ -299,6 +380,16 @@ HOW = [
     "site-packages whose one `.pth` line puts the site-packages on the path as a plain "
     "directory: a site-wide `.pth` that imports a package at every start-up (as this "
     "sandbox's certifi hook does: ~30 ms) would otherwise be added to both sides.",
+    "**21** `vmrt benchmark` vs `iree-benchmark-module` with the same flags "
+    "(`--device=local-sync --benchmark_format=json --benchmark_min_time=T`) on the MNIST MLP, "
+    "the 4-element add, the 50-dispatch chain, the 512x512 matmul (full mode) and the "
+    "host-only loop (n=1,000): the time per iteration each tool reports, alternating runs, "
+    "medians; the row gives the median and the worst ours/peer over the programs (the peer "
+    "is C with no Python per call: on tiny programs the ratio is vmrt's whole per-call cost; "
+    "goal row 10's, ≤ 20×).",
+    "**22** what `--profile` costs on the same programs: 22a a `vmrt.load(..., "
+    "profile=stream)` call vs the same call unprofiled (steady state, interleaved); 22b "
+    "`vmrt run --profile=FILE` vs `vmrt run` (spawn to exit, the trace written).",
 ]
 
 
@@ -390,10 +481,28 @@ def _m14(cfg: Config) -> list[Row]:
     return whole_command(cfg)
 
 
-@_measure("15", "emulated aarch64 vs IREE under qemu-user")
+@_measure("15", "emulated CPUs vs IREE's runtime for that CPU under qemu-user")
 def _m15(cfg: Config) -> list[Row]:
-    from .m_programs import qemu_user
+    from .m_qemu import qemu_user
     return qemu_user(cfg)
+
+
+@_measure("17", "real-size models vs iree.runtime")
+def _m17(cfg: Config) -> list[Row]:
+    from .m_models import models
+    return models(cfg)
+
+
+@_measure("18", "cold start of big programs vs iree.runtime")
+def _m18(cfg: Config) -> list[Row]:
+    from .m_models import cold_start
+    return cold_start(cfg)
+
+
+@_measure("19", "guest-code profile vs unprofiled run")
+def _m19(cfg: Config) -> list[Row]:
+    from .m_gprof import profile_overhead
+    return profile_overhead(cfg)
 
 
 @_measure("20", "start-up of every elfkit and vmrt command")
@@ -402,11 +511,25 @@ def _m20(cfg: Config) -> list[Row]:
     return startup(cfg)
 
 
+@_measure("21", "vmrt benchmark vs iree-benchmark-module")
+def _m21(cfg: Config) -> list[Row]:
+    from .m_look import benchmark_vs_iree
+    return benchmark_vs_iree(cfg)
+
+
+@_measure("22", "profiling overhead (--profile vs unprofiled)")
+def _m22(cfg: Config) -> list[Row]:
+    from .m_look import profile_overhead
+    return profile_overhead(cfg)
+
+
 #: measure numbers each entry covers (for --only and the completeness check)
 COVERS = {"1": ("1",), "2": ("2",), "3": ("3",), "4": ("4", "5", "6"), "7": ("7",),
           "8": ("8",), "9": ("9",), "10": ("10",), "11": ("11",), "12": ("12", "12b"),
-          "13": ("13",), "14": ("14",), "15": ("15",), "20": ("20",)}
-ALL_MEASURES = tuple(str(i) for i in range(1, 16)) + ("20",)
+          "13": ("13",), "14": ("14",), "15": ("15",)}
+#: every measure number (entries not in COVERS cover just themselves)
+ALL_MEASURES = tuple(sorted({n for c in COVERS.values() for n in c} | set(MEASURES),
+                            key=lambda n: (int(n.rstrip("abcdefghijklmnopqrstuvwxyz")), n)))
 
 
 # ---------------------------------------------------------------------------
@@ -646,7 +769,7 @@ def run(cfg: Config, only: set[str] | None = None) -> list[Row]:
     if cfg.verbose:
         print(f"plugins ready ({time.perf_counter() - t_build:.1f} s)", file=sys.stderr)
     for num, (title, fn) in MEASURES.items():
-        if only and not (set(COVERS[num]) & only):
+        if only and not (set(COVERS.get(num, (num,))) & only):
             continue
         t0 = time.perf_counter()
         if cfg.verbose:
@@ -705,11 +828,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", metavar="DIR", help="cache directory (default build/bench)")
     ap.add_argument("--setup-cle", action="store_true",
                     help="create build/bench/cle-venv with angr's cle for measure 1b, then exit")
+    ap.add_argument("--setup-qemu", action="store_true",
+                    help="install qemu-user and the aarch64/riscv64 sysroots (apt-get) and "
+                    "unpack IREE's runtime wheel for each CPU into build/bench/qemu for "
+                    "measure 15, then exit")
     args = ap.parse_args(argv)
     cfg = Config.make(args.quick, args.repeat, Path(args.work) if args.work else None)
     if args.setup_cle:
         from .m_load import setup_cle
         return setup_cle(cfg.work)
+    if args.setup_qemu:
+        from .m_qemu import setup_qemu
+        return setup_qemu(cfg.work)
     only = None
     if args.only:
         only = {x.strip() for x in args.only.split(",") if x.strip()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+from ._support import lazy_names
 from ._version import __version__
 from .errors import (
     ArchError,
@@ -36,7 +37,6 @@ from .errors import (
     UnresolvedImportError,
     UnsupportedError,
 )
-from .lazy import lazy_names
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 
@@ -54,7 +54,7 @@ _LAZY = {"load": "module", "Module": "module", "Imports": "loader", "SystemLibra
          "Signature": "signature"}
 
 
-_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "cli", "toolchain", "arch")
+_SUBPACKAGES = ("loader", "exec", "fatelf", "module", "tools", "toolchain", "arch")
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())

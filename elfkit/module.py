@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from . import arch as _arch
-from . import arguments
+from ._support import arguments
 from .arch import Arch
 from .errors import (
     BackendError,
@@ -94,7 +94,9 @@ class Module:
     @property
     def unapplied_relocations(self) -> list[str]:
         """IFUNC relocations left unapplied because the machine cannot run
-        code (a ``MemoryMachine``): ``"INDEX (IFUNC resolver at 0x...)"``."""
+        code (a ``MemoryMachine``): ``"INDEX (IFUNC resolver at 0x...)"``;
+        for an object, the relocations of its ``.debug_*`` sections that
+        could not be applied (its DWARF then gives no source lines)."""
         return list(self._image.unapplied)
 
     def __repr__(self) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import enum
 import functools
 
+from ._support.records import DataRecord
 from .errors import SignatureError
-from .records import DataRecord
 
 
 class CType(enum.Enum):

@@ -27,7 +27,7 @@ _RUN = ("import sys\n"
         "print('\\nIMPORTED', *sorted(set(sys.modules) - before))\n"
         "sys.exit(rc)\n")
 
-_MAIN = {"elfkit": "elfkit.cli", "vmrt": "vmrt.tools.main"}
+_MAIN = {"elfkit": "elfkit.tools", "vmrt": "vmrt.tools.main"}
 
 
 def imports_of(tool: str, *args: str, env: dict[str, str] | None = None,

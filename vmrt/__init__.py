@@ -19,7 +19,7 @@ exports are called like Python functions, numpy arrays in and out:
 """
 from __future__ import annotations
 
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .errors import (
     ArgumentError,
@@ -36,6 +36,7 @@ from .errors import (
     LoadError,
     ParameterError,
     PluginError,
+    ReplayError,
     StatusCode,
     TypeRegistryError,
     UsageError,
@@ -108,11 +109,13 @@ _LAZY = {
     "ExecutableLoader": "hal.local.loader",
     "ParameterIndex": "modules.io_parameters.index",
     "load": "program",
+    "replay": "tools.replay",
     "Program": "program",
 }
 __all__ += [*(name for name in _LAZY if name not in __all__), "ExecutableError",
             "DispatchError", "PluginError", "ImportResolutionError", "ArgumentError",
-            "DefinitionError", "FunctionNotFoundError", "HalError", "ParameterError"]
+            "DefinitionError", "FunctionNotFoundError", "HalError", "ParameterError",
+            "ReplayError"]
 
 
 _lazy = lazy_names(__name__, _LAZY, globals())

@@ -184,6 +184,13 @@ class DispatchError(ExecutableError):
     default_code = StatusCode.INVALID_ARGUMENT
 
 
+class ReplayError(VmError):
+    """An IREE device replay capture (``.ireereplay``) is truncated, corrupt,
+    of a device or operation vmrt does not replay, or cannot be written."""
+
+    default_code = StatusCode.DATA_LOSS
+
+
 class PluginError(VmError):
     """A plugin could not be loaded, or failed while resolving."""
 
@@ -211,4 +218,5 @@ __all__ = [
     "TypeRegistryError", "InvocationError", "BudgetExceeded", "Cancelled", "UsageError",
     "ArgumentError", "FunctionNotFoundError", "DefinitionError", "HalError",
     "ExecutableError", "DispatchError", "PluginError", "ImportResolutionError", "os_error",
+    "ReplayError",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from elfkit.errors import ElfkitError
-from elfkit.files import open_regular
+from elfkit.support import open_regular
 
 from .errors import StatusCode, UsageError, VmError
 

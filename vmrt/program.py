@@ -375,8 +375,11 @@ def load(source: str | os.PathLike[str] | bytes | Module, *, device: str | Seque
     ``parameter_mode``: ``"file"`` (files mapped) or ``"preload"``.
     ``profile``: a path or a text stream that gets the program's timeline as
     Chrome/Perfetto trace-event JSON (``--profile``; see
-    :mod:`vmrt.tools.profile`) when the program is closed; it turns the
-    statistics on.
+    :mod:`vmrt.tools.profile`) when the program is closed, as IREE's
+    ireeperf-jsonl for a path ending in ``.ireeperf.jsonl`` (or a stream
+    given as ``open_profile(stream, format="ireeperf-jsonl")``), as IREE's
+    profile bundle for one ending in ``.ireeprof``; it turns the statistics
+    on.
     ``guest_profile``: a path (``.svg`` or ``.json``) that gets the profile of
     the guest code of emulated dispatches by function and source line
     (``--guest_profile``; see :mod:`vmrt.hal.local.guest_profile`) when the

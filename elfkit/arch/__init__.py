@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import machines as _machines
+from .._support import machines as _machines
 from ..errors import ArchError
 from ._base import (
     FLAVORS,
@@ -34,16 +34,16 @@ _ALIASES: dict[str, Arch] = {}
 
 
 def _load(name: str) -> Arch:
-    """The architecture ``name`` (a name of ``elfkit.machines.ARCH_MACHINES``)."""
+    """The architecture ``name`` (a name of ``elfkit._support.machines.ARCH_MACHINES``)."""
     a = _loaded.get(name)
     if a is None:
         module = f"{__name__}.{name}"
         __import__(module)     # importlib.import_module without importing importlib
         a = sys.modules[module].ARCH
-        # elfkit.machines is the light copy of (name, machine, bits) for code that must
+        # elfkit._support.machines is the light copy of (name, machine, bits) for code that must
         # start fast; the two must agree.
         if a.name != name or _machines.ARCH_MACHINES.get(name) != (a.machine, a.bits):
-            raise ImportError(f"elfkit.machines.ARCH_MACHINES does not match {a.name}")
+            raise ImportError(f"elfkit._support.machines.ARCH_MACHINES does not match {a.name}")
         _loaded[name] = a
     return a
 
@@ -53,7 +53,8 @@ def _all() -> dict[str, Arch]:
     if arches is None:
         arches = {name: _load(name) for name in _MODULES}
         if set(arches) != set(_machines.ARCH_MACHINES):
-            raise ImportError("elfkit.machines.ARCH_MACHINES does not match elfkit.arch.ARCHES")
+            raise ImportError("elfkit._support.machines.ARCH_MACHINES does not match "
+                              "elfkit.arch.ARCHES")
         for a in arches.values():
             _ALIASES[a.name] = a
             for al in a.aliases:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import enum
 
+from .._support.records import DataRecord, field
 from ..errors import ArchError
-from ..records import DataRecord, field
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

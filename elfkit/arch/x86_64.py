@@ -49,7 +49,13 @@ OBJ_RELOCS = obj_table(
     (24, "PC64", O.PCREL, "w64"),
     (25, "GOTOFF64", O.GOTREL, "w64"),
     (26, "GOTPC32", O.GOTPC, "w32", _PC32),
+    # large-model PIC (-mcmodel=large -fPIC): 64-bit GOT offsets and PLT
+    # offsets from the GOT (the function itself: objects get no lazy PLT)
+    (27, "GOT64", O.GOT_GOTREL, "w64"),
+    (28, "GOTPCREL64", O.GOT_PCREL, "w64"),
     (29, "GOTPC64", O.GOTPC, "w64"),
+    (30, "GOTPLT64", O.GOT_GOTREL, "w64"),
+    (31, "PLTOFF64", O.GOTREL, "w64"),
     (34, "GOTPC32_TLSDESC", O.TLS), (35, "TLSDESC_CALL", O.TLS), (36, "TLSDESC", O.TLS),
     (41, "GOTPCRELX", O.GOT_PCREL, "w32", _PC32),
     (42, "REX_GOTPCRELX", O.GOT_PCREL, "w32", _PC32),

@@ -1,17 +1,43 @@
 """Machines that run loaded code: native (host CPU) and emulated (unicorn).
 
-Nothing outside this package calls through ctypes function pointers or
-touches unicorn.
+This package's public API (``__all__``) is what code outside elfkit (vmrt, a
+harness) uses of machines; its submodules are internal.  Nothing outside this
+package calls through ctypes function pointers or touches unicorn.
+
+- :func:`create_machine`, :func:`choose_backend`, :data:`BACKENDS`, the :class:`Machine`
+  interface and :class:`EmulatedMachine` (the emulated backend's type);
+- the page protections :data:`PROT_NONE`, :data:`PROT_READ`, :data:`PROT_WRITE`,
+  :data:`PROT_EXEC` for :meth:`Machine.protect`;
+- the host's floating-point state: :func:`host_fpu`, :func:`fp_control`,
+  :func:`flushing_call_through3`;
+- emulator helpers: :func:`prefetch_emulator` (start opening libunicorn early),
+  :func:`request_gdb` (the next emulated machine serves gdb), :class:`GuestProfile` and
+  :func:`check_profile_path` (guest profiles), :func:`page_aligned_empty` (host arrays
+  an emulated machine can map without a copy).
+
+Names of the emulated backend and the FPU helpers are imported on first use, so
+``import elfkit.exec`` imports neither unicorn nor ctypes.
 """
 from __future__ import annotations
 
+from .._support import lazy_names
 from ..arch import Arch, host
 from ..errors import BackendError
-from .base import Machine
+from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .emulated import EmulatedMachine, GuestProfile, check_profile_path, page_aligned_empty
+    from .fpu import FpControl, HostFpu, flushing_call_through3, fp_control, host_fpu
+
+_LAZY = {"EmulatedMachine": "emulated", "GuestProfile": "emulated",
+         "check_profile_path": "emulated", "page_aligned_empty": "emulated",
+         "FpControl": "fpu", "HostFpu": "fpu", "flushing_call_through3": "fpu",
+         "fp_control": "fpu", "host_fpu": "fpu"}
+
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 BACKENDS = ("auto", "native", "emulated")
 
@@ -51,4 +77,22 @@ def create_machine(arch: Arch, backend: str = "auto", **options: Any) -> Machine
     return EmulatedMachine(arch, **options)
 
 
-__all__ = ["Machine", "BACKENDS", "choose_backend", "create_machine"]
+def prefetch_emulator() -> None:
+    """Start opening libunicorn in the background (an emulated machine will be
+    made soon); imports nothing of the emulator's Python side."""
+    from .unicorn_lib import prefetch
+    prefetch()
+
+
+def request_gdb(port: int, host: str = "127.0.0.1") -> None:
+    """Make the next emulated machine created in this process serve gdb on
+    ``host:port`` (as ``ELFKIT_GDB`` does): it stops before its first guest
+    instruction and announces on stderr what to load into gdb."""
+    from .emulated import gdbstub
+    gdbstub.request(port, host)
+
+
+__all__ = ["BACKENDS", "PROT_EXEC", "PROT_NONE", "PROT_READ", "PROT_WRITE", "EmulatedMachine",
+           "FpControl", "GuestProfile", "HostFpu", "Machine", "check_profile_path",
+           "choose_backend", "create_machine", "flushing_call_through3", "fp_control",
+           "host_fpu", "page_aligned_empty", "prefetch_emulator", "request_gdb"]

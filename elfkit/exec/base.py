@@ -39,6 +39,17 @@ class Machine(abc.ABC):
         ``align``; the range is zero-filled and readable/writable until
         ``protect`` says otherwise.  Returns the base address."""
 
+    def reserve_low(self, size: int, align: int, limit: int) -> int | None:
+        """``reserve``, with the whole range below ``limit`` (for code with
+        short absolute addresses); None when no such range is free.  By
+        default a plain reservation that happens to lie there (an
+        emulator's address space starts low)."""
+        base = self.reserve(size, align)
+        if base + size <= limit:
+            return base
+        self.release(base, size)
+        return None
+
     @abc.abstractmethod
     def release(self, addr: int, size: int) -> None:
         """Give back a range obtained from ``reserve``."""

@@ -3,7 +3,7 @@ address sites of plugins): ``$ELFKIT_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/elfkit``, else ``~/.cache/elfkit``."""
 from __future__ import annotations
 
-from ..files import user_cache_dir
+from .._support.files import user_cache_dir
 
 __all__ = ["cache_dir"]
 

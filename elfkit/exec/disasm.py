@@ -10,9 +10,9 @@ import bisect
 import functools
 from collections.abc import Callable, Mapping
 
+from .._support.records import DataRecord
 from ..arch import Arch
 from ..arch import get as get_arch
-from ..records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -39,6 +39,12 @@ class Instruction(DataRecord, frozen=True, slots=True):
 
 @functools.cache
 def _cs(arch_name: str, thumb: bool = False) -> Any:
+    md = _new_cs(arch_name, thumb)
+    md.detail = True
+    return md
+
+
+def _new_cs(arch_name: str, thumb: bool) -> Any:
     import capstone
     arch = get_arch(arch_name)
     mode = 0
@@ -46,9 +52,7 @@ def _cs(arch_name: str, thumb: bool = False) -> Any:
         mode |= getattr(capstone, m)
     if thumb:
         mode = (mode & ~capstone.CS_MODE_ARM) | capstone.CS_MODE_THUMB
-    md = capstone.Cs(getattr(capstone, arch.cs_arch), mode)
-    md.detail = True
-    return md
+    return capstone.Cs(getattr(capstone, arch.cs_arch), mode)
 
 
 def symbolizer(symbols: Any) -> Callable[[int], str | None] | None:
@@ -127,6 +131,58 @@ def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *
             pos += n
             if count and len(out) >= count:
                 return out
+    return out
+
+
+@functools.cache
+def _cs_lite(arch_name: str) -> Any:
+    """A decoder without instruction details (``disasm_lite``: no objects per
+    instruction), for where only instruction boundaries matter."""
+    return _new_cs(arch_name, False)
+
+
+def instruction_addresses(code: bytes, addr: int, arch: Arch | str, *,
+                          thumb: bool = False) -> list[int]:
+    """The address of every instruction in ``code`` loaded at ``addr``, what
+    instruction counts and profiles need, without decoding where the
+    encoding gives the length: every 4 bytes on aarch64 and arm, by the
+    length bits of the first halfword on riscv and thumb (an encoding
+    capstone does not know, such as a newer extension's, still counts as one
+    instruction).  x86: capstone without details, as ``disassemble`` (the
+    same list, ``.byte`` entries included)."""
+    arch = get_arch(arch)
+    name = arch.name
+    end = addr + len(code)
+    if name == "aarch64" or (name == "arm" and not thumb):
+        return list(range(addr, end, 4))
+    if thumb or name.startswith("riscv"):
+        out: list[int] = []
+        pos, n = 0, len(code)
+        riscv = not thumb
+        while pos < n:
+            out.append(addr + pos)
+            if pos + 1 >= n:
+                break
+            if riscv:
+                b = code[pos]
+                pos += (2 if b & 3 != 3 else 4 if b & 0x1C != 0x1C else
+                        6 if b & 0x3F == 0x1F else 8 if b & 0x7F == 0x3F else 2)
+            else:
+                pos += 4 if code[pos + 1] >> 3 in (0b11101, 0b11110, 0b11111) else 2
+        return out
+    md = _cs_lite(name)
+    out = []
+    pos = 0
+    code = bytes(code)
+    n = len(code)
+    while pos < n:
+        for a, size, _mn, _ops in md.disasm_lite(code[pos:], addr + pos):
+            out.append(a)
+            pos = a + size - addr
+        if pos >= n:
+            break
+        out.append(addr + pos)
+        pos += 1
     return out
 
 

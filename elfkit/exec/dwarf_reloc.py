@@ -20,7 +20,7 @@ import struct
 import zlib
 from collections.abc import Callable
 
-from .. import codecache
+from .._support import codecache
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def info_sites(elf_bytes: bytes, cache: str | None = None
     """(address size of the last unit, [(offset, address size)] of each
     address in the file's ``.debug_info``, {low_pc: size} of its
     subprograms), read from ``cache`` when it has this file's, else found
-    and kept there (an :mod:`elfkit.codecache` entry: private, checked)."""
+    and kept there (an :mod:`elfkit._support.codecache` entry: private, checked)."""
     name, key = sites_entry(elf_bytes)
     kept = codecache.load(cache, name, key)
     if _well_formed(kept):

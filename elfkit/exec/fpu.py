@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import threading
 
+from .._support.records import DataRecord
 from ..arch import Arch, host
 from ..arch import get as get_arch
-from ..records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

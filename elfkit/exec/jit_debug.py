@@ -28,8 +28,8 @@ import threading
 import zlib
 from collections.abc import Iterator
 
-from .. import codecache
-from ..files import private_dir, private_temp_dir, read_private
+from .._support import codecache
+from .._support.files import private_dir, private_temp_dir, read_private
 from .cache import cache_dir
 from .environ import getenv
 from .symfile import cached_symfile
@@ -250,7 +250,7 @@ def helper_library() -> str:
     writable by nobody else, only when it is a regular file there (not a
     symbolic link), owned by the user, not writable by others, and holding
     exactly the bytes recorded when it was built (their length and checksum,
-    kept beside it as ``jit-debug-KEY.sum`` through :mod:`elfkit.codecache`):
+    kept beside it as ``jit-debug-KEY.sum`` through :mod:`elfkit._support.codecache`):
     a planted library never runs, and a damaged one (truncated, which would
     kill the process with SIGBUS when mapped; replaced; a directory) is
     built again."""

@@ -27,6 +27,7 @@ from ..errors import (
 from ..signature import CType, Signature
 from . import jit_debug, perf_map
 from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
+from .lowmap import MAP_FAILED, libc_mmap, libc_munmap, map_below
 from .threads import thread_frames
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -34,17 +35,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_mmap_fn = _libc.mmap
-_mmap_fn.restype = ctypes.c_void_p
-_mmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                     ctypes.c_long)
-_munmap = _libc.munmap
-_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_mmap_fn, _munmap, _MAP_FAILED = libc_mmap, libc_munmap, MAP_FAILED
 _mprotect = _libc.mprotect
 _mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _madvise = _libc.madvise
 _madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-_MAP_FAILED = ctypes.c_void_p(-1).value
 
 _OS_PROT = {PROT_READ: _mmap.PROT_READ, PROT_WRITE: _mmap.PROT_WRITE, PROT_EXEC: _mmap.PROT_EXEC}
 
@@ -281,10 +276,16 @@ class NativeMachine(Machine):
         size = (size + page - 1) & ~(page - 1)
         align = max(align, page)
         base = _take_spare(size, align)
-        if base is None:
-            base = _map(size, align, page)
+        return self._reserved(_map(size, align, page) if base is None else base, size)
+
+    def reserve_low(self, size: int, align: int, limit: int) -> int | None:
+        size = -(-size // self.arch.page_size) * self.arch.page_size
+        base = map_below(size, max(align, self.arch.page_size), limit)
+        return None if base is None else self._reserved(base, size)
+
+    def _reserved(self, base: int, size: int) -> int:
         self._add_region(base, size)
-        self._prot[base] = [PROT_READ | PROT_WRITE] * (size // page)
+        self._prot[base] = [PROT_READ | PROT_WRITE] * (size // self.arch.page_size)
         self._alive[base] = [True]
         return base
 

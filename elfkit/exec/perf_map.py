@@ -113,7 +113,7 @@ def _open(name: str) -> int:
     if stat.S_ISLNK(st.st_mode):
         raise _Refused("is a symbolic link; not writing through it")
     if not stat.S_ISREG(st.st_mode):
-        from ..files import file_kind
+        from .._support.files import file_kind
         raise _Refused(f"is {file_kind(st.st_mode)}; not writing to it")
     try:
         fd = os.open(name, flags)

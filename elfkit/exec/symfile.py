@@ -17,8 +17,8 @@ import struct
 import threading
 import weakref
 
-from .. import codecache
-from ..records import DataRecord
+from .._support import codecache
+from .._support.records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ has no slice, take a record whose arch elfkit can emulate, preferring osabi
 NONE/Linux/Standalone, then x86_64, aarch64, riscv64, arm, i386, riscv32,
 then file order.
 """
+from .._support import lazy_names
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError
-from ..lazy import lazy_names
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

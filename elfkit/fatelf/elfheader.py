@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
+from .._support.records import DataRecord
 from ..errors import FatElfFormatError
-from ..records import DataRecord
 from .format import hex_prefix
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

@@ -1,13 +1,13 @@
 """Reading input files with a bounded size (``read_input``, what
 ``elfkit.load`` and the ``elfkit`` commands read a path with), over the
-regular-file checks of :mod:`elfkit.files` (re-exported here).
+regular-file checks of :mod:`elfkit._support.files` (re-exported here).
 """
 from __future__ import annotations
 
 import os
 
+from .._support.files import file_kind, open_regular, open_special_output
 from ..errors import ElfkitError
-from ..files import file_kind, open_regular, open_special_output
 from .format import MAGIC_BYTES
 
 __all__ = ["MAX_ELF_SIZE", "file_kind", "open_regular", "open_special_output", "read_input"]

@@ -28,16 +28,16 @@ in between and nothing after the last ELF.  At the default 4096 this is byte
 for byte what ``iree-fatelf join`` and icculus ``fatelf-glue`` write.
 
 Nothing here imports anything heavier than the standard library; names
-come from ``elfkit.machines``, and ``elfkit.arch`` is imported only by
+come from ``elfkit._support.machines``, and ``elfkit.arch`` is imported only by
 :func:`resolve_arch`.
 """
 from __future__ import annotations
 
 import enum
 
+from .._support.machines import ARCH_MACHINES, MACHINE_NAMES, arch_for
+from .._support.records import DataRecord
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
-from ..machines import ARCH_MACHINES, MACHINE_NAMES, arch_for
-from ..records import DataRecord
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -115,13 +115,13 @@ class Severity(str, enum.Enum):
         return self.value
 
 
-# Display names for machines elfkit does not run (ours come from elfkit.machines).
+# Display names for machines elfkit does not run (ours come from elfkit._support.machines).
 _OTHER_MACHINES = {0: "none", 2: "sparc", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390",
                    43: "sparcv9", 50: "ia64", 258: "loongarch"}
 
 
 # --------------------------------------------------------------------------
-# architecture names (from elfkit.machines; elfkit.arch is imported only to
+# architecture names (from elfkit._support.machines; elfkit.arch is imported only to
 # resolve a name or alias)
 
 def arch_name(machine: int, word_size: int) -> str | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import struct
 
+from .._support.records import DataRecord
 from ..errors import FatElfFormatError, InvalidArgumentError
-from ..records import DataRecord
 from .elfheader import ELF_MAGIC
 from .files import open_regular
 from .format import (

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
+from .._support.files import open_regular
 from ..errors import FatElfArchError, FatElfError, FatElfFormatError, InvalidArgumentError
-from ..files import open_regular
 from .checks import check_container, check_slice
 from .elfheader import ELF_MAGIC, read_elf_header, view_reader
 from .format import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from ..machines import ARCH_MACHINES, host_arch_name
+from .._support.machines import ARCH_MACHINES, host_arch_name
 from .format import BEST_ORDER, BIG, IREE_OSABIS, LITTLE, Record, resolve_arch
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

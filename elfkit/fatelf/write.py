@@ -3,7 +3,7 @@
 Inputs are streamed (a reflink where the filesystem can clone, copy_file_range
 on network filesystems, else 1 MiB chunks), never read whole, and every output
 path is written atomically (a temporary file in the same directory, then
-``elfkit.files.replace_file``): an error leaves no partial file.
+``elfkit._support.files.replace_file``): an error leaves no partial file.
 Reading and slice selection live in ``reader.py``, the format in ``format.py``.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 
+from .._support.files import clone_range, offloads_copies, replace_file
+from .._support.records import DataRecord
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
-from ..files import clone_range, offloads_copies, replace_file
-from ..records import DataRecord
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
 from .files import open_regular, open_special_output
 from .format import (

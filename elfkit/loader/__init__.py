@@ -2,7 +2,7 @@
 relocate -> bind imports -> protect -> run init."""
 from __future__ import annotations
 
-from ..lazy import lazy_names
+from .._support import lazy_names
 from .objparse import ObjectFile, parse_object
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..records import DataRecord
+from .._support.records import DataRecord
 
 __all__ = ["Field", "FIELDS", "FieldError", "sext", "uleb128_write"]
 

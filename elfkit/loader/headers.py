@@ -11,9 +11,9 @@ from __future__ import annotations
 import struct
 
 from .. import arch as _arch
+from .._support.records import DataRecord
 from ..arch import Arch
 from ..errors import ArchError, LayoutError, ParseError, UnsupportedError
-from ..records import DataRecord
 from . import _tags as T
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
+from .._support.records import DataRecord, field
 from ..arch import Check, Formula
 from ..errors import ElfkitError, LayoutError, RelocationError
 from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
-from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from . import _tags as T
 from .parse import ElfFile

@@ -5,13 +5,13 @@ data read/write) and run ``.preinit_array`` / ``.init_array`` (and at close
 ``.fini_array``, in reverse) as the shared-object loader runs them."""
 from __future__ import annotations
 
-from ..errors import ElfkitError
+from .._support.records import DataRecord, field
+from ..errors import ElfkitError, RelocationError
 from ..exec.base import Machine
-from ..records import DataRecord, field
 from ..signature import parse as _parse_sig
 from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
 from .objparse import SHT_NOBITS, ObjectFile, parse_object
-from .objreloc import apply_object
+from .objreloc import address_limit, apply_object, link_debug
 from .parse import DEFAULT_LIMITS, Limits
 from .plan import plan_for
 from .relocate import ImageBuffer, Stats
@@ -83,7 +83,30 @@ class ObjectImage(DataRecord, slots=True):
 
 def _new_plan(data: memoryview, limits: Limits, expect_arch: Arch | None) -> ObjectPlan:
     elf = parse_object(data, limits=limits, expect_arch=expect_arch)
-    return ObjectPlan(elf, elf.arch.page_size)
+    plan = ObjectPlan(elf, elf.arch.page_size)
+    plan.low = address_limit(elf, plan.layout)
+    linked, plan.debug_problems = link_debug(elf, plan.layout)
+    if linked:
+        elf.data = memoryview(_with_debug(elf, linked))
+    return plan
+
+
+def _with_debug(elf: ObjectFile, linked: dict[int, bytes]) -> bytes:
+    """``elf``'s bytes with the relocated debug sections in place and the
+    relocation sections that targeted them made SHT_NULL: a DWARF reader
+    (pyelftools for the line table, the debugger symfile) applies nothing
+    twice."""
+    out = bytearray(elf.data)
+    for idx, body in linked.items():
+        sec = elf.sections[idx]
+        out[sec.offset:sec.offset + sec.size] = body
+    is64 = elf.elfclass == 2
+    shoff = int.from_bytes(out[0x28:0x30] if is64 else out[0x20:0x24], "little")
+    for rs in elf.relsections:
+        if rs.target in linked:
+            at = shoff + rs.index * (64 if is64 else 40) + 4       # sh_type
+            out[at:at + 4] = bytes(4)
+    return bytes(out)
 
 
 def object_plan(data: memoryview, limits: Limits = DEFAULT_LIMITS,
@@ -94,12 +117,26 @@ def object_plan(data: memoryview, limits: Limits = DEFAULT_LIMITS,
     return plan
 
 
+def _reserve_low(plan: ObjectPlan, machine: Machine) -> int:
+    limit, offenders = plan.low or (0, [])
+    lay = plan.layout
+    base = machine.reserve_low(lay.size, lay.align, limit)
+    if base is None:
+        raise RelocationError(
+            f"the object's absolute relocations need its image ({lay.size:#x} bytes) below "
+            f"{limit:#x}, where this {machine.backend} machine has no free range (code built "
+            "without -fPIC for a small code model; rebuild it with -fPIC, or load it emulated)",
+            offenders)
+    return base
+
+
 def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> ObjectImage:
     """Reserve, fill, relocate, write, protect.  ``bound`` gives the address
     of each import (symbol index -> address; missing weak ones are 0)."""
     elf = plan.elf
     lay = plan.layout
-    base = machine.reserve(lay.size, lay.align)
+    base = machine.reserve(lay.size, lay.align) if plan.low is None else \
+        _reserve_low(plan, machine)
     try:
         # laid out in place when the reservation is host memory (it starts zeroed)
         view = machine.host_view(base, lay.size)
@@ -125,7 +162,8 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
             machine.protect(base + off, size, prot)
         return ObjectImage(elf, machine, base, lay.size, stats,
                            [(k, base + off, n) for k, off, n in lay.arrays],
-                           [(base + off, size, prot) for off, size, prot in lay.prots])
+                           [(base + off, size, prot) for off, size, prot in lay.prots],
+                           [f"{p} (the DWARF is left unrelocated)" for p in plan.debug_problems])
     except BaseException:
         machine.release(base, lay.size)
         raise

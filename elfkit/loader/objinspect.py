@@ -22,7 +22,7 @@ def _flags(v: int) -> str:
 
 def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     """A JSON-able description of a relocatable object, shaped like
-    ``elfkit.loader.cli.describe``'s (no segments or dynamic tags; a
+    ``elfkit.tools.inspect.describe``'s (no segments or dynamic tags; a
     ``sections`` list and relocation counts per section instead)."""
     # the layout module (it imports elfkit.exec) only for relocatable objects
     from .objlayout import GOT_SYMBOL, INIT_TYPES

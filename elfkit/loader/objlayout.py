@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 
+from .._support.records import DataRecord
 from ..arch import ObjFormula
 from ..errors import LayoutError
 from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
-from ..records import DataRecord
 from . import _tags as T
 from .fields import FIELDS
 from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_SYMTAB, ObjectFile, ObjSymbol
@@ -105,7 +105,9 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
     for prot, secs in kinds.items():
         start = pos
         for s in secs:
-            pos = _up(pos, s.align)
+            # nothing at offset 0: in DWARF linked at 0 (link_debug) an address
+            # of 0 would read as "no address"
+            pos = _up(max(pos, 1), s.align)
             align = max(align, s.align)
             offsets[s.index] = pos
             pos += s.size
@@ -187,11 +189,15 @@ class ObjectPlan:
     them (image offsets, the load bias being the image's base), the imports
     (``undefined``), the layout for one page size."""
 
-    __slots__ = ("elf", "layout", "exports", "funcs", "undefined")
+    __slots__ = ("elf", "layout", "exports", "funcs", "undefined", "low", "debug_problems")
 
     def __init__(self, elf: ObjectFile, page: int):
         self.elf = elf
         self.layout = lay = object_layout(elf, page)
+        #: (address the image must end at or below, the relocations that need it), or None
+        self.low: tuple[int, list[str]] | None = None
+        #: relocations of the .debug_* sections that could not be applied
+        self.debug_problems: list[str] = []
         self.exports: dict[str, tuple[int, bool]] = {}
         self.funcs: list[tuple[int, int, str]] = []
         for s in elf.symbols[1:]:
@@ -200,7 +206,9 @@ class ObjectPlan:
                 continue
             if s.exported and (s.name not in self.exports or s.bind == T.STB_GLOBAL):
                 self.exports[s.name] = (off, s.absolute)
-            if s.name and not s.absolute and s.type in _LABEL_TYPES and s.defined:
+            if s.name and not s.absolute and s.type in _LABEL_TYPES and s.defined \
+                    and not (s.bind == T.STB_LOCAL and s.name.startswith(".L")):
+                # (.L labels: the assembler's, kept for RISC-V relaxation: not functions)
                 v = off & ~1 if elf.arch.func_mode_bit and s.type == T.STT_FUNC else off
                 self.funcs.append((v, max(s.size, 1), s.name))
         self.funcs.sort()

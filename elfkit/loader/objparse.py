@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import struct
 
+from .._support.records import DataRecord
 from ..arch import Arch
 from ..errors import LayoutError, ParseError, UnsupportedError
-from ..records import DataRecord
 from . import _tags as T
 from .headers import DEFAULT_LIMITS, Limits, ObjectHeader, read_object_header, read_struct
 

@@ -12,7 +12,7 @@ from ..errors import RelocationError, UnsupportedError
 from . import _tags as T
 from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
-from .objlayout import ObjLayout
+from .objlayout import ObjLayout, implicit_addend, symbol_offset
 from .objparse import SHT_NOBITS, ObjectFile, RelSection
 from .relocate import ImageBuffer, Stats
 
@@ -20,9 +20,12 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["apply_object", "describe_reloc"]
+__all__ = ["apply_object", "describe_reloc", "address_limit", "link_debug"]
 
 F = ObjFormula
+#: what relocations of DWARF sections compute (addresses, offsets, lengths)
+_DEBUG_FORMULAS = (F.NONE, F.RELAX, F.ABS, F.SET, F.ADD, F.SUB, F.SET_ULEB, F.SUB_ULEB)
+SHF_COMPRESSED = 0x800
 _NOPS = (b"\x13\x00\x00\x00", b"\x01\x00")      # RISC-V nop, c.nop
 
 
@@ -38,6 +41,64 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
                                 if symbol.shndx < len(elf.sections) else "")
         s += f" against symbol {sym} {label!r}"
     return s
+
+
+def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
+    """Where the image must end when the object has absolute relocations
+    narrower than an address against its own symbols (x86_64 ``-fno-pic``
+    R_X86_64_32/32S, riscv64 medlow HI20/LO12: the low 2 GiB): (the lowest
+    such bound, each value S+A, one past the end of an array too, staying
+    below its field's limit; every such relocation described); None when
+    the image may go anywhere."""
+    relocs = elf.arch.obj_relocs
+    width = 8 * elf.word
+    end = 1 << width
+    offenders = []
+    for rs in elf.relsections:
+        if not elf.sections[rs.target].alloc:
+            continue
+        for i, (rtype, sym) in enumerate(zip(rs.types, rs.syms)):
+            rt = relocs.get(rtype)
+            if rt is None or rt.formula is not F.ABS or not 0 < rt.bits < width or not sym:
+                continue
+            s = elf.symbols[sym]
+            at = symbol_offset(lay, s)
+            if at is None or s.absolute:
+                continue        # an import's address is where its provider is
+            a = rs.addends[i] if rs.rela else implicit_addend(elf, rs, i, rt.field) or 0
+            lim = 1 << (rt.bits - (rt.check is Check.SIGNED))
+            end = min(end, lim - max(0, at + a + 1 - lay.size))
+            offenders.append(describe_reloc(elf, rs, i))
+    return (end, offenders) if offenders else None
+
+
+def link_debug(elf: ObjectFile, lay: ObjLayout) -> tuple[dict[int, bytes], list[str]]:
+    """The object's ``.debug_*`` sections (index -> bytes) with their
+    relocation sections applied as a linker would with the image at 0 (a
+    symbol is its image offset; one in a section that is not loaded, such as
+    ``.debug_str``'s section symbol, is its offset in that section): the
+    DWARF then reads as a linked plugin's, moved to the load address the
+    same way.  The same tables and code as the loaded sections'; ({}, every
+    problem) when some relocation cannot be applied."""
+    symaddr = []
+    for s in elf.symbols:
+        off = symbol_offset(lay, s)
+        symaddr.append(off if off is not None else s.value if s.defined and not s.common else 0)
+    out: dict[int, bytearray] = {}
+    problems: list[str] = []
+    for rs in elf.relsections:
+        sec = elf.sections[rs.target]
+        if sec.alloc or not sec.name.startswith(".debug_") or sec.type == SHT_NOBITS:
+            continue
+        if sec.flags & SHF_COMPRESSED:
+            problems.append(f"{rs.name}: relocates {sec.name}, which is compressed")
+            continue
+        buf = out.setdefault(rs.target, bytearray(elf.data[sec.offset:sec.offset + sec.size]))
+        st = _State(elf, lay, buf, 0, symaddr)
+        st.sections, st.debug = {rs.target: 0}, True
+        _apply_section(st, rs)
+        problems += st.problems + [f"{t}: a TLS relocation" for t in st.tls]
+    return ({}, problems) if problems else ({k: bytes(v) for k, v in out.items()}, [])
 
 
 def _check(v: int, bits: int, check: Check) -> str:
@@ -58,6 +119,8 @@ class _State:
                  symaddr: list[int]):
         self.elf, self.lay, self.image, self.base, self.symaddr = elf, lay, image, base, symaddr
         self.w = elf.word
+        self.sections = lay.sections        # section index -> its offset in ``image``
+        self.debug = False                  # relocating a .debug_* section (linked at 0)
         self.got = base + lay.got
         self.problems: list[str] = []
         self.tls: list[str] = []
@@ -97,7 +160,7 @@ def _apply_section(st: _State, rs: RelSection) -> None:
     elf = st.elf
     relocs = elf.arch.obj_relocs
     sec = elf.sections[rs.target]
-    secoff = st.lay.sections[rs.target]
+    secoff = st.sections[rs.target]
     lows = []
     for i, rtype in enumerate(rs.types):
         rt = relocs.get(rtype)
@@ -124,7 +187,11 @@ def _apply_section(st: _State, rs: RelSection) -> None:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: against an IFUNC symbol, which "
                                "objects do not support (link the object into a shared one)")
             continue
-        if target.defined and not (target.absolute or target.common) \
+        if st.debug and f not in _DEBUG_FORMULAS:
+            st.problems.append(f"{describe_reloc(elf, rs, i)}: not an address, offset or "
+                               "length, which is all a debug section holds")
+            continue
+        if target.defined and not (target.absolute or target.common or st.debug) \
                 and target.shndx not in st.lay.sections:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: the symbol is in section "
                                f"{target.shndx}, which is not loaded (not SHF_ALLOC)")
@@ -149,7 +216,7 @@ def _apply_section(st: _State, rs: RelSection) -> None:
 def _nops(st: _State, sec: Any, pos: int, n: int) -> str:
     """R_RISCV_ALIGN: the ``n`` bytes at ``pos`` must be NOPs (kept: no relaxation)."""
     end = pos + n
-    if n < 0 or end > st.lay.sections[sec.index] + sec.size:
+    if n < 0 or end > st.sections[sec.index] + sec.size:
         return f"{n} bytes of alignment padding run past the end of {sec.name}"
     while pos < end:
         for nop in _NOPS:

@@ -12,8 +12,8 @@ init/fini arrays), ``symbols.py`` (hash tables, versions, symbols) and
 """
 from __future__ import annotations
 
+from .._support.records import DataRecord
 from ..arch import Arch
-from ..records import DataRecord
 from . import _tags as T
 from .dynamic import check_dynamic_flags, cstr, dynamic_array, read_dynamic, string_table
 from .headers import (

@@ -5,9 +5,10 @@ them is ``relocate.py``."""
 from __future__ import annotations
 
 import struct
+import sys
 
+from .._support.records import DataRecord, field
 from ..errors import LayoutError, ParseError
-from ..records import DataRecord, field
 from . import _tags as T
 from .headers import Limits, Segment, vaddr_to_offset
 
@@ -15,7 +16,20 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["RelocTable", "read_reloc_tables"]
+__all__ = ["BULK", "BULK_COLD", "RelocTable", "read_reloc_tables"]
+
+#: tables at least this long are decoded, and their RELATIVE entries applied,
+#: with numpy in bulk (``RelocTable.bulk``) ...
+BULK = 256
+#: ... once numpy is imported; before that only from this length on: importing
+#: numpy costs ~60 ms, more than the plain loops spend on a shorter table (an
+#: IREE dispatch library has a few hundred relocations, so a process that runs
+#: one would otherwise pay numpy's import for it)
+BULK_COLD = 16384
+
+
+def _bulk(count: int) -> bool:
+    return count >= (BULK if "numpy" in sys.modules else BULK_COLD)
 
 
 class RelocTable(DataRecord, slots=True):
@@ -31,6 +45,7 @@ class RelocTable(DataRecord, slots=True):
     addends: Any = None
     relr_raw: bytes = b""    # DT_RELR: the packed words, decoded at relocation time
     count: int = 0
+    bulk: bool = False       # the columns are numpy arrays (see BULK)
 
 
 
@@ -95,7 +110,7 @@ def _decode_table(t: RelocTable, data: memoryview, off: int, count: int, is64: b
     if count == 0:
         t.addends = [] if rela else None
         return
-    if count < 256:  # small tables: plain struct is faster than numpy's set-up cost
+    if not _bulk(count):  # small tables: plain struct is faster than numpy's set-up cost
         fmt = ("<QQq" if rela else "<QQ") if is64 else ("<IIi" if rela else "<II")
         size = struct.calcsize(fmt)
         rows = list(struct.iter_unpack(fmt, data[off:off + count * size]))
@@ -109,6 +124,7 @@ def _decode_table(t: RelocTable, data: memoryview, off: int, count: int, is64: b
         t.addends = [r[2] for r in rows] if rela else None
         return
     import numpy as np  # large tables are decoded in bulk
+    t.bulk = True
 
     if is64:
         dt = np.dtype([("off", "<u8"), ("info", "<u8")] + ([("add", "<i8")] if rela else []))

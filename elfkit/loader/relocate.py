@@ -14,9 +14,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 
+from .._support.records import DataRecord
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
-from ..records import DataRecord
 from . import _tags as T
 from .headers import TLS_MESSAGE
 from .parse import ElfFile
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 #: an image being relocated: a buffer of its own, or a view of the machine's memory
 ImageBuffer = bytearray | memoryview
-
-BULK = 256   # tables at least this long have their RELATIVE entries applied with numpy
 
 _FMT = {(8, False): "<B", (16, False): "<H", (32, False): "<I", (64, False): "<Q"}
 
@@ -160,7 +158,7 @@ def _bulk_rows(elf: ElfFile, t: RelocTable, image: ImageBuffer, lo: int, bias: i
     if not t.count:
         return (), 0
     nrel = 0
-    if t.count >= BULK and relative_types:
+    if t.bulk and relative_types:    # a large table: its RELATIVE entries in bulk
         import numpy as np  # large tables only
         types = np.asarray(t.types, dtype=np.int64)
         rel_mask = np.isin(types, list(relative_types))

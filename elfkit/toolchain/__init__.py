@@ -23,8 +23,8 @@ imported on first use of a name, so that registering ``elfkit toolchain``
 """
 from __future__ import annotations
 
+from .._support import lazy_names
 from ..errors import ToolchainError
-from ..lazy import lazy_names
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

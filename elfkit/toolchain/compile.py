@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .. import arch as arch_mod
+from .._support.files import replace_file
 from ..arch import Arch
-from ..files import replace_file
 from .flags import ldflags as base_ldflags
 from .tools import run, version, zig
 

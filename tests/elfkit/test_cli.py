@@ -1,4 +1,4 @@
-"""The ``elfkit`` command's help width (elfkit/cli.py): the same as argparse's
+"""The ``elfkit`` command's help width (elfkit/tools/__init__.py): the same as argparse's
 own (``shutil.get_terminal_size()`` less 2), computed without importing shutil;
 ``elfkit fatelf SUB`` builds only SUB's parser and still reports the others'
 names for a wrong one."""
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from elfkit.cli import terminal_width
+from elfkit.tools import terminal_width
 from tests.vmrt.iree_tools import REPO
 
 

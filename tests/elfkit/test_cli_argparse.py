@@ -1,4 +1,4 @@
-"""elfkit/cli_argparse.py: the argparse parser built from the commands' descriptions
+"""elfkit/tools/cli_argparse.py: the argparse parser built from the commands' descriptions
 prints the same ``--help`` and usage errors as the hand-written argparse parsers it
 replaced (cli_outputs.json, captured from them at COLUMNS=80; see its note)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from elfkit import cli
+from elfkit import tools as cli
 
 OUTPUTS = json.loads((Path(__file__).parent / "cli_outputs.json").read_text())
 

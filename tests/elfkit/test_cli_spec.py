@@ -1,10 +1,10 @@
-"""elfkit/cli_spec.py: the exact parser gives argparse's Namespace for every plain command
+"""elfkit/tools/cli_spec.py: the exact parser gives argparse's Namespace for every plain command
 line of every elfkit command, and leaves everything else to argparse.
 
-The corpora are built from the commands' own descriptions (elfkit.cli.ROOT): each option
+The corpora are built from the commands' own descriptions (elfkit.tools.ROOT): each option
 present and absent, in each of its spellings, before and after the positionals, ``--``,
 repeated ``append`` options, the optional positional given or not; then lines that are
-wrong in one way each.  argparse's side is the parser elfkit/cli_argparse.py builds from
+wrong in one way each.  argparse's side is the parser elfkit/tools/cli_argparse.py builds from
 the same description, with all commands built (as for ``elfkit --help``)."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from elfkit import cli
-from elfkit.cli_argparse import build_parser
-from elfkit.cli_spec import Arg, Command, Exit, Namespace, OneOf, parse
+from elfkit import tools as cli
+from elfkit.tools.cli_argparse import build_parser
+from elfkit.tools.cli_spec import Arg, Command, Exit, Namespace, OneOf, parse
 from tests.vmrt.iree_tools import REPO
 
 
@@ -292,8 +292,8 @@ def test_namespace_behaves_as_argparses():
 _NO_ARGPARSE = """
 import sys
 before = set(sys.modules)
-from elfkit.cli import ROOT
-from elfkit.cli_spec import parse
+from elfkit.tools import ROOT
+from elfkit.tools.cli_spec import parse
 for argv in {lines!r}:
     assert parse(ROOT, argv) is not None, argv
 print(sorted({{"argparse", "gettext", "locale"}} & (set(sys.modules) - before)))

@@ -1,4 +1,4 @@
-"""elfkit.codecache: values kept under a key in private files; anything but
+"""elfkit._support.codecache: values kept under a key in private files; anything but
 exactly what ``store`` wrote for that key (damaged, another key, writable by
 others, cache turned off) is ignored; ``compile_cached`` compiles once."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from elfkit import codecache
+from elfkit._support import codecache
 
 VALUE = {"code": compile("y = x * 3\n", "<value>", "exec"), "rows": [(1, "a"), (2, "b")],
          "blob": bytes(range(256)) * 40}
@@ -104,11 +104,11 @@ def test_checksum_sees_changed_bytes():
     base = codecache.checksum(data)
     for i in range(0, len(data), 3):
         assert codecache.checksum(_flip(data, i, 0x80)) != base
-        # two bits whose changes cancel modulo 2**61 - 1 (61 bytes apart, one set, one clear)
+        # two bits 61 bytes apart, one set and one clear
         j = (i + 61) % len(data)
         if (data[i] ^ data[j]) & 1:
             assert codecache.checksum(_flip(_flip(data, i, 1), j, 1)) != base
-    assert codecache.checksum(data + b"\0") == base      # why the length is kept too
+    assert codecache.checksum(data + b"\0") != base
 
 
 def _count_compiles(monkeypatch) -> list[str]:

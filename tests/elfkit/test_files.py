@@ -1,4 +1,4 @@
-"""elfkit.files: replace_file and replace_dir (an output put in place
+"""elfkit._support.files: replace_file and replace_dir (an output put in place
 atomically, whatever was there) and the copy choices (clone_range on a real
 btrfs, filesystem_type against findmnt)."""
 from __future__ import annotations
@@ -9,7 +9,13 @@ import subprocess
 
 import pytest
 
-from elfkit.files import clone_range, filesystem_type, offloads_copies, replace_dir, replace_file
+from elfkit._support.files import (
+    clone_range,
+    filesystem_type,
+    offloads_copies,
+    replace_dir,
+    replace_file,
+)
 from tests.elfkit.reflink_fs import btrfs_mount, shared_blocks
 
 

@@ -129,7 +129,7 @@ def test_output_onto_a_fifo_streams_or_is_refused(fifo, kernels_sos):
 def test_closed_stdout_is_one_error_line(kernels_sos):
     proc = subprocess.run([sys.executable, "-c",
                            "import os, sys; os.close(1); sys.stdout = None; "
-                           "from elfkit.cli import main; sys.exit(main(sys.argv[1:]))",
+                           "from elfkit.tools import main; sys.exit(main(sys.argv[1:]))",
                            "fatelf", "extract", "--arch", "riscv64", "-o", "-", str(kernels_sos)],
                           capture_output=True, text=True, timeout=60)
     one_error_line(proc, "standard output is closed")

@@ -1,4 +1,4 @@
-"""elfkit.records: records behave like the dataclasses they replace.
+"""elfkit._support.records: records behave like the dataclasses they replace.
 
 Each record class is checked against a ``@dataclass`` with the same fields
 and options (the reference: its repr, equality, hash, errors and pickling)."""
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from elfkit.records import DataRecord, FrozenInstanceError, field, fields, replace
+from elfkit._support.records import DataRecord, FrozenInstanceError, field, fields, replace
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -228,7 +228,7 @@ def test_bad_declarations():
 
 
 def test_importing_records_imports_no_dataclasses():
-    code = ("import sys, elfkit.records; "
+    code = ("import sys, elfkit._support.records; "
             "print(sorted(m for m in ('dataclasses', 'inspect', 'ast') if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
@@ -242,7 +242,7 @@ def test_mypy_checks_record_constructors(tmp_path):
     assignments to frozen fields are errors; the right calls are not."""
     src = tmp_path / "use_records.py"
     src.write_text(textwrap.dedent("""\
-        from elfkit.records import DataRecord, field, replace
+        from elfkit._support.records import DataRecord, field, replace
 
         class P(DataRecord, frozen=True, slots=True):
             x: int
@@ -273,7 +273,7 @@ def test_mypy_checks_record_constructors(tmp_path):
 #: times Python compiled source meanwhile (the "compile" audit event)
 _SHAPE_RUN = textwrap.dedent("""\
     import sys
-    from elfkit.records import DataRecord, field
+    from elfkit._support.records import DataRecord, field
     compiled = []
     sys.addaudithook(lambda event, args: compiled.append(1) if event == "compile" else None)
 
@@ -326,7 +326,7 @@ def test_two_installations_keep_their_own_shapes(tmp_path):
     other = tmp_path / "other"
     shutil.copytree(REPO / "elfkit", other / "elfkit",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(other / "elfkit" / "records.py", "a") as f:
+    with open(other / "elfkit" / "_support" / "records.py", "a") as f:
         f.write("# another version\n")
     cache = tmp_path / "cache"
     assert _shape_run(cache) >= 1 and _shape_run(cache, other) >= 1

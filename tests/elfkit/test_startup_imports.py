@@ -7,7 +7,7 @@ which imports urllib.request, http.client, email and ssl), json or tempfile.
 Asserts module sets (tests/startup_imports.py), never times."""
 from __future__ import annotations
 
-from elfkit.cli import ROOT
+from elfkit.tools import ROOT
 from tests.startup_imports import heavy, imports_of
 
 #: never imported by a command that does not need them
@@ -72,7 +72,7 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
     listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
     assert "riscv64" not in listing and "aarch64" in listing
-    # the host's slice: its name and machine from elfkit.machines
+    # the host's slice: its name and machine from elfkit._support.machines
     _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
                              str(tmp_path / "host.so"))
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []

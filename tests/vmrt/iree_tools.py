@@ -10,6 +10,7 @@ compiler version, so a rerun does not recompile."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -49,6 +50,22 @@ def require_tool(name: str, package: str) -> str:
     if exe is None:
         pytest.skip(f"{name} is not installed (pip install {package})")
     return exe
+
+
+def iree_profile_records(vmfb: Path, args: list[str], modes: str, workdir: Path,
+                         device: str = "local-task") -> list[dict]:
+    """IREE's own profile of a run: ``iree-run-module --device_profiling_mode=modes``
+    exported by ``iree-profile export --format=ireeperf-jsonl``, as records."""
+    run = require_tool("iree-run-module", "iree-base-runtime")
+    export = require_tool("iree-profile", "iree-base-runtime")
+    capture, out = workdir / "run.ireeprof", workdir / "run.ireeperf.jsonl"
+    subprocess.run([run, f"--device={device}", f"--module={vmfb}", *args,
+                    f"--device_profiling_mode={modes}", f"--device_profiling_output={capture}"],
+                   check=True, capture_output=True, timeout=300)
+    subprocess.run([export, "export", "--format=ireeperf-jsonl", f"--output={out}",
+                    str(capture)], check=True, capture_output=True, timeout=300)
+    with open(out, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 _SUFFIX = {"x86_64": "x86_64", "aarch64": "arm_64", "riscv64": "riscv_64", "arm": "arm_32",

@@ -26,13 +26,13 @@ PUBLIC = {
     # executables and plugins
     "Executable", "ElfExecutable", "LocalExecutable", "ExecutableLoader", "PluginManager",
     "ExecutablePlugin", "ImportCall", "StaticPlugin", "ParameterIndex",
-    # programs
-    "load", "Program",
+    # programs, device replay
+    "load", "Program", "replay",
     # errors
     "VmError", "StatusCode", "ArgumentError", "BudgetExceeded", "Cancelled", "DefinitionError",
     "DispatchError", "ExecutableError", "FunctionNotFoundError", "HalError",
     "ImportResolutionError", "InvocationError", "LinkError", "LoadError", "ParameterError",
-    "PluginError", "TypeRegistryError", "UsageError", "VerifyError",
+    "PluginError", "ReplayError", "TypeRegistryError", "UsageError", "VerifyError",
     "__version__",
 }
 

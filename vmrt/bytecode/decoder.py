@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import VerifyError
 from .isa import CORE, OPCODE_SETS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import LoadError, StatusCode
 from .flatbuf import FlatBuffer, Table

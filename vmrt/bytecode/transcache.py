@@ -18,14 +18,14 @@ key and a checksum of its contents; anything unexpected (truncated, corrupt,
 renamed, other Python, wrong shape, a symbolic link, a FIFO or device, a file
 over :data:`MAX_ENTRY` bytes) is ignored without waiting or reading it and the module is translated
 again.  Failing to write the cache is silent too.  The file format and these
-checks are :mod:`elfkit.codecache`'s (shared with elfkit's own caches).
+checks are ``elfkit.support.codecache``'s (shared with elfkit's own caches).
 """
 from __future__ import annotations
 
 import os
 import sys
 
-from elfkit import codecache
+from elfkit.support import codecache
 
 try:    # the C module behind hashlib.blake2b (hashlib itself costs ~2 ms to import)
     from _blake2 import blake2b

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
@@ -127,8 +127,9 @@ class CommandBuffer(RefObject):
         self.finalized = False
         self.submitted = 0
         #: per command, made at the first submission: its label in errors and,
-        #: for a dispatch, its bindings' labels and its NativeDispatch (or None)
-        self._plans: list[tuple[str, tuple[str, ...], Any]] = []
+        #: for a dispatch, its bindings' labels (None: made when an error needs
+        #: them) and its NativeDispatch (or None)
+        self._plans: list[tuple[str, Sequence[str] | None, Any]] = []
         #: when every command is a prepared dispatch: one runner per command
         #: for submissions nothing watches (made at the first one), else ()
         self._runners: tuple[Any, ...] | None = None
@@ -169,15 +170,14 @@ class CommandBuffer(RefObject):
         self.finalized = True
 
     # -- execution ------------------------------------------------------------------
-    def _plan(self, i: int, cmd: Any) -> tuple[str, tuple[str, ...], Any]:
+    def _plan(self, i: int, cmd: Any) -> tuple[str, Sequence[str] | None, Any]:
         what = f"command {i} ({type(cmd).__name__.lower()})"
         if not isinstance(cmd, Dispatch):
             return what, (), None
-        labels = tuple(f"{what} binding {k}" for k in range(len(cmd.bindings)))
         self.threads = getattr(self.device, "dispatch_threads", 1)
-        return what, labels, prepare_dispatch(cmd, self.device)
+        return what, None, prepare_dispatch(cmd, self.device)
 
-    def _all_plans(self) -> list[tuple[str, tuple[str, ...], Any]]:
+    def _all_plans(self) -> list[tuple[str, Sequence[str] | None, Any]]:
         """The plan of every command (made at the first submission).  Built
         aside and published whole: submissions from several threads (a
         command buffer shared by contexts) never see a list another one is
@@ -268,8 +268,10 @@ def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) 
 
 
 def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
-              deadline: float | None, prepared: Any, labels: Sequence[str],
+              deadline: float | None, prepared: Any, labels: Sequence[str] | None,
               threads: int) -> ObservedDispatch:
+    if labels is None:
+        labels = binding_labels(what, len(cmd.bindings))
     ranges = tuple(_resolve(b, table, w) for b, w in zip(cmd.bindings, labels))
     return ObservedDispatch(cmd, what, ranges, lambda: run_dispatch(
         cmd, table, what, deadline, prepared, labels, threads), deadline)
@@ -297,6 +299,11 @@ def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: st
 
 #: a large fill writes its pattern this many bytes at a time
 _FILL_CHUNK = 1 << 16
+
+
+def binding_labels(what: str, count: int) -> list[str]:
+    """How errors name the bindings of command ``what``."""
+    return [f"{what} binding {i}" for i in range(count)]
 
 
 def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
@@ -349,7 +356,7 @@ def run_resolved(specs: tuple[tuple[Any, ...], ...], sizes: list[int], run: Any,
     return True
 
 
-def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str],
+def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str] | None,
                     threads: int) -> tuple[Any, list[int], Any, Any]:
     """``(specs, sizes, run, checked)`` of a recorded dispatch with a
     prepared form: a submission calls ``run_resolved(specs, sizes, run,
@@ -376,7 +383,7 @@ def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], wha
     if 0 in cmd.workgroups:
         return
     if labels is None:
-        labels = [f"{what} binding {i}" for i in range(len(cmd.bindings))]
+        labels = binding_labels(what, len(cmd.bindings))
     ranges = resolve_all(cmd.bindings, table, labels)
     staged: dict[int, tuple[HalBuffer, memoryview, int]] = {}
     try:

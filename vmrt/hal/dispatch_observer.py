@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import VmError
 

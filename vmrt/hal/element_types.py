@@ -58,6 +58,7 @@ def element_type_code(name: str) -> int:
     return (_NUMERICAL[m.group(1)] << 24) | int(m.group(2))
 
 
+@lru_cache(maxsize=256)   # every buffer view a call makes asks (errors are not cached)
 def element_type_name(code: int) -> str:
     """The name (``f32``, ``i1``, ``f8E4M3FN`` ...) of an IREE element type value."""
     numerical, bits = code >> 24, code & 0xFFFFFF

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 
 import elfkit
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import StatusCode, UsageError
 from .benchmark_format import (

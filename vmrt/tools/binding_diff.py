@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import UsageError, VmError
 from ..hal.element_types import dtype_of

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elfkit.records import DataRecord, replace
+from elfkit.support import DataRecord, replace
 
 from ..errors import UsageError, VmError
 from ..hal.buffer_view import BufferView

@@ -1,5 +1,5 @@
 """The dispatch observers of ``vmrt run`` (``--dump_dispatches``,
-``--check_races``) set up from its flags: :func:`dispatch_observer`.
+``--check_races``, ``--device_replay_output``) set up from its flags: :func:`dispatch_observer`.
 ``--compare_with`` has its own runner (:mod:`vmrt.tools.compare`)."""
 from __future__ import annotations
 
@@ -13,24 +13,33 @@ if TYPE_CHECKING:
 
     from ..hal.local.races import RaceChecker
     from .dump import DispatchDumper
+    from .replay_capture import CaptureRecorder
 
 
 class RunObserver:
     """What watches the dispatches of one ``vmrt run`` (maybe nothing)."""
 
-    def __init__(self, dumper: DispatchDumper | None, races: RaceChecker | None):
+    def __init__(self, dumper: DispatchDumper | None, races: RaceChecker | None,
+                 capture: CaptureRecorder | None = None):
         self.dumper = dumper
         self.races = races
+        #: ``--device_replay_output``: records the device work as a replay capture
+        self.capture = capture
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
-        observer: Any = self.dumper or self.races
+        observer: Any = self.dumper or self.races or self.capture
         if observer is None:
             yield
             return
         from ..hal.dispatch_observer import observe_dispatches  # only when watching
         with observe_dispatches(observer):
             yield
+
+    def finish(self, results: Any) -> None:
+        """The run succeeded with ``results``: write the replay capture."""
+        if self.capture is not None:
+            self.capture.finish(results)
 
     def report(self) -> str:
         """``[RACE]`` lines, if races were found."""
@@ -48,6 +57,15 @@ def dispatch_observer(flags: Any) -> RunObserver:
     dumper records what the race checker computed when both are given).
     The tools are imported only when asked for (start-up of a plain run)."""
     spec = flags.values.get("dump_dispatches")
+    replay = flags.values.get("device_replay_output")
+    if replay is not None:
+        from ..errors import UsageError
+        from .replay_capture import CaptureRecorder, check_output_path
+        for other in ("dump_dispatches", "compare_with", "check_races"):
+            if other in flags.values or other in flags.bools:
+                raise UsageError(f"--device_replay_output cannot be combined with --{other}")
+        check_output_path(replay)
+        return RunObserver(None, None, CaptureRecorder(replay))
     if spec is None and "check_races" not in flags.bools:
         return RunObserver(None, None)
     from ..hal.local.races import RaceChecker

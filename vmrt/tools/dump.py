@@ -16,7 +16,7 @@ GLOB) is written to ``DIR/NNNN_EXPORT/`` (NNNN: its ordinal in the program):
 
 A folder appears whole or not at all (written to a temporary name, then
 renamed); one of an earlier run with the same name stays whole until it is
-swapped with the new one (``elfkit.files.replace_dir``).
+swapped with the new one (``elfkit.support.replace_dir``).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from elfkit.files import replace_dir
+from elfkit.support import replace_dir
 
 from ..errors import StatusCode, UsageError, os_error
 from ..hal.dispatch_observer import ObservedDispatch

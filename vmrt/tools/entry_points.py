@@ -27,10 +27,8 @@ import re
 import sys
 import time
 
-from elfkit import codecache
 from elfkit.errors import ElfkitError
-from elfkit.files import open_regular
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord, codecache, open_regular
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

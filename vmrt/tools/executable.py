@@ -206,7 +206,7 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid,
                  deadline=deadline)
     if lists["expected_output"]:
-        return _check_bindings(bindings, lists["expected_output"], values, stdout)
+        return check_bindings(bindings, lists["expected_output"], values, stdout)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
@@ -229,13 +229,17 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     return 0
 
 
-def _check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, str],
-                    stdout: TextIO) -> int:
-    """``--expected_output``: one [SUCCESS]/[FAILED] line per binding."""
+def check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, str],
+                   stdout: TextIO, label: str = "binding", prefix: bool = False) -> int:
+    """``--expected_output``: one [SUCCESS]/[FAILED] line per binding (uint8
+    arrays; ``label`` names them: ``binding[i]``); 0 when all matched, else 1.
+    ``values`` holds the ``expected_*_threshold`` flags; ``prefix``: a binding
+    longer than its expected value is compared over the value's length (a
+    buffer read back whole, its tensor at the start)."""
     from ..hal.element_types import element_type_of
     from .binding_diff import DEFAULT_THRESHOLDS, diff
     if len(specs) != len(bindings):
-        raise UsageError(f"{len(specs)} expected outputs specified for {len(bindings)} bindings",
+        raise UsageError(f"{len(specs)} expected outputs specified for {len(bindings)} {label}s",
                          StatusCode.OUT_OF_RANGE)
     thresholds = dict(DEFAULT_THRESHOLDS)
     for kind in thresholds:
@@ -251,17 +255,19 @@ def _check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str,
         if spec.strip() == "(ignored)":
             continue
         (want,) = _bindings([spec])
+        if prefix and b.nbytes > want.nbytes:
+            b = b.reshape(-1)[:want.nbytes]
         got = b.reshape(-1).view(want.dtype) if b.nbytes % want.itemsize == 0 else None
         if got is None or got.size != want.size:
             ok = False
-            stdout.write(f"[FAILED] binding[{i}]: {b.nbytes} bytes, expected {want.nbytes}\n")
+            stdout.write(f"[FAILED] {label}[{i}]: {b.nbytes} bytes, expected {want.nbytes}\n")
             continue
         d = diff(got, want, element_type_of(want.dtype), thresholds)
         if d is None:
-            stdout.write(f"[SUCCESS] binding[{i}]\n")
+            stdout.write(f"[SUCCESS] {label}[{i}]\n")
         else:
             ok = False
-            stdout.write(f"[FAILED] binding[{i}]: {d.describe('got', 'expected')}\n")
+            stdout.write(f"[FAILED] {label}[{i}]: {d.describe('got', 'expected')}\n")
     stdout.flush()
     return 0 if ok else 1
 

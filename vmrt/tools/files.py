@@ -6,7 +6,7 @@ import contextlib
 import os
 import stat
 
-from elfkit.files import replace_file
+from elfkit.support import replace_file
 
 from ..files import MAX_FLAGFILE_SIZE, MAX_MODULE_SIZE, check_input, open_input, read_input
 

@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import UsageError, VmError
 

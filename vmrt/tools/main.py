@@ -1,7 +1,8 @@
 """The ``vmrt`` command: ``vmrt run`` (like ``iree-run-module``), ``vmrt
 test`` (like ``iree-check-module``), ``vmrt benchmark`` (like
 ``iree-benchmark-module``) and ``vmrt executable`` (dispatch libraries;
-``vmrt executable benchmark`` is like ``iree-benchmark-executable``).  Each sub-command imports only
+``vmrt executable benchmark`` is like ``iree-benchmark-executable``) and ``vmrt
+replay`` (like ``iree-run-replay``).  Each sub-command imports only
 what it needs, so the command starts fast."""
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-COMMANDS = ("run", "test", "benchmark", "executable")
+COMMANDS = ("run", "test", "benchmark", "executable", "replay")
 #: the sub-commands of the commands that have some (``vmrt executable list``, ...)
 SUBCOMMANDS = {"executable": ("list", "imports", "dispatch", "benchmark")}
 
 #: ``vmrt WORDS --help`` prints this text of vmrt.tools.usage (what the command itself
 #: would print for it)
 _HELP: dict[tuple[str, ...], str] = {
-    ("run",): "RUN", ("test",): "TEST", ("benchmark",): "BENCHMARK",
+    ("run",): "RUN", ("test",): "TEST", ("benchmark",): "BENCHMARK", ("replay",): "REPLAY",
     ("executable",): "EXECUTABLE", ("executable", "benchmark"): "EXECUTABLE_BENCHMARK",
     **{("executable", c): "EXECUTABLE" for c in ("list", "imports", "dispatch")}}
 
@@ -135,6 +136,9 @@ def _command(argv: Sequence[str] | None, providers: Iterable[Any],
     if args[0] == "executable":
         from .executable import main as executable_main
         return executable_main(args[1:], stdout=out, stderr=err)
+    if args[0] == "replay":
+        from .replay import main as replay_main
+        return replay_main(args[1:], stdout=out, stderr=err)
     if args[0] == "run":
         from .run import main as run_main
         return run_main(args[1:], providers=providers, stdout=out, stderr=err)

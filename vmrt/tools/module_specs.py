@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
@@ -409,8 +409,8 @@ def create_context(user: Sequence[Any], options: RunOptions, providers: Iterable
     if options.gdb is not None:
         # the emulated machine that runs the executables stops at its first
         # instruction and waits for gdb (elfkit's gdb stub)
-        from elfkit.exec.emulated import gdbstub
-        gdbstub.request(options.gdb)
+        from elfkit.exec import request_gdb
+        request_gdb(options.gdb)
     ctx = new_context(loaded, options, budget=budget, timeout=timeout, trace=trace,
                       statistics=statistics)
     return ctx, loaded.user

@@ -22,6 +22,12 @@ each named by an ``M`` metadata event):
 * ``memory``: each device allocation and free as an ``i`` instant event
   (bytes, heap), and a ``C`` counter track of the live bytes per heap.
 
+A path ending in ``.ireeperf.jsonl`` (or ``format="ireeperf-jsonl"``)
+gets the same records as IREE's own ireeperf-jsonl interchange instead, for
+``iree-profile-render`` (:mod:`vmrt.tools.profile_ireeperf`); one ending in
+``.ireeprof`` IREE's binary profile bundle, for ``iree-profile``
+(:mod:`vmrt.tools.profile_ireeprof`).
+
 Timestamps are microseconds (with nanosecond digits) since the profile
 started.  The dispatch, transfer and workgroup hooks exist only while a
 profile watches (:mod:`vmrt.hal.dispatch_observer`); without one nothing is
@@ -53,12 +59,16 @@ from ..hal.dispatch_observer import (
 )
 from ..hal.statistics import listening
 from .files import StagedOutputs
+from .profile_ireeperf import IREEPERF_SUFFIX, ireeperf_records, ireeperf_text
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-__all__ = ["MAX_ORDER", "Profile", "open_profile"]
+__all__ = ["FORMATS", "MAX_ORDER", "Profile", "open_profile"]
+
+#: the formats a profile is written in
+FORMATS = ("trace-event", "ireeperf-jsonl", "ireeprof")
 
 #: the most workgroup indices a slice of workgroups run in a tool's order lists
 MAX_ORDER = 64
@@ -68,7 +78,11 @@ class Profile:
     ``target`` is a path (staged: the file appears at :meth:`close`) or a
     text stream (written at :meth:`close`)."""
 
-    def __init__(self, target: str | os.PathLike[str] | TextIO, process: str = "vmrt"):
+    def __init__(self, target: str | os.PathLike[str] | TextIO, process: str = "vmrt",
+                 format: str | None = None):
+        if format is not None and format not in FORMATS:
+            raise UsageError(f"unknown profile format '{format}' (expected "
+                             f"{' or '.join(FORMATS)})")
         self.process = process
         self.stream: Any = None
         self.files: StagedOutputs | None = None
@@ -88,6 +102,14 @@ class Profile:
                                  f"{e.strerror or e}", StatusCode.NOT_FOUND
                                  if e.errno == errno.ENOENT else StatusCode.PERMISSION_DENIED
                                  ) from None
+        #: "trace-event" (Chrome/Perfetto JSON) or "ireeperf-jsonl" (IREE's
+        #: interchange, :mod:`vmrt.tools.profile_ireeperf`): by default the latter
+        #: for a path ending in ``.ireeperf.jsonl``
+        self.format = format or ("ireeperf-jsonl" if self.path.endswith(IREEPERF_SUFFIX)
+                                 else "ireeprof" if self.path.endswith(".ireeprof")
+                                 else "trace-event")
+        if self.format == "ireeprof" and self.files is None:
+            raise UsageError("an .ireeprof profile is binary: give a path, not a text stream")
         self.pid = os.getpid()
         self.t0 = time.perf_counter_ns()
         # what the hooks record, as plain tuples (formatted at close: the hooks stay cheap)
@@ -110,6 +132,9 @@ class Profile:
         self.ranged = -1            # the last dispatch a range was recorded for
         #: per dispatch kind: (name, categories, fixed args)
         self.kinds: list[tuple[str, str, dict[Any, Any]]] = []
+        #: per dispatch kind: (executable name, export ordinal, the executable's
+        #: export count, the export's ExportInfo or None)
+        self.functions: list[tuple[str, int, int, Any]] = []
         #: id(recorded command) -> (the command, its kind)
         self._kind_of: dict[int, tuple[Any, int]] = {}
         self.closed = False
@@ -185,6 +210,11 @@ class Profile:
                  "arch": getattr(getattr(exe, "arch", None), "name", None) or "vmvx",
                  "workgroup_count": f"{x}x{y}x{z}", "workgroups": x * y * z}
         self.kinds.append((export, f"dispatch,{backend}", fixed))
+        try:
+            info = exe.export(cmd.ordinal)
+        except (AttributeError, VmError):
+            info = None
+        self.functions.append((exe_name, cmd.ordinal, len(getattr(exe, "exports", ())), info))
         self._kind_of[id(cmd)] = (cmd, len(self.kinds) - 1)
         return len(self.kinds) - 1
 
@@ -286,16 +316,13 @@ class Profile:
         if self.closed:
             return
         self.closed = True
-        text = json.dumps({"traceEvents": self.events(), "displayTimeUnit": "ns",
-                           "otherData": {"producer": "vmrt", "dispatches": self.dispatches}},
-                          separators=(",", ":"))
         if self.files is None:
-            self.stream.write(text)
+            self.stream.write(self.text())
             self.stream.flush()
             return
         try:
             try:
-                self.stream.write(text.encode())
+                self.stream.write(self.data())
             finally:
                 self.stream.close()
             self.files.commit()
@@ -306,6 +333,22 @@ class Profile:
         except BaseException:
             self.files.discard()
             raise
+
+    def text(self) -> str:
+        """The profile in a text format (an .ireeprof bundle's records as
+        ireeperf-jsonl)."""
+        if self.format != "trace-event":
+            return ireeperf_text(self)
+        return json.dumps({"traceEvents": self.events(), "displayTimeUnit": "ns",
+                           "otherData": {"producer": "vmrt", "dispatches": self.dispatches}},
+                          separators=(",", ":"))
+
+    def data(self) -> bytes:
+        """The profile file's bytes."""
+        if self.format == "ireeprof":
+            from .profile_ireeprof import ireeprof_bytes  # (binary: only when asked for)
+            return ireeprof_bytes(ireeperf_records(self), "vmrt")
+        return self.text().encode()
 
     @contextmanager
     def writing(self, on_success: bool = True) -> Iterator[None]:
@@ -352,11 +395,17 @@ def _describe(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def open_profile(target: Any, process: str = "vmrt") -> Profile:
+def open_profile(target: Any, process: str = "vmrt", format: str | None = None) -> Profile:
     """The :class:`Profile` ``target`` asks for: a path or a text stream
-    (anything with ``write``)."""
+    (anything with ``write``); ``format`` one of :data:`FORMATS` (by default
+    ireeperf-jsonl for a path ending in ``.ireeperf.jsonl``, else trace-event).
+    A :class:`Profile` not yet written is taken as it is (a text stream in
+    IREE's format: ``vmrt.load(..., profile=open_profile(stream,
+    format="ireeperf-jsonl"))``)."""
+    if isinstance(target, Profile) and not target.closed:
+        return target
     if not isinstance(target, (str, os.PathLike)) and not hasattr(target, "write"):
         raise UsageError(f"profile must be a path or a text stream, got a "
                          f"{type(target).__name__}")
-    return Profile(target, process)
+    return Profile(target, process, format)
 

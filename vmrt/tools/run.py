@@ -47,7 +47,8 @@ RUN_FLAGS = FlagSpec(
                       "expected_f32_threshold", "expected_f64_threshold", "compare_with",
                       "expected_bf16_threshold", "expected_rtol", "equality_mode",
                       "dump_dispatches", "dispatch_element_type", "trace_dispatch_tensors",
-                      "parameter_mode", "profile", "guest_profile", *TASK_VALUES}),
+                      "parameter_mode", "profile", "guest_profile", "device_replay_output",
+                      *TASK_VALUES}),
     bools=frozenset({"help", "trace_execution", "print_statistics", "version",
                      "check_races", "task_abort_on_failure"}),
     raw=frozenset({"input"}), optional=frozenset(ACTIONS))
@@ -79,7 +80,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
     if mode not in ("approximate", "exact"):
         raise UsageError(f"flag --equality_mode expects approximate or exact, got '{mode}'")
     if "compare_with" in flags.values:
-        for other in ("trace_dispatch_tensors", "profile", "guest_profile"):
+        for other in ("trace_dispatch_tensors", "profile", "guest_profile", "device_replay_output"):
             if other in flags.values:
                 raise UsageError(f"--compare_with cannot be combined with --{other}")
         from .compare import lockstep_cli  # imported only when asked for
@@ -122,6 +123,7 @@ def run(flags: Flags, stdout: TextIO, providers: Iterable[Any] = (), stdin: Any 
             raise
         if guest:
             guest.finish()
+        observer.finish(results)
         if flags.lists["expected_output"]:
             try:
                 ok, text = check_expected(results, fn.cconv, flags.lists["expected_output"],

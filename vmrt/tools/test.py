@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 import elfkit
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule

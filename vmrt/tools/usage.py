@@ -7,6 +7,7 @@ usage: vmrt [--help] [--version] run [FLAGS]
        vmrt test --module=PATH [FLAGS]         (test functions; see 'vmrt test --help')
        vmrt benchmark --module=PATH [FLAGS]    (timings; see 'vmrt benchmark --help')
        vmrt executable (list|dispatch|benchmark) ...   (see 'vmrt executable --help')
+       vmrt replay FILE.ireereplay [FLAGS]     (IREE device replay; see 'vmrt replay --help')
 
 Run a function of a VM bytecode module (.vmfb), like iree-run-module.
 
@@ -80,6 +81,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
   --dump_dispatches=DIR[,GLOB]  write each dispatch (or each whose export name
                                 matches GLOB) to DIR/NNNN_export/ with a
                                 replay.sh (vmrt extension)
+  --device_replay_output=FILE   write the run's device work (allocations, host
+                                writes, transfers, dispatches, the results read
+                                back) as an IREE replay capture (.ireereplay)
+                                for vmrt replay, iree-run-replay, iree-dump-replay
   --check_races                 run each dispatch's workgroups in several orders;
                                 report overlapping writes, exit 1 (vmrt extension)
   --dispatch_element_type=T     element type of the bindings of dispatches whose
@@ -97,7 +102,10 @@ vmrt run flags (--flag=value or --flag value; list flags may repeat):
                                 trace-event JSON (ui.perfetto.dev): invocations,
                                 dispatches and the workgroups each thread ran,
                                 transfers, allocations; written also when the
-                                run fails (vmrt extension)
+                                run fails; a FILE ending in .ireeperf.jsonl gets
+                                IREE's ireeperf-jsonl (iree-profile-render draws
+                                it), one ending in .ireeprof IREE's profile bundle
+                                (iree-profile reads it) (vmrt extension)
   --guest_profile=FILE          profile the guest code of emulated dispatches by
                                 function (export) and source line: instruction
                                 counts, as FILE.svg (flame chart) or FILE.json
@@ -235,4 +243,44 @@ override them.
 Emulated dispatches add ``guest_instructions`` (per dispatch) and
 ``guest_instructions_per_workgroup`` counters, counted in one untimed
 dispatch: deterministic, unlike the times.
+"""
+
+#: ``vmrt replay --help``
+REPLAY = """\
+    vmrt replay FILE.ireereplay [--device=local-sync|local-task]
+         [--replay_executable_substitution=SELECTOR=PATH]...
+         [--replay_file_remap=CAPTURED_PREFIX=REPLAY_PREFIX]...
+         [--executable_plugin=SPEC]... [--backend=auto|native|emulated]
+         [--expected[=true|false]]
+         [--expected_output=VALUE]... [--expected_f32_threshold=T]
+         [--dispatch_element_type=T]
+
+FILE is a capture ``iree-run-module --device_replay_output=FILE`` (or
+``vmrt run --device_replay_output=FILE``) wrote for a CPU device
+(local-sync, local-task; embedded ELF executables).  vmrt re-issues its
+HAL operations in order (allocations, host writes, transfers, command
+buffers, dispatches); executables built for another CPU run emulated
+(``--backend=emulated``: all of them).
+
+The outputs are the ranges the captured program read back from the
+device.  ``--expected`` (on by default) checks each against the bytes the
+capture recorded for it (vmrt's captures record them, IREE's do not);
+``--expected_output`` (iree-run-module's syntax, one per output,
+``(ignored)`` skips one; an output longer than its value, a buffer read
+back whole, is compared over the value's bytes) checks them against values.  A mismatch prints
+``[FAILED]`` with the first differing elements (as ``--dispatch_element_type``,
+default the type the name of the last dispatch that bound the output ends
+in, ``..._f32``, else bytes) and exits 1.
+
+``--replay_executable_substitution`` is iree-run-replay's flag: ``ID=PATH``
+replaces executable ID (``iree-dump-replay`` lists the ids), ``all=PATH``
+every executable; ``ID@FORMAT=PATH`` names the replacement's executable
+format (``embedded-elf-arm_64``: the aarch64 slice of a FatELF).  The
+replacement must have the captured exports (names, bindings, constants):
+replay an x86_64 capture with an aarch64 build of the same executable.
+
+Parameter files a capture references by path (iree-run-module's default
+``--device_replay_file_policy=reference``) are read from there;
+``--replay_file_remap=/old/dir=/new/dir`` (as iree-run-replay) finds them
+after a move.  vmrt checks their length, not their identity.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..errors import DefinitionError, StatusCode
 

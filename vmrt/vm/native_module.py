@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ..errors import ArgumentError, DefinitionError, InvocationError, StatusCode, VmError
 from .module import (

@@ -30,10 +30,10 @@ Rules implemented (scalars only: integers, pointers, f32, f64):
 """
 from __future__ import annotations
 
+from ..._support.records import DataRecord
 from ...arch import Arch
 from ...arch import get as get_arch
 from ...errors import SignatureError
-from ...records import DataRecord
 from ...signature import CType, Signature
 
 # float ABI names accepted (riscv uses the width, arm only "hard")

@@ -17,10 +17,10 @@ import threading
 import types
 from collections.abc import Callable
 
+from ..._support.codecache import compile_cached
+from ..._support.records import DataRecord
 from ...arch import Arch
-from ...codecache import compile_cached
 from ...errors import MemoryAccessError, SignatureError
-from ...records import DataRecord
 from ...signature import CType
 from . import _uc, _watchdog
 from ._cc import Loc, Piece, Plan, reg_size

@@ -85,6 +85,10 @@ class Debugger:
                     return s
         return None
 
+    def has_line_info(self, lo: int, hi: int) -> bool:
+        """See ``EmulatedMachine.has_line_info``."""
+        return any(a < hi and lo < b for a, b, _r in self._line_info)
+
     def registers(self, names: Iterable[str] | None = None) -> dict[str, int]:
         """Current values of integer registers (``dump_regs`` by default)."""
         e = self._uc
@@ -227,9 +231,15 @@ class Debugger:
         if profile is not None:
             self._state.check_open()
             from ._profiler import BlockCounter  # imported when profiling starts
-            counter = BlockCounter(profile)
-            self._profile_hook = self._uc.add_hook(
-                C.UC_HOOK_BLOCK, _uc.HOOK_CODE(self._state.guard(counter.on_block)), 1, 0)
+            from .blockhook import native_counter
+            native = native_counter(guard=self._state.guard)
+            counter = BlockCounter(profile, native)
+            if native is not None:      # counted in C (see blockhook)
+                self._profile_hook = self._uc.add_native_hook(
+                    C.UC_HOOK_BLOCK, native.hook, native.user_data, 1, 0)
+            else:
+                self._profile_hook = self._uc.add_hook(
+                    C.UC_HOOK_BLOCK, _uc.HOOK_CODE(self._state.guard(counter.on_block)), 1, 0)
             self._profiler = counter
             self._uc.flush_tb()
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
+from ..._support.records import DataRecord
 from ...errors import EmulationFault
-from ...records import DataRecord
 from ..disasm import disassemble
 from ._layout import SENTINEL
 from ._uc import strerror

@@ -10,8 +10,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator
 
+from ..._support.records import DataRecord, field
 from ...errors import LayoutError, MemoryAccessError
-from ...records import DataRecord, field
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

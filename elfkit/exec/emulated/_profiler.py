@@ -2,10 +2,13 @@
 by function and source line (``EmulatedMachine.profile``).
 
 While a machine profiles, a ``UC_HOOK_BLOCK`` hook counts how often each
-translated block ``(address, size)`` runs: one dictionary update per block,
-no per-instruction hook.  When profiling stops, each distinct block is
-disassembled once (capstone) and every instruction of it is charged, times
-the block's count, to the function (``machine.symbolize``) and source line
+translated block ``(address, size)`` runs, no per-instruction hook: a C
+function counting into a table (``blockhook``), else a Python function
+updating a dictionary (much slower; the counts are the same).  When
+profiling stops, each distinct block is split into its instructions once
+(``disasm.instruction_addresses``: by the encoding's length, capstone on
+x86) and every instruction of it is charged, times the block's count, to
+the function (``.symtab``, else ``machine.symbolize``) and source line
 (``machine.source_line``: DWARF ``.debug_line``) of its own address.  Counts
 are instructions, not time, so a profile is deterministic; its total equals
 ``machine.instructions`` (``count_instructions``) over the same calls.
@@ -21,9 +24,9 @@ import os
 import threading
 from collections import defaultdict
 
+from ..._support.files import replace_file
 from ...errors import ExecutionError
-from ...files import replace_file
-from ..disasm import disassemble
+from ..disasm import instruction_addresses
 from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -70,7 +73,8 @@ class GuestProfile:
 
     def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int]) -> None:
         """Charge ``blocks`` (``(address, size) -> executions``) run on
-        ``machine``, instruction by instruction (see the module doc)."""
+        ``machine``, instruction by instruction (see the module doc); a block
+        inside one function and without line information is charged whole."""
         where: dict[int, tuple[str, str]] = {}
         function = _function_namer(machine)
         local: dict[tuple[str, str], int] = defaultdict(int)
@@ -79,14 +83,27 @@ class GuestProfile:
             thumb = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
         for (address, size), times in blocks.items():
             code = machine.try_read(address, size) if size else None
-            addrs = [i.address for i in disassemble(code, address, machine.arch, thumb=thumb)
-                     ] if code else []
-            for a in addrs or [address]:
+            addrs = instruction_addresses(code, address, machine.arch, thumb=thumb
+                                          ) if code else []
+            if not addrs:
+                addrs = [address]
+            name, end = function(address)
+            if addrs[-1] < end and not machine.has_line_info(address, addrs[-1] + 1):
+                local[(name, NO_LINE)] += times * len(addrs)
+                continue
+            run, last = 0, ("", "")   # a run of instructions of one line: one update
+            for a in addrs:
                 key = where.get(a)
                 if key is None:
-                    line = machine.source_line(a) or NO_LINE
-                    key = where[a] = (function(a), line)
-                local[key] += times
+                    if a >= end:
+                        name, end = function(a)
+                    key = where[a] = (name, machine.source_line(a) or NO_LINE)
+                if key != last:
+                    if run:
+                        local[last] += times * run
+                    run, last = 0, key
+                run += 1
+            local[last] += times * run
         with self._lock:
             for key, n in local.items():
                 self.counts[key] += n
@@ -127,8 +144,8 @@ class GuestProfile:
     def svg(self, width: int = 1200) -> str:
         """An icicle chart: the root (all instructions), functions below it,
         their lines below those; widths proportional to instructions."""
-        # here only: it imports urllib.request (http, email, ssl), a start-up cost of
-        # every emulated run otherwise
+        # imported here: xml.sax.saxutils pulls in urllib.request, http.client,
+        # ssl and email (tens of ms), which no run that writes no profile needs
         from xml.sax.saxutils import escape
         row, pad, top = 20, 10, 40
         total = self.total or 1
@@ -176,7 +193,7 @@ class GuestProfile:
         if p.lower().endswith(".svg"):
             text = self.svg()
         else:
-            import json
+            import json  # only when a profile is written (start-up time)
             text = json.dumps(self.speedscope(), indent=1) + "\n"
         write_atomically(p, text, "profile")
 
@@ -196,9 +213,10 @@ def check_profile_path(path: str | os.PathLike[str]) -> str:
     return p
 
 
-def _function_namer(machine: Any) -> Callable[[int], str]:
-    """``addr -> function name``: the ``.symtab`` functions of the machine's
-    modules (static ones too), else ``machine.symbolize``."""
+def _function_namer(machine: Any) -> Callable[[int], tuple[str, int]]:
+    """``addr -> (function name, where that name ends)``: the ``.symtab``
+    functions of the machine's modules (static ones too), else
+    ``machine.symbolize`` (for that one address)."""
     funcs: list[tuple[int, int, str]] = []
     for mod in machine.modules:
         if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
@@ -206,19 +224,22 @@ def _function_namer(machine: Any) -> Callable[[int], str]:
                       if s.type in (STT_FUNC, STT_GNU_IFUNC)]
     funcs.sort()
 
-    def name(addr: int) -> str:
+    def name(addr: int) -> tuple[str, int]:
         i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
         if i >= 0 and addr < funcs[i][0] + funcs[i][1]:
-            return funcs[i][2]
-        return function_of(machine.symbolize(addr))
+            end = funcs[i][0] + funcs[i][1]
+            if i + 1 < len(funcs):       # (overlapping symbols: the next one starts)
+                end = min(end, funcs[i + 1][0])
+            return funcs[i][2], end
+        return function_of(machine.symbolize(addr)), addr + 1
     return name
 
 
 def write_atomically(path: str, text: str, what: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    import tempfile  # not at import time: shutil, bz2, lzma, random
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
-    import tempfile
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -233,10 +254,13 @@ def write_atomically(path: str, text: str, what: str) -> None:
 
 
 class BlockCounter:
-    """The hook side of profiling one machine: executions per block."""
+    """The hook side of profiling one machine: executions per block, counted
+    by ``on_block`` (the Python hook) or by ``native`` (a ``NativeCounter``
+    whose C hook the machine installed instead)."""
 
-    def __init__(self, profile: GuestProfile) -> None:
+    def __init__(self, profile: GuestProfile, native: Any = None) -> None:
         self.profile = profile
+        self.native = native
         self.blocks: dict[tuple[int, int], int] = defaultdict(int)
 
     def on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
@@ -244,4 +268,7 @@ class BlockCounter:
 
     def finish(self, machine: Any) -> None:
         blocks, self.blocks = self.blocks, defaultdict(int)
+        if self.native is not None:
+            for key, n in self.native.take().items():
+                blocks[key] += n
         self.profile.add_blocks(machine, blocks)

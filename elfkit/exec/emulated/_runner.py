@@ -17,9 +17,9 @@ import time
 import weakref
 from collections.abc import Callable
 
-from ... import arguments
+from ..._support import arguments
+from ..._support.records import replace
 from ...errors import CallTimeout, ExecutionError, SignatureError
-from ...records import replace
 from ...signature import Signature
 from . import _codegen, _uc, _watchdog
 from ._callstate import (
@@ -198,8 +198,8 @@ class CallRunner:
         thumb = False
         if self.arch.name == "arm":
             thumb = bool(self._uc.read_word(self._uc.reg_id("CPSR")) & 0x20)
-        from ..disasm import disassemble  # tracing and budgets only: imported on use
-        return max(1, len(disassemble(code, address, self.arch, thumb=thumb)))
+        from ..disasm import instruction_addresses  # budgets and counts only: on use
+        return max(1, len(instruction_addresses(code, address, self.arch, thumb=thumb)))
 
     # -------------------------------------------------------------- calls
     def caller(self, sig: Signature, abi: str) -> Callable[..., Any]:

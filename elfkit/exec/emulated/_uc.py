@@ -295,6 +295,19 @@ class Engine:
         self._hooks.append(cfn)
         return hh.value
 
+    def add_native_hook(self, kind: int, function: int, user_data: int, begin: int,
+                        end: int) -> int:
+        """Install the C function at host address ``function`` (which stays
+        loaded while the hook exists), called with ``user_data``, for
+        ``[begin, end]``; returns its handle."""
+        hh = ctypes.c_size_t()
+        err = lib.uc_hook_add(self.handle, ctypes.byref(hh), kind, ctypes.c_void_p(function),
+                              ctypes.c_void_p(user_data), ctypes.c_uint64(begin),
+                              ctypes.c_uint64(end))
+        if err:
+            raise ExecutionError(f"unicorn: cannot add hook: {strerror(err)}")
+        return hh.value
+
     def del_hook(self, handle: int, cfn: Any = None) -> None:
         """Remove hook ``handle``; ``cfn``: its callback, no longer kept alive."""
         lib.uc_hook_del(self.handle, handle)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import socket
     from pathlib import Path
 
-from ... import arguments
+from ..._support import arguments
 from ...errors import BackendError, ExecutionError, InvalidArgumentError, SignatureError
 from .gdbtarget import elf_copy, library_list, library_list_svr4, target_xml
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from ...files import exclusive_dir, private_temp_dir
+from ..._support.files import exclusive_dir, private_temp_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Where a plugin's DWARF holds addresses is kept per file in elfkit's cache
-(elfkit.codecache): read back when private and intact, ignored (found again
+(elfkit._support.codecache): read back when private and intact, ignored (found again
 from the DWARF) when damaged or writable by others."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from elfkit import codecache
+from elfkit._support import codecache
 from elfkit.exec.dwarf_reloc import info_sites, sites_entry
 from elfkit.toolchain import compile_plugin
 

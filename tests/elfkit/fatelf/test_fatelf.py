@@ -744,7 +744,7 @@ def test_copy_from_mapped_file_into_a_file_object(tmp_path):
 def test_import_is_cheap():
     import subprocess
     import sys
-    code = ("import sys, elfkit.fatelf, elfkit.fatelf.cli; "
+    code = ("import sys, elfkit.fatelf, elfkit.tools.fatelf; "
             "bad = [m for m in ('lief', 'unicorn', 'capstone', 'numpy') if m in sys.modules]; "
             "print(','.join(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from elfkit import cli, fatelf
+from elfkit import fatelf
+from elfkit import tools as cli
 from tests.elfkit.fatelf.fatelf_inputs import (
     A64,
     ARCHES,
@@ -24,7 +25,7 @@ SUBCOMMANDS = ["pack", "list", "extract", "split", "select", "remove", "replace"
 
 
 def run(capsys, *argv):
-    """elfkit.cli.main in-process: (exit code, stdout, stderr)."""
+    """elfkit.tools.main in-process: (exit code, stdout, stderr)."""
     try:
         code = cli.main(["fatelf", *map(str, argv)])
     except SystemExit as e:  # argparse usage errors and --help

@@ -1,15 +1,23 @@
 """Large relocation tables (the numpy bulk path) on every architecture, in
-RELA, REL and DT_RELR form, checked against pyelftools like the test plugins."""
+RELA, REL and DT_RELR form, checked against pyelftools like the test plugins.
+numpy is imported here, so tables of ``BULK`` entries and more take the bulk
+path; a process without numpy keeps the plain path up to ``BULK_COLD``."""
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy  # noqa: F401  (loaded: the bulk path from BULK entries on)
 import pytest
 
 import elfkit
 from elfkit.exec.memory import MemoryMachine
 from elfkit.loader import parse
 from elfkit.loader.plan import Relative, plan_for
+from elfkit.loader.reloc_tables import BULK, BULK_COLD
 from elfkit.toolchain import compile_plugin
 from tests.elfkit.loader.reloc_oracle import check_native_reloads, check_plugin, relative_words
 
@@ -73,9 +81,38 @@ def test_bulk_path_handles_unaligned_places(tmp_path, arch):
     so = _build(tmp_path, arch, 1000, unaligned=True)
     elf = parse(so.read_bytes())
     table = next(t for t in elf.reloc_tables if t.count >= 256)
+    assert table.bulk
     w = 8 if arch in ("x86_64", "aarch64", "riscv64") else 4
     assert sum(1 for o in table.offsets if o % w) >= 1000     # the places really are unaligned
     assert check_plugin(so, arch) >= 1000
+
+
+_COLD = """\
+import sys
+from pathlib import Path
+from elfkit.loader import parse
+from tests.elfkit.loader.reloc_oracle import check_plugin
+so = Path(sys.argv[1])
+t = max(parse(so.read_bytes()).reloc_tables, key=lambda t: t.count)
+n = check_plugin(so, sys.argv[2])
+print(t.count, t.bulk, type(t.offsets).__name__, n, "numpy" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm"])
+def test_table_below_bulk_cold_loads_without_numpy(tmp_path, arch):
+    """In a process that has not imported numpy, a table of 1,000 entries
+    (above BULK, below BULK_COLD) is decoded into lists and applied by the
+    plain loops, matches pyelftools, and numpy is still not imported."""
+    assert BULK < 1000 < BULK_COLD
+    so = _build(tmp_path, arch, 1000)
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    out = subprocess.run([sys.executable, "-c", _COLD, str(so), arch], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1001", "False", "list", "1001", "False"]
+    assert parse(so.read_bytes()).reloc_tables[0].bulk      # numpy loaded here: bulk
 
 
 @pytest.mark.parametrize("arch", ARCHES)

@@ -72,3 +72,21 @@ def test_prepared_run_matches_dispatch(iree, n, plugin):
             np.testing.assert_array_equal(out, a * b * np.float32(3))
     else:
         assert want.startswith("INTERNAL: ") and "workgroup (" in want, want
+
+
+def test_prepare_is_kept_per_dispatch_shape(iree):
+    """A command buffer recorded anew (each time round a loop) prepares the
+    same dispatch again: the executable hands back the one it prepared, and
+    another grid, other constants or another thread count get their own."""
+    with PluginManager() as mgr:
+        mgr.register({"simple_mul_workgroup": lambda call: 0})
+        with Executable.load(iree.compile("simple_mul", "x86_64").library, plugins=mgr) as exe:
+            first = exe.prepare("tiled_mul", 2, _index(128), 3)
+            assert first is not None
+            assert exe.prepare("tiled_mul", 2, _index(128), 3) is first
+            others = [exe.prepare("tiled_mul", 3, _index(128), 3),
+                      exe.prepare("tiled_mul", 2, _index(64), 3),
+                      exe.prepare("tiled_mul", 2, _index(128), 3, threads=2)]
+            assert all(p is not None and p is not first for p in others)
+            assert len({id(p) for p in others}) == 3
+        assert exe.prepare("tiled_mul", 2, _index(128), 3) is None     # closed

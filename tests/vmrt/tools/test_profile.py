@@ -28,7 +28,7 @@ import pytest
 
 import vmrt
 from tests.vmrt.hal.hal_testutil import vmrt_run
-from tests.vmrt.iree_tools import REPO, require_tool
+from tests.vmrt.iree_tools import REPO, iree_profile_records
 from vmrt.errors import UsageError
 
 #: the Trace Event Format phases the profile uses
@@ -137,19 +137,10 @@ def _check_workgroups(events: list[dict], once: bool = True) -> dict[int, set[in
 def iree_profile(hal_compile, chain_inputs, tmp_path_factory):
     """What IREE's own profile of chain.mlir (local-task, x86_64) records:
     ``(dispatches as (name, workgroup count), allocation sizes)``."""
-    run = require_tool("iree-run-module", "iree-base-runtime")
-    export = require_tool("iree-profile", "iree-base-runtime")
-    d = tmp_path_factory.mktemp("iree_profile")
-    subprocess.run([run, "--device=local-task", f"--module={hal_compile('chain.mlir')}",
-                    "--function=chain", *chain_inputs[2],
-                    "--device_profiling_mode=queue-events,executable-metadata",
-                    f"--device_profiling_output={d / 'chain.ireeprof'}"],
-                   check=True, capture_output=True, timeout=300)
-    subprocess.run([export, "export", "--format=ireeperf-jsonl",
-                    f"--output={d / 'chain.jsonl'}", str(d / "chain.ireeprof")],
-                   check=True, capture_output=True, timeout=300)
-    with open(d / "chain.jsonl", encoding="utf-8") as fh:
-        records = [json.loads(line) for line in fh if line.strip()]
+    records = iree_profile_records(hal_compile("chain.mlir"),
+                                   ["--function=chain", *chain_inputs[2]],
+                                   "queue-events,executable-metadata",
+                                   tmp_path_factory.mktemp("iree_profile"))
     dispatches = [(r["key"], "x".join(map(str, r["workgroup_count"]))) for r in records
                   if r["record_type"] == "command_operation" and r["op"] == "dispatch"]
     allocas = sorted(r["payload_length"] for r in records
@@ -313,15 +304,19 @@ def test_a_failed_run_keeps_its_profile(hal_compile, tmp_path):
     assert "shape rank mismatch" in invocation["args"]["error"]
 
 
-@pytest.mark.parametrize("target", ["missing/p.json", "dir"])
+@pytest.mark.parametrize("target", ["missing/p.json", "dir", "missing/p.ireeperf.jsonl",
+                                    "dir.ireeperf.jsonl", "missing/p.ireeprof"])
 def test_unwritable_profile_is_one_error_line_and_no_file(hal_compile, tmp_path, target):
+    """(also in IREE's formats, test_profile_ireeperf.py)"""
     (tmp_path / "dir").mkdir()
+    (tmp_path / "dir.ireeperf.jsonl").mkdir()
     before = sorted(os.listdir(tmp_path))
     got = vmrt_run([f"--module={hal_compile('chain.mlir')}", "--input=16x32xf32=1",
                     "--input=32x16xf32=1", f"--profile={tmp_path / target}"])
     assert got.rc != 0 and got.stdout == ""     # refused before anything ran
     assert len(got.stderr.splitlines()) == 1 and "cannot write the profile" in got.stderr
-    assert sorted(os.listdir(tmp_path)) == before and os.listdir(tmp_path / "dir") == []
+    assert sorted(os.listdir(tmp_path)) == before and os.listdir(tmp_path / "dir") == [] \
+        and os.listdir(tmp_path / "dir.ireeperf.jsonl") == []
     with pytest.raises(UsageError, match="cannot write the profile"):
         vmrt.load(hal_compile("chain.mlir"), profile=tmp_path / target)
     with pytest.raises(UsageError, match="profile must be a path or a text stream"):

@@ -113,7 +113,7 @@ NEVER = ("numpy", "unicorn", "typing", "dataclasses", "pathlib", "argparse", "st
 def test_help_of_every_command_imports_no_command():
     from vmrt.tools import usage
     from vmrt.tools.main import COMMANDS, SUBCOMMANDS
-    commands = {"RUN": "run", "TEST": "test", "BENCHMARK": "benchmark",
+    commands = {"RUN": "run", "TEST": "test", "BENCHMARK": "benchmark", "REPLAY": "replay",
                 "EXECUTABLE": "executable", "EXECUTABLE_BENCHMARK": "executable_benchmark"}
     lines = [[], *([c] for c in COMMANDS), *([c, s] for c, subs in SUBCOMMANDS.items()
                                             for s in subs)]

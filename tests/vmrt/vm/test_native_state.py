@@ -4,7 +4,7 @@ context gets its own, with its imports bound into ``state.imports``."""
 from __future__ import annotations
 
 import vmrt
-from elfkit.records import field
+from elfkit._support.records import field
 from vmrt.modules.check.module import CheckModule, CheckState
 from vmrt.modules.hal.module import HalDeviceModule, HalState
 

@@ -38,6 +38,7 @@ from elfkit import fatelf
 
 from ...errors import ExecutableError, StatusCode, VmError
 from ...files import MAX_MODULE_SIZE, read_input
+from ...vm.lifecycle import Closeable
 from . import dispatch_args as dargs
 from . import fpu_state
 from . import library_abi as abi
@@ -95,12 +96,18 @@ def prefetch_unicorn(arch_name: str, backend: str) -> None:
     from elfkit.arch import get as get_arch
     from elfkit.exec import choose_backend
     if choose_backend(get_arch(arch_name), backend) == "emulated":
-        from elfkit.exec import unicorn_lib
-        unicorn_lib.prefetch()
+        from elfkit.exec import prefetch_emulator
+        prefetch_emulator()
 
 
-class ElfExecutable:
+#: the most prepared dispatches an executable keeps (then it starts again)
+MAX_PREPARED_KEPT = 4096
+
+
+class ElfExecutable(Closeable):
     """A loaded dispatch library.  Use :meth:`load`."""
+
+    closed = True   # Closeable: an attribute here, True until loaded
 
     def __init__(self) -> None:
         self.closed = True
@@ -108,6 +115,10 @@ class ElfExecutable:
         #: made with over(): what loads the library again for another machine
         self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        #: prepare()'s results by (export, grid, constants, bindings, threads):
+        #: a command buffer recorded anew each time round a loop (or each call)
+        #: runs dispatches prepared before
+        self._prepared: dict[tuple[Any, ...], NativeDispatch | None] = {}
         #: per thread, what the dispatch walk keeps between dispatches (native:
         #: a reusable dispatch-state block; see :mod:`vmrt.hal.local.dispatch`)
         self.scratch = threading.local()
@@ -406,7 +417,25 @@ class ElfExecutable:
         workgroups, arguments dispatch() rejects): call dispatch() then."""
         if self.closed or self.backend != "native":
             return None
-        return prepare_native(self, export, workgroup_count, constants, binding_count, threads)
+        if not isinstance(export, (int, str)):
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        try:
+            grid = (workgroup_count,) if isinstance(workgroup_count, int) else \
+                tuple(workgroup_count)
+            key = (export, grid, tuple(constants), binding_count, threads)
+            return self._prepared[key]
+        except KeyError:
+            pass
+        except TypeError:       # odd arguments: prepare_native reports them
+            return prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        prepared = prepare_native(self, export, workgroup_count, constants, binding_count,
+                                  threads)
+        if len(self._prepared) >= MAX_PREPARED_KEPT:
+            self._prepared.clear()
+        self._prepared[key] = prepared
+        return prepared
 
     @property
     def layout(self) -> abi.Layout:
@@ -437,28 +466,18 @@ class ElfExecutable:
         if self.closed:
             raise ExecutableError(f"executable '{getattr(self, 'name', '?')}' is closed")
 
-    def close(self) -> None:
-        if self.closed and not hasattr(self, "module"):
-            return
-        was_open = not self.closed
+    def _close(self) -> None:
         self.closed = True
-        if was_open:
-            if self.workers is not None:
-                self.workers.close()
-            self._mem.free_all()
-            if not self._owns_module:
-                return
-            try:
-                self.module.close()
-            except elfkit.ElfkitError as e:       # its finalisers faulted, say
-                raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
-                                      f"{e}") from e
-
-    def __enter__(self) -> ElfExecutable:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+        if self.workers is not None:
+            self.workers.close()
+        self._mem.free_all()
+        if not self._owns_module:
+            return
+        try:
+            self.module.close()
+        except elfkit.ElfkitError as e:       # its finalisers faulted, say
+            raise ExecutableError(f"closing executable '{getattr(self, 'name', '?')}': "
+                                  f"{e}") from e
 
     def __repr__(self) -> str:
         if not hasattr(self, "module"):

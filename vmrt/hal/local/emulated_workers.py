@@ -91,7 +91,7 @@ class SharedBindings:
         import numpy as np
 
         # imported here: a native or host-only run never imports unicorn
-        from elfkit.exec.emulated import page_aligned_empty
+        from elfkit.exec import page_aligned_empty
         self.arrays = list(arrays)
         self.groups = alias_groups(self.arrays)
         #: per group: (host block, offset of the group's span in it, span size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ...errors import DispatchError, StatusCode
 

@@ -5,7 +5,7 @@ IREE's local-sync command buffer and each local-task worker push an FPU
 state with ``IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO`` around the
 dispatch work they do on their thread and pop it afterwards: x86 MXCSR |=
 0x8040 (FTZ, DAZ), aarch64 FPCR |= 0x1080000 (FZ, FZ16), arm FPSCR |=
-0x1000000 (FZ), nothing on RISC-V (``elfkit.exec.fpu`` has the facts).
+0x1000000 (FZ), nothing on RISC-V (``elfkit.exec.host_fpu`` has the facts).
 vmrt does the same:
 
 * native code (and vmvx kernels, which run on the host): :func:`push` sets
@@ -27,8 +27,7 @@ from __future__ import annotations
 import weakref
 from functools import partial
 
-from elfkit.exec.base import PROT_EXEC, PROT_READ
-from elfkit.exec.fpu import flushing_call_through3, host_fpu
+from elfkit.exec import PROT_EXEC, PROT_READ, flushing_call_through3, host_fpu
 
 from .guest import sig
 

@@ -13,7 +13,7 @@ import weakref
 from collections.abc import Callable
 
 from elfkit import ElfkitError
-from elfkit.exec.base import PROT_EXEC, PROT_READ
+from elfkit.exec import PROT_EXEC, PROT_READ
 from elfkit.signature import Signature
 from elfkit.signature import parse as parse_signature
 

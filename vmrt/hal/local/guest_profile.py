@@ -71,7 +71,7 @@ class GuestProfileFile:
 
     def __init__(self, path: str | os.PathLike[str], name: str = "vmrt guest") -> None:
         from elfkit import ElfkitError
-        from elfkit.exec.emulated import GuestProfile, check_profile_path  # only when asked for
+        from elfkit.exec import GuestProfile, check_profile_path  # only when asked for
         try:
             self.path = check_profile_path(path)
         except ElfkitError as e:

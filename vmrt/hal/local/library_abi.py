@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterable
 
 from elfkit.errors import ElfkitError
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 # ---------------------------------------------------------------------------
 # Executable plugins (version 0.1)

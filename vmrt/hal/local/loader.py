@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from elfkit import FatElfError, fatelf
 
 from ...errors import ExecutableError, StatusCode
+from ...vm.lifecycle import Closeable
 from .elf_executable import ElfExecutable
 from .formats import VMVX_FORMAT
 from .plugins.manager import PluginManager, register_plugins
@@ -75,7 +76,7 @@ def supports_format(fmt: str) -> bool:
     return fmt == "embedded-fatelf"
 
 
-class ExecutableLoader:
+class ExecutableLoader(Closeable):
     """What a HAL module needs to run ``hal.executable.create`` and
     ``hal.command_buffer.dispatch`` on CPUs: one plugin manager built from
     the ``--executable_plugin`` values (flag order = registration order), and
@@ -86,6 +87,8 @@ class ExecutableLoader:
         exe.dispatch(ordinal, (x, y, z), [views...], push_constants)
         loader.close()                                     # at context teardown
     """
+
+    closed = False  # Closeable: an attribute here, set by close()
 
     FORMATS = ("embedded-elf-", "embedded-fatelf", "system-elf-", VMVX_FORMAT)
 
@@ -136,7 +139,8 @@ class ExecutableLoader:
         self.executables.append(exe)
         return exe
 
-    def close(self) -> None:
+    def _close(self) -> None:
+        self.closed = True
         for exe in reversed(self.executables):
             exe.close()
         self.executables.clear()
@@ -145,12 +149,6 @@ class ExecutableLoader:
             self.static = None
         if self._own:
             self.plugins.close()
-
-    def __enter__(self) -> ExecutableLoader:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def load_executable(source: Any, plugins: PluginManager | Mapping[str, Any] | None = None,

@@ -30,7 +30,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ..buffer import aligned_array
 from ..dispatch_observer import ObservedDispatch, workgroup_probe

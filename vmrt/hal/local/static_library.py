@@ -31,6 +31,7 @@ import elfkit
 
 from ...errors import ExecutableError, StatusCode
 from ...files import MAX_MODULE_SIZE, read_input
+from ...vm.lifecycle import Closeable
 from . import library_abi as abi
 from .elf_executable import (
     ElfExecutable,
@@ -132,7 +133,7 @@ def _label(source: Any, index: int) -> str:
     return f"<static library {index}>"
 
 
-class StaticLibraryLoader:
+class StaticLibraryLoader(Closeable):
     """The libraries of the ``--static_library`` objects, by name.
 
         static = StaticLibraryLoader(["simple_mul.o"], plugins=manager)
@@ -140,6 +141,8 @@ class StaticLibraryLoader:
         ...
         static.close()        # after the executables it made are closed
     """
+
+    closed = False  # Closeable: an attribute here, set by close()
 
     def __init__(self, sources: Sequence[Any], *, plugins: PluginManager, backend: str = "auto",
                  program_arches: Iterable[str] = ()):
@@ -242,7 +245,8 @@ class StaticLibraryLoader:
                                   constants=constants, data=lib.data,
                                   copy_hook=lib.emulated_copy)
 
-    def close(self) -> None:
+    def _close(self) -> None:
+        self.closed = True
         errors: list[ExecutableError] = []
         for module in reversed(self.modules):
             try:

@@ -34,6 +34,7 @@ from ...errors import BudgetExceeded, DispatchError, ExecutableError, StatusCode
 from ...vm.buffer import Buffer
 from ...vm.context import Context
 from ...vm.instance import Instance
+from ...vm.lifecycle import Closeable
 from ...vm.list import VmList
 from ...vm.types import BUFFER_TYPE
 from ..dispatch_observer import current_probe
@@ -65,8 +66,10 @@ def _attr_int(attrs: dict[str, Any], key: str, default: int = 0) -> int:
         return default
 
 
-class VmvxExecutable:
+class VmvxExecutable(Closeable):
     """A loaded vmvx executable.  Use :meth:`load`."""
+
+    closed = False  # Closeable: an attribute here, set by close()
 
     backend = "vmvx"
 
@@ -203,16 +206,9 @@ class VmvxExecutable:
         """None: a vmvx dispatch has no prepared form (dispatch() runs it)."""
         return None
 
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.context.close()
-
-    def __enter__(self) -> VmvxExecutable:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def _close(self) -> None:
+        self.closed = True
+        self.context.close()
 
     def __repr__(self) -> str:
         return f"<VmvxExecutable {self.name!r} exports={len(self.exports)}>"

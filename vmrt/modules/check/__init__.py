@@ -4,7 +4,7 @@
 two).  ``vmrt test`` runs the test functions of a program with it.  The
 module itself is imported on first use: every run registers the provider,
 few programs import ``check``."""
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .provider import PROVIDER, CheckProvider
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ...errors import HalError, StatusCode
 from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView

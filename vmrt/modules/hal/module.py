@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from elfkit.records import field
+from elfkit.support import field
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HalBuffer, buffer_range, byte_view, new_buffer
@@ -224,7 +224,8 @@ class HalDeviceModule(HalModule[HalState]):
     @export("buffer.assert", "0rrrIii_v")
     def buffer_assert(self, state: HalState, buffer: Any, message: Any, allocator: Any,
                       minimum_length: int, memory_types: int, usage: int) -> None:
-        buf = _need(buffer, HalBuffer, f"{_text(message)} buffer")
+        buf = buffer if buffer.__class__ is HalBuffer else \
+            _need(buffer, HalBuffer, f"{_text(message)} buffer")     # (the message: errors only)
         _need(allocator, Allocator, "allocator")
         if len(buf) < minimum_length:
             raise HalError(f"{_text(message)} buffer byte length {len(buf)} less than expected "

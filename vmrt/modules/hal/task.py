@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ...errors import HalError, StatusCode
 

@@ -2,7 +2,7 @@
 and buffer views for programs compiled with ``--iree-execution-model=inline-static``
 or ``inline-dynamic`` (the latter also import ``hal_loader``:
 :mod:`vmrt.modules.hal_loader`).  The module is imported on first use."""
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .provider import PROVIDER, HalInlineProvider
 

@@ -3,7 +3,7 @@ executables loaded and dispatched inline, for programs compiled with
 ``--iree-execution-model=inline-dynamic`` (their buffers come from
 ``hal_inline``: :mod:`vmrt.modules.hal_inline`).  The module, and with it
 the executable loader, is imported on first use."""
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .provider import PROVIDER, HalLoaderProvider
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from elfkit.records import field
+from elfkit.support import field
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.dispatch_observer import current_observer

@@ -3,7 +3,7 @@ the parameter files it reads: ``.irpa``, ``.gguf`` and ``.safetensors``
 (``vmrt run --parameters=[SCOPE=]FILE``, ``vmrt.load(..., parameters=...)``).
 The module and the parsers are imported on first use: every run registers
 the provider, few programs have parameters."""
-from elfkit.lazy import lazy_names
+from elfkit.support import lazy_names
 
 from .provider import PROVIDER, ParametersProvider
 

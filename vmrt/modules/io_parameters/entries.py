@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ...errors import ParameterError, StatusCode
 

@@ -6,8 +6,10 @@ and a list of parameters as three ``vm.buffer`` tables: key table (u32
 offset, u32 length per parameter, into the key data), key data, and spans
 (u64 parameter offset, u64 buffer offset, u64 length per parameter).
 
-- ``load`` returns a ``vm.list`` of new ``hal.buffer`` s, one per span,
-  holding ``length`` bytes of the parameter from its offset;
+- ``load`` returns a ``vm.list`` of ``hal.buffer`` s, one per span,
+  holding ``length`` bytes of the parameter from its offset: read-only
+  buffers over the file's own memory when the range is aligned (no copy),
+  else new buffers;
 - ``gather`` copies each span of a parameter into one target buffer at the
   span's buffer offset;
 - ``scatter`` copies each span of one source buffer into a parameter
@@ -23,7 +25,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from ...errors import HalError, ParameterError, StatusCode, VmError
-from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer, buffer_range, new_buffer
+from ...hal.buffer import (
+    BUFFER_ALIGNMENT,
+    HAL_BUFFER_TYPE,
+    HalBuffer,
+    address_of,
+    buffer_range,
+    new_buffer,
+)
 from ...hal.local.device import Device
 from ...hal.objects import Fence, check_waits
 from ...vm.buffer import Buffer
@@ -113,8 +122,10 @@ class ParametersModule(NativeModule[NativeState]):
             for key, p_off, _b_off, length in spans(key_table, key_data, span_table):
                 entry = idx.lookup(key)
                 entry.check_range(p_off, length)
-                buf = new_buffer(length, f"io_parameters.load of `{key}`")   # bounded size
-                buf.bytes[:] = entry.read(p_off, length)
+                buf = _imported(entry.read(p_off, length), length)
+                if buf is None:
+                    buf = new_buffer(length, f"io_parameters.load of `{key}`")  # bounded size
+                    buf.bytes[:] = entry.read(p_off, length)
                 if device.statistics is not None:
                     device.statistics.record_allocation(buf, memory_types)
                 buffers.append(buf)
@@ -147,6 +158,23 @@ class ParametersModule(NativeModule[NativeState]):
             for key, p_off, b_off, length in spans(key_table, key_data, span_table):
                 data = buffer_range(buf, b_off, length, f"{what} of `{key}`")
                 idx.lookup(key).write(p_off, data)
+
+
+def _imported(data: Any, length: int) -> HalBuffer | None:
+    """A read-only buffer over ``data`` itself (a parameter's bytes in a
+    mapped or preloaded file, which nothing writes) when it is a whole,
+    aligned range, as IREE imports a mapped parameter file's memory instead
+    of copying it; None otherwise (a splat, memory given from Python, a
+    misaligned entry): the caller copies."""
+    if not (isinstance(data, memoryview) and data.readonly and len(data) == length > 0):
+        return None
+    try:
+        addr = address_of(data)
+    except (TypeError, ValueError):
+        return None
+    if addr % BUFFER_ALIGNMENT:
+        return None
+    return HalBuffer(data, read_only=True, address=addr)
 
 
 @contextmanager

@@ -1,5 +1,5 @@
 """The emulated backend's generated callers and callbacks are compiled through
-elfkit.codecache.compile_cached: a second process compiles none of them, and
+elfkit._support.codecache.compile_cached: a second process compiles none of them, and
 an entry that is damaged, or planted where others could write it, is ignored
 (the call still gives the right answer, from code compiled again)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from elfkit import codecache
+from elfkit._support import codecache
 
 pytest.importorskip("unicorn")
 

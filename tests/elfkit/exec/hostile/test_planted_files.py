@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import elfkit
-from elfkit import codecache
+from elfkit._support import codecache
 from tests.plugins import REPO
 
 native = pytest.mark.skipif(elfkit.arch.host() is None or elfkit.arch.host().name != "x86_64",
@@ -285,7 +285,7 @@ def test_reloads_write_each_perf_map_line_once(plugins):
 CACHE_CHILD = """\
 import sys, elfkit
 from elfkit.exec.dwarf_reloc import info_sites
-from elfkit import codecache
+from elfkit._support import codecache
 from vmrt.tools.entry_points import entry_points
 from vmrt.bytecode import transcache
 data = open(sys.argv[1], "rb").read()

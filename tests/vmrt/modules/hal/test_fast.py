@@ -7,12 +7,16 @@ import pytest
 
 import vmrt
 from vmrt.hal.buffer import HalBuffer
+from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Dispatch
 from vmrt.hal.local.device import Device
-from vmrt.hal.objects import Fence
+from vmrt.hal.objects import Fence, HalExecutable
 from vmrt.modules.hal.fast import (
     FAST_ALLOCATION,
+    command_buffer_dispatch,
+    execution_barrier,
     fence_await,
     fence_create,
+    lookup_function,
     queue_alloca,
     queue_execute_indirect,
 )
@@ -78,6 +82,55 @@ def test_queue_execute_indirect_hands_odd_arguments_to_the_checked_path(device):
                  [device, -1, None, Fence(), None, 0, [(buf, 0, 64)]]):
         assert call(*args) == ("slow",) and slow.calls[-1] == args
     assert len(slow.calls) == 3
+
+
+def test_execution_barrier(device):
+    slow = Slow()
+    call = execution_barrier(None, slow, "where", "note")
+    assert call(CommandBuffer(device, 0, 0, 0), 1, 2, 0) == () and not slow.calls
+    assert call(None, 1, 2, 0) == ("slow",) and slow.calls == [[None, 1, 2, 0]]
+
+
+class _Exe:
+    """An executable with exports 0 and 1 (what the fast caller asks of one)."""
+
+    def export(self, which):
+        if which not in (0, 1):
+            raise vmrt.VmError(f"no export {which}")
+        return which
+
+
+def test_command_buffer_dispatch_records_what_the_export_records(device):
+    slow = Slow()
+    call = command_buffer_dispatch(None, slow, "where", "note")
+    cb = CommandBuffer(device, 0, 0, 2)
+    exe = HalExecutable(_Exe(), "embedded-elf-x86_64")
+    buf = HalBuffer(np.zeros(64, np.uint8))
+    assert call(cb, exe, 1, 4, 1, -1, 0, [7, -1], [(0, 1, None, 0, 16),
+                                                 (0, 0, buf, 8, 32)]) == ()
+    assert not slow.calls
+    assert cb.commands == [Dispatch(exe, 1, (4, 1, 0xFFFFFFFF), (7, 0xFFFFFFFF),
+                                    (BufferRef(1, None, 0, 16), BufferRef(0, buf, 8, 32)))]
+    odd = [[cb, exe, 2, 1, 1, 1, 0, [], []],                       # no such export
+           [cb, exe, 0, 1, 1, 1, 0, [], [(0, 2, None, 0, 16)]],    # slot past the capacity
+           [cb, exe, 0, 1, 1, 1, 0, [], [(0, 0, "buffer", 0, 16)]],
+           [cb, None, 0, 1, 1, 1, 0, [], []],
+           [None, exe, 0, 1, 1, 1, 0, [], []]]
+    for args in odd:
+        assert call(*args) == ("slow",) and slow.calls[-1] == args
+    cb.finalize()
+    assert call(cb, exe, 0, 1, 1, 1, 0, [], []) == ("slow",)
+    assert len(cb.commands) == 1 and len(slow.calls) == len(odd) + 1
+
+
+def test_lookup_function_is_kept_for_read_only_names():
+    from vmrt.vm.buffer import Buffer
+    slow = Slow()
+    call = lookup_function(None, slow, "where", "note")
+    exe = HalExecutable(_Exe(), "embedded-elf-x86_64")
+    name, mutable = Buffer(b"f", readonly=True), Buffer(bytearray(b"f"), readonly=False)
+    assert call(exe, name) == call(exe, name) == ("slow",) and len(slow.calls) == 1
+    assert call(exe, mutable) == call(exe, mutable) == ("slow",) and len(slow.calls) == 3
 
 
 def test_failed_dispatch_fails_the_fence_and_names_the_import(hal_compile):

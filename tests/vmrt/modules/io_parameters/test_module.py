@@ -81,3 +81,23 @@ def test_call_tables_are_checked(mod, device):
                  spans)
     with pytest.raises(vmrt.HalError, match="device is null"):
         mod.load(None, None, -1, None, None, None, -1, 0, 0, table, names, spans)
+
+
+def test_load_of_a_file_entry_shares_its_memory_read_only(tmp_path, device):
+    """An aligned whole span of a parameter file becomes a read-only buffer
+    over the file's own bytes (no copy, as IREE imports a mapped file); a
+    span at an unaligned offset is copied into a new, writable buffer."""
+    from tests.vmrt.modules.io_parameters.param_files import write_irpa
+    w = np.arange(64, dtype=np.float32)
+    path = write_irpa(tmp_path / "p.irpa", {"w": w})
+    idx = ParameterIndex("m").load(path)        # mapped: page-aligned, entries 64-aligned
+    entry = idx.lookup("w")
+    mod = ParametersModule(None, [idx])
+    out = mod.load(None, device, -1, None, None, vmrt.Buffer(b"m"), -1, 0, 0,
+                   *_tables(("w", 0, 0, 256), ("w", 4, 0, 16)))
+    whole, part = out.items
+    assert whole.read_only and whole.address % 64 == 0
+    assert whole.address == np.frombuffer(entry.data, np.uint8).ctypes.data
+    assert np.frombuffer(whole.bytes, np.float32).tolist() == w.tolist()
+    assert not part.read_only and part.address != whole.address + 4
+    assert np.frombuffer(part.bytes, np.float32).tolist() == [1, 2, 3, 4]

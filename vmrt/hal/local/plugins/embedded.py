@@ -87,9 +87,7 @@ class AbiPlugin(ExecutablePlugin):
         provided = [n for n, b, a in zip(slots.names, before, after) if a and not b]
         return Resolved(st, resolution, provided)
 
-    def close(self) -> None:
-        if self.closed:
-            return
+    def _close(self) -> None:
         self.closed = True
         try:
             if getattr(self, "_loaded", False) and self._unload_fn is not None:

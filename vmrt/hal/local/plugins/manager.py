@@ -22,10 +22,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import elfkit
 from elfkit import fatelf
 from elfkit.arch import host
-from elfkit.records import DataRecord
+from elfkit.support import DataRecord
 
 from ....errors import ImportResolutionError, PluginError, StatusCode, VmError
 from ....files import MAX_MODULE_SIZE, read_input
+from ....vm.lifecycle import Closeable
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
 from .plugin import ExecutablePlugin, ImportSlots, normalize_params
@@ -157,7 +158,7 @@ class Resolution(DataRecord):
         return iter(zip(self.names, self.functions, self.contexts, self.providers))
 
 
-class PluginManager:
+class PluginManager(Closeable):
     """Executable plugins in registration order; imports are resolved newest
     registration first.
 
@@ -171,6 +172,8 @@ class PluginManager:
     loaded with ``plugins=mgr`` are placed in the same machine as the plugins
     so that import calls stay inside it.
     """
+
+    closed = False  # Closeable: an attribute here, set by close()
 
     def __init__(self, *, backend: str = "auto", capacity: int | None = None,
                  call_timeout: float | None = None):
@@ -395,10 +398,8 @@ class PluginManager:
             mem.free_all()
 
     # -- lifetime -------------------------------------------------------------------
-    def close(self) -> None:
+    def _close(self) -> None:
         """Unload plugins newest first, then release the machines the manager created."""
-        if self.closed:
-            return
         self.closed = True
         errors: list[BaseException] = []
         for entry in reversed(self._providers):
@@ -416,12 +417,6 @@ class PluginManager:
         self._machines.clear()
         if errors:
             raise errors[0]
-
-    def __enter__(self) -> PluginManager:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         names = ", ".join(getattr(p, "label", repr(p)) for p in self._providers)

@@ -23,9 +23,10 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from elfkit.records import DataRecord, field
+from elfkit.support import DataRecord, field
 
 from ....errors import PluginError, StatusCode
+from ....vm.lifecycle import Closeable
 from .. import library_abi as abi
 from ..guest import GuestMemory, code_name
 
@@ -139,10 +140,12 @@ class Resolved(DataRecord):
     provided: list[str] = field(default_factory=list)
 
 
-class ExecutablePlugin:
+class ExecutablePlugin(Closeable):
     """One loaded plugin.  Create with :meth:`load` (embedded ELF/FatELF),
     :meth:`system` (host shared library) or :meth:`static` (Python object);
     ``close()`` calls the plugin's ``unload`` and releases it."""
+
+    closed = False  # Closeable: an attribute here, set by close()
 
     kind: str = ""
     #: kind -> class; each plugin kind registers itself when its module is
@@ -225,14 +228,8 @@ class ExecutablePlugin:
         finally:
             mem.free_all()
 
-    def close(self) -> None:
+    def _close(self) -> None:
         self.closed = True
-
-    def __enter__(self) -> ExecutablePlugin:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<vmrt.ExecutablePlugin {self.label}{' closed' if self.closed else ''}>"

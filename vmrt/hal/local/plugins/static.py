@@ -135,9 +135,7 @@ class PythonPlugin(ExecutablePlugin):
                 missing = True
         return Resolved(int(StatusCode.NOT_FOUND) if missing else 0, resolution, provided)
 
-    def close(self) -> None:
-        if self.closed:
-            return
+    def _close(self) -> None:
         self.closed = True
         unload = getattr(self.obj, "unload", None)
         if callable(unload):

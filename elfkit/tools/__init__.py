@@ -1,12 +1,12 @@
-"""The ``elfkit`` command.
+"""The ``elfkit`` command (the console script and ``python -m elfkit`` call :func:`main`).
 
 Each command family declares its commands next to its concept, as data
-(elfkit/cli_spec.py): ``inspect`` (elfkit/loader/cli.py), ``run`` and ``disasm``
-(elfkit/exec/cli.py), ``fatelf`` (elfkit/fatelf/cli.py), ``toolchain``
-(elfkit/toolchain/cli.py); only the family the command line names is imported.
-A plain, well-formed command line is parsed by elfkit.cli_spec.parse; ``--help``,
+(elfkit/tools/cli_spec.py): ``inspect`` (elfkit/tools/inspect.py), ``run`` and ``disasm``
+(elfkit/tools/run.py), ``fatelf`` (elfkit/tools/fatelf.py), ``toolchain``
+(elfkit/tools/toolchain.py); only the family the command line names is imported.
+A plain, well-formed command line is parsed by elfkit.tools.cli_spec.parse; ``--help``,
 usage errors and anything unusual by the argparse parser built from the same
-description (elfkit/cli_argparse.py), so ``elfkit fatelf list`` starts fast.
+description (elfkit/tools/cli_argparse.py), so ``elfkit fatelf list`` starts fast.
 ``--cmake-dir`` and ``--include-dir`` print where the CMake package and the
 plugin ABI header are (elfkit/toolchain/paths.py), as pybind11's do.
 """
@@ -16,16 +16,16 @@ import gc
 import os
 import sys
 
-from ._version import __version__
+from .._version import __version__
+from ..errors import ElfkitError
 from .cli_spec import Arg, Command, Exit, Lazy, Namespace, parse, terminal_width
-from .errors import ElfkitError
 
 __all__ = ["ROOT", "fail", "main", "terminal_width"]
 
 
 def _print_dir(which: str) -> int:
     """``--cmake-dir`` / ``--include-dir``: print the directory (exit code 0)."""
-    from .toolchain import paths
+    from ..toolchain import paths
     try:
         where = paths.cmake_dir() if which == "cmake" else paths.include_dir()
     except ElfkitError as e:
@@ -45,9 +45,9 @@ ROOT = Command(
         help="print the directory of elfkit_plugin.h (the plugin ABI header) and exit"),
     description="Inspect, pack, load and run bare-metal ELF plugins (natively or under "
                 "emulation).",
-    commands=(Lazy("inspect", "elfkit.loader.cli"), Lazy("run", "elfkit.exec.cli"),
-              Lazy("disasm", "elfkit.exec.cli"), Lazy("fatelf", "elfkit.fatelf.cli"),
-              Lazy("toolchain", "elfkit.toolchain.cli")),
+    commands=(Lazy("inspect", "elfkit.tools.inspect"), Lazy("run", "elfkit.tools.run"),
+              Lazy("disasm", "elfkit.tools.run"), Lazy("fatelf", "elfkit.tools.fatelf"),
+              Lazy("toolchain", "elfkit.tools.toolchain")),
     dest="command", metavar="COMMAND")
 
 

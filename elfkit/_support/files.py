@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat as _stat
 
-from .errors import ElfkitError
+from ..errors import ElfkitError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from ..cli_spec import Arg, Command, OneOf
 from ..errors import FatElfError
+from .cli_spec import Arg, Command, OneOf
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def _say(args: Any, line: str) -> None:
 
 
 def cmd_pack(args: Any) -> int:
-    from .write import pack_to
+    from ..fatelf.write import pack_to
     out = _out(args.output)
     records = pack_to(out, args.inputs, _align(args.align))
     _say(args, f"packed {len(records)} slice(s) into {args.output}: "
@@ -86,7 +86,7 @@ def cmd_pack(args: Any) -> int:
 
 
 def cmd_list(args: Any) -> int:
-    from .reader import read
+    from ..fatelf.reader import read
     with read(args.file) as fat:
         if args.json:
             print(fat.to_json())
@@ -112,7 +112,7 @@ def cmd_list(args: Any) -> int:
 
 
 def cmd_extract(args: Any) -> int:
-    from .write import extract_to
+    from ..fatelf.write import extract_to
     out = _out(args.output)
     r = extract_to(out, args.file, args.arch, index=args.index)
     _say(args, f"wrote record {r.index} ({r.label}, {r.size} bytes) to {args.output}")
@@ -120,7 +120,7 @@ def cmd_extract(args: Any) -> int:
 
 
 def cmd_split(args: Any) -> int:
-    from .write import split
+    from ..fatelf.write import split
     plan = split(args.file, args.directory)
     for r, path in plan:
         print(f"wrote record {r.index} ({r.label}, {r.size} bytes) to {path}")
@@ -128,8 +128,8 @@ def cmd_split(args: Any) -> int:
 
 
 def cmd_select(args: Any) -> int:
-    from .reader import read, select
-    from .write import extract_to
+    from ..fatelf.reader import read, select
+    from ..fatelf.write import extract_to
     with read(args.file) as fat:
         r, _view = select(fat, args.arch, fallback=args.fallback)
         del _view
@@ -141,8 +141,8 @@ def cmd_select(args: Any) -> int:
 
 
 def cmd_remove(args: Any) -> int:
-    from .reader import read
-    from .write import remove_to
+    from ..fatelf.reader import read
+    from ..fatelf.write import remove_to
     with read(args.file) as fat:
         gone = fat.find(args.arch, index=args.index)
         records = remove_to(_out(args.output), fat, index=gone.index, align=_align(args.align))
@@ -152,7 +152,7 @@ def cmd_remove(args: Any) -> int:
 
 
 def cmd_replace(args: Any) -> int:
-    from .write import replace_to
+    from ..fatelf.write import replace_to
     old, records = replace_to(_out(args.output), args.file, args.new, align=_align(args.align))
     _say(args, f"replaced record {old.index} ({old.label}) with {args.new}; wrote "
                f"{len(records)} record(s) to {args.output}")
@@ -160,8 +160,8 @@ def cmd_replace(args: Any) -> int:
 
 
 def cmd_verify(args: Any) -> int:
-    from .format import Severity
-    from .reader import verify
+    from ..fatelf.format import Severity
+    from ..fatelf.reader import verify
     problems = verify(args.file)
     fatal = [p for p in problems if p.severity is Severity.FATAL]
     if args.json:
@@ -263,7 +263,7 @@ _SUBCOMMANDS = (
             raw=True, run=cmd_verify),
 )
 
-#: ``elfkit fatelf`` and its sub-commands (elfkit/cli_spec.py)
+#: ``elfkit fatelf`` and its sub-commands (elfkit/tools/cli_spec.py)
 COMMANDS = (
     Command("fatelf",
             help="pack, inspect and select slices of multi-arch FatELF (.sos) files",
@@ -275,8 +275,8 @@ COMMANDS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m elfkit.fatelf.cli ...`` (same as ``elfkit fatelf ...``)."""
-    from ..cli import main as elfkit_main
+    """``python -m elfkit.tools.fatelf ...`` (same as ``elfkit fatelf ...``)."""
+    from . import main as elfkit_main
     return elfkit_main(["fatelf", *(sys.argv[1:] if argv is None else argv)])
 
 

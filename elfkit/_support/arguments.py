@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import operator
 
-from .errors import InvalidArgumentError, SignatureError
+from ..errors import InvalidArgumentError, SignatureError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

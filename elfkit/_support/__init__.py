@@ -1,9 +1,15 @@
-"""Package attributes imported on first use (a PEP 562 module ``__getattr__``).
+"""elfkit's infrastructure: slots records (records.py), the code cache (codecache.py),
+private and regular files (files.py), argument conversion (arguments.py), the light
+machine tables (machines.py) and, here, :func:`lazy_names` (package attributes
+imported on first use, a PEP 562 module ``__getattr__``), kept in the package itself
+because ``import elfkit`` needs it and nothing else of this package.
 
 ``import elfkit`` and registering the ``elfkit`` commands stay fast because
 their packages name what they export without importing it::
 
     __getattr__ = lazy_names(__name__, {"compile_plugin": "compile"}, globals())
+
+Not user API: code outside elfkit uses the public re-exports in :mod:`elfkit.support`.
 """
 from __future__ import annotations
 

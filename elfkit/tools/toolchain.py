@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sys
 
-from ..cli_spec import Arg, Command, OneOf
+from .cli_spec import Arg, Command, OneOf
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from ..cli_spec import Namespace
+    from .cli_spec import Namespace
 
 _EPILOG = """\
 ARCH is an elfkit architecture name or alias: x86_64, aarch64, riscv64, arm,
@@ -26,19 +26,19 @@ shell prints shell-quoted words, lines one flag per line.
 
 
 def _flags(args: Namespace) -> int:
-    from .flags import cflags, format_flags, ldflags
+    from ..toolchain.flags import cflags, format_flags, ldflags
     values = ldflags(args.hash_style) if args.link else cflags(args.arch, args.flavor)
     print(format_flags(values, args.format))
     return 0
 
 
 def _cmake(args: Namespace) -> int:
-    from .flags import cmake_script
+    from ..toolchain.flags import cmake_script
     sys.stdout.write(cmake_script())
     return 0
 
 
-#: ``elfkit toolchain`` and its sub-commands (elfkit/cli_spec.py)
+#: ``elfkit toolchain`` and its sub-commands (elfkit/tools/cli_spec.py)
 COMMANDS = (
     Command("toolchain",
             help="flags for building plugins (for CMake and scripts)",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 
-from ..cli_spec import Arg, Command, Namespace
 from ..errors import CallTimeout, ElfkitError, EmulationFault, SignatureError
+from .cli_spec import Arg, Command, Namespace
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def run(args: Namespace) -> int:
     wants_emulation = (args.trace or args.budget is not None or args.gdb is not None
                        or args.profile)
     if args.profile:
-        from .emulated import check_profile_path
+        from ..exec.emulated import check_profile_path
         check_profile_path(args.profile)
     if wants_emulation:
         if backend == "native":
@@ -69,7 +69,7 @@ def run(args: Namespace) -> int:
             machine.trace(args.trace, mode=args.trace_mode)
         profile = None
         if args.profile:
-            from .emulated import GuestProfile
+            from ..exec.emulated import GuestProfile
             profile = GuestProfile(f"{args.call} ({machine.arch.name})")
             machine.profile(profile)
         if args.gdb is not None:
@@ -164,12 +164,12 @@ def _disasm(args: Namespace) -> int:
     from elftools.elf.elffile import ELFFile
 
     from .. import arch as _arch
+    from ..exec.disasm import disassemble, format_listing, symbolizer
     from ..fatelf import pick_slice
     from ..fatelf.files import MAX_ELF_SIZE, read_input
     from ..loader._tags import ET_REL
     from ..loader.headers import elf_type
     from ..loader.objimage import object_plan
-    from .disasm import disassemble, format_listing, symbolizer
     data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
     label = f"[{rec.arch}]" if rec is not None else ""
@@ -271,7 +271,7 @@ def _machine_number(m: Any) -> int:
     raise ElfkitError(f"unsupported machine {m}")
 
 
-#: ``elfkit run`` and ``elfkit disasm`` (elfkit/cli_spec.py)
+#: ``elfkit run`` and ``elfkit disasm`` (elfkit/tools/cli_spec.py)
 COMMANDS = (
     Command(
         "run",

@@ -4,7 +4,7 @@ Each command family declares its commands as :class:`Command` trees whose argume
 :class:`Arg` (the arguments of argparse's ``add_argument``) and :class:`OneOf` (a mutually
 exclusive group).  From that one description:
 
-- elfkit/cli_argparse.py builds the argparse parser, which prints ``--help``, reports
+- elfkit/tools/cli_argparse.py builds the argparse parser, which prints ``--help``, reports
   usage errors and parses anything unusual;
 - :func:`parse` here reads plain, well-formed command lines without importing argparse
   (which with gettext and locale is most of a short command's start-up time): exact command
@@ -223,7 +223,7 @@ class Command:
 
 def parse(root: Command, argv: Sequence[str]) -> Namespace | None:
     """``argv`` parsed as argparse would parse it with the parser built from ``root``
-    (elfkit/cli_argparse.py), or None when it is not a plain, well-formed command line
+    (elfkit/tools/cli_argparse.py), or None when it is not a plain, well-formed command line
     (then argparse must decide: it may still accept it, or report the error)."""
     values: dict[str, Any] = {}
     ancestors: list[str] = []           # option strings of the families passed through

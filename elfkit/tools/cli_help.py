@@ -1,7 +1,7 @@
-"""``elfkit ... --help`` from elfkit's cache (elfkit/codecache.py).
+"""``elfkit ... --help`` from elfkit's cache (elfkit/_support/codecache.py).
 
 Help is argparse's rendering of the command line's description
-(elfkit/cli_argparse.py), which needs argparse, gettext and every command family's
+(elfkit/tools/cli_argparse.py), which needs argparse, gettext and every command family's
 module: most of a ``--help``'s start-up time.  The text it printed is kept under a key
 of everything it depends on -- the command line, the help width, the locale
 variables, whether the output is a terminal, the Python (the cache's own key) -- and
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import codecache
+from .._support import codecache
 from .cli_spec import terminal_width
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

@@ -1,8 +1,8 @@
-"""The argparse parser of a command line described in elfkit/cli_spec.py.
+"""The argparse parser of a command line described in elfkit/tools/cli_spec.py.
 
 It prints ``--help`` and usage errors, and parses the command lines
-:func:`elfkit.cli_spec.parse` leaves to it.  Help text wraps at
-:func:`~elfkit.cli_spec.terminal_width`, the width argparse itself would use.
+:func:`elfkit.tools.cli_spec.parse` leaves to it.  Help text wraps at
+:func:`~elfkit.tools.cli_spec.terminal_width`, the width argparse itself would use.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpForm
 
 
 class _ExitAction(argparse.Action):
-    """An :class:`~elfkit.cli_spec.Exit` option: run its function, exit with its code."""
+    """An :class:`~elfkit.tools.cli_spec.Exit` option: run its function, exit with its code."""
 
     def __init__(self, option_strings: list[str], dest: str, run: Exit,
                  help: str | None = None) -> None:
@@ -79,7 +79,7 @@ def _fill(parser: argparse.ArgumentParser, cmd: Command, words: list[str],
     # prog given: argparse would otherwise format the usage just to find it (a command
     # with sub-commands has no positionals, so it is the parser's own prog)
     sub = parser.add_subparsers(dest=cmd.dest, metavar=cmd.metavar, prog=parser.prog)
-    if family:                  # the program itself prints its help in elfkit.cli.main
+    if family:                  # the program itself prints its help in elfkit.tools.main
         parser.set_defaults(func=lambda args: _no_subcommand(parser))
     wanted = cmd.subcommand(words[0]) if words else None
     for c in [wanted] if wanted is not None else cmd.subcommands():

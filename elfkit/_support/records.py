@@ -2,7 +2,7 @@
 
 A record lists its fields as annotations, as a dataclass does::
 
-    from elfkit.records import DataRecord, field
+    from elfkit._support.records import DataRecord, field
 
     class Point(DataRecord, frozen=True, slots=True):
         x: int
@@ -27,7 +27,7 @@ fields have a default factory, frozen or not) and renamed for each class;
 the others are closures over the class's field names.  The compiled shapes
 are kept in elfkit's cache directory (``$ELFKIT_CACHE_DIR``, else
 ``~/.cache/elfkit``; none with ``ELFKIT_NO_CACHE=1``; see
-:mod:`elfkit.codecache`), so the next start of the program compiles none.
+:mod:`elfkit._support.codecache`), so the next start of the program compiles none.
 
 Not supported (not needed here): ``init=False``, ``kw_only``, ``order``,
 ``eq=False``, ``InitVar``; a recursive repr is not guarded.
@@ -194,7 +194,7 @@ def _well_formed(key: Any, code: Any) -> bool:
 
 def _read_shapes() -> None:
     """Add the shapes of elfkit's cache file (``records-<python>-<key>.bin`` in
-    :func:`elfkit.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
+    :func:`elfkit._support.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
     ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
     trusted only when private to the user (owner, permissions); anything else
     (missing, another Python, an older elfkit, damaged) is ignored."""

@@ -3,18 +3,18 @@ from __future__ import annotations
 
 import sys
 
-from ..cli_spec import Arg, Command, Namespace
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
-from . import _tags as T
-from .headers import elf_type
-from .objinspect import describe_object, format_object, format_object_tail, import_lines
+from ..loader import _tags as T
+from ..loader.headers import elf_type
+from ..loader.objinspect import describe_object, format_object, format_object_tail, import_lines
+from .cli_spec import Arg, Command, Namespace
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from .import_report import ImportReport
+    from ..loader.import_report import ImportReport
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -22,7 +22,7 @@ def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> Imp
     provider specs (oldest first)."""
     from .. import arch as _arch
     from ..exec import choose_backend
-    from .imports import Exports, Imports, SystemLibrary
+    from ..loader.imports import Exports, Imports, SystemLibrary
 
     backend = choose_backend(_arch.get(info["arch"]), backend)
     imports = Imports()
@@ -83,8 +83,8 @@ def describe(data: Any, arch: str | None = None) -> dict[str, Any]:
     """A JSON-able description of an ELF plugin (or FatELF slice)."""
     from .. import arch as _arch
     from ..fatelf import pick_slice
-    from .parse import parse
-    from .relocate import relative_name, relr_offsets
+    from ..loader.parse import parse
+    from ..loader.relocate import relative_name, relr_offsets
 
     want = _arch.get(arch) if arch else None
     view, rec = pick_slice(data, want)
@@ -248,7 +248,7 @@ def _shared_object_lines(file: str, info: dict[str, Any], report: ImportReport |
     return out
 
 
-#: ``elfkit inspect`` (elfkit/cli_spec.py)
+#: ``elfkit inspect`` (elfkit/tools/cli_spec.py)
 COMMANDS = (
     Command("inspect",
             Arg("file"),
