@@ -100,9 +100,10 @@ WHY = {
            "parses (elfkit.arch and its enums, the loader's parse modules, records): what is "
            "left is many modules of ~0.2-0.5 ms each, on top of the console script's own "
            "`import re` (~0.5× the peer).",
-    "20d": "`vmrt executable dispatch` and `executable benchmark` bind numpy arrays "
-           "(numpy's import alone is ~3× the peer); `executable list`/`imports` load the "
-           "library natively (ctypes, elfkit's loader and native machine, the local HAL); "
+    "20d": "`vmrt executable dispatch`, `executable benchmark` and `replay` hold bindings "
+           "and device buffers as numpy arrays (numpy's import alone is ~3× the peer); "
+           "`executable list`/`imports` load the library natively (ctypes, elfkit's loader "
+           "and native machine, the local HAL); "
            "`vmrt run`/`test`/`benchmark` of a cached program import the VM, the bytecode "
            "runtime and the HAL modules (~70 modules of ~0.2-0.9 ms each) and read the "
            "translation from the cache.",
