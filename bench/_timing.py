@@ -218,16 +218,34 @@ def wall(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = N
     return t
 
 
+def cpu(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    """CPU seconds (user + system) of one subprocess run, spawn to exit, as the
+    kernel accounted them to the child (``os.wait4``); it must succeed."""
+    p = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    assert p.stderr is not None
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stderr.close()
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited {p.returncode}: "
+                           f"{err.decode(errors='replace')[-500:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
 def compare_commands(cmds: dict[str, list[str]], cfg: Config, *, repeat: int | None = None,
-                     env: dict[str, str] | None = None, warmup: int = 2) -> dict[str, float]:
-    """Median wall seconds per command, run round-robin."""
+                     env: dict[str, str] | None = None, warmup: int = 2,
+                     clock: Callable[..., float] = wall) -> dict[str, float]:
+    """Median seconds per command, run round-robin: wall time, or what ``clock``
+    (e.g. :func:`cpu`) says of one run."""
     repeat = repeat or cfg.repeat
     for c in cmds.values():
         for _ in range(warmup):
-            wall(c, env)
+            clock(c, env)
     samples: dict[str, list[float]] = {k: [] for k in cmds}
     keys = list(cmds)
     for i in range(repeat):
         for k in (keys if i % 2 == 0 else keys[::-1]):
-            samples[k].append(wall(cmds[k], env))
+            samples[k].append(clock(cmds[k], env))
     return {k: statistics.median(v) for k, v in samples.items()}

@@ -91,6 +91,30 @@ WHY = {
          "the peer's whole time by itself) and ~3 ms of elfkit (16 modules ~2 ms, the reader's "
          "record __init__s generated on first use ~0.3 ms, the listing ~0.2 ms); see "
          "-X importtime in the note.",
+    "20b": "`elfkit disasm` imports capstone (its binding imports every architecture's "
+           "constants and pathlib) and reads sections and symbols with pyelftools (typing, "
+           "inspect, ast, its DWARF tables): ~85 ms of CPU that a disassembler built on "
+           "elfkit's own parser would not need; the fatelf "
+           "commands that write (pack, extract, select, split, remove, replace) add the writer, "
+           "contextlib and, replacing an existing output, ctypes for renameat2; `inspect` "
+           "parses (elfkit.arch and its enums, the loader's parse modules, records): what is "
+           "left is many modules of ~0.2-0.5 ms each, on top of the console script's own "
+           "`import re` (~0.5× the peer).",
+    "20d": "`vmrt executable dispatch`, `executable benchmark` and `replay` hold bindings "
+           "and device buffers as numpy arrays (numpy's import alone is ~3× the peer); "
+           "`executable list`/`imports` load the library natively (ctypes, elfkit's loader "
+           "and native machine, the local HAL); "
+           "`vmrt run`/`test`/`benchmark` of a cached program import the VM, the bytecode "
+           "runtime and the HAL modules (~70 modules of ~0.2-0.9 ms each) and read the "
+           "translation from the cache.",
+    "20e": "loading libunicorn (a large shared library: dlopen and its relocations, "
+           "elfkit.exec.emulated._uc ~5 ms), elfkit's loader, the emulated machine's modules "
+           "and the call; the profiler's writers (xml.sax imported urllib.request, http, "
+           "email, ssl), json and tempfile are no longer imported.",
+    "20f": "the peer is one C binary behind a Python wrapper (the pip iree-run-module); "
+           "vmrt imports its VM, HAL, bytecode runtime and elfkit's loader and native "
+           "machine (ctypes) in Python; "
+           "no numpy, typing or unicorn any more.",
     "11": "a dispatch is five hal imports the compiler emits (fence.create, "
           "device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await) plus "
           "the native call, which iree.runtime does in C. The generated code calls the "
@@ -367,6 +391,16 @@ HOW = [
     "translate their code afresh as a fresh process does. 19a the median ratio, 19b the "
     "worst (judged); "
     "the note lists every ratio and which block hook counted.",
+    "**20** every `elfkit` and `vmrt` command, enumerated from the command-line descriptions "
+    "(elfkit's `ROOT` tree, vmrt's `COMMANDS`/`SUBCOMMANDS`), with `--help` and once on a small "
+    "input (the standalone/kernels plugins, a two-slice .sos, `loop.vmfb`, a one-test check "
+    "program, the row-9 dispatch library): CPU time (user + system of the child, `os.wait4`) "
+    "of the pip console script, spawn to exit, vs `python -c pass`, interleaved medians; 20e "
+    "one emulated riscv64 call; 20f `vmrt run` of a 4-element add (one dispatch) vs the pip "
+    "`iree-run-module` console script. Both sides run in a venv of this Python without pip or "
+    "site-packages whose one `.pth` line puts the site-packages on the path as a plain "
+    "directory: a site-wide `.pth` that imports a package at every start-up (as this "
+    "sandbox's certifi hook does: ~30 ms) would otherwise be added to both sides.",
     "**21** `vmrt benchmark` vs `iree-benchmark-module` with the same flags "
     "(`--device=local-sync --benchmark_format=json --benchmark_min_time=T`) on the MNIST MLP, "
     "the 4-element add, the 50-dispatch chain, the 512x512 matmul (full mode) and the "
@@ -496,6 +530,12 @@ def _m18(cfg: Config) -> list[Row]:
 def _m19(cfg: Config) -> list[Row]:
     from .m_gprof import profile_overhead
     return profile_overhead(cfg)
+
+
+@_measure("20", "start-up of every elfkit and vmrt command")
+def _m20(cfg: Config) -> list[Row]:
+    from .m_start import startup
+    return startup(cfg)
 
 
 @_measure("21", "vmrt benchmark vs iree-benchmark-module")

@@ -8,7 +8,10 @@ architecture it describes is listed here with the same machine and size.
 """
 from __future__ import annotations
 
-__all__ = ["ARCH_MACHINES", "MACHINE_NAMES", "arch_for"]
+import os
+import sys
+
+__all__ = ["ARCH_MACHINES", "MACHINE_NAMES", "arch_for", "host_arch_name"]
 
 #: elfkit architecture name -> (e_machine, bits), in elfkit.arch's order
 ARCH_MACHINES: dict[str, tuple[int, int]] = {
@@ -26,3 +29,24 @@ _BY_MACHINE = {target: name for name, target in ARCH_MACHINES.items()}
 def arch_for(machine: int, bits: int) -> str | None:
     """The elfkit architecture name of ``e_machine`` and size (32 or 64 bits), or None."""
     return _BY_MACHINE.get((machine, bits))
+
+
+#: ``uname -m`` (lower case) -> elfkit architecture name
+_UNAME_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+                 "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm",
+                 "riscv32": "riscv32"}
+
+
+def host_arch_name() -> str | None:
+    """The elfkit architecture name of the running Python process (a 32-bit Python
+    on x86_64 is i386), or None when elfkit has none for it."""
+    uname = getattr(os, "uname", None)    # POSIX: what platform.machine() reads (no import)
+    if uname is not None:
+        m = uname().machine.lower()
+    else:                                  # pragma: no cover - Windows
+        import platform
+        m = platform.machine().lower()
+    name = _UNAME_ARCHES.get(m)
+    if name == "x86_64" and sys.maxsize <= 2**32:
+        name = "i386"
+    return name

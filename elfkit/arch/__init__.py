@@ -5,7 +5,6 @@ in ``_MODULES``.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from .._support import machines as _machines
@@ -108,19 +107,7 @@ _host: list[Arch | None] = []
 
 
 def _find_host() -> Arch | None:
-    uname = getattr(os, "uname", None)    # POSIX: what platform.machine() reads (no import)
-    if uname is not None:
-        m = uname().machine.lower()
-    else:                                  # pragma: no cover - Windows
-        import platform
-        m = platform.machine().lower()
-    bits = 64 if sys.maxsize > 2**32 else 32
-    table = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-             "riscv64": "riscv64", "i386": "i386", "i686": "i386", "armv7l": "arm",
-             "riscv32": "riscv32"}
-    name = table.get(m)
-    if name == "x86_64" and bits == 32:
-        name = "i386"
+    name = _machines.host_arch_name()
     return _load(name) if name else None
 
 

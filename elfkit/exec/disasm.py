@@ -9,11 +9,14 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .._support.records import DataRecord
 from ..arch import Arch
 from ..arch import get as get_arch
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Instruction(DataRecord, frozen=True, slots=True):

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import Any
 
 from ..arch import Arch
 from ..errors import BackendError, MemoryAccessError
 from ..signature import Signature
 from .base import PROT_READ, PROT_WRITE, Machine
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class MemoryMachine(Machine):

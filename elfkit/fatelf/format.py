@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 
-from .._support.machines import MACHINE_NAMES, arch_for
+from .._support.machines import ARCH_MACHINES, MACHINE_NAMES, arch_for
 from .._support.records import DataRecord
 from ..errors import ArchError, FatElfArchError, FatElfFormatError
 
@@ -142,6 +142,8 @@ def osabi_name(osabi: int) -> str:
 
 def resolve_arch(arch: Any) -> str:
     """The elfkit arch name for a name, alias or Arch; FatElfArchError otherwise."""
+    if type(arch) is str and arch in ARCH_MACHINES:    # a name as it is: no elfkit.arch
+        return arch
     from .. import arch as _arch
     try:
         return _arch.get(arch).name

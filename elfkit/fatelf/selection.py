@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
+from .._support.machines import ARCH_MACHINES, host_arch_name
 from .format import BEST_ORDER, BIG, IREE_OSABIS, LITTLE, Record, resolve_arch
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -28,16 +29,17 @@ def host_target(host: Any = None) -> tuple[int, int, int] | None:
     """``(machine, word_size, byte_order)`` (FatELF numbers) of the host, or of
     ``host`` (an arch name/Arch, taken as little-endian) when given; None on
     a host elfkit has no architecture for."""
-    from .. import arch as _arch
-    if host is None:
-        a = _arch.host()
-        if a is None:
+    if host is None:        # the host's name and machine: no need of elfkit.arch
+        name = host_arch_name()
+        if name is None:
             return None
+        machine, bits = ARCH_MACHINES[name]
         order = LITTLE if sys.byteorder == "little" else BIG
     else:
+        from .. import arch as _arch
         a = _arch.get(host) if not isinstance(host, _arch.Arch) else host
-        order = LITTLE
-    return a.machine, (2 if a.bits == 64 else 1), order   # FatELF word size: 2 = 64-bit
+        machine, bits, order = a.machine, a.bits, LITTLE
+    return machine, (2 if bits == 64 else 1), order   # FatELF word size: 2 = 64-bit
 
 
 def matches_host(record: Record, host: Any = None) -> bool:

@@ -3,11 +3,12 @@ the relocations applied to each, by type), the symbols it exports and
 imports, and whether the loader can load it."""
 from __future__ import annotations
 
-from typing import Any
-
 from . import _tags as T
-from .objlayout import GOT_SYMBOL, INIT_TYPES
 from .objparse import SHT_NAMES, ObjectFile, parse_object
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["describe_object", "format_object", "format_object_tail", "import_lines"]
 
@@ -23,6 +24,8 @@ def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     """A JSON-able description of a relocatable object, shaped like
     ``elfkit.tools.inspect.describe``'s (no segments or dynamic tags; a
     ``sections`` list and relocation counts per section instead)."""
+    # the layout module (it imports elfkit.exec) only for relocatable objects
+    from .objlayout import GOT_SYMBOL, INIT_TYPES
     elf: ObjectFile = parse_object(view)
     arch = elf.arch
     counts: dict[str, int] = {}

@@ -23,11 +23,10 @@ imported on first use of a name, so that registering ``elfkit toolchain``
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .._support import lazy_names
 from ..errors import ToolchainError
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from .compile import compile_plugin
     from .flags import HASH_STYLES, cflags, cmake_script, format_flags, ldflags

@@ -8,9 +8,8 @@ printed by ``elfkit toolchain cmake``, at configure time).
 """
 from __future__ import annotations
 
-import shlex
+import os
 from collections.abc import Iterable
-from pathlib import Path
 
 from .. import arch as arch_mod
 from ..arch import FLAVORS, PLUGIN_LDFLAGS, Arch
@@ -52,16 +51,19 @@ def format_flags(values: Iterable[str], fmt: str = "cmake") -> str:
     if fmt == "cmake":
         return cmake_list(values)
     if fmt == "shell":
+        import shlex  # only for this format (start-up time)
         return shlex.join(values)
     if fmt == "lines":
         return "\n".join(values)
     raise ToolchainError(f"unknown format {fmt!r} (cmake, shell or lines)")
 
 
-def source_files() -> list[Path]:
-    """The Python files the flags come from (CMake re-configures when they change)."""
-    here = Path(arch_mod.__file__).resolve().parent
-    return sorted(here.glob("*.py")) + [Path(__file__).resolve()]
+def source_files() -> list[str]:
+    """The Python files the flags come from (CMake re-configures when they change),
+    absolute paths without symbolic links (no pathlib: start-up time)."""
+    here = os.path.dirname(os.path.realpath(arch_mod.__file__))
+    return sorted(os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")) \
+        + [os.path.realpath(__file__)]
 
 
 def cmake_script() -> str:
@@ -81,5 +83,5 @@ def cmake_script() -> str:
         for flavor in FLAVORS:
             lines.append(prop(f"ELFKIT_CFLAGS_{flavor}_{a.name}", a.plugin_cflags(flavor)))
         lines.append(prop(f"ELFKIT_LLD_EMULATION_{a.name}", [a.lld_emulation]))
-    lines.append(prop("ELFKIT_ARCH_SOURCES", [p.as_posix() for p in source_files()]))
+    lines.append(prop("ELFKIT_ARCH_SOURCES", source_files()))
     return "\n".join(lines) + "\n"

@@ -70,7 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     return _command(argv)
 
 
+def _argparse(argv: list[str]) -> object:
+    """``argv`` through the argparse parser (for ``--help``: it prints and exits)."""
+    from .cli_argparse import build_parser
+    return build_parser(ROOT, argv).parse_args(argv, Namespace())
+
+
 def _command(argv: list[str]) -> int:
+    if argv[-1:] in (["--help"], ["-h"]):   # argparse's help, kept: exits if it was
+        from .cli_help import cached_help
+        cached_help(ROOT, argv, lambda: _argparse(argv))
     args = parse(ROOT, argv)
     if args is None:            # --help, a usage error or an unusual command line
         from .cli_argparse import build_parser

@@ -1,17 +1,20 @@
 """``elfkit inspect FILE``: what the loader sees, and whether it can load it."""
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
 from ..loader import _tags as T
 from ..loader.headers import elf_type
-from ..loader.import_report import ImportReport
 from ..loader.objinspect import describe_object, format_object, format_object_tail, import_lines
 from .cli_spec import Arg, Command, Namespace
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..loader.import_report import ImportReport
 
 
 def explain_imports(info: dict[str, Any], specs: list[str], backend: str) -> ImportReport:
@@ -163,6 +166,7 @@ def run(args: Namespace) -> int:
             info.update(sections(view))
     except ElfkitError as e:
         if args.json:
+            import json
             json.dump({"file": args.file, "loadable": False, "problems": [str(e)]}, sys.stdout,
                       indent=2)
             print()
@@ -182,6 +186,7 @@ def run(args: Namespace) -> int:
 
 def _print(args: Namespace, info: dict[str, Any], report: ImportReport | None) -> int:
     if args.json:
+        import json
         json.dump({"file": args.file, **info}, sys.stdout, indent=2)
         print()
         return 0 if info["loadable"] else 1

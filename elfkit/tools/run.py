@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 from ..errors import CallTimeout, ElfkitError, EmulationFault, SignatureError
 from .cli_spec import Arg, Command, Namespace
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 # ------------------------------------------------------------------------ run

@@ -25,6 +25,7 @@ import elfkit
 
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.module import cconv_fragments
+from . import usage
 from .async_calls import invoke as invoke_fenced
 from .async_calls import takes_fences
 from .benchmark_runner import (
@@ -47,45 +48,7 @@ if TYPE_CHECKING:
     from ..vm.context import Context
     from ..vm.module import Module
 
-USAGE = """\
-usage: vmrt benchmark --module=PATH [--function=NAME] [--input=VALUE]... [FLAGS]
-
-Benchmark exported functions of a VM bytecode module, like iree-benchmark-module
-(Google Benchmark's output: console, json or csv).
-
-  --module, --device, --executable_plugin, --input, --module_mode, --task_*
-                                as in 'vmrt run' (see 'vmrt run --help')
-  --function=NAME               the function to benchmark (default: every export
-                                that runs without inputs)
-  --batch_size=N                invocations counted per iteration (1): use the
-                                N given to --iree-hal-benchmark-dispatch-repeat-count
-  --batch_concurrency=N         coarse-fences functions: invocations per batch
-                                that may overlap (1; vmrt runs them in turn)
-  --time_unit=ms|us|ns          unit of the times (default ms; us for dispatch
-                                benchmarks)
-  --print_statistics            print device statistics to stderr at exit
-
-Google Benchmark flags:
-  --benchmark_min_time=Nx|Ts    exactly N iterations, or iterate until a run
-                                lasts T seconds (default 0.5s)
-  --benchmark_min_warmup_time=T untimed warm-up of T seconds first
-  --benchmark_repetitions=N     N runs, then _mean, _median, _stddev, _cv rows
-  --benchmark_report_aggregates_only, --benchmark_display_aggregates_only
-                                show (and write) only the aggregate rows
-  --benchmark_filter=REGEX      only benchmarks whose name matches (-REGEX: not)
-  --benchmark_format=console|json|csv
-  --benchmark_out=FILE          also write the results to FILE (whole or not at all)
-  --benchmark_out_format=json|console|csv   (default json)
-  --benchmark_list_tests        print the benchmark names and exit
-  --benchmark_dry_run           one iteration, one repetition
-  --benchmark_counters_tabular  counters as table columns
-  --benchmark_context=K=V,...   extra context lines / JSON context keys
-  --benchmark_color, --benchmark_enable_random_interleaving, --benchmark_time_unit,
-  --v                           accepted and checked (no effect in vmrt)
-
-Counters: items_per_second; guest_instructions and guest_instructions:EXPORT
-(per iteration) when dispatches run emulated or on vmvx.
-"""
+USAGE = usage.BENCHMARK
 
 #: the flags of ``vmrt benchmark``
 BENCHMARK_FLAGS = FlagSpec(

@@ -14,12 +14,9 @@ A row is a :class:`Row`; :func:`aggregates` makes the ``_mean``,
 ``_median``, ``_stddev`` and ``_cv`` rows of repeated runs."""
 from __future__ import annotations
 
-import datetime
-import json
 import math
 import os
-import socket
-import statistics
+import time
 from collections.abc import Sequence
 
 import elfkit
@@ -82,6 +79,7 @@ class Row(DataRecord):
 
 
 def _stat(name: str, values: Sequence[float]) -> float:
+    import statistics  # only for repetitions' aggregates (start-up time)
     if name == "mean":
         return statistics.fmean(values)
     if name == "median":
@@ -164,6 +162,18 @@ def _scaling_enabled(cpus: int) -> bool:
     return False
 
 
+def _local_date() -> str:
+    """Now, local time, ISO 8601 to the second with the UTC offset (``datetime``'s
+    ``now().astimezone().isoformat(timespec="seconds")``, without importing it)."""
+    now = time.localtime()
+    offset = now.tm_gmtoff or 0
+    sign = "-" if offset < 0 else "+"
+    hours, rest = divmod(abs(offset), 3600)
+    minutes, seconds = divmod(rest, 60)
+    zone = f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+    return time.strftime("%Y-%m-%dT%H:%M:%S", now) + zone
+
+
 def run_context(executable: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
     """The ``context`` object of the JSON output (the console header's facts)."""
     cpus = os.cpu_count() or 1
@@ -176,8 +186,8 @@ def run_context(executable: str, extra: dict[str, str] | None = None) -> dict[st
     except OSError:
         load = []
     ctx: dict[str, Any] = {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "host_name": socket.gethostname(), "executable": executable, "num_cpus": cpus,
+        "date": _local_date(),
+        "host_name": os.uname().nodename, "executable": executable, "num_cpus": cpus,
         "mhz_per_cpu": int(_cpu_mhz()), "cpu_scaling_enabled": _scaling_enabled(cpus),
         "aslr_enabled": (_read("/proc/sys/kernel/randomize_va_space") or "0") != "0",
         "caches": _caches(), "load_avg": load,
@@ -245,6 +255,7 @@ def console_time(t: float) -> str:
 
 
 def _json_number(v: Any) -> str:
+    import json  # only for the JSON output (start-up time)
     if isinstance(v, bool) or not isinstance(v, float):
         return json.dumps(v)
     if math.isnan(v):
@@ -309,6 +320,8 @@ def name_width(names: Sequence[str], repeated: bool) -> int:
 
 def json_text(ctx: dict[str, Any], rows: Sequence[Row]) -> str:
     """The JSON reporter's output (2-space indent, doubles as ``%.16e``)."""
+    import json  # only for the JSON output (start-up time)
+
     def obj(d: dict[str, Any], indent: str) -> str:
         items = []
         for k, v in d.items():

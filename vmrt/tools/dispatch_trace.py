@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 
@@ -68,6 +67,7 @@ class NpyFolder:
         if not path:
             raise UsageError("the dispatch tensor trace folder is empty (expected a path)")
         existed = os.path.isdir(path)
+        import tempfile  # only when tracing (start-up time of every command)
         try:
             os.makedirs(path, exist_ok=True)
             fd, probe = tempfile.mkstemp(prefix=".vmrt-probe-", dir=path)

@@ -11,8 +11,10 @@ comments).  When the path holds anything this does not read (a zip
 file or egg) or another finder publishes distributions, the answer comes from
 :mod:`importlib.metadata` itself.
 
-The answer is kept in vmrt's cache directory (``entry-points.bin``, next to the
-translation cache, private to the user, off with ``VMRT_NO_CACHE=1``) with the
+The answer is kept in vmrt's cache directory (``entry-points-<checksum>.bin``, one
+file per path and group, so that commands run with different paths do not evict
+each other's; next to the translation cache, private to the user, off with
+``VMRT_NO_CACHE=1``) with the
 modification time of each directory on the path and of each ``entry_points.txt``
 read: while none of them changes (installing or removing a distribution changes
 its directory's), the next start reads that file instead of listing every
@@ -120,7 +122,11 @@ def _parse(text: str, group: str, dist: Distribution) -> list[EntryPoint]:
     return out
 
 
-_CACHE_FILE = "entry-points.bin"
+def _cache_file(key: bytes) -> str:
+    """The cache file of one key (one per path and group: commands run with
+    different paths or groups do not evict each other's answer)."""
+    return f"entry-points-{codecache.checksum(key):023x}.bin"
+
 #: a file changed this recently may change again within the same timestamp
 #: tick; such an answer is not kept (git's "racy" rule)
 _RACY_NS = 2_000_000_000
@@ -131,7 +137,10 @@ def entry_points(group: str) -> list[Any]:
     if not _only_path_finder():
         return _from_metadata(group)
     try:
-        key: tuple[Any, ...] | None = (os.getcwd(), tuple(sys.path), group)
+        # the working directory matters only through relative entries ('' for -c, -m)
+        relative = any(not os.path.isabs(entry) for entry in sys.path)
+        key: tuple[Any, ...] | None = (os.getcwd() if relative else "", tuple(sys.path),
+                                       group)
     except OSError:             # the working directory is gone: nothing to key on
         key = None
     rows = _cached(key) if key is not None else None
@@ -201,7 +210,8 @@ def _key_bytes(key: tuple[Any, ...]) -> bytes:
 
 def _cached(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
     """The rows kept for ``key`` when nothing they were read from has changed."""
-    kept = codecache.load(codecache.cache_dir("vmrt"), _CACHE_FILE, _key_bytes(key))
+    kb = _key_bytes(key)
+    kept = codecache.load(codecache.cache_dir("vmrt"), _cache_file(kb), kb)
     if not (isinstance(kept, tuple) and len(kept) == 2):
         return None
     stamps, rows = kept
@@ -222,7 +232,8 @@ def _store(key: tuple[Any, ...], paths: list[str], rows: list[tuple[str, str, st
     recent = time.time_ns() - _RACY_NS
     if any(s is not None and s[0] >= recent for _p, s in stamps):
         return
-    codecache.store(where, _CACHE_FILE, _key_bytes(key), (stamps, rows))
+    kb = _key_bytes(key)
+    codecache.store(where, _cache_file(kb), kb, (stamps, rows))
 
 
 __all__ = ["Distribution", "EntryPoint", "entry_points"]

@@ -1,37 +1,6 @@
 """``vmrt executable``: inspect a dispatch library and dispatch one export.
 
-    vmrt executable list FILE [--executable_plugin=SPEC]... [--backend=B]
-    vmrt executable imports FILE [--executable_plugin=SPEC]... [--backend=B] [--arch=A]
-    vmrt executable dispatch FILE --export=NAME [--workgroup_count=X[,Y[,Z]]]
-         [--binding=VALUE]... [--constant=VALUE]... [--executable_plugin=SPEC]...
-         [--output=TARGET]... [--threads=N] [--backend=B] [--arch=A] [--timeout=S]
-         [--expected_output=VALUE]... [--expected_f32_threshold=T]
-    vmrt executable benchmark (--executable_file=FILE | DIR) [FLAGS]
-         (like iree-benchmark-executable; see 'vmrt executable benchmark --help')
-
-FILE is a dispatch library as written by ``iree-compile ...
---iree-hal-dump-executable-binaries-to=DIR`` (ELF or FatELF, any CPU elfkit
-runs: foreign ones are emulated).  Bindings use iree-run-module's input
-syntax (``8xf32=2``, ``2x2xi32=[1 2][3 4]``, ``@file.npy``) and are printed
-after the dispatch (or written per ``--output``: ``@file.npy`` (all files or
-none: a failed dispatch leaves none behind), ``+file.bin`` append, ``-`` print,
-empty = skip).  Constants are 32-bit words: ``130``, ``-1``, ``0x10``, ``2.5``
-(an f32), ``i64:N`` / ``index:N`` (two words, low first).  ``--timeout``
-stops the dispatch with DEADLINE_EXCEEDED (an emulated one inside its
-workgroup, a native one between workgroups).
-
-``imports`` explains import resolution: for each import the plugin that
-answers it (the last --executable_plugin is searched first), the older
-answers it shadows, and why a missing one is missing; FILE may also be a
-.vmfb (its embedded executables).
-
-``--binding=@FILE.npy[START:END]`` binds bytes [START, END) of FILE's
-array; bindings of one FILE share memory (aliasing bindings).
-``--expected_output`` (one per binding, same syntax, ``(ignored)`` skips
-one) checks the bindings after the dispatch instead of printing them:
-``[SUCCESS]``/``[FAILED] binding[i]: ...`` lines, exit 1 on a mismatch
-(floats within ``--expected_f16/f32/f64_threshold``, NaN matches NaN).
-"""
+Usage: :data:`vmrt.tools.usage.EXECUTABLE` (``USAGE``)."""
 from __future__ import annotations
 
 import os
@@ -39,10 +8,10 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
 from ..hal.buffer import aligned_bytes
+from . import usage
 from .executable_imports import report_imports
 from .files import (
     MAX_MODULE_SIZE,
@@ -54,10 +23,13 @@ from .files import (
 from .flags import FlagSpec, parse_flags, report_error
 from .function_io import write_output
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from ..hal.local.elf_executable import Executable
 
-USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+USAGE = usage.EXECUTABLE
 
 #: the flags of ``vmrt executable list|dispatch``
 EXECUTABLE_FLAGS = FlagSpec(

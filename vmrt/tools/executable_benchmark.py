@@ -1,29 +1,6 @@
 """``vmrt executable benchmark``: behaves like ``iree-benchmark-executable``.
 
-    vmrt executable benchmark --executable_file=FILE [--executable_format=F]
-         [--entry_point=N] [--workgroup_count=X,Y,Z]... [--binding=VALUE]...
-         [--constant=U32]... [--executable_constant=U32]... [--batch_size=64]
-         [--device=local-sync|local-task] [--executable_plugin=SPEC]...
-         [--benchmark_* flags, as 'vmrt benchmark --help' lists them]
-    vmrt executable benchmark DIR [FLAGS]
-
-One benchmark per ``--workgroup_count``: ``BM_dispatch_XxYxZ/process_time/
-real_time``, each iteration one dispatch of every workgroup (ns per
-dispatch), ``--batch_size`` dispatches per step (iterations are multiples
-of it), ``items_per_second`` = workgroups per second.  FILE is a dispatch
-library dumped by ``iree-compile --iree-hal-dump-executable-binaries-to=``
-(ELF or FatELF, any CPU: foreign ones run emulated); ``--executable_format``
-(``embedded-elf-ARCH`` / ``system-dll-ARCH``, ARCH as IREE spells it:
-x86_64, arm_64, riscv_64, arm_32, x86_32, riscv_32) picks or checks its CPU.
-
-DIR is a folder ``vmrt run --dump_dispatches`` wrote: its library, plugins,
-export, workgroup count, constants and bindings are the defaults; flags
-override them.
-
-Emulated dispatches add ``guest_instructions`` (per dispatch) and
-``guest_instructions_per_workgroup`` counters, counted in one untimed
-dispatch: deterministic, unlike the times.
-"""
+Usage: :data:`vmrt.tools.usage.EXECUTABLE_BENCHMARK` (``USAGE``)."""
 from __future__ import annotations
 
 import json
@@ -32,6 +9,7 @@ import shlex
 from collections.abc import Sequence
 
 from ..errors import ExecutableError, StatusCode, UsageError
+from . import usage
 from .benchmark_runner import (
     BENCHMARK_BOOLS,
     BENCHMARK_VALUES,
@@ -49,7 +27,7 @@ if TYPE_CHECKING:
 
     from ..hal.local.executable import Executable
 
-USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+USAGE = usage.EXECUTABLE_BENCHMARK
 
 EXECUTABLE_BENCHMARK_FLAGS = FlagSpec(
     lists=frozenset({"workgroup_count", "binding", "constant", "executable_constant",

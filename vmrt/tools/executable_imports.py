@@ -13,12 +13,15 @@ the report.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TextIO
 
 from elfkit import fatelf
 
 from ..errors import ImportResolutionError
 from .files import MAX_MODULE_SIZE, read_input
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def executables_in(path: str) -> list[tuple[str, bytes]]:

@@ -13,12 +13,22 @@ from collections.abc import Iterable, Sequence
 import elfkit
 
 from ..errors import VmError, os_error
+from . import usage
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
 COMMANDS = ("run", "test", "benchmark", "executable", "replay")
+#: the sub-commands of the commands that have some (``vmrt executable list``, ...)
+SUBCOMMANDS = {"executable": ("list", "imports", "dispatch", "benchmark")}
+
+#: ``vmrt WORDS --help`` prints this text of vmrt.tools.usage (what the command itself
+#: would print for it)
+_HELP: dict[tuple[str, ...], str] = {
+    ("run",): "RUN", ("test",): "TEST", ("benchmark",): "BENCHMARK", ("replay",): "REPLAY",
+    ("executable",): "EXECUTABLE", ("executable", "benchmark"): "EXECUTABLE_BENCHMARK",
+    **{("executable", c): "EXECUTABLE" for c in ("list", "imports", "dispatch")}}
 
 #: the young-generation collection threshold while a command runs (Python's default
 #: is 700): start-up allocates a hundred thousand long-lived objects (modules, classes,
@@ -108,9 +118,12 @@ def _command(argv: Sequence[str] | None, providers: Iterable[Any],
              out: Any, err: TextIO) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("--help", "-h", "help"):
-        from .run import USAGE
-        out.write(USAGE)
+        out.write(usage.RUN)
         return 0 if args else 1
+    text = _HELP.get(tuple(args[:-1])) if args[-1] == "--help" else None
+    if text is not None:        # ``vmrt CMD --help``: the text, without importing CMD
+        out.write(getattr(usage, text))
+        return 0
     if args[0] == "--version":
         out.write(f"vmrt {elfkit.__version__}\n")
         return 0

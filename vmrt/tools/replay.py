@@ -1,55 +1,23 @@
 """``vmrt replay``: re-run an IREE device replay capture (``.ireereplay``).
 
-    vmrt replay FILE.ireereplay [--device=local-sync|local-task]
-         [--replay_executable_substitution=SELECTOR=PATH]...
-         [--replay_file_remap=CAPTURED_PREFIX=REPLAY_PREFIX]...
-         [--executable_plugin=SPEC]... [--backend=auto|native|emulated]
-         [--expected[=true|false]]
-         [--expected_output=VALUE]... [--expected_f32_threshold=T]
-         [--dispatch_element_type=T]
-
-FILE is a capture ``iree-run-module --device_replay_output=FILE`` (or
-``vmrt run --device_replay_output=FILE``) wrote for a CPU device
-(local-sync, local-task; embedded ELF executables).  vmrt re-issues its
-HAL operations in order (allocations, host writes, transfers, command
-buffers, dispatches); executables built for another CPU run emulated
-(``--backend=emulated``: all of them).
-
-The outputs are the ranges the captured program read back from the
-device.  ``--expected`` (on by default) checks each against the bytes the
-capture recorded for it (vmrt's captures record them, IREE's do not);
-``--expected_output`` (iree-run-module's syntax, one per output,
-``(ignored)`` skips one; an output longer than its value, a buffer read
-back whole, is compared over the value's bytes) checks them against values.  A mismatch prints
-``[FAILED]`` with the first differing elements (as ``--dispatch_element_type``,
-default the type the name of the last dispatch that bound the output ends
-in, ``..._f32``, else bytes) and exits 1.
-
-``--replay_executable_substitution`` is iree-run-replay's flag: ``ID=PATH``
-replaces executable ID (``iree-dump-replay`` lists the ids), ``all=PATH``
-every executable; ``ID@FORMAT=PATH`` names the replacement's executable
-format (``embedded-elf-arm_64``: the aarch64 slice of a FatELF).  The
-replacement must have the captured exports (names, bindings, constants):
-replay an x86_64 capture with an aarch64 build of the same executable.
-
-Parameter files a capture references by path (iree-run-module's default
-``--device_replay_file_policy=reference``) are read from there;
-``--replay_file_remap=/old/dir=/new/dir`` (as iree-run-replay) finds them
-after a move.  vmrt checks their length, not their identity.
-"""
+Usage: :data:`vmrt.tools.usage.REPLAY` (``USAGE``)."""
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, TextIO
 
 from elfkit.support import DataRecord
 
 from ..errors import ReplayError, StatusCode, UsageError
+from . import usage
 from .flags import FlagSpec, parse_bool, parse_flags, report_error
 from .replay_exec import Output, Substitution
 
-USAGE = __doc__.split("\n\n", 1)[1] if __doc__ else ""
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+USAGE = usage.REPLAY
 
 REPLAY_FLAGS = FlagSpec(
     lists=frozenset({"replay_executable_substitution", "executable_plugin", "expected_output",

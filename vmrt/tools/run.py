@@ -11,6 +11,7 @@ import elfkit
 from ..errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from ..vm.context import Context
 from ..vm.module import Module, cconv_fragments
+from . import usage
 from .async_calls import invoke as invoke_fenced
 from .async_calls import takes_fences
 from .devices import (
@@ -34,116 +35,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-USAGE = """\
-usage: vmrt [--help] [--version] run [FLAGS]
-       vmrt test --module=PATH [FLAGS]         (test functions; see 'vmrt test --help')
-       vmrt benchmark --module=PATH [FLAGS]    (timings; see 'vmrt benchmark --help')
-       vmrt executable (list|dispatch|benchmark) ...   (see 'vmrt executable --help')
-       vmrt replay FILE.ireereplay [FLAGS]     (IREE device replay; see 'vmrt replay --help')
-
-Run a function of a VM bytecode module (.vmfb), like iree-run-module.
-
-vmrt run flags (--flag=value or --flag value; list flags may repeat):
-  --module=PATH[@FN][?K=V&...]  module to load (repeatable; registration order,
-                                the last one is the main module).  PATH is a
-                                .vmfb file, '-' for stdin, or FILE.py@create_fn
-                                (a Python module factory called with
-                                (instance, params))
-  --function=NAME               export of the main module to run (optional when
-                                it has exactly one public export)
-  --input=VALUE                 one argument per flag: 5, 1.5, 4xf32=1 2 3 4,
-                                2x2xi32=[1 2][3 4], @file.npy, (null)
-  --output=TARGET               per result: '' discard, '-' print bare,
-                                @file.npy / +file.npy write / append
-  --output_max_element_count=N  elide printed tensors after N elements (1024)
-  --expected_output=VALUE       compare each result with VALUE (same grammar as
-                                --input; '(ignored)' skips one); prints
-                                [SUCCESS]/[FAILED] lines, exit 1 on mismatch
-  --expected_f32_threshold=T    absolute tolerance (atol) for f32 (0.0001); also
-                                --expected_f16_threshold (0.001), _f64_ (0.0001),
-                                _bf16_ (0.01); the f8 types compare exactly
-  --expected_rtol=R             relative tolerance of every float type (1e-05): an
-                                element matches if |actual - expected| <= atol +
-                                R * |expected|, if equal, or if both are NaN
-  --equality_mode=MODE          approximate (the tolerances above) or exact (the
-                                bytes of each element; tolerances ignored)
-  --device=URI                  HAL device: local-sync (everything on the calling
-                                thread) or local-task (default: queues synchronous,
-                                a dispatch's workgroups spread over worker threads);
-                                programs compiled for the local device with
-                                llvm-cpu need one
-  --list_drivers, --list_devices[=DRIVER], --dump_devices[=DRIVER]
-                                print vmrt's drivers / devices and exit
-  --task_topology_group_count=N local-task worker threads (0: one per CPU vmrt
-                                may use, at most --task_topology_max_group_count
-                                (64) and 16); --task_topology_cpu_ids=0,1,...:
-                                one worker per CPU listed (not pinned)
-  --task_worker_local_memory=B  workgroup-local memory per local-task worker
-                                (0: the L2 cache size); a dispatch asking more
-                                fails (RESOURCE_EXHAUSTED)
-  --dump_task_topologies        print the local-task workers and exit
-  --task_*                      IREE's other task flags (_mode, _nodes,
-                                _performance_level, _distribution, _favor,
-                                --task_worker_spin_us, _stack_size,
-                                --task_abort_on_failure) are checked and
-                                accepted; vmrt's unpinned threads ignore them
-  --executable_plugin=PATH      executable plugin (.sos/.so, embedded:/system:
-                                prefixes, ?k=v params); repeatable, the last
-                                one is asked first
-  --static_library=PATH         object (.o, or a FatELF .sos of objects) from
-                                iree-compile --iree-llvmcpu-link-static: its
-                                libraries run the program's 'static'
-                                executables; repeatable (vmrt extension)
-  --module_mode=preload|mmap    module data writable (preload) or read-only
-                                to transfers (mmap), as in iree-run-module
-  --parameters=[SCOPE=]FILE     parameter file (.irpa, .gguf, .safetensors) for
-                                the program's #flow.parameter.named globals of
-                                SCOPE (none: the empty scope); repeatable
-  --parameter_mode=file|preload parameter files mapped, read as needed (file,
-                                the default) or read whole at start (preload)
-  --instruction_budget=N        stop after N instructions: VM ones plus those
-                                of emulated and vmvx dispatches (vmrt extension)
-  --timeout=SECONDS             stop after SECONDS of wall time (vmrt extension)
-  --gdb=PORT                    debug the executables (run emulated) with gdb:
-                                stop at their first instruction and wait for
-                                gdb-multiarch on 127.0.0.1:PORT (vmrt extension)
-  --compare_with=B.vmfb         run B (in place of the last --module) in lockstep:
-                                stop at the first dispatch whose bindings differ,
-                                report it, exit 1 (vmrt extension)
-  --dump_dispatches=DIR[,GLOB]  write each dispatch (or each whose export name
-                                matches GLOB) to DIR/NNNN_export/ with a
-                                replay.sh (vmrt extension)
-  --device_replay_output=FILE   write the run's device work (allocations, host
-                                writes, transfers, dispatches, the results read
-                                back) as an IREE replay capture (.ireereplay)
-                                for vmrt replay, iree-run-replay, iree-dump-replay
-  --check_races                 run each dispatch's workgroups in several orders;
-                                report overlapping writes, exit 1 (vmrt extension)
-  --dispatch_element_type=T     element type of the bindings of dispatches whose
-                                export name does not end in one (default: bytes)
-  --trace_dispatch_tensors=DIR  also write the tensors a program compiled with
-                                --iree-flow-trace-dispatch-tensors traces (printed
-                                to stderr, as iree-run-module does) to
-                                DIR/NNNN_KEY_I.npy (vmrt extension)
-  --flagfile=PATH               read more flags from PATH, one per line
-  --trace_execution             print each VM instruction executed to stderr
-                                (IREE's execution-trace format)
-  --print_statistics            print allocator statistics and dispatch counts
-                                and times per executable export to stderr
-  --profile=FILE                write the run's timeline to FILE as Chrome/Perfetto
-                                trace-event JSON (ui.perfetto.dev): invocations,
-                                dispatches and the workgroups each thread ran,
-                                transfers, allocations; written also when the
-                                run fails; a FILE ending in .ireeperf.jsonl gets
-                                IREE's ireeperf-jsonl (iree-profile-render draws
-                                it), one ending in .ireeprof IREE's profile bundle
-                                (iree-profile reads it) (vmrt extension)
-  --guest_profile=FILE          profile the guest code of emulated dispatches by
-                                function (export) and source line: instruction
-                                counts, as FILE.svg (flame chart) or FILE.json
-                                (speedscope) (vmrt extension)
-  --help                        show this help
-"""
+USAGE = usage.RUN
 
 #: the flags of ``vmrt run`` (iree-run-module's, plus vmrt's extensions)
 RUN_FLAGS = FlagSpec(

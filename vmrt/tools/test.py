@@ -20,8 +20,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import Any, TextIO
 
 import elfkit
 from elfkit.support import DataRecord, field
@@ -29,6 +27,7 @@ from elfkit.support import DataRecord, field
 from ..errors import UsageError, VmError
 from ..modules.check import CheckFailure, CheckModule
 from ..vm.module import Module, cconv_fragments
+from . import usage
 from .async_calls import invoke as invoke_fenced
 from .async_calls import takes_fences
 from .dispatch_trace import TracePrinter
@@ -46,33 +45,11 @@ from .module_specs import (
 
 __all__ = ["TEST_FLAGS", "TestResult", "TestRun", "main", "run_tests", "find_test_functions"]
 
-USAGE = """\
-usage: vmrt test --module=PATH [--module=PATH ...] [FLAGS]
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
-Run every test function of the last module with the 'check' module, like
-iree-check-module: each export (no '__' prefix, no '$') must take and return
-nothing (async-external exports: only their two fences, which vmrt passes)
-and runs in a fresh context; googletest's output; exit 1 if any
-expectation failed or any function failed.
-
-vmrt test flags (--flag=value or --flag value; list flags may repeat):
-  --module=PATH[@FN][?K=V&...]  module to load, as for 'vmrt run'
-  --device=URI                  HAL device: local-sync or local-task
-  --executable_plugin=PATH      executable plugin, as for 'vmrt run'
-  --static_library=PATH         static library object, as for 'vmrt run'
-  --expect_failure              exit 0 only if some test fails
-  --module_mode=preload|mmap    accepted for compatibility
-  --parameters=[SCOPE=]FILE     parameter file, as for 'vmrt run' (repeatable);
-                                also --parameter_mode=file|preload
-  --instruction_budget=N        per test function (vmrt extension)
-  --timeout=SECONDS             per test function (vmrt extension)
-  --flagfile=PATH               read more flags from PATH, one per line
-  --trace_execution             print each VM instruction executed to stderr
-                                (IREE's execution-trace format)
-  --print_statistics            after each test, print its context's allocator
-                                statistics and dispatch counts and times to stderr
-  --help                        show this help
-"""
+USAGE = usage.TEST
 
 #: the flags of ``vmrt test`` (iree-check-module's, plus vmrt's extensions)
 TEST_FLAGS = FlagSpec(
@@ -279,6 +256,7 @@ def run_tests(source: str | os.PathLike[str] | bytes | Module, *,
     googletest output; ``trace``, if given, the execution trace; with
     ``statistics`` each result's ``statistics`` holds its context's
     allocator and dispatch statistics."""
+    from pathlib import Path  # (the command itself needs no pathlib)
     main: Any = Path(source) if isinstance(source, (str, os.PathLike)) else source
     options = RunOptions(
         devices=[str(d) for d in as_list(device, (str,))],

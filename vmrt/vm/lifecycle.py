@@ -2,11 +2,13 @@
 (wasmtime-py's ``Managed``): :class:`Closeable`."""
 from __future__ import annotations
 
-from typing import Any, TypeVar
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    _C = TypeVar("_C", bound="Closeable")
 
 __all__ = ["Closeable"]
-
-_C = TypeVar("_C", bound="Closeable")
 
 
 class Closeable:

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from tests.startup_imports import heavy, imports_of
 from tests.vmrt.iree_tools import REPO, require_tool
 
 HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing",
@@ -99,3 +100,63 @@ def test_import_vmrt_defers_the_vm_core_until_a_name_is_used():
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "[]", "vmrt.vm.context vmrt.vm.native_module vmrt.vm.native_module"]
+
+
+# ---------------------------------------------------------------- every command
+# (run as a plain Python install starts: tests/startup_imports.py)
+
+#: what no command line below needs
+NEVER = ("numpy", "unicorn", "typing", "dataclasses", "pathlib", "argparse", "statistics",
+         "json", "socket", "datetime", "tempfile")
+
+
+def test_help_of_every_command_imports_no_command():
+    from vmrt.tools import usage
+    from vmrt.tools.main import COMMANDS, SUBCOMMANDS
+    commands = {"RUN": "run", "TEST": "test", "BENCHMARK": "benchmark", "REPLAY": "replay",
+                "EXECUTABLE": "executable", "EXECUTABLE_BENCHMARK": "executable_benchmark"}
+    lines = [[], *([c] for c in COMMANDS), *([c, s] for c, subs in SUBCOMMANDS.items()
+                                            for s in subs)]
+    for words in lines:
+        out, imported = imports_of("vmrt", *words, "--help")
+        text = "EXECUTABLE_BENCHMARK" if words == ["executable", "benchmark"] else \
+            "EXECUTABLE" if words[:1] == ["executable"] else (words or ["run"])[0].upper()
+        assert out == getattr(usage, text)
+        assert heavy(imported, NEVER + tuple(f"vmrt.tools.{m}" for m in commands.values())
+                     + ("vmrt.vm", "vmrt.hal", "vmrt.bytecode", "vmrt.modules")) == []
+        # the same text the command itself prints (a line the fast path does not know:
+        # the command parses it)
+        if words and words != ["executable"]:
+            own, imported = imports_of("vmrt", *words, "--help", "--help")
+            assert own == out and f"vmrt.tools.{commands[text]}" in imported
+
+
+CHECK_MLIR = """\
+func.func @test_add() {
+  %a = util.unfoldable_constant dense<[1, 2, 3, 4]> : tensor<4xi32>
+  %r = arith.addi %a, %a : tensor<4xi32>
+  check.expect_eq_const(%r, dense<[2, 4, 6, 8]> : tensor<4xi32>) : tensor<4xi32>
+  return
+}
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatches are built for x86_64")
+def test_vmrt_test_imports_no_numpy(compile_mlir):
+    vmfb = compile_mlir(CHECK_MLIR, "--iree-hal-target-device=local",
+                        "--iree-hal-local-target-device-backends=llvm-cpu",
+                        "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
+                        "--iree-llvmcpu-target-cpu=generic", name="check_add")
+    for _ in range(2):      # the second run finds the translation and DWARF caches
+        out, imported = imports_of("vmrt", "test", f"--module={vmfb}")
+        assert "[  PASSED  ] 1 test." in out
+    assert heavy(imported, NEVER) == []
+
+
+def test_vmrt_benchmark_imports_no_statistics_json_or_socket(compile_mlir):
+    vmfb = compile_mlir("control.mlir")
+    for _ in range(2):
+        out, imported = imports_of("vmrt", "benchmark", f"--module={vmfb}",
+                                   "--function=collatz", "--input=27", "--benchmark_min_time=1x")
+        assert "BM_collatz" in out
+    assert heavy(imported, NEVER) == []

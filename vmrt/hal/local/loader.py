@@ -16,7 +16,7 @@ from elfkit import FatElfError, fatelf
 from ...errors import ExecutableError, StatusCode
 from ...vm.lifecycle import Closeable
 from .elf_executable import ElfExecutable
-from .local_executable import VMVX_FORMAT
+from .formats import VMVX_FORMAT
 from .plugins.manager import PluginManager, register_plugins
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

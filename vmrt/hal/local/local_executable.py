@@ -16,9 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .exports import ExportInfo
-
-#: IREE's format string of VM bytecode executables (``vmvx_executable.py``)
-VMVX_FORMAT = "vmvx-bytecode-fb"
+from .formats import VMVX_FORMAT
 
 
 class LocalExecutable(Protocol):

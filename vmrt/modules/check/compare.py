@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 from ...errors import HalError, StatusCode
-from ...hal.buffer_view import BufferView, format_buffer_view
+from ...hal.buffer_view import BufferView, format_buffer_view, is_packed
 from ...hal.element_types import element_type_code
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -41,7 +41,11 @@ def _unsupported(element_type: str) -> HalError:
 
 
 def _bytes(view: BufferView) -> bytes:
-    return view.array.tobytes()
+    """The elements' bytes (the storage's, without importing numpy; sub-byte
+    types as their unpacked array's)."""
+    if is_packed(view.element_type):
+        return view.array.tobytes()
+    return bytes(view.storage)
 
 
 def _views_text(lhs: BufferView, rhs: BufferView) -> str:

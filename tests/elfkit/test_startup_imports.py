@@ -1,0 +1,82 @@
+"""What ``elfkit`` commands import (their start-up cost; bench row 20 times it):
+``inspect`` of a shared object loads nothing, so no ctypes, import resolution,
+machine code, json or typing; ``--help`` printed again comes from elfkit's cache
+without argparse or the command families; ``toolchain`` needs no pathlib or
+shlex; an emulated ``run`` does not import the guest profiler's writers (xml.sax,
+which imports urllib.request, http.client, email and ssl), json or tempfile.
+Asserts module sets (tests/startup_imports.py), never times."""
+from __future__ import annotations
+
+from elfkit.tools import ROOT
+from tests.startup_imports import heavy, imports_of
+
+#: never imported by a command that does not need them
+LIBRARIES = ("numpy", "unicorn", "capstone", "lief", "elftools", "dataclasses", "typing",
+             "argparse", "pathlib")
+
+
+def test_inspect_of_a_shared_object_loads_nothing(plugins):
+    so = str(plugins.path("kernels", "x86_64"))
+    out, imported = imports_of("elfkit", "inspect", so)
+    assert out.startswith(f"{so}: x86_64 ELF64")
+    assert heavy(imported, LIBRARIES + (
+        "ctypes", "json", "weakref", "elfkit.exec", "elfkit.signature", "elfkit.loader.imports",
+        "elfkit.loader.import_report", "elfkit.loader.objlayout", "elfkit.module")) == []
+    _, imported = imports_of("elfkit", "inspect", "--json", so)
+    assert "json" in imported and "ctypes" not in imported
+
+
+def test_help_printed_again_comes_from_the_cache(tmp_path):
+    env = {"ELFKIT_CACHE_DIR": str(tmp_path), "COLUMNS": "100"}
+    families = [f"{c.module}" for c in ROOT.commands]         # Lazy: module names
+    for words in ([], ["fatelf"], ["fatelf", "list"], ["run"], ["toolchain", "flags"]):
+        first, imported = imports_of("elfkit", *words, "--help", env=env)
+        assert "argparse" in imported and first.startswith(
+            "usage: elfkit" + "".join(f" {w}" for w in words))
+        again, imported = imports_of("elfkit", *words, "--help", env=env)
+        assert again == first
+        assert heavy(imported, ("argparse", "gettext", "locale", *families)) == []
+        assert heavy(imported, LIBRARIES) == []
+    # another width is another text: rendered by argparse again
+    narrow, imported = imports_of("elfkit", "--help", env={**env, "COLUMNS": "50"})
+    assert "argparse" in imported and narrow != imports_of("elfkit", "--help", env=env)[0]
+    # an unknown command's help is an error, as before, and is not kept
+    for _ in range(2):
+        _, imported = imports_of("elfkit", "bogus", "--help", env=env, code=2)
+        assert "argparse" in imported
+
+
+def test_toolchain_imports_no_pathlib_or_shlex():
+    out, imported = imports_of("elfkit", "toolchain", "flags", "--arch", "riscv64")
+    assert "-target" in out or "--target" in out
+    assert heavy(imported, LIBRARIES + ("shlex", "urllib")) == []
+    out, imported = imports_of("elfkit", "toolchain", "cmake")
+    assert "ELFKIT_ARCH_SOURCES" in out
+    assert heavy(imported, LIBRARIES + ("shlex", "urllib")) == []
+
+
+def test_emulated_run_imports_no_profile_writers(plugins):
+    so = str(plugins.path("kernels", "riscv64"))
+    out, imported = imports_of("elfkit", "run", "--arch", "riscv64", so, "--call", "add_i32",
+                               "--arg", "2", "--arg", "3", "--sig", "i32(i32,i32)")
+    assert out.split() == ["5"]
+    assert "elfkit.exec.emulated" in imported
+    assert heavy(imported, ("xml", "urllib", "http", "email", "ssl", "json", "tempfile",
+                            "typing", "dataclasses", "numpy", "argparse", "pathlib")) == []
+
+
+def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path):
+    out = tmp_path / "two.sos"
+    _, imported = imports_of("elfkit", "fatelf", "remove", str(standalone_sos), "--arch",
+                             "riscv64", "-o", str(out))
+    assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
+    assert "riscv64" not in listing and "aarch64" in listing
+    # the host's slice: its name and machine from elfkit._support.machines
+    _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
+                             str(tmp_path / "host.so"))
+    assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    # an alias still resolves (through elfkit.arch)
+    _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
+                             "arm64", "-o", str(tmp_path / "a.so"))
+    assert "elfkit.arch" in imported
