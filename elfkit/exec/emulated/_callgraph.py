@@ -43,7 +43,7 @@ NONE = (1 << 64) - 1     # a free slot of the entry set
 _M = (1 << 64) - 1
 HOST = ""                # the caller of the functions the host calls
 DEEPER = "[deeper calls]"
-MAX_DEPTH = 64           # frames per stack; deeper calls are charged whole
+MAX_DEPTH = 64           # frames per stack (a cycle entered deeper adds its own); then charged whole
 MIN_SHARE = 1e-6         # stacks with less of the total are charged whole
 
 #: arch -> (return address register, 0 or the bytes of the return address
@@ -221,7 +221,7 @@ def stacks(own: dict[str, int], calls: dict[tuple[str, str], int]) -> dict[tuple
 
     def enter(prefix: tuple[str, ...], entry: str, share: float) -> None:
         c = comp_of[entry]
-        if len(prefix) >= MAX_DEPTH or share * incl[c] < MIN_SHARE * grand:
+        if len(prefix) + 2 >= MAX_DEPTH or share * incl[c] < MIN_SHARE * grand:
             out[(*prefix, entry, DEEPER)] += share * incl[c]
             return
         paths = {entry: (*prefix, entry)}
