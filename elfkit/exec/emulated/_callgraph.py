@@ -43,7 +43,7 @@ NONE = (1 << 64) - 1     # a free slot of the entry set
 _M = (1 << 64) - 1
 HOST = ""                # the caller of the functions the host calls
 DEEPER = "[deeper calls]"
-MAX_DEPTH = 64           # frames per stack (a cycle entered deeper adds its own); then charged whole
+MAX_DEPTH = 64           # frames per stack (a cycle's tree may add more); then whole
 MIN_SHARE = 1e-6         # stacks with less of the total are charged whole
 
 #: arch -> (return address register, 0 or the bytes of the return address
@@ -191,61 +191,73 @@ def _components(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]
     return out
 
 
+class _Graph:
+    """The call graph of ``stacks``: callees (``succ``), strongly connected
+    components (callees' first), calls into each from outside (``into``)
+    and each one's inclusive cost (``incl``)."""
+
+    def __init__(self, own: dict[str, int], calls: dict[tuple[str, str], int]) -> None:
+        nodes = sorted(set(own) | {f for e in calls for f in e if f != HOST})
+        self.succ: dict[str, list[str]] = defaultdict(list)
+        for (a, b) in sorted(calls):
+            if a != HOST:
+                self.succ[a].append(b)
+        self.comps = _components(nodes, self.succ)
+        self.comp_of = {f: i for i, c in enumerate(self.comps) for f in c}
+        self.into: dict[int, int] = defaultdict(int)
+        for (a, b), n in calls.items():
+            if a == HOST or self.comp_of[a] != self.comp_of[b]:
+                self.into[self.comp_of[b]] += n
+        self.incl: list[float] = []
+        for i, c in enumerate(self.comps):
+            self.incl.append(sum(own.get(f, 0) for f in c)
+                             + sum(share * self.incl[self.comp_of[g]]
+                                   for f in c for g, share in self.out_of(f, i, calls)))
+
+    def out_of(self, f: str, c: int, calls: dict[tuple[str, str], int]
+               ) -> list[tuple[str, float]]:
+        """The callees of ``f`` outside its component ``c``, with the share
+        of each one's cost its calls from ``f`` carry."""
+        return [(g, calls[(f, g)] / self.into[self.comp_of[g]])
+                for g in self.succ.get(f, []) if self.comp_of[g] != c]
+
+
 def stacks(own: dict[str, int], calls: dict[tuple[str, str], int]) -> dict[tuple[str, ...], float]:
     """Each function's own cost (``own``) spread over the call stacks that
     reach it (root first), by the ``calls`` between functions (see the module
-    doc).  The weights add up to ``sum(own)``; a stack deeper than
-    ``MAX_DEPTH``, or with less than ``MIN_SHARE`` of the total, is charged
-    whole to its frame with a ``DEEPER`` frame under it."""
-    nodes = sorted(set(own) | {f for e in calls for f in e if f != HOST})
-    succ: dict[str, list[str]] = defaultdict(list)
-    for (a, b) in sorted(calls):
-        if a != HOST:
-            succ[a].append(b)
-    comps = _components(nodes, succ)
-    comp_of = {f: i for i, c in enumerate(comps) for f in c}
-    into: dict[int, int] = defaultdict(int)        # calls into a component from outside
-    for (a, b), n in calls.items():
-        if a == HOST or comp_of[a] != comp_of[b]:
-            into[comp_of[b]] += n
-    incl: list[float] = []                         # inclusive cost (callees come first)
-    for c in comps:
-        total = float(sum(own.get(f, 0) for f in c))
-        for f in c:
-            for g in succ.get(f, []):
-                if comp_of[g] != comp_of[f]:
-                    total += calls[(f, g)] / into[comp_of[g]] * incl[comp_of[g]]
-        incl.append(total)
+    doc).  The weights add up to ``sum(own)``; a stack reaching
+    ``MAX_DEPTH`` frames, or with less than ``MIN_SHARE`` of the total, is
+    charged whole to its frame with a ``DEEPER`` frame under it."""
+    g = _Graph(own, calls)
     grand = sum(own.values()) or 1
     out: dict[tuple[str, ...], float] = defaultdict(float)
 
     def enter(prefix: tuple[str, ...], entry: str, share: float) -> None:
-        c = comp_of[entry]
-        if len(prefix) + 2 >= MAX_DEPTH or share * incl[c] < MIN_SHARE * grand:
-            out[(*prefix, entry, DEEPER)] += share * incl[c]
+        c = g.comp_of[entry]
+        if len(prefix) + 2 >= MAX_DEPTH or share * g.incl[c] < MIN_SHARE * grand:
+            out[prefix + (entry, DEEPER)] += share * g.incl[c]
             return
-        paths = {entry: (*prefix, entry)}
+        paths = {entry: prefix + (entry,)}
         todo = [entry]                             # a spanning tree of the component
         while todo:
             f = todo.pop(0)
-            for g in succ.get(f, []):
-                if comp_of[g] == c and g not in paths:
-                    paths[g] = (*paths[f], g)
-                    todo.append(g)
+            for h in g.succ.get(f, []):
+                if g.comp_of[h] == c and h not in paths:
+                    paths[h] = paths[f] + (h,)
+                    todo.append(h)
         for f, path in paths.items():
             if own.get(f):
                 out[path] += share * own[f]
-            for g in succ.get(f, []):
-                if comp_of[g] != c:
-                    enter(path, g, share * calls[(f, g)] / into[comp_of[g]])
+            for h, part in g.out_of(f, c, calls):
+                enter(path, h, share * part)
 
-    for i in range(len(comps) - 1, -1, -1):       # callers first
-        c = comps[i]
-        if not into[i]:                           # never seen called: a root
-            enter((), max(c, key=lambda f: (own.get(f, 0), f)), 1.0)
+    for i in range(len(g.comps) - 1, -1, -1):     # callers first
+        comp = g.comps[i]
+        if not g.into[i]:                         # never seen called: a root
+            enter((), max(comp, key=lambda f: (own.get(f, 0), f)), 1.0)
         else:
-            for f in c:
+            for f in comp:
                 n = calls.get((HOST, f), 0)
                 if n:
-                    enter((), f, n / into[i])
+                    enter((), f, n / g.into[i])
     return {k: v for k, v in out.items() if v > 0}

@@ -1,4 +1,4 @@
-"""Where the guest time goes: ``GuestProfile``, a flat profile of guest code
+"""Where the guest time goes: ``GuestProfile``, a profile of guest code
 by function and source line (``EmulatedMachine.profile``).
 
 While a machine profiles, a ``UC_HOOK_BLOCK`` hook counts how often each

@@ -1,4 +1,4 @@
-"""Call stacks of guest profiles (``elfkit.exec.emulated._callgraph``): the
+"""Call stacks of guest profiles (``GuestProfile.calls``, ``.stacks()``): the
 calls between functions are counted exactly on every emulated CPU (native
 hook and Python hook alike), the cost of a function called from two places
 is split between them in the ratio of the calls, recursion (direct and
@@ -11,7 +11,6 @@ import pytest
 
 import elfkit
 from elfkit.exec.emulated import GuestProfile, blockhook
-from elfkit.exec.emulated._callgraph import DEEPER, HOST, stacks
 from elfkit.toolchain import compile_plugin
 
 # main -> a -> hot (3n calls), main -> b -> hot (n calls); rec calls itself
@@ -60,10 +59,13 @@ __attribute__((visibility("default"))) unsigned entry(unsigned n) {
 }
 """
 N = 10
+HOST = ""                     # the caller of what the host calls
+DEEPER = "[deeper calls]"
 CALLS = {(HOST, "entry"): 1, ("entry", "a"): 1, ("entry", "b"): 1, ("a", "hot"): 3 * N,
          ("b", "hot"): N, ("entry", "rec"): 1, ("rec", "rec"): N, ("entry", "ping"): 1,
          ("ping", "pong"): N // 2, ("pong", "ping"): N // 2}
 ARCHES = ["aarch64", "riscv64", "arm", "x86_64"]
+
 
 
 @pytest.fixture(scope="module", params=ARCHES)
@@ -158,6 +160,14 @@ def test_files_show_the_stacks(plugin, tmp_path):
     assert any(t.startswith("hot (") for t in titles)
     rows = {r.get("y") for r in root.iter("{http://www.w3.org/2000/svg}rect")}
     assert len(rows) >= 4          # all, entry, a/b, hot (and lines under it)
+
+
+def stacks(own, calls):
+    prof = GuestProfile()
+    for fn, n in own.items():
+        prof.counts[(fn, "?")] = n
+    prof.calls.update(calls)
+    return prof.stacks()
 
 
 def test_stacks_of_made_up_graphs():
