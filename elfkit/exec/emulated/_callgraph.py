@@ -72,6 +72,8 @@ class CallSites:
         self.ra_reg, self.ra_bytes, self.ra_mask = ra_reg, ra_bytes, ra_mask
         self.host_lo, self.host_hi = host
         self.read_ra = read_ra
+        #: ``function_symbols`` of the machine when profiling started
+        self.symbols: tuple[tuple[int, ...], list[tuple[int, int, str]]] | None = None
 
     def table(self) -> list[int]:
         """The entries as the C hook's open-addressed set (a power of two of
@@ -98,19 +100,39 @@ class CallSites:
         return prev, EDGE | JUMP | address
 
 
+def _named_modules(machine: Any) -> list[Any]:
+    return [m for m in machine.modules
+            if getattr(m, "elf", None) is not None and not getattr(m, "closed", False)]
+
+
+def module_ids(machine: Any) -> tuple[int, ...]:
+    """Which modules ``function_symbols`` would read now."""
+    return tuple(id(m) for m in _named_modules(machine))
+
+
+def function_symbols(machine: Any) -> tuple[tuple[int, ...], list[tuple[int, int, str]]]:
+    """The ``.symtab`` functions (static ones too) of ``machine``'s modules as
+    sorted ``(address, size >= 1, name)``, with the ids of those modules
+    (the list is good while they are the same: ``module_ids``)."""
+    from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
+    funcs: list[tuple[int, int, str]] = []
+    mods = _named_modules(machine)
+    for mod in mods:
+        funcs += [(s.address, max(s.size, 1), s.name) for s in plugin_symbols(mod)
+                  if s.type in (STT_FUNC, STT_GNU_IFUNC)]
+    funcs.sort()
+    return tuple(id(m) for m in mods), funcs
+
+
 def call_sites(machine: Any, engine: Any, host: tuple[int, int]) -> CallSites | None:
     """``CallSites`` of ``machine`` (unicorn ``engine``), None where its
     architecture has no rule or its modules no function symbols."""
-    from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
     from . import _uc
     rule = RETURN_ADDRESS.get(machine.arch.name)
     if rule is None:
         return None
-    entries = set()
-    for mod in machine.modules:
-        if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
-            entries |= {s.address & ~1 if machine.arch.name == "arm" else s.address
-                        for s in plugin_symbols(mod) if s.type in (STT_FUNC, STT_GNU_IFUNC)}
+    symbols = function_symbols(machine)
+    entries = {a & ~1 if machine.arch.name == "arm" else a for a, _n, _s in symbols[1]}
     if not entries:
         return None
     name, nbytes, mask = rule
@@ -128,7 +150,9 @@ def call_sites(machine: Any, engine: Any, host: tuple[int, int]) -> CallSites | 
     else:
         def read_ra() -> int:
             return int(engine.read_word(regid))
-    return CallSites(entries, regid, nbytes, mask, host, read_ra)
+    sites = CallSites(entries, regid, nbytes, mask, host, read_ra)
+    sites.symbols = symbols
+    return sites
 
 
 def calls_by_function(edges: dict[tuple[int, int], int],

@@ -31,8 +31,7 @@ from collections import defaultdict
 from ..._support.files import replace_file
 from ...errors import ExecutionError
 from ..disasm import instruction_addresses
-from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
-from ._callgraph import DEEPER, calls_by_function, stacks
+from ._callgraph import DEEPER, calls_by_function, function_symbols, module_ids, stacks
 from ._flame import speedscope, svg
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -79,13 +78,15 @@ class GuestProfile:
         return dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int],
-                   edges: dict[tuple[int, int], int] | None = None) -> None:
+                   edges: dict[tuple[int, int], int] | None = None,
+                   symbols: Any = None) -> None:
         """Charge ``blocks`` (``(address, size) -> executions``) run on
         ``machine``, instruction by instruction (see the module doc); a block
         inside one function and without line information is charged whole.
-        ``edges``: call edges counted meanwhile (``_callgraph``)."""
+        ``edges``: call edges counted meanwhile (``_callgraph``); ``symbols``:
+        the machine's ``function_symbols`` if known."""
         where: dict[int, tuple[str, str]] = {}
-        function = _function_namer(machine)
+        function = _function_namer(machine, symbols)
         local: dict[tuple[str, str], int] = defaultdict(int)
         thumb = False
         if machine.arch.name == "arm":
@@ -182,16 +183,14 @@ def check_profile_path(path: str | os.PathLike[str]) -> str:
     return p
 
 
-def _function_namer(machine: Any) -> Callable[[int], tuple[str, int]]:
+def _function_namer(machine: Any, known: Any = None) -> Callable[[int], tuple[str, int]]:
     """``addr -> (function name, where that name ends)``: the ``.symtab``
-    functions of the machine's modules (static ones too), else
-    ``machine.symbolize`` (for that one address)."""
-    funcs: list[tuple[int, int, str]] = []
-    for mod in machine.modules:
-        if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
-            funcs += [(s.address, max(s.size, 1), s.name) for s in plugin_symbols(mod)
-                      if s.type in (STT_FUNC, STT_GNU_IFUNC)]
-    funcs.sort()
+    functions of the machine's modules (static ones too; ``known``: their
+    ``function_symbols`` if read already), else ``machine.symbolize`` (for
+    that one address)."""
+    if known is None or known[0] != module_ids(machine):   # (modules came or went)
+        known = function_symbols(machine)
+    funcs = known[1]
 
     def name(addr: int) -> tuple[str, int]:
         i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
@@ -255,4 +254,5 @@ class BlockCounter:
                 blocks[key] += n
             for key, n in more_edges.items():
                 edges[key] += n
-        self.profile.add_blocks(machine, blocks, edges)
+        self.profile.add_blocks(machine, blocks, edges,
+                                self.sites.symbols if self.sites is not None else None)
