@@ -50,7 +50,7 @@ MIN_SHARE = 1e-6         # stacks with less of the total are charged whole
 #: at the address that register holds, mask of the return address)
 RETURN_ADDRESS = {"aarch64": ("X30", 0, _M), "riscv64": ("RA", 0, _M),
                   "riscv32": ("RA", 0, _M), "arm": ("LR", 0, _M - 1),
-                  "x86_64": ("RSP", 8, _M), "x86": ("ESP", 4, _M)}
+                  "x86_64": ("RSP", 8, _M), "i386": ("ESP", 4, _M)}
 
 
 def mix(a: int, b: int) -> int:
@@ -73,7 +73,7 @@ class CallSites:
         self.host_lo, self.host_hi = host
         self.read_ra = read_ra
         #: ``function_symbols`` of the machine when profiling started
-        self.symbols: tuple[tuple[int, ...], list[tuple[int, int, str]]] | None = None
+        self.symbols: Any = None
 
     def table(self) -> list[int]:
         """The entries as the C hook's open-addressed set (a power of two of
@@ -110,18 +110,26 @@ def module_ids(machine: Any) -> tuple[int, ...]:
     return tuple(id(m) for m in _named_modules(machine))
 
 
-def function_symbols(machine: Any) -> tuple[tuple[int, ...], list[tuple[int, int, str]]]:
+def function_symbols(machine: Any) -> tuple[tuple[int, ...], list[tuple[int, int, str]],
+                                            frozenset[int]]:
     """The ``.symtab`` functions (static ones too) of ``machine``'s modules as
     sorted ``(address, size >= 1, name)``, with the ids of those modules
-    (the list is good while they are the same: ``module_ids``)."""
+    (the list is good while they are the same: ``module_ids``) and the
+    addresses of the Thumb functions (their symbols' odd addresses are
+    their code's, even, in the list)."""
     from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
     funcs: list[tuple[int, int, str]] = []
+    thumb: set[int] = set()
     mods = _named_modules(machine)
+    arm = machine.arch.name == "arm"
     for mod in mods:
-        funcs += [(s.address, max(s.size, 1), s.name) for s in plugin_symbols(mod)
-                  if s.type in (STT_FUNC, STT_GNU_IFUNC)]
+        for s in plugin_symbols(mod):
+            if s.type in (STT_FUNC, STT_GNU_IFUNC):
+                if arm and s.address & 1:
+                    thumb.add(s.address - 1)
+                funcs.append((s.address & ~1 if arm else s.address, max(s.size, 1), s.name))
     funcs.sort()
-    return tuple(id(m) for m in mods), funcs
+    return tuple(id(m) for m in mods), funcs, frozenset(thumb)
 
 
 def call_sites(machine: Any, engine: Any, host: tuple[int, int]) -> CallSites | None:
@@ -132,7 +140,7 @@ def call_sites(machine: Any, engine: Any, host: tuple[int, int]) -> CallSites | 
     if rule is None:
         return None
     symbols = function_symbols(machine)
-    entries = {a & ~1 if machine.arch.name == "arm" else a for a, _n, _s in symbols[1]}
+    entries = {a for a, _n, _s in symbols[1]}
     if not entries:
         return None
     name, nbytes, mask = rule

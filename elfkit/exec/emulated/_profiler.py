@@ -88,16 +88,13 @@ class GuestProfile:
         where: dict[int, tuple[str, str]] = {}
         function = _function_namer(machine, symbols)
         local: dict[tuple[str, str], int] = defaultdict(int)
-        thumb = False
-        if machine.arch.name == "arm":
-            thumb = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
         for (address, size), times in blocks.items():
+            name, end, thumb = function(address)
             code = machine.try_read(address, size) if size else None
             addrs = instruction_addresses(code, address, machine.arch, thumb=thumb
                                           ) if code else []
             if not addrs:
                 addrs = [address]
-            name, end = function(address)
             if addrs[-1] < end and not machine.has_line_info(address, addrs[-1] + 1):
                 local[(name, NO_LINE)] += times * len(addrs)
                 continue
@@ -106,7 +103,7 @@ class GuestProfile:
                 key = where.get(a)
                 if key is None:
                     if a >= end:
-                        name, end = function(a)
+                        name, end, _thumb = function(a)
                     key = where[a] = (name, machine.source_line(a) or NO_LINE)
                 if key != last:
                     if run:
@@ -183,23 +180,26 @@ def check_profile_path(path: str | os.PathLike[str]) -> str:
     return p
 
 
-def _function_namer(machine: Any, known: Any = None) -> Callable[[int], tuple[str, int]]:
-    """``addr -> (function name, where that name ends)``: the ``.symtab``
-    functions of the machine's modules (static ones too; ``known``: their
-    ``function_symbols`` if read already), else ``machine.symbolize`` (for
-    that one address)."""
+def _function_namer(machine: Any, known: Any = None) -> Callable[[int], tuple[str, int, bool]]:
+    """``addr -> (function name, where that name ends, Thumb code?)``: the
+    ``.symtab`` functions of the machine's modules (static ones too;
+    ``known``: their ``function_symbols`` if read already), else
+    ``machine.symbolize`` (for that one address; Thumb as the CPU is now)."""
     if known is None or known[0] != module_ids(machine):   # (modules came or went)
         known = function_symbols(machine)
-    funcs = known[1]
+    _ids, funcs, thumbs = known
+    thumb_now = False
+    if machine.arch.name == "arm":
+        thumb_now = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
 
-    def name(addr: int) -> tuple[str, int]:
+    def name(addr: int) -> tuple[str, int, bool]:
         i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
         if i >= 0 and addr < funcs[i][0] + funcs[i][1]:
             end = funcs[i][0] + funcs[i][1]
             if i + 1 < len(funcs):       # (overlapping symbols: the next one starts)
                 end = min(end, funcs[i + 1][0])
-            return funcs[i][2], end
-        return function_of(machine.symbolize(addr)), addr + 1
+            return funcs[i][2], end, funcs[i][0] in thumbs
+        return function_of(machine.symbolize(addr)), addr + 1, thumb_now
     return name
 
 

@@ -64,16 +64,19 @@ DEEPER = "[deeper calls]"
 CALLS = {(HOST, "entry"): 1, ("entry", "a"): 1, ("entry", "b"): 1, ("a", "hot"): 3 * N,
          ("b", "hot"): N, ("entry", "rec"): 1, ("rec", "rec"): N, ("entry", "ping"): 1,
          ("ping", "pong"): N // 2, ("pong", "ping"): N // 2}
-ARCHES = ["aarch64", "riscv64", "arm", "x86_64"]
+ARCHES = [("aarch64", []), ("riscv64", []), ("arm", []), ("x86_64", []), ("riscv32", []),
+          ("x86", []), ("arm", ["-target", "thumb-freestanding-none"])]
 
 
 
-@pytest.fixture(scope="module", params=ARCHES)
+@pytest.fixture(scope="module", params=ARCHES,
+                ids=lambda p: p[0] + ("-thumb" if p[1] else ""))
 def plugin(request, tmp_path_factory):
-    d = tmp_path_factory.mktemp(f"stacks-{request.param}")
+    arch, flags = request.param
+    d = tmp_path_factory.mktemp(f"stacks-{arch}")
     src = d / "calls.c"
     src.write_text(SOURCE)
-    return compile_plugin(src, request.param, d / "calls.so", cflags=["-g", "-O1"])
+    return compile_plugin(src, arch, d / "calls.so", cflags=["-g", "-O1", *flags])
 
 
 def _profile(plugin, calls=1):
@@ -91,7 +94,7 @@ def _profile(plugin, calls=1):
 def test_calls_are_counted_exactly(plugin):
     prof, count = _profile(plugin)
     assert dict(prof.calls) == CALLS
-    assert prof.total == count
+    assert prof.total == count      # (Thumb code too: decoded as Thumb)
     two, _ = _profile(plugin, calls=2)      # a second call from the host: a root again
     assert dict(two.calls) == {k: 2 * v for k, v in CALLS.items()}
 
