@@ -290,8 +290,7 @@ COMMANDS = (
         Arg("--trace-mode", default="block", choices=("block", "compact"),
             help="block: every block with its instructions; compact: block addresses"),
         Arg("--profile", metavar="FILE",
-            help="profile the guest code by function, source line and call stack "
-            "(emulated; stacks from call counts) and write "
+            help="profile the guest code by function and source line (emulated) and write "
             "it to FILE: .svg a flame chart, .json speedscope JSON"),
         Arg("--gdb", type=int, metavar="PORT",
             help="debug the call with gdb (emulated): listen on 127.0.0.1:PORT and stop "
