@@ -6,9 +6,10 @@ call) on aarch64, riscv64 and armv7, and three IREE programs (the MNIST MLP
 of row 13a, a 128x128 matmul, a row softmax; ``vmrt.load``, ``local-sync``)
 on aarch64, riscv64 and riscv32.  Each workload is timed unprofiled and profiled,
 in pairs, medians; a profiled sample is a whole profile session: start
-(translation cache flushed, block hook added), the call, stop (hook
-removed, translation cache flushed, counts charged to functions and lines:
-instruction lengths, symbols, DWARF).  Each unprofiled sample follows a
+(translation cache flushed, block hook added: it counts blocks and the
+call edges of the call stacks), the call, stop (hook removed, translation
+cache flushed, counts charged to functions and lines: instruction lengths,
+symbols, DWARF; calls named).  Each unprofiled sample follows a
 profiled one, so both translate their code afresh, as a fresh process does
 (``vmrt run --guest_profile`` vs ``vmrt run``).  The goal judges the worst
 ratio.

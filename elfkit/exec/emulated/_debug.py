@@ -230,10 +230,12 @@ class Debugger:
                 counter.finish(self._machine)
         if profile is not None:
             self._state.check_open()
-            from ._profiler import BlockCounter  # imported when profiling starts
+            from ._callgraph import call_sites  # imported when profiling starts
+            from ._profiler import BlockCounter
             from .blockhook import native_counter
             native = native_counter(guard=self._state.guard)
-            counter = BlockCounter(profile, native)
+            sites = call_sites(self._machine, self._uc, (SENTINEL, self._stub_end))
+            counter = BlockCounter(profile, native, sites)
             if native is not None:      # counted in C (see blockhook)
                 self._profile_hook = self._uc.add_native_hook(
                     C.UC_HOOK_BLOCK, native.hook, native.user_data, 1, 0)

@@ -1,4 +1,4 @@
-"""Where the guest time goes: ``GuestProfile``, a flat profile of guest code
+"""Where the guest time goes: ``GuestProfile``, a profile of guest code
 by function and source line (``EmulatedMachine.profile``).
 
 While a machine profiles, a ``UC_HOOK_BLOCK`` hook counts how often each
@@ -13,9 +13,13 @@ the function (``.symtab``, else ``machine.symbolize``) and source line
 are instructions, not time, so a profile is deterministic; its total equals
 ``machine.instructions`` (``count_instructions``) over the same calls.
 
-The profile is flat: a stack is ``function -> function:line`` (no callers).
-``write`` picks the format by the file's extension: ``.svg`` an icicle
-chart (self-contained, no script), ``.json`` speedscope's file format.
+The hook also counts calls between functions (``_callgraph``: on each
+block at a function's entry, by the return address); the call stacks of the
+files are reconstructed from those counts, gprof-style (a function's cost is
+spread over its callers in proportion to their calls), not sampled.  The
+flat counts (``counts``, ``functions``, ``lines``) stay exact.  ``write``
+picks the format by the file's extension: ``.svg`` a flame chart
+(self-contained, no script), ``.json`` speedscope's file format (``_flame``).
 """
 from __future__ import annotations
 
@@ -27,14 +31,14 @@ from collections import defaultdict
 from ..._support.files import replace_file
 from ...errors import ExecutionError
 from ..disasm import instruction_addresses
-from ..symfile import STT_FUNC, STT_GNU_IFUNC, plugin_symbols
+from ._callgraph import DEEPER, calls_by_function, function_symbols, module_ids, stacks
+from ._flame import speedscope, svg
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 NO_LINE = "?"
 UNKNOWN = "[unknown]"       # code no module names (a machine's runtime page)
 
@@ -53,6 +57,8 @@ class GuestProfile:
     def __init__(self, name: str = "guest") -> None:
         self.name = name
         self.counts: dict[tuple[str, str], int] = defaultdict(int)
+        #: calls counted per ``(caller, callee)`` function (caller ``""``: the host)
+        self.calls: dict[tuple[str, str], int] = defaultdict(int)
         self._lock = threading.Lock()
 
     @property
@@ -71,23 +77,24 @@ class GuestProfile:
         """Instructions per ``(function, line)``, most first."""
         return dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
-    def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int]) -> None:
+    def add_blocks(self, machine: Any, blocks: dict[tuple[int, int], int],
+                   edges: dict[tuple[int, int], int] | None = None,
+                   symbols: Any = None) -> None:
         """Charge ``blocks`` (``(address, size) -> executions``) run on
         ``machine``, instruction by instruction (see the module doc); a block
-        inside one function and without line information is charged whole."""
+        inside one function and without line information is charged whole.
+        ``edges``: call edges counted meanwhile (``_callgraph``); ``symbols``:
+        the machine's ``function_symbols`` if known."""
         where: dict[int, tuple[str, str]] = {}
-        function = _function_namer(machine)
+        function = _function_namer(machine, symbols)
         local: dict[tuple[str, str], int] = defaultdict(int)
-        thumb = False
-        if machine.arch.name == "arm":
-            thumb = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
         for (address, size), times in blocks.items():
+            name, end, thumb = function(address)
             code = machine.try_read(address, size) if size else None
             addrs = instruction_addresses(code, address, machine.arch, thumb=thumb
                                           ) if code else []
             if not addrs:
                 addrs = [address]
-            name, end = function(address)
             if addrs[-1] < end and not machine.has_line_info(address, addrs[-1] + 1):
                 local[(name, NO_LINE)] += times * len(addrs)
                 continue
@@ -96,7 +103,7 @@ class GuestProfile:
                 key = where.get(a)
                 if key is None:
                     if a >= end:
-                        name, end = function(a)
+                        name, end, _thumb = function(a)
                     key = where[a] = (name, machine.source_line(a) or NO_LINE)
                 if key != last:
                     if run:
@@ -104,86 +111,46 @@ class GuestProfile:
                     run, last = 0, key
                 run += 1
             local[last] += times * run
+        calls = calls_by_function(edges, lambda a: function(a)[0]) if edges else {}
         with self._lock:
             for key, n in local.items():
                 self.counts[key] += n
+            for pair, n in calls.items():
+                self.calls[pair] += n
 
-    # ------------------------------------------------------------ formats
-    def speedscope(self) -> dict[str, Any]:
-        """The profile in speedscope's file format: one sampled profile whose
-        samples are ``[function, function:line]`` weighted by instructions."""
-        frames: list[dict[str, Any]] = []
-        index: dict[tuple[str, ...], int] = {}
+    def stacks(self) -> dict[tuple[str, ...], float]:
+        """Instructions per call stack (root first), reconstructed from the
+        call counts (``_callgraph.stacks``: gprof-style, not sampled)."""
+        return stacks(self.functions(), self.calls)
 
-        def frame(name: str, file: str | None = None, line: int | None = None) -> int:
-            key = (name, file or "", str(line))
-            i = index.get(key)
-            if i is None:
-                i = index[key] = len(frames)
-                f: dict[str, Any] = {"name": name}
-                if file:
-                    f["file"] = file
-                if line is not None:
-                    f["line"] = line
-                frames.append(f)
-            return i
-
-        samples, weights = [], []
-        for (fn, where), n in self.lines().items():
-            file, _, num = where.rpartition(":")
-            leaf = frame(f"{fn} {where}", file or None, int(num) if num.isdigit() else None)
-            samples.append([frame(fn), leaf])
-            weights.append(n)
-        total = sum(weights)
-        return {"$schema": SPEEDSCOPE_SCHEMA, "shared": {"frames": frames},
-                "profiles": [{"type": "sampled", "name": self.name, "unit": "none",
-                              "startValue": 0, "endValue": total, "samples": samples,
-                              "weights": weights}],
-                "name": self.name, "exporter": "elfkit"}
-
-    def svg(self, width: int = 1200) -> str:
-        """An icicle chart: the root (all instructions), functions below it,
-        their lines below those; widths proportional to instructions."""
-        # imported here: xml.sax.saxutils pulls in urllib.request, http.client,
-        # ssl and email (tens of ms), which no run that writes no profile needs
-        from xml.sax.saxutils import escape
-        row, pad, top = 20, 10, 40
-        total = self.total or 1
-        scale = (width - 2 * pad) / total
-        out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
-               f'height="{top + 3 * row + pad}" font-family="monospace" font-size="11">',
-               f'<text x="{pad}" y="24" font-size="15">{escape(self.name)}: '
-               f'{self.total} guest instructions</text>']
-
-        def box(x: float, depth: int, n: int, label: str, hue: int, where: str = "") -> None:
-            w = n * scale
-            y = top + depth * row
-            text = f"{label} ({n}, {100 * n / total:.1f}%)"
-            tip = f"{where} {text}" if where else text
-            out.append(f'<g><title>{escape(tip)}</title><rect x="{x:.2f}" y="{y}" '
-                       f'width="{w:.2f}" height="{row - 1}" fill="hsl({hue},70%,65%)" '
-                       'stroke="white"/>')
-            chars = int(w / 7)
-            if chars >= 3:
-                shown = text if len(text) <= chars else text[:chars - 2] + ".."
-                out.append(f'<text x="{x + 2:.2f}" y="{y + 14}">{escape(shown)}</text>')
-            out.append("</g>")
-
-        box(pad, 0, self.total, "all", 0)
-        x = float(pad)
+    def samples(self) -> list[tuple[tuple[str, ...], str | None, int]]:
+        """``(stack, line of its last function or None, instructions)``: the
+        stacks split by the lines of their last function, in whole
+        instructions adding up to ``total`` (largest remainders)."""
         by_fn: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for (fn, line), n in self.lines().items():
             by_fn[fn].append((line, n))
-        for k, (fn, n) in enumerate(self.functions().items()):
-            hue = (35 * k + 20) % 360
-            box(x, 1, n, fn, hue)
-            lx = x
-            for line, ln in by_fn[fn]:
-                box(lx, 2, ln, line, hue, fn)
-                lx += ln * scale
-            x += n * scale
-        out.append("</svg>\n")
-        return "\n".join(out)
+        own = self.functions()
+        parts: list[tuple[tuple[str, ...], str | None, float]] = []
+        for path, w in sorted(self.stacks().items()):
+            if path[-1] == DEEPER or not own.get(path[-1]):
+                parts.append((path, None, w))
+                continue
+            for line, n in by_fn[path[-1]]:
+                parts.append((path, line, w * n / own[path[-1]]))
+        ints = [int(w) for _, _, w in parts]
+        spare = self.total - sum(ints)
+        for i in sorted(range(len(parts)), key=lambda i: ints[i] - parts[i][2])[:max(spare, 0)]:
+            ints[i] += 1
+        return [(p, line, n) for (p, line, _), n in zip(parts, ints) if n]
+
+    def speedscope(self) -> dict[str, Any]:
+        """The profile in speedscope's file format (see ``_flame``)."""
+        return speedscope(self.name, self.samples())
+
+    def svg(self, width: int = 1200) -> str:
+        """A flame chart of the call stacks (see ``_flame``)."""
+        return svg(self.name, self.samples(), width)
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the profile to ``path``: an SVG chart for ``.svg``, speedscope
@@ -213,25 +180,26 @@ def check_profile_path(path: str | os.PathLike[str]) -> str:
     return p
 
 
-def _function_namer(machine: Any) -> Callable[[int], tuple[str, int]]:
-    """``addr -> (function name, where that name ends)``: the ``.symtab``
-    functions of the machine's modules (static ones too), else
-    ``machine.symbolize`` (for that one address)."""
-    funcs: list[tuple[int, int, str]] = []
-    for mod in machine.modules:
-        if getattr(mod, "elf", None) is not None and not getattr(mod, "closed", False):
-            funcs += [(s.address, max(s.size, 1), s.name) for s in plugin_symbols(mod)
-                      if s.type in (STT_FUNC, STT_GNU_IFUNC)]
-    funcs.sort()
+def _function_namer(machine: Any, known: Any = None) -> Callable[[int], tuple[str, int, bool]]:
+    """``addr -> (function name, where that name ends, Thumb code?)``: the
+    ``.symtab`` functions of the machine's modules (static ones too;
+    ``known``: their ``function_symbols`` if read already), else
+    ``machine.symbolize`` (for that one address; Thumb as the CPU is now)."""
+    if known is None or known[0] != module_ids(machine):   # (modules came or went)
+        known = function_symbols(machine)
+    _ids, funcs, thumbs = known
+    thumb_now = False
+    if machine.arch.name == "arm":
+        thumb_now = bool(machine.registers(["CPSR"])["CPSR"] & 0x20)
 
-    def name(addr: int) -> tuple[str, int]:
+    def name(addr: int) -> tuple[str, int, bool]:
         i = bisect.bisect_right(funcs, (addr, 1 << 64, "")) - 1
         if i >= 0 and addr < funcs[i][0] + funcs[i][1]:
             end = funcs[i][0] + funcs[i][1]
             if i + 1 < len(funcs):       # (overlapping symbols: the next one starts)
                 end = min(end, funcs[i + 1][0])
-            return funcs[i][2], end
-        return function_of(machine.symbolize(addr)), addr + 1
+            return funcs[i][2], end, funcs[i][0] in thumbs
+        return function_of(machine.symbolize(addr)), addr + 1, thumb_now
     return name
 
 
@@ -254,21 +222,37 @@ def write_atomically(path: str, text: str, what: str) -> None:
 
 
 class BlockCounter:
-    """The hook side of profiling one machine: executions per block, counted
-    by ``on_block`` (the Python hook) or by ``native`` (a ``NativeCounter``
+    """The hook side of profiling one machine: executions per block and call
+    edges (with ``sites``, a ``_callgraph.CallSites``), counted by
+    ``on_block`` (the Python hook) or by ``native`` (a ``NativeCounter``
     whose C hook the machine installed instead)."""
 
-    def __init__(self, profile: GuestProfile, native: Any = None) -> None:
+    def __init__(self, profile: GuestProfile, native: Any = None, sites: Any = None) -> None:
         self.profile = profile
         self.native = native
+        self.sites = sites
+        if native is not None and sites is not None:
+            native.count_calls(sites)
         self.blocks: dict[tuple[int, int], int] = defaultdict(int)
+        self.edges: dict[tuple[int, int], int] = defaultdict(int)
+        self._prev = self._prev_end = 0
 
     def on_block(self, _h: Any, address: int, size: int, _ud: Any) -> None:
         self.blocks[(address, size)] += 1
+        sites = self.sites
+        if sites is not None:
+            if address in sites.entries:
+                self.edges[sites.edge(address, self._prev, self._prev_end)] += 1
+            self._prev, self._prev_end = address, address + size
 
     def finish(self, machine: Any) -> None:
         blocks, self.blocks = self.blocks, defaultdict(int)
+        edges, self.edges = self.edges, defaultdict(int)
         if self.native is not None:
-            for key, n in self.native.take().items():
+            more, more_edges = self.native.take()
+            for key, n in more.items():
                 blocks[key] += n
-        self.profile.add_blocks(machine, blocks)
+            for key, n in more_edges.items():
+                edges[key] += n
+        self.profile.add_blocks(machine, blocks, edges,
+                                self.sites.symbols if self.sites is not None else None)

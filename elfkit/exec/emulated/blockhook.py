@@ -14,6 +14,13 @@ the built plugin is kept in elfkit's cache directory (``codecache``:
 machine compiles it (about a second; with ``ELFKIT_NO_CACHE``, the first of
 each process).
 
+With ``count_calls``, the function also counts the call edges that
+``_callgraph`` turns into call stacks: on a block at a function's entry
+(looked up in a hash set of the entry addresses), it reads the return
+address (``uc_reg_read``, and on x86 ``uc_mem_read`` at the stack pointer:
+unicorn's own functions, whose addresses it is given) and counts the edge in
+the same table.
+
 When the table fills up (three quarters of its slots), the C function calls
 back into Python once (``spill``), which moves the counts into a dictionary
 and clears the table: counts stay exact whatever the number of blocks.
@@ -35,36 +42,56 @@ import threading
 
 from ..._support.codecache import cache_dir
 from ..._support.files import read_private, write_private
+from ._callgraph import EDGE
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ._callgraph import CallSites
+
 #: The hook.  Header: mask (slots - 1), used slots, spill threshold, the
-#: spill callback; then ``slots`` entries of (address, size + 1, count),
-#: size + 1 == 0 marking an empty slot; then the numbers of the used slots,
-#: in the order they were taken (so that a drain reads only those).
+#: spill callback; the call-edge fields (``_callgraph``: a hash set of
+#: function entry addresses, none when ``emask`` is 0; how to read the
+#: return address; the runtime page; the previous block); then ``slots``
+#: entries of (address, size + 1, count), size + 1 == 0 marking an empty
+#: slot; then the numbers of the used slots, in the order they were taken
+#: (so that a drain reads only those).  A call edge is an entry whose
+#: size + 1 word has bit 63 set: (site, flags | callee, count).
 SOURCE = r"""
 typedef unsigned long long u64;
 typedef unsigned int u32;
+#define EDGE (1ull << 63)
+#define JUMP (1ull << 62)
+#define ROOT (1ull << 61)
+#define NONE (~0ull)
 
 struct entry { u64 address, size1, count; };
 struct table {
     u64 mask, used, limit;
     void (*spill)(struct table *);
+    const u64 *entries;         /* open-addressed set of entry addresses (NONE: free) */
+    u64 emask;                  /* its size - 1; 0: no call edges */
+    int (*reg_read)(void *, int, void *);
+    int (*mem_read)(void *, u64, void *, u64);
+    u64 ra_reg, ra_bytes;       /* ra_bytes 0: the return address is in register
+                                   ra_reg, else ra_bytes at the address in it */
+    u64 ra_mask, host_lo, host_hi;
+    u64 prev, prev_end;         /* the block run before this one */
     struct entry slots[];       /* mask + 1 of them, then limit slot numbers */
 };
 
-static inline u64 slot_of(const struct table *t, u64 address, u64 size1) {
-    u64 h = (address ^ (size1 << 40)) * 0x9E3779B97F4A7C15ull;
-    return (h >> 32) & t->mask;
+static inline u64 mix(u64 a, u64 b) {
+    return ((a * 0x9E3779B97F4A7C15ull) ^ b) * 0xC2B2AE3D27D4EB4Full;
 }
 
-__attribute__((visibility("default")))
-void elfkit_count_block(void *uc, u64 address, u32 size, struct table *t) {
-    (void)uc;
-    u64 size1 = (u64)size + 1, i = slot_of(t, address, size1);
+static inline u64 slot_of(const struct table *t, u64 address, u64 size1) {
+    return (mix(address, size1) >> 32) & t->mask;
+}
+
+static void add(struct table *t, u64 address, u64 size1) {
+    u64 i = slot_of(t, address, size1);
     for (;;) {
         struct entry *e = &t->slots[i];
         if (e->size1 == size1 && e->address == address) {
@@ -84,14 +111,59 @@ void elfkit_count_block(void *uc, u64 address, u32 size, struct table *t) {
     t->slots[i].size1 = size1;
     t->slots[i].count = 1;
 }
+
+static inline int is_entry(const struct table *t, u64 address) {
+    u64 i = (mix(address, 0) >> 32) & t->emask;
+    for (;;) {
+        u64 v = t->entries[i];
+        if (v == address)
+            return 1;
+        if (v == NONE)
+            return 0;
+        i = (i + 1) & t->emask;
+    }
+}
+
+/* A function's entry block: count the edge from where it came from.  The
+   return address says how: the end of the previous block (a call), the
+   runtime page (a call from the host), else a jump (a tail call, or a loop
+   back to the entry), charged to the previous block. */
+static void edge(void *uc, struct table *t, u64 address) {
+    u64 ra = 0, at;
+    t->reg_read(uc, (int)t->ra_reg, &ra);
+    if (t->ra_bytes) {
+        at = ra;
+        ra = 0;
+        if (t->mem_read(uc, at, &ra, t->ra_bytes))
+            ra = 0;
+    }
+    ra &= t->ra_mask;
+    if (ra >= t->host_lo && ra < t->host_hi)
+        add(t, 0, EDGE | ROOT | address);
+    else if (ra == t->prev_end)
+        add(t, ra, EDGE | address);
+    else
+        add(t, t->prev, EDGE | JUMP | address);
+}
+
+__attribute__((visibility("default")))
+void elfkit_count_block(void *uc, u64 address, u32 size, struct table *t) {
+    add(t, address, (u64)size + 1);
+    if (t->emask) {
+        if (is_entry(t, address))
+            edge(uc, t, address);
+        t->prev = address;
+        t->prev_end = address + size;
+    }
+}
 """
 SYMBOL = "elfkit_count_block"
-_FORMAT = b"elfkit block hook 2\0"     # changes when the table layout does
+_FORMAT = b"elfkit block hook 3\0"     # changes when the table layout does
 ENV = "ELFKIT_PROFILE_HOOK"            # "python": always the Python hook
 DEFAULT_SLOTS = 1 << 12                # table entries of a machine (read at each start)
 
 SPILL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_HEADER_WORDS = 4
+_HEADER_WORDS = 15
 
 _lock = threading.Lock()
 _loaded: list[Any] = []                # [(module, hook address)] once loaded
@@ -170,7 +242,8 @@ def why_not() -> str | None:
 class NativeCounter:
     """One machine's table: ``hook`` (the C function's address) and
     ``user_data`` (the table's) for ``uc_hook_add``; ``take()`` returns the
-    counts so far as ``{(address, size): executions}`` and clears them."""
+    counts so far (blocks, and call edges after ``count_calls``) and clears
+    them."""
 
     def __init__(self, hook: int, slots: int = DEFAULT_SLOTS,
                  guard: Callable[[Any], Any] = lambda f: f) -> None:
@@ -186,29 +259,53 @@ class NativeCounter:
         ctypes.cast(ctypes.byref(self._words, 24), ctypes.POINTER(ctypes.c_void_p))[0] = \
             ctypes.cast(self._spill, ctypes.c_void_p).value
         self.user_data = ctypes.addressof(self._words)
-        self._spilled: dict[tuple[int, int], int] = {}
+        self._blocks: dict[tuple[int, int], int] = {}
+        self._edges: dict[tuple[int, int], int] = {}
+        self._entries: Any = None
 
-    def _drain(self) -> dict[tuple[int, int], int]:
-        out = self._spilled
+    def count_calls(self, sites: CallSites) -> None:
+        """Also count the call edges of ``sites`` (``_callgraph``); before
+        the hook is installed."""
+        from . import _uc
+        table = sites.table()
+        self._entries = (ctypes.c_uint64 * len(table))(*table)
+        w = self._words
+        fns = ctypes.cast(ctypes.byref(w, 6 * 8), ctypes.POINTER(ctypes.c_void_p))
+        fns[0] = ctypes.cast(_uc.lib.uc_reg_read, ctypes.c_void_p).value
+        fns[1] = ctypes.cast(_uc.lib.uc_mem_read, ctypes.c_void_p).value
+        w[4] = ctypes.addressof(self._entries)
+        w[5] = len(table) - 1
+        w[8], w[9], w[10] = sites.ra_reg, sites.ra_bytes, sites.ra_mask
+        w[11], w[12] = sites.host_lo, sites.host_hi
+
+    def _drain(self) -> None:
         used = self._words[1]
         if used:
             w = self._words
             order = _HEADER_WORDS + 3 * self._slots
+            blocks, edges = self._blocks, self._edges
             for i in w[order:order + used]:
                 e = _HEADER_WORDS + 3 * i
-                key = (w[e], w[e + 1] - 1)
-                out[key] = out.get(key, 0) + w[e + 2]
+                size1 = w[e + 1]
+                if size1 & EDGE:
+                    key = (w[e], size1)
+                    edges[key] = edges.get(key, 0) + w[e + 2]
+                else:
+                    key = (w[e], size1 - 1)
+                    blocks[key] = blocks.get(key, 0) + w[e + 2]
                 w[e + 1] = 0
             w[1] = 0
-        return out
 
     def _on_spill(self, _table: Any) -> None:
-        self._spilled = self._drain()
+        self._drain()
 
-    def take(self) -> dict[tuple[int, int], int]:
-        """The counts so far (the machine must not be running); cleared."""
-        out = self._drain()
-        self._spilled = {}
+    def take(self) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+        """The counts so far (the machine must not be running), cleared:
+        ``{(address, size): executions}`` and the call edges
+        ``{(site, flags | callee): calls}`` (``_callgraph``)."""
+        self._drain()
+        out = self._blocks, self._edges
+        self._blocks, self._edges = {}, {}
         return out
 
 
