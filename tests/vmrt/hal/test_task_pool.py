@@ -8,7 +8,13 @@ import threading
 
 import pytest
 
-from vmrt.hal.local.task_pool import CHUNKS_PER_WORKER, Chunks, run_workers
+from vmrt.hal.local.task_pool import (
+    CHUNKS_PER_WORKER,
+    NATIVE_MIN_CHUNK,
+    Chunks,
+    native_chunk,
+    run_workers,
+)
 
 
 @pytest.mark.parametrize("total,workers", [(1, 4), (16, 2), (16, 3), (1000, 4), (7, 7)])
@@ -78,3 +84,20 @@ def test_errors_of_workers_are_returned():
     chunks = Chunks(4, 3)
     with pytest.raises(KeyError):
         chunks.check(errors)
+
+
+@pytest.mark.parametrize("total,workers", [(1, 2), (3, 2), (8, 2), (8, 4), (16, 2), (64, 2),
+                                           (1000, 2), (4096, 4)])
+def test_native_chunks_are_never_tiny_and_large_grids_still_share(total, workers):
+    """A native chunk is one library call with the FPU state and the
+    interpreter lock handed around it: small grids are split evenly (no
+    one-workgroup chunks: an LSTM's 8-workgroup dispatches ran 2.3x slower
+    on two threads), large ones still in about CHUNKS_PER_WORKER per worker."""
+    size = native_chunk(total, workers)
+    chunks = -(-total // size)
+    share = -(-total // workers)
+    assert size >= min(share, NATIVE_MIN_CHUNK)
+    if total <= workers * NATIVE_MIN_CHUNK:
+        assert chunks <= workers
+    if total >= workers * CHUNKS_PER_WORKER * NATIVE_MIN_CHUNK:
+        assert chunks >= workers * CHUNKS_PER_WORKER

@@ -202,9 +202,9 @@ def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
     """The grid in chunks taken by ``threads`` threads (the calling one
     first, :mod:`~vmrt.hal.local.task_pool`), thread ``t`` with processor
     id ``t``."""
-    from .task_pool import Chunks, run_workers  # local-task only
+    from .task_pool import Chunks, native_chunk, run_workers  # local-task only
     threads = min(threads, grid.total)
-    chunks = Chunks(grid.total, threads)
+    chunks = Chunks(grid.total, threads, native_chunk(grid.total, threads))
     mems = [GuestMemory(grid.exe.machine) for _ in range(threads)]
 
     def body(t: int) -> None:

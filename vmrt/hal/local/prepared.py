@@ -31,7 +31,7 @@ from . import library_abi as abi
 from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 from .fpu_state import pop, push
-from .task_pool import Chunks, run_workers
+from .task_pool import Chunks, native_chunk, run_workers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class NativeDispatch:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits)
             return
-        chunks = Chunks(self.total, self.threads)
+        chunks = Chunks(self.total, self.threads, native_chunk(self.total, self.threads))
 
         def chunk_run(chunk: range) -> None:
             in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,

@@ -29,6 +29,19 @@ if TYPE_CHECKING:
 #: chunks per worker a grid is cut into at least (when it has enough workgroups)
 CHUNKS_PER_WORKER = 8
 
+#: the fewest workgroups a chunk of a native dispatch has (unless a worker's
+#: even share is smaller): each chunk is one call into the library, with the
+#: FPU state pushed and popped and the interpreter lock handed over around
+#: it, so one-workgroup chunks made a small native grid slower on two
+#: threads than on one (an LSTM's 8-workgroup dispatches: 2.3x)
+NATIVE_MIN_CHUNK = 4
+
+
+def native_chunk(total: int, workers: int) -> int:
+    """The chunk size for a native grid of ``total`` workgroups on ``workers``."""
+    share = -(-total // max(1, workers))
+    return max(total // (max(1, workers) * CHUNKS_PER_WORKER), min(share, NATIVE_MIN_CHUNK), 1)
+
 _LOCK = threading.Lock()
 _QUEUES: list[SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]] = []
 
@@ -157,4 +170,4 @@ def run_workers(count: int, body: Callable[[int], None],
     return errors + done.errors
 
 
-__all__ = ["CHUNKS_PER_WORKER", "Chunks", "run_workers"]
+__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "run_workers"]
