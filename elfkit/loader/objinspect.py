@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _tags as T
+from . import tags as T
 from .objlayout import GOT_SYMBOL, INIT_TYPES
 from .objparse import SHT_NAMES, ObjectFile, parse_object
 
