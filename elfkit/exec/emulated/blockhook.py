@@ -33,7 +33,8 @@ import sys
 import tempfile
 import threading
 
-from ..._support.codecache import cache_dir
+from ..._support.cachebound import touch
+from ..._support.codecache import cache_dir, note_written
 from ..._support.files import read_private, write_private
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -113,7 +114,7 @@ def _build(arch: str, cached: bool = True) -> bytes:
     name = f"blockhook-{arch}-{key}.so"
     where = cache_dir("elfkit")
     if where is not None and cached:
-        data = read_private(where, name)
+        data = read_private(where, name, touch=touch)
         if data:
             return data
     with tempfile.TemporaryDirectory(prefix="elfkit-blockhook-") as tmp:
@@ -125,6 +126,7 @@ def _build(arch: str, cached: bool = True) -> bytes:
         data = out.read_bytes()
     if where is not None:
         write_private(where, name, data)
+        note_written(where, len(data))
     return data
 
 
