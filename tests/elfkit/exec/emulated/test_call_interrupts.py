@@ -140,3 +140,56 @@ def test_an_exception_at_every_step_of_a_call_leaves_the_machine_usable(plugins,
                 _check_usable(fn, main_before, info.value)
                 assert fn(*args, **kwargs) == want, at
                 _check_usable(fn, main_before)
+
+
+NESTED_SOURCE = r"""
+#include <stdint.h>
+int32_t twice(int32_t x) { return 2 * x; }
+int32_t apply(int32_t (*f)(int32_t), int32_t x) { return f(x) + 1; }
+"""
+
+
+def test_an_exception_at_every_step_of_a_nested_call_leaves_the_outer_state(tmp_path):
+    """The same for a call a host callback makes while guest code runs
+    (``CallRunner.nested``): the outer call ends with the exception, the
+    machine's stack pointer, running flag and lock are as before."""
+    from elfkit.exec.emulated import _runner
+    from elfkit.toolchain import compile_plugin
+    (tmp_path / "n.c").write_text(NESTED_SOURCE)
+    compile_plugin(tmp_path / "n.c", "aarch64", tmp_path / "n.so",
+                   cflags=["-O1", "-fvisibility=default"])
+    with elfkit.load(tmp_path / "n.so", backend="emulated") as mod:
+        m = mod.machine
+        twice = mod.function("twice", "i32(i32)")
+        apply = mod.function("apply", "i32(ptr,i32)")
+        cb = m.callback(lambda x: twice(x) + 100, "i32(i32)", "nested")
+        assert apply(cb, 5) == 111
+        g = apply.__globals__
+        sp_before = g["_s"].call_sp
+        code = _runner.CallRunner.nested.__code__
+        src = __import__("inspect").getsource(_runner.CallRunner.nested).splitlines()
+        guarded: set[int] = set()
+        for i, ln in enumerate(src):
+            if ln.strip() == "with state.slock:":
+                indent = len(ln) - len(ln.lstrip())
+                end = i + 1
+                while len(src[end]) - len(src[end].lstrip()) > indent:
+                    end += 1
+                guarded.update(range(i, end))
+        guarded = {code.co_firstlineno + i for i in guarded}
+
+        def run(at):
+            inject = _Inject(code, guarded, at)
+            sys.settrace(inject)
+            try:
+                return apply(cb, 5), inject.eligible
+            finally:
+                sys.settrace(None)
+        got, total = run(None)
+        assert got == 111 and total > 20
+        for at in range(total):
+            with pytest.raises(KeyboardInterrupt) as info:
+                run(at)
+            _check_usable(apply, _watchdog.MAIN[0], info.value)
+            assert g["_s"].call_sp == sp_before, info.value
+            assert apply(cb, 5) == 111 and twice(7) == 14
