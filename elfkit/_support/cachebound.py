@@ -1,8 +1,9 @@
 """A size bound for the on-disk caches (elfkit's and vmrt's directories).
 
-Each cache directory is kept under ``$ELFKIT_CACHE_MAX_BYTES`` (elfkit's) or
-``$VMRT_CACHE_MAX_BYTES`` (vmrt's) bytes, by default :data:`DEFAULT_MAX`:
-when it is larger, the least recently used entries (oldest modification
+Each cache directory is kept under ``$ELFKIT_CACHE_MAX_BYTES`` (elfkit's,
+by default :data:`DEFAULT_MAX`) or ``$VMRT_CACHE_MAX_BYTES`` (vmrt's, by
+default :data:`DEFAULT_MAX_VMRT`) bytes of disk (:func:`usage`: a 1 KB
+entry takes a 4 KB block): when it is larger, the least recently used entries (oldest modification
 time; a read refreshes it, see :func:`touch`) are deleted until it is under
 three quarters of the bound.
 
@@ -24,10 +25,14 @@ import time
 
 from .files import private_dir
 
-__all__ = ["DEFAULT_MAX", "ENTRY", "max_bytes", "prune", "touch", "written"]
+__all__ = ["DEFAULT_MAX", "DEFAULT_MAX_VMRT", "ENTRY", "max_bytes", "prune", "touch", "usage",
+           "written"]
 
-#: the default bound of a cache directory's size, in bytes
-DEFAULT_MAX = 256 << 20
+#: the default bound of elfkit's cache directory, in bytes (its entries are
+#: small: code objects, DWARF site lists, helper libraries)
+DEFAULT_MAX = 32 << 20
+#: the default bound of vmrt's (translations of whole modules, up to MBs each)
+DEFAULT_MAX_VMRT = 256 << 20
 #: the names of cache entries (what elfkit and vmrt write; the temporary
 #: files they rename into place end in ``.tmp`` and never match)
 ENTRY = re.compile(r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|entry-points|jit-debug"
@@ -52,19 +57,26 @@ def touch(fd: int, mtime: float) -> None:
             pass
 
 
-def max_bytes(var: str) -> int:
-    """The bound ``$var`` sets (a whole number of bytes), else :data:`DEFAULT_MAX`."""
+def max_bytes(var: str, default: int = DEFAULT_MAX) -> int:
+    """The bound ``$var`` sets (a whole number of bytes), else ``default``."""
     try:
         value = int(os.environ.get(var, "").replace("_", ""))
     except ValueError:
-        return DEFAULT_MAX
-    return value if value >= 0 else DEFAULT_MAX
+        return default
+    return value if value >= 0 else default
+
+
+def usage(st: os.stat_result) -> int:
+    """The disk a file takes (its blocks; its length where blocks are not told)."""
+    blocks = getattr(st, "st_blocks", None)
+    return blocks * 512 if blocks is not None else st.st_size
 
 
 def written(directory: str, nbytes: int, limit: int) -> None:
     """``nbytes`` were just written to ``directory``, bounded to ``limit``
     bytes: prune it at this process's first write there, and when the
     writes since the last scan could have pushed it past the bound."""
+    nbytes = (nbytes + 4095) & -4096        # (what it takes on disk, in 4 KB blocks)
     since = _since.get(directory)
     if since is None or _size.get(directory, 0) + since + nbytes > limit:
         _since[directory] = 0
@@ -91,7 +103,7 @@ def prune(directory: str, max_bytes: int) -> int:
                 except OSError:                 # gone meanwhile
                     continue
                 if _stat.S_ISREG(st.st_mode) and st.st_uid == uid:
-                    found.append((st.st_mtime, st.st_size, entry.path))
+                    found.append((st.st_mtime, usage(st), entry.path))
     except OSError:
         return 0
     total = sum(size for _t, size, _p in found)

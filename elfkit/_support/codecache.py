@@ -120,8 +120,11 @@ def note_written(where: str, nbytes: int) -> None:
     """``nbytes`` were written to cache directory ``where``: keep it under its
     bound (``$VMRT_CACHE_MAX_BYTES`` for vmrt's, ``$ELFKIT_CACHE_MAX_BYTES``
     for elfkit's; see :mod:`elfkit._support.cachebound`)."""
-    var = "VMRT_CACHE_MAX_BYTES" if where == cache_dir("vmrt") else "ELFKIT_CACHE_MAX_BYTES"
-    cachebound.written(where, nbytes, cachebound.max_bytes(var))
+    if where == cache_dir("vmrt"):
+        limit = cachebound.max_bytes("VMRT_CACHE_MAX_BYTES", cachebound.DEFAULT_MAX_VMRT)
+    else:
+        limit = cachebound.max_bytes("ELFKIT_CACHE_MAX_BYTES")
+    cachebound.written(where, nbytes, limit)
 
 
 def code_entry(source: str, filename: str) -> tuple[str, bytes]:

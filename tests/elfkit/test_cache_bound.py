@@ -28,15 +28,18 @@ def _entry(where: str, i: int, size: int = 1000, mtime: int | None = None) -> st
 
 
 def _sizes(where: str) -> int:
-    return sum(os.lstat(os.path.join(where, n)).st_size for n in os.listdir(where)
-               if cachebound.ENTRY.fullmatch(n))
+    return sum(_usage(where, n) for n in os.listdir(where) if cachebound.ENTRY.fullmatch(n))
+
+
+def _usage(where: str, name: str) -> int:
+    return cachebound.usage(os.lstat(os.path.join(where, name)))
 
 
 def test_prune_keeps_the_newest_under_the_bound(tmp_path, monkeypatch):
     monkeypatch.setenv("ELFKIT_CACHE_MAX_BYTES", str(10 << 20))   # no pruning while filling
     where = _dir(tmp_path)
     names = [_entry(where, i, mtime=1_000_000 + i) for i in range(40)]
-    size = os.path.getsize(os.path.join(where, names[0]))
+    size = _usage(where, names[0])
     left = cachebound.prune(where, 10 * size)
     kept = sorted(n for n in os.listdir(where))
     assert left == _sizes(where) <= 10 * size * 3 // 4
@@ -47,12 +50,13 @@ def test_prune_keeps_the_newest_under_the_bound(tmp_path, monkeypatch):
 def test_a_write_past_the_bound_prunes(tmp_path, monkeypatch):
     where = _dir(tmp_path)
     monkeypatch.setenv("ELFKIT_CACHE_DIR", where)
-    monkeypatch.setenv("ELFKIT_CACHE_MAX_BYTES", "20000")
+    limit = 8 * _usage(where, _entry(where, 1000, mtime=1))
+    monkeypatch.setenv("ELFKIT_CACHE_MAX_BYTES", str(limit))
     for i in range(100):                    # ~1 KB each, oldest first
-        _entry(where, i)
-        os.utime(os.path.join(where, f"code-{i:08x}.bin"), (1_000_000 + i, 1_000_000 + i))
-        assert _sizes(where) <= 20000 + 1100     # at most one write past it
-    assert _sizes(where) <= 20000
+        name = _entry(where, i)
+        os.utime(os.path.join(where, name), (1_000_000 + i, 1_000_000 + i))
+        assert _sizes(where) <= limit + _usage(where, name)     # one write past it at most
+    assert _sizes(where) <= limit
     assert f"code-{99:08x}.bin" in os.listdir(where)
     assert f"code-{0:08x}.bin" not in os.listdir(where)
     assert codecache.load(where, f"code-{99:08x}.bin", KEY) == b"x" * 1000 + (99).to_bytes(4,
@@ -64,7 +68,7 @@ def test_a_read_marks_an_entry_used(tmp_path, monkeypatch):
     where = _dir(tmp_path)
     names = [_entry(where, i, mtime=1_000_000 + i) for i in range(8)]
     assert codecache.load(where, names[0], KEY) is not None   # the oldest, read now
-    size = os.path.getsize(os.path.join(where, names[0]))
+    size = _usage(where, names[0])
     cachebound.prune(where, 4 * size)
     assert sorted(os.listdir(where)) == sorted([names[0], *names[-2:]])
 
@@ -109,7 +113,7 @@ def test_only_cache_entries_are_deleted(tmp_path, monkeypatch):
     os.utime(damaged, (2_000, 2_000))       # (and not read since)
     assert codecache.load(where, "code-0000000f.bin", KEY) is None      # a link: ignored
     fresh = [_entry(where, 100 + i, mtime=1_000_000 + i) for i in range(4)]
-    size = os.path.getsize(os.path.join(where, fresh[0]))
+    size = _usage(where, fresh[0])
     cachebound.prune(where, 2 * size)
     left = set(os.listdir(where))
     assert set(keep) | {"records-dir.bin", "code-0000000f.bin"} <= left
@@ -141,7 +145,7 @@ def test_an_entry_gone_meanwhile_is_fine(tmp_path, monkeypatch):
         real_unlink(path, *a, **k)
         real_unlink(path, *a, **k)
     monkeypatch.setattr(os, "unlink", racing)
-    size = os.path.getsize(os.path.join(where, names[0]))
+    size = _usage(where, names[0])
     assert cachebound.prune(where, 2 * size) <= 2 * size
     assert sorted(os.listdir(where)) == names[-1:]
 
@@ -151,15 +155,23 @@ def test_vmrt_has_its_own_bound(tmp_path, monkeypatch):
     ek = _dir(tmp_path, "elfkit")
     monkeypatch.setenv("VMRT_CACHE_DIR", vm)
     monkeypatch.setenv("ELFKIT_CACHE_DIR", ek)
-    monkeypatch.setenv("VMRT_CACHE_MAX_BYTES", "4000")
+    codecache.store(vm, "f" * 40 + ".vmtc", KEY, b"v" * 1000)
+    limit = 4 * _usage(vm, "f" * 40 + ".vmtc")
+    os.utime(os.path.join(vm, "f" * 40 + ".vmtc"), (1, 1))
+    monkeypatch.setenv("VMRT_CACHE_MAX_BYTES", str(limit))
     monkeypatch.setenv("ELFKIT_CACHE_MAX_BYTES", str(10 << 20))
     for i in range(20):
         name = f"{i:040x}.vmtc"
         codecache.store(vm, name, KEY, b"v" * 1000)
         os.utime(os.path.join(vm, name), (1_000_000 + i, 1_000_000 + i))
         _entry(ek, i)
-    assert _sizes(vm) <= 4000 and f"{19:040x}.vmtc" in os.listdir(vm)
+    assert _sizes(vm) <= limit and f"{19:040x}.vmtc" in os.listdir(vm)
     assert len(os.listdir(ek)) == 20
+
+
+def test_defaults(tmp_path, monkeypatch):
+    assert cachebound.DEFAULT_MAX == 32 << 20 and cachebound.DEFAULT_MAX_VMRT == 256 << 20
+    assert cachebound.max_bytes("VMRT_CACHE_MAX_BYTES_UNSET", 7) == 7
 
 
 @pytest.mark.parametrize("value, want", [("", cachebound.DEFAULT_MAX), ("12345", 12345),
