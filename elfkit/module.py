@@ -24,7 +24,7 @@ from .exec.base import Machine
 from .exec.symfile import PluginSymbol, sized_functions
 from .fatelf import pick_slice
 from .fatelf.files import read_input
-from .loader import _tags as T
+from .loader import tags as T
 from .loader.headers import elf_type
 from .loader.image import place
 from .loader.imports import Imports, lazy_stub

@@ -27,7 +27,10 @@ together -- while trust rests on the file being private, as it does for
 Where: :func:`cache_dir` ``("elfkit")`` is ``$ELFKIT_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/elfkit``, else ``~/.cache/elfkit``, and None (nothing read
 or written) when ``ELFKIT_NO_CACHE`` is set to anything but ``0``; likewise
-``("vmrt")`` with ``VMRT_CACHE_DIR`` and ``VMRT_NO_CACHE``.
+``("vmrt")`` with ``VMRT_CACHE_DIR`` and ``VMRT_NO_CACHE``.  Each directory
+is kept under a size bound (least recently used entries deleted, see
+:mod:`elfkit._support.cachebound`): a read marks an entry used, a write
+may prune.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ import os
 import sys
 from zlib import crc32
 
+from . import cachebound
 from .files import CACHE_MAX_SIZE, read_private, user_cache_dir, write_private
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -43,7 +47,8 @@ if TYPE_CHECKING:
     from types import CodeType
     from typing import Any
 
-__all__ = ["cache_dir", "checksum", "code_entry", "compile_cached", "load", "store"]
+__all__ = ["cache_dir", "checksum", "code_entry", "compile_cached", "load", "note_written",
+           "store"]
 
 _MAGIC = b"ELFKITC2"
 _HEAD = len(_MAGIC) + 4 + 8 + 12         # magic, key length, payload length, checksum
@@ -73,7 +78,7 @@ def load(where: str | None, name: str, key: bytes, max_size: int = CACHE_MAX_SIZ
     none of which is waited for or read)."""
     if where is None:
         return None
-    blob = read_private(where, name, max_size)
+    blob = read_private(where, name, max_size, cachebound.touch)
     if blob is None or len(blob) < _HEAD or blob[:len(_MAGIC)] != _MAGIC:
         return None
     view = memoryview(blob)
@@ -106,7 +111,20 @@ def store(where: str | None, name: str, key: bytes, value: Any) -> None:
     full_key = _PYTHON + key
     head = (_MAGIC + len(full_key).to_bytes(4, "little") + len(payload).to_bytes(8, "little")
             + checksum(payload).to_bytes(12, "little"))
-    write_private(where, name, head + full_key + payload)
+    data = head + full_key + payload
+    write_private(where, name, data)
+    note_written(where, len(data))
+
+
+def note_written(where: str, nbytes: int) -> None:
+    """``nbytes`` were written to cache directory ``where``: keep it under its
+    bound (``$VMRT_CACHE_MAX_BYTES`` for vmrt's, ``$ELFKIT_CACHE_MAX_BYTES``
+    for elfkit's; see :mod:`elfkit._support.cachebound`)."""
+    if where == cache_dir("vmrt"):
+        limit = cachebound.max_bytes("VMRT_CACHE_MAX_BYTES", cachebound.DEFAULT_MAX_VMRT)
+    else:
+        limit = cachebound.max_bytes("ELFKIT_CACHE_MAX_BYTES")
+    cachebound.written(where, nbytes, limit)
 
 
 def code_entry(source: str, filename: str) -> tuple[str, bytes]:

@@ -18,6 +18,7 @@ from ..errors import ElfkitError
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["CACHE_MAX_SIZE", "clone_range", "exclusive_dir", "file_kind", "filesystem_type",
@@ -158,7 +159,8 @@ def exclusive_dir(path: str) -> bool:
     return _stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
-def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE) -> bytes | None:
+def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE,
+                 touch: Callable[[int, float], None] | None = None) -> bytes | None:
     """The bytes of cache file ``directory/name``, or None when it is missing
     or unreadable, or when it or ``directory`` is not owned by the current
     user or is writable by anyone else (a cache is trusted only then).
@@ -167,7 +169,8 @@ def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE) -> b
     following a symbolic link and without blocking (a FIFO planted there
     would wait for a writer forever), and anything but a regular file of at
     most ``max_size`` bytes (a device, a FIFO, a 64 GiB sparse file) is
-    treated as missing."""
+    treated as missing.  ``touch(fd, mtime)`` is called on a file about to be
+    read (a cache marks it used)."""
     if not private_dir(directory):
         return None
     try:
@@ -180,6 +183,8 @@ def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE) -> b
         st = os.fstat(fd)
         if not (_stat.S_ISREG(st.st_mode) and _private(st)) or st.st_size > max_size:
             return None
+        if touch is not None:
+            touch(fd, st.st_mtime)
         chunks = []
         left = st.st_size + 1               # one more: a file that grew is refused
         while left > 0:

@@ -28,7 +28,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 
-from .._support import codecache
+from .._support import cachebound, codecache
 from .._support.files import private_dir, private_temp_dir, read_private
 from .cache import cache_dir
 from .environ import getenv
@@ -271,7 +271,7 @@ def _sum_name(name: str) -> str:
 
 def _intact(root: str, name: str, key: str) -> bool:
     """Whether ``root/name`` is the library built there, byte for byte."""
-    data = read_private(root, name, HELPER_MAX_SIZE)
+    data = read_private(root, name, HELPER_MAX_SIZE, cachebound.touch)
     if data is None:
         return False
     kept = codecache.load(root, _sum_name(name), key.encode())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 from ..errors import ParseError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 from .headers import TLS_MESSAGE, Segment, vaddr_to_offset
 
 __all__ = ["read_dynamic", "check_dynamic_flags", "string_table", "cstr", "dynamic_array"]

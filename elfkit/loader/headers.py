@@ -14,7 +14,7 @@ from .. import arch as _arch
 from .._support.records import DataRecord
 from ..arch import Arch
 from ..errors import ArchError, LayoutError, ParseError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from ..arch import Check, Formula
 from ..errors import ElfkitError, LayoutError, RelocationError
 from ..exec.base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 from ..signature import parse as _parse_sig
-from . import _tags as T
+from . import tags as T
 from .parse import ElfFile
 from .plan import IMAGE_KEEP_MAX, LoadPlan, Relative, plain_relative
 from .relocate import Deferred, ImageBuffer, Stats, add_bias, apply, store

@@ -3,7 +3,7 @@ the relocations applied to each, by type), the symbols it exports and
 imports, and whether the loader can load it."""
 from __future__ import annotations
 
-from . import _tags as T
+from . import tags as T
 from .objparse import SHT_NAMES, ObjectFile, parse_object
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

@@ -15,7 +15,7 @@ from .._support.records import DataRecord
 from ..arch import ObjFormula
 from ..errors import LayoutError
 from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
-from . import _tags as T
+from . import tags as T
 from .fields import FIELDS
 from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_SYMTAB, ObjectFile, ObjSymbol
 

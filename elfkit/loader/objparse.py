@@ -12,7 +12,7 @@ import struct
 from .._support.records import DataRecord
 from ..arch import Arch
 from ..errors import LayoutError, ParseError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 from .headers import DEFAULT_LIMITS, Limits, ObjectHeader, read_object_header, read_struct
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

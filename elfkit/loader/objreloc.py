@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..arch import Check, ObjFormula
 from ..errors import RelocationError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
 from .objlayout import ObjLayout, implicit_addend, symbol_offset

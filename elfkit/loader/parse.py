@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .._support.records import DataRecord
 from ..arch import Arch
-from . import _tags as T
+from . import tags as T
 from .dynamic import check_dynamic_flags, cstr, dynamic_array, read_dynamic, string_table
 from .headers import (
     DEFAULT_LIMITS,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 
 from ..arch import Arch, Check, Formula
-from . import _tags as T
+from . import tags as T
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
 from .relocate import ImageBuffer, relative_name, relr_offsets
 

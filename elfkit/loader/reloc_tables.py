@@ -9,7 +9,7 @@ import sys
 
 from .._support.records import DataRecord, field
 from ..errors import LayoutError, ParseError
-from . import _tags as T
+from . import tags as T
 from .headers import Limits, Segment, vaddr_to_offset
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

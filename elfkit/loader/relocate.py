@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from .._support.records import DataRecord
 from ..arch import Check, Formula
 from ..errors import RelocationError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 from .headers import TLS_MESSAGE
 from .parse import ElfFile
 from .reloc_tables import RelocTable

@@ -7,7 +7,7 @@ import struct
 
 from .._support.records import DataRecord
 from ..errors import ParseError, UnsupportedError
-from . import _tags as T
+from . import tags as T
 from .dynamic import cstr
 from .headers import TLS_MESSAGE, Limits, Segment, in_file_backed, read_struct, vaddr_to_offset
 

@@ -5,7 +5,7 @@ import sys
 
 from ..errors import ElfkitError
 from ..fatelf.files import MAX_ELF_SIZE, read_input
-from ..loader import _tags as T
+from ..loader import tags as T
 from ..loader.headers import elf_type
 from ..loader.objinspect import describe_object, format_object, format_object_tail, import_lines
 from .cli_spec import Arg, Command, Namespace

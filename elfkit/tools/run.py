@@ -167,9 +167,9 @@ def _disasm(args: Namespace) -> int:
     from ..exec.disasm import disassemble, format_listing, symbolizer
     from ..fatelf import pick_slice
     from ..fatelf.files import MAX_ELF_SIZE, read_input
-    from ..loader._tags import ET_REL
     from ..loader.headers import elf_type
     from ..loader.objimage import object_plan
+    from ..loader.tags import ET_REL
     data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
     label = f"[{rec.arch}]" if rec is not None else ""

@@ -262,7 +262,7 @@ def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
         "_rptrs": rptrs, "_f2i": f2i, "_d2q": d2q, "_i2f": i2f, "_q2d": q2d,
         "_ptr": ctx.args.ptr_arg, "_release": ctx.args.release, "_bad": bad_args,
         "_plan": plan, "_serr": struct.error,
-        "_acq": state.slock.acquire, "_rel": state.slock.release, "_act": state.active,
+        "_slock": state.slock, "_act": state.active,
         "_gid": threading.get_ident, "_mainid": threading.main_thread().ident,
         "_wd_main": _watchdog.MAIN, "_wd_sig": _watchdog.SIGNALS, "_wd_install": _watchdog.install,
         "_wd_pend": _watchdog.PENDING, "_handlers": runner.pending_handlers,
@@ -270,8 +270,6 @@ def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
     }
     src, entry_expr = _caller_head(entry, len(plan.args))
     body: list[str] = []
-    if has_ptr:
-        body.append("_cl = []")
     body.append("try:")
     body.extend("    " + ln for ln in lines)
     body.append("    _sp = _s.call_sp - " + str(area))
@@ -287,7 +285,8 @@ def build_caller(ctx: CallContext, plan: Plan, entry: int | None,
         body.append(f"_mw(_h, _sp, _sbuf, {area})")
     body.extend(_run_lines(entry_expr))
     body.extend(_ret_decode(ctx, plan, ns))
-    if has_ptr:
+    if has_ptr:                         # (the list made before the try its finally reads)
+        src.append("        _cl = []")
         src.append("        try:")
         src.extend("            " + ln for ln in body)
         src.append("        finally:")
@@ -357,26 +356,36 @@ def _run_lines(entry_expr: str) -> list[str]:
     (``_watchdog.PENDING``) runs the handlers before the guest code: the
     watchdog's repeated stops, which look at that flag under the same lock,
     then never reach a call started after the handlers ran.
+
+    An exception at any point (a KeyboardInterrupt raised by Python's signal
+    check after any call, an error of a hook) leaves the machine usable: the
+    stop lock is taken by ``with``, whose exit always runs; the whole
+    prologue is inside the ``try``, and the ``finally`` undoes what it got to
+    (``_g`` is on ``_act`` only if it got there, ``_st`` says whether
+    ``_wd_main`` was set).  The ``finally`` changes the state with plain
+    stores first and the ``pop`` last: Python checks for signals only after
+    a call, and then nothing is left to undo.
     """
     return ["_onmain = _gid() == _mainid",
-            "_acq()",
-            "_s.gen = _g = _s.gen + 1",
-            "_act.append(_g)",
-            "_s.stop = None",
-            "_s.running = True",
-            "_pend = 0",
-            "if _onmain:",
-            "    _s.started = _now()",
-            "    _pend = _wd_pend[0]",
-            "    if _pend:",
-            "        _wd_pend[0] = 0",
-            "_rel()",
-            "if _onmain:",
-            "    _prev = _wd_main[0]",
-            "    _wd_main[0] = _runner",
-            "    if not _wd_sig[0]:",
-            "        _wd_install()",
+            "_g = _st = 0",
             "try:",
+            "    with _slock:",
+            "        _s.gen = _g = _s.gen + 1",
+            "        _act.append(_g)",
+            "        _s.stop = None",
+            "        _s.running = True",
+            "        _pend = 0",
+            "        if _onmain:",
+            "            _s.started = _now()",
+            "            _pend = _wd_pend[0]",
+            "            if _pend:",
+            "                _wd_pend[0] = 0",
+            "    if _onmain:",
+            "        _prev = _wd_main[0]",
+            "        _st = 1",
+            "        _wd_main[0] = _runner",
+            "        if not _wd_sig[0]:",
+            "            _wd_install()",
             "    if _pend:",
             "        _handlers()",
             "    if timeout is None and budget is None and not _s.limited:",
@@ -385,12 +394,12 @@ def _run_lines(entry_expr: str) -> list[str]:
             "    else:",
             f"        err = _run_limited({entry_expr}, timeout, budget)",
             "finally:",
-            "    _acq()",
-            "    _s.running = False",
-            "    _act.pop()",
-            "    _rel()",
-            "    if _onmain:",
-            "        _wd_main[0] = _prev",
+            "    with _slock:",
+            "        _s.running = False",
+            "        if _st:",
+            "            _wd_main[0] = _prev",
+            "        if _act and _act[-1] == _g:",
+            "            _act.pop()",
             "if err or _s.stop is not None:",
             f"    _abnormal(err, {entry_expr}, timeout, budget)"]
 

@@ -257,17 +257,20 @@ class CallRunner:
             raise ExecutionError("guest stack exhausted by nested calls")
         ctx = self._ctx_pool.pop() if self._ctx_pool else self._uc.context_save()
         lib.uc_context_save(self._h, ctx.context)
-        saved_sp, state.call_sp = state.call_sp, sp
-        with state.slock:
-            state.running = False
-            gen = state.gen
+        saved_sp, gen = state.call_sp, state.gen    # (changed by this thread only)
+        # an exception anywhere (a KeyboardInterrupt after any call) leaves
+        # the outer call's state whole: all is changed inside the try, and the
+        # finally puts it back with plain stores under the lock, then the CPU
         try:
+            state.call_sp = sp
+            with state.slock:
+                state.running = False
             return fn(*args, timeout=timeout, budget=budget)
         finally:
             with state.slock:
                 state.running = True
                 state.gen = gen
-            state.call_sp = saved_sp
+                state.call_sp = saved_sp
             lib.uc_context_restore(self._h, ctx.context)
             self._ctx_pool.append(ctx)
 

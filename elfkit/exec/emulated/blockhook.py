@@ -40,7 +40,8 @@ import sys
 import tempfile
 import threading
 
-from ..._support.codecache import cache_dir
+from ..._support.cachebound import touch
+from ..._support.codecache import cache_dir, note_written
 from ..._support.files import read_private, write_private
 from ._callgraph import EDGE
 
@@ -185,7 +186,7 @@ def _build(arch: str, cached: bool = True) -> bytes:
     name = f"blockhook-{arch}-{key}.so"
     where = cache_dir("elfkit")
     if where is not None and cached:
-        data = read_private(where, name)
+        data = read_private(where, name, touch=touch)
         if data:
             return data
     with tempfile.TemporaryDirectory(prefix="elfkit-blockhook-") as tmp:
@@ -197,6 +198,7 @@ def _build(arch: str, cached: bool = True) -> bytes:
         data = out.read_bytes()
     if where is not None:
         write_private(where, name, data)
+        note_written(where, len(data))
     return data
 
 

@@ -1,4 +1,4 @@
-"""ELF constants used by the loader (from the gABI and the GNU extensions)."""
+"""ELF constants (gABI and GNU extensions): the names the loader and the tools use."""
 
 ET_REL, ET_EXEC, ET_DYN, ET_CORE = 1, 2, 3, 4
 
