@@ -120,8 +120,21 @@ class NativeDispatch:
         self.local.mine = mine
         return mine
 
-    def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None) -> None:
-        """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
+    #: the FPU state of dispatches (:mod:`~vmrt.hal.local.fpu_state`): a
+    #: caller running several dispatches sets it once with ``push()``, runs
+    #: them with :meth:`run_flushed` and restores it with ``pop(token)``
+    push = staticmethod(push)
+    pop = staticmethod(pop)
+
+    def run_flushed(self, ptrs: list[int], sizes: list[int],
+                    deadline: float | None = None) -> None:
+        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`)."""
+        self.run(ptrs, sizes, deadline, True)
+
+    def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None,
+            flushed: bool = False) -> None:
+        """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes
+        (``flushed``: this thread's FPU state is already set)."""
         if self.exe.closed:
             self.exe.check_open()
         try:
@@ -135,7 +148,7 @@ class NativeDispatch:
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
-            fpu = push()
+            fpu = None if flushed else push()
             try:
                 r = self.fn(self.env, ds, ws)
             except VmError:
@@ -143,13 +156,14 @@ class NativeDispatch:
             except Exception as exc:
                 raise self._failure(0, exc) from exc
             finally:
-                pop(fpu)
+                if fpu is not None:
+                    pop(fpu)
             if r:
                 raise self._failure(0, r)
             return
         if self.threads == 1:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
-                                                             limits)
+                                                             limits, flushed)
             return
         chunks = Chunks(self.total, self.threads)
 
@@ -162,11 +176,12 @@ class NativeDispatch:
         chunks.check(errors)
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
-                  limits: ExecutionLimits | None = None) -> None:
+                  limits: ExecutionLimits | None = None, flushed: bool = False) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest)."""
         fn, env, size = self.fn, self.env, self.ws_size
         k = start - 1
-        fpu = push()                    # denormals flushed on this thread meanwhile
+        # denormals flushed on this thread meanwhile
+        fpu = None if flushed else push()
         try:
             for k in range(start, end):  # k names the failing workgroup
                 if deadline is not None or limits is not None and (
@@ -182,7 +197,8 @@ class NativeDispatch:
         except Exception as e:
             raise self._failure(k, e) from e
         finally:
-            pop(fpu)
+            if fpu is not None:
+                pop(fpu)
         if r:
             raise self._failure(k, r)
 
