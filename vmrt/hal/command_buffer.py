@@ -238,6 +238,8 @@ class CommandBuffer(RefObject):
                 finally:
                     pop(token)
                 return
+            if self._run_plain(table, deadline):
+                return
         plans = self._all_plans()
         timed = getattr(observer, "transfer", None)     # a profile times transfers too
         for i, cmd in enumerate(self.commands):
@@ -256,6 +258,37 @@ class CommandBuffer(RefObject):
                 _transfer(cmd, table, what)
             else:
                 timed(cmd, what, _transfer, cmd, table, what)
+
+    def _run_plain(self, table: Sequence[tuple[HalBuffer, int, int]],
+                   deadline: float | None) -> bool:
+        """Run the commands of a submission nothing watches with the FPU
+        state of the first prepared dispatch set once around them (transfers
+        only move bytes) and restored around anything else; False (nothing
+        run) when no dispatch is prepared."""
+        plans = self._all_plans()
+        prepared = next((p for _w, _l, p in plans if p is not None), None)
+        push, pop = getattr(prepared, "push", None), getattr(prepared, "pop", None)
+        if push is None or pop is None:
+            return False
+        token = push()
+        try:
+            for cmd, (what, labels, prepared) in zip(self.commands, plans):
+                if not isinstance(cmd, Dispatch):
+                    _transfer(cmd, table, what)
+                    continue
+                if prepared is not None and getattr(prepared, "push", None) is push:
+                    specs = binding_specs(cmd.bindings)
+                    if specs is not None and run_resolved(
+                            specs, [b.length for b in cmd.bindings], prepared.run_flushed,
+                            table, deadline):
+                        continue
+                pop(token)                  # the checked path sets its own
+                token = None
+                run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
+                token = push()
+        finally:
+            pop(token)
+        return True
 
 
 def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> int:

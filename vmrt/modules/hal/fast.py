@@ -27,6 +27,7 @@ from ...hal.local.device import Device
 from ...hal.objects import Allocator, Fence, HalExecutable
 from ...vm.buffer import Buffer
 from ...vm.native_module import native_error
+from .inline import view_over
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -58,9 +59,10 @@ def fence_await(state: Any, slow: Caller, where: str, note: str) -> Caller:
 def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(device: Any, affinity: int, wait: Any, signal: Any, pool: int, memory_type: int,
              usage: int, size: int, flags: int) -> tuple[Any, ...]:
-        if device.__class__ is not Device or wait is not None or \
-                signal.__class__ is not Fence or not 0 <= size <= FAST_ALLOCATION \
-                or device.statistics is not None:      # counted by the export
+        if device.__class__ is not Device or signal.__class__ is not Fence or \
+                (wait is not None and (wait.__class__ is not Fence or wait.status != 0)) or \
+                not 0 <= size <= FAST_ALLOCATION or \
+                device.statistics is not None:      # counted by the export
             return slow(device, affinity, wait, signal, pool, memory_type, usage, size, flags)
         buf = new_buffer(size, "hal.device.queue.alloca")
         if signal.status is None:       # Fence.signal()
@@ -195,6 +197,30 @@ def buffer_assert(state: Any, slow: Caller, where: str, note: str) -> Caller:
     return call
 
 
+def buffer_view_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    """A view over a buffer; any error (the export words it) takes the export."""
+    names: dict[int, str] = {}      # element type code -> name
+
+    def call(buf: Any, offset: int, length: int, element_type: int, encoding: int,
+             shape: list[int]) -> tuple[Any, ...]:
+        if buf.__class__ is HalBuffer:
+            try:
+                return (view_over(buf, offset, length, element_type, shape, names),)
+            except VmError:
+                pass
+        return slow(buf, offset, length, element_type, encoding, shape)
+    return call
+
+
+def devices_get(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    def call(index: int) -> tuple[Any, ...]:
+        devices = state.devices
+        if 0 <= index < len(devices):
+            return (devices[index],)
+        return slow(index)
+    return call
+
+
 def command_buffer_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(device: Any, modes: int, categories: int, affinity: int,
              binding_capacity: int) -> tuple[Any, ...]:
@@ -257,6 +283,8 @@ def command_buffer_dispatch(state: Any, slow: Caller, where: str, note: str) -> 
     recorded on a local-sync device, an executable, buffers or slots within
     the binding capacity; anything else (and local-task, which checks a
     dispatch's local memory) takes the export."""
+    known: set[tuple[Any, int]] = set()     # (executable, ordinal) of an export it has
+
     def call(cb: Any, executable: Any, ordinal: int, x: int, y: int, z: int, flags: int,
              constants: list[int], bindings: list[Any]) -> tuple[Any, ...]:
         if cb.__class__ is not CommandBuffer or cb.finalized or \
@@ -272,10 +300,13 @@ def command_buffer_dispatch(state: Any, slow: Caller, where: str, note: str) -> 
             elif buf.__class__ is not HalBuffer:
                 return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
             refs.append(BufferRef(slot, buf, offset, length))
-        try:
-            executable.exe.export(ordinal)     # a bad ordinal fails at record time
-        except VmError:
-            return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
+        if (executable, ordinal) not in known:
+            try:
+                executable.exe.export(ordinal)     # a bad ordinal fails at record time
+            except VmError:
+                return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
+            if len(known) < 4096:
+                known.add((executable, ordinal))
         cb.commands.append(Dispatch(executable, ordinal, (x & 0xFFFFFFFF, y & 0xFFFFFFFF,
                                                           z & 0xFFFFFFFF),
                                     tuple([c & 0xFFFFFFFF for c in constants]), tuple(refs)))
@@ -294,6 +325,8 @@ FAST: dict[str, Callable[[Any, Caller, str, str], Caller]] = {
     "device.allocator": device_allocator,
     "fence.join": fence_join,
     "buffer_view.buffer": buffer_view_buffer,
+    "buffer_view.create": buffer_view_create,
+    "devices.get": devices_get,
     "buffer_view.assert": buffer_view_assert,
     "buffer.assert": buffer_assert,
     "command_buffer.create": command_buffer_create,

@@ -65,7 +65,9 @@ def test_queue_alloca(device):
     (buf,) = call(device, -1, None, signal, 0, 48, 3075, 100, 0)
     assert isinstance(buf, HalBuffer) and len(buf) == 100 and buf.address % 64 == 0
     assert signal.status == 0 and not any(buf.bytes) and not slow.calls
-    for args in ([device, -1, Fence(0), Fence(), 0, 48, 3075, 100, 0],       # a wait fence
+    (buf,) = call(device, -1, Fence(0), signal, 0, 48, 3075, 100, 0)     # a signalled wait
+    assert len(buf) == 100 and not slow.calls
+    for args in ([device, -1, Fence(), Fence(), 0, 48, 3075, 100, 0],        # a pending wait
                  [device, -1, None, None, 0, 48, 3075, 100, 0],              # no signal
                  [device, -1, None, Fence(), 0, 48, 3075, FAST_ALLOCATION + 1, 0],
                  [device, -1, None, Fence(), 0, 48, 3075, -1, 0]):
