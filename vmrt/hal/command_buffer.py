@@ -267,7 +267,8 @@ class CommandBuffer(RefObject):
         run) when no dispatch is prepared."""
         plans = self._all_plans()
         prepared = next((p for _w, _l, p in plans if p is not None), None)
-        push, pop = getattr(prepared, "push", None), getattr(prepared, "pop", None)
+        push: Any = getattr(prepared, "push", None)
+        pop: Any = getattr(prepared, "pop", None)
         if push is None or pop is None:
             return False
         token = push()
