@@ -200,8 +200,7 @@ class CommandBuffer(RefObject):
         first = plans[0][2]
         push, pop = getattr(first, "push", None), getattr(first, "pop", None)
         flushed = push is not None and pop is not None and all(
-            getattr(prepared, "push", None) is push and hasattr(prepared, "run_flushed")
-            for _w, _l, prepared in plans)
+            _flushable(prepared, push) for _w, _l, prepared in plans)
         runners = tuple(dispatch_runner(cmd, what, prepared, labels, self.threads, flushed)
                         for cmd, (what, labels, prepared) in zip(self.commands, plans))
         return (push, pop, runners) if flushed else (_no_fpu, _no_fpu, runners)
@@ -277,7 +276,7 @@ class CommandBuffer(RefObject):
                 if not isinstance(cmd, Dispatch):
                     _transfer(cmd, table, what)
                     continue
-                if prepared is not None and getattr(prepared, "push", None) is push:
+                if _flushable(prepared, push):
                     specs = binding_specs(cmd.bindings)
                     if specs is not None and run_resolved(
                             specs, [b.length for b in cmd.bindings], prepared.run_flushed,
@@ -420,6 +419,14 @@ def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[st
         run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
     return binding_specs(cmd.bindings), [b.length for b in cmd.bindings], \
         prepared.run_flushed if flushed else prepared.run, checked
+
+
+def _flushable(prepared: Any, push: Any) -> bool:
+    """Whether ``prepared`` runs on the calling thread alone under the FPU
+    state ``push`` sets (its ``run_flushed``).  Not a multi-threaded one:
+    worker threads it starts would inherit the state and keep it."""
+    return prepared is not None and getattr(prepared, "push", None) is push and \
+        getattr(prepared, "threads", 0) == 1 and hasattr(prepared, "run_flushed")
 
 
 def _no_fpu(token: Any = None) -> None:

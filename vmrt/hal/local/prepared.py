@@ -13,7 +13,9 @@ states of the whole grid (read-only to the dispatch code), so a run is two
 shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
 first; ctypes releases the GIL during each call.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
-of ``threads``), whichever thread runs it.
+of ``threads``), whichever thread runs it.  A grid so cheap that waking
+the workers costs more than they save (timed in its first run) runs on the
+calling thread alone from then on; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).
 Errors are those of :meth:`ElfExecutable.dispatch`.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
@@ -40,6 +43,10 @@ if TYPE_CHECKING:
 
 #: the most workgroups a prepared dispatch caches the states of
 MAX_PREPARED_WORKGROUPS = 4096
+#: seconds of work (all workgroups of a grid, one thread) below which a
+#: multi-threaded dispatch runs on the calling thread alone: about what
+#: waking the worker threads and waiting for them costs here
+INLINE_BELOW = 100e-6
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
                    binding_count: int, threads: int = 1) -> NativeDispatch | None:
@@ -91,6 +98,11 @@ class NativeDispatch:
         self.ws3 = ws3
         self.layout = lay
         self.local = threading.local()
+        #: run every workgroup on the calling thread (None: not known yet): a
+        #: grid whose workgroups all together took less than :data:`INLINE_BELOW`
+        #: on the calling thread in the first run (handing chunks to the
+        #: workers costs more than it saves); not while ranges are profiled
+        self.inline: bool | None = None
         self.taken: list[int] = []
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
@@ -128,7 +140,9 @@ class NativeDispatch:
 
     def run_flushed(self, ptrs: list[int], sizes: list[int],
                     deadline: float | None = None) -> None:
-        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`)."""
+        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`);
+        for a dispatch with ``threads`` 1 only (threads started meanwhile
+        would inherit the state)."""
         self.run(ptrs, sizes, deadline, True)
 
     def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None,
@@ -161,7 +175,7 @@ class NativeDispatch:
             if r:
                 raise self._failure(0, r)
             return
-        if self.threads == 1:
+        if self.threads == 1 or self.inline and rec is None:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits, flushed)
             return
@@ -170,7 +184,17 @@ class NativeDispatch:
         def chunk_run(chunk: range) -> None:
             in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,
                                                  limits)
-        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop)
+
+        def body(t: int) -> None:
+            if t:
+                chunks.run(t, chunk_run)
+                return
+            t0 = time.perf_counter()
+            chunks.run(0, chunk_run)
+            mine = chunks.taken[0]
+            if mine and self.inline is None:      # decided by the first run
+                self.inline = (time.perf_counter() - t0) / mine * self.total < INLINE_BELOW
+        errors = run_workers(self.threads, body, chunks.stop)
         #: workgroups each worker ran in the last multi-threaded run
         self.taken = chunks.taken
         chunks.check(errors)
