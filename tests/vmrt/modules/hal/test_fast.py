@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import vmrt
+from tests.vmrt.modules.hal.fast_testutil import Slow
 from vmrt.hal.buffer import HalBuffer
 from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Dispatch
-from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence, HalExecutable
 from vmrt.modules.hal.fast import (
     FAST_ALLOCATION,
@@ -20,24 +20,6 @@ from vmrt.modules.hal.fast import (
     queue_alloca,
     queue_execute_indirect,
 )
-
-
-class Slow:
-    """Stands for the checked caller: records what it was handed."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, *args):
-        self.calls.append(list(args))
-        return ("slow",)
-
-
-@pytest.fixture
-def device():
-    d = Device("local-sync")
-    yield d
-    d.close()
 
 
 def test_fence_create(device):

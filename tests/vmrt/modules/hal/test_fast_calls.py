@@ -4,12 +4,11 @@ checked export for everything else."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+from tests.vmrt.modules.hal.fast_testutil import Slow
 from vmrt.hal.buffer import HalBuffer, new_buffer
 from vmrt.hal.buffer_view import BufferView
 from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Copy
-from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence
 from vmrt.modules.hal import fast
 from vmrt.modules.hal.module import HalDeviceModule
@@ -17,24 +16,6 @@ from vmrt.vm.buffer import Buffer
 
 F32 = 0x21000020        # IREE's f32 element type code
 ROW_MAJOR = 1
-
-
-class Slow:
-    """Stands for the checked caller: records what it was handed."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, *args):
-        self.calls.append(list(args))
-        return ("slow",)
-
-
-@pytest.fixture
-def device():
-    d = Device("local-sync")
-    yield d
-    d.close()
 
 
 def make(name, state=None):
