@@ -14,7 +14,7 @@ shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
 first; ctypes releases the GIL during each call.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
-the workers costs more than they save (timed in its first run) runs on the
+the workers costs more than they save (its first runs time both) runs on the
 calling thread alone from then on; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).
@@ -43,10 +43,8 @@ if TYPE_CHECKING:
 
 #: the most workgroups a prepared dispatch caches the states of
 MAX_PREPARED_WORKGROUPS = 4096
-#: seconds of work (all workgroups of a grid, one thread) below which a
-#: multi-threaded dispatch runs on the calling thread alone: about what
-#: waking the worker threads and waiting for them costs here
-INLINE_BELOW = 100e-6
+#: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
+TRIALS = 8
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
                    binding_count: int, threads: int = 1) -> NativeDispatch | None:
@@ -98,11 +96,15 @@ class NativeDispatch:
         self.ws3 = ws3
         self.layout = lay
         self.local = threading.local()
-        #: run every workgroup on the calling thread (None: not known yet): a
-        #: grid whose workgroups all together took less than :data:`INLINE_BELOW`
-        #: on the calling thread in the first run (handing chunks to the
-        #: workers costs more than it saves); not while ranges are profiled
+        #: run every workgroup on the calling thread (None: not known yet):
+        #: the first :data:`TRIALS` runs nothing profiles take turns on the
+        #: worker threads and on the calling thread alone, then the way whose
+        #: fastest run was faster stays (handing chunks to the workers can
+        #: cost more than it saves)
         self.inline: bool | None = None
+        self.trials = 0
+        #: the fastest run (seconds) on the workers [0] and alone [1]
+        self.best = [float("inf"), float("inf")]
         self.taken: list[int] = []
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
@@ -175,26 +177,33 @@ class NativeDispatch:
             if r:
                 raise self._failure(0, r)
             return
-        if self.threads == 1 or self.inline and rec is None:
+        if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits, flushed)
             return
+        if rec is None and self.inline is None:     # still trying both ways
+            trial = self.trials
+            self.trials += 1
+            t0 = time.perf_counter()
+            if trial % 2:
+                self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
+            else:
+                self._run_threads(ds, ws, deadline, limits, rec)
+            self.best[trial % 2] = min(self.best[trial % 2], time.perf_counter() - t0)
+            if self.trials >= TRIALS:
+                self.inline = self.best[1] <= self.best[0]
+            return
+        self._run_threads(ds, ws, deadline, limits, rec)
+
+    def _run_threads(self, ds: int, ws: int, deadline: float | None,
+                     limits: ExecutionLimits | None, rec: Any) -> None:
+        """The grid in chunks on :attr:`threads` threads."""
         chunks = Chunks(self.total, self.threads)
 
         def chunk_run(chunk: range) -> None:
             in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,
                                                  limits)
-
-        def body(t: int) -> None:
-            if t:
-                chunks.run(t, chunk_run)
-                return
-            t0 = time.perf_counter()
-            chunks.run(0, chunk_run)
-            mine = chunks.taken[0]
-            if mine and self.inline is None:      # decided by the first run
-                self.inline = (time.perf_counter() - t0) / mine * self.total < INLINE_BELOW
-        errors = run_workers(self.threads, body, chunks.stop)
+        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop)
         #: workgroups each worker ran in the last multi-threaded run
         self.taken = chunks.taken
         chunks.check(errors)
