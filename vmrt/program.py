@@ -69,7 +69,10 @@ def _array_arg(v: Any) -> Any:
                              f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
                              StatusCode.RESOURCE_EXHAUSTED) from None
         view = BufferView.over(data, name, arr.shape, addr)
-        view.array[...] = arr
+        try:
+            data[:] = arr.data.cast("B")    # a C-contiguous array: its bytes
+        except (TypeError, ValueError, BufferError):    # strided, empty, no buffer format
+            view.array[...] = arr
         return view
     return v
 

@@ -190,13 +190,20 @@ class CommandBuffer(RefObject):
         return plans
 
     def _make_runners(self) -> tuple[Any, ...]:
-        """:func:`dispatch_runner` of each command when all are dispatches
-        with a prepared form, else ()."""
+        """``(push, pop, runners)``: :func:`dispatch_runner` of each command
+        when all are dispatches with a prepared form, run between one
+        ``push()`` and ``pop(token)`` of the FPU state their prepared forms
+        give (their ``run_flushed``); else ()."""
         plans = self._all_plans()
         if not plans or any(prepared is None for _w, _l, prepared in plans):
             return ()
-        return tuple(dispatch_runner(cmd, what, prepared, labels, self.threads)
-                     for cmd, (what, labels, prepared) in zip(self.commands, plans))
+        first = plans[0][2]
+        push, pop = getattr(first, "push", None), getattr(first, "pop", None)
+        flushed = push is not None and pop is not None and all(
+            _flushable(prepared, push) for _w, _l, prepared in plans)
+        runners = tuple(dispatch_runner(cmd, what, prepared, labels, self.threads, flushed)
+                        for cmd, (what, labels, prepared) in zip(self.commands, plans))
+        return (push, pop, runners) if flushed else (_no_fpu, _no_fpu, runners)
 
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,
                 deadline: float | None = None) -> None:
@@ -217,9 +224,20 @@ class CommandBuffer(RefObject):
             if runners is None:
                 runners = self._runners = self._make_runners()
             if runners:
-                for specs, sizes, run, checked in runners:
-                    if specs is None or not run_resolved(specs, sizes, run, table, deadline):
-                        checked(table, deadline)
+                push, pop, each = runners
+                token = push()
+                try:
+                    for specs, sizes, run, checked in each:
+                        if specs is None or not run_resolved(specs, sizes, run, table,
+                                                             deadline):
+                            pop(token)          # the checked path sets its own
+                            token = None
+                            checked(table, deadline)
+                            token = push()
+                finally:
+                    pop(token)
+                return
+            if self._run_plain(table, deadline):
                 return
         plans = self._all_plans()
         timed = getattr(observer, "transfer", None)     # a profile times transfers too
@@ -239,6 +257,38 @@ class CommandBuffer(RefObject):
                 _transfer(cmd, table, what)
             else:
                 timed(cmd, what, _transfer, cmd, table, what)
+
+    def _run_plain(self, table: Sequence[tuple[HalBuffer, int, int]],
+                   deadline: float | None) -> bool:
+        """Run the commands of a submission nothing watches with the FPU
+        state of the first prepared dispatch set once around them (transfers
+        only move bytes) and restored around anything else; False (nothing
+        run) when no dispatch is prepared."""
+        plans = self._all_plans()
+        prepared = next((p for _w, _l, p in plans if p is not None), None)
+        push: Any = getattr(prepared, "push", None)
+        pop: Any = getattr(prepared, "pop", None)
+        if push is None or pop is None:
+            return False
+        token = push()
+        try:
+            for cmd, (what, labels, prepared) in zip(self.commands, plans):
+                if not isinstance(cmd, Dispatch):
+                    _transfer(cmd, table, what)
+                    continue
+                if _flushable(prepared, push):
+                    specs = binding_specs(cmd.bindings)
+                    if specs is not None and run_resolved(
+                            specs, [b.length for b in cmd.bindings], prepared.run_flushed,
+                            table, deadline):
+                        continue
+                pop(token)                  # the checked path sets its own
+                token = None
+                run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
+                token = push()
+        finally:
+            pop(token)
+        return True
 
 
 def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> int:
@@ -357,16 +407,30 @@ def run_resolved(specs: tuple[tuple[Any, ...], ...], sizes: list[int], run: Any,
 
 
 def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str] | None,
-                    threads: int) -> tuple[Any, list[int], Any, Any]:
+                    threads: int, flushed: bool = False) -> tuple[Any, list[int], Any, Any]:
     """``(specs, sizes, run, checked)`` of a recorded dispatch with a
     prepared form: a submission calls ``run_resolved(specs, sizes, run,
     table, deadline)`` (the common case, in that one frame) and, when that
     returns False or ``specs`` is None, ``checked(table, deadline)``
     (:func:`run_dispatch`, which stages odd bindings or reports what is
-    wrong)."""
+    wrong).  ``flushed``: ``run`` is the prepared form's ``run_flushed``
+    (the caller sets the FPU state around the runs)."""
     def checked(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
         run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
-    return binding_specs(cmd.bindings), [b.length for b in cmd.bindings], prepared.run, checked
+    return binding_specs(cmd.bindings), [b.length for b in cmd.bindings], \
+        prepared.run_flushed if flushed else prepared.run, checked
+
+
+def _flushable(prepared: Any, push: Any) -> bool:
+    """Whether ``prepared`` runs on the calling thread alone under the FPU
+    state ``push`` sets (its ``run_flushed``).  Not a multi-threaded one:
+    worker threads it starts would inherit the state and keep it."""
+    return prepared is not None and getattr(prepared, "push", None) is push and \
+        getattr(prepared, "threads", 0) == 1 and hasattr(prepared, "run_flushed")
+
+
+def _no_fpu(token: Any = None) -> None:
+    """push/pop of runners whose prepared forms set the FPU state themselves."""
 
 
 def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,

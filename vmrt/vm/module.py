@@ -71,6 +71,20 @@ _CCONV_CODES = frozenset("iIfFrCD")
 
 def cconv_fragments(cconv: str) -> tuple[str, str]:
     """Split ``0<args>_<results>`` into (args, results) with IREE's rules."""
+    got = _FRAGMENTS.get(cconv)
+    if got is not None:
+        return got
+    got = _split_cconv(cconv)
+    if len(_FRAGMENTS) < 4096:
+        _FRAGMENTS[cconv] = got
+    return got
+
+
+#: cconv -> its (args, results) (every call of a function splits its cconv)
+_FRAGMENTS: dict[str, tuple[str, str]] = {}
+
+
+def _split_cconv(cconv: str) -> tuple[str, str]:
     if not cconv:
         return "", ""
     if cconv[0] != "0":

@@ -65,3 +65,29 @@ def _two_threads(init):
         if self.identifier == "local-task":
             self.dispatch_threads = 2
     return wrapped
+
+
+def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatch):
+    """A multi-threaded prepared dispatch tries its first runs on the workers
+    and on the calling thread alone, then keeps one way: every call's result
+    is local-sync's."""
+    from vmrt.hal.local.prepared import TRIALS
+    monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
+    made: list[NativeDispatch] = []
+    orig = NativeDispatch.__init__
+
+    def spy(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        made.append(self)
+    monkeypatch.setattr(NativeDispatch, "__init__", spy)
+    vmfb = hal_compile("task_matmul.mlir")
+    x = np.linspace(-1, 1, 65536, dtype=np.float32)
+    want = _run(vmfb, "local-sync", "scale", x)
+    with vmrt.load(vmfb, device="local-task") as prog:
+        for _ in range(TRIALS + 2):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+    threaded = [d for d in made if d.threads > 1]
+    assert threaded
+    for d in threaded:
+        assert d.trials == TRIALS and d.inline in (True, False)
+        assert all(0 < t < float("inf") for t in d.best)

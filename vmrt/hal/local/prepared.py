@@ -13,7 +13,9 @@ states of the whole grid (read-only to the dispatch code), so a run is two
 shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
 first; ctypes releases the GIL during each call.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
-of ``threads``), whichever thread runs it.
+of ``threads``), whichever thread runs it.  A grid so cheap that waking
+the workers costs more than they save (its first runs time both) runs on the
+calling thread alone from then on; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).
 Errors are those of :meth:`ElfExecutable.dispatch`.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import struct
 import threading
+import time
 
 from ...errors import DispatchError, StatusCode, VmError
 from ..buffer import aligned_memory
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 
 #: the most workgroups a prepared dispatch caches the states of
 MAX_PREPARED_WORKGROUPS = 4096
+#: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
+TRIALS = 8
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
                    binding_count: int, threads: int = 1) -> NativeDispatch | None:
@@ -91,6 +96,15 @@ class NativeDispatch:
         self.ws3 = ws3
         self.layout = lay
         self.local = threading.local()
+        #: run every workgroup on the calling thread (None: not known yet):
+        #: the first :data:`TRIALS` runs nothing profiles take turns on the
+        #: worker threads and on the calling thread alone, then the way whose
+        #: fastest run was faster stays (handing chunks to the workers can
+        #: cost more than it saves)
+        self.inline: bool | None = None
+        self.trials = 0
+        #: the fastest run (seconds) on the workers [0] and alone [1]
+        self.best = [float("inf"), float("inf")]
         self.taken: list[int] = []
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
@@ -120,8 +134,23 @@ class NativeDispatch:
         self.local.mine = mine
         return mine
 
-    def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None) -> None:
-        """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes."""
+    #: the FPU state of dispatches (:mod:`~vmrt.hal.local.fpu_state`): a
+    #: caller running several dispatches sets it once with ``push()``, runs
+    #: them with :meth:`run_flushed` and restores it with ``pop(token)``
+    push = staticmethod(push)
+    pop = staticmethod(pop)
+
+    def run_flushed(self, ptrs: list[int], sizes: list[int],
+                    deadline: float | None = None) -> None:
+        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`);
+        for a dispatch with ``threads`` 1 only (threads started meanwhile
+        would inherit the state)."""
+        self.run(ptrs, sizes, deadline, True)
+
+    def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None,
+            flushed: bool = False) -> None:
+        """Run every workgroup over bindings at ``ptrs`` of ``sizes`` bytes
+        (``flushed``: this thread's FPU state is already set)."""
         if self.exe.closed:
             self.exe.check_open()
         try:
@@ -135,7 +164,7 @@ class NativeDispatch:
             if deadline is not None or limits is not None and (
                     limits.cancelled or limits.parent is not None):
                 before_workgroup(self.where, deadline, limits)
-            fpu = push()
+            fpu = None if flushed else push()
             try:
                 r = self.fn(self.env, ds, ws)
             except VmError:
@@ -143,14 +172,32 @@ class NativeDispatch:
             except Exception as exc:
                 raise self._failure(0, exc) from exc
             finally:
-                pop(fpu)
+                if fpu is not None:
+                    pop(fpu)
             if r:
                 raise self._failure(0, r)
             return
-        if self.threads == 1:
+        if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
-                                                             limits)
+                                                             limits, flushed)
             return
+        if rec is None and self.inline is None:     # still trying both ways
+            trial = self.trials
+            self.trials += 1
+            t0 = time.perf_counter()
+            if trial % 2:
+                self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
+            else:
+                self._run_threads(ds, ws, deadline, limits, rec)
+            self.best[trial % 2] = min(self.best[trial % 2], time.perf_counter() - t0)
+            if self.trials >= TRIALS:
+                self.inline = self.best[1] <= self.best[0]
+            return
+        self._run_threads(ds, ws, deadline, limits, rec)
+
+    def _run_threads(self, ds: int, ws: int, deadline: float | None,
+                     limits: ExecutionLimits | None, rec: Any) -> None:
+        """The grid in chunks on :attr:`threads` threads."""
         chunks = Chunks(self.total, self.threads, native_chunk(self.total, self.threads))
 
         def chunk_run(chunk: range) -> None:
@@ -162,11 +209,12 @@ class NativeDispatch:
         chunks.check(errors)
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
-                  limits: ExecutionLimits | None = None) -> None:
+                  limits: ExecutionLimits | None = None, flushed: bool = False) -> None:
         """Workgroups ``start`` to ``end`` (linear, x fastest)."""
         fn, env, size = self.fn, self.env, self.ws_size
         k = start - 1
-        fpu = push()                    # denormals flushed on this thread meanwhile
+        # denormals flushed on this thread meanwhile
+        fpu = None if flushed else push()
         try:
             for k in range(start, end):  # k names the failing workgroup
                 if deadline is not None or limits is not None and (
@@ -182,7 +230,8 @@ class NativeDispatch:
         except Exception as e:
             raise self._failure(k, e) from e
         finally:
-            pop(fpu)
+            if fpu is not None:
+                pop(fpu)
         if r:
             raise self._failure(k, r)
 

@@ -129,6 +129,45 @@ def subspan(buf: HalBuffer, offset: int, length: int, what: str) -> HalBuffer:
                      address=None if buf.address == -1 else buf.address + offset)
 
 
+def view_over(b: HalBuffer, offset: int, length: int, element_type: int, shape: Sequence[int],
+              names: dict[int, str] | None = None) -> BufferView:
+    """``hal.buffer_view.create``: a view of ``shape`` and ``element_type``
+    over ``[offset, offset + length)`` of ``b``; errors as IREE words them.
+    ``names``: element type code -> name, of the types vmrt holds (filled in)."""
+    size = len(b.bytes)
+    if offset < 0 or length < 0 or offset + length > size:
+        # IREE takes a subspan of the buffer first
+        raise HalError("attempted to access an address outside of the valid buffer range "
+                       f"(offset={offset}, adjusted_length={length}, "
+                       f"end={offset + length - 1}, buffer byte_length={size}); invalid "
+                       f"subspan of an existing buffer (source_offset={offset}, "
+                       f"length={length})", StatusCode.OUT_OF_RANGE)
+    name = None if names is None else names.get(element_type)
+    if name is None:
+        name = element_type_name(element_type)
+        dtype_name(name)                        # an element type vmrt cannot hold fails here
+        if names is not None and len(names) < 256:
+            names[element_type] = name
+    count = 1
+    for d in shape:
+        if d < 0:
+            raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
+        count *= d
+    need = storage_size(name, count)
+    # IREE's rule: the view may be smaller than its range (it covers the
+    # range's first bytes), never larger
+    if need > length:
+        raise HalError(f"buffer view byte length {need} exceeds backing buffer byte length "
+                       f"{length}", StatusCode.OUT_OF_RANGE)
+    base = b.address
+    address = None if base == -1 else base + offset
+    view = BufferView.over(b.bytes[offset:offset + need], name, tuple(shape), address)
+    # hal.buffer_view.buffer gives back the whole range, as IREE's does
+    view.backing = b if offset == 0 and length == size else \
+        HalBuffer(b.bytes[offset:offset + length], b.read_only, address)
+    return view
+
+
 class HalModule(NativeModule[StateT]):
     """Host-memory subset of IREE's ``hal`` module (version 0); generic over
     the state of the modules extending it (its own exports need none)."""
@@ -191,35 +230,7 @@ class HalModule(NativeModule[StateT]):
     @export("buffer_view.create", "0rIIiiCID_r", arg_types=(HAL_BUFFER_TYPE,))
     def buffer_view_create(self, state: NativeState, buf: Any, offset: int, length: int,
                            element_type: int, encoding: int, shape: list[int]) -> Any:
-        b = _buffer(buf)
-        size = len(b.bytes)
-        if offset < 0 or length < 0 or offset + length > size:
-            # IREE takes a subspan of the buffer first
-            raise HalError("attempted to access an address outside of the valid buffer range "
-                           f"(offset={offset}, adjusted_length={length}, "
-                           f"end={offset + length - 1}, buffer byte_length={size}); invalid "
-                           f"subspan of an existing buffer (source_offset={offset}, "
-                           f"length={length})", StatusCode.OUT_OF_RANGE)
-        name = element_type_name(element_type)
-        dtype_name(name)                        # an element type vmrt cannot hold fails here
-        count = 1
-        for d in shape:
-            if d < 0:
-                raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
-            count *= d
-        need = storage_size(name, count)
-        # IREE's rule: the view may be smaller than its range (it covers the
-        # range's first bytes), never larger
-        if need > length:
-            raise HalError(f"buffer view byte length {need} exceeds backing buffer byte length "
-                           f"{length}", StatusCode.OUT_OF_RANGE)
-        base = b.address
-        address = None if base == -1 else base + offset
-        view = BufferView.over(b.bytes[offset:offset + need], name, tuple(shape), address)
-        # hal.buffer_view.buffer gives back the whole range, as IREE's does
-        view.backing = b if offset == 0 and length == size else \
-            HalBuffer(b.bytes[offset:offset + length], b.read_only, address)
-        return view
+        return view_over(_buffer(buf), offset, length, element_type, shape)
 
     # -- buffers -----------------------------------------------------------
     @export("buffer.length", "0r_I", arg_types=(HAL_BUFFER_TYPE,))

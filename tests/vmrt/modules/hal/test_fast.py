@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import vmrt
+from tests.vmrt.modules.hal.fast_testutil import Slow
 from vmrt.hal.buffer import HalBuffer
 from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Dispatch
-from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence, HalExecutable
 from vmrt.modules.hal.fast import (
     FAST_ALLOCATION,
@@ -20,24 +20,6 @@ from vmrt.modules.hal.fast import (
     queue_alloca,
     queue_execute_indirect,
 )
-
-
-class Slow:
-    """Stands for the checked caller: records what it was handed."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, *args):
-        self.calls.append(list(args))
-        return ("slow",)
-
-
-@pytest.fixture
-def device():
-    d = Device("local-sync")
-    yield d
-    d.close()
 
 
 def test_fence_create(device):
@@ -65,7 +47,9 @@ def test_queue_alloca(device):
     (buf,) = call(device, -1, None, signal, 0, 48, 3075, 100, 0)
     assert isinstance(buf, HalBuffer) and len(buf) == 100 and buf.address % 64 == 0
     assert signal.status == 0 and not any(buf.bytes) and not slow.calls
-    for args in ([device, -1, Fence(0), Fence(), 0, 48, 3075, 100, 0],       # a wait fence
+    (buf,) = call(device, -1, Fence(0), signal, 0, 48, 3075, 100, 0)     # a signalled wait
+    assert len(buf) == 100 and not slow.calls
+    for args in ([device, -1, Fence(), Fence(), 0, 48, 3075, 100, 0],        # a pending wait
                  [device, -1, None, None, 0, 48, 3075, 100, 0],              # no signal
                  [device, -1, None, Fence(), 0, 48, 3075, FAST_ALLOCATION + 1, 0],
                  [device, -1, None, Fence(), 0, 48, 3075, -1, 0]):
