@@ -140,3 +140,25 @@ def test_the_host_fpu_is_restored(hal_compile, arch, device):
                 got[t] = _host_product()
             assert run_workers(4, product) == []
             assert all(got)
+
+
+@needs_x86_64_host
+def test_workers_started_during_a_dispatch_keep_denormals():
+    """A thread starts with its creator's FPU state: local-task workers
+    started while the calling thread flushes denormals (inside a
+    submission) must not flush them for good."""
+    from vmrt.hal.local.fpu_state import pop, push
+    from vmrt.hal.local.task_pool import started_workers
+    count = started_workers() + 3          # at least two new worker threads
+    got = [np.float32(0)] * count
+    token = push()
+    try:
+        assert _host_product() == 0        # flushed on this thread meanwhile
+
+        def product(t: int) -> None:
+            got[t] = _host_product()
+        assert run_workers(count, product) == []
+    finally:
+        pop(token)
+    assert all(got[1:])                    # every worker, new ones included
+    assert _host_product() != 0

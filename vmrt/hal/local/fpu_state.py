@@ -73,6 +73,18 @@ def pop(token: int | None) -> None:
         _set(token)
 
 
+def keep_denormals() -> None:
+    """Clear the flush bits on the calling thread.  A new thread starts with
+    the FPU state of the thread that created it, which is a dispatch's when
+    that thread was running one: a worker started then would flush
+    denormals in everything it runs for good (and its :func:`push` and
+    :func:`pop` would change nothing)."""
+    if _set_bits is None:
+        _bind()
+    prev = _set_bits(_bits)
+    _set(prev & ~_bits)
+
+
 def dispatch_entry(machine: Any, address: int, word: int) -> Any:
     """The callable of the dispatch function at ``address`` in ``machine``
     (``f(environment, dispatch_state, workgroup_state, **call options)``):

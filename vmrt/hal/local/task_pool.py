@@ -22,6 +22,8 @@ import itertools
 import threading
 from queue import SimpleQueue
 
+from .fpu_state import keep_denormals
+
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -119,6 +121,7 @@ class _Done:
 def _worker(queue: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None],
             name: str) -> None:
     threading.current_thread().name = name
+    keep_denormals()        # not the FPU state of the dispatch that started it
     while (job := queue.get()) is not None:
         body, t, done = job
         error = None
@@ -140,6 +143,11 @@ def _queues(count: int) -> list[SimpleQueue[tuple[Callable[[int], None], int, _D
             _thread.start_new_thread(_worker, (q, f"vmrt-task_{len(_QUEUES)}"))
             _QUEUES.append(q)
         return _QUEUES[:count]
+
+
+def started_workers() -> int:
+    """How many worker threads the process has started so far."""
+    return len(_QUEUES)
 
 
 def run_workers(count: int, body: Callable[[int], None],
@@ -170,4 +178,5 @@ def run_workers(count: int, body: Callable[[int], None],
     return errors + done.errors
 
 
-__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "run_workers"]
+__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "run_workers",
+           "started_workers"]
