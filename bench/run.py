@@ -256,8 +256,12 @@ WHY = {
            "took it from ~2.3x to ~2.0x in runs at load ~10 (noisy); what is left is "
            "~25 µs of Python per step (command buffer creation, ~40 imports, the "
            "submission and 9 prepared runs) "
-           "against iree.runtime's C. On local-task iree.runtime pays its task system's "
-           "wake-ups per step and vmrt is faster.",
+           "against iree.runtime's C; most of the rest is one ctypes call per workgroup "
+           "(4,160 per call): a native loop over a dispatch's workgroups is the next step.",
+    "17d": "as 17c, plus handing small grids to the worker threads (~38 µs each here): a "
+           "small multi-threaded dispatch now times its first runs on the workers and on the "
+           "calling thread alone and keeps the faster, and native chunks take at least 4 "
+           "workgroups (one-workgroup chunks had made this row 2.3x slower).",
     "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
            "in Python against iree.runtime's C (~1-5 µs per dispatch depending on the "
            "machine's load). The ratio swings with the machine's load (4-30x in runs on a "
