@@ -36,18 +36,6 @@ LOOP_ARCHES = ("aarch64", "riscv64", "arm")
 #: (armv7 generic has no fmaxf instruction: iree-compile cannot link MNIST or
 #: softmax for it; riscv32 is the 32-bit CPU of the IREE programs)
 IREE_ARCHES = ("aarch64", "riscv64", "riscv32")
-TARGET_FLAGS = {
-    "aarch64": ["--iree-llvmcpu-target-triple=aarch64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic"],
-    "riscv64": ["--iree-llvmcpu-target-triple=riscv64-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv64",
-                "--iree-llvmcpu-target-cpu-features=+m,+a,+f,+d,+c",
-                "--iree-llvmcpu-target-abi=lp64d"],
-    "riscv32": ["--iree-llvmcpu-target-triple=riscv32-pc-linux-elf",
-                "--iree-llvmcpu-target-cpu=generic-rv32",
-                "--iree-llvmcpu-target-cpu-features=+m,+f",
-                "--iree-llvmcpu-target-abi=ilp32"],
-}
 LOOP_C = """\
 volatile unsigned sink;
 
@@ -95,9 +83,11 @@ def _vmfb(work: Path, name: str, text: str, arch: str) -> Path:
     """``text`` compiled for ``arch``'s llvm-cpu local device (cached while
     the source and flags are unchanged)."""
     import subprocess
+
+    from tests.vmrt.iree_tools import IREE_TARGET_FLAGS  # the tests' table (as load_corpus)
     d = _data(work)
     flags = ["--iree-hal-target-device=local",
-             "--iree-hal-local-target-device-backends=llvm-cpu", *TARGET_FLAGS[arch]]
+             "--iree-hal-local-target-device-backends=llvm-cpu", *IREE_TARGET_FLAGS[arch]]
     src, out = d / f"{name}_{arch}.mlir", d / f"{name}_{arch}.vmfb"
     stamp = text + "\n// " + " ".join(flags) + "\n"
     if out.is_file() and src.is_file() and src.read_text() == stamp:
