@@ -31,7 +31,7 @@ from pathlib import Path
 from . import _build
 from ._timing import REPO, Config, Row, bytecode_env, compare_commands, cpu, fmt_time, na_row
 from .m_programs import ADD_MLIR
-from .m_vmrt import _dispatch_library, cpu_vmfb, which_tool
+from .m_vmrt import dispatch_library, cpu_vmfb, which_tool
 
 #: one small program with a test function, for ``vmrt test``
 CHECK_MLIR = """\
@@ -62,7 +62,7 @@ class _Inputs:
         self.loop = _build.loop_vmfb(work)
         self.add = cpu_vmfb(work, "add4", ADD_MLIR)
         self.check = cpu_vmfb(work, "check_add", CHECK_MLIR)
-        self.dispatch = _dispatch_library(work)
+        self.dispatch = dispatch_library(work)
         self.replay = self.out / "add4.ireereplay"      # vmrt run's device replay capture
         subprocess.run([sys.executable, "-m", "vmrt", "run", f"--module={self.add}",
                         "--device=local-sync", "--function=add", "--input=4xf32=1 2 3 4",

@@ -69,7 +69,7 @@ def which_tool(name: str) -> str | None:
     return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
 
 
-def _dispatch_library(work: Path) -> Path:
+def dispatch_library(work: Path) -> Path:
     d = work / "data" / "dispatch"
     src = d / "work.mlir"
     lib = d / "bin" / "benchwork_kernels_embedded_elf_x86_64.so"
@@ -106,7 +106,7 @@ def dispatch_threads(cfg: Config) -> list[Row]:
     except Exception as e:  # noqa: BLE001
         return [na_row("9", name, goal, f"vmrt.hal.local.executable does not import: {e}")]
     try:
-        lib = _dispatch_library(cfg.work)
+        lib = dispatch_library(cfg.work)
     except Exception as e:  # noqa: BLE001
         return [na_row("9", name, goal, str(e).splitlines()[0])]
     n = 64
