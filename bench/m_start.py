@@ -31,7 +31,7 @@ from pathlib import Path
 from . import _build
 from ._timing import REPO, Config, Row, bytecode_env, compare_commands, cpu, fmt_time, na_row
 from .m_programs import ADD_MLIR
-from .m_vmrt import dispatch_library, cpu_vmfb, which_tool
+from .m_vmrt import cpu_vmfb, dispatch_library, which_tool
 
 #: one small program with a test function, for ``vmrt test``
 CHECK_MLIR = """\
