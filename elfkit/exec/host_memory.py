@@ -12,17 +12,18 @@ from ..errors import MemoryAccessError
 from .base import PROT_EXEC, PROT_READ, PROT_WRITE
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_mmap_fn = _libc.mmap
-_mmap_fn.restype = ctypes.c_void_p
-_mmap_fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                     ctypes.c_long)
+#: libc's mmap (also lowmap's, for images placed low)
+libc_mmap = _libc.mmap
+libc_mmap.restype = ctypes.c_void_p
+libc_mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long)
 munmap = _libc.munmap
 munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 mprotect = _libc.mprotect
 mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _madvise = _libc.madvise
 _madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-_MAP_FAILED = ctypes.c_void_p(-1).value
+MAP_FAILED = ctypes.c_void_p(-1).value
 
 _OS_PROT = {PROT_READ: _mmap.PROT_READ, PROT_WRITE: _mmap.PROT_WRITE, PROT_EXEC: _mmap.PROT_EXEC}
 
@@ -42,9 +43,9 @@ OS_PROTS = tuple(os_prot(p) for p in range((PROT_READ | PROT_WRITE | PROT_EXEC) 
 def map_range(size: int, align: int, page: int) -> int:
     """A new read/write anonymous mapping of ``size`` bytes at an ``align``-aligned address."""
     total = size + align - page
-    p = _mmap_fn(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
+    p = libc_mmap(None, total, _mmap.PROT_READ | _mmap.PROT_WRITE,
                  _mmap.MAP_PRIVATE | _mmap.MAP_ANONYMOUS, -1, 0)
-    if p in (None, _MAP_FAILED):
+    if p in (None, MAP_FAILED):
         raise MemoryAccessError(f"mmap of {total} bytes failed: errno {ctypes.get_errno()}")
     base = (p + align - 1) & ~(align - 1)
     if base > p:

@@ -14,24 +14,17 @@ first 64 KiB (and below ``vm.mmap_min_addr``) are never used: a null
 pointer plus a small offset must still fault."""
 from __future__ import annotations
 
-import ctypes
 import functools
 import mmap as _mmap
 import sys
 
-__all__ = ["map_below", "FLOOR", "libc_mmap", "libc_munmap", "MAP_FAILED"]
+from .host_memory import MAP_FAILED, libc_mmap, munmap
+
+__all__ = ["map_below", "FLOOR"]
 
 #: the lowest address handed out
 FLOOR = 0x10000
 _MAP_FIXED_NOREPLACE = 0x100000
-#: libc's mmap and munmap (the native machine's too)
-libc_mmap = ctypes.CDLL(None, use_errno=True).mmap
-libc_mmap.restype = ctypes.c_void_p
-libc_mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_long)
-libc_munmap = ctypes.CDLL(None, use_errno=True).munmap
-libc_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-MAP_FAILED = ctypes.c_void_p(-1).value
 _linux = sys.platform.startswith("linux")
 _last = 0       # the last range handed out (0: none yet)
 
@@ -73,7 +66,7 @@ def _try(addr: int, size: int, flags: int) -> bool:
     if p in (None, MAP_FAILED):
         return False
     if p != addr:
-        libc_munmap(p, size)
+        munmap(p, size)
         return False
     return True
 
