@@ -15,7 +15,7 @@ import re
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,9 @@ class Config:
 @dataclass
 class Row:
     """One line of the table.  ``met``: True / False, or None for "reported"
-    (no goal) and for measures that could not run (``na`` says why)."""
+    (no goal) and for measures that could not run (``na`` says why).
+    ``data``: the raw numbers (--json); a corpus row's judged row (its worst)
+    holds :func:`per_input`'s keys, which ``--plot-dir`` draws."""
 
     id: str
     measure: str
@@ -77,6 +79,15 @@ class Row:
         return {"id": self.id, "measure": self.measure, "ours": self.ours, "peer": self.peer,
                 "ratio": self.ratio, "goal": self.goal, "met": self.met, "verdict": self.verdict,
                 "na": self.na, "note": self.note, "data": self.data}
+
+
+def per_input(ratios: Mapping[str, float], limit: float | None = None) -> dict[str, Any]:
+    """A corpus row's standard ``Row.data`` entries: ``ratios``, every input's
+    ratio by name, and ``limit``, the goal's limit on each (None: reported,
+    not judged).  ``--plot-dir`` draws one ratio-distribution plot for each
+    row holding both (bench/ratio_plots.py).  Merge with the row's other
+    numbers: ``data={**per_input(ratios, 2.0), "misses": misses}``."""
+    return {"ratios": dict(ratios), "limit": limit}
 
 
 def na_row(id: str, measure: str, goal: str, reason: str, peer: str = "") -> Row:

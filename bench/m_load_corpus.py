@@ -32,7 +32,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from ._timing import Config, Row, calibrate, run_n
+from ._timing import Config, Row, calibrate, per_input, run_n
 from .load_corpus import Entry, gather, stub_imports
 
 GOAL = 3.0
@@ -127,7 +127,8 @@ def _rows(kind: str, ids: tuple[str, str], per: dict[str, tuple[float, float]],
         Row(ids[1], f"{kind} of {len(per)} files vs lief.parse: worst ratio",
             fmt_time(per[worst_k][0]), fmt_time(per[worst_k][1]), worst,
             f"≤ {GOAL:g}× peer time", worst <= GOAL,
-            note=f"worst: {worst_k}{missing}", data={"worst": worst_k, "over": over}),
+            note=f"worst: {worst_k}{missing}", data={"worst": worst_k, "over": over,
+                                                       **per_input(ratios, GOAL)}),
     ]
 
 

@@ -44,7 +44,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ._timing import Config, Row, bytecode_env, fmt_time, na_row
+from ._timing import Config, Row, bytecode_env, fmt_time, na_row, per_input
 from .m_programs import matmul_inputs, mnist_input, mnist_mlir, ours_cmd
 from .m_vmrt import MATMUL_MLIR, cpu_vmfb, which_tool
 
@@ -363,7 +363,8 @@ def cpu_rows(cfg: Config, cpu: str, rids: tuple[str, str]) -> list[Row]:
             worst, goals[1], worst <= GOAL_WORST,
             note=(f"worst: {worst_prog['program']}; above {GOAL_WORST:g}×: "
                   f"{', '.join(misses) or 'none'}"),
-            data={"misses": misses}),
+            data={**per_input({m["program"]: m["ratio"] for m in per}, GOAL_WORST),
+                  "misses": misses}),
     ]
 
 

@@ -210,6 +210,7 @@ def _families() -> set[str]:
 
 def _group_row(rid: str, what: str, ratios: dict[str, float], times: dict[str, float],
                peer: float, limit: float, missing: list[str]) -> Row:
+    from ._timing import per_input
     goal = f"≤ {limit:g}× peer time"
     if not ratios:
         return na_row(rid, what, goal, "failed: no command ran")
@@ -227,7 +228,7 @@ def _group_row(rid: str, what: str, ratios: dict[str, float], times: dict[str, f
     return Row(rid, f"{what} vs python -c pass (worst of {len(ratios)})",
                fmt_time(statistics.median(times.values())), fmt_time(peer), worst, goal,
                worst <= limit and not missing, note=note,
-               data={"ratios": ratios, "times_s": times, "peer_s": peer, "median": med,
+               data={**per_input(ratios, limit), "times_s": times, "peer_s": peer, "median": med,
                      "worst": worst, "worst_command": worst_key, "misses": misses,
                      "missing": missing})
 

@@ -237,12 +237,13 @@ def scaling(cfg: Config) -> dict[str, Any]:
 # measuring, drawing, reporting
 # ---------------------------------------------------------------------------
 
-def run(cfg: Config, plot_dir: str | None) -> dict[str, Any]:
-    """``--plot-dir``: measure, print the numbers, draw; {} without a directory."""
+def run(cfg: Config, plot_dir: str | None, plt: Any) -> dict[str, Any]:
+    """``--plot-dir``: measure, print the numbers, draw (``plt``: see
+    :func:`pyplot`); {} without a directory."""
     if not plot_dir:
         return {}
     data = measure_all(cfg)
-    print("\n".join(text_lines(data) + [""] + draw(data, Path(plot_dir))))
+    print("\n".join(text_lines(data) + [""] + draw(data, Path(plot_dir), plt)))
     return data
 
 
@@ -379,26 +380,34 @@ def _image(png: Path, md_path: Path, alt: str) -> list[str]:
 # drawing
 # ---------------------------------------------------------------------------
 
-def draw(data: dict[str, Any], plot_dir: Path) -> list[str]:
-    """Draw both plots into ``plot_dir``; one line per plot saying where it
-    went or why it was skipped (a stale image of a skipped plot is removed)."""
-    plt: Any = None
+MISSING = "matplotlib is not installed (pip install -e '.[bench]')"
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot drawing to files (Agg), or None when matplotlib is
+    not installed: the caller says so once and the bench runs on."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        pass
+        return None
+    return plt
+
+
+def draw(data: dict[str, Any], plot_dir: Path, plt: Any) -> list[str]:
+    """Draw both plots into ``plot_dir``; one line per plot saying where it
+    went or why it was skipped (a stale image of a skipped plot is removed).
+    ``plt`` None: matplotlib is missing (the caller said so), nothing drawn."""
     said = []
     for key, name, fn in (("dispatch", DISPATCH_PNG, draw_dispatch),
                           ("scaling", SCALING_PNG, draw_scaling)):
         path = plot_dir / name
         d: Any = data.get(key)
-        why = ("matplotlib is not installed (pip install -e '.[bench]')" if plt is None
-               else "not measured" if d is None else d.get("error"))
-        if why:
+        if plt is None or d is None or "error" in d:
             path.unlink(missing_ok=True)
-            said.append(f"plot skipped: {path}: {why}")
+            if plt is not None:
+                said.append(f"plot skipped: {path}: {d['error'] if d else 'not measured'}")
             continue
         plot_dir.mkdir(parents=True, exist_ok=True)
         fig = fn(d, plt)

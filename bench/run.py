@@ -4,7 +4,8 @@
     python -m bench --quick              # ~1 minute smoke run (N=5, small inputs)
     python -m bench --json results.json  # also save every number
     python -m bench --plot docs/benchmarks_relocs.png   # load time vs relocations
-    python -m bench --plot-dir docs     # + per-dispatch cost and local-task scaling plots
+    python -m bench --plot-dir docs     # + per-dispatch cost, local-task scaling and
+                                        #   every corpus row's per-input ratios plots
     python -m bench --markdown docs/benchmarks.md       # write the results page
     python -m bench --only 1,2,7         # some measures only (1-16)
     python -m bench --setup-cle          # create build/bench/cle-venv with angr's cle
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import _build, plots
+from . import _build, plots, ratio_plots
 from ._timing import REPO, Config, Row, na_row
 
 #: measure number -> (title, function(cfg) -> rows).  Filled below.
@@ -666,16 +667,13 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def plot(series: dict[str, dict[int, float]], path: Path) -> str | None:
-    """Load time vs relocations (log-log).  Returns None, or why not."""
+def plot(series: dict[str, dict[int, float]], path: Path, plt: Any) -> str | None:
+    """Load time vs relocations (log-log).  Returns None, or why not
+    (``plt`` None: matplotlib is missing, which the caller has said)."""
     if not series:
         return "measure 2 did not run"
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "matplotlib is not installed (pip install -e '.[bench]')"
+    if plt is None:
+        return plots.MISSING
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     styles = {"elfkit": ("o-", "elfkit.load + close (RELATIVE)"),
               "elfkit (symbolic)": ("o--", "elfkit.load + close (R_X86_64_64, symbolic)"),
@@ -702,7 +700,7 @@ def plot(series: dict[str, dict[int, float]], path: Path) -> str | None:
 
 def markdown(rows: list[Row], info: dict, cfg: Config, command: str, elapsed: float,
              plot_path: Path | None, md_path: Path,
-             plot_sections: list[str] | None = None) -> str:
+             plot_sections: list[str] | None = None, plot_dir: str | None = None) -> str:
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
@@ -735,8 +733,9 @@ def markdown(rows: list[Row], info: dict, cfg: Config, command: str, elapsed: fl
         lines.append("| " + " | ".join(esc(x) for x in c[:6]) + f" | {esc(verdict)} |")
     lines += ["", "## Notes", ""]
     for r in rows:
-        if r.note:
-            lines.append(f"- **{_key(r)}** {esc(r.note)}")
+        link = ratio_plots.note_link(r, plot_dir, md_path)
+        if r.note or link:
+            lines.append(f"- **{_key(r)}** {link}{esc(r.note)}")
     unmet = [r for r in rows if r.met is False]
     lines += ["", "## Goals not met", ""]
     if not unmet:
@@ -760,6 +759,7 @@ def markdown(rows: list[Row], info: dict, cfg: Config, command: str, elapsed: fl
               "assembled with `python -m ziglang cc` and linked with `ld.lld -shared -z now`.",
               ""]
     lines += plot_sections or []
+    lines += ratio_plots.markdown_lines(rows, plot_dir, md_path)
     hist = _history_lines()
     if hist:
         lines += ["## Trend: vmrt interpreter vs iree-run-module (measure 10)", "",
@@ -856,7 +856,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(needs matplotlib; skipped with a message when it is missing)")
     ap.add_argument("--plot-dir", metavar="DIR", help="also measure and draw the per-dispatch "
                     "cost and local-task scaling plots into DIR (bench/plots.py; ~1 min more; "
-                    "their numbers go to the terminal, --json and --markdown)")
+                    "their numbers go to the terminal, --json and --markdown), and one plot of "
+                    "every input's ratio per corpus row (bench/ratio_plots.py)")
     ap.add_argument("--markdown", metavar="FILE.md", help="write the results page "
                     "(e.g. docs/benchmarks.md)")
     ap.add_argument("--only", metavar="N,N", help="run only these measures (1-16)")
@@ -900,10 +901,15 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(notes)
     plot_path = Path(args.plot) if args.plot else None
-    if plot_path is not None:
-        why = plot(_SERIES, plot_path)
+    plt = plots.pyplot() if plot_path or args.plot_dir else None
+    if plt is None and (plot_path or args.plot_dir):
+        print(f"\nplot skipped: {plots.MISSING}: no plot drawn")      # said once
+    if plot_path is not None and plt is not None:
+        why = plot(_SERIES, plot_path, plt)
         print(f"\nplot: {plot_path}" if why is None else f"\nplot skipped: {why}")
-    plot_data = plots.run(cfg, args.plot_dir)
+    plot_data = plots.run(cfg, args.plot_dir, plt)
+    for line in ratio_plots.draw(rows, Path(args.plot_dir), plt) if args.plot_dir else ():
+        print(line)
     date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     result = {"date": date, "command": command, "quick": cfg.quick, "repeat": cfg.repeat,
               "elapsed_s": elapsed, "machine": info, "rows": [r.to_dict() for r in rows],
@@ -922,5 +928,6 @@ def main(argv: list[str] | None = None) -> int:
         md = Path(args.markdown)
         md.parent.mkdir(parents=True, exist_ok=True)
         md.write_text(markdown(rows, info, cfg, command, elapsed, plot_path, md,
-                               plots.markdown_lines(plot_data, args.plot_dir, md)))
+                               plots.markdown_lines(plot_data, args.plot_dir, md),
+                               args.plot_dir))
     return 0
