@@ -14,9 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 VERDICTS = ("met", "NOT MET", "reported", "n/a (not available: ")
+
+#: the judged row of each corpus (median and worst over many inputs)
+CORPUS_ROWS = {"15b", "15d", "16b", "16d", "17", "17f", "17p", "18w", "18c", "19b", "20a",
+               "20b", "20c", "20d"}
 
 
 def test_quick_bench_table_is_complete(tmp_path):
@@ -42,6 +48,14 @@ def test_quick_bench_table_is_complete(tmp_path):
             assert isinstance(r["ratio"], (int, float)) and r["ratio"] > 0, where
             if r["goal"] != "reported":
                 assert r["met"] in (True, False), where
+
+    # every corpus row that ran keeps each input's ratio and the goal's limit
+    # (bench._timing.per_input), which --plot-dir draws
+    for r in rows:
+        if r["id"] in CORPUS_ROWS and not r["na"]:
+            ratios = r["data"].get("ratios")
+            assert isinstance(ratios, dict) and ratios and "limit" in r["data"], r["id"]
+            assert max(ratios.values()) == pytest.approx(r["ratio"]), r["id"]
 
     # the printed table has the header and one line per row
     lines = proc.stdout.splitlines()
