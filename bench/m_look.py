@@ -81,6 +81,7 @@ def _corpus_row(rid: str, name: str, goal: str, limits: dict[str, float] | None,
                 note: str) -> Row:
     """One row for a corpus: the median and the worst ours/peer; judged on
     each program against ``limits[key]`` (no limits: reported)."""
+    from ._timing import per_input
     med = statistics.median(ratios.values())
     worst_key = max(ratios, key=lambda k: ratios[k])
     worst = ratios[worst_key]
@@ -91,7 +92,8 @@ def _corpus_row(rid: str, name: str, goal: str, limits: dict[str, float] | None,
                goal, None if limits is None else not misses,
                note=f"{note}; per program (ours vs peer): {per}"
                + (f"; missing the goal: {', '.join(misses)}" if misses else ""),
-               data={"ratios": ratios, "median": med, "worst": worst,
+               data={**per_input(ratios, max(limits.values()) if limits else None),
+                     "median": med, "worst": worst,
                      "times_s": {k: list(v) for k, v in times.items()}})
 
 

@@ -1,7 +1,7 @@
 """Ratio-distribution plots of the corpus rows (``python -m bench --plot-dir DIR``).
 
 A corpus row (15 qemu corpus, 16 load corpus, 17 models, 18 cold start, 19
-guest profile, 20 start-up) times many inputs and reports a median and a
+guest profile, 20 start-up, 21/22 vmrt benchmark and profile) times many inputs and reports a median and a
 worst ratio; its judged row keeps every input's ratio and the goal's limit in
 ``Row.data`` (:func:`bench._timing.per_input`).  For each such row this draws
 ``benchmarks_ratios_<row id>.png``: one dot per input on a log axis, sorted
