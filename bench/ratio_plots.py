@@ -1,8 +1,9 @@
 """Ratio-distribution plots of the corpus rows (``python -m bench --plot-dir DIR``).
 
 A corpus row (15 qemu corpus, 16 load corpus, 17 models, 18 cold start, 19
-guest profile, 20 start-up, 21/22 vmrt benchmark and profile) times many inputs and reports a median and a
-worst ratio; its judged row keeps every input's ratio and the goal's limit in
+guest profile, 20 start-up, 21/22 vmrt benchmark and profile) times many
+inputs and reports a median and a worst ratio; its judged row keeps every
+input's ratio and the goal's limit in
 ``Row.data`` (:func:`bench._timing.per_input`).  For each such row this draws
 ``benchmarks_ratios_<row id>.png``: one dot per input on a log axis, sorted
 (worst at the top), the goal's limit as a dashed line, the median as a dotted
@@ -79,7 +80,7 @@ def figure(r: Row, ratios: dict[str, float], limit: float | None, plt: Any) -> A
     items = sorted(ratios.items(), key=lambda kv: kv[1])        # worst at the top
     names, vals = [k for k, _ in items], [v for _, v in items]
     n = len(items)
-    fig, ax = plt.subplots(figsize=(8, 1.7 + 0.22 * n), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 2.0 + 0.22 * n), dpi=110)
     ys = list(range(n))
     miss = [limit is not None and v > limit for v in vals]
     colors = ["tab:red" if m else "tab:blue" for m in miss]
@@ -87,9 +88,9 @@ def figure(r: Row, ratios: dict[str, float], limit: float | None, plt: Any) -> A
     ax.scatter(vals, ys, c=colors, s=24, zorder=3)
     ax.axvline(1.0, color="black", lw=0.8)
     med = statistics.median(vals)
-    ax.axvline(med, color="gray", ls=":", lw=1.3, label=f"median {med:.2f}×")
+    ax.axvline(med, color="gray", ls=":", lw=1.3)
     if limit is not None:
-        ax.axvline(limit, color="tab:red", ls="--", lw=1.3, label=f"goal: ≤ {limit:g}×")
+        ax.axvline(limit, color="tab:red", ls="--", lw=1.3)
     ax.annotate(f"{vals[-1]:.2f}×", (vals[-1], n - 1), xytext=(6, 0), color=colors[-1],
                 textcoords="offset points", va="center", fontsize=8, fontweight="bold")
     lo = min([*vals, 1.0] + ([limit] if limit else []))
@@ -104,11 +105,12 @@ def figure(r: Row, ratios: dict[str, float], limit: float | None, plt: Any) -> A
     ax.set_yticklabels([*names[:-1], f"worst: {names[-1]}"], fontsize=8)
     ax.get_yticklabels()[-1].set_fontweight("bold")
     ax.set_ylim(-0.7, n - 0.3)
-    ax.set_xlabel("ratio (log scale; 1× = the peer" + (", red: misses the goal)" if limit
-                                                       else "; reported, no goal)"))
+    # the key in the axis label: a legend would hide dots somewhere
+    ax.set_xlabel(f"ratio, log scale (1× = the peer); dotted: the median, {med:.2f}×; "
+                  + (f"dashed: the goal, ≤ {limit:g}×; red: misses it" if limit is not None
+                     else "reported, no goal"), fontsize=9)
     ax.set_title(textwrap.fill(f"{r.id}: {r.measure}", 90), fontsize=9)
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
