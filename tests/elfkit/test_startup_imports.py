@@ -76,6 +76,10 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
                              str(tmp_path / "host.so"))
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    # a small output written over an existing one: os.replace, no ctypes for the swap
+    _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
+                             str(tmp_path / "host.so"))
+    assert "ctypes" not in imported
     # an alias still resolves (through elfkit.arch)
     _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
                              "arm64", "-o", str(tmp_path / "a.so"))
