@@ -106,3 +106,29 @@ def test_types_are_registered_when_a_lookup_misses(dist):
     inst = ProviderInstance(table)
     table.due(inst, {"widget"})
     assert inst.lookup_type("widget.thing") is None
+
+
+def test_a_run_needs_only_the_providers_of_its_modules(compile_mlir, tmp_path):
+    """A broken entry point stops only the programs that depend on its module
+    (they fail with the message an eager load gave, where it was needed)."""
+    import os
+    import subprocess
+
+    from tests.vmrt.iree_tools import REPO
+    info = tmp_path / "vmrt_test_dist-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vmrt_test_dist\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[vmrt.modules]\nwidget = vmrt_test_nowhere:P\n"
+                                           "hal = vmrt_test_nowhere:P\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]),
+           "VMRT_NO_CACHE": "1"}
+
+    def run(vmfb, *args):
+        return subprocess.run([sys.executable, "-m", "vmrt", "run", f"--module={vmfb}", *args],
+                              capture_output=True, text=True, timeout=120, env=env)
+    ok = run(compile_mlir("control.mlir"), "--function=collatz", "--input=27")
+    assert ok.returncode == 0 and "result[0]: i32=111" in ok.stdout, ok.stderr
+    bad = run(compile_mlir("hal_views.mlir"))
+    assert bad.returncode != 0
+    assert bad.stderr.startswith("UNAVAILABLE; loading module provider entry point 'hal' "
+                                 "(vmrt_test_nowhere:P): ModuleNotFoundError"), bad.stderr
