@@ -36,7 +36,7 @@ DEFAULT_MAX_VMRT = 256 << 20
 #: the names of cache entries (what elfkit and vmrt write; the temporary
 #: files they rename into place end in ``.tmp`` and never match); a pattern
 #: compiled when first used (a prune), not at every start-up
-ENTRY = (r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|entry-points|jit-debug"
+ENTRY = (r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|output|entry-points|jit-debug"
          r"|blockhook)(?:-[\w.-]*)?\.(?:bin|so|sum)")
 #: a read refreshes an entry's time only when it is older than this (seconds)
 TOUCH_AFTER = 60.0
