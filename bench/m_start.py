@@ -33,15 +33,8 @@ from ._timing import REPO, Config, Row, bytecode_env, compare_commands, cpu, fmt
 from .m_programs import ADD_MLIR
 from .m_vmrt import cpu_vmfb, dispatch_library, which_tool
 
-#: one small program with a test function, for ``vmrt test``
-CHECK_MLIR = """\
-func.func @test_add() {
-  %a = util.unfoldable_constant dense<[1, 2, 3, 4]> : tensor<4xi32>
-  %r = arith.addi %a, %a : tensor<4xi32>
-  check.expect_eq_const(%r, dense<[2, 4, 6, 8]> : tensor<4xi32>) : tensor<4xi32>
-  return
-}
-"""
+#: one small program with a test function, for ``vmrt test`` (the tests' own)
+CHECK_MLIR = REPO / "tests" / "vmrt" / "programs" / "check_add.mlir"
 
 
 class _Inputs:
@@ -61,7 +54,7 @@ class _Inputs:
         F.pack_to(self.sos, [self.x86, self.aarch64])
         self.loop = _build.loop_vmfb(work)
         self.add = cpu_vmfb(work, "add4", ADD_MLIR)
-        self.check = cpu_vmfb(work, "check_add", CHECK_MLIR)
+        self.check = cpu_vmfb(work, "check_add", CHECK_MLIR.read_text())
         self.dispatch = dispatch_library(work)
         self.replay = self.out / "add4.ireereplay"      # vmrt run's device replay capture
         subprocess.run([sys.executable, "-m", "vmrt", "run", f"--module={self.add}",

@@ -34,9 +34,10 @@ DEFAULT_MAX = 32 << 20
 #: the default bound of vmrt's (translations of whole modules, up to MBs each)
 DEFAULT_MAX_VMRT = 256 << 20
 #: the names of cache entries (what elfkit and vmrt write; the temporary
-#: files they rename into place end in ``.tmp`` and never match)
-ENTRY = re.compile(r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|entry-points|jit-debug"
-                   r"|blockhook)(?:-[\w.-]*)?\.(?:bin|so|sum)")
+#: files they rename into place end in ``.tmp`` and never match); a pattern
+#: compiled when first used (a prune), not at every start-up
+ENTRY = (r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|output|entry-points|jit-debug"
+         r"|blockhook)(?:-[\w.-]*)?\.(?:bin|so|sum)")
 #: a read refreshes an entry's time only when it is older than this (seconds)
 TOUCH_AFTER = 60.0
 
@@ -96,7 +97,7 @@ def prune(directory: str, max_bytes: int) -> int:
     try:
         with os.scandir(directory) as it:
             for entry in it:
-                if not ENTRY.fullmatch(entry.name):
+                if not re.fullmatch(ENTRY, entry.name):
                     continue
                 try:
                     st = entry.stat(follow_symlinks=False)

@@ -153,44 +153,39 @@ def disasm(args: Namespace) -> int:
 
 
 def _disasm(args: Namespace) -> int:
-    import io
-
     if getattr(args, "symbol_opt", None):
         if args.symbol and args.symbol != args.symbol_opt:
             raise ElfkitError(f"two symbols given: {args.symbol!r} and {args.symbol_opt!r}")
         args.symbol = args.symbol_opt
 
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
     from .. import arch as _arch
     from ..exec.disasm import disassemble, format_listing, symbolizer
     from ..fatelf import pick_slice
     from ..fatelf.files import MAX_ELF_SIZE, read_input
-    from ..loader.headers import elf_type
-    from ..loader.objimage import object_plan
-    from ..loader.tags import ET_REL
+    from .elf_sections import ET_REL, BadElf, ElfFile
     data = read_input(args.file)   # bounded; a FIFO or device is refused
     view, rec = pick_slice(data, _arch.get(args.arch) if args.arch else None)
     label = f"[{rec.arch}]" if rec is not None else ""
     if len(view) > MAX_ELF_SIZE:
         raise ElfkitError(f"{args.file}{label}: the ELF is {len(view)} bytes, more than the "
                           f"{MAX_ELF_SIZE >> 30} GiB elfkit reads")
-    if elf_type(view) == ET_REL:
-        # an object's sections all start at 0: list them where a load lays them
-        # out (image offsets), as a linker would place them
-        view = object_plan(view).elf.data
     try:
-        ef = ELFFile(io.BytesIO(bytes(view)))
-        arch = _arch.from_machine(_machine_number(ef["e_machine"]), ef.elfclass)
-    except ELFError as e:
+        ef = ElfFile(bytes(view))
+        if ef.type == ET_REL and ef.end == "<":
+            # an object's sections all start at 0: list them where a load lays them
+            # out (image offsets), as a linker would place them
+            from ..loader.objimage import object_plan  # objects only (start-up time)
+            ef = ElfFile(bytes(object_plan(view).elf.data))
+    except BadElf as e:
         raise ElfkitError(f"{args.file}: not an ELF file ({e})") from None
+    arch = _arch.from_machine(ef.machine, ef.bits)
     if args.arch and _arch.get(args.arch) is not arch:
         raise ElfkitError(f"{args.file}{label}: is {arch.name}, not {args.arch}")
-    try:       # pyelftools reads section headers and symbols lazily: bad ones fail here
+    try:
+        ef.read_tables()
         funcs, labels = _functions(ef, arch)
-        regions = _code_regions(ef)
-    except (ELFError, ValueError, IndexError, KeyError) as e:
+        regions = ef.code_regions()
+    except BadElf as e:
         raise ElfkitError(f"{args.file}{label}: malformed section headers or symbol table "
                           f"({type(e).__name__}: {e})") from None
     look = symbolizer({a: n for a, n in labels.items()})
@@ -228,47 +223,21 @@ def _disasm(args: Namespace) -> int:
 
 def _functions(ef: Any, arch: Any) -> tuple[dict[str, tuple[int, int]], dict[int, str]]:
     """Functions of an ELF (name -> (value, size)) and labels (address -> name)
-    from .symtab, else .dynsym."""
+    from .symtab, else .dynsym: STT_FUNC symbols and sized STT_NOTYPE ones
+    (not STT_GNU_IFUNC: pyelftools, which this once used, names type 10
+    STT_LOOS)."""
+    from .elf_sections import STT_FUNC, STT_NOTYPE
     funcs: dict[str, tuple[int, int]] = {}
     labels: dict[int, str] = {}
     for secname in (".symtab", ".dynsym"):
-        sec = ef.get_section_by_name(secname)
-        if sec is None:
-            continue
-        for s in sec.iter_symbols():
-            if not s.name or s.name.startswith("$") or s["st_shndx"] == "SHN_UNDEF":
+        for name, kind, shndx, value, size in ef.symbols(secname):
+            if not name or name.startswith("$") or shndx == 0:
                 continue
-            if s["st_info"]["type"] not in ("STT_FUNC", "STT_GNU_IFUNC", "STT_NOTYPE"):
+            if kind != STT_FUNC and not (kind == STT_NOTYPE and size):
                 continue
-            if s["st_info"]["type"] == "STT_NOTYPE" and s["st_size"] == 0:
-                continue
-            funcs.setdefault(s.name, (s["st_value"], s["st_size"]))
-            labels.setdefault(s["st_value"] & ~1 if arch.name == "arm" else s["st_value"], s.name)
+            funcs.setdefault(name, (value, size))
+            labels.setdefault(value & ~1 if arch.name == "arm" else value, name)
     return funcs, labels
-
-
-def _code_regions(ef: Any) -> list[tuple[str, int, bytes]]:
-    """(name, address, bytes) of the executable sections, else segments."""
-    regions: list[tuple[str, int, bytes]] = []
-    for sec in ef.iter_sections():
-        if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS" and sec["sh_size"]:
-            regions.append((sec.name, sec["sh_addr"], sec.data()))
-    if not regions:
-        for seg in ef.iter_segments():
-            if seg["p_type"] == "PT_LOAD" and seg["p_flags"] & 1:
-                regions.append((f"segment @{seg['p_vaddr']:#x}", seg["p_vaddr"], seg.data()))
-    return regions
-
-
-_EM = {"EM_X86_64": 62, "EM_386": 3, "EM_AARCH64": 183, "EM_ARM": 40, "EM_RISCV": 243}
-
-
-def _machine_number(m: Any) -> int:
-    if isinstance(m, int):
-        return m
-    if m in _EM:
-        return _EM[m]
-    raise ElfkitError(f"unsupported machine {m}")
 
 
 #: ``elfkit run`` and ``elfkit disasm`` (elfkit/tools/cli_spec.py)

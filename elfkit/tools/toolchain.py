@@ -26,6 +26,14 @@ shell prints shell-quoted words, lines one flag per line.
 
 
 def _flags(args: Namespace) -> int:
+    """The flags (kept in elfkit's cache until elfkit's source changes: the
+    arch descriptions are most of the command's start-up)."""
+    from .cli_help import cached_output
+    return cached_output(("toolchain flags", args.link, args.hash_style, args.arch,
+                          args.flavor, args.format), lambda: _print_flags(args))
+
+
+def _print_flags(args: Namespace) -> int:
     from ..toolchain.flags import cflags, format_flags, ldflags
     values = ldflags(args.hash_style) if args.link else cflags(args.arch, args.flavor)
     print(format_flags(values, args.format))
@@ -33,6 +41,11 @@ def _flags(args: Namespace) -> int:
 
 
 def _cmake(args: Namespace) -> int:
+    from .cli_help import cached_output
+    return cached_output(("toolchain cmake",), _print_cmake)
+
+
+def _print_cmake() -> int:
     from ..toolchain.flags import cmake_script
     sys.stdout.write(cmake_script())
     return 0

@@ -4,6 +4,7 @@ directory, and nothing but cache entries is ever deleted."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -28,7 +29,7 @@ def _entry(where: str, i: int, size: int = 1000, mtime: int | None = None) -> st
 
 
 def _sizes(where: str) -> int:
-    return sum(_usage(where, n) for n in os.listdir(where) if cachebound.ENTRY.fullmatch(n))
+    return sum(_usage(where, n) for n in os.listdir(where) if re.fullmatch(cachebound.ENTRY, n))
 
 
 def _usage(where: str, name: str) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -17,6 +18,7 @@ from elfkit._support.files import (
     replace_file,
 )
 from tests.elfkit.reflink_fs import btrfs_mount, shared_blocks
+from tests.startup_imports import REPO
 
 
 def _tmp(d, data: bytes) -> str:
@@ -34,6 +36,33 @@ def test_replaces_an_existing_file_and_a_reader_keeps_the_old_one(tmp_path):
         assert reader.read() == b"old" * 1000
     assert out.read_bytes() == b"new"
     assert sorted(os.listdir(tmp_path)) == ["out.bin"]   # the old file is gone, no temporary
+
+
+#: replaces argv[1] by a new file of argv[2] bytes, says whether ctypes (the swap's) was imported
+_REPLACE = """\
+import os, sys
+from elfkit._support.files import replace_file
+tmp = sys.argv[1] + '.tmp'
+with open(tmp, 'wb') as fh:
+    fh.write(b'n' * int(sys.argv[2]))
+replace_file(tmp, sys.argv[1])
+print('ctypes' in sys.modules)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the swap is Linux's renameat2")
+def test_only_a_large_file_replaces_an_existing_one_by_a_swap(tmp_path):
+    from elfkit._support.files import SWAP_MIN_BYTES
+    out = tmp_path / "out.bin"
+    for size, swapped in ((SWAP_MIN_BYTES - 1, "False"), (SWAP_MIN_BYTES, "True")):
+        out.write_bytes(b"old")
+        proc = subprocess.run([sys.executable, "-c", _REPLACE, str(out), str(size)],
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [swapped]
+        assert out.read_bytes() == b"n" * size
+        assert sorted(os.listdir(tmp_path)) == ["out.bin"]
 
 
 def test_puts_a_file_where_there_was_none(tmp_path):

@@ -2,7 +2,7 @@
 ``inspect`` of a shared object loads nothing, so no ctypes, import resolution,
 machine code, json or typing; ``--help`` printed again comes from elfkit's cache
 without argparse or the command families; ``toolchain`` needs no pathlib or
-shlex; an emulated ``run`` does not import the guest profiler's writers (xml.sax,
+shlex, and prints again from elfkit's cache; an emulated ``run`` does not import the guest profiler's writers (xml.sax,
 which imports urllib.request, http.client, email and ssl), json or tempfile.
 Asserts module sets (tests/startup_imports.py), never times."""
 from __future__ import annotations
@@ -46,13 +46,19 @@ def test_help_printed_again_comes_from_the_cache(tmp_path):
         assert "argparse" in imported
 
 
-def test_toolchain_imports_no_pathlib_or_shlex():
-    out, imported = imports_of("elfkit", "toolchain", "flags", "--arch", "riscv64")
-    assert "-target" in out or "--target" in out
-    assert heavy(imported, LIBRARIES + ("shlex", "urllib")) == []
-    out, imported = imports_of("elfkit", "toolchain", "cmake")
-    assert "ELFKIT_ARCH_SOURCES" in out
-    assert heavy(imported, LIBRARIES + ("shlex", "urllib")) == []
+def test_toolchain_imports_no_pathlib_or_shlex(tmp_path):
+    env = {"ELFKIT_CACHE_DIR": str(tmp_path)}
+    for words in (("flags", "--arch", "riscv64"), ("flags", "--arch", "rv64", "--format",
+                                                   "lines"), ("cmake",)):
+        out, imported = imports_of("elfkit", "toolchain", *words, env=env)
+        assert "riscv64" in out
+        assert heavy(imported, LIBRARIES + ("shlex", "urllib")) == []
+        assert "elfkit.arch" in imported
+        # printed again: kept in elfkit's cache with the elfkit sources it came from
+        again, imported = imports_of("elfkit", "toolchain", *words, env=env)
+        assert again == out and heavy(imported, ("elfkit.arch", "elfkit.toolchain")) == []
+        assert imports_of("elfkit", "toolchain", *words,
+                          env={**env, "ELFKIT_NO_CACHE": "1"})[0] == out
 
 
 def test_emulated_run_imports_no_profile_writers(plugins):
@@ -76,6 +82,10 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
                              str(tmp_path / "host.so"))
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    # a small output written over an existing one: os.replace, no ctypes for the swap
+    _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
+                             str(tmp_path / "host.so"))
+    assert "ctypes" not in imported
     # an alias still resolves (through elfkit.arch)
     _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
                              "arm64", "-o", str(tmp_path / "a.so"))

@@ -35,7 +35,7 @@ Sink = Callable[[str, list[BufferView]], None]
 
 #: IREE keeps at most this many characters of the key in a file name
 MAX_KEY_CHARS = 127
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_UNSAFE = r"[^A-Za-z0-9_-]"        # compiled when first used (start-up time)
 
 
 class TracePrinter:
@@ -54,7 +54,7 @@ class TracePrinter:
 
 def file_key(key: str) -> str:
     """The trace key as it appears in a file name."""
-    return _UNSAFE.sub("_", key[:MAX_KEY_CHARS])
+    return re.sub(_UNSAFE, "_", key[:MAX_KEY_CHARS])
 
 
 class NpyFolder:

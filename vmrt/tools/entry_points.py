@@ -34,7 +34,8 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-_VALUE = re.compile(r"^(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?(\[.*\]\s*)?$")
+#: an entry point's value (compiled when first used: start-up time)
+_VALUE = r"^(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?(\[.*\]\s*)?$"
 
 
 class Distribution(DataRecord, frozen=True):
@@ -50,7 +51,7 @@ class EntryPoint(DataRecord, frozen=True):
 
     def load(self) -> Any:
         """The object the value names (``module`` or ``module:attr.attr``)."""
-        m = _VALUE.match(self.value)
+        m = re.match(_VALUE, self.value)
         if m is None:
             raise ValueError(f"malformed entry point value {self.value!r}")
         name = m.group("module")

@@ -167,14 +167,15 @@ def _read_flagfile(path: str, depth: int) -> list[str]:
             not ln.lstrip().startswith("#")]
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = r"[\x00-\x1f\x7f]"     # compiled when first used (start-up time)
 
 
 def one_line(text: str) -> str:
     """``text`` as one terminal-safe line: line breaks become spaces, other
     control characters (from a flag value or a file, echoed in a message)
     ``\\xNN`` escapes."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(text.splitlines()))
+    return re.sub(_CONTROL, lambda m: f"\\x{ord(m.group()):02x}",
+                  " ".join(text.splitlines()))
 
 
 def report_error(e: BaseException, stdout: TextIO, stderr: TextIO) -> int:

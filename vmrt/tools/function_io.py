@@ -18,22 +18,21 @@ from ..vm.module import cconv_fragments
 from ..vm.types import type_of
 from ..vm.values import round_f32, wrap_i32, wrap_i64
 from .files import StagedOutputs, open_input
-from .npy import npy_bytes, read_npy
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
 # ------------------------------------------------------------------ inputs ---
-_INT_PREFIX = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-_FLOAT_PREFIX = re.compile(
-    r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE)
+# patterns as text: compiled (and kept by re) when first used, not at every start-up
+_INT_PREFIX = r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)"
+_FLOAT_PREFIX = r"(?i)\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)"
 
 
 def strtol(text: str) -> int | None:
     """C ``strtol(base 0)``: the leading integer, trailing junk ignored,
     saturating at the 64-bit range; None if nothing parses."""
-    m = _INT_PREFIX.match(text)
+    m = re.match(_INT_PREFIX, text)
     if not m:
         return None
     digits = m.group(2)
@@ -67,7 +66,7 @@ def scalar_int(text: str, code: str) -> int | None:
 
 
 def _unsaturated(text: str) -> int | None:
-    m = _INT_PREFIX.match(text)
+    m = re.match(_INT_PREFIX, text)
     if not m:
         return None
     digits = m.group(2)
@@ -76,19 +75,19 @@ def _unsaturated(text: str) -> int | None:
     return -v if m.group(1) == "-" else v
 
 
-_HEXFLOAT_PREFIX = re.compile(r"\s*[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
-                              r"(?:[pP][+-]?\d+)?")
+_HEXFLOAT_PREFIX = (r"\s*[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)"
+                    r"(?:[pP][+-]?\d+)?")
 
 
 def strtod(text: str) -> float | None:
     """C ``strtod``: the leading decimal or hex float, trailing junk ignored."""
-    m = _HEXFLOAT_PREFIX.match(text)
+    m = re.match(_HEXFLOAT_PREFIX, text)
     if m:
         body = m.group(0).strip()
         if "p" not in body.lower():
             body += "p0"
         return float.fromhex(body)
-    m = _FLOAT_PREFIX.match(text)
+    m = re.match(_FLOAT_PREFIX, text)
     if not m:
         return None
     try:
@@ -117,6 +116,7 @@ class _NpyStreams:
                 raise UsageError(f"failed to open file '{path}': {e.strerror}",
                               StatusCode.NOT_FOUND) from None
             self.files[path] = fh
+        from .npy import read_npy  # .npy inputs only (start-up time)
         view = read_npy(fh)
         if view is not None:
             return view
@@ -304,6 +304,7 @@ def output_bytes(v: Any, code: str, path: str, npy: bool) -> bytes:
     if raw is not None:
         if not npy:
             return raw
+        from .npy import npy_bytes  # .npy outputs only (start-up time)
         data = npy_bytes(elem, shape, raw)
         if data is not None:
             return data

@@ -13,21 +13,22 @@ from elfkit.support import DataRecord, field
 
 from ..errors import LinkError, LoadError, StatusCode, VmError
 from ..hal.buffer_view import BUFFER_VIEW_TYPE
-from ..modules.check import PROVIDER as CHECK_PROVIDER
-from ..modules.hal.provider import PROVIDER as HAL_PROVIDER
-from ..modules.hal_inline import PROVIDER as HAL_INLINE_PROVIDER
-from ..modules.hal_loader import PROVIDER as HAL_LOADER_PROVIDER
-from ..modules.io_parameters.provider import PROVIDER as PARAMETERS_PROVIDER
-from ..modules.vmvx import PROVIDER as VMVX_PROVIDER
 from ..vm.context import Context
 from ..vm.instance import Instance
 from ..vm.module import DependencyFlags, Module
+from .providers import (
+    BUILTIN,
+    ProviderInstance,
+    ProviderTable,
+    builtin_provider,
+    entry_points_of_group,
+    load_entry_point,
+)
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-ENTRY_POINT_GROUP = "vmrt.modules"
 DYNAMIC_NATIVE_EXTS = frozenset({"so", "sos", "dll", "dylib"})
 
 
@@ -126,40 +127,21 @@ def static_library_list(value: Any) -> list[Any]:
     return out
 
 
-#: the distribution vmrt ships in; its own entry points rank lowest
-OWN_DISTRIBUTION = "elfkit"
-
-
 def builtin_providers() -> list[Any]:
-    """vmrt's built-in providers: the ``hal`` module (host-only or device),
-    the inline HAL's ``hal_inline`` and ``hal_loader``, the ``vmvx`` module,
-    the ``check`` module (its imports are optional: a program runs without
-    it, its expectations are then skipped) and ``io_parameters`` (over the
-    run's ``--parameters``)."""
-    return [HAL_PROVIDER, HAL_INLINE_PROVIDER, HAL_LOADER_PROVIDER, VMVX_PROVIDER,
-            CHECK_PROVIDER, PARAMETERS_PROVIDER]
+    """vmrt's built-in providers (imported now): the ``hal`` module (host-only
+    or device), the inline HAL's ``hal_inline`` and ``hal_loader``, the
+    ``vmvx`` module, the ``check`` module (its imports are optional: a
+    program runs without it, its expectations are then skipped) and
+    ``io_parameters`` (over the run's ``--parameters``).  A run imports each
+    only when needed (:class:`~vmrt.tools.providers.ProviderTable`)."""
+    return [builtin_provider(name) for name in BUILTIN]
 
 
 def entry_point_providers() -> list[Any]:
-    """Providers published in the ``vmrt.modules`` entry-point group, vmrt's
-    own (the samples) first so that any other package's provider of the
-    same name replaces them."""
-    from .entry_points import entry_points
-    eps = sorted(entry_points(ENTRY_POINT_GROUP),
-                 key=lambda ep: _distribution(ep) != OWN_DISTRIBUTION)
-    out = []
-    for ep in eps:
-        try:
-            out.append(ep.load())
-        except Exception as e:  # noqa: BLE001 - any failure of third-party code: say which entry point
-            raise LoadError(f"loading module provider entry point '{ep.name}' "
-                            f"({ep.value}): {type(e).__name__}: {e}",
-                            StatusCode.UNAVAILABLE) from None
-    return out
-
-
-def _distribution(ep: Any) -> str | None:
-    return getattr(getattr(ep, "dist", None), "name", None)
+    """Providers published in the ``vmrt.modules`` entry-point group (imported
+    now), vmrt's own (the samples) first so that any other package's provider
+    of the same name replaces them."""
+    return [load_entry_point(ep) for ep in entry_points_of_group()]
 
 
 def all_providers(extra: Iterable[Any] = ()) -> dict[str, Any]:
@@ -299,23 +281,19 @@ def _is_bytecode(item: Any) -> bool:
     return not isinstance(item, Module)
 
 
-def load_user_modules(instance: Instance, specs: Sequence[Any], providers: dict[str, Any],
+def load_user_modules(instance: Instance, specs: Sequence[Any], providers: ProviderTable,
                       stdin: Any = None) -> list[Module]:
     """Load the ``--module`` values in order.  An item may also be a module
     already loaded (used as is) or bytecode as a path object or bytes (a
     path object is never parsed as a spec: ``@`` and ``?`` stay literal).
     Before each bytecode module the providers' types are registered (IREE's
     REGISTER_TYPES hook), except for providers whose module was given
-    explicitly (its own types win)."""
+    explicitly (its own types win); the types of a provider not imported yet
+    are registered when a type lookup first misses (:class:`ProviderInstance`)."""
     user: list[Module] = []
-    registered: set[str] = set()
     for item in specs:
         if _is_bytecode(item):
-            given = {m.name for m in user}
-            for pname, prov in providers.items():
-                if pname not in given and pname not in registered:
-                    prov.register_types(instance)
-                    registered.add(pname)
+            providers.due(instance, {m.name for m in user})
         if isinstance(item, Module):
             user.append(item)
         elif isinstance(item, (str, os.PathLike, bytes, bytearray, memoryview)):
@@ -328,7 +306,7 @@ def load_user_modules(instance: Instance, specs: Sequence[Any], providers: dict[
 
 
 def resolve_modules(instance: Instance, user_modules: Sequence[Module],
-                    providers: dict[str, Any], options: RunOptions) -> list[Module]:
+                    providers: ProviderTable, options: RunOptions) -> list[Module]:
     """Insert provider-made modules for dependencies not already present.
     Providers see the user modules as ``options.extra["modules"]`` (the
     ``hal`` provider picks its device module when a program needs it)."""
@@ -366,16 +344,16 @@ class LoadedModules(DataRecord):
     any number of contexts over them, as iree-check-module does per test)."""
     instance: Instance
     user: list[Module]
-    providers: dict[str, Any]
+    providers: ProviderTable
 
 
 def load_modules(user: Sequence[Any], providers: Iterable[Any] = (), *,
                  stdin: Any = None) -> LoadedModules:
     """A fresh instance and the ``user`` modules loaded in order (the last is
     the main one), provider types registered before each bytecode module."""
-    instance = Instance()
+    table = ProviderTable(providers)
+    instance = ProviderInstance(table)
     instance.register_type(BUFFER_VIEW_TYPE)
-    table = all_providers(providers)
     try:
         loaded = load_user_modules(instance, user, table, stdin)
     except VmError as e:

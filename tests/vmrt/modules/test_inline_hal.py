@@ -231,12 +231,15 @@ def test_dispatch_tools_see_inline_dispatches(inline, tmp_path):
     assert dumps["inline"] == dumps["full"]
 
 
-@pytest.mark.parametrize(("model", "allowed"), [("static", set()),
-                                                 ("dynamic", {"elfkit.fatelf"})])
+@pytest.mark.parametrize(("model", "allowed"), [
+    ("static", {"vmrt.modules.hal_inline.provider"}),
+    ("dynamic", {"elfkit.fatelf", "vmrt.modules.hal_inline.provider",
+                 "vmrt.modules.hal_loader.provider"})])
 def test_inline_runs_start_light(inline, model, allowed):
     """An inline run imports no numpy, typing, emulator or translator beyond
     what test_startup_imports allows a host-only run (and, to load the
-    native executable, the FatELF reader), once the program is translated."""
+    native executable, the FatELF reader; the providers of the modules the
+    program imports), once the program is translated."""
     import os
     import sys
 

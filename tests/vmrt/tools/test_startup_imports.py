@@ -1,8 +1,8 @@
 """What a ``vmrt run`` imports: a host-only program needs neither the FatELF
 code, nor numpy, nor unicorn, nor typing; a program whose dispatches run natively does
 not import the emulator, typing, pathlib or platform; neither creates dataclasses, nor
-imports importlib or warnings, the execution-trace renderer or the ``check`` module
-(the program does not use it); a program run twice is translated once (the translation
+imports importlib or warnings, the execution-trace renderer, the ``check`` module
+or the providers of modules the program does not import; a program run twice is translated once (the translation
 cache).  The output is that of
 the pip ``iree-run-module`` on the same program."""
 from __future__ import annotations
@@ -16,10 +16,15 @@ import pytest
 from tests.startup_imports import heavy, imports_of
 from tests.vmrt.iree_tools import REPO, require_tool
 
+#: the providers of modules neither program below imports (imported when a program
+#: does: vmrt.tools.providers), the entry-point sample ``custom`` among them
+PROVIDERS = ("vmrt.samples.custom", "vmrt.modules.vmvx", "vmrt.modules.hal_loader.provider",
+             "vmrt.modules.hal_inline.provider", "vmrt.modules.io_parameters.provider",
+             "vmrt.modules.check.provider")
 HEAVY = ("dataclasses", "unicorn", "elfkit.exec.emulated", "elfkit.fatelf", "numpy", "typing",
          "pathlib", "urllib.parse", "platform", "vmrt.bytecode.translate.codegen", "importlib",
          "warnings", "vmrt.bytecode.translate.disasm", "vmrt.modules.check.module", "numbers",
-         "vmrt.bytecode.translate.regkinds", "vmrt.hal.local.emulated_workers")
+         "vmrt.bytecode.translate.regkinds", "vmrt.hal.local.emulated_workers", *PROVIDERS)
 #: what translating a program (no cached translation) imports
 TRANSLATOR = ["vmrt.bytecode.translate.codegen", "vmrt.bytecode.translate.disasm", "vmrt.bytecode.translate.regkinds"]
 
@@ -57,6 +62,9 @@ def test_host_only_run_imports_no_fatelf_numpy_typing_or_emulator(compile_mlir):
     out, imported = _vmrt_run(*args)
     assert out == _iree_run(*args)
     assert imported in ([], sorted(TRANSLATOR))     # translated unless cached
+    # the program imports no hal function: not even the hal provider is imported
+    assert "vmrt.modules.hal.provider" not in imports_of(
+        "vmrt", "run", *args)[1]
     out2, imported2 = _vmrt_run(*args)
     assert out2 == out and imported2 == []
 
@@ -84,6 +92,7 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
                  "vmrt.modules.check.module", "numbers"):
         assert name not in imported2
     assert set(imported2) <= set(imported)
+    assert not set(PROVIDERS) & set(imported)
 
 
 def test_import_vmrt_defers_the_vm_core_until_a_name_is_used():
@@ -131,22 +140,12 @@ def test_help_of_every_command_imports_no_command():
             assert own == out and f"vmrt.tools.{commands[text]}" in imported
 
 
-CHECK_MLIR = """\
-func.func @test_add() {
-  %a = util.unfoldable_constant dense<[1, 2, 3, 4]> : tensor<4xi32>
-  %r = arith.addi %a, %a : tensor<4xi32>
-  check.expect_eq_const(%r, dense<[2, 4, 6, 8]> : tensor<4xi32>) : tensor<4xi32>
-  return
-}
-"""
-
-
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatches are built for x86_64")
 def test_vmrt_test_imports_no_numpy(compile_mlir):
-    vmfb = compile_mlir(CHECK_MLIR, "--iree-hal-target-device=local",
+    vmfb = compile_mlir("check_add.mlir", "--iree-hal-target-device=local",
                         "--iree-hal-local-target-device-backends=llvm-cpu",
                         "--iree-llvmcpu-target-triple=x86_64-pc-linux-elf",
-                        "--iree-llvmcpu-target-cpu=generic", name="check_add")
+                        "--iree-llvmcpu-target-cpu=generic")
     for _ in range(2):      # the second run finds the translation and DWARF caches
         out, imported = imports_of("vmrt", "test", f"--module={vmfb}")
         assert "[  PASSED  ] 1 test." in out
