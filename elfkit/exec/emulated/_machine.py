@@ -457,6 +457,13 @@ class EmulatedMachine(Machine):
         r = self._mem.space.at(addr)
         return r is not None and r.exec_ever
 
+    def regions(self) -> list[tuple[int, int, str]]:
+        """The guest's address space as ``(start, size, kind)`` per region, by
+        address (kinds: image, heap, stack, buffer, runtime, large); pages of
+        a region may be unmapped (guards): read them with :meth:`try_read`."""
+        self._check_open()
+        return [(r.start, r.size, r.kind) for r in self._mem.space]
+
     def describe_address(self, addr: int, size: int = 1) -> str:
         """What lives at ``addr`` (for error messages and fault reports)."""
         return self._mem.describe_address(addr, size)
