@@ -22,8 +22,8 @@ from .errors import (
 from .exec import create_machine
 from .exec.base import Machine
 from .exec.symfile import PluginSymbol, sized_functions
-from .fatelf import pick_slice
 from .fatelf.files import read_input
+from .fatelf.format import MAGIC_BYTES
 from .loader import tags as T
 from .loader.headers import elf_type
 from .loader.image import place
@@ -395,7 +395,10 @@ def load(source: Any, *, arch: str | Arch | None = None, backend: str = "auto",
     data, label = _read_source(source)
     if machine is not None:
         backend = machine.backend
-    data, rec = pick_slice(data, want, fallback=backend != "native")
+    rec = None
+    if bytes(data[:4]) == MAGIC_BYTES:      # a FatELF (its reader is imported only then)
+        from .fatelf import pick_slice
+        data, rec = pick_slice(data, want, fallback=backend != "native")
     slice_label = f"[{rec.arch}]" if rec is not None else ""
     # a relocatable object (``.o``) is laid out section by section (that
     # loader is imported only then); a shared object by its segments
