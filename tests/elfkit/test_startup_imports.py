@@ -69,6 +69,9 @@ def test_emulated_run_imports_no_profile_writers(plugins):
     assert "elfkit.exec.emulated" in imported
     assert heavy(imported, ("xml", "urllib", "http", "email", "ssl", "json", "tempfile",
                             "typing", "dataclasses", "numpy", "argparse", "pathlib")) == []
+    # the guest profiler and the FatELF reader load only for a profile or a .sos
+    assert [m for m in imported if m in ("elfkit.exec.emulated._profiler", "elfkit.exec.disasm",
+                                         "elfkit.fatelf.reader")] == []
 
 
 def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path):
