@@ -26,15 +26,15 @@ import struct
 import threading
 import time
 
-from ...errors import DispatchError, StatusCode, VmError
+from ...errors import VmError
 from ..buffer import aligned_memory
 from ..dispatch_observer import current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import library_abi as abi
-from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 from .fpu_state import pop, push
 from .task_pool import Chunks, native_chunk, run_workers
+from .workgroup_loop import WorkgroupRunner
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -76,7 +76,9 @@ class NativeDispatch:
     def __init__(self, exe: Any, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  cbytes: bytes, binding_count: int, where: str, threads: int = 1):
         self.exe = exe
-        self.fn = exe.entry(exp)
+        #: runs ranges of workgroups (one native call per range where it can)
+        self.runner = WorkgroupRunner(exe, exp, wc, where)
+        self.fn = self.runner.fn
         self.env = exe.env
         self.wc = wc
         self.total = wc[0] * wc[1] * wc[2]
@@ -170,12 +172,12 @@ class NativeDispatch:
             except VmError:
                 raise
             except Exception as exc:
-                raise self._failure(0, exc) from exc
+                raise self.runner.failure(0, exc) from exc
             finally:
                 if fpu is not None:
                     pop(fpu)
             if r:
-                raise self._failure(0, r)
+                raise self.runner.failure(0, r)
             return
         if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
@@ -210,39 +212,9 @@ class NativeDispatch:
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
                   limits: ExecutionLimits | None = None, flushed: bool = False) -> None:
-        """Workgroups ``start`` to ``end`` (linear, x fastest)."""
-        fn, env, size = self.fn, self.env, self.ws_size
-        k = start - 1
-        # denormals flushed on this thread meanwhile
-        fpu = None if flushed else push()
-        try:
-            for k in range(start, end):  # k names the failing workgroup
-                if deadline is not None or limits is not None and (
-                        limits.cancelled or limits.parent is not None):
-                    before_workgroup(self.where, deadline, limits)
-                r = fn(env, ds, ws + k * size)
-                if r:
-                    break
-            else:
-                r = 0
-        except VmError:
-            raise
-        except Exception as e:
-            raise self._failure(k, e) from e
-        finally:
-            if fpu is not None:
-                pop(fpu)
-        if r:
-            raise self._failure(k, r)
-
-    def _failure(self, k: int, cause: Exception | int) -> DispatchError:
-        """The error of workgroup ``k`` that raised ``cause`` or returned it
-        (a nonzero status)."""
-        if isinstance(cause, int):
-            return DispatchError(f"{self.where} returned catastrophic error {cause} in workgroup "
-                                 f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
-        return DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
-                             f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
+        """Workgroups ``start`` to ``end`` (linear, x fastest): one call of the
+        native workgroup loop (:class:`~vmrt.hal.local.workgroup_loop.WorkgroupRunner`)."""
+        self.runner.run(ds, ws, start, end, deadline, limits, flushed)
 
 
 __all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native"]
