@@ -199,13 +199,10 @@ class WorkgroupRunner:
         if r:
             raise self.failure(k, r, index)
 
-    def _state(self) -> tuple[Any, int, Any, int, Any]:
-        """This thread's loop parameters and their address, its cancel word,
-        the word's address and the stop function setting it."""
+    def _state(self) -> tuple[Any, int]:
+        """This thread's loop parameters and their address."""
         params = (ctypes.c_uint64 * 6)(self.function, self.env, 0, 0, self.ws_size, 0)
-        word = ctypes.c_int32(0)
-        mine = (params, ctypes.addressof(params), word, ctypes.addressof(word),
-                partial(setattr, word, "value", 1))
+        mine = (params, ctypes.addressof(params))
         self.local.mine = mine
         return mine
 
@@ -213,19 +210,16 @@ class WorkgroupRunner:
                 index: Sequence[int] | None) -> None:
         """The range in one call of the loop."""
         try:
-            params, at, word, word_at, stop = self.local.mine
+            params, at = self.local.mine
         except AttributeError:
-            params, at, word, word_at, stop = self._state()
+            params, at = self._state()
         params[2] = ds
         params[3] = ws
+        cancel = _NEVER_ADDRESS if limits is None else cancel_word(limits)
+        if limits is not None and (limits.cancelled or limits.parent is not None):
+            before_workgroup(self.where, None, limits)      # cancelled before the loop
         try:
-            if limits is None:
-                k = self.loop(at, start, end, _NEVER_ADDRESS)
-            else:
-                word.value = 0
-                with limits.stopping(stop):
-                    before_workgroup(self.where, None, limits)    # a cancel before the stop
-                    k = self.loop(at, start, end, word_at)
+            k = self.loop(at, start, end, cancel)
         except VmError:
             raise
         except Exception as e:      # the machine closed meanwhile
@@ -240,5 +234,35 @@ class WorkgroupRunner:
         raise Cancelled(f"{self.where}: the invocation was cancelled", StatusCode.CANCELLED)
 
 
-__all__ = ["ENV", "LOOP_SIG", "WorkgroupRunner", "loop_address", "loop_code",
+_WATCH = threading.local()
+
+
+def cancel_word(limits: ExecutionLimits) -> int:
+    """The address of this thread's cancel word for ``limits``: a stop
+    function registered with ``limits.stopping`` (so also for the
+    invocations it runs inside) sets it when the invocation is cancelled.
+
+    Registering around every range would cost more than the loop saves on
+    small grids, so each thread keeps one registration, for the limits it
+    last ran under, until it runs under other limits (or ends).  A word set
+    by a cancel of an earlier invocation is cleared here; the caller checks
+    ``limits.cancel_requested()`` after this (``cancel`` sets the flag
+    before it calls the stop functions), so a cancel is never lost between
+    the two."""
+    watch = getattr(_WATCH, "watch", None)
+    if watch is not None and watch[0] is limits:
+        if watch[1].value:
+            watch[1].value = 0
+        return int(watch[2])
+    if watch is not None:
+        _WATCH.watch = None
+        watch[3].__exit__(None, None, None)     # no longer watching the old limits
+    word = ctypes.c_int32(0)
+    registration = limits.stopping(partial(setattr, word, "value", 1))
+    registration.__enter__()
+    _WATCH.watch = (limits, word, ctypes.addressof(word), registration)
+    return ctypes.addressof(word)
+
+
+__all__ = ["ENV", "LOOP_SIG", "WorkgroupRunner", "cancel_word", "loop_address", "loop_code",
            "workgroup_failure"]
