@@ -3,14 +3,17 @@ buffer and local-task workers do around ``iree_hal_local_executable_issue_call``
 
 :func:`dispatch_library` checks a dispatch's arguments against the export,
 writes the dispatch state (constants, binding pointers and lengths, grid)
-and one workgroup state per workgroup, and calls the export's function once
-per workgroup, x fastest:
+and one workgroup state per workgroup (``WS_BATCH`` at a time), and calls
+the export's function once per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
   the grid handed out in chunks to ``threads`` host threads
-  (:mod:`~vmrt.hal.local.task_pool`; ctypes releases the GIL in each
-  call), each thread flushing denormals to zero while it runs a chunk
-  (:mod:`~vmrt.hal.local.fpu_state`); the deadline and a cancel are checked between workgroups;
+  (:mod:`~vmrt.hal.local.task_pool`), each thread flushing denormals to
+  zero while it runs a chunk (:mod:`~vmrt.hal.local.fpu_state`); each batch
+  of states runs as a prepared dispatch's ranges do, in one call of the
+  native workgroup loop (:class:`~vmrt.hal.local.workgroup_loop.WorkgroupRunner`,
+  the GIL released during it); the deadline and a cancel are checked
+  between workgroups;
 * emulated, in the executable's machine, the bindings staged into guest
   memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
   workgroup bounded by the invocation's deadline and instruction budget
@@ -32,7 +35,7 @@ from collections.abc import Sequence
 
 import elfkit
 
-from ...errors import DispatchError, StatusCode, VmError
+from ...errors import DispatchError, StatusCode
 from ..buffer import aligned_bytes, aligned_memory
 from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
@@ -46,7 +49,7 @@ from .dispatch_limits import (
     stopping_guest,
 )
 from .guest import GuestMemory
-from .workgroup_loop import WorkgroupRunner, workgroup_failure
+from .workgroup_loop import WorkgroupRunner, each_workgroup, workgroup_failure
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -268,28 +271,21 @@ def _emulated_batch(grid: _Grid, machine: Any, ds: int, base: int, chunk: Sequen
     """The emulated workgroups ``chunk`` whose states start at ``base``, each
     under the invocation's limits; a failure names its workgroup
     (``explain`` may name the binding a fault touched)."""
-    env, size, fn = grid.exe.env, grid.exe.layout.ws_size, grid.fn
-    k = -1
-    try:
-        for k in range(len(chunk)):  # k names the failing workgroup below
-            r = guest_workgroup(fn, machine, (env, ds, base + k * size), grid.where,
-                                grid.deadline, grid.limits)
-            if r:
-                break
-        else:
-            r = 0
-    except VmError:
-        raise
-    except elfkit.CallTimeout as e:
-        raise stop_error(e, grid.where, grid.limits) from None
-    except Exception as e:
+    env, size, fn, where = grid.exe.env, grid.exe.layout.ws_size, grid.fn, grid.where
+
+    def call(k: int) -> int:
+        return guest_workgroup(fn, machine, (env, ds, base + k * size), where, grid.deadline,
+                               grid.limits)
+
+    def failure(k: int, cause: Exception | int) -> Exception:
+        if isinstance(cause, elfkit.CallTimeout):
+            return stop_error(cause, where, grid.limits)
         xyz = dargs.workgroup_xyz(chunk[k], grid.wc)
-        why = explain(e)
+        why = None if isinstance(cause, int) else explain(cause)
         if why is not None:
-            raise DispatchError(f"{grid.where}, workgroup {xyz}: {why[0]}", why[1]) from e
-        raise workgroup_failure(grid.where, xyz, e) from e
-    if r:
-        raise workgroup_failure(grid.where, dargs.workgroup_xyz(chunk[k], grid.wc), r)
+            return DispatchError(f"{where}, workgroup {xyz}: {why[0]}", why[1])
+        return workgroup_failure(where, xyz, cause)
+    each_workgroup(call, 0, len(chunk), failure)
 
 
 __all__ = ["WS_BATCH", "dispatch_library", "host_state"]

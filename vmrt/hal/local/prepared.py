@@ -7,18 +7,24 @@ constants) on every submission; only the binding addresses change.
 :class:`NativeDispatch`; per thread it owns one host block
 holding the constants, the binding pointers and lengths and the dispatch
 state (written once but for the pointers and lengths), and the workgroup
-states of the whole grid (read-only to the dispatch code), so a run is two
-``struct.pack_into`` and one native call per workgroup.  Several threads
+states of the whole grid (read-only to the dispatch code), so a run is one
+``struct.pack_into`` and one native call for the whole grid: the native
+workgroup loop (:mod:`~vmrt.hal.local.workgroup_loop`) calls the dispatch
+function for each workgroup state in turn, stops at the first nonzero
+status and says which workgroup returned it (a single workgroup is called
+directly; where the loop does not apply, and under a deadline, one ctypes
+call per workgroup).  Several threads
 (``threads`` > 1, IREE's ``local-task``) take chunks of the grid from a
 shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
-first; ctypes releases the GIL during each call.  A workgroup's processor
+first, each chunk one call of the loop; ctypes releases the GIL during it.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
 calling thread alone from then on; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
-(:mod:`~vmrt.hal.local.fpu_state`).
-Errors are those of :meth:`ElfExecutable.dispatch`.
+(:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
+workgroups (the loop reads a cancel word), a deadline too (checked before
+each workgroup).  Errors are those of :meth:`ElfExecutable.dispatch`.
 """
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ from .guest import sig
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from .dispatch_limits import ExecutionLimits
@@ -69,7 +69,14 @@ if TYPE_CHECKING:
 #: ``VMRT_WORKGROUP_LOOP=python``: one ctypes call per workgroup (the native
 #: loop off; read when a runner is made)
 ENV = "VMRT_WORKGROUP_LOOP"
-#: the loop's signature (see the per-architecture modules)
+#: the loop's signature: ``u64 loop(u64 *p, u64 k, u64 end, const volatile
+#: i32 *cancel)`` with ``p``: [0] the dispatch function, [1] environment,
+#: [2] dispatch state, [3] workgroup state 0, [4] workgroup state size, [5]
+#: status (out, low 32 bits).  It calls ``fn(env, ds, p[3] + k * p[4])`` for
+#: ``k`` from ``k`` to ``end``, first reading ``*cancel`` (nonzero: stop),
+#: stops at the first nonzero return, stores the status it stopped with (0:
+#: finished or cancelled) in ``p[5]`` and returns the ``k`` it stopped at
+#: (``end``: all ran).
 LOOP_SIG = "u64(u64,u64,u64,u64)"
 
 _LOCK = threading.Lock()
@@ -123,8 +130,7 @@ def loop_address(machine: Any) -> int | None:
     return addr
 
 
-def workgroup_failure(where: str, xyz: str,
-                      cause: BaseException | int) -> DispatchError:
+def workgroup_failure(where: str, xyz: str, cause: Exception | int) -> DispatchError:
     """The error of workgroup ``xyz`` (``"(x, y, z)"``) that raised ``cause`` or returned it
     (a nonzero status)."""
     if isinstance(cause, int):
@@ -132,6 +138,27 @@ def workgroup_failure(where: str, xyz: str,
                              StatusCode.INTERNAL)
     return DispatchError(f"{where} failed in workgroup {xyz}: {type(cause).__name__}: {cause}",
                          StatusCode.INTERNAL)
+
+
+def each_workgroup(call: Callable[[int], int], start: int, end: int,
+                   failure: Callable[[int, Exception | int], Exception]) -> None:
+    """``call(k)`` for ``k`` from ``start`` to ``end``, stopping at the
+    first nonzero status ``r``: raises ``failure(k, r)``, or ``failure(k,
+    e)`` for an exception ``e`` of ``call(k)`` (a :class:`VmError` escapes
+    as is)."""
+    k = start - 1
+    try:
+        for k in range(start, end):  # k names the failing workgroup
+            r = call(k)
+            if r:
+                break
+        else:
+            return
+    except VmError:
+        raise
+    except Exception as e:
+        raise failure(k, e) from e
+    raise failure(k, r)
 
 
 class WorkgroupRunner:
@@ -154,7 +181,7 @@ class WorkgroupRunner:
                 self.loop = exe.machine.function(addr, sig(LOOP_SIG))
         self.local = threading.local()
 
-    def failure(self, k: int, cause: BaseException | int,
+    def failure(self, k: int, cause: Exception | int,
                 index: Sequence[int] | None = None) -> DispatchError:
         """The error of the ``k``-th workgroup (linear index ``index[k]``,
         ``k`` itself without ``index``)."""
@@ -180,24 +207,15 @@ class WorkgroupRunner:
     def _each(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
               limits: ExecutionLimits | None, index: Sequence[int] | None) -> None:
         """One ctypes call per workgroup, the limits checked before each."""
-        fn, env, size = self.fn, self.env, self.ws_size
-        k = start - 1
-        try:
-            for k in range(start, end):  # k names the failing workgroup
-                if deadline is not None or limits is not None and (
-                        limits.cancelled or limits.parent is not None):
-                    before_workgroup(self.where, deadline, limits)
-                r = fn(env, ds, ws + k * size)
-                if r:
-                    break
-            else:
-                r = 0
-        except VmError:
-            raise
-        except Exception as e:
-            raise self.failure(k, e, index) from e
-        if r:
-            raise self.failure(k, r, index)
+        fn, env, size, where = self.fn, self.env, self.ws_size, self.where
+
+        def call(k: int) -> int:
+            if deadline is not None or limits is not None and (
+                    limits.cancelled or limits.parent is not None):
+                before_workgroup(where, deadline, limits)
+            r: int = fn(env, ds, ws + k * size)
+            return r
+        each_workgroup(call, start, end, lambda k, cause: self.failure(k, cause, index))
 
     def _state(self) -> tuple[Any, int]:
         """This thread's loop parameters and their address."""
@@ -264,5 +282,5 @@ def cancel_word(limits: ExecutionLimits) -> int:
     return ctypes.addressof(word)
 
 
-__all__ = ["ENV", "LOOP_SIG", "WorkgroupRunner", "cancel_word", "loop_address", "loop_code",
-           "workgroup_failure"]
+__all__ = ["ENV", "LOOP_SIG", "WorkgroupRunner", "cancel_word", "each_workgroup", "loop_address",
+           "loop_code", "workgroup_failure"]

@@ -1,15 +1,7 @@
-"""The native workgroup loop of :mod:`~vmrt.hal.local.workgroup_loop` for
-x86_64 hosts (System V ABI), written in assembly and encoded once::
-
-    u64 loop(u64 *p, u64 k, u64 end, const volatile i32 *cancel)
-    p: [0] fn, [1] env, [2] dispatch state, [3] workgroup state 0,
-       [4] workgroup state size, [5] status (out, low 32 bits)
-
-Calls ``fn(env, ds, p[3] + k * p[4])`` for ``k`` from ``k`` to ``end``,
-first reading ``*cancel`` (nonzero: stop); stops at the first nonzero
-return.  Stores the stopping status (0: finished or cancelled) in ``p[5]``
-and returns the ``k`` it stopped at (``end``: all ran).  Five pushes keep
-the stack 16-byte aligned at the call.
+"""The native workgroup loop of :mod:`~vmrt.hal.local.workgroup_loop`
+(its ``u64 loop(u64 *p, u64 k, u64 end, const volatile i32 *cancel)``) for
+x86_64 hosts (System V ABI), written in assembly and encoded once.  Five
+pushes keep the stack 16-byte aligned at the call.
 """
 from __future__ import annotations
 
