@@ -283,3 +283,47 @@ def test_errors_are_vm_errors():
     assert issubclass(Cancelled, VmError) and issubclass(BudgetExceeded, VmError)
     assert issubclass(DispatchError, VmError)
     assert workgroup_loop.workgroup_failure("e", "(1, 2, 3)", 4).code.name == "INTERNAL"
+
+
+def test_loop_releases_the_gil():
+    """The loop is one CFUNCTYPE call: while its "dispatch function" (libc's
+    read, blocking on an empty pipe: fn(env=fd, ds=buffer, ws=count)) waits,
+    this thread runs Python and writes to the pipe; read's byte count is
+    then the nonzero status that stops the range at its first workgroup."""
+    import ctypes
+    import faulthandler
+    import os
+    import threading
+    m = create_machine(elfkit.arch.host(), "native")
+    try:
+        if loop_address(m) is None:
+            pytest.skip("no native workgroup loop on this host")
+        r, w = os.pipe()
+        read = ctypes.cast(ctypes.CDLL(None).read, ctypes.c_void_p).value
+        buf = ctypes.create_string_buffer(64)
+        exe = SimpleNamespace(entry=lambda exp: None, env=r, layout=SimpleNamespace(ws_size=WS),
+                              imports=[], machine=m)
+        runner = WorkgroupRunner(exe, SimpleNamespace(function=read), (4, 1, 1), "export 'r'")
+        assert runner.loop is not None
+        got: list[str] = []
+
+        def run():
+            try:
+                runner.run(ctypes.addressof(buf), 32, 0, 4, None)
+            except VmError as e:
+                got.append(e.message)
+        t = threading.Thread(target=run)
+        # a loop holding the GIL would block this thread for good: end the process then
+        faulthandler.dump_traceback_later(120, exit=True)
+        t.start()
+        time.sleep(0.05)                # (not needed for the outcome: read waits for the write)
+        os.write(w, b"abc")
+        t.join(60)
+        faulthandler.cancel_dump_traceback_later()
+        os.close(r)
+        os.close(w)
+        assert not t.is_alive()
+        assert got == ["export 'r' returned catastrophic error 3 in workgroup (0, 0, 0)"]
+        assert buf.raw[:3] == b"abc"
+    finally:
+        m.close()
