@@ -19,12 +19,14 @@ whole range, so ``local-task`` workers run theirs in parallel.
 Limits (:mod:`~vmrt.hal.local.dispatch_limits`), as before checked between
 workgroups:
 
-* a cancel: the loop reads a cancel word before each workgroup; the
-  caller registers a stop function that sets it with
-  ``ExecutionLimits.stopping`` for the duration of the call (so a cancel
-  from another thread, or of an enclosing invocation, stops the range
-  before its next workgroup) and checks the cancel once after registering
-  (a cancel before the call runs no workgroup);
+* a cancel: the loop reads a cancel word before each workgroup, which a
+  stop function registered with ``ExecutionLimits.stopping`` sets (so a
+  cancel from another thread, or of an enclosing invocation, stops the
+  range before its next workgroup); each thread keeps one word registered
+  with the limits it last ran under (:func:`cancel_word`: registering
+  around each range cost more than the loop saved on small grids), and
+  the cancel flag is checked once before the call (a cancel before it runs
+  no workgroup);
 * a deadline: native code cannot read the clock the way
   ``time.monotonic`` does, and a timer thread per range to set the cancel
   word would cost more than the loop saves; a range with a deadline runs
@@ -114,11 +116,14 @@ def loop_address(machine: Any) -> int | None:
         addr = _LOOPS.get(machine)
         if addr is None:
             page = machine.arch.page_size
+            addr = None
             try:
                 addr = machine.reserve(page, page)
                 machine.write(addr, code)
                 machine.protect(addr, page, PROT_READ | PROT_EXEC)
             except Exception as e:  # noqa: BLE001 - any failure means the Python loop
+                if addr is not None:
+                    machine.release(addr, page)
                 if not _WARNED:
                     _WARNED.append(f"{type(e).__name__}: {e}")
                     import warnings
@@ -131,8 +136,8 @@ def loop_address(machine: Any) -> int | None:
 
 
 def workgroup_failure(where: str, xyz: str, cause: Exception | int) -> DispatchError:
-    """The error of workgroup ``xyz`` (``"(x, y, z)"``) that raised ``cause`` or returned it
-    (a nonzero status)."""
+    """The error of workgroup ``xyz`` (``"(x, y, z)"``) that raised ``cause``
+    or returned it (a nonzero status)."""
     if isinstance(cause, int):
         return DispatchError(f"{where} returned catastrophic error {cause} in workgroup {xyz}",
                              StatusCode.INTERNAL)

@@ -208,7 +208,12 @@ def test_page_refused_falls_back(recwarn):
 
         def protect(self, addr, size, prot):
             raise OSError("mprotect refused")
+
+        def release(self, addr, size):
+            released.append((addr, size))
+    released: list[tuple[int, int]] = []
     assert loop_address(Refusing()) is None
+    assert released == [(4096, Refusing.arch.page_size)]
     assert all(issubclass(w.category, RuntimeWarning) for w in recwarn)
 
     class Emulated(Refusing):
