@@ -3,14 +3,17 @@ buffer and local-task workers do around ``iree_hal_local_executable_issue_call``
 
 :func:`dispatch_library` checks a dispatch's arguments against the export,
 writes the dispatch state (constants, binding pointers and lengths, grid)
-and one workgroup state per workgroup, and calls the export's function once
-per workgroup, x fastest:
+and one workgroup state per workgroup (``WS_BATCH`` at a time), and calls
+the export's function once per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
   the grid handed out in chunks to ``threads`` host threads
-  (:mod:`~vmrt.hal.local.task_pool`; ctypes releases the GIL in each
-  call), each thread flushing denormals to zero while it runs a chunk
-  (:mod:`~vmrt.hal.local.fpu_state`); the deadline and a cancel are checked between workgroups;
+  (:mod:`~vmrt.hal.local.task_pool`), each thread flushing denormals to
+  zero while it runs a chunk (:mod:`~vmrt.hal.local.fpu_state`); each batch
+  of states runs as a prepared dispatch's ranges do, in one call of the
+  native workgroup loop (:class:`~vmrt.hal.local.workgroup_loop.WorkgroupRunner`,
+  the GIL released during it); the deadline and a cancel are checked
+  between workgroups;
 * emulated, in the executable's machine, the bindings staged into guest
   memory and back (:class:`~vmrt.hal.local.bindings.StagedBindings`), each
   workgroup bounded by the invocation's deadline and instruction budget
@@ -32,7 +35,7 @@ from collections.abc import Sequence
 
 import elfkit
 
-from ...errors import DispatchError, StatusCode, VmError
+from ...errors import DispatchError, StatusCode
 from ..buffer import aligned_bytes, aligned_memory
 from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
@@ -40,13 +43,13 @@ from . import fpu_state, guest_profile
 from .bindings import StagedBindings
 from .dispatch_limits import (
     ExecutionLimits,
-    before_workgroup,
     current_limits,
     guest_workgroup,
     stop_error,
     stopping_guest,
 )
 from .guest import GuestMemory
+from .workgroup_loop import WorkgroupRunner, each_workgroup, workgroup_failure
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -111,50 +114,30 @@ class _Grid:
         #: times each range of workgroups when a profile watches (else None)
         self.rec = current_range_recorder()
         self.fn = exe.entry(exp)
+        self._runner: WorkgroupRunner | None = None
+
+    def runner(self) -> WorkgroupRunner:
+        """The native workgroup loop's runner of this dispatch (made once)."""
+        if self._runner is None:
+            self._runner = WorkgroupRunner(self.exe, self.exp, self.wc, self.where)
+        return self._runner
 
     def run_order(self) -> Sequence[int]:
         """The linear indices of the workgroups to run, in order."""
         return range(self.total) if self.indices is None else self.indices
 
     def walk(self, ds: int, indices: Sequence[int], processor_id: int, mem: GuestMemory,
-             place: Callable[[bytes], int], call: Callable[..., int],
-             explain: Callable[[Exception], tuple[str, StatusCode] | None] | None = None
-             ) -> None:
+             place: Callable[[bytes], int],
+             run: Callable[[int, int, Sequence[int]], None]) -> None:
         """Workgroups ``indices`` one after another: their states written
-        ``WS_BATCH`` at a time where ``place`` puts them, each run by
-        ``call(env, ds, state)``; a failure names its workgroup (``explain``
-        may name the binding a fault touched)."""
+        ``WS_BATCH`` at a time where ``place`` puts them, each batch run by
+        ``run(ds, address of its first state, its indices)``."""
         exe, exp, wc = self.exe, self.exp, self.wc
         local = mem.alloc(exp.local_memory_size, 64) if exp.local_memory_size else 0
-        env, size = exe.env, exe.layout.ws_size
         for start in range(0, len(indices), WS_BATCH):
             chunk = indices[start:start + WS_BATCH]
-            base = place(exe.workgroup_records(wc, chunk, processor_id, local,
-                                               exp.local_memory_size))
-            k = -1
-            try:
-                # k names the failing workgroup in the except below
-                for k, addr in enumerate(range(base, base + len(chunk) * size, size)):  # noqa: B007
-                    r = call(env, ds, addr)
-                    if r:
-                        break
-                else:
-                    r = 0
-            except VmError:
-                raise
-            except elfkit.CallTimeout as e:
-                raise stop_error(e, self.where, self.limits) from None
-            except Exception as e:
-                xyz = dargs.workgroup_xyz(chunk[k], wc)
-                why = None if explain is None else explain(e)
-                if why is not None:
-                    raise DispatchError(f"{self.where}, workgroup {xyz}: {why[0]}",
-                                        why[1]) from e
-                raise DispatchError(f"{self.where} failed in workgroup {xyz}: "
-                                    f"{type(e).__name__}: {e}", StatusCode.INTERNAL) from e
-            if r:
-                raise DispatchError(f"{self.where} returned catastrophic error {r} in workgroup "
-                                    f"{dargs.workgroup_xyz(chunk[k], wc)}", StatusCode.INTERNAL)
+            run(ds, place(exe.workgroup_records(wc, chunk, processor_id, local,
+                                                exp.local_memory_size)), chunk)
 
 
 # -- native: host memory, host threads ------------------------------------------------
@@ -176,8 +159,11 @@ def _run_native(grid: _Grid, arrays: list[Any], threads: int) -> None:
 
 def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: int,
                   mem: GuestMemory) -> None:
-    fn, where, deadline, limits = grid.fn, grid.where, grid.deadline, grid.limits
+    """Workgroups ``indices`` on this thread: each batch of states in one
+    call of the native workgroup loop (:meth:`WorkgroupRunner.run`), as a
+    prepared dispatch runs them."""
     keep: list[Any] = []
+    runner = grid.runner()
 
     def place(rec: bytes) -> int:
         block, base = aligned_memory(len(rec), "workgroup states")
@@ -185,15 +171,12 @@ def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: in
         keep[:] = [block]               # (the block lives until the next chunk)
         return base
 
-    if deadline is None and limits is None:
-        call = fn
-    else:
-        def call(env: int, ds: int, ws: int) -> int:
-            before_workgroup(where, deadline, limits)
-            return int(fn(env, ds, ws))
+    def run(ds: int, base: int, chunk: Sequence[int]) -> None:
+        runner.run(ds, base, 0, len(chunk), grid.deadline, grid.limits, True, chunk)
+
     fpu = fpu_state.push()              # this thread flushes denormals while it runs them
     try:
-        grid.walk(ds, indices, processor_id, mem, place, call)
+        grid.walk(ds, indices, processor_id, mem, place, run)
     finally:
         fpu_state.pop(fpu)
 
@@ -270,19 +253,39 @@ def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
             placed.append(mem.alloc_bytes(rec, 16))
             return placed[0]
 
-        def call(env: int, ds: int, ws: int) -> int:
-            return guest_workgroup(grid.fn, machine, (env, ds, ws), grid.where, grid.deadline,
-                                   grid.limits)
+        def run(ds: int, base: int, chunk: Sequence[int]) -> None:
+            _emulated_batch(grid, machine, ds, base, chunk, staged.explain_fault)
 
         with stopping_guest(machine, grid.limits), staged.recording(writes), \
                 guest_profile.profiling(machine):
             order = grid.run_order()
-            in_range(grid.rec, order, grid.walk)(ds, order, grid.processor_id, mem, place, call,
-                                                 staged.explain_fault)
+            in_range(grid.rec, order, grid.walk)(ds, order, grid.processor_id, mem, place, run)
         staged.copy_back()
     finally:
         mem.free_all()
         staged.release()
+
+
+def _emulated_batch(grid: _Grid, machine: Any, ds: int, base: int, chunk: Sequence[int],
+                    explain: Callable[[Exception], tuple[str, StatusCode] | None]) -> None:
+    """The emulated workgroups ``chunk`` whose states start at ``base``, each
+    under the invocation's limits; a failure names its workgroup
+    (``explain`` may name the binding a fault touched)."""
+    env, size, fn, where = grid.exe.env, grid.exe.layout.ws_size, grid.fn, grid.where
+
+    def call(k: int) -> int:
+        return guest_workgroup(fn, machine, (env, ds, base + k * size), where, grid.deadline,
+                               grid.limits)
+
+    def failure(k: int, cause: Exception | int) -> Exception:
+        if isinstance(cause, elfkit.CallTimeout):
+            return stop_error(cause, where, grid.limits)
+        xyz = dargs.workgroup_xyz(chunk[k], grid.wc)
+        why = None if isinstance(cause, int) else explain(cause)
+        if why is not None:
+            return DispatchError(f"{where}, workgroup {xyz}: {why[0]}", why[1])
+        return workgroup_failure(where, xyz, cause)
+    each_workgroup(call, 0, len(chunk), failure)
 
 
 __all__ = ["WS_BATCH", "dispatch_library", "host_state"]

@@ -7,18 +7,24 @@ constants) on every submission; only the binding addresses change.
 :class:`NativeDispatch`; per thread it owns one host block
 holding the constants, the binding pointers and lengths and the dispatch
 state (written once but for the pointers and lengths), and the workgroup
-states of the whole grid (read-only to the dispatch code), so a run is two
-``struct.pack_into`` and one native call per workgroup.  Several threads
+states of the whole grid (read-only to the dispatch code), so a run is one
+``struct.pack_into`` and one native call for the whole grid: the native
+workgroup loop (:mod:`~vmrt.hal.local.workgroup_loop`) calls the dispatch
+function for each workgroup state in turn, stops at the first nonzero
+status and says which workgroup returned it (a single workgroup is called
+directly; where the loop does not apply, and under a deadline, one ctypes
+call per workgroup).  Several threads
 (``threads`` > 1, IREE's ``local-task``) take chunks of the grid from a
 shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
-first; ctypes releases the GIL during each call.  A workgroup's processor
+first, each chunk one call of the loop; ctypes releases the GIL during it.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
 calling thread alone from then on; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
-(:mod:`~vmrt.hal.local.fpu_state`).
-Errors are those of :meth:`ElfExecutable.dispatch`.
+(:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
+workgroups (the loop reads a cancel word), a deadline too (checked before
+each workgroup).  Errors are those of :meth:`ElfExecutable.dispatch`.
 """
 from __future__ import annotations
 
@@ -26,15 +32,15 @@ import struct
 import threading
 import time
 
-from ...errors import DispatchError, StatusCode, VmError
+from ...errors import VmError
 from ..buffer import aligned_memory
 from ..dispatch_observer import current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import library_abi as abi
-from .dispatch_args import workgroup_xyz
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 from .fpu_state import pop, push
 from .task_pool import Chunks, native_chunk, run_workers
+from .workgroup_loop import WorkgroupRunner
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -76,7 +82,9 @@ class NativeDispatch:
     def __init__(self, exe: Any, exp: Any, wc: tuple[int, int, int], ws3: tuple[int, int, int],
                  cbytes: bytes, binding_count: int, where: str, threads: int = 1):
         self.exe = exe
-        self.fn = exe.entry(exp)
+        #: runs ranges of workgroups (one native call per range where it can)
+        self.runner = WorkgroupRunner(exe, exp, wc, where)
+        self.fn = self.runner.fn
         self.env = exe.env
         self.wc = wc
         self.total = wc[0] * wc[1] * wc[2]
@@ -170,12 +178,12 @@ class NativeDispatch:
             except VmError:
                 raise
             except Exception as exc:
-                raise self._failure(0, exc) from exc
+                raise self.runner.failure(0, exc) from exc
             finally:
                 if fpu is not None:
                     pop(fpu)
             if r:
-                raise self._failure(0, r)
+                raise self.runner.failure(0, r)
             return
         if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
@@ -210,39 +218,9 @@ class NativeDispatch:
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
                   limits: ExecutionLimits | None = None, flushed: bool = False) -> None:
-        """Workgroups ``start`` to ``end`` (linear, x fastest)."""
-        fn, env, size = self.fn, self.env, self.ws_size
-        k = start - 1
-        # denormals flushed on this thread meanwhile
-        fpu = None if flushed else push()
-        try:
-            for k in range(start, end):  # k names the failing workgroup
-                if deadline is not None or limits is not None and (
-                        limits.cancelled or limits.parent is not None):
-                    before_workgroup(self.where, deadline, limits)
-                r = fn(env, ds, ws + k * size)
-                if r:
-                    break
-            else:
-                r = 0
-        except VmError:
-            raise
-        except Exception as e:
-            raise self._failure(k, e) from e
-        finally:
-            if fpu is not None:
-                pop(fpu)
-        if r:
-            raise self._failure(k, r)
-
-    def _failure(self, k: int, cause: Exception | int) -> DispatchError:
-        """The error of workgroup ``k`` that raised ``cause`` or returned it
-        (a nonzero status)."""
-        if isinstance(cause, int):
-            return DispatchError(f"{self.where} returned catastrophic error {cause} in workgroup "
-                                 f"{workgroup_xyz(k, self.wc)}", StatusCode.INTERNAL)
-        return DispatchError(f"{self.where} failed in workgroup {workgroup_xyz(k, self.wc)}: "
-                             f"{type(cause).__name__}: {cause}", StatusCode.INTERNAL)
+        """Workgroups ``start`` to ``end`` (linear, x fastest): one call of the
+        native workgroup loop (:class:`~vmrt.hal.local.workgroup_loop.WorkgroupRunner`)."""
+        self.runner.run(ds, ws, start, end, deadline, limits, flushed)
 
 
 __all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native"]
