@@ -1,8 +1,9 @@
 """BytecodeModule: a ``.vmfb`` loaded, verified and translated to Python."""
 from __future__ import annotations
 
+import atexit
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import LoadError, StatusCode, VerifyError, VmError
 from ..files import MAX_MODULE_SIZE, read_input
@@ -21,9 +22,9 @@ from ..vm.module import (
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from . import transcache
-from .format import ModuleDef, parse_module
+from .format import ModuleDef, flatbuffer_end, module_from_record, module_record, parse_module
 from .translate.calls import Caller, import_caller, unresolved
-from .translate.namespace import function_code, functions_of
+from .translate.namespace import function_code, functions_of, lazy_functions
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -63,7 +64,16 @@ class BytecodeModule(Module):
                  source: str = "<memory>"):
         self.source = source
         self._data = bytes(data)
-        d = parse_module(self._data)
+        end = flatbuffer_end(self._data)
+        #: the module cache's key (None: cache off, or data too damaged to be
+        #: a module, which parse_module then says); a hit skips the parser
+        self._key = transcache.cache_key(self._data, "plain", end) \
+            if end is not None and transcache.cache_dir() is not None else None
+        hit = transcache.load(self._key) if self._key is not None else None
+        d = _from_entry(hit, self._data)
+        if d is None:
+            hit = None
+            d = parse_module(self._data)
         self.definition: ModuleDef = d
         self.name = d.name
         self.version = d.version
@@ -81,7 +91,9 @@ class BytecodeModule(Module):
         self._export_index = {e.name: i for i, e in enumerate(self._exports)}
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
-        self._functions = self._translate()
+        #: each function's Python source (the translation)
+        self._sources: list[str] = []
+        self._functions = self._translate(hit)
         self._traced: list[Any] | None = None
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
@@ -121,36 +133,42 @@ class BytecodeModule(Module):
             d = self.definition
             names = TraceNames(self.name, self.function_names,
                                [i.full_name for i in d.imports], list(d.types))
-            self._traced = self._translate(names)
+            self._traced = self._traced_functions(names)
         return self._traced
 
-    def _translate(self, trace: TraceNames | None = None) -> list[Any]:
-        """The module's functions: from the translation cache when it holds this
-        module (untraced only), else translated and compiled (and cached)."""
-        d = self.definition
-        ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types}
-        if trace is not None:      # what trace lines call (untraced code never does)
-            from .translate.disasm import list_value, ref_text
-            ns["TREF"], ns["TLIST"] = ref_text, list_value
-        n = len(d.functions)
-        key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
-            if trace is None else None
-        hit = transcache.load(key, n) if key is not None else None
+    def _translate(self, hit: Any) -> list[Any]:
+        """The module's functions, each compiled on its first call (the module
+        cache may hold its code): translated now (the translator verifies the
+        bytecode: a malformed function is refused at load) unless the module
+        cache's entry ``hit`` holds the translation; a translation made here
+        is kept there, with the parsed definition."""
         if hit is not None:
-            code, consts, self._sources = hit
-            return functions_of(code, {**ns, "K": consts}, n)
-        # only when not cached (start-up time)
+            _, consts, sources = hit
+        else:
+            from .translate.codegen import translate_module  # only when not cached (start-up)
+            sources, consts = translate_module(self.definition, self.function_label)
+            if self._key is not None:
+                transcache.store(self._key, module_record(self.definition), consts, sources)
+        self._sources = sources
+        ns = {"RO": self.rodata, "TY": self.types, "K": consts}
+        name = f"<vmfb {self.name!r}>"
+        if self._key is None:
+            return lazy_functions(self._sources, ns, name, lambda k: None, lambda k, c: None)
+        return lazy_functions(self._sources, ns, name, *_CodeKeeper(self._key).hooks())
+
+    def _traced_functions(self, trace: TraceNames) -> list[Any]:
+        """The trace-mode translation (never cached), compiled at once."""
         from .translate.codegen import translate_module
-        sources, consts = translate_module(d, self.function_label, trace)
-        if trace is None:
-            self._sources = sources
+        from .translate.disasm import list_value, ref_text
+        # what trace lines call (untraced code never does)
+        ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types, "TREF": ref_text,
+                              "TLIST": list_value}
+        sources, consts = translate_module(self.definition, self.function_label, trace)
         try:
             code = function_code(sources, f"<vmfb {self.name!r}>")
         except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
             raise LoadError(f"failed to translate module: {e}") from None
-        if key is not None:
-            transcache.store(key, code, consts, sources)
-        return functions_of(code, {**ns, "K": consts}, n)
+        return functions_of(code, {**ns, "K": consts}, len(sources))
 
     # -- Module interface --------------------------------------------------------
     @property
@@ -218,6 +236,48 @@ class BytecodeModule(Module):
     def disassemble_source(self, k: int) -> str:
         """The Python source vmrt translated function ``k`` into (for debugging)."""
         return self._sources[k]
+
+
+class _CodeKeeper:
+    """The compiled code of a module's functions in the module cache: read
+    once at load; what is compiled later is written back when the number of
+    functions compiled doubles (1, 2, 4 ...: every byte written at most about
+    twice) and at exit."""
+
+    def __init__(self, key: bytes):
+        self.key = key
+        #: where the entry is written (at exit too, whatever the environment is then)
+        self.where = transcache.cache_dir()
+        self.codes = transcache.load_code(key)
+        self.written = len(self.codes)
+        self.new = 0
+
+    def hooks(self) -> tuple[Callable[[int], Any], Callable[[int, Any], None]]:
+        return self.codes.get, self.compiled
+
+    def compiled(self, k: int, code: Any) -> None:
+        self.codes[k] = code
+        self.new += 1
+        if self.new == 1:
+            atexit.register(self.flush)
+        if len(self.codes) >= 2 * self.written:
+            self.flush()
+
+    def flush(self) -> None:
+        if len(self.codes) > self.written:
+            self.written = len(self.codes)
+            transcache.store_code(self.key, dict(self.codes), self.where)
+
+
+def _from_entry(hit: Any, data: bytes) -> ModuleDef | None:
+    """The definition the module cache's entry ``hit`` holds, or None (no
+    entry, or one that does not fit: the module is parsed again)."""
+    if hit is None:
+        return None
+    try:
+        return module_from_record(hit[0], data)
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:

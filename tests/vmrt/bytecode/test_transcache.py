@@ -4,6 +4,7 @@ corrupt, renamed, or writable by others are ignored (the module is translated
 again, with the same results); ``VMRT_NO_CACHE`` turns it off."""
 from __future__ import annotations
 
+import builtins
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import vmrt
 from tests.vmrt.iree_tools import REPO
 from tests.vmrt.vmrt_testutil import needs_iree
 from vmrt.bytecode import transcache
+from vmrt.bytecode.format import flatbuffer_end, module_record, parse_module
 
 pytestmark = needs_iree
 
@@ -41,12 +43,24 @@ def cache(tmp_path, monkeypatch):
 
 
 def _entries(where) -> list:
-    return sorted(where.glob("*.vmtc")) if where.exists() else []
+    """The modules' entries (not the compiled code kept beside them)."""
+    return sorted(p for p in where.glob("*.vmtc") if not p.name.endswith("-code.vmtc")) \
+        if where.exists() else []
 
 
 def _key_and_count(vmfb) -> tuple[bytes, int]:
     mod = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb)
-    return transcache.cache_key(vmfb.read_bytes(), "plain"), len(mod.definition.functions)
+    data = vmfb.read_bytes()
+    return (transcache.cache_key(data, "plain", flatbuffer_end(data)),
+            len(mod.definition.functions))
+
+
+_CHILD = ("import sys, vmrt\n"
+          "inst = vmrt.Instance()\n"
+          "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
+          "with vmrt.Context(inst, [m]) as c:\n"
+          "    print(int(c.invoke('module.collatz', [97])[0]))\n"
+          "print('vmrt.bytecode.translate.codegen' in sys.modules)\n")
 
 
 def test_second_load_uses_the_cache_and_skips_the_translator(compile_mlir, cache):
@@ -54,17 +68,57 @@ def test_second_load_uses_the_cache_and_skips_the_translator(compile_mlir, cache
     assert _run(vmfb, 27) == _collatz_steps(27)
     [entry] = _entries(cache)
     assert entry.stat().st_mode & 0o077 == 0 and cache.stat().st_mode & 0o077 == 0
-    prog = ("import sys, vmrt\n"
-            "inst = vmrt.Instance()\n"
-            "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
-            "with vmrt.Context(inst, [m]) as c:\n"
-            "    print(int(c.invoke('module.collatz', [97])[0]))\n"
-            "print('vmrt.bytecode.translate.codegen' in sys.modules)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", prog, str(vmfb)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(vmfb)], capture_output=True,
                          text=True, env=env, timeout=120, check=True).stdout.split()
     assert out == [str(_collatz_steps(97)), "False"]
     assert _entries(cache) == [entry]
+
+
+def test_a_cached_load_neither_parses_nor_compiles_what_it_compiled_before(
+        compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)      # parsed, translated, collatz compiled
+    from vmrt.bytecode import module as bytecode_module
+    from vmrt.bytecode.translate import namespace
+
+    def refuse(*_a, **_k):
+        raise AssertionError("parsed or compiled although cached")
+    monkeypatch.setattr(bytecode_module, "parse_module", refuse)
+    monkeypatch.setattr(namespace, "compile", refuse, raising=False)
+    assert _run(vmfb, 31) == _collatz_steps(31)
+    monkeypatch.undo()
+    # the definition read from the cache is the one the parser makes
+    cached = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb).definition
+    parsed = parse_module(vmfb.read_bytes())
+    for name in ("name", "version", "requirements", "types", "dependencies", "imports",
+                 "exports", "signatures", "signature_attrs", "global_bytes", "global_refs",
+                 "functions", "bytecode_version", "rodata_spans", "bytecode_span"):
+        assert getattr(cached, name) == getattr(parsed, name), name
+    assert bytes(cached.bytecode) == bytes(parsed.bytecode)
+    assert [bytes(x) for x in cached.rodata] == [bytes(x) for x in parsed.rodata]
+
+
+def test_functions_are_compiled_on_first_call(compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    from vmrt.bytecode.translate import namespace
+    compiled: list[str] = []
+
+    def counting(src, *args):
+        compiled.append(src.split("(")[0])
+        return builtins.compile(src, *args)
+    monkeypatch.setattr(namespace, "compile", counting, raising=False)
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    assert compiled == []                       # translated (verified), nothing compiled
+    with vmrt.Context(inst, [mod]) as ctx:
+        k = next(e.ordinal for e in mod.exports if e.name == "collatz")
+        assert ctx.invoke("module.collatz", [27]) == [_collatz_steps(27)]
+        assert f"def f{k}" in compiled
+        n = len(compiled)
+        assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
+        assert len(compiled) == n               # once
+    assert n < len(mod.definition.functions)
 
 
 def _corrupt(path, how: str, other: bytes) -> None:
@@ -81,31 +135,40 @@ def _corrupt(path, how: str, other: bytes) -> None:
         path.write_bytes(other)
 
 
+@pytest.mark.parametrize("part", ["module", "code"])
 @pytest.mark.parametrize("how", ["truncated", "flipped", "garbage", "empty", "renamed"])
-def test_a_corrupt_entry_is_ignored_and_replaced(compile_mlir, cache, how):
+def test_a_corrupt_entry_is_ignored_and_replaced(compile_mlir, cache, how, part):
     vmfb = compile_mlir("control.mlir")
     other = compile_mlir("func.func @f(%x: i32) -> i32 {\n  return %x : i32\n}\n",
                          name="ident")
     inst = vmrt.Instance()
-    vmrt.BytecodeModule.load(inst, other)
-    [other_entry] = _entries(cache)
+    with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, other)]) as ctx:
+        assert ctx.invoke("module.f", [5]) == [5]
+    [other_entry] = _entries(cache) if part == "module" else sorted(cache.glob("*-code.vmtc"))
     other_blob = other_entry.read_bytes()
-    other_entry.unlink()
+    for p in cache.glob("*.vmtc"):
+        p.unlink()
     assert _run(vmfb, 27) == _collatz_steps(27)
-    [entry] = _entries(cache)
-    key, n = _key_and_count(vmfb)
+    [entry] = _entries(cache) if part == "module" else sorted(cache.glob("*-code.vmtc"))
+    key, _ = _key_and_count(vmfb)
     _corrupt(entry, how, other_blob)
-    assert transcache.load(key, n) is None
+    if part == "module":
+        assert transcache.load(key) is None
+    else:
+        assert transcache.load_code(key) == {}
     assert _run(vmfb, 31) == _collatz_steps(31)
-    assert transcache.load(key, n) is not None        # translated again and rewritten
+    if part == "module":
+        assert transcache.load(key) is not None        # translated again and rewritten
+    else:
+        assert transcache.load_code(key) != {}         # compiled again and rewritten
 
 
 def _plant_wrong_entry(vmfb) -> tuple[bytes, int]:
     """A well-formed entry under the module's key whose functions all return 999."""
     key, n = _key_and_count(vmfb)
-    code = compile("\n".join(f"def f{i}(s, *a):\n    return (999,)" for i in range(n)),
-                   "<planted>", "exec")
-    transcache.store(key, code, [], [""] * n)
+    record = module_record(parse_module(vmfb.read_bytes()))
+    transcache.store(key, record, [], [f"def f{i}(s, *a):\n    return (999,)\n"
+                                       for i in range(n)])
     return key, n
 
 
@@ -119,6 +182,13 @@ def test_an_entry_others_can_write_is_not_read(compile_mlir, cache, what):
     assert _run(vmfb, 27) == _collatz_steps(27)
 
 
+def test_a_planted_entry_is_what_runs(compile_mlir, cache):
+    # (the entry really is what a cached load runs: the checks above are what keep it out)
+    vmfb = compile_mlir("control.mlir")
+    _plant_wrong_entry(vmfb)
+    assert _run(vmfb, 27) == 999
+
+
 def test_no_cache_reads_and_writes_nothing(compile_mlir, cache, monkeypatch):
     vmfb = compile_mlir("control.mlir")
     _plant_wrong_entry(vmfb)
@@ -127,7 +197,41 @@ def test_no_cache_reads_and_writes_nothing(compile_mlir, cache, monkeypatch):
     assert _run(vmfb, 27) == _collatz_steps(27)
     entry.unlink()
     assert _run(vmfb, 27) == _collatz_steps(27)
-    assert _entries(cache) == []
+    assert list(cache.glob("*.vmtc")) == []
+
+
+def test_a_damaged_module_is_refused_at_load_though_its_twin_is_cached(compile_mlir, cache):
+    # a cache entry exists only for a module that loaded: the damaged copy has
+    # another key, is parsed and translated, and fails at load as uncached
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    data = vmfb.read_bytes()
+    mod = parse_module(data)
+    k = next(e.internal_ordinal for e in mod.exports if e.local_name == "sumsq")
+    pos = mod.bytecode_span[0] + mod.functions[k].bytecode_offset
+    bad = data[:pos + 1] + b"\xff" + data[pos + 2:]
+    for _ in range(2):
+        with pytest.raises(vmrt.VerifyError) as ei:
+            vmrt.BytecodeModule(vmrt.Instance(), bad)
+        assert str(ei.value) == "INVALID_ARGUMENT; unknown opcode 0xff; at module.sumsq+00000001"
+    end = flatbuffer_end(data)
+    assert end is not None
+    for cut in (end // 3, end - 1):            # truncated inside the FlatBuffer
+        with pytest.raises(vmrt.VmError):
+            vmrt.BytecodeModule(vmrt.Instance(), data[:cut])
+
+
+def test_the_cache_stays_under_its_bound(compile_mlir, cache, monkeypatch):
+    monkeypatch.setenv("VMRT_CACHE_MAX_BYTES", str(64 << 10))
+    for i in range(12):
+        vmfb = compile_mlir(f"func.func @f(%x: i32) -> i32 {{\n  %c = arith.constant {i} : i32\n"
+                            f"  %y = arith.addi %x, %c : i32\n  return %y : i32\n}}\n",
+                            name=f"add{i}")
+        for _ in range(2):          # translated, then cached (or pruned and translated again)
+            inst = vmrt.Instance()
+            with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)]) as ctx:
+                assert ctx.invoke("module.f", [5]) == [5 + i]
+    assert sum(p.stat().st_size for p in cache.iterdir()) <= 64 << 10
 
 
 def test_keys_differ_by_module_and_variant():
@@ -137,9 +241,27 @@ def test_keys_differ_by_module_and_variant():
     assert transcache.cache_key(a, "plain") != transcache.cache_key(a, "trace")
 
 
-def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
-    # two modules that differ only in a rodata segment's bytes share one translation
-    # (the translated code reads the segment at run time), and each reads its own data
+def test_external_rodata_contents_do_not_key_the_module(hal_compile, cache):
+    # the dispatch library lies after the FlatBuffer (external rodata): only the
+    # file's length keys it; every byte before the FlatBuffer's end counts
+    vmfb = hal_compile("elementwise.mlir")
+    data = vmfb.read_bytes()
+    end = flatbuffer_end(data)
+    spans = parse_module(data).rodata_spans
+    assert end is not None and any(off >= end for off, _ in spans)
+    off, n = max(spans)
+    assert off >= end
+    other = data[:off] + bytes(n) + data[off + n:]
+    key = transcache.cache_key(data, "plain", end)
+    assert transcache.cache_key(other, "plain", end) == key
+    assert transcache.cache_key(data + b"\0", "plain", end) != key
+    flipped = bytearray(data)
+    flipped[end - 1] ^= 1
+    assert transcache.cache_key(bytes(flipped), "plain", end) != key
+
+
+def test_embedded_rodata_is_read_from_each_module(compile_mlir, cache):
+    # two modules that differ only in an embedded rodata segment's bytes each read their own
     vmfb = compile_mlir("vmops2.mlir", "--compile-mode=vm")
     data = vmfb.read_bytes()
     mod = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb)
@@ -148,22 +270,12 @@ def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
     assert data[off:off + n] == b"0123456789"
     other = vmfb.with_name("other.vmfb")
     other.write_bytes(data[:off] + b"abcdefghij" + data[off + n:])
-    n_funcs = len(mod.definition.functions)
-    spans = mod.definition.rodata_spans
-    assert transcache.cache_key(data, "plain", spans) == \
-        transcache.cache_key(other.read_bytes(), "plain", spans)
-    assert transcache.cache_key(data, "plain", spans) != transcache.cache_key(data, "plain")
-    # ... and bytes outside the rodata still make another key
-    flipped = bytearray(data)
-    flipped[off - 1] ^= 1
-    assert transcache.cache_key(bytes(flipped), "plain", spans) != \
-        transcache.cache_key(data, "plain", spans)
-    assert transcache.load(transcache.cache_key(data, "plain", spans), n_funcs) is not None
-    for path, text in ((vmfb, b"0123456789"), (other, b"abcdefghij")):
-        inst = vmrt.Instance()
-        with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
-            assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0]) for i in range(10)] == list(text)
-    assert len(_entries(cache)) == 1
+    for _ in range(2):
+        for path, text in ((vmfb, b"0123456789"), (other, b"abcdefghij")):
+            inst = vmrt.Instance()
+            with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
+                assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0])
+                        for i in range(10)] == list(text)
 
 
 def test_the_key_covers_every_translator_source_file():
