@@ -1,9 +1,9 @@
 """BytecodeModule: a ``.vmfb`` loaded, verified and translated to Python."""
 from __future__ import annotations
 
-import atexit
 import os
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Sequence
 
 from ..errors import LoadError, StatusCode, VerifyError, VmError
 from ..files import MAX_MODULE_SIZE, read_input
@@ -154,7 +154,9 @@ class BytecodeModule(Module):
         name = f"<vmfb {self.name!r}>"
         if self._key is None:
             return lazy_functions(self._sources, ns, name, lambda k: None, lambda k, c: None)
-        return lazy_functions(self._sources, ns, name, *_CodeKeeper(self._key).hooks())
+        keeper = _CodeKeeper(self._key)
+        weakref.finalize(self, keeper.flush)        # (also at exit)
+        return lazy_functions(self._sources, ns, name, keeper.codes.get, keeper.compiled)
 
     def _traced_functions(self, trace: TraceNames) -> list[Any]:
         """The trace-mode translation (never cached), compiled at once."""
@@ -242,7 +244,7 @@ class _CodeKeeper:
     """The compiled code of a module's functions in the module cache: read
     once at load; what is compiled later is written back when the number of
     functions compiled doubles (1, 2, 4 ...: every byte written at most about
-    twice) and at exit."""
+    twice), and the rest when the module is collected or at exit."""
 
     def __init__(self, key: bytes):
         self.key = key
@@ -250,16 +252,9 @@ class _CodeKeeper:
         self.where = transcache.cache_dir()
         self.codes = transcache.load_code(key)
         self.written = len(self.codes)
-        self.new = 0
-
-    def hooks(self) -> tuple[Callable[[int], Any], Callable[[int, Any], None]]:
-        return self.codes.get, self.compiled
 
     def compiled(self, k: int, code: Any) -> None:
         self.codes[k] = code
-        self.new += 1
-        if self.new == 1:
-            atexit.register(self.flush)
         if len(self.codes) >= 2 * self.written:
             self.flush()
 

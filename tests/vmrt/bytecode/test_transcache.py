@@ -5,6 +5,7 @@ again, with the same results); ``VMRT_NO_CACHE`` turns it off."""
 from __future__ import annotations
 
 import builtins
+import gc
 import os
 import subprocess
 import sys
@@ -119,6 +120,15 @@ def test_functions_are_compiled_on_first_call(compile_mlir, cache, monkeypatch):
         assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
         assert len(compiled) == n               # once
     assert n < len(mod.definition.functions)
+    # the code compiled is kept in the cache (at the latest when the module goes),
+    # and the next load of the module compiles none of it again
+    key, _ = _key_and_count(vmfb)
+    del mod, ctx
+    gc.collect()
+    assert k in transcache.load_code(key)
+    compiled.clear()
+    assert _run(vmfb, 9) == _collatz_steps(9)
+    assert compiled == []
 
 
 def _corrupt(path, how: str, other: bytes) -> None:
