@@ -142,19 +142,21 @@ class BytecodeModule(Module):
         bytecode: a malformed function is refused at load) unless the module
         cache's entry ``hit`` holds the translation; a translation made here
         is kept there, with the parsed definition."""
+        tid = b""
         if hit is not None:
-            _, consts, sources = hit
+            _, consts, sources, tid = hit
         else:
             from .translate.codegen import translate_module  # only when not cached (start-up)
             sources, consts = translate_module(self.definition, self.function_label)
             if self._key is not None:
-                transcache.store(self._key, module_record(self.definition), consts, sources)
+                tid = transcache.store(self._key, module_record(self.definition), consts,
+                                       sources)
         self._sources = sources
         ns = {"RO": self.rodata, "TY": self.types, "K": consts}
         name = f"<vmfb {self.name!r}>"
         if self._key is None:
             return lazy_functions(self._sources, ns, name, lambda k: None, lambda k, c: None)
-        keeper = _CodeKeeper(self._key)
+        keeper = _CodeKeeper(self._key, tid)
         weakref.finalize(self, keeper.flush)        # (also at exit)
         return lazy_functions(self._sources, ns, name, keeper.codes.get, keeper.compiled)
 
@@ -246,11 +248,11 @@ class _CodeKeeper:
     functions compiled doubles (1, 2, 4 ...: every byte written at most about
     twice), and the rest when the module is collected or at exit."""
 
-    def __init__(self, key: bytes):
-        self.key = key
+    def __init__(self, key: bytes, tid: bytes):
+        self.key, self.tid = key, tid
         #: where the entry is written (at exit too, whatever the environment is then)
         self.where = transcache.cache_dir()
-        self.codes = transcache.load_code(key)
+        self.codes = transcache.load_code(key, tid)
         self.written = len(self.codes)
 
     def compiled(self, k: int, code: Any) -> None:
@@ -261,7 +263,7 @@ class _CodeKeeper:
     def flush(self) -> None:
         if len(self.codes) > self.written:
             self.written = len(self.codes)
-            transcache.store_code(self.key, dict(self.codes), self.where)
+            transcache.store_code(self.key, self.tid, dict(self.codes), self.where)
 
 
 def _from_entry(hit: Any, data: bytes) -> ModuleDef | None:

@@ -110,22 +110,22 @@ def _name(key: bytes, part: str = "") -> str:
     return key.hex() + part + ".vmtc"
 
 
-def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str]] | None:
-    """``(module record, constants, sources)`` stored under ``key`` (see
-    :func:`store`), or None (no entry, cache off, or an entry that is not
-    exactly what :func:`store` writes)."""
+def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str], bytes] | None:
+    """``(module record, constants, sources, translation id)`` stored under
+    ``key`` (see :func:`store`), or None (no entry, cache off, or an entry
+    that is not exactly what :func:`store` writes)."""
     entry = codecache.load(cache_dir(), _name(key), key, MAX_ENTRY)
     return entry if _well_formed(entry) else None
 
 
 def _well_formed(entry: object) -> bool:
-    if not (isinstance(entry, tuple) and len(entry) == 3):
+    if not (isinstance(entry, tuple) and len(entry) == 4):
         return False
-    record, consts, sources = entry
+    record, consts, sources, tid = entry
     return (isinstance(record, tuple) and len(record) == RECORD_FIELDS
             and isinstance(consts, list) and isinstance(sources, list)
             and isinstance(record[11], tuple) and len(sources) == len(record[11])
-            and all(isinstance(s, str) for s in sources))
+            and all(isinstance(s, str) for s in sources) and isinstance(tid, bytes))
 
 
 #: the length of :func:`vmrt.bytecode.format.module_record`'s tuples (its 12th
@@ -133,27 +133,36 @@ def _well_formed(entry: object) -> bool:
 RECORD_FIELDS = 15
 
 
-def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[str]) -> None:
+def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[str]) -> bytes:
     """Keep what loading a module derives from its bytes under ``key``: its
     parsed definition (``record``) and its translation (the constant table and
-    each function's Python source).  Best effort: never raises for I/O or for
-    constants marshal cannot write."""
-    codecache.store(cache_dir(), _name(key), key, (record, consts, sources))
+    each function's Python source).  Returns the translation's id (fresh
+    each time: compiled code is kept under it, so code compiled from one
+    translation never meets another's constants).  Best effort: never raises
+    for I/O or for constants marshal cannot write."""
+    tid = os.urandom(16)
+    codecache.store(cache_dir(), _name(key), key, (record, consts, sources, tid))
+    return tid
 
 
-def load_code(key: bytes) -> dict[int, CodeType]:
-    """The compiled code of the functions of the module stored under ``key``
-    (:func:`store_code`): function ordinal -> code (empty: none kept)."""
-    codes = codecache.load(cache_dir(), _name(key, "-code"), key + b"\0code", MAX_ENTRY)
+def _code_key(key: bytes, tid: bytes) -> bytes:
+    return key + b"\0code\0" + tid
+
+
+def load_code(key: bytes, tid: bytes) -> dict[int, CodeType]:
+    """The compiled code of the functions of translation ``tid`` of the module
+    stored under ``key`` (:func:`store_code`): function ordinal -> code
+    (empty: none kept)."""
+    codes = codecache.load(cache_dir(), _name(key, "-code"), _code_key(key, tid), MAX_ENTRY)
     if not isinstance(codes, dict):
         return {}
     code_type = type(_well_formed.__code__)
     return {k: c for k, c in codes.items() if type(k) is int and type(c) is code_type}
 
 
-def store_code(key: bytes, codes: dict[int, CodeType], where: str | None) -> None:
-    """Keep the compiled code of the module's functions compiled so far in
-    cache directory ``where`` (functions are compiled on first call: a
-    program's later loads read the code of the functions it called and
-    compile none of them again)."""
-    codecache.store(where, _name(key, "-code"), key + b"\0code", codes)
+def store_code(key: bytes, tid: bytes, codes: dict[int, CodeType], where: str | None) -> None:
+    """Keep the compiled code of the functions of translation ``tid``
+    compiled so far in cache directory ``where`` (functions are compiled on
+    first call: a program's later loads read the code of the functions it
+    called and compile none of them again)."""
+    codecache.store(where, _name(key, "-code"), _code_key(key, tid), codes)

@@ -56,6 +56,12 @@ def _key_and_count(vmfb) -> tuple[bytes, int]:
             len(mod.definition.functions))
 
 
+def _codes(key: bytes) -> dict:
+    """The compiled code kept for the module's cached translation."""
+    entry = transcache.load(key)
+    return transcache.load_code(key, entry[3]) if entry is not None else {}
+
+
 _CHILD = ("import sys, vmrt\n"
           "inst = vmrt.Instance()\n"
           "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
@@ -125,10 +131,33 @@ def test_functions_are_compiled_on_first_call(compile_mlir, cache, monkeypatch):
     key, _ = _key_and_count(vmfb)
     del mod, ctx
     gc.collect()
-    assert k in transcache.load_code(key)
+    assert k in _codes(key)
     compiled.clear()
     assert _run(vmfb, 9) == _collatz_steps(9)
     assert compiled == []
+
+
+def test_code_compiled_from_another_translation_is_not_used(compile_mlir, cache, monkeypatch):
+    # the module's entry is gone (pruned, damaged) but the code compiled from its
+    # translation is still there: a new translation never runs that code (its
+    # constant table could be laid out otherwise), it compiles its own
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    key, _ = _key_and_count(vmfb)
+    old = transcache.load(key)
+    assert old is not None and transcache.load_code(key, old[3])
+    _entries(cache)[0].unlink()
+    from vmrt.bytecode.translate import namespace
+    compiled: list[str] = []
+
+    def counting(src, *args):
+        compiled.append(src)
+        return builtins.compile(src, *args)
+    monkeypatch.setattr(namespace, "compile", counting, raising=False)
+    assert _run(vmfb, 31) == _collatz_steps(31)
+    assert compiled
+    new = transcache.load(key)
+    assert new is not None and new[3] != old[3] and transcache.load_code(key, old[3]) == {}
 
 
 def _corrupt(path, how: str, other: bytes) -> None:
@@ -165,12 +194,12 @@ def test_a_corrupt_entry_is_ignored_and_replaced(compile_mlir, cache, how, part)
     if part == "module":
         assert transcache.load(key) is None
     else:
-        assert transcache.load_code(key) == {}
+        assert _codes(key) == {}
     assert _run(vmfb, 31) == _collatz_steps(31)
     if part == "module":
         assert transcache.load(key) is not None        # translated again and rewritten
     else:
-        assert transcache.load_code(key) != {}         # compiled again and rewritten
+        assert _codes(key) != {}                       # compiled again and rewritten
 
 
 def _plant_wrong_entry(vmfb) -> tuple[bytes, int]:
