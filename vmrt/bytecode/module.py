@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 from collections.abc import Sequence
 
@@ -91,8 +92,7 @@ class BytecodeModule(Module):
         self._export_index = {e.name: i for i, e in enumerate(self._exports)}
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
-        #: each function's Python source (the translation)
-        self._sources: list[str] = []
+        self._lazy: _Translation
         self._functions = self._translate(hit)
         self._traced: list[Any] | None = None
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
@@ -120,8 +120,7 @@ class BytecodeModule(Module):
         return t
 
     def function_label(self, k: int) -> str:
-        n = self.function_names.get(k)
-        return f"{self.name}.{n}" if n else f"{self.name}@{k}"
+        return _label(self.name, self.function_names, k)
 
     def translated(self, trace: bool) -> list[Any]:
         """The translated functions; ``trace``: the trace-mode translation
@@ -137,28 +136,28 @@ class BytecodeModule(Module):
         return self._traced
 
     def _translate(self, hit: Any) -> list[Any]:
-        """The module's functions, each compiled on its first call (the module
-        cache may hold its code): translated now (the translator verifies the
-        bytecode: a malformed function is refused at load) unless the module
-        cache's entry ``hit`` holds the translation; a translation made here
-        is kept there, with the parsed definition."""
-        tid = b""
+        """The module's functions, each translated and compiled on its first
+        call (the module cache may hold its source and code).  Unless the
+        module cache's entry ``hit`` holds this module, every function is
+        verified now, as IREE's verifier does at load: a function whose
+        encoding, registers, branch targets or calling convention are wrong
+        is refused at load."""
+        d = self.definition
+        n = len(d.functions)
         if hit is not None:
             _, consts, sources, tid = hit
+            verified: dict[int, Any] = {}
         else:
-            from .translate.codegen import translate_module  # only when not cached (start-up)
-            sources, consts = translate_module(self.definition, self.function_label)
-            if self._key is not None:
-                tid = transcache.store(self._key, module_record(self.definition), consts,
-                                       sources)
-        self._sources = sources
-        ns = {"RO": self.rodata, "TY": self.types, "K": consts}
-        name = f"<vmfb {self.name!r}>"
-        if self._key is None:
-            return lazy_functions(self._sources, ns, name, lambda k: None, lambda k, c: None)
-        keeper = _CodeKeeper(self._key, tid)
-        weakref.finalize(self, keeper.flush)        # (also at exit)
-        return lazy_functions(self._sources, ns, name, keeper.codes.get, keeper.compiled)
+            from .translate.codegen import verify_function  # only when not cached (start-up)
+            verified = {k: verify_function(d, k, self.function_label(k)) for k in range(n)}
+            consts, sources, tid = [], [None] * n, b""
+        lazy = self._lazy = _Translation(d, self.name, self.function_names, consts, sources,
+                                         verified, self._key, tid, fresh=hit is None)
+        if self._key is not None:
+            weakref.finalize(self, lazy.flush)        # (also at exit)
+        return lazy_functions(n, {"RO": self.rodata, "TY": self.types, "K": consts},
+                              f"<vmfb {self.name!r}>", lazy.source, lazy.codes.get,
+                              lazy.compiled)
 
     def _traced_functions(self, trace: TraceNames) -> list[Any]:
         """The trace-mode translation (never cached), compiled at once."""
@@ -239,21 +238,50 @@ class BytecodeModule(Module):
 
     def disassemble_source(self, k: int) -> str:
         """The Python source vmrt translated function ``k`` into (for debugging)."""
-        return self._sources[k]
+        return self._lazy.source(k)
 
 
-class _CodeKeeper:
-    """The compiled code of a module's functions in the module cache: read
-    once at load; what is compiled later is written back when the number of
-    functions compiled doubles (1, 2, 4 ...: every byte written at most about
-    twice), and the rest when the module is collected or at exit."""
+class _Translation:
+    """A module's functions translated and compiled on first call, and kept
+    in the module cache: its entry (the parsed module, the constant table,
+    each function's source or None when not yet translated, under a fresh
+    translation id each time it is written) and beside it the compiled code
+    of the functions compiled so far (under that id).  Written when the
+    number of functions compiled doubles (1, 2, 4 ...: every byte written at
+    most about twice), and the rest when the module is collected or at exit."""
 
-    def __init__(self, key: bytes, tid: bytes):
+    def __init__(self, d: ModuleDef, name: str, names: dict[int, str], consts: list[Any],
+                 sources: list[str | None], verified: dict[int, Any], key: bytes | None,
+                 tid: bytes, fresh: bool):
+        self.d, self.name, self.names = d, name, names
+        self.consts, self.sources, self.verified = consts, sources, verified
+        self.info: Any = None
+        self.lock = threading.Lock()
         self.key, self.tid = key, tid
         #: where the entry is written (at exit too, whatever the environment is then)
-        self.where = transcache.cache_dir()
-        self.codes = transcache.load_code(key, tid)
+        self.where = transcache.cache_dir() if key is not None else None
+        self.codes = transcache.load_code(key, tid) if key is not None and tid else {}
         self.written = len(self.codes)
+        #: functions translated since the entry was written
+        self.translated = fresh
+
+    def source(self, k: int) -> str:
+        """Function ``k``'s Python source (translated now if it is not yet)."""
+        src = self.sources[k]
+        if src is not None:
+            return src
+        from .translate.codegen import translate_function, verify_function
+        from .translate.info import ModuleInfo
+        with self.lock:
+            src = self.sources[k]
+            if src is None:
+                if self.info is None:
+                    self.info = ModuleInfo(self.d, self.consts)
+                where = _label(self.name, self.names, k)
+                ver = self.verified.pop(k, None) or verify_function(self.d, k, where)
+                src = self.sources[k] = translate_function(self.info, k, where, ver)
+                self.translated = True
+        return src
 
     def compiled(self, k: int, code: Any) -> None:
         self.codes[k] = code
@@ -261,9 +289,24 @@ class _CodeKeeper:
             self.flush()
 
     def flush(self) -> None:
-        if len(self.codes) > self.written:
-            self.written = len(self.codes)
-            transcache.store_code(self.key, self.tid, dict(self.codes), self.where)
+        if self.key is None:
+            return
+        with self.lock:
+            if self.translated:
+                # the constant table may have grown: a new entry, a new id, all the code
+                self.tid = transcache.store(self.key, module_record(self.d), self.consts,
+                                            self.sources, self.where)
+                self.translated = False
+                self.written = 0
+            if len(self.codes) > self.written:
+                self.written = len(self.codes)
+                transcache.store_code(self.key, self.tid, dict(self.codes), self.where)
+
+
+def _label(module: str, names: dict[int, str], k: int) -> str:
+    """How errors name function ``k`` (``names``: the exported ones' names)."""
+    n = names.get(k)
+    return f"{module}.{n}" if n else f"{module}@{k}"
 
 
 def _from_entry(hit: Any, data: bytes) -> ModuleDef | None:

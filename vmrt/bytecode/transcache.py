@@ -110,7 +110,7 @@ def _name(key: bytes, part: str = "") -> str:
     return key.hex() + part + ".vmtc"
 
 
-def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str], bytes] | None:
+def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str | None], bytes] | None:
     """``(module record, constants, sources, translation id)`` stored under
     ``key`` (see :func:`store`), or None (no entry, cache off, or an entry
     that is not exactly what :func:`store` writes)."""
@@ -125,7 +125,8 @@ def _well_formed(entry: object) -> bool:
     return (isinstance(record, tuple) and len(record) == RECORD_FIELDS
             and isinstance(consts, list) and isinstance(sources, list)
             and isinstance(record[11], tuple) and len(sources) == len(record[11])
-            and all(isinstance(s, str) for s in sources) and isinstance(tid, bytes))
+            and all(s is None or isinstance(s, str) for s in sources)
+            and isinstance(tid, bytes) and len(tid) > 0)
 
 
 #: the length of :func:`vmrt.bytecode.format.module_record`'s tuples (its 12th
@@ -133,15 +134,17 @@ def _well_formed(entry: object) -> bool:
 RECORD_FIELDS = 15
 
 
-def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[str]) -> bytes:
-    """Keep what loading a module derives from its bytes under ``key``: its
-    parsed definition (``record``) and its translation (the constant table and
-    each function's Python source).  Returns the translation's id (fresh
+def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[str | None],
+          where: str | None) -> bytes:
+    """Keep what loading a module derives from its bytes under ``key`` in
+    cache directory ``where``: its parsed definition (``record``) and its
+    translation (the constant table and each function's Python source, None
+    for a function not translated yet).  Returns the translation's id (fresh
     each time: compiled code is kept under it, so code compiled from one
     translation never meets another's constants).  Best effort: never raises
     for I/O or for constants marshal cannot write."""
     tid = os.urandom(16)
-    codecache.store(cache_dir(), _name(key), key, (record, consts, sources, tid))
+    codecache.store(where, _name(key), key, (record, consts, list(sources), tid))
     return tid
 
 

@@ -207,7 +207,7 @@ def _plant_wrong_entry(vmfb) -> tuple[bytes, int]:
     key, n = _key_and_count(vmfb)
     record = module_record(parse_module(vmfb.read_bytes()))
     transcache.store(key, record, [], [f"def f{i}(s, *a):\n    return (999,)\n"
-                                       for i in range(n)])
+                                       for i in range(n)], transcache.cache_dir())
     return key, n
 
 
@@ -331,3 +331,94 @@ def test_the_key_covers_every_translator_source_file():
     for name, size, mtime in transcache.source_files(str(root), "bytecode"):
         st = (root / name).stat()
         assert (size, mtime) == (st.st_size, st.st_mtime_ns)
+
+
+CALLER = """vm.module @m version 0
+vm.type i32
+
+vm.export @f
+vm.func @f(%i0: i32) -> (i32) {
+^bb0:
+  %i1 = vm.const.i32 7
+  %i0 = vm.add.i32 %i0, %i1
+  vm.return %i0
+}
+
+vm.export @g
+vm.func @g(%i0: i32) -> (i32) {
+^bb0:
+  %i0 = vm.call @f(%i0)
+  vm.return %i0
+}
+"""
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_function_is_translated_on_first_call_with_the_translators_errors(
+        tmp_path, cache, monkeypatch, cached):
+    # @g's call names function 99: the decoder (the load-time verifier) accepts the
+    # encoding, the translator refuses the ordinal -- on @g's first call, with the
+    # very error the whole-module translation gives; @f runs meanwhile
+    from tests.vmrt.vmrt_testutil import assemble
+    from vmrt.bytecode.translate.codegen import translate_module
+    good = assemble(CALLER, tmp_path / "m.vmfb").read_bytes()
+    d = parse_module(good)
+    k = next(e.internal_ordinal for e in d.exports if e.local_name == "g")
+    fd = d.functions[k]
+    pos = d.bytecode_span[0] + fd.bytecode_offset
+    body = good[pos:pos + fd.bytecode_length]
+    call = body.index(b"\x58")
+    bad = good[:pos + call + 1] + (99).to_bytes(4, "little") + good[pos + call + 5:]
+    if not cached:
+        monkeypatch.setenv("VMRT_NO_CACHE", "1")
+    with pytest.raises(vmrt.VerifyError) as want:
+        translate_module(parse_module(bad), lambda i: f"m.{'fg'[i]}")
+    assert "function ordinal 99 out of range" in str(want.value)
+    for _ in range(2 if cached else 1):     # the second load: from the cache
+        inst = vmrt.Instance()
+        with vmrt.Context(inst, [vmrt.BytecodeModule(inst, bad)]) as ctx:
+            assert ctx.invoke("m.f", [5]) == [12]
+            with pytest.raises(vmrt.VerifyError) as got:
+                ctx.invoke("m.g", [5])
+            assert str(got.value).startswith(str(want.value))
+            with pytest.raises(vmrt.VerifyError):
+                ctx.invoke("m.g", [5])          # and every time after
+    inst = vmrt.Instance()
+    with vmrt.Context(inst, [vmrt.BytecodeModule(inst, good)]) as ctx:
+        assert ctx.invoke("m.g", [5]) == [12]
+
+
+def test_functions_translated_later_join_the_cached_entry(compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with vmrt.Context(inst, [mod]) as ctx:
+        assert ctx.invoke("module.collatz", [27]) == [_collatz_steps(27)]
+    key, n = _key_and_count(vmfb)
+    names = {e.name: e.ordinal for e in mod.exports}
+    del mod, ctx
+    gc.collect()
+    first = transcache.load(key)
+    assert first is not None
+    assert first[2][names["collatz"]] is not None and first[2][names["sumsq"]] is None
+    # a cached load translates sumsq on its first call; then the entry holds both
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with vmrt.Context(inst, [mod]) as ctx:
+        assert ctx.invoke("module.sumsq", [4]) == [0 + 1 + 4 + 9]
+    del mod, ctx
+    gc.collect()
+    second = transcache.load(key)
+    assert second is not None and second[3] != first[3]
+    assert all(second[2][names[x]] is not None for x in ("collatz", "sumsq"))
+    assert {names["collatz"], names["sumsq"]} <= set(transcache.load_code(key, second[3]))
+    # and the next load compiles (and translates) neither
+    from vmrt.bytecode.translate import namespace
+
+    def refuse(*_a, **_k):
+        raise AssertionError("compiled although cached")
+    monkeypatch.setattr(namespace, "compile", refuse, raising=False)
+    inst = vmrt.Instance()
+    with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)]) as ctx:
+        assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
+        assert ctx.invoke("module.sumsq", [5]) == [0 + 1 + 4 + 9 + 16]

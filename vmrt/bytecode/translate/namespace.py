@@ -110,26 +110,27 @@ def compile_functions(sources: list[str], ns_extra: dict[str, Any],
     return functions_of(function_code(sources, filename), ns_extra, len(sources))
 
 
-def lazy_functions(sources: list[str], ns_extra: dict[str, Any], filename: str,
-                   code_of: Callable[[int], CodeType | None],
+def lazy_functions(count: int, ns_extra: dict[str, Any], filename: str,
+                   source_of: Callable[[int], str], code_of: Callable[[int], CodeType | None],
                    compiled: Callable[[int, CodeType], None]) -> list[Callable[..., Any]]:
-    """Functions ``f0`` .. ``fN-1`` of ``sources``, each compiled on its first
-    call: until then ``fK`` (in the list and in the namespace the functions
-    call each other through) is a stand-in that gets the code -- from
-    ``code_of(K)`` (the cache), else by compiling ``sources[K]``, then given
-    to ``compiled(K, code)`` -- puts the real function in its place and calls
-    it."""
+    """Functions ``f0`` .. ``f{count-1}``, each compiled on its first call:
+    until then ``fK`` (in the list and in the namespace the functions call
+    each other through) is a stand-in that gets the code -- from
+    ``code_of(K)`` (the cache), else by compiling ``source_of(K)`` (which may
+    translate it then), then given to ``compiled(K, code)`` -- puts the real
+    function in its place and calls it."""
     ns = _namespace()
     ns.update(ns_extra)
     fns: list[Callable[..., Any]] = []
-    pending = set(range(len(sources)))
+    pending = set(range(count))
 
     def real(k: int) -> Callable[..., Any]:
         if k in pending:
             code = code_of(k)
             if code is None:
+                source = source_of(k)
                 try:
-                    code = compile(sources[k], filename, "exec")
+                    code = compile(source, filename, "exec")
                 except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
                     raise LoadError(f"failed to translate function {k}: {e}") from None
                 compiled(k, code)
@@ -143,7 +144,7 @@ def lazy_functions(sources: list[str], ns_extra: dict[str, Any], filename: str,
             return real(k)(*args)
         first_call.__name__ = first_call.__qualname__ = f"f{k}"
         return first_call
-    for k in range(len(sources)):
+    for k in range(count):
         fns.append(stand_in(k))
         ns[f"f{k}"] = fns[k]
     return fns
