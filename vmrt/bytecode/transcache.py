@@ -1,10 +1,11 @@
 """The module cache: what loading a ``.vmfb`` derives from its bytes -- its
 parsed and checked definition and the Python its functions were translated
-into -- kept on disk so the next load of the same module neither parses nor
-translates it (like ``__pycache__`` does for ``.py`` files).  Each function's
-compiled code is kept apart, written when the function is first compiled (on
-its first call): a later load reads the code of a function when it is first
-called, and never compiles it again.
+into (each function is translated on its first call: the entry holds the
+functions translated so far) -- kept on disk so the next load of the same
+module neither parses, verifies nor translates it again (like
+``__pycache__`` does for ``.py`` files).  Beside the entry, under the same
+translation's id, the compiled code of the functions compiled so far: a
+later load compiles none of them again.
 
 An entry is keyed by a hash of the module's bytes (the external rodata
 segments after the FlatBuffer only by the file's length: neither the parser
