@@ -10,9 +10,10 @@
 18. Cold start of big programs: in a fresh process (both runtimes imported
     and warmed up on a small program with parameters first), the load of the program (module,
     parameters, context, function lookup) and its first call: vmrt with its
-    translation cache warm ("cached"), vmrt with an empty cache directory
-    ("cold": the module is translated), iree.runtime.  Goals: cached load
-    ≤ 2×, cold load ≤ 10× iree.runtime's load.
+    module cache warm ("cached"), vmrt with an empty cache directory
+    ("cold": the module is parsed and verified, what runs at load
+    translated), iree.runtime.  Goals: cached load ≤ 2×, cold load ≤ 10×
+    iree.runtime's load.
 """
 from __future__ import annotations
 

@@ -69,6 +69,8 @@ class ModuleDef(DataRecord, frozen=True, slots=True):
     bytecode: memoryview | bytes
     #: (offset in the module's data, length) of each rodata segment
     rodata_spans: tuple[tuple[int, int], ...] = ()
+    #: (offset in the module's data, length) of the bytecode
+    bytecode_span: tuple[int, int] = (0, 0)
 
 
 def _payload_start(data: memoryview) -> int:
@@ -124,9 +126,51 @@ def parse_module(data: bytes | bytearray | memoryview,
     bc_start, bc_len = bc if bc is not None else (0, 0)
     bytecode = fb.data[bc_start:bc_start + bc_len] if bc is not None else memoryview(b"")
     _check_descriptors(descs, bc_len)
+    fb_start = fb_end - fb.size
     return ModuleDef(name, version, requirements, tuple(types), tuple(deps), tuple(imports),
                      tuple(exports), tuple(sigs), tuple(sig_attrs), tuple(rodata), gbytes, grefs,
-                     tuple(descs), bv, bytecode, tuple(spans))
+                     tuple(descs), bv, bytecode, tuple(spans),
+                     (fb_start + bc_start, bc_len) if bc is not None else (0, 0))
+
+
+def flatbuffer_end(data: bytes | memoryview) -> int | None:
+    """Where the module's FlatBuffer ends in ``data`` (after it: only the
+    external rodata segments), or None when ``data`` is no module: everything
+    :func:`parse_module` reads lies before that offset, but for the file's
+    length (the external segments' bounds)."""
+    try:
+        return _open_flatbuffer(memoryview(data).cast("B"))[1]
+    except LoadError:
+        return None
+
+
+def module_record(d: ModuleDef) -> tuple[Any, ...]:
+    """``d`` as plain values (what :mod:`marshal` writes), its rodata and
+    bytecode by where they lie in the module's data; :func:`module_from_record`
+    rebuilds it over the same data."""
+    return (d.name, d.version, d.requirements, d.types,
+            tuple((x.name, x.minimum_version, x.flags) for x in d.dependencies),
+            tuple((x.full_name, x.cconv, x.flags) for x in d.imports),
+            tuple((x.local_name, x.internal_ordinal) for x in d.exports),
+            d.signatures, d.signature_attrs, d.global_bytes, d.global_refs,
+            tuple((f.bytecode_offset, f.bytecode_length, f.requirements, f.block_count,
+                   f.i32_register_count, f.ref_register_count) for f in d.functions),
+            d.bytecode_version, d.rodata_spans, d.bytecode_span)
+
+
+def module_from_record(rec: tuple[Any, ...], data: bytes) -> ModuleDef:
+    """The :class:`ModuleDef` :func:`module_record` made ``rec`` of, over
+    ``data`` (the same module's bytes)."""
+    (name, version, requirements, types, deps, imports, exports, sigs, attrs, gbytes, grefs,
+     funcs, bv, spans, (bc_off, bc_len)) = rec
+    view = memoryview(data)
+    return ModuleDef(name, version, requirements, tuple(types),
+                     tuple(DependencyDef(*x) for x in deps), tuple(ImportDef(*x) for x in imports),
+                     tuple(ExportDef(*x) for x in exports), tuple(sigs), tuple(attrs),
+                     tuple(view[o:o + n] for o, n in spans), gbytes, grefs,
+                     tuple(FunctionDescriptor(*x) for x in funcs), bv,
+                     view[bc_off:bc_off + bc_len], tuple(tuple(s) for s in spans),
+                     (bc_off, bc_len))
 
 
 def _open_flatbuffer(data: memoryview) -> tuple[FlatBuffer, int]:

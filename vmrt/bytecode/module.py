@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Sequence
 
 from ..errors import LoadError, StatusCode, VerifyError, VmError
@@ -21,9 +23,9 @@ from ..vm.module import (
 from ..vm.types import LIST_TYPE, OPAQUE_TYPE, VALUE_TYPES
 from ..vm.values import wrap_i32
 from . import transcache
-from .format import ModuleDef, parse_module
+from .format import ModuleDef, flatbuffer_end, module_from_record, module_record, parse_module
 from .translate.calls import Caller, import_caller, unresolved
-from .translate.namespace import function_code, functions_of
+from .translate.namespace import function_code, functions_of, lazy_functions
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -63,7 +65,16 @@ class BytecodeModule(Module):
                  source: str = "<memory>"):
         self.source = source
         self._data = bytes(data)
-        d = parse_module(self._data)
+        end = flatbuffer_end(self._data)
+        #: the module cache's key (None: cache off, or data too damaged to be
+        #: a module, which parse_module then says); a hit skips the parser
+        self._key = transcache.cache_key(self._data, "plain", end) \
+            if end is not None and transcache.cache_dir() is not None else None
+        hit = transcache.load(self._key) if self._key is not None else None
+        d = _from_entry(hit, self._data)
+        if d is None:
+            hit = None
+            d = parse_module(self._data)
         self.definition: ModuleDef = d
         self.name = d.name
         self.version = d.version
@@ -81,7 +92,8 @@ class BytecodeModule(Module):
         self._export_index = {e.name: i for i, e in enumerate(self._exports)}
         self.rodata = [Buffer(seg, readonly=True) for seg in d.rodata]
         self.function_names = {e.internal_ordinal: e.local_name for e in d.exports}
-        self._functions = self._translate()
+        self._lazy: _Translation
+        self._functions = self._translate(hit)
         self._traced: list[Any] | None = None
         self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
 
@@ -108,8 +120,7 @@ class BytecodeModule(Module):
         return t
 
     def function_label(self, k: int) -> str:
-        n = self.function_names.get(k)
-        return f"{self.name}.{n}" if n else f"{self.name}@{k}"
+        return _label(self.name, self.function_names, k)
 
     def translated(self, trace: bool) -> list[Any]:
         """The translated functions; ``trace``: the trace-mode translation
@@ -121,36 +132,46 @@ class BytecodeModule(Module):
             d = self.definition
             names = TraceNames(self.name, self.function_names,
                                [i.full_name for i in d.imports], list(d.types))
-            self._traced = self._translate(names)
+            self._traced = self._traced_functions(names)
         return self._traced
 
-    def _translate(self, trace: TraceNames | None = None) -> list[Any]:
-        """The module's functions: from the translation cache when it holds this
-        module (untraced only), else translated and compiled (and cached)."""
+    def _translate(self, hit: Any) -> list[Any]:
+        """The module's functions, each translated and compiled on its first
+        call (the module cache may hold its source and code).  Unless the
+        module cache's entry ``hit`` holds this module, every function is
+        verified now, as IREE's verifier does at load: a function whose
+        encoding, registers, branch targets or calling convention are wrong
+        is refused at load."""
         d = self.definition
-        ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types}
-        if trace is not None:      # what trace lines call (untraced code never does)
-            from .translate.disasm import list_value, ref_text
-            ns["TREF"], ns["TLIST"] = ref_text, list_value
         n = len(d.functions)
-        key = transcache.cache_key(self._data, "plain", d.rodata_spans) \
-            if trace is None else None
-        hit = transcache.load(key, n) if key is not None else None
         if hit is not None:
-            code, consts, self._sources = hit
-            return functions_of(code, {**ns, "K": consts}, n)
-        # only when not cached (start-up time)
+            _, consts, sources, tid = hit
+            verified: dict[int, Any] = {}
+        else:
+            from .translate.codegen import verify_function  # only when not cached (start-up)
+            verified = {k: verify_function(d, k, self.function_label(k)) for k in range(n)}
+            consts, sources, tid = [], [None] * n, b""
+        lazy = self._lazy = _Translation(d, self.name, self.function_names, consts, sources,
+                                         verified, self._key, tid, fresh=hit is None)
+        if self._key is not None:
+            weakref.finalize(self, lazy.flush)        # (also at exit)
+        return lazy_functions(n, {"RO": self.rodata, "TY": self.types, "K": consts},
+                              f"<vmfb {self.name!r}>", lazy.source, lazy.codes.get,
+                              lazy.compiled)
+
+    def _traced_functions(self, trace: TraceNames) -> list[Any]:
+        """The trace-mode translation (never cached), compiled at once."""
         from .translate.codegen import translate_module
-        sources, consts = translate_module(d, self.function_label, trace)
-        if trace is None:
-            self._sources = sources
+        from .translate.disasm import list_value, ref_text
+        # what trace lines call (untraced code never does)
+        ns: dict[str, Any] = {"RO": self.rodata, "TY": self.types, "TREF": ref_text,
+                              "TLIST": list_value}
+        sources, consts = translate_module(self.definition, self.function_label, trace)
         try:
             code = function_code(sources, f"<vmfb {self.name!r}>")
         except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
             raise LoadError(f"failed to translate module: {e}") from None
-        if key is not None:
-            transcache.store(key, code, consts, sources)
-        return functions_of(code, {**ns, "K": consts}, n)
+        return functions_of(code, {**ns, "K": consts}, len(sources))
 
     # -- Module interface --------------------------------------------------------
     @property
@@ -217,7 +238,86 @@ class BytecodeModule(Module):
 
     def disassemble_source(self, k: int) -> str:
         """The Python source vmrt translated function ``k`` into (for debugging)."""
-        return self._sources[k]
+        return self._lazy.source(k)
+
+
+class _Translation:
+    """A module's functions translated and compiled on first call, and kept
+    in the module cache: its entry (the parsed module, the constant table,
+    each function's source or None when not yet translated, under a fresh
+    translation id each time it is written) and beside it the compiled code
+    of the functions compiled so far (under that id).  Written when the
+    number of functions compiled doubles (1, 2, 4 ...: every byte written at
+    most about twice), and the rest when the module is collected or at exit."""
+
+    def __init__(self, d: ModuleDef, name: str, names: dict[int, str], consts: list[Any],
+                 sources: list[str | None], verified: dict[int, Any], key: bytes | None,
+                 tid: bytes, fresh: bool):
+        self.d, self.name, self.names = d, name, names
+        self.consts, self.sources, self.verified = consts, sources, verified
+        self.info: Any = None
+        self.lock = threading.Lock()
+        self.key, self.tid = key, tid
+        #: where the entry is written (at exit too, whatever the environment is then)
+        self.where = transcache.cache_dir() if key is not None else None
+        self.codes = transcache.load_code(key, tid) if key is not None and tid else {}
+        self.written = len(self.codes)
+        #: functions translated since the entry was written
+        self.translated = fresh
+
+    def source(self, k: int) -> str:
+        """Function ``k``'s Python source (translated now if it is not yet)."""
+        src = self.sources[k]
+        if src is not None:
+            return src
+        from .translate.codegen import translate_function, verify_function
+        from .translate.info import ModuleInfo
+        with self.lock:
+            src = self.sources[k]
+            if src is None:
+                if self.info is None:
+                    self.info = ModuleInfo(self.d, self.consts)
+                where = _label(self.name, self.names, k)
+                ver = self.verified.pop(k, None) or verify_function(self.d, k, where)
+                src = self.sources[k] = translate_function(self.info, k, where, ver)
+                self.translated = True
+        return src
+
+    def compiled(self, k: int, code: Any) -> None:
+        self.codes[k] = code
+        if len(self.codes) >= 2 * self.written:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.key is None:
+            return
+        with self.lock:
+            if self.translated:
+                # the constant table may have grown: a new entry, a new id, all the code
+                self.tid = transcache.store(self.key, module_record(self.d), self.consts,
+                                            self.sources, self.where)
+                self.translated = False
+                self.written = 0
+            if len(self.codes) > self.written:
+                self.written = len(self.codes)
+                transcache.store_code(self.key, self.tid, dict(self.codes), self.where)
+
+
+def _label(module: str, names: dict[int, str], k: int) -> str:
+    """How errors name function ``k`` (``names``: the exported ones' names)."""
+    n = names.get(k)
+    return f"{module}.{n}" if n else f"{module}@{k}"
+
+
+def _from_entry(hit: Any, data: bytes) -> ModuleDef | None:
+    """The definition the module cache's entry ``hit`` holds, or None (no
+    entry, or one that does not fit: the module is parsed again)."""
+    if hit is None:
+        return None
+    try:
+        return module_from_record(hit[0], data)
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _traced_native(call: Caller, name: str, write: Any) -> Caller:

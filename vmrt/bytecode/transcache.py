@@ -1,18 +1,27 @@
-"""The translation cache: the compiled Python a bytecode module was translated
-into, kept on disk so the next load of the same ``.vmfb`` skips the translator
-(like ``__pycache__`` does for ``.py`` files).
+"""The module cache: what loading a ``.vmfb`` derives from its bytes -- its
+parsed and checked definition and the Python its functions were translated
+into (each function is translated on its first call: the entry holds the
+functions translated so far) -- kept on disk so the next load of the same
+module neither parses, verifies nor translates it again (like
+``__pycache__`` does for ``.py`` files).  Beside the entry, under the same
+translation's id, the compiled code of the functions compiled so far: a
+later load compiles none of them again.
 
-An entry is keyed by a hash of the module's bytes (its rodata segments only by
-where they lie: the translation never reads their contents), of the Python that
-reads it (``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
-translator: the path, size and modification time of every source file of
+An entry is keyed by a hash of the module's bytes (the external rodata
+segments after the FlatBuffer only by the file's length: neither the parser
+nor the translation reads their contents), of the Python that reads it
+(``sys.implementation.cache_tag``, the marshal format) and of vmrt's own
+loader: the path, size and modification time of every source file of
 :mod:`vmrt.bytecode` (the translator, :mod:`vmrt.bytecode.translate`, among
 them: subpackages count) and :mod:`vmrt.vm`.  Changing the module or vmrt picks
-another key; stale entries are simply never read again.
+another key; stale entries are simply never read again.  An entry exists only
+for a module that loaded without error: a malformed module is parsed (and
+refused) every time.
 
 Where: ``$VMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/vmrt``, else
 ``~/.cache/vmrt``; ``VMRT_NO_CACHE=1`` turns the cache off (nothing read or
-written).  A cache file is only a cache: it is read only from a directory and
+written); the directory is kept under ``$VMRT_CACHE_MAX_BYTES`` (least
+recently used entries deleted).  A cache file is only a cache: it is read only from a directory and
 file owned by the current user and writable by nobody else; it carries its
 key and a checksum of its contents; anything unexpected (truncated, corrupt,
 renamed, other Python, wrong shape, a symbolic link, a FIFO or device, a file
@@ -34,11 +43,11 @@ except ImportError:  # pragma: no cover - a Python without it
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from types import CodeType
     from typing import Any
 
-__all__ = ["cache_dir", "cache_key", "load", "source_files", "store"]
+__all__ = ["cache_dir", "cache_key", "load", "load_code", "source_files", "store",
+           "store_code"]
 
 _DIGEST = 32
 #: the packages whose sources decide what a module is translated into
@@ -79,25 +88,17 @@ def source_files(root: str, pkg: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] = ()) -> bytes:
-    """The key of the translation of module ``data`` (``variant``: which
-    translation, e.g. plain or traced).  ``data_spans`` (offset, length) are
-    the module's rodata segments: their contents are data the translated code
-    reads at run time, never part of a translation, so only where they lie
-    counts (an MNIST module's weights are ~95 % of its bytes)."""
+def cache_key(data: bytes, variant: str, end: int | None = None) -> bytes:
+    """The key of module ``data`` (``variant``: which translation, e.g. plain
+    or traced).  ``end``: where the module's FlatBuffer ends (see
+    :func:`vmrt.bytecode.format.flatbuffer_end`): the bytes after it are the
+    external rodata segments, data the translated code reads at run time and
+    the parser only bounds-checks, so only the file's length counts of them
+    (a program's dispatch libraries and weights are most of its bytes)."""
     h = blake2b(digest_size=_DIGEST)
     h.update(_vmrt_fingerprint())
-    h.update(variant.encode() + b"\0")
-    view = memoryview(data)
-    pos = 0
-    for off, n in sorted(data_spans):
-        start, end = max(off, pos), min(off + n, len(view))
-        if start >= end:
-            continue
-        h.update(view[pos:start])
-        h.update(f"\0rodata {start}:{end}\0".encode())
-        pos = end
-    h.update(view[pos:])
+    h.update(f"{variant}\0{len(data)}\0".encode())
+    h.update(memoryview(data)[:len(data) if end is None else end])
     return h.digest()
 
 
@@ -106,28 +107,66 @@ def cache_key(data: bytes, variant: str, data_spans: Sequence[tuple[int, int]] =
 MAX_ENTRY = 256 << 20
 
 
-def _name(key: bytes) -> str:
-    return key.hex() + ".vmtc"
+def _name(key: bytes, part: str = "") -> str:
+    return key.hex() + part + ".vmtc"
 
 
-def load(key: bytes, count: int) -> tuple[CodeType, list[Any], list[str]] | None:
-    """``(code, constants, sources)`` stored under ``key`` for a module of
-    ``count`` functions, or None (no entry, cache off, or an entry that is not
-    exactly what :func:`store` writes)."""
+def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str | None], bytes] | None:
+    """``(module record, constants, sources, translation id)`` stored under
+    ``key`` (see :func:`store`), or None (no entry, cache off, or an entry
+    that is not exactly what :func:`store` writes)."""
     entry = codecache.load(cache_dir(), _name(key), key, MAX_ENTRY)
-    return entry if _well_formed(entry, count) else None
+    return entry if _well_formed(entry) else None
 
 
-def _well_formed(entry: object, count: int) -> bool:
-    if not (isinstance(entry, tuple) and len(entry) == 3):
+def _well_formed(entry: object) -> bool:
+    if not (isinstance(entry, tuple) and len(entry) == 4):
         return False
-    code, consts, sources = entry
-    return (type(code) is type(_well_formed.__code__) and isinstance(consts, list)
-            and isinstance(sources, list) and len(sources) == count
-            and all(isinstance(s, str) for s in sources))
+    record, consts, sources, tid = entry
+    return (isinstance(record, tuple) and len(record) == RECORD_FIELDS
+            and isinstance(consts, list) and isinstance(sources, list)
+            and isinstance(record[11], tuple) and len(sources) == len(record[11])
+            and all(s is None or isinstance(s, str) for s in sources)
+            and isinstance(tid, bytes) and len(tid) > 0)
 
 
-def store(key: bytes, code: CodeType, consts: list[Any], sources: list[str]) -> None:
-    """Keep a translation under ``key`` (best effort: never raises for I/O or
-    for constants marshal cannot write)."""
-    codecache.store(cache_dir(), _name(key), key, (code, consts, sources))
+#: the length of :func:`vmrt.bytecode.format.module_record`'s tuples (its 12th
+#: item is the function table)
+RECORD_FIELDS = 15
+
+
+def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[str | None],
+          where: str | None) -> bytes:
+    """Keep what loading a module derives from its bytes under ``key`` in
+    cache directory ``where``: its parsed definition (``record``) and its
+    translation (the constant table and each function's Python source, None
+    for a function not translated yet).  Returns the translation's id (fresh
+    each time: compiled code is kept under it, so code compiled from one
+    translation never meets another's constants).  Best effort: never raises
+    for I/O or for constants marshal cannot write."""
+    tid = os.urandom(16)
+    codecache.store(where, _name(key), key, (record, consts, list(sources), tid))
+    return tid
+
+
+def _code_key(key: bytes, tid: bytes) -> bytes:
+    return key + b"\0code\0" + tid
+
+
+def load_code(key: bytes, tid: bytes) -> dict[int, CodeType]:
+    """The compiled code of the functions of translation ``tid`` of the module
+    stored under ``key`` (:func:`store_code`): function ordinal -> code
+    (empty: none kept)."""
+    codes = codecache.load(cache_dir(), _name(key, "-code"), _code_key(key, tid), MAX_ENTRY)
+    if not isinstance(codes, dict):
+        return {}
+    code_type = type(_well_formed.__code__)
+    return {k: c for k, c in codes.items() if type(k) is int and type(c) is code_type}
+
+
+def store_code(key: bytes, tid: bytes, codes: dict[int, CodeType], where: str | None) -> None:
+    """Keep the compiled code of the functions of translation ``tid``
+    compiled so far in cache directory ``where`` (functions are compiled on
+    first call: a program's later loads read the code of the functions it
+    called and compile none of them again)."""
+    codecache.store(where, _name(key, "-code"), _code_key(key, tid), codes)

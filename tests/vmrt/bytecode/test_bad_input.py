@@ -341,7 +341,7 @@ def test_vm_fail_with_ok_status_is_an_internal_error(tmp_path):
 
 def test_variadic_call_to_internal_function_is_refused():
     # IREE fails at run time (FAILED_PRECONDITION, with the inverted message
-    # "only supported for internal callees"); vmrt's verifier refuses at load
+    # "only supported for internal callees"); vmrt's translator refuses it on the first call
     from vmrt.bytecode.decoder import decode_function
     from vmrt.bytecode.translate.codegen import FunctionTranslator
 

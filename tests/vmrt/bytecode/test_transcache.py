@@ -4,6 +4,8 @@ corrupt, renamed, or writable by others are ignored (the module is translated
 again, with the same results); ``VMRT_NO_CACHE`` turns it off."""
 from __future__ import annotations
 
+import builtins
+import gc
 import os
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import vmrt
 from tests.vmrt.iree_tools import REPO
 from tests.vmrt.vmrt_testutil import needs_iree
 from vmrt.bytecode import transcache
+from vmrt.bytecode.format import flatbuffer_end, module_record, parse_module
 
 pytestmark = needs_iree
 
@@ -41,12 +44,30 @@ def cache(tmp_path, monkeypatch):
 
 
 def _entries(where) -> list:
-    return sorted(where.glob("*.vmtc")) if where.exists() else []
+    """The modules' entries (not the compiled code kept beside them)."""
+    return sorted(p for p in where.glob("*.vmtc") if not p.name.endswith("-code.vmtc")) \
+        if where.exists() else []
 
 
 def _key_and_count(vmfb) -> tuple[bytes, int]:
     mod = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb)
-    return transcache.cache_key(vmfb.read_bytes(), "plain"), len(mod.definition.functions)
+    data = vmfb.read_bytes()
+    return (transcache.cache_key(data, "plain", flatbuffer_end(data)),
+            len(mod.definition.functions))
+
+
+def _codes(key: bytes) -> dict:
+    """The compiled code kept for the module's cached translation."""
+    entry = transcache.load(key)
+    return transcache.load_code(key, entry[3]) if entry is not None else {}
+
+
+_CHILD = ("import sys, vmrt\n"
+          "inst = vmrt.Instance()\n"
+          "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
+          "with vmrt.Context(inst, [m]) as c:\n"
+          "    print(int(c.invoke('module.collatz', [97])[0]))\n"
+          "print('vmrt.bytecode.translate.codegen' in sys.modules)\n")
 
 
 def test_second_load_uses_the_cache_and_skips_the_translator(compile_mlir, cache):
@@ -54,17 +75,89 @@ def test_second_load_uses_the_cache_and_skips_the_translator(compile_mlir, cache
     assert _run(vmfb, 27) == _collatz_steps(27)
     [entry] = _entries(cache)
     assert entry.stat().st_mode & 0o077 == 0 and cache.stat().st_mode & 0o077 == 0
-    prog = ("import sys, vmrt\n"
-            "inst = vmrt.Instance()\n"
-            "m = vmrt.BytecodeModule.load(inst, sys.argv[1])\n"
-            "with vmrt.Context(inst, [m]) as c:\n"
-            "    print(int(c.invoke('module.collatz', [97])[0]))\n"
-            "print('vmrt.bytecode.translate.codegen' in sys.modules)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", prog, str(vmfb)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(vmfb)], capture_output=True,
                          text=True, env=env, timeout=120, check=True).stdout.split()
     assert out == [str(_collatz_steps(97)), "False"]
     assert _entries(cache) == [entry]
+
+
+def test_a_cached_load_neither_parses_nor_compiles_what_it_compiled_before(
+        compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)      # parsed, translated, collatz compiled
+    from vmrt.bytecode import module as bytecode_module
+    from vmrt.bytecode.translate import namespace
+
+    def refuse(*_a, **_k):
+        raise AssertionError("parsed or compiled although cached")
+    monkeypatch.setattr(bytecode_module, "parse_module", refuse)
+    monkeypatch.setattr(namespace, "compile", refuse, raising=False)
+    assert _run(vmfb, 31) == _collatz_steps(31)
+    monkeypatch.undo()
+    # the definition read from the cache is the one the parser makes
+    cached = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb).definition
+    parsed = parse_module(vmfb.read_bytes())
+    for name in ("name", "version", "requirements", "types", "dependencies", "imports",
+                 "exports", "signatures", "signature_attrs", "global_bytes", "global_refs",
+                 "functions", "bytecode_version", "rodata_spans", "bytecode_span"):
+        assert getattr(cached, name) == getattr(parsed, name), name
+    assert bytes(cached.bytecode) == bytes(parsed.bytecode)
+    assert [bytes(x) for x in cached.rodata] == [bytes(x) for x in parsed.rodata]
+
+
+def test_functions_are_compiled_on_first_call(compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    from vmrt.bytecode.translate import namespace
+    compiled: list[str] = []
+
+    def counting(src, *args):
+        compiled.append(src.split("(")[0])
+        return builtins.compile(src, *args)
+    monkeypatch.setattr(namespace, "compile", counting, raising=False)
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    assert compiled == []                       # translated (verified), nothing compiled
+    with vmrt.Context(inst, [mod]) as ctx:
+        k = next(e.ordinal for e in mod.exports if e.name == "collatz")
+        assert ctx.invoke("module.collatz", [27]) == [_collatz_steps(27)]
+        assert f"def f{k}" in compiled
+        n = len(compiled)
+        assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
+        assert len(compiled) == n               # once
+    assert n < len(mod.definition.functions)
+    # the code compiled is kept in the cache (at the latest when the module goes),
+    # and the next load of the module compiles none of it again
+    key, _ = _key_and_count(vmfb)
+    del mod, ctx
+    gc.collect()
+    assert k in _codes(key)
+    compiled.clear()
+    assert _run(vmfb, 9) == _collatz_steps(9)
+    assert compiled == []
+
+
+def test_code_compiled_from_another_translation_is_not_used(compile_mlir, cache, monkeypatch):
+    # the module's entry is gone (pruned, damaged) but the code compiled from its
+    # translation is still there: a new translation never runs that code (its
+    # constant table could be laid out otherwise), it compiles its own
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    key, _ = _key_and_count(vmfb)
+    old = transcache.load(key)
+    assert old is not None and transcache.load_code(key, old[3])
+    _entries(cache)[0].unlink()
+    from vmrt.bytecode.translate import namespace
+    compiled: list[str] = []
+
+    def counting(src, *args):
+        compiled.append(src)
+        return builtins.compile(src, *args)
+    monkeypatch.setattr(namespace, "compile", counting, raising=False)
+    assert _run(vmfb, 31) == _collatz_steps(31)
+    assert compiled
+    new = transcache.load(key)
+    assert new is not None and new[3] != old[3] and transcache.load_code(key, old[3]) == {}
 
 
 def _corrupt(path, how: str, other: bytes) -> None:
@@ -81,31 +174,40 @@ def _corrupt(path, how: str, other: bytes) -> None:
         path.write_bytes(other)
 
 
+@pytest.mark.parametrize("part", ["module", "code"])
 @pytest.mark.parametrize("how", ["truncated", "flipped", "garbage", "empty", "renamed"])
-def test_a_corrupt_entry_is_ignored_and_replaced(compile_mlir, cache, how):
+def test_a_corrupt_entry_is_ignored_and_replaced(compile_mlir, cache, how, part):
     vmfb = compile_mlir("control.mlir")
     other = compile_mlir("func.func @f(%x: i32) -> i32 {\n  return %x : i32\n}\n",
                          name="ident")
     inst = vmrt.Instance()
-    vmrt.BytecodeModule.load(inst, other)
-    [other_entry] = _entries(cache)
+    with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, other)]) as ctx:
+        assert ctx.invoke("module.f", [5]) == [5]
+    [other_entry] = _entries(cache) if part == "module" else sorted(cache.glob("*-code.vmtc"))
     other_blob = other_entry.read_bytes()
-    other_entry.unlink()
+    for p in cache.glob("*.vmtc"):
+        p.unlink()
     assert _run(vmfb, 27) == _collatz_steps(27)
-    [entry] = _entries(cache)
-    key, n = _key_and_count(vmfb)
+    [entry] = _entries(cache) if part == "module" else sorted(cache.glob("*-code.vmtc"))
+    key, _ = _key_and_count(vmfb)
     _corrupt(entry, how, other_blob)
-    assert transcache.load(key, n) is None
+    if part == "module":
+        assert transcache.load(key) is None
+    else:
+        assert _codes(key) == {}
     assert _run(vmfb, 31) == _collatz_steps(31)
-    assert transcache.load(key, n) is not None        # translated again and rewritten
+    if part == "module":
+        assert transcache.load(key) is not None        # translated again and rewritten
+    else:
+        assert _codes(key) != {}                       # compiled again and rewritten
 
 
 def _plant_wrong_entry(vmfb) -> tuple[bytes, int]:
     """A well-formed entry under the module's key whose functions all return 999."""
     key, n = _key_and_count(vmfb)
-    code = compile("\n".join(f"def f{i}(s, *a):\n    return (999,)" for i in range(n)),
-                   "<planted>", "exec")
-    transcache.store(key, code, [], [""] * n)
+    record = module_record(parse_module(vmfb.read_bytes()))
+    transcache.store(key, record, [], [f"def f{i}(s, *a):\n    return (999,)\n"
+                                       for i in range(n)], transcache.cache_dir())
     return key, n
 
 
@@ -119,6 +221,13 @@ def test_an_entry_others_can_write_is_not_read(compile_mlir, cache, what):
     assert _run(vmfb, 27) == _collatz_steps(27)
 
 
+def test_a_planted_entry_is_what_runs(compile_mlir, cache):
+    # (the entry really is what a cached load runs: the checks above are what keep it out)
+    vmfb = compile_mlir("control.mlir")
+    _plant_wrong_entry(vmfb)
+    assert _run(vmfb, 27) == 999
+
+
 def test_no_cache_reads_and_writes_nothing(compile_mlir, cache, monkeypatch):
     vmfb = compile_mlir("control.mlir")
     _plant_wrong_entry(vmfb)
@@ -127,7 +236,41 @@ def test_no_cache_reads_and_writes_nothing(compile_mlir, cache, monkeypatch):
     assert _run(vmfb, 27) == _collatz_steps(27)
     entry.unlink()
     assert _run(vmfb, 27) == _collatz_steps(27)
-    assert _entries(cache) == []
+    assert list(cache.glob("*.vmtc")) == []
+
+
+def test_a_damaged_module_is_refused_at_load_though_its_twin_is_cached(compile_mlir, cache):
+    # a cache entry exists only for a module that loaded: the damaged copy has
+    # another key, is parsed and translated, and fails at load as uncached
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    data = vmfb.read_bytes()
+    mod = parse_module(data)
+    k = next(e.internal_ordinal for e in mod.exports if e.local_name == "sumsq")
+    pos = mod.bytecode_span[0] + mod.functions[k].bytecode_offset
+    bad = data[:pos + 1] + b"\xff" + data[pos + 2:]
+    for _ in range(2):
+        with pytest.raises(vmrt.VerifyError) as ei:
+            vmrt.BytecodeModule(vmrt.Instance(), bad)
+        assert str(ei.value) == "INVALID_ARGUMENT; unknown opcode 0xff; at module.sumsq+00000001"
+    end = flatbuffer_end(data)
+    assert end is not None
+    for cut in (end // 3, end - 1):            # truncated inside the FlatBuffer
+        with pytest.raises(vmrt.VmError):
+            vmrt.BytecodeModule(vmrt.Instance(), data[:cut])
+
+
+def test_the_cache_stays_under_its_bound(compile_mlir, cache, monkeypatch):
+    monkeypatch.setenv("VMRT_CACHE_MAX_BYTES", str(64 << 10))
+    for i in range(12):
+        vmfb = compile_mlir(f"func.func @f(%x: i32) -> i32 {{\n  %c = arith.constant {i} : i32\n"
+                            f"  %y = arith.addi %x, %c : i32\n  return %y : i32\n}}\n",
+                            name=f"add{i}")
+        for _ in range(2):          # translated, then cached (or pruned and translated again)
+            inst = vmrt.Instance()
+            with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)]) as ctx:
+                assert ctx.invoke("module.f", [5]) == [5 + i]
+    assert sum(p.stat().st_size for p in cache.iterdir()) <= 64 << 10
 
 
 def test_keys_differ_by_module_and_variant():
@@ -137,9 +280,27 @@ def test_keys_differ_by_module_and_variant():
     assert transcache.cache_key(a, "plain") != transcache.cache_key(a, "trace")
 
 
-def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
-    # two modules that differ only in a rodata segment's bytes share one translation
-    # (the translated code reads the segment at run time), and each reads its own data
+def test_external_rodata_contents_do_not_key_the_module(hal_compile, cache):
+    # the dispatch library lies after the FlatBuffer (external rodata): only the
+    # file's length keys it; every byte before the FlatBuffer's end counts
+    vmfb = hal_compile("elementwise.mlir")
+    data = vmfb.read_bytes()
+    end = flatbuffer_end(data)
+    spans = parse_module(data).rodata_spans
+    assert end is not None and any(off >= end for off, _ in spans)
+    off, n = max(spans)
+    assert off >= end
+    other = data[:off] + bytes(n) + data[off + n:]
+    key = transcache.cache_key(data, "plain", end)
+    assert transcache.cache_key(other, "plain", end) == key
+    assert transcache.cache_key(data + b"\0", "plain", end) != key
+    flipped = bytearray(data)
+    flipped[end - 1] ^= 1
+    assert transcache.cache_key(bytes(flipped), "plain", end) != key
+
+
+def test_embedded_rodata_is_read_from_each_module(compile_mlir, cache):
+    # two modules that differ only in an embedded rodata segment's bytes each read their own
     vmfb = compile_mlir("vmops2.mlir", "--compile-mode=vm")
     data = vmfb.read_bytes()
     mod = vmrt.BytecodeModule.load(vmrt.Instance(), vmfb)
@@ -148,22 +309,12 @@ def test_rodata_contents_do_not_key_the_translation(compile_mlir, cache):
     assert data[off:off + n] == b"0123456789"
     other = vmfb.with_name("other.vmfb")
     other.write_bytes(data[:off] + b"abcdefghij" + data[off + n:])
-    n_funcs = len(mod.definition.functions)
-    spans = mod.definition.rodata_spans
-    assert transcache.cache_key(data, "plain", spans) == \
-        transcache.cache_key(other.read_bytes(), "plain", spans)
-    assert transcache.cache_key(data, "plain", spans) != transcache.cache_key(data, "plain")
-    # ... and bytes outside the rodata still make another key
-    flipped = bytearray(data)
-    flipped[off - 1] ^= 1
-    assert transcache.cache_key(bytes(flipped), "plain", spans) != \
-        transcache.cache_key(data, "plain", spans)
-    assert transcache.load(transcache.cache_key(data, "plain", spans), n_funcs) is not None
-    for path, text in ((vmfb, b"0123456789"), (other, b"abcdefghij")):
-        inst = vmrt.Instance()
-        with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
-            assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0]) for i in range(10)] == list(text)
-    assert len(_entries(cache)) == 1
+    for _ in range(2):
+        for path, text in ((vmfb, b"0123456789"), (other, b"abcdefghij")):
+            inst = vmrt.Instance()
+            with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, path)]) as ctx:
+                assert [int(ctx.invoke(f"{mod.name}.globref", [i])[0])
+                        for i in range(10)] == list(text)
 
 
 def test_the_key_covers_every_translator_source_file():
@@ -180,3 +331,95 @@ def test_the_key_covers_every_translator_source_file():
     for name, size, mtime in transcache.source_files(str(root), "bytecode"):
         st = (root / name).stat()
         assert (size, mtime) == (st.st_size, st.st_mtime_ns)
+
+
+CALLER = """vm.module @lazy version 0
+vm.type i32
+
+vm.export @g
+vm.func @g(%i0: i32) -> (i32) {
+^bb0:
+  %i0 = vm.call @triple(%i0)
+  vm.return %i0
+}
+
+vm.export @triple
+vm.func @triple(%i0: i32) -> (i32) {
+^bb0:
+  %i1 = vm.const.i32 3
+  %i0 = vm.mul.i32 %i0, %i1
+  vm.return %i0
+}
+"""
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_function_is_translated_on_first_call_with_the_translators_errors(
+        tmp_path, cache, monkeypatch, cached):
+    # g's call names function 99: the decoder (the load-time verifier) accepts the
+    # encoding, the translator refuses the ordinal -- on @g's first call, with the
+    # very error the whole-module translation gives; @f runs meanwhile
+    from tests.vmrt.vmrt_testutil import assemble
+    from vmrt.bytecode.translate.codegen import translate_module
+    good = assemble(CALLER, tmp_path / "m.vmfb").read_bytes()
+    d = parse_module(good)
+    k = next(e.internal_ordinal for e in d.exports if e.local_name == "g")
+    fd = d.functions[k]
+    pos = d.bytecode_span[0] + fd.bytecode_offset
+    body = good[pos:pos + fd.bytecode_length]
+    call = body.index(b"\x58")
+    bad = good[:pos + call + 1] + (99).to_bytes(4, "little") + good[pos + call + 5:]
+    if not cached:
+        monkeypatch.setenv("VMRT_NO_CACHE", "1")
+    with pytest.raises(vmrt.VerifyError) as want:
+        names = {e.internal_ordinal: e.local_name for e in d.exports}
+        translate_module(parse_module(bad), lambda i: f"lazy.{names[i]}")
+    assert "function ordinal 99 out of range" in str(want.value)
+    for _ in range(2 if cached else 1):     # the second load: from the cache
+        inst = vmrt.Instance()
+        with vmrt.Context(inst, [vmrt.BytecodeModule(inst, bad)]) as ctx:
+            assert ctx.invoke("lazy.triple", [5]) == [15]
+            with pytest.raises(vmrt.VerifyError) as got:
+                ctx.invoke("lazy.g", [5])
+            assert str(got.value).startswith(str(want.value))
+            with pytest.raises(vmrt.VerifyError):
+                ctx.invoke("lazy.g", [5])       # and every time after
+    inst = vmrt.Instance()
+    with vmrt.Context(inst, [vmrt.BytecodeModule(inst, good)]) as ctx:
+        assert ctx.invoke("lazy.g", [5]) == [15]
+
+
+def test_functions_translated_later_join_the_cached_entry(compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with vmrt.Context(inst, [mod]) as ctx:
+        assert ctx.invoke("module.collatz", [27]) == [_collatz_steps(27)]
+    key, n = _key_and_count(vmfb)
+    names = {e.name: e.ordinal for e in mod.exports}
+    del mod, ctx
+    gc.collect()
+    first = transcache.load(key)
+    assert first is not None
+    assert first[2][names["collatz"]] is not None and first[2][names["sumsq"]] is None
+    # a cached load translates sumsq on its first call; then the entry holds both
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    with vmrt.Context(inst, [mod]) as ctx:
+        assert ctx.invoke("module.sumsq", [4]) == [0 + 1 + 4 + 9]
+    del mod, ctx
+    gc.collect()
+    second = transcache.load(key)
+    assert second is not None and second[3] != first[3]
+    assert all(second[2][names[x]] is not None for x in ("collatz", "sumsq"))
+    assert {names["collatz"], names["sumsq"]} <= set(transcache.load_code(key, second[3]))
+    # and the next load compiles (and translates) neither
+    from vmrt.bytecode.translate import namespace
+
+    def refuse(*_a, **_k):
+        raise AssertionError("compiled although cached")
+    monkeypatch.setattr(namespace, "compile", refuse, raising=False)
+    inst = vmrt.Instance()
+    with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)]) as ctx:
+        assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
+        assert ctx.invoke("module.sumsq", [5]) == [0 + 1 + 4 + 9 + 16]

@@ -195,3 +195,24 @@ def test_an_export_pointing_into_data_does_not_fail_the_load(builds):
         assert victim in [x.name for x in exe.exports]
         named = {s.name: s.address - exe.module.base for s in exe.module.added_symbols}
         assert named == {n: lo for n, (lo, _s) in funcs.items() if n != victim}
+
+
+def test_a_programs_libraries_are_named_before_their_first_dispatch(builds):
+    """A HAL device's loads (ExecutableLoader: what hal.executable.create
+    runs) name the exports just before the first dispatch, not at load (the
+    module is registered with gdb once at load); a direct load names them at
+    once."""
+    import vmrt
+    from vmrt.hal.local.loader import ExecutableLoader
+
+    lib = builds["debug"].library
+    want = {n: lo for n, (lo, _s) in dwarf_functions(lib).items()}
+    with ExecutableLoader() as loader:
+        exe = loader.load(lib.read_bytes())
+        assert list(exe.module.added_symbols) == []
+        exe.entry(exe.exports[0])
+        assert {s.name: s.address - exe.module.base for s in exe.module.added_symbols} == want
+        exe.entry(exe.exports[1])               # once
+        assert len(exe.module.added_symbols) == len(want)
+    with vmrt.Executable.load(lib.read_bytes()) as exe:
+        assert {s.name: s.address - exe.module.base for s in exe.module.added_symbols} == want

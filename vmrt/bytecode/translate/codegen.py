@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..format import ModuleDef
 
-__all__ = ["FunctionTranslator", "translate_module"]
+__all__ = ["FunctionTranslator", "translate_function", "translate_module", "verify_function"]
 
 
 class FunctionTranslator(ControlFlow):
@@ -227,26 +227,43 @@ class FunctionTranslator(ControlFlow):
         return out
 
 
+def verify_function(d: ModuleDef, k: int, where: str) -> tuple[list[Block], str, str]:
+    """Function ``k`` of module ``d`` checked as IREE's verifier checks it at
+    load (its features, every instruction's encoding, registers and branch
+    targets, its calling convention): its decoded blocks and its argument
+    and result codes (``where``: how errors name it)."""
+    fd = d.functions[k]
+    if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
+        raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
+                        f"at {where}")
+    body = bytes(d.bytecode[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
+    blocks = decode_function(body, where, fd.i32_register_count, fd.ref_register_count)
+    try:
+        a_codes, r_codes = cconv_fragments(d.signatures[k])
+    except VmError as e:
+        raise LoadError(f"{e.message}; at {where}") from None
+    return blocks, a_codes, r_codes
+
+
+def translate_function(info: ModuleInfo, k: int, where: str,
+                       verified: tuple[list[Block], str, str],
+                       trace: TraceNames | None = None) -> str:
+    """The Python source of function ``k`` (``verified``: what
+    :func:`verify_function` gave for it); its constants go to ``info``'s
+    table."""
+    fd = info.function(k)
+    blocks, a_codes, r_codes = verified
+    tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
+                            fd.ref_register_count, trace)
+    return tr.translate(a_codes, r_codes)
+
+
 def translate_module(d: ModuleDef, label: Callable[[int], str],
                      trace: TraceNames | None = None) -> tuple[list[str], list[Any]]:
     """The Python source of each function of module ``d`` (``label(k)``: how
     errors name function ``k``; ``trace``: the trace-mode translation), and
     the constant table that source reads (``K``)."""
     info = ModuleInfo(d)
-    code = d.bytecode
-    sources = []
-    for k, fd in enumerate(d.functions):
-        where = label(k)
-        if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
-            raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
-                            f"at {where}")
-        body = bytes(code[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
-        blocks = decode_function(body, where, fd.i32_register_count, fd.ref_register_count)
-        try:
-            a_codes, r_codes = cconv_fragments(d.signatures[k])
-        except VmError as e:
-            raise LoadError(f"{e.message}; at {where}") from None
-        tr = FunctionTranslator(info, k, blocks, where, fd.i32_register_count,
-                                fd.ref_register_count, trace)
-        sources.append(tr.translate(a_codes, r_codes))
+    sources = [translate_function(info, k, label(k), verify_function(d, k, label(k)), trace)
+               for k in range(len(d.functions))]
     return sources, info.consts

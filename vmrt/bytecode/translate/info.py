@@ -15,7 +15,7 @@ __all__ = ["ModuleInfo"]
 class ModuleInfo:
     """The module facts the translator reads, and the constants it collects."""
 
-    def __init__(self, d: ModuleDef):
+    def __init__(self, d: ModuleDef, consts: list[Any] | None = None):
         self.n_rodata = len(d.rodata)
         self.n_types = len(d.types)
         self.n_imports = len(d.imports)
@@ -24,8 +24,14 @@ class ModuleInfo:
         self.global_refs = d.global_refs
         self._d = d
         #: the constant table (strings, floats) the generated code reads as ``K[i]``
-        self.consts: list[Any] = []
-        self._const_idx: dict[tuple[type, str], int] = {}
+        #: (``consts``: a table made before, which this one extends in place)
+        self.consts: list[Any] = [] if consts is None else consts
+        self._const_idx: dict[tuple[type, str], int] = {
+            (type(v), repr(v)): i for i, v in enumerate(self.consts)}
+
+    def function(self, k: int) -> Any:
+        """Function ``k``'s descriptor."""
+        return self._d.functions[k]
 
     def signature(self, k: int) -> str:
         return self._d.signatures[k]

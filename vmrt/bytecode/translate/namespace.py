@@ -10,7 +10,7 @@ import operator
 import struct
 from collections.abc import Callable
 
-from ...errors import StatusCode, VmError
+from ...errors import LoadError, StatusCode, VmError
 from . import runtime
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["REINTERPRET", "WIDTH", "compile_functions", "function_code", "functions_of",
-           "to_float", "to_int"]
+           "lazy_functions", "to_float", "to_int"]
 
 #: the packers of the register widths (``ST_i32``, ``UN_i32``, ``PK_i32`` ...)
 WIDTH = {"i32": struct.Struct("<i"), "i64": struct.Struct("<q"),
@@ -108,3 +108,43 @@ def functions_of(code: CodeType, ns_extra: dict[str, Any], count: int) -> list[C
 def compile_functions(sources: list[str], ns_extra: dict[str, Any],
                       filename: str) -> list[Callable[..., Any]]:
     return functions_of(function_code(sources, filename), ns_extra, len(sources))
+
+
+def lazy_functions(count: int, ns_extra: dict[str, Any], filename: str,
+                   source_of: Callable[[int], str], code_of: Callable[[int], CodeType | None],
+                   compiled: Callable[[int, CodeType], None]) -> list[Callable[..., Any]]:
+    """Functions ``f0`` .. ``f{count-1}``, each compiled on its first call:
+    until then ``fK`` (in the list and in the namespace the functions call
+    each other through) is a stand-in that gets the code -- from
+    ``code_of(K)`` (the cache), else by compiling ``source_of(K)`` (which may
+    translate it then), then given to ``compiled(K, code)`` -- puts the real
+    function in its place and calls it."""
+    ns = _namespace()
+    ns.update(ns_extra)
+    fns: list[Callable[..., Any]] = []
+    pending = set(range(count))
+
+    def real(k: int) -> Callable[..., Any]:
+        if k in pending:
+            code = code_of(k)
+            if code is None:
+                source = source_of(k)
+                try:
+                    code = compile(source, filename, "exec")
+                except (SyntaxError, RecursionError, MemoryError) as e:  # pragma: no cover
+                    raise LoadError(f"failed to translate function {k}: {e}") from None
+                compiled(k, code)
+            exec(code, ns)
+            fns[k] = ns[f"f{k}"]
+            pending.discard(k)
+        return fns[k]
+
+    def stand_in(k: int) -> Callable[..., Any]:
+        def first_call(*args: Any) -> Any:
+            return real(k)(*args)
+        first_call.__name__ = first_call.__qualname__ = f"f{k}"
+        return first_call
+    for k in range(count):
+        fns.append(stand_in(k))
+        ns[f"f{k}"] = fns[k]
+    return fns

@@ -115,6 +115,9 @@ class ElfExecutable(Closeable):
         #: made with over(): what loads the library again for another machine
         self.copy_hook: Any = None
         self._entries: dict[int, Any] = {}          # export ordinal -> dispatch callable
+        #: the exports are still to be named (``load(defer_names=True)``)
+        self.unnamed = False
+        self.defer_names = False
         #: prepare()'s results by (export, grid, constants, bindings, threads):
         #: a command buffer recorded anew each time round a loop (or each call)
         #: runs dispatches prepared before
@@ -131,7 +134,7 @@ class ElfExecutable(Closeable):
              backend: str = "auto", machine: Any = None, name: str | None = None,
              constants: Sequence[int] | None = None,
              processor_data: Sequence[int] | None = None,
-             system: bool = False) -> ElfExecutable:
+             system: bool = False, defer_names: bool = False) -> ElfExecutable:
         """Load a dispatch library from a path, bytes or memoryview (ELF or
         FatELF).  ``plugins`` resolves its imports (and, unless ``machine`` is
         given, provides the machine for its architecture).  ``constants`` are
@@ -141,8 +144,13 @@ class ElfExecutable(Closeable):
         ``system-elf-<arch>``): a shared library whose undefined symbols
         (libm's ``expf``, ``fmaf`` ...) the host's C libraries provide, as
         the platform loader binds them when IREE dlopen()s it; only native
-        code can use them (:func:`~vmrt.hal.local.plugins.system.host_libraries`)."""
+        code can use them (:func:`~vmrt.hal.local.plugins.system.host_libraries`).
+        ``defer_names``: name the exports for gdb and perf
+        (:func:`name_exports`, which registers the module with gdb again) just
+        before the first dispatch instead of now (a HAL device's loads: a
+        program's load does not pay for it)."""
         self = cls()
+        self.defer_names = defer_names
         self._init(source, plugins, arch, backend, machine, name, constants, processor_data,
                    system)
         return self
@@ -259,7 +267,10 @@ class ElfExecutable(Closeable):
                     StatusCode.UNAVAILABLE)
             self._library = lib
             self._read_exports(lib)
-            name_exports(self.module, self.exports)
+            if self.defer_names:
+                self.unnamed = True         # named by entry(), before the first dispatch
+            else:
+                name_exports(self.module, self.exports)
             self._bind_constants(lib, constants)
             self._resolve_imports(lib)
         except elfkit.ElfkitError as e:
@@ -450,6 +461,9 @@ class ElfExecutable(Closeable):
         dispatches (:mod:`~vmrt.hal.local.fpu_state`)."""
         fn = self._entries.get(exp.ordinal)
         if fn is None:
+            if self.unnamed:
+                self.unnamed = False
+                name_exports(self.module, self.exports)
             fn = self._entries[exp.ordinal] = fpu_state.dispatch_entry(
                 self.machine, exp.function, self._mem.word)
         return fn

@@ -135,7 +135,7 @@ class ExecutableLoader(Closeable):
         else:
             exe = ElfExecutable.load(bytes(data), plugins=self.plugins, constants=constants,
                                      name=name, system=(executable_format or "").startswith(
-                                         "system-elf-"))
+                                         "system-elf-"), defer_names=True)
         self.executables.append(exe)
         return exe
 
