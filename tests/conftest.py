@@ -51,7 +51,17 @@ _CACHE_ENV = {"ELFKIT_CACHE_DIR": os.path.join(_SESSION_CACHES, "elfkit"),
 _OLD_ENV = {k: os.environ.get(k) for k in _CACHE_ENV}
 os.environ.update(_CACHE_ENV)
 
+# Ctrl-C as a user's terminal delivers it: a suite started in the background of
+# a non-interactive shell (``cmd &``) inherits SIGINT *ignored*, and Python then
+# installs no KeyboardInterrupt handler, in this process or in the programs the
+# tests start (an ignored signal stays ignored across exec; a handled one is
+# reset to the default).  The tests of Ctrl-C semantics need the default.
+import signal  # noqa: E402
+
 from tests.plugins import PluginSet, build_plugins  # noqa: E402 - after the environment
+
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_unconfigure(config):
