@@ -4,7 +4,10 @@ The symfile each load registers is checked against pyelftools' view of the
 plugin plus the load base; real gdb (``gdb --batch --args python …``)
 then breaks on plugin functions by name (pending breakpoints resolved at
 registration), shows them in backtraces, and reads a ``-g`` plugin's
-DWARF (file:line, globals, arguments) at the loaded address.
+DWARF (file:line, globals, arguments) at the loaded address.  Without a
+debugger watching, a module is registered before its code first runs (or
+on ``register_pending()``): a gdb attached after the load still breaks in
+it; with one watching, at load.
 """
 from __future__ import annotations
 
