@@ -177,9 +177,10 @@ def _sections(data: memoryview, h: ObjectHeader, limits: Limits) -> list[ObjSect
     shoff, shnum, shstrndx = h.shoff, h.shnum, h.shstrndx
     raw = []
     n = len(data)
-    for i in range(shnum):
-        name, typ, flags, addr, off, sz, link, info, align, entsize = \
-            read_struct(fmt, data, shoff + i * size, f"section header {i}")
+    # the table is inside the file (read_object_header checked it)
+    table = data[shoff:shoff + shnum * size]
+    for i, (name, typ, flags, addr, off, sz, link, info, align, entsize) in \
+            enumerate(struct.iter_unpack(fmt, table)):
         if typ != SHT_NOBITS and i and (off > n or sz > n - off):
             raise ParseError(f"section {i}: contents at offset {off:#x} ({sz:#x} bytes) run "
                              f"past the end of the file ({n} bytes)")
