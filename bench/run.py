@@ -224,7 +224,7 @@ WHY = {
            "watches (or ELFKIT_GDB_JIT=eager); else before the module's code first runs, so "
            "only the 9 files whose initialisers run at load (relocs*.so, imports.so, "
            "system_plugin.so, imports*.o, common_init.o) still build it during the load "
-           "(0.05-0.16 ms without DWARF). The worst are the relocatable objects (25-45×: "
+           "(0.05-0.16 ms without DWARF). The worst are the relocatable objects (20-45×: "
            "sections, symbols and relocations parsed and laid out in Python, ~0.1 ms to "
            "parse a 3-35 KB object that LIEF parses in 8-35 µs) and the plugins with "
            "initialisers. No file is within 3×: the goal needs the parse and relocation "
