@@ -372,28 +372,28 @@ m.close()
 """
 
 
-def test_gdb_attached_after_the_load_sees_the_plugin_before_its_code_runs(plugins, tmp_path):
-    """No debugger at load: the symfile waits.  gdb attaches later with a
-    pending breakpoint; the module's first call registers it (gdb is told,
-    the breakpoint resolves) before its code runs, so the breakpoint hits."""
+def _attach_gdb(tmp_path, script_text: str, args: list[str], setup: list[str],
+                after: list[str]) -> tuple[int, str, str]:
+    """Run ``script_text`` (it prints ``BASE 0x...``, then reads a line),
+    attach gdb to it, run ``setup``, let the script go on (``continue``)
+    and run ``after`` at the next stop: (the base it printed, gdb's output,
+    the rest of the script's output)."""
     gdb = host_gdb()
     _jit()
-    path = plugins.path("kernels", ARCH)
     script = tmp_path / "host.py"
-    script.write_text(ATTACH_SCRIPT)
-    ready = tmp_path / "breakpoint-set"
+    script.write_text(script_text)
+    ready = tmp_path / "gdb-ready"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     env.pop("ELFKIT_GDB_JIT", None)
-    host = subprocess.Popen([sys.executable, str(script), str(path)], stdin=subprocess.PIPE,
+    host = subprocess.Popen([sys.executable, str(script), *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert host.stdout is not None and host.stdin is not None
         base = int(host.stdout.readline().split()[1], 16)
-        dbg = subprocess.Popen([gdb, "--batch", "-nx", "-p", str(host.pid),
-                                "-ex", "set breakpoint pending on", "-ex", "break add_i64",
-                                "-ex", f"shell touch {ready}", "-ex", "continue",
-                                "-ex", "bt 1", "-ex", "continue"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cmd = [gdb, "--batch", "-nx", "-p", str(host.pid), "-ex", "set breakpoint pending on"]
+        for c in [*setup, f"shell touch {ready}", "continue", *after]:
+            cmd += ["-ex", c]
+        dbg = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             # the line waits in the pipe until gdb lets the process go on
             deadline = time.monotonic() + 300
@@ -412,8 +412,43 @@ def test_gdb_attached_after_the_load_sees_the_plugin_before_its_code_runs(plugin
             host.kill()
     if "ptrace" in err and "Operation not permitted" in err:
         pytest.skip(f"gdb cannot attach here: {err.strip()[-200:]}")
+    return base, out + err, rest
+
+
+def test_gdb_attached_after_the_load_sees_the_plugin_before_its_code_runs(plugins, tmp_path):
+    """No debugger at load: the symfile waits.  gdb attaches later with a
+    pending breakpoint; the module's first call registers it (gdb is told,
+    the breakpoint resolves) before its code runs, so the breakpoint hits."""
+    path = plugins.path("kernels", ARCH)
+    base, out, rest = _attach_gdb(tmp_path, ATTACH_SCRIPT, [str(path)],
+                                  ["break add_i64"], ["bt 1", "continue"])
     value, size = _symtab(path)["add_i64"][:2]
     hit = re.search(r"Breakpoint 1, (0x[0-9a-f]+) in add_i64 \(\)", out)
-    assert hit, out + err
+    assert hit, out
     assert base + value <= int(hit.group(1), 16) < base + value + size
     assert "RESULT 42" in rest
+
+
+LATER_LOAD_SCRIPT = """\
+import os, signal, sys, elfkit
+m = elfkit.load(sys.argv[1])
+print("BASE", hex(m.base), flush=True)
+sys.stdin.readline()                      # the test attaches gdb meanwhile
+n = elfkit.load(sys.argv[2])              # a debugger watches now: m is registered too
+os.kill(os.getpid(), signal.SIGTRAP)      # gdb stops here: none of m's code ran
+m.close(); n.close()
+"""
+
+
+def test_a_load_under_gdb_registers_the_modules_waiting(plugins, tmp_path):
+    """gdb attaches after a load; the next load sees it watching and
+    registers every module still waiting: gdb knows the first plugin's
+    functions though none of its code ran."""
+    path = plugins.path("kernels", ARCH)
+    base, out, _rest = _attach_gdb(tmp_path, LATER_LOAD_SCRIPT,
+                                   [str(path), str(plugins.path("standalone", ARCH))],
+                                   [], ["info address add_i64", "continue"])
+    assert "SIGTRAP" in out, out
+    at = re.search(r'Symbol "add_i64" is at (0x[0-9a-f]+)', out)
+    assert at, out
+    assert int(at.group(1), 16) == base + _symtab(path)["add_i64"][0]
