@@ -168,16 +168,28 @@ def keep_runs_apart(addr: int, prots: list[int], page: int) -> None:
 
 def give_spare(addr: int, size: int, content: bytes | None = None) -> bool:
     """Keep a released reservation for a later one (False: unmap it);
-    ``content``: the bytes it holds, checked by the caller, or None."""
-    if size > SPARE_MAX_SIZE or len(_spare) >= SPARE_COUNT:
+    ``content``: the bytes it holds, checked by the caller, or None.  When
+    the pool is full its oldest ranges are unmapped to make room: the range
+    released last is the likeliest to be asked for next (a plugin loaded
+    and closed in turn), and a pool full of ranges of sizes no load asks for
+    would otherwise keep every later one out."""
+    if size > SPARE_MAX_SIZE:
         return False
     if size > SPARE_LAZY_FREE:
         _madvise(addr, size, _MADV_FREE)      # advice only: a refusal changes nothing
         content = None                        # the kernel may zero its pages
     if mprotect(addr, size, 0) != 0:
         return False
+    evicted = []
     with _spare_lock:
-        if len(_spare) >= SPARE_COUNT or sum(n for _a, n, _h in _spare) + size > SPARE_BYTES:
+        total = sum(n for _a, n, _h in _spare) + size
+        while _spare and (len(_spare) >= SPARE_COUNT or total > SPARE_BYTES):
+            old = _spare.pop(0)
+            total -= old[1]
+            evicted.append(old)
+        if total > SPARE_BYTES:
             return False
         _spare.append((addr, size, content))
+    for a, n, _h in evicted:
+        munmap(a, n)
     return True

@@ -16,6 +16,13 @@ build time (see :func:`helper_library`), never one someone planted; each
 entry and its symfile live in one buffer Python keeps.  ``ELFKIT_GDB_JIT=0`` turns
 registration off.  Without a compiler nothing is registered and
 ``available()`` says why.
+
+A module's symfile is built and registered when a debugger can use it (see
+:func:`register_at_load`): at load when a debugger watches the interface
+(its breakpoint is on ``__jit_debug_register_code``) or ``ELFKIT_GDB_JIT=eager``;
+else before the module's code first runs through its machine (a call, a
+typed function, init), or when :func:`register_pending` is called.  The
+machine keeps the others waiting (:func:`wait`).
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import stat
 import struct
 import sys
 import threading
+import weakref
 import zlib
 from collections.abc import Iterator
 
@@ -129,6 +137,11 @@ class JitInterface:
         self.lib = lib
         self.descriptor = Descriptor.in_dll(lib, "__jit_debug_descriptor")
         self.link, self.unlink = lib.elfkit_jit_add, lib.elfkit_jit_remove
+        # the function a debugger puts its breakpoint on, and its first bytes
+        # as built (read while no process traces this one; None until then)
+        self.hook = ctypes.cast(getattr(lib, "__jit_debug_register_code"),
+                                ctypes.c_void_p).value or 0
+        self.pristine: bytes | None = None
         for f in (self.link, self.unlink):
             f.restype = None
             f.argtypes = (ctypes.c_void_p,)
@@ -164,6 +177,18 @@ class JitInterface:
                 if len(self.spare) < SPARE_MAX and len(reg.symfile) <= SPARE_MAX_SIZE:
                     self.spare[id(reg.symfile)] = (reg.symfile, reg)
 
+    def watched(self) -> bool:
+        """Whether a debugger watches the list now: its breakpoint is on
+        ``__jit_debug_register_code`` (a debugger inserts it while this
+        process runs: gdb and lldb do), or, until the function's own bytes
+        are known, the process is traced."""
+        if self.pristine is not None:
+            return ctypes.string_at(self.hook, len(self.pristine)) != self.pristine
+        if tracer_pid():
+            return True
+        self.pristine = ctypes.string_at(self.hook, HOOK_BYTES)
+        return False
+
     def entries(self) -> list[bytes]:
         """The symfiles in the list as gdb walks it (newest first)."""
         out = []
@@ -174,6 +199,23 @@ class JitInterface:
                 out.append(ctypes.string_at(e.symfile_addr, e.symfile_size))
                 p = e.next_entry
         return out
+
+
+#: bytes of ``__jit_debug_register_code`` compared: any software
+#: breakpoint (x86 int3, AArch64 brk, RISC-V ebreak) changes one of them
+HOOK_BYTES = 4
+
+
+def tracer_pid() -> int:
+    """The id of the process tracing this one (0: none, or unknown)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 _state: dict[str, Any] = {}
@@ -211,6 +253,44 @@ def available() -> tuple[bool, str]:
         return False, "ELFKIT_GDB_JIT turns registration off"
     ok = interface() is not None
     return ok, _state.get("why", "")
+
+
+def eager() -> bool:
+    """Whether ``ELFKIT_GDB_JIT=eager`` asks for every module to be
+    registered at load, debugger or not."""
+    v = getenv("ELFKIT_GDB_JIT")
+    return v is not None and v.strip().lower() == "eager"
+
+
+def register_at_load() -> bool:
+    """Whether a module loaded now is registered at once (a debugger
+    watches, or ``ELFKIT_GDB_JIT=eager``) rather than before its code first
+    runs; when a debugger watches, the modules waiting are registered too."""
+    if eager():
+        return True
+    jit = interface()
+    if jit is None or not jit.watched():
+        return False
+    register_pending()
+    return True
+
+
+#: native machines holding modules not registered yet (each has
+#: ``register_waiting()``, which registers them)
+_waiting: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def wait(machine: Any) -> None:
+    """Note that ``machine`` holds modules waiting for registration."""
+    _waiting.add(machine)
+
+
+def register_pending() -> int:
+    """Register, now, every natively loaded module still waiting (each is
+    otherwise registered before its code first runs); the number registered.
+    Call it before attaching a debugger that should see modules whose code
+    has not run yet, or set ``ELFKIT_GDB_JIT=eager``."""
+    return sum(m.register_waiting() for m in list(_waiting))
 
 
 def register(module: Any) -> Registration | None:

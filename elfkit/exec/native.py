@@ -114,6 +114,9 @@ class NativeMachine(Machine):
         self.pending: BaseException | None = None
         self.closed = False
         self._jit: dict[int, jit_debug.Registration] = {}   # id(module) -> gdb registration
+        # id(module) -> module attached but not registered with gdb yet: built
+        # and registered before its code first runs (see jit_debug)
+        self._jit_waiting: dict[int, Any] = {}
         self._runs_apart: set[int] = set()   # reused ranges: runs already kept apart
 
     # -- regions ---------------------------------------------------------
@@ -315,6 +318,8 @@ class NativeMachine(Machine):
         hit = self._calls.get((addr, sig))
         if hit is None or not hit[1][0]:     # first call, or its range was released since
             cell = self._alive_cell(addr, "call to")
+            if self._jit_waiting:
+                self.register_waiting()
             hit = self._calls[(addr, sig)] = (_guard(self, self._fn(addr, sig), cell, addr), cell)
         try:
             return hit[0](*args)
@@ -323,7 +328,10 @@ class NativeMachine(Machine):
 
     def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
         self._check_open()
-        return _guard(self, self._fn(addr, sig), self._alive_cell(addr, "function at"), addr)
+        cell = self._alive_cell(addr, "function at")
+        if self._jit_waiting:
+            self.register_waiting()
+        return _guard(self, self._fn(addr, sig), cell, addr)
 
     def in_call(self) -> bool:
         return _inside_call(self, sys._getframe(1))
@@ -386,31 +394,55 @@ class NativeMachine(Machine):
 
     # -- tools: gdb's JIT interface and perf's map -------------------------------
     def attach(self, module: Any) -> None:
-        """Remember a module, and show it to gdb and (when on) perf."""
+        """Remember a module, and show it to gdb (now when a debugger
+        watches, else before its code first runs: see jit_debug) and (when
+        on) perf."""
         super().attach(module)
         if getattr(module, "elf", None) is None:      # not a loaded ELF (nothing to show)
             return
+        key = id(module)
+        if jit_debug.enabled():
+            if key in self._jit or jit_debug.register_at_load():
+                self._register(module)      # attached again: registered again
+            else:
+                self._jit_waiting[key] = module
+                jit_debug.wait(self)
+        perf_map.record(module)
+
+    def _register(self, module: Any, replace_first: bool = False) -> None:
+        """Register ``module`` (again: its old entry goes, after the new one
+        is in, or first with ``replace_first``: gdb then sets pending
+        breakpoints in the new symfile alone)."""
+        old = self._jit.pop(id(module), None)
+        if old is not None and replace_first:
+            old.unregister()
+            old = None
         reg = jit_debug.register(module)
         if reg is not None:
-            old = self._jit.get(id(module))
             self._jit[id(module)] = reg
-            if old is not None:     # attached again: its first entry must not outlive its buffer
-                old.unregister()
-        perf_map.record(module)
+        if old is not None:     # its first entry must not outlive its buffer
+            old.unregister()
+
+    def register_waiting(self) -> int:
+        """Register this machine's modules waiting for gdb (the number registered)."""
+        n = 0
+        with _waiting_lock:
+            while self._jit_waiting:
+                _key, module = self._jit_waiting.popitem()
+                self._register(module)
+                n += 1
+        return n
 
     def symbols_added(self, module: Any, symbols: list[Any]) -> None:
         """Register the module again with gdb (its symfile now names them)
         and append them to perf's map."""
-        old = self._jit.pop(id(module), None)
-        if old is not None:
-            old.unregister()
-            reg = jit_debug.register(module)
-            if reg is not None:
-                self._jit[id(module)] = reg
+        if id(module) in self._jit:
+            self._register(module, replace_first=True)
         perf_map.record(module, symbols)
 
     def detach(self, module: Any) -> None:
         super().detach(module)
+        self._jit_waiting.pop(id(module), None)
         reg = self._jit.pop(id(module), None)
         if reg is not None:
             reg.unregister()
@@ -434,10 +466,16 @@ class NativeMachine(Machine):
         self._callbacks.clear()
         self._fns.clear()
         self._calls.clear()
+        self._jit_waiting.clear()
         if self._jit:
             for reg in self._jit.values():
                 reg.unregister()
             self._jit.clear()
+
+
+#: held while a machine registers its waiting modules (two threads calling
+#: into them at once register each once)
+_waiting_lock = threading.RLock()
 
 
 # -- calls in flight ---------------------------------------------------------

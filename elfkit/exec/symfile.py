@@ -95,28 +95,65 @@ def _cstr(table: bytes, off: int) -> str:
     return table[off:end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
-def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
+#: a symbol as build_symfile uses it: (name, address, size, type, bind)
+_Row = tuple[str, int, int, int, int]
+
+
+def _symtab_rows(data: memoryview, sections: list[Section], bias: int) -> list[_Row]:
     symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
     if symtab is None or symtab.link >= len(sections) or symtab.size > MAX_SYMTAB_SIZE:
         return []
     strs = bytes(_bounded(data, sections[symtab.link].offset, sections[symtab.link].size))
     is64 = data[4] == 2
     size = 24 if is64 else 16
+    first = symtab.offset + size
+    count = max(0, (symtab.offset + symtab.size - first) // size)
+    rows = struct.iter_unpack("<IBBHQQ" if is64 else "<IIIBBH",
+                              _bounded(data, first, count * size))
     out = []
-    for off in range(symtab.offset + size, symtab.offset + symtab.size - size + 1, size):
+    nstr = len(strs)
+    for row in rows:
         if is64:
-            name, info, _other, shndx, value, sz = struct.unpack_from("<IBBHQQ", data, off)
+            name, info, _other, shndx, value, sz = row
         else:
-            name, value, sz, info, _other, shndx = struct.unpack_from("<IIIBBH", data, off)
-        typ, bind = info & 0xF, info >> 4
+            name, value, sz, info, _other, shndx = row
+        typ = info & 0xF
         if shndx == 0 or typ in (STT_SECTION, STT_FILE) or not name:
             continue
-        label = _cstr(strs, name)
-        if label.startswith("$") or label.startswith(".L"):   # mapping symbols, local labels
+        if name >= nstr:
+            raise ValueError("string offset out of bounds")
+        end = strs.find(b"\0", name)
+        raw = strs[name:end if end >= 0 else nstr]
+        if raw[:1] == b"$" or raw[:2] == b".L":    # mapping symbols, local labels
             continue
-        address = value if shndx == 0xFFF1 else bias + value
-        out.append(PluginSymbol(label, address, sz, typ, bind))
+        out.append((raw.decode("utf-8", "replace"), value if shndx == 0xFFF1 else bias + value,
+                    sz, typ, info >> 4))
     return out
+
+
+def _symtab_symbols(data: memoryview, sections: list[Section], bias: int) -> list[PluginSymbol]:
+    return [PluginSymbol(*r) for r in _symtab_rows(data, sections, bias)]
+
+
+def _rows(module: Any, sections: list[Section] | None) -> list[_Row]:
+    """``plugin_symbols`` as tuples, not sorted."""
+    elf = module.elf
+    bias = module.base
+    try:
+        rows = _symtab_rows(elf.data, read_sections(elf.data) if sections is None
+                            else sections, bias)
+    except (ValueError, struct.error):
+        rows = []
+    if not rows:
+        rows = [(s.name, s.value if s.absolute else bias + s.value, s.size, s.type, s.bind)
+                for s in elf.symbols[1:]
+                if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE)]
+    added = getattr(module, "added_symbols", ())
+    if added:
+        have = {(r[1], r[0]) for r in rows}
+        rows += [(s.name, s.address, s.size, s.type, s.bind) for s in added
+                 if (s.address, s.name) not in have]
+    return rows
 
 
 def plugin_symbols(module: Any, sections: list[Section] | None = None) -> list[PluginSymbol]:
@@ -124,21 +161,9 @@ def plugin_symbols(module: Any, sections: list[Section] | None = None) -> list[P
     sorted by address: ``.symtab`` (static functions too) when present, else
     the dynamic symbols.  ``sections``: the file's section headers when the
     caller has read them already."""
-    elf = module.elf
-    bias = module.base
-    try:
-        syms = _symtab_symbols(elf.data, read_sections(elf.data) if sections is None
-                               else sections, bias)
-    except (ValueError, struct.error):
-        syms = []
-    if not syms:
-        for s in elf.symbols[1:]:
-            if s.defined and s.name and s.type not in (STT_SECTION, STT_FILE):
-                syms.append(PluginSymbol(s.name, s.value if s.absolute else bias + s.value,
-                                         s.size, s.type, s.bind))
-    have = {(s.address, s.name) for s in syms}
-    syms += [s for s in getattr(module, "added_symbols", ()) if (s.address, s.name) not in have]
-    return sorted(syms, key=lambda s: (s.address, s.name))
+    rows = _rows(module, sections)
+    rows.sort(key=lambda r: (r[1], r[0]))
+    return [PluginSymbol(*r) for r in rows]
 
 
 def sized_functions(module: Any, entries: list[tuple[int, int, str]]) -> list[PluginSymbol]:
@@ -251,22 +276,30 @@ def build_symfile(module: Any) -> bytes:
         secs.append((".text", SHT_NOBITS, SHF_ALLOC | SHF_EXECINSTR, start, end - start, b"",
                      0, 0, 0))
     ranges = sorted((sec[3], sec[3] + sec[4], i + 1) for i, sec in enumerate(secs))
-    syms = [s for s in plugin_symbols(module, plugin_secs or None) if start <= s.address < end]
-    syms.sort(key=lambda s: s.bind != STB_LOCAL)          # locals first, as ELF requires
-    nlocal = 1 + sum(1 for s in syms if s.bind == STB_LOCAL)
+    syms = [r for r in _rows(module, plugin_secs or None) if start <= r[1] < end]
+    # locals first, as ELF requires; then by address and name
+    syms.sort(key=lambda r: (r[4] != STB_LOCAL, r[1], r[0]))
+    nlocal = 1 + sum(1 for r in syms if r[4] == STB_LOCAL)
     strs = _Strings()
-    symfmt = "<IBBHQQ" if is64 else "<IIIBBH"
-    table = bytearray(struct.calcsize(symfmt))
-    for s in syms:
-        info = (s.bind << 4) | s.type
-        shndx = next((i for lo, hi, i in ranges if lo <= s.address < hi), 0xFFF1)  # else ABS
-        if is64:
-            table += struct.pack(symfmt, strs.add(s.name), info, 0, shndx, s.address, s.size)
+    pack = struct.Struct("<IBBHQQ" if is64 else "<IIIBBH").pack
+    los = [lo for lo, _hi, _i in ranges]
+    apart = all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
+    parts = [bytes(24 if is64 else 16)]
+    for name, address, size, typ, bind in syms:
+        info = (bind << 4) | typ
+        if apart:       # no two sections overlap: the one starting last at or below
+            k = bisect.bisect_right(los, address) - 1
+            shndx = ranges[k][2] if k >= 0 and address < ranges[k][1] else 0xFFF1
         else:
-            table += struct.pack(symfmt, strs.add(s.name), s.address, s.size, info, 0, shndx)
+            shndx = next((i for lo, hi, i in ranges if lo <= address < hi), 0xFFF1)  # else ABS
+        if is64:
+            parts.append(pack(strs.add(name), info, 0, shndx, address, size))
+        else:
+            parts.append(pack(strs.add(name), address, size, info, 0, shndx))
+    table = b"".join(parts)
     symtab = len(secs) + 1
-    secs.append((".symtab", SHT_SYMTAB, 0, 0, len(table), bytes(table), symtab + 1, nlocal,
-                 struct.calcsize(symfmt)))
+    secs.append((".symtab", SHT_SYMTAB, 0, 0, len(table), table, symtab + 1, nlocal,
+                 24 if is64 else 16))
     secs.append((".strtab", SHT_STRTAB, 0, 0, len(strs.data), bytes(strs.data), 0, 0, 0))
     for name, body in debug_sections(module, plugin_secs).items():
         secs.append((name, SHT_PROGBITS, 0, 0, len(body), body, 0, 0, 0))

@@ -39,6 +39,8 @@ class ObjectImage(DataRecord, slots=True):
     protections: list[tuple[int, int, int]] = field(default_factory=list)
     unapplied: list[str] = field(default_factory=list)
     released: bool = False
+    # the plan's kept image when the range holds it (see release)
+    kept: bytes | None = None
 
     @property
     def bias(self) -> int:
@@ -78,7 +80,10 @@ class ObjectImage(DataRecord, slots=True):
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self.machine.release(self.base, self.size)
+            if self.kept is None:
+                self.machine.release(self.base, self.size)
+            else:           # a reload at this address may take the range back as it is
+                self.machine.release_image(self.base, self.size, self.kept)
 
 
 def _new_plan(data: memoryview, limits: Limits, expect_arch: Arch | None) -> ObjectPlan:
@@ -135,15 +140,25 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
     of each import (symbol index -> address; missing weak ones are 0)."""
     elf = plan.elf
     lay = plan.layout
+    key = tuple(bound.values())
+    kept = plan.image
+    if kept is not None and kept[2] == key and kept[4] is not None \
+            and machine.reuse(kept[0], lay.size, kept[4]):
+        # the range a close of this object left, still holding its image
+        try:
+            return _protected(plan, machine, kept[0],
+                              Stats(dict(kept[3].by_type), kept[3].total), kept[4])
+        except BaseException:
+            machine.release(kept[0], lay.size)
+            raise
     base = machine.reserve(lay.size, lay.align) if plan.low is None else \
         _reserve_low(plan, machine)
-    key = tuple(bound.values())
     try:
-        kept = plan.image
         if kept is not None and kept[0] == base and kept[2] == key:
             # placed at this base with these imports before: the same bytes
             machine.write(base, kept[1])
-            return _protected(plan, machine, base, Stats(dict(kept[3].by_type), kept[3].total))
+            return _protected(plan, machine, base, Stats(dict(kept[3].by_type), kept[3].total),
+                              kept[4])
         # laid out in place when the reservation is host memory (it starts zeroed)
         view = machine.host_view(base, lay.size)
         image: ImageBuffer = bytearray(lay.size) if view is None else view
@@ -163,12 +178,17 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
                 symaddr.append(bound.get(s.index, 0))
         stats = apply_object(elf, lay, image, base, symaddr)
         filled = _filled(plan)
+        whole = None
         if filled <= IMAGE_KEEP_MAX:
-            plan.image = (base, bytes(image[:filled]), key,
-                          Stats(dict(stats.by_type), stats.total))
+            # the whole range's bytes too when its protections cover it
+            # (then a close may keep it for a reload to take back as is)
+            if lay.size <= IMAGE_KEEP_MAX and sum(n for _o, n, _p in lay.prots) == lay.size:
+                whole = bytes(image)
+            plan.image = (base, whole[:filled] if whole is not None else bytes(image[:filled]),
+                          key, Stats(dict(stats.by_type), stats.total), whole)
         if view is None:
             machine.write(base, image)
-        return _protected(plan, machine, base, stats)
+        return _protected(plan, machine, base, stats, whole)
     except BaseException:
         machine.release(base, lay.size)
         raise
@@ -190,12 +210,15 @@ def _filled(plan: ObjectPlan) -> int:
     return min(end, lay.size)
 
 
-def _protected(plan: ObjectPlan, machine: Machine, base: int, stats: Stats) -> ObjectImage:
-    """Set the final protections of the image written at ``base``."""
+def _protected(plan: ObjectPlan, machine: Machine, base: int, stats: Stats,
+               kept: bytes | None = None) -> ObjectImage:
+    """Set the final protections of the image written at ``base`` (or
+    taken back there holding ``kept``, the plan's whole image)."""
     lay = plan.layout
     for off, size, prot in lay.prots:
         machine.protect(base + off, size, prot)
     return ObjectImage(plan.elf, machine, base, lay.size, stats,
                        [(k, base + off, n) for k, off, n in lay.arrays],
                        [(base + off, size, prot) for off, size, prot in lay.prots],
-                       [f"{p} (the DWARF is left unrelocated)" for p in plan.debug_problems])
+                       [f"{p} (the DWARF is left unrelocated)" for p in plan.debug_problems],
+                       kept=kept)

@@ -200,10 +200,11 @@ class ObjectPlan:
         #: relocations of the .debug_* sections that could not be applied
         self.debug_problems: list[str] = []
         #: (base, finished image, addresses the imports were bound to,
-        #: relocation stats) of the last placement, when the image is small
-        #: (plan.IMAGE_KEEP_MAX): a reload at the same base with the same
-        #: imports writes the same bytes (see objimage.place_object)
-        self.image: tuple[int, bytes, tuple[int, ...], Any] | None = None
+        #: relocation stats, the whole range's bytes or None) of the last
+        #: placement, when the image is small (plan.IMAGE_KEEP_MAX): a reload
+        #: at the same base with the same imports writes the same bytes, or
+        #: takes the closed range back as it is (see objimage.place_object)
+        self.image: tuple[int, bytes, tuple[int, ...], Any, bytes | None] | None = None
         self.exports: dict[str, tuple[int, bool]] = {}
         self.funcs: list[tuple[int, int, str]] = []
         for s in elf.symbols[1:]:

@@ -153,16 +153,21 @@ class ObjectFile(DataRecord, slots=True):
         return found
 
 
-def _cstr(data: memoryview, sec: ObjSection, off: int, what: str) -> str:
+def _cstr(table: bytes, sec: ObjSection, off: int, kind: str, i: int) -> str:
+    """The name at ``off`` in string table ``sec`` (``table``: its bytes,
+    ``_table``), for ``kind`` ``i`` (named in an error)."""
     if off >= sec.size:
-        raise ParseError(f"{what}: name offset {off:#x} is outside its string table "
+        raise ParseError(f"{kind} {i}: name offset {off:#x} is outside its string table "
                          f"(section {sec.index}, {sec.size} bytes)")
-    start = sec.offset + off
-    end = bytes(data[start:sec.offset + sec.size]).find(b"\0")
+    end = table.find(b"\0", off)
     if end < 0:
-        raise ParseError(f"{what}: name at offset {off:#x} of section {sec.index} is not "
+        raise ParseError(f"{kind} {i}: name at offset {off:#x} of section {sec.index} is not "
                          "NUL-terminated")
-    return bytes(data[start:start + end]).decode("utf-8", "surrogateescape")
+    return table[off:end].decode("utf-8", "surrogateescape")
+
+
+def _table(data: memoryview, sec: ObjSection) -> bytes:
+    return bytes(data[sec.offset:sec.offset + sec.size])
 
 
 def _sections(data: memoryview, h: ObjectHeader, limits: Limits) -> list[ObjSection]:
@@ -172,9 +177,10 @@ def _sections(data: memoryview, h: ObjectHeader, limits: Limits) -> list[ObjSect
     shoff, shnum, shstrndx = h.shoff, h.shnum, h.shstrndx
     raw = []
     n = len(data)
-    for i in range(shnum):
-        name, typ, flags, addr, off, sz, link, info, align, entsize = \
-            read_struct(fmt, data, shoff + i * size, f"section header {i}")
+    # the table is inside the file (read_object_header checked it)
+    table = data[shoff:shoff + shnum * size]
+    for i, (name, typ, flags, addr, off, sz, link, info, align, entsize) in \
+            enumerate(struct.iter_unpack(fmt, table)):
         if typ != SHT_NOBITS and i and (off > n or sz > n - off):
             raise ParseError(f"section {i}: contents at offset {off:#x} ({sz:#x} bytes) run "
                              f"past the end of the file ({n} bytes)")
@@ -191,7 +197,8 @@ def _sections(data: memoryview, h: ObjectHeader, limits: Limits) -> list[ObjSect
     if strsec[1] != SHT_STRTAB:
         raise ParseError(f"e_shstrndx {shstrndx} is not a string table")
     names_sec = ObjSection(shstrndx, "", *strsec[1:])
-    return [ObjSection(i, _cstr(data, names_sec, r[0], f"section {i}") if i else "", *r[1:])
+    names = _table(data, names_sec)
+    return [ObjSection(i, _cstr(names, names_sec, r[0], "section", i) if i else "", *r[1:])
             for i, r in enumerate(raw)]
 
 
@@ -213,6 +220,7 @@ def _symbols(data: memoryview, secs: list[ObjSection], is64: bool,
         raise ParseError(f"section {tab.index} ({tab.name}): sh_link {tab.link} is not a string "
                          "table")
     strs = secs[tab.link]
+    names = _table(data, strs)
     xindex = next((s for s in secs if s.type == SHT_SYMTAB_SHNDX and s.link == tab.index), None)
     out = []
     fmt = "<IBBHQQ" if is64 else "<IIIBBH"
@@ -228,7 +236,7 @@ def _symbols(data: memoryview, secs: list[ObjSection], is64: bool,
         if shndx not in (SHN_UNDEF, SHN_ABS, SHN_COMMON) and shndx >= len(secs):
             raise ParseError(f"symbol {i}: section index {shndx} is out of range "
                              f"({len(secs)} sections)")
-        label = _cstr(data, strs, name, f"symbol {i}") if name else ""
+        label = _cstr(names, strs, name, "symbol", i) if name else ""
         out.append(ObjSymbol(i, label, value, size, info >> 4, info & 0xF, other & 3, shndx))
     if not out:
         out.append(ObjSymbol(0, "", 0, 0, 0, 0, 0, 0))

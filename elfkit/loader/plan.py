@@ -197,10 +197,18 @@ class _Kinds:
         #: type -> True for S+A, False for S
         self.symbolic = {n: rt.formula is Formula.ABS for n, rt in wide
                          if rt.formula in (Formula.ABS, Formula.SYM)}
-        #: link-time value of each symbol a relocation may fold (else None)
-        self.values = [s.value if i and s.defined and not s.absolute
-                       and s.type != T.STT_GNU_IFUNC else None
-                       for i, s in enumerate(elf.symbols)]
+        self.elf = elf
+        self._values: list[int | None] | None = None
+
+    @property
+    def values(self) -> list[int | None]:
+        """The link-time value of each symbol a relocation may fold (else
+        None); made at first use (most plugins relocate without symbols)."""
+        if self._values is None:
+            self._values = [s.value if i and s.defined and not s.absolute
+                            and s.type != T.STT_GNU_IFUNC else None
+                            for i, s in enumerate(self.elf.symbols)]
+        return self._values
 
 
 def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None:
@@ -231,8 +239,20 @@ def plain_relative(elf: ElfFile, lo: int, image: ImageBuffer) -> Relative | None
         if not t.count:
             continue
         adds = t.addends if t.explicit_addend else None
+        # one writable segment holding every place: no check per entry
+        first, last = min(t.offsets), max(t.offsets)
+        whole = any(a <= first and last + w <= b for a, b in writable)
+        types = set(t.types)
+        if whole and adds is not None and types <= kinds.relative and not any(t.syms):
+            # the common table: RELATIVE entries with their addends, all in place
+            positions += [off - lo for off in t.offsets]
+            addends += adds
+            for rtype in types:
+                name = arch.relocs[rtype].name
+                counts[name] = counts.get(name, 0) + t.types.count(rtype)
+            continue
         for i, (off, rtype, sym) in enumerate(zip(t.offsets, t.types, t.syms)):
-            if not any(a <= off and off + w <= b for a, b in writable):
+            if not whole and not any(a <= off and off + w <= b for a, b in writable):
                 return None
             pos = off - lo
             a = adds[i] if adds is not None else int.from_bytes(image[pos:pos + w], "little")

@@ -4,7 +4,10 @@ The symfile each load registers is checked against pyelftools' view of the
 plugin plus the load base; real gdb (``gdb --batch --args python …``)
 then breaks on plugin functions by name (pending breakpoints resolved at
 registration), shows them in backtraces, and reads a ``-g`` plugin's
-DWARF (file:line, globals, arguments) at the loaded address.
+DWARF (file:line, globals, arguments) at the loaded address.  Without a
+debugger watching, a module is registered before its code first runs (or
+on ``register_pending()``): a gdb attached after the load still breaks in
+it; with one watching, at load.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -55,6 +59,10 @@ def test_symfile_carries_symbols_at_loaded_addresses(plugins):
     path = plugins.path("kernels", ARCH)
     want = _symtab(path)
     with elfkit.load(path) as m:
+        # no debugger watches: registered on demand (or before its code runs)
+        before = len(jit.entries())
+        assert jit_debug.register_pending() == 1
+        assert len(jit.entries()) == before + 1
         symfile = jit.entries()[0]                     # newest first
         e = ELFFile(io.BytesIO(symfile))
         got = {s.name: (s["st_value"], s["st_size"], s["st_info"]["type"])
@@ -86,8 +94,12 @@ def test_reloads_register_symfiles_at_each_load_address(plugins):
 
     for _ in range(3):
         with elfkit.load(path) as m:
+            jit_debug.register_pending()
             assert text_addr(jit.entries()[0]) == m.base + linked
     with elfkit.load(path) as a, elfkit.load(path) as b:
+        a.function("add_i32", "i32(i32,i32)")    # a's code is about to run: registered
+        assert text_addr(jit.entries()[0]) == a.base + linked
+        jit_debug.register_pending()
         assert a.base != b.base
         assert [text_addr(x) for x in jit.entries()[:2]] == [b.base + linked, a.base + linked]
 
@@ -96,9 +108,24 @@ def test_registration_can_be_turned_off(plugins, monkeypatch):
     jit = _jit()
     monkeypatch.setenv("ELFKIT_GDB_JIT", "0")
     before = len(jit.entries())
-    with elfkit.load(plugins.path("kernels", ARCH)):
+    with elfkit.load(plugins.path("kernels", ARCH)) as m:
+        assert m.call("add_i32", 1, 2, restype="i32") == 3
+        assert jit_debug.register_pending() == 0
         assert len(jit.entries()) == before
     assert jit_debug.available() == (False, "ELFKIT_GDB_JIT turns registration off")
+
+
+def test_eager_registration_at_load(plugins, monkeypatch):
+    """``ELFKIT_GDB_JIT=eager``: every load registers at once, debugger or not."""
+    jit = _jit()
+    monkeypatch.setenv("ELFKIT_GDB_JIT", "eager")
+    before = len(jit.entries())
+    with elfkit.load(plugins.path("kernels", ARCH)) as m:
+        assert len(jit.entries()) == before + 1
+        assert jit_debug.register_pending() == 0
+        text = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".text")
+        assert text["sh_addr"] <= m.exports["add_i32"] < text["sh_addr"] + text["sh_size"]
+    assert len(jit.entries()) == before
 
 
 def test_attaching_a_module_again_keeps_the_list_sound(plugins):
@@ -109,6 +136,7 @@ def test_attaching_a_module_again_keeps_the_list_sound(plugins):
     code = ("import gc, sys, elfkit\n"
             "from elfkit.exec import jit_debug\n"
             "m = elfkit.load(sys.argv[1]); jit = jit_debug.interface()\n"
+            "jit_debug.register_pending()\n"
             "for _ in range(300):\n"
             "    m.machine.attach(m); gc.collect(); jit.entries()\n"
             "print(len(jit.entries())); m.close(); print(len(jit.entries()))\n")
@@ -231,9 +259,11 @@ def test_dwarf_addresses_are_moved_for_each_base(tmp_path, monkeypatch):
     linked = _low_pcs(so.read_bytes())
     assert {"helper", "outer"} <= set(linked)
     with elfkit.load(so) as a:
+        jit_debug.register_pending()
         first = jit.entries()[0]
         assert not list(cache.glob("dwarf-sites-*"))
         with elfkit.load(so) as b:
+            jit_debug.register_pending()
             second = jit.entries()[0]
             assert a.base != b.base
             for symfile, m in ((first, a), (second, b)):
@@ -265,6 +295,7 @@ def test_damaged_debug_info_never_fails_a_load(tmp_path):
     bad = bytearray(data)
     bad[0x28:0x30] = (len(bad) - 8).to_bytes(8, "little")     # e_shoff past the end
     with elfkit.load(bytes(bad)) as m:
+        jit_debug.register_pending()
         syms = ELFFile(io.BytesIO(jit.entries()[0])).get_section_by_name(".symtab")
         assert syms.get_symbol_by_name("outer")[0]["st_value"] == m.exports["outer"]
 
@@ -296,3 +327,128 @@ def test_a_registration_dropped_while_linked_stays_valid():
     if proc.stdout.strip() == "unavailable":
         pytest.skip("the gdb JIT helper cannot be built here")
     assert proc.stdout.strip() == "[b'first ', b'second']"
+
+
+# -- when the symfile is built: a debugger at load, or before the code runs ----
+
+STOP_SCRIPT = """\
+import os, signal, sys, elfkit
+m = elfkit.load(sys.argv[1])
+print("BASE", hex(m.base), flush=True)
+os.kill(os.getpid(), signal.SIGTRAP)     # gdb stops here: none of the plugin's code ran
+m.close()
+"""
+
+
+def test_a_debugger_at_load_gets_the_symfile_at_once(plugins, tmp_path):
+    """Under gdb (its breakpoint is on __jit_debug_register_code) a load
+    registers its module at once: gdb knows the plugin's functions before
+    any of its code runs."""
+    gdb = host_gdb()
+    _jit()
+    path = plugins.path("kernels", ARCH)
+    script = tmp_path / "host.py"
+    script.write_text(STOP_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env.pop("ELFKIT_GDB_JIT", None)
+    proc = subprocess.run([gdb, "--batch", "-nx", "-ex", "run", "-ex", "info address add_i64",
+                           "-ex", "continue", "--args", sys.executable, str(script), str(path)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    out = proc.stdout
+    assert "SIGTRAP" in out and "exited normally" in out, out + proc.stderr
+    base = int(re.search(r"BASE (0x[0-9a-f]+)", out).group(1), 16)
+    at = re.search(r'Symbol "add_i64" is at (0x[0-9a-f]+)', out)
+    assert at, out
+    assert int(at.group(1), 16) == base + _symtab(path)["add_i64"][0]
+
+
+ATTACH_SCRIPT = """\
+import sys, elfkit
+m = elfkit.load(sys.argv[1])
+print("BASE", hex(m.base), flush=True)
+sys.stdin.readline()                      # the test attaches gdb meanwhile
+print("RESULT", m.call("add_i64", 40, 2, restype="i64"), flush=True)
+m.close()
+"""
+
+
+def _attach_gdb(tmp_path, script_text: str, args: list[str], setup: list[str],
+                after: list[str]) -> tuple[int, str, str]:
+    """Run ``script_text`` (it prints ``BASE 0x...``, then reads a line),
+    attach gdb to it, run ``setup``, let the script go on (``continue``)
+    and run ``after`` at the next stop: (the base it printed, gdb's output,
+    the rest of the script's output)."""
+    gdb = host_gdb()
+    _jit()
+    script = tmp_path / "host.py"
+    script.write_text(script_text)
+    ready = tmp_path / "gdb-ready"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env.pop("ELFKIT_GDB_JIT", None)
+    host = subprocess.Popen([sys.executable, str(script), *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert host.stdout is not None and host.stdin is not None
+        base = int(host.stdout.readline().split()[1], 16)
+        cmd = [gdb, "--batch", "-nx", "-p", str(host.pid), "-ex", "set breakpoint pending on"]
+        for c in [*setup, f"shell touch {ready}", "continue", *after]:
+            cmd += ["-ex", c]
+        dbg = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # the line waits in the pipe until gdb lets the process go on
+            deadline = time.monotonic() + 300
+            while not ready.exists() and dbg.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            host.stdin.write("go\n")
+            host.stdin.flush()
+            out, err = dbg.communicate(timeout=300)
+        finally:
+            if dbg.poll() is None:
+                dbg.kill()
+        rest = host.stdout.read()
+        assert host.wait(timeout=60) == 0
+    finally:
+        if host.poll() is None:
+            host.kill()
+    if "ptrace" in err and "Operation not permitted" in err:
+        pytest.skip(f"gdb cannot attach here: {err.strip()[-200:]}")
+    return base, out + err, rest
+
+
+def test_gdb_attached_after_the_load_sees_the_plugin_before_its_code_runs(plugins, tmp_path):
+    """No debugger at load: the symfile waits.  gdb attaches later with a
+    pending breakpoint; the module's first call registers it (gdb is told,
+    the breakpoint resolves) before its code runs, so the breakpoint hits."""
+    path = plugins.path("kernels", ARCH)
+    base, out, rest = _attach_gdb(tmp_path, ATTACH_SCRIPT, [str(path)],
+                                  ["break add_i64"], ["bt 1", "continue"])
+    value, size = _symtab(path)["add_i64"][:2]
+    hit = re.search(r"Breakpoint 1, (0x[0-9a-f]+) in add_i64 \(\)", out)
+    assert hit, out
+    assert base + value <= int(hit.group(1), 16) < base + value + size
+    assert "RESULT 42" in rest
+
+
+LATER_LOAD_SCRIPT = """\
+import os, signal, sys, elfkit
+m = elfkit.load(sys.argv[1])
+print("BASE", hex(m.base), flush=True)
+sys.stdin.readline()                      # the test attaches gdb meanwhile
+n = elfkit.load(sys.argv[2])              # a debugger watches now: m is registered too
+os.kill(os.getpid(), signal.SIGTRAP)      # gdb stops here: none of m's code ran
+m.close(); n.close()
+"""
+
+
+def test_a_load_under_gdb_registers_the_modules_waiting(plugins, tmp_path):
+    """gdb attaches after a load; the next load sees it watching and
+    registers every module still waiting: gdb knows the first plugin's
+    functions though none of its code ran."""
+    path = plugins.path("kernels", ARCH)
+    base, out, _rest = _attach_gdb(tmp_path, LATER_LOAD_SCRIPT,
+                                   [str(path), str(plugins.path("standalone", ARCH))],
+                                   [], ["info address add_i64", "continue"])
+    assert "SIGTRAP" in out, out
+    at = re.search(r'Symbol "add_i64" is at (0x[0-9a-f]+)', out)
+    assert at, out
+    assert int(at.group(1), 16) == base + _symtab(path)["add_i64"][0]

@@ -124,3 +124,50 @@ print(json.dumps(out))
     assert out == {"other_object": False, "reused": True, "perms_kept": "---",
                    "readable_before_protect": False, "holds": True, "changed_reused": False,
                    "zeroed": True}
+
+
+def test_an_object_closed_untouched_is_taken_back_as_it_was():
+    """A relocatable object's reload at the closed range takes it back with
+    its bytes (nothing written again) and sets the protections; an object
+    whose initialisers or callers changed its data is loaded afresh."""
+    from tests.elfkit.loader.objects import build_object
+    far = build_object("far_provider.c", ARCH)
+    common = build_object("common_init.c", ARCH)
+    code = """
+import json, sys, elfkit
+from elfkit.exec import native
+writes = []
+orig = native.NativeMachine.write
+native.NativeMachine.write = lambda self, a, d: (writes.append(a), orig(self, a, d))[1]
+far, common = (open(p, "rb").read() for p in sys.argv[1:3])
+out = {"far": [], "common": []}
+for _ in range(3):
+    writes.clear()
+    m = elfkit.load(far)
+    lo, hi = m.address_range
+    out["far"].append({"base": m.base, "writes": len(writes), "sum": m.call("host_add", 1, 2),
+                       "image": m.read(lo, hi - lo).hex()[:4096], "perms": perms(lo)})
+    m.close()
+    out["far"][-1]["closed"] = perms(lo)
+logged = []
+for _ in range(3):
+    m = elfkit.load(common, imports={"host_log": (logged.append, "void(i32)")})
+    out["common"].append({"counter": m.call("get_common", restype="i32"),
+                          "order": int.from_bytes(m.read(m.exports["init_order"], 4), "little")})
+    m.call("set_common", 7)
+    m.close()
+print(json.dumps(out))
+"""
+    out = _child(code, str(far), str(common))
+    assert isinstance(out, dict)
+    first, *again = out["far"]
+    assert first["sum"] == 1000003
+    for s in again:
+        assert (s["base"], s["sum"], s["image"], s["perms"]) == \
+            (first["base"], first["sum"], first["image"], first["perms"])
+        assert s["writes"] == 0                            # taken back as it was
+    assert first["perms"] == "r-x" and first["closed"] == "---"
+    # changed data (the initialisers ran, set_common wrote): each load starts afresh
+    assert [c["counter"] for c in out["common"]] == [0, 0, 0]
+    orders = [c["order"] for c in out["common"]]
+    assert len(set(orders)) == 1 and orders[0] > 0     # not the last load's value run on
