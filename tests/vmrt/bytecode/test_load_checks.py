@@ -94,3 +94,44 @@ def test_iree_refuses_the_same_modules_at_load(compile_mlir, tmp_path, program, 
     with pytest.raises(vmrt.VerifyError) as ei:
         vmrt.BytecodeModule(vmrt.Instance(), bad)
     assert str(ei.value).endswith(f"+{pc:08X}")
+
+
+CALLER = """vm.module @m version 0
+vm.type i32
+
+vm.export @g
+vm.func @g(%i0: i32) -> (i32) {
+^bb0:
+  %i0 = vm.call @triple(%i0)
+  vm.return %i0
+}
+
+vm.func @triple(%i0: i32) -> (i32) {
+^bb0:
+  %i1 = vm.const.i32 3
+  %i0 = vm.mul.i32 %i0, %i1
+  vm.return %i0
+}
+"""
+
+
+def test_call_arguments_against_the_cconv_are_checked_at_load(tmp_path, monkeypatch):
+    # g calls triple (cconv 0i_i) with one argument and one result; two arguments
+    # and no result (the same bytes) are refused at load, though g is never called
+    from tests.vmrt.vmrt_testutil import assemble
+    monkeypatch.setenv("VMRT_NO_CACHE", "1")
+    good = assemble(CALLER, tmp_path / "m.vmfb").read_bytes()
+    d = parse_module(good)
+    k = next(e.internal_ordinal for e in d.exports if e.local_name == "g")
+    fd = d.functions[k]
+    body = bytes(d.bytecode[fd.bytecode_offset:fd.bytecode_offset + fd.bytecode_length])
+    call = decode_function(body, "g", fd.i32_register_count, fd.ref_register_count)[0].instrs[0]
+    assert call.mnemonic == "call" and call.fields[1:] == ((0,), (0,))
+    # opcode, u32 callee, then the lists: (count u16, registers u16 ...) each
+    pos = d.bytecode_span[0] + fd.bytecode_offset + call.pc + 5
+    assert good[pos:pos + 8] == b"\x01\x00\x00\x00\x01\x00\x00\x00"
+    bad = good[:pos] + b"\x02\x00\x00\x00\x00\x00\x00\x00" + good[pos + 8:]
+    with pytest.raises(vmrt.VerifyError) as ei:
+        vmrt.BytecodeModule(vmrt.Instance(), bad)
+    assert str(ei.value) == ("INVALID_ARGUMENT; argument count mismatch: 2 registers for "
+                             f"cconv 'i'; at m.g+{call.pc:08X}")

@@ -69,12 +69,15 @@ class InstrChecks:
         if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= self.mod.n_imports:
             raise self.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
 
-    def check_call(self, ins: Instr, callee: int, args: tuple[Any, ...],
-                   results: tuple[Any, ...]) -> None:
-        """A (not variadic) call of internal function ``callee``."""
+    def check_function(self, ins: Instr, callee: int) -> None:
         if callee >= self.mod.n_functions:
             raise self.fail(ins, f"function ordinal {callee} out of range "
                                  f"({self.mod.n_functions})")
+
+    def check_call(self, ins: Instr, callee: int, args: tuple[Any, ...],
+                   results: tuple[Any, ...]) -> None:
+        """A (not variadic) call of internal function ``callee``."""
+        self.check_function(ins, callee)
         a_codes, r_codes = cconv_fragments(self.mod.signature(callee))
         self.check_regs(ins, args, a_codes, "argument")
         self.check_regs(ins, results, r_codes, "result")
@@ -136,8 +139,7 @@ def _call(c: InstrChecks, ins: Instr, callee: int, args: tuple[Any, ...],
     if callee & IMPORT_BIT:
         c.check_import_call(ins, callee & ~IMPORT_BIT, args, results, variadic)
     elif variadic:      # refused when it runs, as IREE does; its ordinal at load
-        if callee >= c.mod.n_functions:
-            raise c.fail(ins, f"function ordinal {callee} out of range ({c.mod.n_functions})")
+        c.check_function(ins, callee)
     else:
         c.check_call(ins, callee, args, results)
 
