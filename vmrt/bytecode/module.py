@@ -140,8 +140,9 @@ class BytecodeModule(Module):
         call (the module cache may hold its source and code).  Unless the
         module cache's entry ``hit`` holds this module, every function is
         verified now, as IREE's verifier does at load: a function whose
-        encoding, registers, branch targets or calling convention are wrong
-        is refused at load."""
+        encoding, registers, branch targets, calling convention or ordinals
+        (of rodata, types, globals, imports, functions) are wrong, or whose
+        calls do not match their callees' cconv, is refused at load."""
         d = self.definition
         n = len(d.functions)
         if hit is not None:
@@ -149,7 +150,10 @@ class BytecodeModule(Module):
             verified: dict[int, Any] = {}
         else:
             from .translate.codegen import verify_function  # only when not cached (start-up)
-            verified = {k: verify_function(d, k, self.function_label(k)) for k in range(n)}
+            from .translate.info import ModuleInfo
+            info = ModuleInfo(d)
+            verified = {k: verify_function(d, k, self.function_label(k), info)
+                        for k in range(n)}
             consts, sources, tid = [], [None] * n, b""
         lazy = self._lazy = _Translation(d, self.name, self.function_names, consts, sources,
                                          verified, self._key, tid, fresh=hit is None)
@@ -278,7 +282,7 @@ class _Translation:
                 if self.info is None:
                     self.info = ModuleInfo(self.d, self.consts)
                 where = _label(self.name, self.names, k)
-                ver = self.verified.pop(k, None) or verify_function(self.d, k, where)
+                ver = self.verified.pop(k, None) or verify_function(self.d, k, where, self.info)
                 src = self.sources[k] = translate_function(self.info, k, where, ver)
                 self.translated = True
         return src

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...errors import LoadError, VerifyError, VmError
+from ...errors import LoadError, VmError
 from ...vm.module import cconv_fragments
 from ..decoder import REF_BIT, Block, Instr, decode_function
 from ..format import FEATURE_EXT_F64
+from .checks import check_arguments, check_instructions
 from .disasm import TraceNames, trace_line
 from .emitters import EMITTERS
 from .info import ModuleInfo
@@ -72,48 +73,13 @@ class FunctionTranslator(ControlFlow):
         """The Python name of register ``raw``, ref or not."""
         return self.ref_reg(raw) if raw & REF_BIT else self.int_reg(raw)
 
-    def fail(self, ins: Instr, msg: str) -> VerifyError:
-        return VerifyError(f"{msg}; at {self.where}+{ins.pc:08X}")
-
     def const(self, value: Any) -> str:
         return self.mod.const(value)
 
-    def check_regs(self, ins: Instr, regs: tuple[Any, ...], codes: str, what: str) -> None:
-        if len(regs) != len(codes):
-            raise self.fail(ins, f"{what} count mismatch: {len(regs)} registers for cconv "
-                                 f"'{codes or 'v'}'")
-        for raw, c in zip(regs, codes):
-            is_ref = bool(raw & REF_BIT)
-            if (c == "r") != is_ref:
-                raise self.fail(ins, f"{what} register {raw:#06x} does not match cconv type "
-                                     f"'{c}'")
-            if c in "IF" and raw & 1:
-                raise self.fail(ins, f"{what} register {raw:#06x} for 64-bit value is odd")
-
     # -- translation -----------------------------------------------------------
     def translate(self, arg_codes: str, result_codes: str) -> str:
-        params: list[str] = []
-        islot = 0
-        rslot = 0
-        for c in arg_codes:
-            if c in "if":
-                params.append(self.int_reg(islot))
-                islot += 1
-            elif c in "IF":
-                islot += islot & 1
-                params.append(self.int_reg(islot))
-                islot += 2
-            elif c == "r":
-                params.append(self.ref_reg(rslot | REF_BIT))
-                rslot += 1
-            else:
-                raise VerifyError(f"variadic cconv not allowed on internal function; at "
-                                  f"{self.where}")
-        if islot > max(self.i32_count, 0) + (1 if islot and self.i32_count & 1 else 0) \
-                or rslot > self.ref_count:
-            raise VerifyError(f"argument storage exceeds register counts ({islot} i32 slots "
-                              f"for {self.i32_count}, {rslot} refs for {self.ref_count}); at "
-                              f"{self.where}")
+        params = [self.reg(raw) for raw in check_arguments(arg_codes, self.i32_count,
+                                                           self.ref_count, self.where)]
         self.result_codes = result_codes
         # registers read as the other kind (integer vs float) than they hold: reinterpret
         # their bits first, as IREE's untyped registers do
@@ -227,11 +193,15 @@ class FunctionTranslator(ControlFlow):
         return out
 
 
-def verify_function(d: ModuleDef, k: int, where: str) -> tuple[list[Block], str, str]:
+def verify_function(d: ModuleDef, k: int, where: str,
+                    info: ModuleInfo | None = None) -> tuple[list[Block], str, str]:
     """Function ``k`` of module ``d`` checked as IREE's verifier checks it at
     load (its features, every instruction's encoding, registers and branch
-    targets, its calling convention): its decoded blocks and its argument
-    and result codes (``where``: how errors name it)."""
+    targets, its calling convention and arguments' storage, the ordinals its
+    instructions name, its calls' and returns' registers against the cconvs
+    -- checks.py), without translating it: its decoded blocks and its argument
+    and result codes (``where``: how errors name it; ``info``: ``d``'s facts,
+    made once for all its functions)."""
     fd = d.functions[k]
     if fd.requirements & ~(1 | FEATURE_EXT_F64 | 4 | 8):
         raise LoadError(f"function requires unknown features {fd.requirements:#x}; "
@@ -242,6 +212,8 @@ def verify_function(d: ModuleDef, k: int, where: str) -> tuple[list[Block], str,
         a_codes, r_codes = cconv_fragments(d.signatures[k])
     except VmError as e:
         raise LoadError(f"{e.message}; at {where}") from None
+    check_arguments(a_codes, fd.i32_register_count, fd.ref_register_count, where)
+    check_instructions(ModuleInfo(d) if info is None else info, blocks, where, r_codes)
     return blocks, a_codes, r_codes
 
 
@@ -264,6 +236,7 @@ def translate_module(d: ModuleDef, label: Callable[[int], str],
     errors name function ``k``; ``trace``: the trace-mode translation), and
     the constant table that source reads (``K``)."""
     info = ModuleInfo(d)
-    sources = [translate_function(info, k, label(k), verify_function(d, k, label(k)), trace)
+    sources = [translate_function(info, k, label(k), verify_function(d, k, label(k), info),
+                                  trace)
                for k in range(len(d.functions))]
     return sources, info.consts

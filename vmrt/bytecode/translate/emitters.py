@@ -83,34 +83,26 @@ def const_ref_zero(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> 
 
 @emits("const.ref.rodata")
 def const_ref_rodata(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
-    if f[0] >= t.mod.n_rodata:
-        raise t.fail(ins, f"rodata ordinal {f[0]} out of range ({t.mod.n_rodata})")
+    t.check_rodata(ins, f[0])
     return [f"{ind}{t.ref_reg(f[1])} = RO[{f[0]}]"]
 
 
 # -- globals ---------------------------------------------------------------------
-def _gcheck(t: ControlFlow, ins: Instr, off: int, width: int) -> None:
-    if off + width > t.mod.global_bytes:
-        raise t.fail(ins, f"global byte_offset out of range: {off} "
-                          f"(rwdata={t.mod.global_bytes})")
-
-
 def _type(t: ControlFlow, ins: Instr, idx: int) -> str:
-    if idx >= t.mod.n_types:
-        raise t.fail(ins, f"type ordinal {idx} out of range ({t.mod.n_types})")
+    t.check_type(ins, idx)
     return f"TY[{idx}]"
 
 
 def global_load(w: str) -> Emitter:
     def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
-        _gcheck(t, ins, f[0], WIDTH[w].size)
+        t.check_global(ins, f[0], WIDTH[w].size)
         return [f"{ind}{t.int_reg(f[1])} = UN_{w}(RW, {f[0]})[0]"]
     return op
 
 
 def global_store(w: str) -> Emitter:
     def op(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
-        _gcheck(t, ins, f[0], WIDTH[w].size)
+        t.check_global(ins, f[0], WIDTH[w].size)
         return [f"{ind}PK_{w}(RW, {f[0]}, {t.int_reg(f[1])})"]
     return op
 
@@ -135,16 +127,14 @@ family("global.store.indirect.{}", WIDTHS, global_store_indirect)
 
 @emits("global.load.ref")
 def global_load_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
-    if f[0] >= t.mod.global_refs:
-        raise t.fail(ins, f"global ref ordinal {f[0]} out of range")
+    t.check_global_ref(ins, f[0])
     _type(t, ins, f[1])
     return [f"{ind}{t.ref_reg(f[2])} = GR[{f[0]}]"]
 
 
 @emits("global.store.ref")
 def global_store_ref(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
-    if f[0] >= t.mod.global_refs:
-        raise t.fail(ins, f"global ref ordinal {f[0]} out of range")
+    t.check_global_ref(ins, f[0])
     return [f"{ind}refcheck({t.ref_reg(f[2])}, {_type(t, ins, f[1])})",
             f"{ind}GR[{f[0]}] = {t.ref_reg(f[2])}"]
 
@@ -378,8 +368,7 @@ def return_(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[st
 @emits("import.resolved")
 def import_resolved(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     k = f[0]
-    if not k & IMPORT_BIT or (k & ~IMPORT_BIT) >= t.mod.n_imports:
-        raise t.fail(ins, f"import ordinal {k & ~IMPORT_BIT} out of range")
+    t.check_import_resolved(ins, k)
     return [f"{ind}{t.int_reg(f[1])} = 0 if state.imports[{k & ~IMPORT_BIT}] is None else 1"]
 
 
@@ -397,11 +386,7 @@ def _call(t: ControlFlow, ins: Instr, callee: int, args: tuple[Any, ...],
         return _call_import(t, ins, callee & ~IMPORT_BIT, args, results, ind, segments)
     if segments is not None:
         raise t.fail(ins, "variadic calls only supported for import callees")
-    if callee >= t.mod.n_functions:
-        raise t.fail(ins, f"function ordinal {callee} out of range ({t.mod.n_functions})")
-    a_codes, r_codes = cconv_fragments(t.mod.signature(callee))
-    t.check_regs(ins, args, a_codes, "argument")
-    t.check_regs(ins, results, r_codes, "result")
+    t.check_call(ins, callee, args, results)
     argl = ", ".join(["state"] + [t.reg(x & ~MOVE_BIT) for x in args])
     return [f"{ind}{_results(t, results)}f{callee}({argl})"]
 
@@ -409,24 +394,17 @@ def _call(t: ControlFlow, ins: Instr, callee: int, args: tuple[Any, ...],
 def _call_import(t: ControlFlow, ins: Instr, k: int, args: tuple[Any, ...],
                  results: tuple[Any, ...], ind: str,
                  segments: tuple[Any, ...] | None) -> list[str]:
-    if k >= t.mod.n_imports:
-        raise t.fail(ins, f"import ordinal {k} out of range ({t.mod.n_imports})")
+    t.check_import_call(ins, k, args, results, segments is not None)
     cconv = t.mod.import_cconv(k)
-    a_codes, r_codes = cconv_fragments(cconv)
+    a_codes = cconv_fragments(cconv)[0]
     regs = [t.reg(x & ~MOVE_BIT) for x in args]
     if segments is not None:
-        t.check_regs(ins, results, r_codes, "result")
         segs = tuple(s if s < 0x8000 else s - 0x10000 for s in segments)
         plan = group_variadic(cconv, segs, len(regs)) if "C" in a_codes else None
         if plan is None:        # the generic path reports what does not add up
             return [f"{ind}{_results(t, results)}callimp_variadic(state, {k}, "
                     f"{segs!r}, [{', '.join(regs)}])"]
         return [f"{ind}{_results(t, results)}CI[{k}]({_grouped(plan, regs)})"]
-    if "C" in a_codes:
-        raise t.fail(ins, "call to a variadic import without segment sizes")
-    if cconv:
-        t.check_regs(ins, args, a_codes, "argument")
-        t.check_regs(ins, results, r_codes, "result")
     return [f"{ind}{_results(t, results)}CI[{k}]({', '.join(regs)})"]
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from ..decoder import MOVE_BIT, REF_BIT, Block, Instr
+from .checks import InstrChecks
 from .regfacts import MODULAR_OPS, modular_registers, reads, writes
 from .regkinds import coercion_registers, successors
 from .templates import PURE_PREFIXES, SIMPLE_OPS, WRAPPED_OPS
@@ -41,8 +42,6 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-    from ...errors import VerifyError
-    from .info import ModuleInfo
 
 __all__ = ["ControlFlow", "INLINE_MAX", "drop_unread"]
 
@@ -68,17 +67,15 @@ def _condition(mnemonic: str) -> str | None:
     return tmpl[len("1 if "):-len(" else 0")]
 
 
-class ControlFlow:
+class ControlFlow(InstrChecks):
     """Blocks, superblocks and branches; mixed into the translator."""
 
     # provided by the translator (codegen.FunctionTranslator); the op emitters
     # (emitters.py) see the translator through this interface
-    mod: ModuleInfo
     blocks: list[Block]
     trace: Any
     coerce: dict[int, list[Any]]
     split: dict[int, list[int]]
-    result_codes: str
     emit: Callable[[Instr, str], list[str]]
     prelude: Callable[[Instr, str], list[str]]
     operands: Callable[[Instr], tuple[str | None, list[str]]]
@@ -86,8 +83,6 @@ class ControlFlow:
     int_reg: Callable[[int], str]
     ref_reg: Callable[[int], str]
     const: Callable[[Any], str]
-    fail: Callable[[Instr, str], VerifyError]
-    check_regs: Callable[[Instr, tuple[Any, ...], str, str], None]
     konst: Any
     in_range: frozenset[int]
 
