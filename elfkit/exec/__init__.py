@@ -11,7 +11,8 @@ package calls through ctypes function pointers or touches unicorn.
 - the host's floating-point state: :func:`host_fpu`, :func:`fp_control`,
   :func:`flushing_call_through3`;
 - emulator helpers: :func:`prefetch_emulator` (start opening libunicorn early),
-  :func:`request_gdb` (the next emulated machine serves gdb), :class:`GuestProfile` and
+  :func:`request_gdb` (the next emulated machine serves gdb), :func:`register_pending`
+  (tell gdb now of natively loaded modules whose code has not run yet), :class:`GuestProfile` and
   :func:`check_profile_path` (guest profiles), :func:`page_aligned_empty` (host arrays
   an emulated machine can map without a copy).
 
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
 
     from .emulated import EmulatedMachine, GuestProfile, check_profile_path, page_aligned_empty
     from .fpu import FpControl, HostFpu, flushing_call_through3, fp_control, host_fpu
+    from .jit_debug import register_pending
 
 _LAZY = {"EmulatedMachine": "emulated", "GuestProfile": "emulated",
          "check_profile_path": "emulated", "page_aligned_empty": "emulated",
          "FpControl": "fpu", "HostFpu": "fpu", "flushing_call_through3": "fpu",
-         "fp_control": "fpu", "host_fpu": "fpu"}
+         "fp_control": "fpu", "host_fpu": "fpu", "register_pending": "jit_debug"}
 
 __getattr__ = lazy_names(__name__, _LAZY, globals())
 
@@ -95,4 +97,4 @@ def request_gdb(port: int, host: str = "127.0.0.1") -> None:
 __all__ = ["BACKENDS", "PROT_EXEC", "PROT_NONE", "PROT_READ", "PROT_WRITE", "EmulatedMachine",
            "FpControl", "GuestProfile", "HostFpu", "Machine", "check_profile_path",
            "choose_backend", "create_machine", "flushing_call_through3", "fp_control",
-           "host_fpu", "page_aligned_empty", "prefetch_emulator", "request_gdb"]
+           "host_fpu", "page_aligned_empty", "prefetch_emulator", "register_pending", "request_gdb"]
