@@ -274,7 +274,8 @@ WHY = {
            "plan.",
     "18c": "a cold load parses the module and verifies every function as IREE's verifier "
            "does at load (features, encoding, registers, branch targets, calling "
-           "convention: a malformed function is refused at load); each function is "
+           "convention, and every ordinal and call against its table and callee: a "
+           "malformed function is refused at load); each function is "
            "translated to Python and compiled on its first call, so what a cold load "
            "translates is what runs at load: the initializer and the functions it calls. "
            "For the models that is nearly everything (the initializer calls the big "
