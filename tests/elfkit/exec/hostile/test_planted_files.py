@@ -294,8 +294,10 @@ print(m.call("add_i32", 2, 3))
 print(info_sites(data, codecache.cache_dir("elfkit"))[0])
 print(len(entry_points("console_scripts")))
 key = transcache.cache_key(b"a module", "plain")
-if transcache.load(key, 1) is None:
-    transcache.store(key, compile("x = 1", "m", "exec"), [1], ["s"])
+if transcache.load(key) is None:     # a module record with an empty function table
+    record = (0,) * 11 + ((),) + (0,) * (transcache.RECORD_FIELDS - 12)
+    tid = transcache.store(key, record, [1], [], transcache.cache_dir())
+    transcache.store_code(key, tid, {0: compile("x = 1", "m", "exec")}, transcache.cache_dir())
 print("done")
 """
 
