@@ -71,7 +71,7 @@ def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatc
     """A multi-threaded prepared dispatch tries its first runs on the workers
     and on the calling thread alone, then keeps one way: every call's result
     is local-sync's."""
-    from vmrt.hal.local.prepared import TRIALS
+    from vmrt.hal.local.prepared import LONG_ON_WORKERS, TRIALS
     monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
     made: list[NativeDispatch] = []
     orig = NativeDispatch.__init__
@@ -89,5 +89,34 @@ def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatc
     threaded = [d for d in made if d.threads > 1]
     assert threaded
     for d in threaded:
+        if d.trials == 1:               # its first run on the workers was long: kept them
+            assert d.inline is False and d.best[0] >= LONG_ON_WORKERS
+            continue
         assert d.trials == TRIALS and d.inline in (True, False)
         assert all(0 < t < float("inf") for t in d.best)
+
+
+def test_a_long_run_on_the_workers_keeps_them_without_trials(hal_compile, monkeypatch):
+    """A grid whose first run on the workers takes LONG_ON_WORKERS or more
+    stays on the workers at once (no trial runs on the calling thread
+    alone), and computes local-sync's result."""
+    from vmrt.hal.local import prepared
+    monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 0.0)   # every run counts as long
+    monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
+    made: list[NativeDispatch] = []
+    orig = NativeDispatch.__init__
+
+    def spy(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
+        made.append(self)
+    monkeypatch.setattr(NativeDispatch, "__init__", spy)
+    vmfb = hal_compile("task_matmul.mlir")
+    x = np.linspace(-1, 1, 65536, dtype=np.float32)
+    want = _run(vmfb, "local-sync", "scale", x)
+    with vmrt.load(vmfb, device="local-task") as prog:
+        for _ in range(3):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+    threaded = [d for d in made if d.threads > 1]
+    assert threaded
+    for d in threaded:
+        assert d.trials == 1 and d.inline is False and d.best[1] == float("inf")

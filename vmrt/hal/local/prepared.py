@@ -20,7 +20,9 @@ first, each chunk one call of the loop; ctypes releases the GIL during it.  A wo
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
-calling thread alone from then on; results are the same either way.
+calling thread alone from then on (a grid whose first run on the workers
+takes :data:`LONG_ON_WORKERS` or more stays on them at once); results are the
+same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
 workgroups (the loop reads a cancel word), a deadline too (checked before
@@ -51,6 +53,11 @@ if TYPE_CHECKING:
 MAX_PREPARED_WORKGROUPS = 4096
 #: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
 TRIALS = 8
+#: a first run on the workers this long (seconds) keeps the workers without
+#: trying the calling thread alone: handing out chunks costs tens of
+#: microseconds, so the trials could only lose (ResNet-50's convolutions on
+#: local-task alternated ~280 and ~500 ms per call for their 8 trials)
+LONG_ON_WORKERS = 2e-3
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
                    binding_count: int, threads: int = 1) -> NativeDispatch | None:
@@ -197,8 +204,11 @@ class NativeDispatch:
                 self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
             else:
                 self._run_threads(ds, ws, deadline, limits, rec)
-            self.best[trial % 2] = min(self.best[trial % 2], time.perf_counter() - t0)
-            if self.trials >= TRIALS:
+            took = time.perf_counter() - t0
+            self.best[trial % 2] = min(self.best[trial % 2], took)
+            if trial == 0 and took >= LONG_ON_WORKERS:
+                self.inline = False
+            elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
             return
         self._run_threads(ds, ws, deadline, limits, rec)
