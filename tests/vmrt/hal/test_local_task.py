@@ -67,11 +67,8 @@ def _two_threads(init):
     return wrapped
 
 
-def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatch):
-    """A multi-threaded prepared dispatch tries its first runs on the workers
-    and on the calling thread alone, then keeps one way: every call's result
-    is local-sync's."""
-    from vmrt.hal.local.prepared import LONG_ON_WORKERS, TRIALS
+def _two_threads_and_prepared(monkeypatch) -> list[NativeDispatch]:
+    """local-task with two threads; the list collects every prepared dispatch made."""
     monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
     made: list[NativeDispatch] = []
     orig = NativeDispatch.__init__
@@ -80,6 +77,15 @@ def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatc
         orig(self, *args, **kwargs)
         made.append(self)
     monkeypatch.setattr(NativeDispatch, "__init__", spy)
+    return made
+
+
+def test_threaded_prepared_dispatch_keeps_the_faster_way(hal_compile, monkeypatch):
+    """A multi-threaded prepared dispatch tries its first runs on the workers
+    and on the calling thread alone, then keeps one way: every call's result
+    is local-sync's."""
+    from vmrt.hal.local.prepared import LONG_ON_WORKERS, TRIALS
+    made = _two_threads_and_prepared(monkeypatch)
     vmfb = hal_compile("task_matmul.mlir")
     x = np.linspace(-1, 1, 65536, dtype=np.float32)
     want = _run(vmfb, "local-sync", "scale", x)
@@ -102,14 +108,7 @@ def test_a_long_run_on_the_workers_keeps_them_without_trials(hal_compile, monkey
     alone), and computes local-sync's result."""
     from vmrt.hal.local import prepared
     monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 0.0)   # every run counts as long
-    monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
-    made: list[NativeDispatch] = []
-    orig = NativeDispatch.__init__
-
-    def spy(self, *args, **kwargs):
-        orig(self, *args, **kwargs)
-        made.append(self)
-    monkeypatch.setattr(NativeDispatch, "__init__", spy)
+    made = _two_threads_and_prepared(monkeypatch)
     vmfb = hal_compile("task_matmul.mlir")
     x = np.linspace(-1, 1, 65536, dtype=np.float32)
     want = _run(vmfb, "local-sync", "scale", x)
