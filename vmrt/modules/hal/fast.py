@@ -280,16 +280,15 @@ def lookup_function(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 def command_buffer_dispatch(state: Any, slow: Caller, where: str, note: str) -> Caller:
     """Record a dispatch whose operands are all plain: a command buffer being
-    recorded on a local-sync device, an executable, buffers or slots within
-    the binding capacity; anything else (and local-task, which checks a
-    dispatch's local memory) takes the export."""
+    recorded, an executable, an export without local memory (local-task
+    checks a dispatch's local memory against its workers'), buffers or slots
+    within the binding capacity; anything else takes the export."""
     known: set[tuple[Any, int]] = set()     # (executable, ordinal) of an export it has
 
     def call(cb: Any, executable: Any, ordinal: int, x: int, y: int, z: int, flags: int,
              constants: list[int], bindings: list[Any]) -> tuple[Any, ...]:
         if cb.__class__ is not CommandBuffer or cb.finalized or \
-                executable.__class__ is not HalExecutable or \
-                getattr(cb.device, "identifier", "local-task") == "local-task":
+                executable.__class__ is not HalExecutable:
             return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
         refs = []
         cap = cb.binding_capacity
@@ -302,8 +301,10 @@ def command_buffer_dispatch(state: Any, slow: Caller, where: str, note: str) -> 
             refs.append(BufferRef(slot, buf, offset, length))
         if (executable, ordinal) not in known:
             try:
-                executable.exe.export(ordinal)     # a bad ordinal fails at record time
+                info = executable.exe.export(ordinal)     # a bad ordinal fails at record time
             except VmError:
+                return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
+            if getattr(info, "local_memory_size", 0):     # checked on local-task
                 return slow(cb, executable, ordinal, x, y, z, flags, constants, bindings)
             if len(known) < 4096:
                 known.add((executable, ordinal))

@@ -2,6 +2,8 @@
 for ordinary arguments and hand everything else to the checked export."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ import vmrt
 from tests.vmrt.modules.hal.fast_testutil import Slow
 from vmrt.hal.buffer import HalBuffer
 from vmrt.hal.command_buffer import BufferRef, CommandBuffer, Dispatch
+from vmrt.hal.local.device import Device
 from vmrt.hal.objects import Fence, HalExecutable
 from vmrt.modules.hal.fast import (
     FAST_ALLOCATION,
@@ -105,6 +108,28 @@ def test_command_buffer_dispatch_records_what_the_export_records(device):
     cb.finalize()
     assert call(cb, exe, 0, 1, 1, 1, 0, [], []) == ("slow",)
     assert len(cb.commands) == 1 and len(slow.calls) == len(odd) + 1
+
+
+class _LocalMemoryExe(_Exe):
+    """Export 1 asks for local memory (which local-task checks at record time)."""
+
+    def export(self, which):
+        info = super().export(which)
+        return types.SimpleNamespace(ordinal=info, local_memory_size=4096 if info else 0)
+
+
+def test_command_buffer_dispatch_is_short_on_local_task_unless_local_memory():
+    slow = Slow()
+    call = command_buffer_dispatch(None, slow, "where", "note")
+    task = Device("local-task")
+    try:
+        cb = CommandBuffer(task, 0, 0, 0)
+        exe = HalExecutable(_LocalMemoryExe(), "embedded-elf-x86_64")
+        assert call(cb, exe, 0, 1, 1, 1, 0, [], []) == () and not slow.calls
+        assert call(cb, exe, 1, 1, 1, 1, 0, [], []) == ("slow",) and len(slow.calls) == 1
+        assert len(cb.commands) == 1
+    finally:
+        task.close()
 
 
 def test_lookup_function_is_kept_for_read_only_names():
