@@ -86,3 +86,26 @@ def assemble(vmasm: str, out: Path) -> Path:
     if proc.returncode != 0:
         raise RuntimeError(f"iree-as-module failed:\n{proc.stderr[-3000:]}")
     return out
+
+
+def caller_module(name: str) -> str:
+    """VM assembly of module ``name``: export ``g(x)`` calls export ``triple(x)``
+    (3 * x), the call the bytecode tests patch."""
+    return f"""vm.module @{name} version 0
+vm.type i32
+
+vm.export @g
+vm.func @g(%i0: i32) -> (i32) {{
+^bb0:
+  %i0 = vm.call @triple(%i0)
+  vm.return %i0
+}}
+
+vm.export @triple
+vm.func @triple(%i0: i32) -> (i32) {{
+^bb0:
+  %i1 = vm.const.i32 3
+  %i0 = vm.mul.i32 %i0, %i1
+  vm.return %i0
+}}
+"""

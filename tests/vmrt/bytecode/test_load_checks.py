@@ -96,31 +96,14 @@ def test_iree_refuses_the_same_modules_at_load(compile_mlir, tmp_path, program, 
     assert str(ei.value).endswith(f"+{pc:08X}")
 
 
-CALLER = """vm.module @m version 0
-vm.type i32
-
-vm.export @g
-vm.func @g(%i0: i32) -> (i32) {
-^bb0:
-  %i0 = vm.call @triple(%i0)
-  vm.return %i0
-}
-
-vm.func @triple(%i0: i32) -> (i32) {
-^bb0:
-  %i1 = vm.const.i32 3
-  %i0 = vm.mul.i32 %i0, %i1
-  vm.return %i0
-}
-"""
 
 
 def test_call_arguments_against_the_cconv_are_checked_at_load(tmp_path, monkeypatch):
     # g calls triple (cconv 0i_i) with one argument and one result; two arguments
     # and no result (the same bytes) are refused at load, though g is never called
-    from tests.vmrt.vmrt_testutil import assemble
+    from tests.vmrt.vmrt_testutil import assemble, caller_module
     monkeypatch.setenv("VMRT_NO_CACHE", "1")
-    good = assemble(CALLER, tmp_path / "m.vmfb").read_bytes()
+    good = assemble(caller_module("m"), tmp_path / "m.vmfb").read_bytes()
     d = parse_module(good)
     k = next(e.internal_ordinal for e in d.exports if e.local_name == "g")
     fd = d.functions[k]

@@ -333,24 +333,6 @@ def test_the_key_covers_every_translator_source_file():
         assert (size, mtime) == (st.st_size, st.st_mtime_ns)
 
 
-CALLER = """vm.module @lazy version 0
-vm.type i32
-
-vm.export @g
-vm.func @g(%i0: i32) -> (i32) {
-^bb0:
-  %i0 = vm.call @triple(%i0)
-  vm.return %i0
-}
-
-vm.export @triple
-vm.func @triple(%i0: i32) -> (i32) {
-^bb0:
-  %i1 = vm.const.i32 3
-  %i0 = vm.mul.i32 %i0, %i1
-  vm.return %i0
-}
-"""
 
 
 @pytest.mark.parametrize("cached", [False, True])
@@ -360,9 +342,9 @@ def test_a_function_with_a_bad_ordinal_is_refused_at_load_with_the_translators_e
     # checks (translate/checks.py) refuse the ordinal -- at load, as IREE's verifier
     # does, though g is translated only on its first call, with the very error the
     # whole-module translation gives; and every load after it (no cache entry is kept)
-    from tests.vmrt.vmrt_testutil import assemble
+    from tests.vmrt.vmrt_testutil import assemble, caller_module
     from vmrt.bytecode.translate.codegen import translate_module
-    good = assemble(CALLER, tmp_path / "m.vmfb").read_bytes()
+    good = assemble(caller_module("lazy"), tmp_path / "m.vmfb").read_bytes()
     d = parse_module(good)
     k = next(e.internal_ordinal for e in d.exports if e.local_name == "g")
     fd = d.functions[k]
