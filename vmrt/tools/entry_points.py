@@ -19,6 +19,16 @@ modification time of each directory on the path and of each ``entry_points.txt``
 read: while none of them changes (installing or removing a distribution changes
 its directory's), the next start reads that file instead of listing every
 directory on the path.
+
+Within one process the answer is also remembered (a program loaded again and
+again, as a server or a bench does, asks for the same group each time): it
+is used again while the directories on the path and the ``entry_points.txt``
+files of the distributions that have entry points in the group keep their
+modification times, a dozen ``stat`` calls instead of one per distribution.
+So a distribution installed or removed, or an entry point of the group
+edited, is seen at once; an ``entry_points.txt`` with nothing in the group
+edited in place to add some is seen by the next process (as Python's own
+import system caches directory listings within a process).
 """
 from __future__ import annotations
 
@@ -144,14 +154,21 @@ def entry_points(group: str) -> list[Any]:
                                        group)
     except OSError:             # the working directory is gone: nothing to key on
         key = None
-    rows = _cached(key) if key is not None else None
+    rows = _remembered(key) if key is not None else None
     if rows is None:
-        dirs = _dist_dirs()
-        if dirs is None:
-            return _from_metadata(group)
-        rows, read = _scan(dirs, group)
+        kept = _cached(key) if key is not None else None
+        if kept is None:
+            dirs = _dist_dirs()
+            if dirs is None:
+                return _from_metadata(group)
+            rows, read = _scan(dirs, group)
+            stamps = _stamps([__file__, *(entry or "." for entry in sys.path), *read])
+            if key is not None:
+                _store(key, stamps, rows)
+        else:
+            stamps, rows = kept
         if key is not None:
-            _store(key, [__file__, *(entry or "." for entry in sys.path), *read], rows)
+            _remember(key, stamps, rows)
     return [EntryPoint(name, value, group, Distribution(dist)) for name, value, dist in rows]
 
 
@@ -209,8 +226,54 @@ def _key_bytes(key: tuple[Any, ...]) -> bytes:
     return repr(key).encode()
 
 
-def _cached(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
-    """The rows kept for ``key`` when nothing they were read from has changed."""
+#: this process's answers: key -> (the stamps that decide, rows)
+_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[str, str, str]]]] = {}
+
+
+def _remembered(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
+    """This process's answer for ``key`` while what decides it is unchanged."""
+    memo = _MEMO.get(key)
+    if memo is None:
+        return None
+    for path, stamp in memo[0]:
+        if _stamp(path) != stamp:
+            del _MEMO[key]
+            return None
+    return memo[1]
+
+
+def _remember(key: tuple[Any, ...], stamps: tuple[Any, ...],
+              rows: list[tuple[str, str, str]]) -> None:
+    """Keep ``rows`` for this process, decided by the stamps of the path's
+    directories (and this file) and of the ``entry_points.txt`` of each
+    distribution with rows; not when any of them is too recent (racy)."""
+    with_rows = {dist for _name, _value, dist in rows}
+    decide = tuple((p, s) for p, s in stamps
+                   if not p.endswith(_TEXT) or _dist_name(p) in with_rows)
+    if not _racy(decide):
+        _MEMO[key] = (decide, rows)
+
+
+_TEXT = os.sep + "entry_points.txt"
+
+
+def _dist_name(text_path: str) -> str:
+    """The normalised distribution name of an ``entry_points.txt`` path."""
+    stem = os.path.basename(os.path.dirname(text_path)).rpartition(".")[0]
+    return _normalise(stem.partition("-")[0])
+
+
+def _stamps(paths: list[str]) -> tuple[tuple[str, tuple[int, int] | None], ...]:
+    return tuple((p, _stamp(p)) for p in paths)
+
+
+def _racy(stamps: tuple[Any, ...]) -> bool:
+    recent = time.time_ns() - _RACY_NS
+    return any(s is not None and s[0] >= recent for _p, s in stamps)
+
+
+def _cached(key: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[tuple[str, str, str]]] | None:
+    """(stamps, rows) kept for ``key`` when nothing they were read from has changed."""
     kb = _key_bytes(key)
     kept = codecache.load(codecache.cache_dir("vmrt"), _cache_file(kb), kb)
     if not (isinstance(kept, tuple) and len(kept) == 2):
@@ -222,16 +285,13 @@ def _cached(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
     for path, stamp in stamps:
         if _stamp(path) != stamp:
             return None
-    return rows
+    return stamps, rows
 
 
-def _store(key: tuple[Any, ...], paths: list[str], rows: list[tuple[str, str, str]]) -> None:
+def _store(key: tuple[Any, ...], stamps: tuple[Any, ...],
+           rows: list[tuple[str, str, str]]) -> None:
     where = codecache.cache_dir("vmrt")
-    if where is None:
-        return
-    stamps = tuple((p, _stamp(p)) for p in paths)
-    recent = time.time_ns() - _RACY_NS
-    if any(s is not None and s[0] >= recent for _p, s in stamps):
+    if where is None or _racy(stamps):
         return
     kb = _key_bytes(key)
     codecache.store(where, _cache_file(kb), kb, (stamps, rows))

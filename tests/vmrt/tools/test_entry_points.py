@@ -135,3 +135,59 @@ def test_a_fifo_or_undecodable_entry_points_txt_is_skipped(tmp_path, monkeypatch
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['v', 'w']"
+
+
+#: asks three times in one process: once, again, after argv[2] says what to change
+_MEMO_RUN = """\
+import os, sys, time
+root = sys.argv[1]
+sys.path[:0] = [root]
+from vmrt.tools.entry_points import entry_points
+listed = []
+sys.addaudithook(lambda event, args: listed.append(args[0])
+                 if event == "os.listdir" and str(args[0]) == root else None)
+def ask():
+    before = len(listed)
+    eps = sorted((e.name, e.value, e.dist.name) for e in entry_points("grp"))
+    return len(listed) - before, eps
+def age(path):
+    when = time.time() - 60
+    os.utime(path, (when, when))
+out = [ask(), ask()]
+change = sys.argv[2]
+if change == "edit-used":            # an entry_points.txt with rows in the group
+    path = os.path.join(root, "one-1.0.dist-info", "entry_points.txt")
+    with open(path, "w") as f:
+        f.write("[grp]\\na = os\\nb = sys\\n")
+    age(path)
+elif change == "install":            # a new distribution: the directory changes
+    info = os.path.join(root, "two-1.0.dist-info")
+    os.mkdir(info)
+    with open(os.path.join(info, "entry_points.txt"), "w") as f:
+        f.write("[grp]\\nc = os\\n")
+    for p in (os.path.join(info, "entry_points.txt"), info, root):
+        age(p)
+out.append(ask())
+print(out)
+"""
+
+
+def test_the_answer_is_remembered_in_a_process_until_what_decides_it_changes(tmp_path):
+    """A program loaded again and again in one process does not list the path
+    each time; an installed distribution or an edited entry point is seen."""
+    for change, last in (("none", "(0, [('a', 'os', 'one')])"),
+                         ("edit-used", "(1, [('a', 'os', 'one'), ('b', 'sys', 'one')])"),
+                         ("install", "(1, [('a', 'os', 'one'), ('c', 'os', 'two')])")):
+        root = tmp_path / change
+        _dist(root, "one-1.0", "[grp]\na = os\n")
+        _dist(root, "other-1.0", "[other]\nz = os\n")
+        _age(root)
+        cwd = tmp_path / f"cwd-{change}"
+        cwd.mkdir()
+        _age(cwd)
+        out = subprocess.run([sys.executable, "-c", _MEMO_RUN, str(root), change],
+                             capture_output=True, text=True, timeout=120, cwd=cwd,
+                             env={**os.environ, "PYTHONPATH": str(REPO), "VMRT_NO_CACHE": "1"})
+        assert out.returncode == 0, out.stderr
+        first = "(1, [('a', 'os', 'one')])"
+        assert out.stdout.strip() == f"[{first}, (0, [('a', 'os', 'one')]), {last}]", change
