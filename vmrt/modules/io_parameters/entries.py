@@ -13,6 +13,7 @@ import struct
 from elfkit.support import DataRecord
 
 from ...errors import ParameterError, StatusCode
+from ...hal.buffer import address_of
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ class ParameterEntry(DataRecord, frozen=True, slots=True):
     source: str = "<memory>"
     #: the file offset of ``data`` (-1: in memory, or a splat)
     offset: int = -1
+    #: the host address of ``data``'s first byte when the parser knew it
+    #: (-1: unknown; found from ``data`` when needed)
+    address: int = -1
 
     @property
     def is_splat(self) -> bool:
@@ -81,12 +85,25 @@ class Reader:
     end of the file: a short read is an ``OUT_OF_RANGE`` error naming
     ``source``, the ``what`` being read and its offset."""
 
-    __slots__ = ("data", "source", "pos")
+    __slots__ = ("data", "source", "pos", "base")
 
     def __init__(self, data: Any, source: str, pos: int = 0):
         self.data = data
         self.source = source
         self.pos = pos
+        #: the host address of ``data`` (found when first asked)
+        self.base: int | None = None
+
+    def address_at(self, offset: int) -> int:
+        """The host address of byte ``offset`` of the file (-1 when the
+        file's memory has no address Python can find): a parameter imported
+        as a buffer then needs no lookup of its own (one per file instead)."""
+        if self.base is None:
+            try:
+                self.base = address_of(self.data) if isinstance(self.data, memoryview) else -1
+            except (TypeError, ValueError):
+                self.base = -1
+        return self.base + offset if self.base >= 0 else -1
 
     def fail(self, message: str, code: StatusCode = StatusCode.INVALID_ARGUMENT) -> ParameterError:
         return ParameterError(message, code)   # the caller names the file (index.load)

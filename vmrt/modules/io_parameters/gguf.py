@@ -111,7 +111,7 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
                          f"the {available} bytes of tensor data")
         at = base + offset
         out.append(ParameterEntry(name, length, data=data[at:at + length], source=source,
-                                  offset=at))
+                                  offset=at, address=r.address_at(at)))
     return out
 
 

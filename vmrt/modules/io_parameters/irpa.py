@@ -126,7 +126,8 @@ def _data(r: Reader, i: int, pos: int, size: int, key: str, s_off: int,
         raise r.fail(f"parameter `{key}` data (offset {offset}, length {length}) is outside "
                      f"the {s_len}-byte storage segment", StatusCode.OUT_OF_RANGE)
     view = r.slice(s_off + offset, length, f"parameter `{key}` data")
-    return ParameterEntry(key, length, data=view, source=r.source, offset=s_off + offset)
+    return ParameterEntry(key, length, data=view, source=r.source, offset=s_off + offset,
+                          address=r.address_at(s_off + offset))
 
 
 __all__ = ["MAGIC", "parse"]

@@ -45,6 +45,8 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
+    from .entries import ParameterEntry
+
 _KEY = struct.Struct("<II")
 _SPAN = struct.Struct("<QQQ")
 
@@ -122,7 +124,7 @@ class ParametersModule(NativeModule[NativeState]):
             for key, p_off, _b_off, length in spans(key_table, key_data, span_table):
                 entry = idx.lookup(key)
                 entry.check_range(p_off, length)
-                buf = _imported(entry.read(p_off, length), length)
+                buf = _imported(entry, p_off, length)
                 if buf is None:
                     buf = new_buffer(length, f"io_parameters.load of `{key}`")  # bounded size
                     buf.bytes[:] = entry.read(p_off, length)
@@ -160,18 +162,22 @@ class ParametersModule(NativeModule[NativeState]):
                 idx.lookup(key).write(p_off, data)
 
 
-def _imported(data: Any, length: int) -> HalBuffer | None:
-    """A read-only buffer over ``data`` itself (a parameter's bytes in a
-    mapped or preloaded file, which nothing writes) when it is a whole,
-    aligned range, as IREE imports a mapped parameter file's memory instead
-    of copying it; None otherwise (a splat, memory given from Python, a
-    misaligned entry): the caller copies."""
+def _imported(entry: ParameterEntry, offset: int, length: int) -> HalBuffer | None:
+    """A read-only buffer over the entry's ``length`` bytes from ``offset``
+    themselves (a parameter's bytes in a mapped or preloaded file, which
+    nothing writes) when they are a whole, aligned range, as IREE imports a
+    mapped parameter file's memory instead of copying it; None otherwise (a
+    splat, memory given from Python, a misaligned entry): the caller copies."""
+    data = entry.read(offset, length)
     if not (isinstance(data, memoryview) and data.readonly and len(data) == length > 0):
         return None
-    try:
-        addr = address_of(data)
-    except (TypeError, ValueError):
-        return None
+    if entry.address >= 0:
+        addr = entry.address + offset
+    else:
+        try:
+            addr = address_of(data)
+        except (TypeError, ValueError):
+            return None
     if addr % BUFFER_ALIGNMENT:
         return None
     return HalBuffer(data, read_only=True, address=addr)

@@ -56,7 +56,8 @@ def parse(data: Any, source: str) -> list[ParameterEntry]:
                          f"{available} bytes of tensor data")
         _check_shape(r, key, info, end - begin)
         out.append(ParameterEntry(key, end - begin, data=data[base + begin:base + end],
-                                  source=source, offset=base + begin))
+                                  source=source, offset=base + begin,
+                                  address=r.address_at(base + begin)))
     return out
 
 

@@ -55,9 +55,20 @@ def test_entries_match_iree_dump_parameters(tmp_path, fmt):
     else:
         write_safetensors(path, ARRAYS, pad=3)
     assert ours(path) == iree_dump(path)
-    idx = ParameterIndex().load(path)
-    for key, arr in ARRAYS.items():
-        assert bytes(idx.lookup(key).read(0, arr.nbytes)) == arr.tobytes()
+    for mode in ("file", "preload"):
+        idx = ParameterIndex().load(path, mode)
+        for key, arr in ARRAYS.items():
+            assert bytes(idx.lookup(key).read(0, arr.nbytes)) == arr.tobytes()
+        _addresses_are_the_datas(idx)
+
+
+def _addresses_are_the_datas(idx) -> None:
+    """The host address a parser gives an entry (which io_parameters.load
+    imports as a buffer's memory) is that of the entry's own bytes, as numpy
+    finds it."""
+    for e in idx.entries.values():
+        if e.data is not None and e.length:
+            assert e.address == np.frombuffer(e.data, np.uint8).ctypes.data, e.key
 
 
 def test_iree_create_parameters_archive(tmp_path):
@@ -100,6 +111,7 @@ def test_linked_archive_headers(tmp_path):
     assert bytes(idx.lookup("y").read(0, 12)) == np.arange(3, dtype=np.int32).tobytes()
     assert idx.lookup("y").offset == len(a) + ours(tmp_path / "b.irpa")["y"][0]
     assert idx.lookup("z").read(0, 7) == b"\x05" * 7
+    _addresses_are_the_datas(idx)
     struct.pack_into("<Q", head, 16, 0)             # a loop back to itself is refused
     path.write_bytes(bytes(head[:16]) + struct.pack("<Q", 0x10000) + bytes(head[24:]) + b)
     with pytest.raises(vmrt.ParameterError, match="linked IRPA header"):
