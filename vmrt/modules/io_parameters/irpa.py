@@ -82,52 +82,51 @@ def _parse_v0(r: Reader, base: int, out: list[ParameterEntry]) -> None:
     if count > e_len // _ENTRY.size:
         raise r.fail(f"entry table of {e_len} bytes cannot hold {count} entries",
                      StatusCode.OUT_OF_RANGE)
+    # The three segments are inside the file (checked above), and each read
+    # below is checked against its segment: no read needs the file's end again.
+    data, source = r.data, r.source
+    entry_at, data_at, splat_at = _ENTRY.unpack_from, _DATA.unpack_from, _SPLAT.unpack_from
+    head = _ENTRY.size
     pos, end = e_off, e_off + e_len
     for i in range(count):
-        if end - pos < _ENTRY.size:
+        if end - pos < head:
             raise r.fail(f"entry table truncated at entry {i} (offset {pos})",
                          StatusCode.OUT_OF_RANGE)
-        size, kind, _flags, n_off, n_len, _md_off, _md_len, _align = r.unpack(
-            _ENTRY, f"entry {i}", pos)
-        if size < _ENTRY.size or size > end - pos:
+        size, kind, _flags, n_off, n_len, _md_off, _md_len, _align = entry_at(data, pos)
+        if size < head or size > end - pos:
             raise r.fail(f"entry {i} at offset {pos} has size {size}, outside the entry table",
                          StatusCode.OUT_OF_RANGE)
         if n_off + n_len > m_len:
             raise r.fail(f"entry {i} name (offset {n_off}, length {n_len}) is outside the "
                          f"{m_len}-byte metadata segment", StatusCode.OUT_OF_RANGE)
-        key = r.text(bytes(r.data[m_off + n_off:m_off + n_off + n_len]), f"entry {i} name")
-        if kind == TYPE_SPLAT:
-            out.append(_splat(r, i, pos, size, key))
-        elif kind == TYPE_DATA:
-            out.append(_data(r, i, pos, size, key, s_off, s_len))
+        try:
+            key = str(data[m_off + n_off:m_off + n_off + n_len], "utf-8")
+        except UnicodeDecodeError:
+            raise r.fail(f"entry {i} name is not UTF-8 text") from None
+        if kind == TYPE_DATA:
+            if size < head + _DATA.size:
+                raise r.fail(f"data entry {i} (`{key}`) is {size} bytes, less than "
+                             f"{head + _DATA.size}", StatusCode.OUT_OF_RANGE)
+            offset, length = data_at(data, pos + head)
+            if offset + length > s_len:
+                raise r.fail(f"parameter `{key}` data (offset {offset}, length {length}) is "
+                             f"outside the {s_len}-byte storage segment", StatusCode.OUT_OF_RANGE)
+            at = s_off + offset
+            out.append(ParameterEntry(key, length, data=data[at:at + length], source=source,
+                                      offset=at, address=r.address_at(at)))
+        elif kind == TYPE_SPLAT:
+            if size < head + _SPLAT.size:
+                raise r.fail(f"splat entry {i} (`{key}`) is {size} bytes, less than "
+                             f"{head + _SPLAT.size}", StatusCode.OUT_OF_RANGE)
+            length, pattern, plen = splat_at(data, pos + head)
+            if plen not in (1, 2, 4, 8, 16):
+                raise r.fail(f"splat entry {i} (`{key}`) pattern length {plen} is not 1, 2, 4, "
+                             "8 or 16")
+            out.append(ParameterEntry(key, length, pattern=bytes(pattern[:plen]), source=source))
         elif kind != TYPE_SKIP:
             raise r.fail(f"entry {i} (`{key}`) has type {kind}, which vmrt does not support "
                          "(0 skip, 1 splat, 2 data)", StatusCode.UNIMPLEMENTED)
         pos += -(-size // ENTRY_ALIGNMENT) * ENTRY_ALIGNMENT
-
-
-def _splat(r: Reader, i: int, pos: int, size: int, key: str) -> ParameterEntry:
-    if size < _ENTRY.size + _SPLAT.size:
-        raise r.fail(f"splat entry {i} (`{key}`) is {size} bytes, less than "
-                     f"{_ENTRY.size + _SPLAT.size}", StatusCode.OUT_OF_RANGE)
-    length, pattern, plen = r.unpack(_SPLAT, f"splat entry {i}", pos + _ENTRY.size)
-    if plen not in (1, 2, 4, 8, 16):
-        raise r.fail(f"splat entry {i} (`{key}`) pattern length {plen} is not 1, 2, 4, 8 or 16")
-    return ParameterEntry(key, length, pattern=bytes(pattern[:plen]), source=r.source)
-
-
-def _data(r: Reader, i: int, pos: int, size: int, key: str, s_off: int,
-          s_len: int) -> ParameterEntry:
-    if size < _ENTRY.size + _DATA.size:
-        raise r.fail(f"data entry {i} (`{key}`) is {size} bytes, less than "
-                     f"{_ENTRY.size + _DATA.size}", StatusCode.OUT_OF_RANGE)
-    offset, length = r.unpack(_DATA, f"data entry {i}", pos + _ENTRY.size)
-    if offset + length > s_len:
-        raise r.fail(f"parameter `{key}` data (offset {offset}, length {length}) is outside "
-                     f"the {s_len}-byte storage segment", StatusCode.OUT_OF_RANGE)
-    view = r.slice(s_off + offset, length, f"parameter `{key}` data")
-    return ParameterEntry(key, length, data=view, source=r.source, offset=s_off + offset,
-                          address=r.address_at(s_off + offset))
 
 
 __all__ = ["MAGIC", "parse"]
