@@ -299,13 +299,14 @@ class ElfExecutable(Closeable):
         if n and not lib.export_ptrs:
             raise ExecutableError(f"executable '{self.name}': {n} exports but no function table")
         ptrs = mem.words(lib.export_ptrs, n)
-        names = mem.words(lib.export_names, n) if lib.export_names else (0,) * n
+        names = mem.cstrs(mem.words(lib.export_names, n)) if lib.export_names else [""] * n
+        size = lay.attrs_size
+        table = mem.read(lib.export_attrs, n * size) if lib.export_attrs and n else b""
         exports: list[ExportInfo] = []
         for i in range(n):
-            nm = mem.cstr(names[i]) if names[i] else ""
+            nm = names[i]
             if lib.export_attrs:
-                a = lay.dispatch_attrs(mem.read(lib.export_attrs + i * lay.attrs_size,
-                                                lay.attrs_size))
+                a = lay.dispatch_attrs(table[i * size:(i + 1) * size])
                 if a.binding_count > abi.MAX_BINDING_COUNT or \
                         a.constant_count > abi.MAX_CONSTANT_COUNT:
                     raise ExecutableError(

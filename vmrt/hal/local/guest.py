@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from elfkit import ElfkitError
 from elfkit.exec import PROT_EXEC, PROT_READ
@@ -128,6 +128,10 @@ class GuestMemory:
     def cstr(self, addr: int, limit: int = 4096) -> str:
         return read_cstr(self.read, addr, limit)
 
+    def cstrs(self, addrs: Sequence[int], limit: int = 4096) -> list[str]:
+        """``cstr`` of each address (one read when they lie close together)."""
+        return read_cstrs(self.read, addrs, limit)
+
 
 def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -> str:
     """A NUL-terminated string at ``addr`` (at most ``limit`` bytes), read in
@@ -146,6 +150,38 @@ def read_cstr(read: Callable[[int, int], bytes], addr: int, limit: int = 4096) -
             break
         out += chunk
     return bytes(out[:limit]).decode("utf-8", errors="replace")
+
+
+#: the widest span of strings :func:`read_cstrs` reads at once
+CSTR_WINDOW = 1 << 16
+
+
+def read_cstrs(read: Callable[[int, int], bytes], addrs: Sequence[int],
+               limit: int = 4096) -> list[str]:
+    """:func:`read_cstr` of each of ``addrs``, with the same answers: when
+    the strings start within :data:`CSTR_WINDOW` bytes of each other (a
+    library's names, side by side in its read-only data), one read covers
+    them; a string not ended inside that read, or a read that fails (the
+    span ends near the end of a mapping), is read alone as before."""
+    starts = [a for a in addrs if a]
+    blob, lo = None, 0
+    if len(starts) > 1:
+        lo, hi = min(starts), max(starts)
+        if hi - lo <= CSTR_WINDOW:
+            try:
+                blob = read(lo, hi - lo + 64)
+            except ElfkitError:
+                blob = None
+    out = []
+    for addr in addrs:
+        if blob is not None and addr:
+            at = addr - lo
+            nul = blob.find(b"\0", at, at + limit)
+            if nul >= 0:
+                out.append(blob[at:nul].decode("utf-8", errors="replace"))
+                continue
+        out.append(read_cstr(read, addr, limit))
+    return out
 
 
 # ---------------------------------------------------------------------------
