@@ -16,12 +16,11 @@ m_qemu.py; it reuses this file's MNIST program and inputs.
 from __future__ import annotations
 
 import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 
 from . import _build
-from ._timing import Config, Row, bytecode_env, compare, compare_commands, fmt_time, na_row
+from ._timing import REPO, Config, Row, bytecode_env, compare, compare_commands, fmt_time, na_row
 from .m_vmrt import cpu_vmfb, matmul_vmfb, which_tool
 
 MNIST_HIDDEN = 128
@@ -141,9 +140,26 @@ def steady_state(cfg: Config) -> list[Row]:
 # 14. whole command vs iree-run-module
 # ---------------------------------------------------------------------------
 
+def plain_python() -> str:
+    """The interpreter whole commands run under: a plain Python's start-up
+    (:func:`bench.m_start.clean_python`: this machine's site ``.pth`` hooks do
+    not run; here one imports certifi at every start, ~60 ms, which would be
+    charged to ours against a native peer (row 15) or added to both sides,
+    flattering the ratio (rows 10, 14))."""
+    from .m_start import clean_python
+    return clean_python(REPO / "build" / "bench")
+
+
 def ours_cmd() -> list[str]:
-    exe = which_tool("vmrt")
-    return [exe, "run"] if exe else [sys.executable, "-m", "vmrt", "run"]
+    """``vmrt run`` as pip's console script, run by :func:`plain_python`."""
+    py = plain_python()
+    return [py, str(Path(py).parent / "vmrt"), "run"]
+
+
+def python_tool(exe: str) -> list[str]:
+    """A Python console script (pip's ``iree-run-module`` wrapper, say) run by
+    :func:`plain_python`, as ours is."""
+    return [plain_python(), exe]
 
 
 def mnist_input(work: Path) -> Path:
@@ -191,7 +207,7 @@ def whole_command(cfg: Config) -> list[Row]:
         except Exception as e:  # noqa: BLE001
             rows.append(na_row(rid, name, goal, str(e).splitlines()[0]))
             continue
-        cmds = {"ours": ours_cmd() + args, "peer": [iree_exe] + args}
+        cmds = {"ours": ours_cmd() + args, "peer": python_tool(iree_exe) + args}
         outs = [subprocess.run(c, capture_output=True, text=True, env=env) for c in cmds.values()]
         if outs[0].returncode != 0 or outs[0].stdout != outs[1].stdout:
             rows.append(na_row(rid, name, goal, "failed: outputs differ: "

@@ -172,19 +172,21 @@ def _ctypes_threads(cfg: Config, seconds: float) -> float | None:
 
 def interpreter(cfg: Config) -> list[Row]:
     name = "vmrt run vs iree-run-module, loop.vmfb"
-    vmrt_exe, iree_exe = which_tool("vmrt"), which_tool("iree-run-module")
+    iree_exe = which_tool("iree-run-module")
     if not iree_exe:
         return [na_row("10", name, "≤ 20× peer time", "iree-run-module is not installed")]
     try:
         vmfb = _build.loop_vmfb(cfg.work)
     except Exception as e:  # noqa: BLE001
         return [na_row("10", name, "≤ 20× peer time", str(e).splitlines()[0])]
-    ours_cmd = [vmrt_exe, "run"] if vmrt_exe else [sys.executable, "-m", "vmrt", "run"]
+    from .m_programs import ours_cmd as run_cmd
+    from .m_programs import python_tool
+    ours_cmd = run_cmd()
     n = 200_000 if cfg.quick else 2_000_000
 
     def cmds(k: int) -> dict[str, list[str]]:
         args = [f"--module={vmfb}", "--function=loop", f"--input={k}"]
-        return {"ours": ours_cmd + args, "peer": [iree_exe] + args}
+        return {"ours": ours_cmd + args, "peer": python_tool(iree_exe) + args}
     # same result from both (checked once, untimed)
     outs = [subprocess.run(c, capture_output=True, text=True, env=bytecode_env())
             for c in cmds(1000).values()]
