@@ -535,6 +535,7 @@ executables run ("auto": native when built for the host); ``remaps``
 
 #: the largest buffer a replay allocates
 MAX_BUFFER_SIZE = 1 << 32
+_MAPPED = 1 << 25           # buffers from this size on are anonymous mappings
 
 
 def _zeros(p: Payload, size: int) -> Any:
@@ -542,8 +543,11 @@ def _zeros(p: Payload, size: int) -> Any:
         raise p.error(f"buffer of {size} bytes is larger than the {MAX_BUFFER_SIZE} bytes vmrt "
                       "replays", StatusCode.RESOURCE_EXHAUSTED)
     try:
+        if size >= _MAPPED:     # zero pages until written (a bytearray is zeroed eagerly)
+            import mmap
+            return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
         mem = memoryview(bytearray(size + BUFFER_ALIGNMENT))   # zeroed
-    except MemoryError:
+    except (MemoryError, OSError):
         raise p.error(f"cannot allocate a buffer of {size} bytes",
                       StatusCode.RESOURCE_EXHAUSTED) from None
     skip = -address_of(mem) % BUFFER_ALIGNMENT
