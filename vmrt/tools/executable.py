@@ -269,9 +269,12 @@ def dispatch_once(exe: Executable, exp: Any, wc: Any, bindings: list[Any],
                   deadline: float | None = None) -> None:
     """``exe.dispatch(exp, wc, bindings, constants, ...)``; through the export's
     prepared form (:meth:`Executable.prepare`, what vmrt's command buffers run)
-    when it has one and the bindings are parsed tensors on one thread: the
-    general path keeps its dispatch state in numpy memory."""
-    if threads == 1 and processor_id == 0 and bindings and all(
+    when it has one, the bindings are parsed tensors on one thread and no
+    :func:`~vmrt.hal.dispatch_observer.workgroup_probe` is active (only
+    ``dispatch()`` honours one): the general path keeps its dispatch state in
+    numpy memory."""
+    from ..hal.dispatch_observer import current_probe
+    if threads == 1 and processor_id == 0 and bindings and current_probe() is None and all(
             b.__class__ is HostBytes and b.nbytes for b in bindings):
         prepared = exe.prepare(exp, wc, constants, len(bindings))
         if prepared is not None:
