@@ -16,25 +16,27 @@ package calls through ctypes function pointers or touches unicorn.
   :func:`check_profile_path` (guest profiles), :func:`page_aligned_empty` (host arrays
   an emulated machine can map without a copy).
 
-Names of the emulated backend and the FPU helpers are imported on first use, so
-``import elfkit.exec`` imports neither unicorn nor ctypes.
+Names of the emulated backend, the FPU helpers and the machine interface are
+imported on first use, so ``import elfkit.exec`` imports neither unicorn nor
+ctypes (nor, for ``elfkit disasm``, the interface and the signatures it uses).
 """
 from __future__ import annotations
 
 from .._support import lazy_names
 from ..arch import Arch, host
 from ..errors import BackendError
-from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
+    from .base import PROT_EXEC, PROT_NONE, PROT_READ, PROT_WRITE, Machine
     from .emulated import EmulatedMachine, GuestProfile, check_profile_path, page_aligned_empty
     from .fpu import FpControl, HostFpu, flushing_call_through3, fp_control, host_fpu
     from .jit_debug import register_pending
 
-_LAZY = {"EmulatedMachine": "emulated", "GuestProfile": "emulated",
+_LAZY = {"Machine": "base", "PROT_EXEC": "base", "PROT_NONE": "base", "PROT_READ": "base",
+         "PROT_WRITE": "base", "EmulatedMachine": "emulated", "GuestProfile": "emulated",
          "check_profile_path": "emulated", "page_aligned_empty": "emulated",
          "FpControl": "fpu", "HostFpu": "fpu", "flushing_call_through3": "fpu",
          "fp_control": "fpu", "host_fpu": "fpu", "register_pending": "jit_debug"}

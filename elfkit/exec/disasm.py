@@ -1,8 +1,10 @@
 """Disassembly with capstone: decoding, branch targets, symbolised listings.
 
 Used by ``elfkit disasm`` and by the emulated backend's fault reports and
-execution trace.  It knows nothing about machines.  capstone is imported
-lazily: ``import elfkit`` stays cheap.
+execution trace.  It knows nothing about machines.  capstone's library is
+opened on first use, through ctypes (:mod:`elfkit.exec.capstone_lib`: the
+``capstone`` package's import costs several times a whole ``elfkit disasm``),
+so ``import elfkit`` stays cheap.
 """
 from __future__ import annotations
 
@@ -39,20 +41,14 @@ class Instruction(DataRecord, frozen=True, slots=True):
 
 @functools.cache
 def _cs(arch_name: str, thumb: bool = False) -> Any:
-    md = _new_cs(arch_name, thumb)
-    md.detail = True
-    return md
+    """A decoder with instruction details (the branch targets)."""
+    return _new_cs(arch_name, thumb, True)
 
 
-def _new_cs(arch_name: str, thumb: bool) -> Any:
-    import capstone
+def _new_cs(arch_name: str, thumb: bool, detail: bool) -> Any:
+    from .capstone_lib import decoder
     arch = get_arch(arch_name)
-    mode = 0
-    for m in arch.cs_mode:
-        mode |= getattr(capstone, m)
-    if thumb:
-        mode = (mode & ~capstone.CS_MODE_ARM) | capstone.CS_MODE_THUMB
-    return capstone.Cs(getattr(capstone, arch.cs_arch), mode)
+    return decoder(arch.cs_arch, tuple(arch.cs_mode), thumb, detail)
 
 
 def symbolizer(symbols: Any) -> Callable[[int], str | None] | None:
@@ -80,17 +76,13 @@ def symbolizer(symbols: Any) -> Callable[[int], str | None] | None:
     return look
 
 
-def _target(arch: Arch, ins: Any) -> int | None:
-    import capstone
-    groups = set(ins.groups)
-    if not groups & {capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_BRANCH_RELATIVE}:
+def _target(arch: Arch, address: int, imm: int | None) -> int | None:
+    """The target of a direct jump or call at ``address`` whose last operand
+    is the immediate ``imm`` (None: not one)."""
+    if imm is None:
         return None
-    ops = ins.operands
-    if not ops or ops[-1].type != 2:          # *_OP_IMM is 2 on every arch we use
-        return None
-    imm = ops[-1].imm
     if arch.name.startswith("riscv"):
-        return (ins.address + imm) & ((1 << arch.bits) - 1)
+        return (address + imm) & ((1 << arch.bits) - 1)
     return imm & ((1 << arch.bits) - 1)
 
 
@@ -110,15 +102,14 @@ def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *
     pos = 0
     code = bytes(code)
     while pos < len(code):
-        for ins in md.disasm(code[pos:], addr + pos):
-            tgt = _target(arch, ins)
+        for address, size, mnemonic, op_str, data, imm in md.decode(code[pos:], addr + pos):
+            tgt = _target(arch, address, imm)
             comment = ""
             if tgt is not None and look is not None:
                 s = look(tgt)
                 comment = s or ""
-            out.append(Instruction(ins.address, ins.size, ins.mnemonic, ins.op_str,
-                                   bytes(ins.bytes), tgt, comment))
-            pos = ins.address + ins.size - addr
+            out.append(Instruction(address, size, mnemonic, op_str, data, tgt, comment))
+            pos = address + size - addr
             if count and len(out) >= count:
                 return out
         if pos >= len(code):
@@ -138,7 +129,7 @@ def disassemble(code: bytes, addr: int, arch: Arch | str, symbols: Any = None, *
 def _cs_lite(arch_name: str) -> Any:
     """A decoder without instruction details (``disasm_lite``: no objects per
     instruction), for where only instruction boundaries matter."""
-    return _new_cs(arch_name, False)
+    return _new_cs(arch_name, False, False)
 
 
 def instruction_addresses(code: bytes, addr: int, arch: Arch | str, *,
@@ -176,7 +167,7 @@ def instruction_addresses(code: bytes, addr: int, arch: Arch | str, *,
     code = bytes(code)
     n = len(code)
     while pos < n:
-        for a, size, _mn, _ops in md.disasm_lite(code[pos:], addr + pos):
+        for a, size, *_rest in md.decode(code[pos:], addr + pos):
             out.append(a)
             pos = a + size - addr
         if pos >= n:
@@ -211,7 +202,7 @@ def longest_x87_run(code: bytes, addr: int) -> int:
     """The most x87 instructions in i386 ``code`` between two control
     transfers (the emulator's x87 work-around, ``elfkit.exec.emulated``)."""
     run = best = 0
-    for _a, _s, mnemonic, _ops in _cs("i386").disasm_lite(bytes(code), addr):
+    for _a, _s, mnemonic, *_rest in _cs_lite("i386").decode(bytes(code), addr):
         if mnemonic.startswith("f"):
             run += 1
             best = max(best, run)

@@ -7,7 +7,6 @@ capstone listing of a plugin (or one of its functions) without loading it.
 from __future__ import annotations
 
 import sys
-import threading
 
 from ..errors import CallTimeout, ElfkitError, EmulationFault, SignatureError
 from .cli_spec import Arg, Command, Namespace
@@ -117,6 +116,7 @@ def run(args: Namespace) -> int:
 def _run_interruptibly(call: Any, machine: Any) -> Any:
     """Run ``call`` in a worker thread so Ctrl-C reaches us (unicorn's
     emu_start does not return to Python for signals) and cancels the call."""
+    import threading  # ``elfkit run`` only (start-up of ``elfkit disasm``)
     box: dict[str, Any] = {}
 
     def work() -> None:

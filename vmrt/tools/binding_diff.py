@@ -13,13 +13,15 @@ types); everything else must be equal.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from elfkit.support import DataRecord
 
 from ..errors import UsageError, VmError
 from ..hal.element_types import dtype_of
 from .function_io import format_g
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the default absolute tolerances of iree-run-module's --expected_*_threshold
 DEFAULT_THRESHOLDS = {"f16": 0.001, "f32": 0.0001, "f64": 0.0001}

@@ -10,7 +10,9 @@ import time
 from collections.abc import Sequence
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
-from ..hal.buffer import aligned_bytes
+from ..hal.buffer import HostBytes, aligned_bytes
+from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
+from ..hal.element_types import FLOAT8, dtype_name, is_packed
 from . import usage
 from .executable_imports import report_imports
 from .files import (
@@ -105,18 +107,49 @@ def _npy_header(np: Any, fh: Any, version: tuple[int, int]) -> tuple[Any, bool, 
     raise ValueError(f"unsupported .npy version {version[0]}.{version[1]}")
 
 
-def _bindings(specs: Sequence[str]) -> list[Any]:
-    """Arrays from binding specs; ``@FILE.npy[START:END]`` is bytes
-    [START, END) of the file's array, and every binding of one file shares
-    its memory (bindings that alias)."""
-    import numpy as np
+#: numpy dtype kinds (vmrt.hal.element_types.dtype_name) -> the element type prefix a
+#: numpy array of that kind is printed with (numpy's integers are signed: ``siN``)
+_NUMPY_PREFIX = {"int": "si", "uint": "ui", "float": "f", "complex": "cf"}
 
-    from ..hal.buffer_view import parse_buffer_view
-    out = []
+
+def _numpy_name(elem: str) -> str | None:
+    """The element type a parsed tensor of ``elem`` is printed with (the name of
+    the numpy array that holds it: ``i32`` -> ``si32``, ``i1`` -> ``ui8``), found
+    without numpy; None for the types whose values need numpy (the f8 types, the
+    packed sub-byte integers)."""
+    if elem in FLOAT8 or is_packed(elem):
+        return None
+    name = dtype_name(elem)
+    if name == "bfloat16":
+        return "bf16"
+    kind = name.rstrip("0123456789")
+    bits = name[len(kind):]
+    return f"{_NUMPY_PREFIX[kind]}{bits}"
+
+
+def _bindings(specs: Sequence[str]) -> tuple[list[Any], list[BufferView]]:
+    """The dispatch bindings of binding specs, and a buffer view of each (what
+    is printed or written).  A tensor spec of a plain element type is parsed
+    into 64-byte aligned host memory, bound as :class:`HostBytes` (no numpy);
+    ``.npy`` files, f8 and sub-byte types are numpy arrays.  ``@FILE.npy[START:END]``
+    is bytes [START, END) of the file's array, and every binding of one file
+    shares its memory (bindings that alias)."""
+    out: list[Any] = []
+    views: list[BufferView] = []
     files: dict[str, Any] = {}
     dtypes: dict[str, Any] = {}
     for s in specs:
         try:
+            if not s.startswith("@"):
+                parsed = parse_buffer_view(s)
+                name = _numpy_name(parsed.element_type)
+                if name is not None and parsed.address is not None:
+                    # a rank-0 tensor binds one element (as np.ascontiguousarray makes it)
+                    out.append(HostBytes(parsed.storage, parsed.address))
+                    views.append(BufferView.over(parsed.storage, name, parsed.shape or (1,),
+                                                 parsed.address))
+                    continue
+            import numpy as np
             ranged = _BYTE_RANGE.match(s[1:]) if s.startswith("@") else None
             if ranged and not os.path.exists(s[1:]):
                 path, start, end = ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
@@ -131,17 +164,19 @@ def _bindings(specs: Sequence[str]) -> list[Any]:
                                      f"{whole.size} bytes")
                 part = whole[start:end]
                 dt = dtypes[path]
-                out.append(part.view(dt) if part.size % dt.itemsize == 0 else part)
+                array = part.view(dt) if part.size % dt.itemsize == 0 else part
             elif s.startswith("@"):
-                out.append(np.ascontiguousarray(_load_npy(s[1:])))
+                array = np.ascontiguousarray(_load_npy(s[1:]))
             else:
-                out.append(np.ascontiguousarray(parse_buffer_view(s).array))
+                array = np.ascontiguousarray(parsed.array)
+            out.append(array)
+            views.append(BufferView(array))
         except VmError as e:
             e.annotate(f"parsing binding `{s}`")
             raise
         except (OSError, ValueError) as e:
             raise UsageError(f"parsing binding `{s}`: {e}") from None
-    return out
+    return out, views
 
 
 def run(argv: Sequence[str], stdout: TextIO) -> int:
@@ -184,7 +219,6 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
               stdout: TextIO, timeout: float | None) -> int:
-    from ..hal.buffer_view import BufferView, format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
     which: str | int = values["export"]
@@ -197,36 +231,57 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
         max_elements = int(values.get("output_max_element_count", "1024"), 0)
     except ValueError as e:
         raise UsageError(f"bad integer flag: {e}") from None
-    bindings = _bindings(lists["binding"])
+    bindings, views = _bindings(lists["binding"])
     constants = _constants(lists["constant"])
     exp = exe.export(which)
     stdout.write(f"EXEC @{exp.name}\n")
     stdout.flush()
     deadline = None if timeout is None else time.monotonic() + timeout
-    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid,
-                 deadline=deadline)
+    dispatch_once(exe, exp, wc, bindings, constants, threads=threads, processor_id=pid,
+                  deadline=deadline)
     if lists["expected_output"]:
-        return check_bindings(bindings, lists["expected_output"], values, stdout)
+        return check_bindings([v.array for v in views], lists["expected_output"], values,
+                              stdout)
     outputs = lists["output"]
     if outputs and len(outputs) != len(bindings):
         raise UsageError(f"{len(outputs)} outputs specified for {len(bindings)} bindings",
                       StatusCode.OUT_OF_RANGE)
     files = StagedOutputs()         # all output files appear, or none
     try:
-        for i, b in enumerate(bindings):
+        for i, view in enumerate(views):
             target = outputs[i] if outputs else "+"
             if target in ("", "-", "+"):
                 if target:
-                    text = format_buffer_view(BufferView(b), max_elements)
+                    text = format_buffer_view(view, max_elements)
                     stdout.write(text + "\n" if target == "-"
                                  else f"binding[{i}]: hal.buffer_view\n{text}\n")
                 continue
-            write_output(target, BufferView(b), "r", max_elements, stdout, files)
+            write_output(target, view, "r", max_elements, stdout, files)
         files.commit()
     finally:
         files.discard()
     stdout.flush()
     return 0
+
+
+def dispatch_once(exe: Executable, exp: Any, wc: Any, bindings: list[Any],
+                  constants: Sequence[Any], *, threads: int = 1, processor_id: int = 0,
+                  deadline: float | None = None) -> None:
+    """``exe.dispatch(exp, wc, bindings, constants, ...)``; through the export's
+    prepared form (:meth:`Executable.prepare`, what vmrt's command buffers run)
+    when it has one, the bindings are parsed tensors on one thread and no
+    :func:`~vmrt.hal.dispatch_observer.workgroup_probe` is active (only
+    ``dispatch()`` honours one): the general path keeps its dispatch state in
+    numpy memory."""
+    from ..hal.dispatch_observer import current_probe
+    if threads == 1 and processor_id == 0 and bindings and current_probe() is None and all(
+            b.__class__ is HostBytes and b.nbytes for b in bindings):
+        prepared = exe.prepare(exp, wc, constants, len(bindings))
+        if prepared is not None:
+            prepared.run([b.address for b in bindings], [b.nbytes for b in bindings], deadline)
+            return
+    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=processor_id,
+                 deadline=deadline)
 
 
 def check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, str],
@@ -254,7 +309,7 @@ def check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, 
     for i, (b, spec) in enumerate(zip(bindings, specs)):
         if spec.strip() == "(ignored)":
             continue
-        (want,) = _bindings([spec])
+        want = _bindings([spec])[1][0].array
         if prefix and b.nbytes > want.nbytes:
             b = b.reshape(-1)[:want.nbytes]
         got = b.reshape(-1).view(want.dtype) if b.nbytes % want.itemsize == 0 else None
@@ -273,9 +328,10 @@ def check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, 
 
 
 def parse_bindings(specs: Sequence[str]) -> list[Any]:
-    """The arrays ``--binding`` specs give (``vmrt executable dispatch`` and
-    ``vmrt executable benchmark`` bind them alike)."""
-    return _bindings(specs)
+    """The bindings ``--binding`` specs give (``vmrt executable dispatch`` and
+    ``vmrt executable benchmark`` bind them alike): :class:`HostBytes` or
+    numpy arrays, as :meth:`Executable.dispatch` takes them."""
+    return _bindings(specs)[0]
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,

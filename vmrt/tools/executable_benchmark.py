@@ -3,9 +3,7 @@
 Usage: :data:`vmrt.tools.usage.EXECUTABLE_BENCHMARK` (``USAGE``)."""
 from __future__ import annotations
 
-import json
 import os
-import shlex
 from collections.abc import Sequence
 
 from ..errors import ExecutableError, StatusCode, UsageError
@@ -17,7 +15,7 @@ from .benchmark_runner import (
     benchmark_options,
     run_benchmarks,
 )
-from .executable import parse_bindings
+from .executable import dispatch_once, parse_bindings
 from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 
@@ -25,7 +23,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from ..hal.local.executable import Executable
+    from ..hal.local.elf_executable import Executable
 
 USAGE = usage.EXECUTABLE_BENCHMARK
 
@@ -130,6 +128,8 @@ class DispatchSetup:
 
 def _dump_folder(folder: str) -> tuple[dict[str, Any], list[str]]:
     """dispatch.json and the plugin specs of replay.sh of a dump folder."""
+    import json  # only a dump folder's benchmark reads these (start-up time)
+    import shlex
     path = os.path.join(folder, "dispatch.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -171,7 +171,7 @@ def _benchmark(exe: Executable, setup: DispatchSetup, wc: tuple[int, int, int],
     workgroups = wc[0] * wc[1] * wc[2]
 
     def one() -> None:
-        exe.dispatch(export, wc, arrays, setup.constants, threads=setup.threads)
+        dispatch_once(exe, export, wc, arrays, setup.constants, threads=setup.threads)
 
     def body(n: int) -> None:
         for _ in range(n):
@@ -190,7 +190,7 @@ def _benchmark(exe: Executable, setup: DispatchSetup, wc: tuple[int, int, int],
 
 def benchmark_executable(flags: Flags, stdout: TextIO, stderr: TextIO) -> list[dict[str, Any]]:
     """Execute ``vmrt executable benchmark``; returns the rows (JSON objects)."""
-    from ..hal.local.executable import Executable
+    from ..hal.local.elf_executable import Executable
     from ..hal.local.plugins.manager import register_plugins
     options = benchmark_options(flags)
     setup = DispatchSetup(flags)

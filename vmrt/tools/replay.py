@@ -91,7 +91,7 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
     ``thresholds`` for floats;
     ``file_remaps`` are ``--replay_file_remap`` values."""
     from ..hal.local.loader import ExecutableLoader
-    from .binding_diff import DEFAULT_THRESHOLDS, diff_bytes
+    from .binding_diff import DEFAULT_THRESHOLDS
     from .files import check_plugin_specs
     from .replay_exec import Replayer
     from .replay_format import read_capture
@@ -114,16 +114,18 @@ def replay(path: str | os.PathLike[str], *, device: str = "local-sync",
                           f"{', '.join(map(str, backends)) or 'none'})", StatusCode.NOT_FOUND)
     failures = []
     limits = {**DEFAULT_THRESHOLDS, **(thresholds or {})}
-    import numpy as np
     for i, o in enumerate(outputs):
-        if not expected or o.recorded is None:
+        if not expected or o.recorded is None or o.raw == o.recorded:
+            continue        # (the same bytes: no element differs, whatever its type)
+        if len(o.recorded) != len(o.raw):
+            failures.append(f"output[{i}] ({_where(o)}): the capture recorded "
+                            f"{len(o.recorded)} bytes for it")
             continue
-        want = np.frombuffer(o.recorded, np.uint8)
-        if want.size != o.data.size:
-            failures.append(f"output[{i}] ({_where(o)}): the capture recorded {want.size} "
-                            f"bytes for it")
-            continue
-        d = diff_bytes(o.data, want, element_type or o.element_type, limits)
+        import numpy as np
+
+        from .binding_diff import diff_bytes
+        d = diff_bytes(o.data, np.frombuffer(o.recorded, np.uint8),
+                       element_type or o.element_type, limits)
         if d is not None:
             failures.append(f"output[{i}] ({_where(o)}) differs from the capture: "
                             f"{d.describe('replay', 'capture')}")

@@ -1,7 +1,7 @@
 """Re-running an IREE device replay capture on vmrt's local CPU HAL.
 
 :class:`Replayer` walks a capture's records in order and does what each
-operation did: buffers are host byte arrays (numpy ``uint8``), executables
+operation did: buffers are 64-byte aligned host memory (byte memoryviews), executables
 load through :class:`~vmrt.hal.local.loader.ExecutableLoader` (embedded
 ELF of any CPU elfkit runs: a foreign one is emulated), command buffers are
 lists of recorded commands run at ``queue_execute`` over its binding table,
@@ -22,13 +22,11 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
 
 from elfkit.support import DataRecord
 
 from ..errors import ReplayError, StatusCode, VmError
+from ..hal.buffer import BUFFER_ALIGNMENT, HostBytes, address_of
 from .replay_format import (
     ALLOCATE,
     BLOB,
@@ -64,6 +62,10 @@ from .replay_format import (
     ref,
 )
 
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 WHOLE = (1 << 64) - 1          # IREE_HAL_WHOLE_BUFFER
 READ, WRITE = 1, 2             # memory access bits
 FILE_OBJECT = struct.Struct("<6Q5IHHI32s4x")
@@ -97,11 +99,17 @@ class Output(DataRecord):
     buffer_id: int
     offset: int
     length: int
-    data: Any                          # numpy uint8 copy
+    raw: bytearray                     # a copy of the range's bytes
     recorded: bytes | None = None
     #: the element type the name of the last dispatch that bound the buffer
     #: ends in (``..._f32``), or None
     element_type: str | None = None
+
+    @property
+    def data(self) -> Any:
+        """The bytes as a numpy ``uint8`` array (over :attr:`raw`)."""
+        import numpy as np
+        return np.frombuffer(self.raw, np.uint8)
 
 
 class Substitution(DataRecord, frozen=True):
@@ -254,7 +262,7 @@ executables run ("auto": native when built for the host); ``remaps``
         size = ALLOCATE.unpack(alloc)[0]
         data = p.take(n, "imported bytes")
         buf = _zeros(p, max(size, n))
-        buf[:n] = np.frombuffer(data, np.uint8)
+        buf[:n] = data
         self.buffers[p.record.related_id] = buf
 
     def _import_file(self, p: Payload) -> None:
@@ -288,8 +296,7 @@ executables run ("auto": native when built for the host); ``remaps``
             PREPARE, "executable")
         fmt = p.take(fmt_len, "executable format").decode("utf-8", "replace")
         data = p.take(data_len, "executable data")
-        constants = np.frombuffer(p.take(4 * p.count(n_constants, 4, "constants"),
-                                         "constants"), "<u4").tolist()
+        constants = _words(p.take(4 * p.count(n_constants, 4, "constants"), "constants"))
         metadata = parse_metadata(p, p.take(meta_len, "executable metadata"))
         exe_id = p.record.related_id
         self.executable_ids.append(exe_id)
@@ -333,7 +340,7 @@ executables run ("auto": native when built for the host); ``remaps``
         _check(p, buf, offset, length, "mapped range")
         if access & READ and not access & WRITE:
             out = Output(p.record.index, p.record.object_id, offset, length,
-                         buf[offset:offset + length].copy())
+                         bytearray(buf[offset:offset + length]))
             self.outputs.append(out)
             self.mapped[(p.record.object_id, offset, length)] = out
 
@@ -349,7 +356,7 @@ executables run ("auto": native when built for the host); ``remaps``
             raise p.error(f"read bytes recorded for [{offset}, +{length}), a range the host "
                           "did not map for reading")
         if access & WRITE or out is None:
-            buf[offset:offset + n] = np.frombuffer(data, np.uint8)
+            buf[offset:offset + n] = data
         else:
             out.recorded = data                     # what the captured run read there
 
@@ -444,7 +451,7 @@ executables run ("auto": native when built for the host); ``remaps``
         raw = p.take(n_constants, "constants")
         if len(raw) % 4:
             raise p.error(f"{len(raw)} bytes of constants (not 32-bit words)")
-        constants = np.frombuffer(raw, "<u4").tolist()
+        constants = _words(raw)
         refs = p.refs(n_bindings, "dispatch bindings")
         loaded = self.executables.get(exe_id)
         if loaded is None:
@@ -456,12 +463,13 @@ executables run ("auto": native when built for the host); ``remaps``
         if wc_ref.buffer_id or wc_ref.length:       # indirect: the counts are in a buffer
             buf, start, _n = self._resolve(p, BufferRef(wc_ref.buffer_id, wc_ref.offset, 12,
                                                         wc_ref.slot), table)
-            cx, cy, cz = (int(v) for v in buf[start:start + 12].view("<u4"))
+            cx, cy, cz = struct.unpack_from("<3I", buf, start)
         ranges = [self._resolve(p, r, table) for r in refs]
         export = loaded.exports[ordinal]
-        loaded.exe.dispatch(export, (cx, cy, cz), [buf[start:start + n]
-                                                   for buf, start, n in ranges],
-                            constants, threads=self.threads)
+        from .executable import dispatch_once
+        dispatch_once(loaded.exe, export, (cx, cy, cz),
+                      [HostBytes(buf[start:start + n], address_of(buf) + start, buf)
+                       for buf, start, n in ranges], constants, threads=self.threads)
         for buf, _start, _n in ranges:
             self.writers[id(buf)] = export.name
         self.dispatches += 1
@@ -505,14 +513,14 @@ executables run ("auto": native when built for the host); ``remaps``
         buf, start, n = self._resolve(p, r, table)
         if len(data) != n:
             raise p.error(f"{len(data)} bytes for a range of {n}")
-        buf[start:start + n] = np.frombuffer(data, np.uint8)
+        buf[start:start + n] = data
 
     def _fill_range(self, p: Payload, r: BufferRef, pattern: bytes,
                     table: Sequence[Any]) -> None:
         buf, start, n = self._resolve(p, r, table)
         if not pattern or n % len(pattern):
             raise p.error(f"fill pattern of {len(pattern)} bytes for a range of {n}")
-        buf[start:start + n] = np.tile(np.frombuffer(pattern, np.uint8), n // len(pattern))
+        buf[start:start + n] = pattern * (n // len(pattern))
 
     def _copy_range(self, p: Payload, source: BufferRef, target: BufferRef,
                     table: Sequence[Any]) -> None:
@@ -520,13 +528,14 @@ executables run ("auto": native when built for the host); ``remaps``
         tb, ts, tn = self._resolve(p, target, table)
         if sn != tn:
             raise p.error(f"copies {sn} bytes into a range of {tn}")
-        tb[ts:ts + tn] = sb[ss:ss + sn].copy()
+        tb[ts:ts + tn] = bytes(sb[ss:ss + sn])
         if id(sb) in self.writers:
             self.writers[id(tb)] = self.writers[id(sb)]
 
 
 #: the largest buffer a replay allocates
 MAX_BUFFER_SIZE = 1 << 32
+_MAPPED = 1 << 25           # buffers from this size on are anonymous mappings
 
 
 def _zeros(p: Payload, size: int) -> Any:
@@ -534,10 +543,20 @@ def _zeros(p: Payload, size: int) -> Any:
         raise p.error(f"buffer of {size} bytes is larger than the {MAX_BUFFER_SIZE} bytes vmrt "
                       "replays", StatusCode.RESOURCE_EXHAUSTED)
     try:
-        return np.zeros(size, np.uint8)
-    except MemoryError:
+        if size >= _MAPPED:     # zero pages until written (a bytearray is zeroed eagerly)
+            import mmap
+            return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
+        mem = memoryview(bytearray(size + BUFFER_ALIGNMENT))   # zeroed
+    except (MemoryError, OSError):
         raise p.error(f"cannot allocate a buffer of {size} bytes",
                       StatusCode.RESOURCE_EXHAUSTED) from None
+    skip = -address_of(mem) % BUFFER_ALIGNMENT
+    return mem[skip:skip + size]
+
+
+def _words(raw: bytes) -> list[int]:
+    """Little-endian 32-bit words."""
+    return list(struct.unpack(f"<{len(raw) // 4}I", raw))
 
 
 def _check(p: Payload, buf: Any, offset: int, length: int, what: str) -> None:

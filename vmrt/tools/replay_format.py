@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from collections.abc import Sequence
-from typing import Any
 
 from elfkit.support import DataRecord, replace_file
 
 from ..errors import ReplayError, StatusCode
+
+TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAGIC = 0x50525249
 VERSION = (2, 0)
@@ -305,6 +307,7 @@ class CaptureWriter:
         header = FILE_HEADER.pack(MAGIC, VERSION[0], VERSION[1], FILE_HEADER.size, 0, self.size)
         directory = os.path.dirname(os.path.abspath(path))
         try:
+            import tempfile  # only writing a capture needs it (start-up time)
             fd, tmp = tempfile.mkstemp(prefix=".vmrt-replay-", dir=directory)
         except OSError as e:
             raise ReplayError(f"cannot write replay capture '{path}': {e.strerror or e}",

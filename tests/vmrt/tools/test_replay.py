@@ -7,11 +7,13 @@ run by ``iree-run-replay``.  Expected values come from numpy."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
 
 import vmrt
+from tests.startup_imports import heavy, imports_of
 from tests.vmrt.tools.replay_testutil import (
     floats,
     iree_capture,
@@ -139,6 +141,16 @@ def test_vmrt_capture_runs_in_iree_and_vmrt(vmrt_captures, name):
     assert got.rc == 0, got.stderr
     assert "(recorded in the capture)" in got.stdout
     assert "[SUCCESS] every recorded output matches the capture" in got.stdout
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the capture's dispatch is x86_64")
+def test_native_replay_that_matches_its_capture_imports_no_numpy(vmrt_captures):
+    # buffers are aligned host memory, the dispatch runs prepared, and outputs whose
+    # bytes equal the recorded ones need no element-wise comparison
+    for _ in range(2):      # the second run finds the library's caches
+        out, imported = imports_of("vmrt", "replay", str(vmrt_captures["add"]))
+    assert "[SUCCESS] every recorded output matches the capture" in out
+    assert heavy(imported, ("numpy", "typing", "json")) == []
 
 
 def test_iree_dump_and_benchmark_replay_read_vmrt_capture(vmrt_captures):

@@ -41,7 +41,6 @@ from . import dispatch_args as dargs
 from . import library_abi as abi
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
 from .fpu_state import pop, push
-from .task_pool import Chunks, native_chunk, run_workers
 from .workgroup_loop import WorkgroupRunner
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -216,6 +215,7 @@ class NativeDispatch:
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
                      limits: ExecutionLimits | None, rec: Any) -> None:
         """The grid in chunks on :attr:`threads` threads."""
+        from .task_pool import Chunks, native_chunk, run_workers  # threads > 1 only
         chunks = Chunks(self.total, self.threads, native_chunk(self.total, self.threads))
 
         def chunk_run(chunk: range) -> None:
