@@ -157,16 +157,18 @@ def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
     return Stats(st.counts, st.total)
 
 
-#: (field size, PC-relative, lowest and one past the highest value it
-#: takes: any 64-bit value when unchecked) of the relocation types _apply_section applies
-#: inline in a 64-bit image: S+A or S+A-P into a whole little-endian word,
-#: nothing shifted, masked or aligned; None for the others (per table)
-_PLAIN: dict[int, dict[int, tuple[int, bool, int, int] | None]] = {}
+#: (field size, formula, lowest and one past the highest value it takes:
+#: any 64-bit value when unchecked) of the relocation types _apply_section
+#: applies inline in a 64-bit image: S+A, S+A-P or G+A-P into a whole
+#: little-endian word, nothing shifted, masked or aligned; None for the
+#: others (per table).  A branch that cannot reach its target goes through
+#: _one (and its veneer)
+_PLAIN: dict[int, dict[int, tuple[int, ObjFormula, int, int] | None]] = {}
 _ANY = 1 << 66
 _WORDS = {"w8": 1, "w16": 2, "w32": 4, "w64": 8}
 
 
-def _plain(relocs: dict[int, Any], rtype: int) -> tuple[int, bool, int, int] | None:
+def _plain(relocs: dict[int, Any], rtype: int) -> tuple[int, ObjFormula, int, int] | None:
     """_PLAIN's entry of ``rtype`` in the object relocation table ``relocs``."""
     table = _PLAIN.setdefault(id(relocs), {})
     if rtype in table:
@@ -174,13 +176,14 @@ def _plain(relocs: dict[int, Any], rtype: int) -> tuple[int, bool, int, int] | N
     rt = relocs[rtype]
     plain = None
     size = _WORDS.get(rt.field)
-    if size and rt.formula in (F.ABS, F.PCREL) and not (rt.mask or rt.shift or rt.align):
+    if size and rt.formula in (F.ABS, F.PCREL, F.GOT_PCREL) \
+            and not (rt.mask or rt.shift or rt.align):
         lo, hi = -_ANY, _ANY
         if rt.bits and rt.check is not Check.WRAP:
             lim = 1 << rt.bits
             lo = 0 if rt.check is Check.UNSIGNED else -(lim >> 1)
             hi = (lim >> 1) if rt.check is Check.SIGNED else lim
-        plain = (size, rt.formula is F.PCREL, lo, hi)
+        plain = (size, rt.formula, lo, hi)
     table[rtype] = plain
     return plain
 
@@ -198,7 +201,7 @@ def _apply_section(st: _State, rs: RelSection) -> None:
     counts = st.counts
     # the inline path: RELA in a 64-bit image (no addend to decode, no 32-bit wrap)
     inline = rs.rela and st.w == 8 and not debug and not nobits
-    image, symaddr, base, veneers = st.image, st.symaddr, st.base, st.lay.veneers
+    image, symaddr, base, got_slots = st.image, st.symaddr, st.base, st.lay.got_slots
     offsets, syms, addends = rs.offsets, rs.syms, rs.addends
     for i, rtype in enumerate(rs.types):
         rt = relocs.get(rtype)
@@ -245,15 +248,17 @@ def _apply_section(st: _State, rs: RelSection) -> None:
         if inline:
             plain = _plain(relocs, rtype)
             off = offsets[i]
-            a = addends[i]
-            if plain is not None and off + plain[0] <= sec.size and not (
-                    rt.branch and veneers and (sym, a - rt.bias, rt.thumb) in veneers):
-                size, pcrel, lo, hi = plain
+            if plain is not None and off + plain[0] <= sec.size:
+                size, f, lo, hi = plain
                 pos = secoff + off
-                v = (symaddr[sym] if sym else 0) + a
-                if pcrel:
-                    v -= base + pos
-                if lo <= v < hi:    # (else _one says what is wrong)
+                if f is F.ABS:
+                    v = (symaddr[sym] if sym else 0) + addends[i]
+                elif f is F.PCREL:
+                    v = (symaddr[sym] if sym else 0) + addends[i] - base - pos
+                else:
+                    g = got_slots.get((sym, 0))
+                    v = g + addends[i] - pos if g is not None else hi     # (G+A-P)
+                if lo <= v < hi:    # (else _one says what is wrong, or takes a veneer)
                     image[pos:pos + size] = (v & ((1 << 8 * size) - 1)).to_bytes(size, "little")
                     continue
         err = _one(st, rs, i, rt, sec, secoff)
