@@ -18,6 +18,7 @@ from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
 from . import tags as T
 from .fields import FIELDS
 from .objparse import (
+    SHF_ALLOC,
     SHF_EXECINSTR,
     SHF_WRITE,
     SHN_ABS,
@@ -91,20 +92,20 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
     """Place the sections, COMMON symbols, GOT and veneers of ``elf``."""
     kinds: dict[int, list[Any]] = {PROT_READ | PROT_EXEC: [], PROT_READ: [],
                                    PROT_READ | PROT_WRITE: []}
-    for s in elf.sections:
-        if s.alloc:
-            # .data.rel.ro is written by relocation only: read-only after it (RELRO)
-            relro = s.name == ".data.rel.ro" or s.name.startswith(".data.rel.ro.")
-            prot = PROT_READ | (PROT_EXEC if s.flags & SHF_EXECINSTR else 0) \
-                | (PROT_WRITE if s.flags & SHF_WRITE and not relro else 0)
-            if prot == PROT_READ | PROT_WRITE | PROT_EXEC:
-                raise LayoutError(f"section {s.index} ({s.name}) is both writable and "
-                                  "executable (W+X); refusing to map it")
-            kinds[prot].append(s)
+    allocated = [s for s in elf.sections if s.flags & SHF_ALLOC]
+    for s in allocated:
+        # .data.rel.ro is written by relocation only: read-only after it (RELRO)
+        relro = s.name == ".data.rel.ro" or s.name.startswith(".data.rel.ro.")
+        prot = PROT_READ | (PROT_EXEC if s.flags & SHF_EXECINSTR else 0) \
+            | (PROT_WRITE if s.flags & SHF_WRITE and not relro else 0)
+        if prot == PROT_READ | PROT_WRITE | PROT_EXEC:
+            raise LayoutError(f"section {s.index} ({s.name}) is both writable and "
+                              "executable (W+X); refusing to map it")
+        kinds[prot].append(s)
     got_keys, veneer_want = _needs(elf)
     w = elf.word
     arch = elf.arch
-    code_span = sum(_up(s.size, s.align) for s in elf.sections if s.alloc)
+    code_span = sum(_up(s.size, s.align) for s in allocated)
     offsets: dict[int, int] = {}
     common: dict[int, int] = {}
     got_slots: dict[tuple[int, int], int] = {}
@@ -136,7 +137,7 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
                 pos += w
         if prot == PROT_READ | PROT_WRITE:
             for sym in elf.symbols:
-                if sym.common:
+                if sym.shndx == SHN_COMMON:
                     a = max(sym.value, 1)
                     if a & (a - 1):
                         raise LayoutError(f"COMMON symbol {sym.index} {sym.name!r}: alignment "
@@ -154,8 +155,9 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
                           f"({elf.limits.max_image_size:#x})")
     arrays = []
     symoff = _symbol_offsets(elf, offsets, common)
-    for kind in ("preinit", "init", "fini"):
-        secs = sorted((s for s in elf.sections if s.alloc and INIT_TYPES.get(s.type) == kind),
+    inits = [s for s in allocated if s.type in INIT_TYPES]
+    for kind in ("preinit", "init", "fini") if inits else ():
+        secs = sorted((s for s in inits if INIT_TYPES[s.type] == kind),
                       key=lambda s: (_array_order(s.name), s.index))
         arrays += [(kind, offsets[s.index], s.size // w) for s in secs if s.size >= w]
     return ObjLayout(size, align, offsets, common, got, got_slots, veneers, tuple(prots),
@@ -180,6 +182,19 @@ def _symbol_offsets(elf: ObjectFile, sections: dict[int, int],
     return out
 
 
+#: per object relocation table (by id): the types that need a GOT slot or
+#: may need a veneer
+_NEEDING: dict[int, frozenset[int]] = {}
+
+
+def _needing(relocs: dict[int, Any]) -> frozenset[int]:
+    found = _NEEDING.get(id(relocs))
+    if found is None:
+        found = _NEEDING[id(relocs)] = frozenset(
+            t for t, rt in relocs.items() if rt.formula in _GOT_FORMULAS or rt.branch)
+    return found
+
+
 def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
                                      dict[tuple[int, int, bool], int | None]]:
     """The GOT slots (symbol, addend in the slot) and the veneer targets
@@ -187,15 +202,16 @@ def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
     to each veneer target (None: an import or absolute symbol, whose
     distance is known only at load time)."""
     relocs = elf.arch.obj_relocs
+    wanted = _needing(relocs)
     got: dict[tuple[int, int], None] = {}
     veneers: dict[tuple[int, int, bool], int | None] = {}
     for rs in elf.relsections:
-        if not elf.sections[rs.target].alloc:
+        if not elf.sections[rs.target].alloc or wanted.isdisjoint(rs.types):
             continue
         for i, (rtype, sym) in enumerate(zip(rs.types, rs.syms)):
-            rt = relocs.get(rtype)
-            if rt is None or not sym:
+            if rtype not in wanted or not sym:
                 continue
+            rt = relocs[rtype]
             if rt.formula in _GOT_FORMULAS:
                 a = rs.addends[i] if rt.formula in (ObjFormula.GDAT, ObjFormula.GDAT_PAGE) else 0
                 got[(sym, a)] = None
@@ -272,13 +288,15 @@ class ObjectPlan:
             else:
                 self.symbase.append(0)
                 self.symfixed.append((s.index, off))
-        used = {sym for rs in elf.relsections if elf.sections[rs.target].alloc
-                for sym, rtype in zip(rs.syms, rs.types)
-                if (rt := elf.arch.obj_relocs.get(rtype)) is None
-                or rt.formula is not ObjFormula.NONE}
         #: imports: undefined global and weak symbols some relocation uses
-        self.undefined = [s for s in elf.symbols[1:] if not s.defined and s.name
-                          and s.bind != T.STB_LOCAL and s.name != GOT_SYMBOL and s.index in used]
+        self.undefined = [s for s in elf.symbols[1:] if s.shndx == 0 and s.name
+                          and s.bind != T.STB_LOCAL and s.name != GOT_SYMBOL]
+        if self.undefined:
+            used = {sym for rs in elf.relsections if elf.sections[rs.target].alloc
+                    for sym, rtype in zip(rs.syms, rs.types)
+                    if (rt := elf.arch.obj_relocs.get(rtype)) is None
+                    or rt.formula is not ObjFormula.NONE}
+            self.undefined = [s for s in self.undefined if s.index in used]
         elf.data = memoryview(placed_copy(elf, lay))
 
 

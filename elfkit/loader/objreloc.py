@@ -44,6 +44,10 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
     return s
 
 
+#: per object relocation table (by id) and address width: the S+A types narrower
+_NARROW: dict[tuple[int, int], frozenset[int]] = {}
+
+
 def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
     """Where the image must end when the object has absolute relocations
     narrower than an address against its own symbols (x86_64 ``-fno-pic``
@@ -55,13 +59,17 @@ def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | No
     width = 8 * elf.word
     end = 1 << width
     offenders = []
+    narrow = _NARROW.get((id(relocs), width))
+    if narrow is None:
+        narrow = _NARROW[(id(relocs), width)] = frozenset(
+            t for t, rt in relocs.items() if rt.formula is F.ABS and 0 < rt.bits < width)
     for rs in elf.relsections:
-        if not elf.sections[rs.target].alloc:
+        if not elf.sections[rs.target].alloc or narrow.isdisjoint(rs.types):
             continue
         for i, (rtype, sym) in enumerate(zip(rs.types, rs.syms)):
-            rt = relocs.get(rtype)
-            if rt is None or rt.formula is not F.ABS or not 0 < rt.bits < width or not sym:
+            if rtype not in narrow or not sym:
                 continue
+            rt = relocs[rtype]
             s = elf.symbols[sym]
             at = lay.symoff[sym]
             if at is None or s.absolute:
