@@ -176,24 +176,26 @@ _ANY = 1 << 66
 _WORDS = {"w8": 1, "w16": 2, "w32": 4, "w64": 8}
 
 
-def _plain(relocs: dict[int, Any], rtype: int) -> tuple[int, ObjFormula, int, int] | None:
-    """_PLAIN's entry of ``rtype`` in the object relocation table ``relocs``."""
-    table = _PLAIN.setdefault(id(relocs), {})
-    if rtype in table:
-        return table[rtype]
-    rt = relocs[rtype]
-    plain = None
-    size = _WORDS.get(rt.field)
-    if size and rt.formula in (F.ABS, F.PCREL, F.GOT_PCREL) \
-            and not (rt.mask or rt.shift or rt.align):
-        lo, hi = -_ANY, _ANY
-        if rt.bits and rt.check is not Check.WRAP:
-            lim = 1 << rt.bits
-            lo = 0 if rt.check is Check.UNSIGNED else -(lim >> 1)
-            hi = (lim >> 1) if rt.check is Check.SIGNED else lim
-        plain = (size, rt.formula, lo, hi)
-    table[rtype] = plain
-    return plain
+def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
+    """_PLAIN's entries for the object relocation table ``relocs``."""
+    table = _PLAIN.get(id(relocs))
+    if table is not None:
+        return table
+    table = {}
+    for rtype, rt in relocs.items():
+        plain = None
+        size = _WORDS.get(rt.field)
+        if size and rt.formula in (F.ABS, F.PCREL, F.GOT_PCREL) \
+                and not (rt.mask or rt.shift or rt.align):
+            lo, hi = -_ANY, _ANY
+            if rt.bits and rt.check is not Check.WRAP:
+                lim = 1 << rt.bits
+                lo = 0 if rt.check is Check.UNSIGNED else -(lim >> 1)
+                hi = (lim >> 1) if rt.check is Check.SIGNED else lim
+            plain = (size, rt.formula, lo, hi)
+        table[rtype] = plain
+    _PLAIN[id(relocs)] = table
+    return table
 
 
 def _apply_section(st: _State, rs: RelSection) -> None:
@@ -209,6 +211,7 @@ def _apply_section(st: _State, rs: RelSection) -> None:
     counts = st.counts
     # the inline path: RELA in a 64-bit image (no addend to decode, no 32-bit wrap)
     inline = rs.rela and st.w == 8 and not debug and not nobits
+    plains = _plains(relocs)
     image, symaddr, base, got_slots = st.image, st.symaddr, st.base, st.lay.got_slots
     offsets, syms, addends = rs.offsets, rs.syms, rs.addends
     for i, rtype in enumerate(rs.types):
@@ -254,7 +257,7 @@ def _apply_section(st: _State, rs: RelSection) -> None:
             lows.append(i)
             continue
         if inline:
-            plain = _plain(relocs, rtype)
+            plain = plains[rtype]
             off = offsets[i]
             if plain is not None and off + plain[0] <= sec.size:
                 size, f, lo, hi = plain
