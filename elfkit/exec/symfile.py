@@ -75,9 +75,10 @@ def read_sections(data: memoryview) -> list[Section]:
     _n, _t, _f, _a, str_off, str_size = raw[shstrndx][:6]
     names = bytes(_bounded(data, str_off, str_size))
     out = []
+    n = len(data)
     for name, typ, flags, addr, off, size, link, _info, _align, entsize in raw:
-        if typ != SHT_NOBITS:
-            _bounded(data, off, size)
+        if typ != SHT_NOBITS and off + size > n:
+            _bounded(data, off, size)       # says what is wrong
         out.append(Section(_cstr(names, name), typ, flags, addr, off, size, link, entsize))
     return out
 
@@ -285,17 +286,23 @@ def build_symfile(module: Any) -> bytes:
     los = [lo for lo, _hi, _i in ranges]
     apart = all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
     parts = [bytes(24 if is64 else 16)]
+    index, names = strs.index, strs.data
+    find = bisect.bisect_right
     for name, address, size, typ, bind in syms:
         info = (bind << 4) | typ
         if apart:       # no two sections overlap: the one starting last at or below
-            k = bisect.bisect_right(los, address) - 1
+            k = find(los, address) - 1
             shndx = ranges[k][2] if k >= 0 and address < ranges[k][1] else 0xFFF1
         else:
             shndx = next((i for lo, hi, i in ranges if lo <= address < hi), 0xFFF1)  # else ABS
+        at = index.get(name)        # (_Strings.add, inline)
+        if at is None:
+            at = index[name] = len(names)
+            names += name.encode() + b"\0"
         if is64:
-            parts.append(pack(strs.add(name), info, 0, shndx, address, size))
+            parts.append(pack(at, info, 0, shndx, address, size))
         else:
-            parts.append(pack(strs.add(name), address, size, info, 0, shndx))
+            parts.append(pack(at, address, size, info, 0, shndx))
     table = b"".join(parts)
     symtab = len(secs) + 1
     secs.append((".symtab", SHT_SYMTAB, 0, 0, len(table), table, symtab + 1, nlocal,
@@ -385,14 +392,12 @@ def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:
     body = bytearray(ehsize)
     offsets = []
     for s in secs:
-        while len(body) % 8:
-            body.append(0)
+        body += bytes(-len(body) % 8)
         offsets.append(len(body))
         body += s[5]
     str_off = len(body)
     body += shstr.data
-    while len(body) % 8:
-        body.append(0)
+    body += bytes(-len(body) % 8)
     shoff = len(body)
     shnum = len(secs) + 2
     shfmt = "<IIQQQQIIQQ" if is64 else "<IIIIIIIIII"
