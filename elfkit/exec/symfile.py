@@ -45,15 +45,17 @@ class PluginSymbol(DataRecord, frozen=True, slots=True):
     bind: int          # STB_*
 
 
-class Section(DataRecord, frozen=True, slots=True):
-    name: str
-    type: int
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    entsize: int
+class Section:
+    """A section header as read_sections reads it (a plain class: a file's
+    sections are read at every symfile built, and a frozen record costs
+    several times more to make)."""
+
+    __slots__ = ("name", "type", "flags", "addr", "offset", "size", "link", "entsize")
+
+    def __init__(self, name: str, type: int, flags: int, addr: int, offset: int, size: int,
+                 link: int, entsize: int):
+        self.name, self.type, self.flags, self.addr = name, type, flags, addr
+        self.offset, self.size, self.link, self.entsize = offset, size, link, entsize
 
 
 def read_sections(data: memoryview) -> list[Section]:
