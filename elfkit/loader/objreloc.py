@@ -7,6 +7,8 @@ Every problem is collected and reported at once, each naming the
 relocation section, index, offset, type and symbol."""
 from __future__ import annotations
 
+from collections import Counter
+
 from ..arch import Check, ObjFormula
 from ..errors import RelocationError, UnsupportedError
 from . import tags as T
@@ -198,6 +200,16 @@ def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int
     return table
 
 
+def _count(st: _State, relocs: dict[int, Any], types: list[int]) -> None:
+    """Count the relocations of known types, by type name (in bulk)."""
+    counts = st.counts
+    for rtype, n in Counter(types).items():
+        rt = relocs.get(rtype)
+        if rt is not None:
+            st.total += n
+            counts[rt.name] = counts.get(rt.name, 0) + n
+
+
 def _apply_section(st: _State, rs: RelSection) -> None:
     elf = st.elf
     relocs = elf.arch.obj_relocs
@@ -208,20 +220,18 @@ def _apply_section(st: _State, rs: RelSection) -> None:
     loaded = st.lay.sections
     debug = st.debug
     nobits = sec.type == SHT_NOBITS
-    counts = st.counts
     # the inline path: RELA in a 64-bit image (no addend to decode, no 32-bit wrap)
     inline = rs.rela and st.w == 8 and not debug and not nobits
     plains = _plains(relocs)
     image, symaddr, base, got_slots = st.image, st.symaddr, st.base, st.lay.got_slots
     offsets, syms, addends = rs.offsets, rs.syms, rs.addends
+    _count(st, relocs, rs.types)
     for i, rtype in enumerate(rs.types):
         rt = relocs.get(rtype)
         if rt is None:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: not a {elf.arch.name} object "
                                "relocation type this loader knows")
             continue
-        st.total += 1
-        counts[rt.name] = counts.get(rt.name, 0) + 1
         f = rt.formula
         if f is F.NONE or f is F.RELAX:
             continue
