@@ -257,7 +257,7 @@ class ObjectPlan:
         funcs = self.funcs
         mode_bit = elf.arch.func_mode_bit
         symoff = lay.symoff
-        global_, local, func = T.STB_GLOBAL, T.STB_LOCAL, T.STT_FUNC
+        global_, weak, local, func = T.STB_GLOBAL, T.STB_WEAK, T.STB_LOCAL, T.STT_FUNC
         for s in elf.symbols[1:]:
             off = symoff[s.index]
             if off is None:
@@ -266,10 +266,13 @@ class ObjectPlan:
             if not name:
                 continue
             absolute = s.shndx == SHN_ABS
-            if s.exported and (name not in exports or s.bind == global_):
+            bind = s.bind
+            labelled = s.type in _LABEL_TYPES
+            # ObjSymbol.exported (this one is defined and named)
+            if labelled and bind in (global_, weak) and s.visibility == T.STV_DEFAULT \
+                    and (name not in exports or bind == global_):
                 exports[name] = (off, absolute)
-            if not absolute and s.type in _LABEL_TYPES \
-                    and not (s.bind == local and name.startswith(".L")):
+            if not absolute and labelled and not (bind == local and name.startswith(".L")):
                 # (.L labels: the assembler's, kept for RISC-V relaxation: not functions)
                 # (a symbol with an offset is defined)
                 v = off & ~1 if mode_bit and s.type == func else off

@@ -204,3 +204,28 @@ def test_clobbered_symbols_and_relocations_raise_only_our_errors(obj):
             assert str(err)
         else:
             m.close()
+
+
+@pytest.mark.parametrize("src", ["kernels.c", "imports.c", "common_init.c"])
+@pytest.mark.parametrize("pic", ["-fPIC", "-fno-PIC"])
+def test_exports_match_pyelftools(src, pic):
+    """A loaded object exports its defined, named, global or weak symbols of
+    default visibility (functions, data, untyped, COMMON), each inside the
+    image (absolute ones excepted), as pyelftools reads them."""
+    data = build_object(src, "x86_64", pic).read_bytes()
+    tab = next(s for s in ELFFile(io.BytesIO(data)).iter_sections()
+               if isinstance(s, SymbolTableSection))
+    exported, absolute = set(), set()
+    for s in tab.iter_symbols():
+        bind, typ = s.entry.st_info.bind, s.entry.st_info.type
+        if not s.name or bind not in ("STB_GLOBAL", "STB_WEAK") or s["st_shndx"] == "SHN_UNDEF":
+            continue
+        if s["st_shndx"] == "SHN_ABS":
+            absolute.add(s.name)
+        if s.entry.st_other.visibility == "STV_DEFAULT" and typ in (
+                "STT_NOTYPE", "STT_OBJECT", "STT_FUNC", "STT_COMMON"):
+            exported.add(s.name)
+    with elfkit.load(data, backend="native", lazy=True, init=False) as m:
+        assert set(m.exports) == exported
+        for name, addr in m.exports.items():
+            assert name in absolute or m.base <= addr < m.base + m.size, name
