@@ -98,6 +98,8 @@ def _cstr(table: bytes, off: int) -> str:
     return table[off:end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
+#: name prefixes of symbols not shown: mapping symbols ($x, $d...), local labels
+_NOT_SHOWN = (b"$", b".L")
 #: a symbol as build_symfile uses it: (name, address, size, type, bind)
 _Row = tuple[str, int, int, int, int]
 
@@ -111,23 +113,21 @@ def _symtab_rows(data: memoryview, sections: list[Section], bias: int) -> list[_
     size = 24 if is64 else 16
     first = symtab.offset + size
     count = max(0, (symtab.offset + symtab.size - first) // size)
-    rows = struct.iter_unpack("<IBBHQQ" if is64 else "<IIIBBH",
-                              _bounded(data, first, count * size))
+    raw_rows = _bounded(data, first, count * size)
+    rows = struct.iter_unpack("<IBBHQQ", raw_rows) if is64 else \
+        ((n, i, o, x, v, z) for n, v, z, i, o, x in struct.iter_unpack("<IIIBBH", raw_rows))
     out = []
     nstr = len(strs)
-    for row in rows:
-        if is64:
-            name, info, _other, shndx, value, sz = row
-        else:
-            name, value, sz, info, _other, shndx = row
+    find = strs.find
+    for name, info, _other, shndx, value, sz in rows:
         typ = info & 0xF
         if shndx == 0 or typ in (STT_SECTION, STT_FILE) or not name:
             continue
         if name >= nstr:
             raise ValueError("string offset out of bounds")
-        end = strs.find(b"\0", name)
+        end = find(b"\0", name)
         raw = strs[name:end if end >= 0 else nstr]
-        if raw[:1] == b"$" or raw[:2] == b".L":    # mapping symbols, local labels
+        if raw.startswith(_NOT_SHOWN):      # mapping symbols, local labels
             continue
         out.append((raw.decode("utf-8", "replace"), value if shndx == 0xFFF1 else bias + value,
                     sz, typ, info >> 4))
