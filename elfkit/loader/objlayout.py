@@ -182,17 +182,18 @@ def _symbol_offsets(elf: ObjectFile, sections: dict[int, int],
     return out
 
 
-#: per object relocation table (by id): the types that need a GOT slot or
-#: may need a veneer
-_NEEDING: dict[int, frozenset[int]] = {}
+#: per object relocation table (by id; the entry holds the table, so the id
+#: is not reused while it lives): the types that need a GOT slot or may need
+#: a veneer
+_NEEDING: dict[int, tuple[dict[int, Any], frozenset[int]]] = {}
 
 
 def _needing(relocs: dict[int, Any]) -> frozenset[int]:
     found = _NEEDING.get(id(relocs))
-    if found is None:
-        found = _NEEDING[id(relocs)] = frozenset(
-            t for t, rt in relocs.items() if rt.formula in _GOT_FORMULAS or rt.branch)
-    return found
+    if found is None or found[0] is not relocs:
+        found = _NEEDING[id(relocs)] = (relocs, frozenset(
+            t for t, rt in relocs.items() if rt.formula in _GOT_FORMULAS or rt.branch))
+    return found[1]
 
 
 def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],

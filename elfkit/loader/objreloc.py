@@ -46,8 +46,9 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
     return s
 
 
-#: per object relocation table (by id) and address width: the S+A types narrower
-_NARROW: dict[tuple[int, int], frozenset[int]] = {}
+#: per object relocation table (by id; the entry holds the table, so the id
+#: is not reused while it lives) and address width: the S+A types narrower
+_NARROW: dict[tuple[int, int], tuple[dict[int, Any], frozenset[int]]] = {}
 
 
 def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
@@ -61,10 +62,11 @@ def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | No
     width = 8 * elf.word
     end = 1 << width
     offenders = []
-    narrow = _NARROW.get((id(relocs), width))
-    if narrow is None:
-        narrow = _NARROW[(id(relocs), width)] = frozenset(
-            t for t, rt in relocs.items() if rt.formula is F.ABS and 0 < rt.bits < width)
+    found = _NARROW.get((id(relocs), width))
+    if found is None or found[0] is not relocs:
+        found = _NARROW[(id(relocs), width)] = (relocs, frozenset(
+            t for t, rt in relocs.items() if rt.formula is F.ABS and 0 < rt.bits < width))
+    narrow = found[1]
     for rs in elf.relsections:
         if not elf.sections[rs.target].alloc or narrow.isdisjoint(rs.types):
             continue
@@ -171,19 +173,20 @@ def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
 #: any 64-bit value when unchecked) of the relocation types _apply_section
 #: applies inline in a 64-bit image: S+A, S+A-P or G+A-P into a whole
 #: little-endian word, nothing shifted, masked or aligned; None for the
-#: others (per table).  A branch that cannot reach its target goes through
-#: _one (and its veneer)
-_PLAIN: dict[int, dict[int, tuple[int, ObjFormula, int, int] | None]] = {}
+#: others (per table, by id; the entry holds the table, so the id is not
+#: reused while it lives).  A branch that cannot reach its target goes
+#: through _one (and its veneer)
+_PLAIN: dict[int, tuple[dict[int, Any], dict[int, tuple[int, ObjFormula, int, int] | None]]] = {}
 _ANY = 1 << 66
 _WORDS = {"w8": 1, "w16": 2, "w32": 4, "w64": 8}
 
 
 def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
     """_PLAIN's entries for the object relocation table ``relocs``."""
-    table = _PLAIN.get(id(relocs))
-    if table is not None:
-        return table
-    table = {}
+    found = _PLAIN.get(id(relocs))
+    if found is not None and found[0] is relocs:
+        return found[1]
+    table: dict[int, tuple[int, ObjFormula, int, int] | None] = {}
     for rtype, rt in relocs.items():
         plain = None
         size = _WORDS.get(rt.field)
@@ -196,7 +199,7 @@ def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int
                 hi = (lim >> 1) if rt.check is Check.SIGNED else lim
             plain = (size, rt.formula, lo, hi)
         table[rtype] = plain
-    _PLAIN[id(relocs)] = table
+    _PLAIN[id(relocs)] = (relocs, table)
     return table
 
 
