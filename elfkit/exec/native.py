@@ -88,6 +88,11 @@ def cfunctype(sig: Signature, callback: bool = False) -> Any:
     return ctypes.CFUNCTYPE(ret, *(table[p] for p in sig.params))
 
 
+#: the ctypes function type of each signature, shared by every machine (a
+#: type holds no state; a load's fresh machine then makes none)
+_FNTYPES: dict[Signature, Any] = {}
+
+
 class NativeMachine(Machine):
     backend = "native"
 
@@ -103,7 +108,6 @@ class NativeMachine(Machine):
         self._prot: dict[int, list[int]] = {}       # reservation start -> per-page prot
         self._allocs: dict[int, tuple[Any, int]] = {}
         self._callbacks: list[Any] = []
-        self._fntypes: dict[Signature, Any] = {}
         self._fns: dict[tuple[int, Signature], Any] = {}
         # call(): (addr, sig) -> (guarded callable, its range's alive cell)
         self._calls: dict[tuple[int, Signature], tuple[Callable[..., Any], list[bool]]] = {}
@@ -294,9 +298,9 @@ class NativeMachine(Machine):
         """The ctypes function for ``addr`` with ``sig`` (made once per pair)."""
         f = self._fns.get((addr, sig))
         if f is None:
-            t = self._fntypes.get(sig)
+            t = _FNTYPES.get(sig)
             if t is None:
-                t = self._fntypes[sig] = cfunctype(sig)
+                t = _FNTYPES[sig] = cfunctype(sig)
             f = self._fns[(addr, sig)] = t(addr)
         return f
 

@@ -45,15 +45,17 @@ class PluginSymbol(DataRecord, frozen=True, slots=True):
     bind: int          # STB_*
 
 
-class Section(DataRecord, frozen=True, slots=True):
-    name: str
-    type: int
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    entsize: int
+class Section:
+    """A section header as read_sections reads it (a plain class: a file's
+    sections are read at every symfile built, and a frozen record costs
+    several times more to make)."""
+
+    __slots__ = ("name", "type", "flags", "addr", "offset", "size", "link", "entsize")
+
+    def __init__(self, name: str, type: int, flags: int, addr: int, offset: int, size: int,
+                 link: int, entsize: int):
+        self.name, self.type, self.flags, self.addr = name, type, flags, addr
+        self.offset, self.size, self.link, self.entsize = offset, size, link, entsize
 
 
 def read_sections(data: memoryview) -> list[Section]:
@@ -75,9 +77,10 @@ def read_sections(data: memoryview) -> list[Section]:
     _n, _t, _f, _a, str_off, str_size = raw[shstrndx][:6]
     names = bytes(_bounded(data, str_off, str_size))
     out = []
+    n = len(data)
     for name, typ, flags, addr, off, size, link, _info, _align, entsize in raw:
-        if typ != SHT_NOBITS:
-            _bounded(data, off, size)
+        if typ != SHT_NOBITS and off + size > n:
+            _bounded(data, off, size)       # says what is wrong
         out.append(Section(_cstr(names, name), typ, flags, addr, off, size, link, entsize))
     return out
 
@@ -95,6 +98,8 @@ def _cstr(table: bytes, off: int) -> str:
     return table[off:end if end >= 0 else len(table)].decode("utf-8", "replace")
 
 
+#: name prefixes of symbols not shown: mapping symbols ($x, $d...), local labels
+_NOT_SHOWN = (b"$", b".L")
 #: a symbol as build_symfile uses it: (name, address, size, type, bind)
 _Row = tuple[str, int, int, int, int]
 
@@ -108,23 +113,21 @@ def _symtab_rows(data: memoryview, sections: list[Section], bias: int) -> list[_
     size = 24 if is64 else 16
     first = symtab.offset + size
     count = max(0, (symtab.offset + symtab.size - first) // size)
-    rows = struct.iter_unpack("<IBBHQQ" if is64 else "<IIIBBH",
-                              _bounded(data, first, count * size))
+    raw_rows = _bounded(data, first, count * size)
+    rows = struct.iter_unpack("<IBBHQQ", raw_rows) if is64 else \
+        ((n, i, o, x, v, z) for n, v, z, i, o, x in struct.iter_unpack("<IIIBBH", raw_rows))
     out = []
     nstr = len(strs)
-    for row in rows:
-        if is64:
-            name, info, _other, shndx, value, sz = row
-        else:
-            name, value, sz, info, _other, shndx = row
+    find = strs.find
+    for name, info, _other, shndx, value, sz in rows:
         typ = info & 0xF
         if shndx == 0 or typ in (STT_SECTION, STT_FILE) or not name:
             continue
         if name >= nstr:
             raise ValueError("string offset out of bounds")
-        end = strs.find(b"\0", name)
+        end = find(b"\0", name)
         raw = strs[name:end if end >= 0 else nstr]
-        if raw[:1] == b"$" or raw[:2] == b".L":    # mapping symbols, local labels
+        if raw.startswith(_NOT_SHOWN):      # mapping symbols, local labels
             continue
         out.append((raw.decode("utf-8", "replace"), value if shndx == 0xFFF1 else bias + value,
                     sz, typ, info >> 4))
@@ -285,17 +288,23 @@ def build_symfile(module: Any) -> bytes:
     los = [lo for lo, _hi, _i in ranges]
     apart = all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
     parts = [bytes(24 if is64 else 16)]
+    index, names = strs.index, strs.data
+    find = bisect.bisect_right
     for name, address, size, typ, bind in syms:
         info = (bind << 4) | typ
         if apart:       # no two sections overlap: the one starting last at or below
-            k = bisect.bisect_right(los, address) - 1
+            k = find(los, address) - 1
             shndx = ranges[k][2] if k >= 0 and address < ranges[k][1] else 0xFFF1
         else:
             shndx = next((i for lo, hi, i in ranges if lo <= address < hi), 0xFFF1)  # else ABS
+        at = index.get(name)        # (_Strings.add, inline)
+        if at is None:
+            at = index[name] = len(names)
+            names += name.encode() + b"\0"
         if is64:
-            parts.append(pack(strs.add(name), info, 0, shndx, address, size))
+            parts.append(pack(at, info, 0, shndx, address, size))
         else:
-            parts.append(pack(strs.add(name), address, size, info, 0, shndx))
+            parts.append(pack(at, address, size, info, 0, shndx))
     table = b"".join(parts)
     symtab = len(secs) + 1
     secs.append((".symtab", SHT_SYMTAB, 0, 0, len(table), table, symtab + 1, nlocal,
@@ -385,14 +394,12 @@ def _write_elf(elf: Any, secs: list[_Sec]) -> bytes:
     body = bytearray(ehsize)
     offsets = []
     for s in secs:
-        while len(body) % 8:
-            body.append(0)
+        body += bytes(-len(body) % 8)
         offsets.append(len(body))
         body += s[5]
     str_off = len(body)
     body += shstr.data
-    while len(body) % 8:
-        body.append(0)
+    body += bytes(-len(body) % 8)
     shoff = len(body)
     shnum = len(secs) + 2
     shfmt = "<IIQQQQIIQQ" if is64 else "<IIIIIIIIII"

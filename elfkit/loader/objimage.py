@@ -9,7 +9,7 @@ from .._support.records import DataRecord, field
 from ..errors import ElfkitError, RelocationError
 from ..exec.base import Machine
 from ..signature import parse as _parse_sig
-from .objlayout import GOT_SYMBOL, ObjectPlan, symbol_offset
+from .objlayout import ObjectPlan
 from .objparse import SHT_NOBITS, ObjectFile, parse_object
 from .objreloc import address_limit, apply_object, link_debug
 from .parse import DEFAULT_LIMITS, Limits
@@ -167,15 +167,9 @@ def place_object(plan: ObjectPlan, machine: Machine, bound: dict[int, int]) -> O
             sec = elf.sections[idx]
             if sec.type != SHT_NOBITS and sec.size:
                 image[at:at + sec.size] = data[sec.offset:sec.offset + sec.size]
-        symaddr = []
-        for s in elf.symbols:
-            off = symbol_offset(lay, s)
-            if off is not None:
-                symaddr.append(off if s.absolute else base + off)
-            elif not s.defined and s.name == GOT_SYMBOL:
-                symaddr.append(base + lay.got)
-            else:
-                symaddr.append(bound.get(s.index, 0))
+        symaddr = [base + off for off in plan.symbase]
+        for i, v in plan.symfixed:
+            symaddr[i] = v if v is not None else bound.get(i, 0)
         stats = apply_object(elf, lay, image, base, symaddr)
         filled = _filled(plan)
         whole = None

@@ -17,14 +17,23 @@ from ..errors import LayoutError
 from ..exec.base import PROT_EXEC, PROT_READ, PROT_WRITE
 from . import tags as T
 from .fields import FIELDS
-from .objparse import SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS, SHT_SYMTAB, ObjectFile, ObjSymbol
+from .objparse import (
+    SHF_ALLOC,
+    SHF_EXECINSTR,
+    SHF_WRITE,
+    SHN_ABS,
+    SHN_COMMON,
+    SHT_NOBITS,
+    SHT_SYMTAB,
+    ObjectFile,
+)
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ObjLayout", "ObjectPlan", "GOT_SYMBOL", "object_layout", "implicit_addend",
-           "INIT_TYPES", "symbol_offset", "placed_copy"]
+           "INIT_TYPES", "placed_copy"]
 
 #: the undefined symbol i386 (and other) PIC code names for the GOT's address
 GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
@@ -48,6 +57,9 @@ class ObjLayout(DataRecord, frozen=True, slots=True):
     veneers: dict[tuple[int, int, bool], int]
     prots: tuple[tuple[int, int, int], ...]   # (image offset, size, prot) per kind
     arrays: tuple[tuple[str, int, int], ...]  # (kind, image offset, entries), in run order
+    # per symbol: its image offset (its value when absolute), None when it
+    # has none (undefined, or in a section that is not loaded)
+    symoff: list[int | None]
 
 
 def _up(v: int, a: int) -> int:
@@ -80,20 +92,20 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
     """Place the sections, COMMON symbols, GOT and veneers of ``elf``."""
     kinds: dict[int, list[Any]] = {PROT_READ | PROT_EXEC: [], PROT_READ: [],
                                    PROT_READ | PROT_WRITE: []}
-    for s in elf.sections:
-        if s.alloc:
-            # .data.rel.ro is written by relocation only: read-only after it (RELRO)
-            relro = s.name == ".data.rel.ro" or s.name.startswith(".data.rel.ro.")
-            prot = PROT_READ | (PROT_EXEC if s.flags & SHF_EXECINSTR else 0) \
-                | (PROT_WRITE if s.flags & SHF_WRITE and not relro else 0)
-            if prot == PROT_READ | PROT_WRITE | PROT_EXEC:
-                raise LayoutError(f"section {s.index} ({s.name}) is both writable and "
-                                  "executable (W+X); refusing to map it")
-            kinds[prot].append(s)
+    allocated = [s for s in elf.sections if s.flags & SHF_ALLOC]
+    for s in allocated:
+        # .data.rel.ro is written by relocation only: read-only after it (RELRO)
+        relro = s.name == ".data.rel.ro" or s.name.startswith(".data.rel.ro.")
+        prot = PROT_READ | (PROT_EXEC if s.flags & SHF_EXECINSTR else 0) \
+            | (PROT_WRITE if s.flags & SHF_WRITE and not relro else 0)
+        if prot == PROT_READ | PROT_WRITE | PROT_EXEC:
+            raise LayoutError(f"section {s.index} ({s.name}) is both writable and "
+                              "executable (W+X); refusing to map it")
+        kinds[prot].append(s)
     got_keys, veneer_want = _needs(elf)
     w = elf.word
     arch = elf.arch
-    code_span = sum(_up(s.size, s.align) for s in elf.sections if s.alloc)
+    code_span = sum(_up(s.size, s.align) for s in allocated)
     offsets: dict[int, int] = {}
     common: dict[int, int] = {}
     got_slots: dict[tuple[int, int], int] = {}
@@ -125,7 +137,7 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
                 pos += w
         if prot == PROT_READ | PROT_WRITE:
             for sym in elf.symbols:
-                if sym.common:
+                if sym.shndx == SHN_COMMON:
                     a = max(sym.value, 1)
                     if a & (a - 1):
                         raise LayoutError(f"COMMON symbol {sym.index} {sym.name!r}: alignment "
@@ -142,12 +154,46 @@ def object_layout(elf: ObjectFile, page: int) -> ObjLayout:
         raise LayoutError(f"image needs {size:#x} bytes of address space, more than the limit "
                           f"({elf.limits.max_image_size:#x})")
     arrays = []
-    for kind in ("preinit", "init", "fini"):
-        secs = sorted((s for s in elf.sections if s.alloc and INIT_TYPES.get(s.type) == kind),
+    symoff = _symbol_offsets(elf, offsets, common)
+    inits = [s for s in allocated if s.type in INIT_TYPES]
+    for kind in ("preinit", "init", "fini") if inits else ():
+        secs = sorted((s for s in inits if INIT_TYPES[s.type] == kind),
                       key=lambda s: (_array_order(s.name), s.index))
         arrays += [(kind, offsets[s.index], s.size // w) for s in secs if s.size >= w]
     return ObjLayout(size, align, offsets, common, got, got_slots, veneers, tuple(prots),
-                     tuple(arrays))
+                     tuple(arrays), symoff)
+
+
+def _symbol_offsets(elf: ObjectFile, sections: dict[int, int],
+                    common: dict[int, int]) -> list[int | None]:
+    """The image offset of every symbol of ``elf`` (its value when absolute),
+    None for one without (undefined, or in a section that is not loaded)."""
+    get = sections.get
+    out: list[int | None] = []
+    for s in elf.symbols:
+        shndx = s.shndx
+        if shndx == SHN_ABS:
+            out.append(s.value)
+        elif shndx == SHN_COMMON:
+            out.append(common.get(s.index))
+        else:
+            sec = get(shndx)
+            out.append(None if sec is None else sec + s.value)
+    return out
+
+
+#: per object relocation table (by id; the entry holds the table, so the id
+#: is not reused while it lives): the types that need a GOT slot or may need
+#: a veneer
+_NEEDING: dict[int, tuple[dict[int, Any], frozenset[int]]] = {}
+
+
+def _needing(relocs: dict[int, Any]) -> frozenset[int]:
+    found = _NEEDING.get(id(relocs))
+    if found is None or found[0] is not relocs:
+        found = _NEEDING[id(relocs)] = (relocs, frozenset(
+            t for t, rt in relocs.items() if rt.formula in _GOT_FORMULAS or rt.branch))
+    return found[1]
 
 
 def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
@@ -157,15 +203,16 @@ def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],
     to each veneer target (None: an import or absolute symbol, whose
     distance is known only at load time)."""
     relocs = elf.arch.obj_relocs
+    wanted = _needing(relocs)
     got: dict[tuple[int, int], None] = {}
     veneers: dict[tuple[int, int, bool], int | None] = {}
     for rs in elf.relsections:
-        if not elf.sections[rs.target].alloc:
+        if not elf.sections[rs.target].alloc or wanted.isdisjoint(rs.types):
             continue
         for i, (rtype, sym) in enumerate(zip(rs.types, rs.syms)):
-            rt = relocs.get(rtype)
-            if rt is None or not sym:
+            if rtype not in wanted or not sym:
                 continue
+            rt = relocs[rtype]
             if rt.formula in _GOT_FORMULAS:
                 a = rs.addends[i] if rt.formula in (ObjFormula.GDAT, ObjFormula.GDAT_PAGE) else 0
                 got[(sym, a)] = None
@@ -190,7 +237,7 @@ class ObjectPlan:
     (``undefined``), the layout for one page size."""
 
     __slots__ = ("elf", "layout", "exports", "funcs", "undefined", "low", "debug_problems",
-                 "image")
+                 "image", "symbase", "symfixed")
 
     def __init__(self, elf: ObjectFile, page: int):
         self.elf = elf
@@ -207,37 +254,57 @@ class ObjectPlan:
         self.image: tuple[int, bytes, tuple[int, ...], Any, bytes | None] | None = None
         self.exports: dict[str, tuple[int, bool]] = {}
         self.funcs: list[tuple[int, int, str]] = []
+        exports = self.exports
+        funcs = self.funcs
+        mode_bit = elf.arch.func_mode_bit
+        symoff = lay.symoff
+        global_, weak, local, func = T.STB_GLOBAL, T.STB_WEAK, T.STB_LOCAL, T.STT_FUNC
         for s in elf.symbols[1:]:
-            off = symbol_offset(lay, s)
+            off = symoff[s.index]
             if off is None:
                 continue
-            if s.exported and (s.name not in self.exports or s.bind == T.STB_GLOBAL):
-                self.exports[s.name] = (off, s.absolute)
-            if s.name and not s.absolute and s.type in _LABEL_TYPES and s.defined \
-                    and not (s.bind == T.STB_LOCAL and s.name.startswith(".L")):
+            name = s.name
+            if not name:
+                continue
+            absolute = s.shndx == SHN_ABS
+            bind = s.bind
+            labelled = s.type in _LABEL_TYPES
+            # ObjSymbol.exported (this one is defined and named)
+            if labelled and bind in (global_, weak) and s.visibility == T.STV_DEFAULT \
+                    and (name not in exports or bind == global_):
+                exports[name] = (off, absolute)
+            if not absolute and labelled and not (bind == local and name.startswith(".L")):
                 # (.L labels: the assembler's, kept for RISC-V relaxation: not functions)
-                v = off & ~1 if elf.arch.func_mode_bit and s.type == T.STT_FUNC else off
-                self.funcs.append((v, max(s.size, 1), s.name))
+                # (a symbol with an offset is defined)
+                v = off & ~1 if mode_bit and s.type == func else off
+                funcs.append((v, s.size or 1, name))
         self.funcs.sort()
-        used = {sym for rs in elf.relsections if elf.sections[rs.target].alloc
-                for sym, rtype in zip(rs.syms, rs.types)
-                if (rt := elf.arch.obj_relocs.get(rtype)) is None
-                or rt.formula is not ObjFormula.NONE}
+        #: S of each symbol less the base (0 for those symfixed names; the
+        #: undefined GOT symbol names the GOT), and (symbol, value, or None:
+        #: the import's address or 0) of those not at an image offset
+        self.symbase: list[int] = []
+        self.symfixed: list[tuple[int, int | None]] = []
+        for s, off in zip(elf.symbols, symoff):
+            if off is not None and s.shndx != SHN_ABS:
+                self.symbase.append(off)
+            elif off is None and s.shndx == 0 and s.name == GOT_SYMBOL:
+                self.symbase.append(lay.got)
+            else:
+                self.symbase.append(0)
+                self.symfixed.append((s.index, off))
         #: imports: undefined global and weak symbols some relocation uses
-        self.undefined = [s for s in elf.symbols[1:] if not s.defined and s.name
-                          and s.bind != T.STB_LOCAL and s.name != GOT_SYMBOL and s.index in used]
+        self.undefined = [s for s in elf.symbols[1:] if s.shndx == 0 and s.name
+                          and s.bind != T.STB_LOCAL and s.name != GOT_SYMBOL]
+        if self.undefined:
+            used = {sym for rs in elf.relsections if elf.sections[rs.target].alloc
+                    for sym, rtype in zip(rs.syms, rs.types)
+                    if (rt := elf.arch.obj_relocs.get(rtype)) is None
+                    or rt.formula is not ObjFormula.NONE}
+            self.undefined = [s for s in self.undefined if s.index in used]
         elf.data = memoryview(placed_copy(elf, lay))
 
 
-def symbol_offset(lay: ObjLayout, s: ObjSymbol) -> int | None:
-    """Image offset of a defined symbol (its value when absolute), or None
-    (undefined, or in a section that is not loaded)."""
-    if s.absolute:
-        return s.value
-    if s.common:
-        return lay.common.get(s.index)
-    sec = lay.sections.get(s.shndx)
-    return None if sec is None else sec + s.value
+_Q, _I = struct.Struct("<Q"), struct.Struct("<I")
 
 
 def placed_copy(elf: ObjectFile, lay: ObjLayout) -> bytes:
@@ -249,15 +316,17 @@ def placed_copy(elf: ObjectFile, lay: ObjLayout) -> bytes:
     mask = (1 << (64 if is64 else 32)) - 1    # a hostile symbol value wraps, as in the image
     shoff = int.from_bytes(out[0x28:0x30] if is64 else out[0x20:0x24], "little")
     shsize = 64 if is64 else 40
-    for idx, off in lay.sections.items():
-        at = shoff + idx * shsize + (16 if is64 else 12)
-        struct.pack_into("<Q" if is64 else "<I", out, at, off)
+    put = (_Q if is64 else _I).pack_into
+    for idx, at in lay.sections.items():
+        put(out, shoff + idx * shsize + (16 if is64 else 12), at)
     tab = next((s for s in elf.sections if s.type == SHT_SYMTAB), None)
     if tab is not None:
         ent = 24 if is64 else 16
+        value_at = tab.offset + (8 if is64 else 4)
+        symoff = lay.symoff
         for sym in elf.symbols[1:]:
-            where = lay.sections.get(sym.shndx)
-            if where is not None and not sym.absolute:
-                at = tab.offset + sym.index * ent + (8 if is64 else 4)
-                struct.pack_into("<Q" if is64 else "<I", out, at, (where + sym.value) & mask)
+            v = symoff[sym.index]
+            # a symbol in a loaded section (an absolute or COMMON one keeps its value)
+            if v is not None and sym.shndx != SHN_ABS and sym.shndx != SHN_COMMON:
+                put(out, value_at + sym.index * ent, v & mask)
     return bytes(out)

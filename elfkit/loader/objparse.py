@@ -8,6 +8,8 @@ them out and relocating them is ``objlayout.py`` and ``objreloc.py``."""
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 
 from .._support.records import DataRecord
 from ..arch import Arch
@@ -33,6 +35,8 @@ SHT_NAMES = {0: "NULL", 1: "PROGBITS", 2: "SYMTAB", 3: "STRTAB", 4: "RELA", 5: "
              0x70000001: "PROC_1 (X86_64_UNWIND / ARM_EXIDX)", 0x70000003: "ARM/RISCV_ATTRIBUTES"}
 
 
+#: the host reads words big-endian: arrays of the file's little-endian words are swapped
+_SWAP = sys.byteorder == "big"
 _EXPORT_TYPES = (T.STT_NOTYPE, T.STT_OBJECT, T.STT_FUNC, T.STT_COMMON)
 
 
@@ -223,24 +227,43 @@ def _symbols(data: memoryview, secs: list[ObjSection], is64: bool,
     names = _table(data, strs)
     xindex = next((s for s in secs if s.type == SHT_SYMTAB_SHNDX and s.link == tab.index), None)
     out = []
-    fmt = "<IBBHQQ" if is64 else "<IIIBBH"
-    for i, row in enumerate(struct.iter_unpack(fmt, data[tab.offset:tab.offset + tab.size])):
-        if is64:
-            name, info, other, shndx, value, size = row
-        else:
-            name, value, size, info, other, shndx = row
-        if shndx == SHN_XINDEX:
-            if xindex is None or (i + 1) * 4 > xindex.size:
-                raise ParseError(f"symbol {i}: SHN_XINDEX without a SHT_SYMTAB_SHNDX entry")
-            (shndx,) = struct.unpack_from("<I", data, xindex.offset + i * 4)
-        if shndx not in (SHN_UNDEF, SHN_ABS, SHN_COMMON) and shndx >= len(secs):
+    nsecs = len(secs)
+    strsize = strs.size
+    find = names.find
+    raw = data[tab.offset:tab.offset + tab.size]
+    rows = struct.iter_unpack("<IBBHQQ", raw) if is64 else \
+        ((n, i, o, x, v, z) for n, v, z, i, o, x in struct.iter_unpack("<IIIBBH", raw))
+    for i, (name, info, other, shndx, value, size) in enumerate(rows):
+        if shndx >= 0xFF00:
+            if shndx == SHN_XINDEX:
+                if xindex is None or (i + 1) * 4 > xindex.size:
+                    raise ParseError(f"symbol {i}: SHN_XINDEX without a SHT_SYMTAB_SHNDX entry")
+                (shndx,) = struct.unpack_from("<I", data, xindex.offset + i * 4)
+            if shndx not in (SHN_UNDEF, SHN_ABS, SHN_COMMON) and shndx >= nsecs:
+                raise ParseError(f"symbol {i}: section index {shndx} is out of range "
+                                 f"({nsecs} sections)")
+        elif shndx >= nsecs:
             raise ParseError(f"symbol {i}: section index {shndx} is out of range "
-                             f"({len(secs)} sections)")
-        label = _cstr(names, strs, name, "symbol", i) if name else ""
+                             f"({nsecs} sections)")
+        if name:
+            end = find(b"\0", name) if name < strsize else -2
+            label = names[name:end].decode("utf-8", "surrogateescape") if end >= 0 else \
+                _cstr(names, strs, name, "symbol", i)         # says what is wrong
+        else:
+            label = ""
         out.append(ObjSymbol(i, label, value, size, info >> 4, info & 0xF, other & 3, shndx))
     if not out:
         out.append(ObjSymbol(0, "", 0, 0, 0, 0, 0, 0))
     return out
+
+
+def _words(code: str, raw: memoryview) -> array[int]:
+    """``raw`` (little-endian) as an array of ``code`` words."""
+    words = array(code)
+    words.frombytes(raw)
+    if _SWAP:
+        words.byteswap()
+    return words
 
 
 def _relsections(data: memoryview, secs: list[ObjSection], nsyms: int, is64: bool,
@@ -261,25 +284,30 @@ def _relsections(data: memoryview, secs: list[ObjSection], nsyms: int, is64: boo
         total += s.size // ent
         if total > limits.max_relocations:
             raise LayoutError(f"more than {limits.max_relocations} relocations (the limit)")
-        fmt = ("<QQq" if rela else "<QQ") if is64 else ("<IIi" if rela else "<II")
-        rows = list(struct.iter_unpack(fmt, data[s.offset:s.offset + s.size]))
+        n = s.size // ent
+        words = _words("Q" if is64 else "I", data[s.offset:s.offset + s.size])
+        step = 3 if rela else 2
+        offsets = words[0::step].tolist()
         if is64:
-            types = [r[1] & 0xFFFFFFFF for r in rows]
-            syms = [r[1] >> 32 for r in rows]
+            types = [r & 0xFFFFFFFF for r in words[1::step]]
+            syms = [r >> 32 for r in words[1::step]]
         else:
-            types = [r[1] & 0xFF for r in rows]
-            syms = [r[1] >> 8 for r in rows]
-        bad = [i for i, y in enumerate(syms) if y >= nsyms]
-        if bad:
+            types = [r & 0xFF for r in words[1::step]]
+            syms = [r >> 8 for r in words[1::step]]
+        if n and max(syms) >= nsyms:
+            bad = [i for i, y in enumerate(syms) if y >= nsyms]
             raise ParseError(f"{where}: relocation(s) {', '.join(map(str, bad[:10]))} name "
                              f"symbol indices past the {nsyms} symbols of .symtab")
         target = secs[s.info]
-        for i, r in enumerate(rows):
-            if r[0] >= target.size and target.alloc:
-                raise ParseError(f"{where}[{i}]: offset {r[0]:#x} is outside the section it "
-                                 f"relocates ({target.name}, {target.size:#x} bytes)")
-        out.append(RelSection(s.index, s.name, s.info, rela, [r[0] for r in rows], types, syms,
-                              [r[2] for r in rows] if rela else [0] * len(rows)))
+        if n and target.alloc and max(offsets) >= target.size:
+            i = next(i for i, o in enumerate(offsets) if o >= target.size)
+            raise ParseError(f"{where}[{i}]: offset {offsets[i]:#x} is outside the section it "
+                             f"relocates ({target.name}, {target.size:#x} bytes)")
+        if rela:
+            addends = _words("q" if is64 else "i", data[s.offset:s.offset + s.size])[2::3].tolist()
+        else:
+            addends = [0] * n
+        out.append(RelSection(s.index, s.name, s.info, rela, offsets, types, syms, addends))
     return out
 
 

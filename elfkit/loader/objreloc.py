@@ -7,13 +7,15 @@ Every problem is collected and reported at once, each naming the
 relocation section, index, offset, type and symbol."""
 from __future__ import annotations
 
+from collections import Counter
+
 from ..arch import Check, ObjFormula
 from ..errors import RelocationError, UnsupportedError
 from . import tags as T
 from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
-from .objlayout import ObjLayout, implicit_addend, symbol_offset
-from .objparse import SHT_NOBITS, ObjectFile, RelSection
+from .objlayout import ObjLayout, implicit_addend
+from .objparse import SHN_ABS, SHN_COMMON, SHT_NOBITS, ObjectFile, RelSection
 from .relocate import ImageBuffer, Stats
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["apply_object", "describe_reloc", "address_limit", "link_debug"]
 
 F = ObjFormula
+SHN_UNDEF = 0
 #: what relocations of DWARF sections compute (addresses, offsets, lengths)
 _DEBUG_FORMULAS = (F.NONE, F.RELAX, F.ABS, F.SET, F.ADD, F.SUB, F.SET_ULEB, F.SUB_ULEB)
 SHF_COMPRESSED = 0x800
@@ -43,6 +46,11 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
     return s
 
 
+#: per object relocation table (by id; the entry holds the table, so the id
+#: is not reused while it lives) and address width: the S+A types narrower
+_NARROW: dict[tuple[int, int], tuple[dict[int, Any], frozenset[int]]] = {}
+
+
 def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
     """Where the image must end when the object has absolute relocations
     narrower than an address against its own symbols (x86_64 ``-fno-pic``
@@ -54,15 +62,20 @@ def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | No
     width = 8 * elf.word
     end = 1 << width
     offenders = []
+    found = _NARROW.get((id(relocs), width))
+    if found is None or found[0] is not relocs:
+        found = _NARROW[(id(relocs), width)] = (relocs, frozenset(
+            t for t, rt in relocs.items() if rt.formula is F.ABS and 0 < rt.bits < width))
+    narrow = found[1]
     for rs in elf.relsections:
-        if not elf.sections[rs.target].alloc:
+        if not elf.sections[rs.target].alloc or narrow.isdisjoint(rs.types):
             continue
         for i, (rtype, sym) in enumerate(zip(rs.types, rs.syms)):
-            rt = relocs.get(rtype)
-            if rt is None or rt.formula is not F.ABS or not 0 < rt.bits < width or not sym:
+            if rtype not in narrow or not sym:
                 continue
+            rt = relocs[rtype]
             s = elf.symbols[sym]
-            at = symbol_offset(lay, s)
+            at = lay.symoff[sym]
             if at is None or s.absolute:
                 continue        # an import's address is where its provider is
             a = rs.addends[i] if rs.rela else implicit_addend(elf, rs, i, rt.field) or 0
@@ -80,11 +93,8 @@ def link_debug(elf: ObjectFile, lay: ObjLayout) -> tuple[dict[int, bytes], list[
     DWARF then reads as a linked plugin's, moved to the load address the
     same way.  The same tables and code as the loaded sections'; ({}, every
     problem) when some relocation cannot be applied."""
-    symaddr = []
-    for s in elf.symbols:
-        off = symbol_offset(lay, s)
-        symaddr.append(off if off is not None else s.value if s.defined and not s.common else 0)
     out: dict[int, bytearray] = {}
+    symaddr: list[int] = []
     problems: list[str] = []
     for rs in elf.relsections:
         sec = elf.sections[rs.target]
@@ -93,6 +103,9 @@ def link_debug(elf: ObjectFile, lay: ObjLayout) -> tuple[dict[int, bytes], list[
         if sec.flags & SHF_COMPRESSED:
             problems.append(f"{rs.name}: relocates {sec.name}, which is compressed")
             continue
+        if not symaddr:
+            symaddr = [off if off is not None else s.value if s.defined and not s.common else 0
+                       for s, off in zip(elf.symbols, lay.symoff)]
         buf = out.setdefault(rs.target, bytearray(elf.data[sec.offset:sec.offset + sec.size]))
         st = _State(elf, lay, buf, 0, symaddr)
         st.sections, st.debug = {rs.target: 0}, True
@@ -156,53 +169,122 @@ def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
     return Stats(st.counts, st.total)
 
 
+#: (field size, formula, lowest and one past the highest value it takes:
+#: any 64-bit value when unchecked) of the relocation types _apply_section
+#: applies inline in a 64-bit image: S+A, S+A-P or G+A-P into a whole
+#: little-endian word, nothing shifted, masked or aligned; None for the
+#: others (per table, by id; the entry holds the table, so the id is not
+#: reused while it lives).  A branch that cannot reach its target goes
+#: through _one (and its veneer)
+_PLAIN: dict[int, tuple[dict[int, Any], dict[int, tuple[int, ObjFormula, int, int] | None]]] = {}
+_ANY = 1 << 66
+_WORDS = {"w8": 1, "w16": 2, "w32": 4, "w64": 8}
+
+
+def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
+    """_PLAIN's entries for the object relocation table ``relocs``."""
+    found = _PLAIN.get(id(relocs))
+    if found is not None and found[0] is relocs:
+        return found[1]
+    table: dict[int, tuple[int, ObjFormula, int, int] | None] = {}
+    for rtype, rt in relocs.items():
+        plain = None
+        size = _WORDS.get(rt.field)
+        if size and rt.formula in (F.ABS, F.PCREL, F.GOT_PCREL) \
+                and not (rt.mask or rt.shift or rt.align):
+            lo, hi = -_ANY, _ANY
+            if rt.bits and rt.check is not Check.WRAP:
+                lim = 1 << rt.bits
+                lo = 0 if rt.check is Check.UNSIGNED else -(lim >> 1)
+                hi = (lim >> 1) if rt.check is Check.SIGNED else lim
+            plain = (size, rt.formula, lo, hi)
+        table[rtype] = plain
+    _PLAIN[id(relocs)] = (relocs, table)
+    return table
+
+
+def _count(st: _State, relocs: dict[int, Any], types: list[int]) -> None:
+    """Count the relocations of known types, by type name (in bulk)."""
+    counts = st.counts
+    for rtype, n in Counter(types).items():
+        rt = relocs.get(rtype)
+        if rt is not None:
+            st.total += n
+            counts[rt.name] = counts.get(rt.name, 0) + n
+
+
 def _apply_section(st: _State, rs: RelSection) -> None:
     elf = st.elf
     relocs = elf.arch.obj_relocs
     sec = elf.sections[rs.target]
     secoff = st.sections[rs.target]
     lows = []
+    symbols = elf.symbols
+    loaded = st.lay.sections
+    debug = st.debug
+    nobits = sec.type == SHT_NOBITS
+    # the inline path: RELA in a 64-bit image (no addend to decode, no 32-bit wrap)
+    inline = rs.rela and st.w == 8 and not debug and not nobits
+    plains = _plains(relocs)
+    image, symaddr, base, got_slots = st.image, st.symaddr, st.base, st.lay.got_slots
+    offsets, syms, addends = rs.offsets, rs.syms, rs.addends
+    _count(st, relocs, rs.types)
     for i, rtype in enumerate(rs.types):
         rt = relocs.get(rtype)
         if rt is None:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: not a {elf.arch.name} object "
                                "relocation type this loader knows")
             continue
-        st.total += 1
-        st.counts[rt.name] = st.counts.get(rt.name, 0) + 1
         f = rt.formula
         if f is F.NONE or f is F.RELAX:
             continue
         if f is F.TLS:
             st.tls.append(describe_reloc(elf, rs, i))
             continue
-        off = rs.offsets[i]
         if f is F.ALIGN:
-            err = _nops(st, sec, secoff + off, rs.addends[i])
+            err = _nops(st, sec, secoff + offsets[i], addends[i])
             if err:
                 st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
             continue
-        target = elf.symbols[rs.syms[i]]
+        sym = syms[i]
+        target = symbols[sym]
         if target.type == T.STT_GNU_IFUNC:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: against an IFUNC symbol, which "
                                "objects do not support (link the object into a shared one)")
             continue
-        if st.debug and f not in _DEBUG_FORMULAS:
+        if debug and f not in _DEBUG_FORMULAS:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: not an address, offset or "
                                "length, which is all a debug section holds")
             continue
-        if target.defined and not (target.absolute or target.common or st.debug) \
-                and target.shndx not in st.lay.sections:
+        shndx = target.shndx
+        if shndx != SHN_UNDEF and shndx != SHN_ABS and shndx != SHN_COMMON and not debug \
+                and shndx not in loaded:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: the symbol is in section "
-                               f"{target.shndx}, which is not loaded (not SHF_ALLOC)")
+                               f"{shndx}, which is not loaded (not SHF_ALLOC)")
             continue
-        if sec.type == SHT_NOBITS:
+        if nobits:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: the place is in a section "
                                f"without contents ({sec.name})")
             continue
         if f is F.PCREL_LO:
             lows.append(i)
             continue
+        if inline:
+            plain = plains[rtype]
+            off = offsets[i]
+            if plain is not None and off + plain[0] <= sec.size:
+                size, f, lo, hi = plain
+                pos = secoff + off
+                if f is F.ABS:
+                    v = (symaddr[sym] if sym else 0) + addends[i]
+                elif f is F.PCREL:
+                    v = (symaddr[sym] if sym else 0) + addends[i] - base - pos
+                else:
+                    g = got_slots.get((sym, 0))
+                    v = g + addends[i] - pos if g is not None else hi     # (G+A-P)
+                if lo <= v < hi:    # (else _one says what is wrong, or takes a veneer)
+                    image[pos:pos + size] = (v & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+                    continue
         err = _one(st, rs, i, rt, sec, secoff)
         if err:
             st.problems.append(f"{describe_reloc(elf, rs, i)}: {err}")
