@@ -147,13 +147,18 @@ def _install(cls: type, name: str, fn: Any) -> Any:
     return fn
 
 
-#: ``__init__`` code per shape: (field count, the fields with a default factory, frozen,
-#: calls ``__post_init__``), compiled once with the placeholder field names
+#: ``__init__`` code per shape: (field count, the fields with a default factory, how a
+#: field is set (:data:`_PLAIN`, :data:`_FROZEN`, :data:`_FROZEN_SLOTS`), calls
+#: ``__post_init__``), compiled once with the placeholder field names
 #: :func:`_slot` gives, then renamed for each class (``CodeType.replace``, about a
 #: microsecond, where compiling costs 20-80 µs and a vmrt run builds some 40 of them).
 #: The shapes compiled are kept on disk at exit (see :func:`_read_shapes`), so a program's
 #: next start compiles none.
-_INIT_CODE: dict[tuple[int, tuple[int, ...], bool, bool], Any] = {}
+_INIT_CODE: dict[tuple[int, tuple[int, ...], int, bool], Any] = {}
+#: how ``__init__`` sets a field: ``self.f = v``; ``object.__setattr__(self, "f", v)``
+#: (frozen); the slot's own setter ``_set_i(self, v)`` (frozen with slots: half the
+#: cost, the slot found once per class instead of looked up by name on each set)
+_PLAIN, _FROZEN, _FROZEN_SLOTS = 0, 1, 2
 #: the cache file's key and directory, once the file has been read (empty: not read yet)
 _disk: list[Any] = []
 #: not empty once this process compiled a shape (written at exit)
@@ -188,7 +193,8 @@ def _write_shapes() -> None:
 def _well_formed(key: Any, code: Any) -> bool:
     return (type(key) is tuple and len(key) == 4 and type(key[0]) is int
             and type(key[1]) is tuple and all(type(i) is int for i in key[1])
-            and type(key[2]) is bool and type(key[3]) is bool
+            and type(key[2]) is int and key[2] in (_PLAIN, _FROZEN, _FROZEN_SLOTS)
+            and type(key[3]) is bool
             and type(code) is type(_slot.__code__) and code.co_argcount == key[0] + 1)
 
 
@@ -209,8 +215,8 @@ def _read_shapes() -> None:
         _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
 
 
-def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: bool) -> Any:
-    key = (n, factories, frozen, post_init)
+def _init_template(n: int, factories: tuple[int, ...], how: int, post_init: bool) -> Any:
+    key = (n, factories, how, post_init)
     code = _INIT_CODE.get(key)
     if code is None and not _disk:
         _read_shapes()
@@ -220,7 +226,8 @@ def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: 
         for i in range(n):
             value = (f"_factory_{i}() if {_slot(i)} is _HAS_FACTORY else {_slot(i)}"
                      if i in factories else _slot(i))
-            lines.append(f"_setattr(self, {_slot(i)!r}, {value})" if frozen else
+            lines.append(f"_set_{i}(self, {value})" if how == _FROZEN_SLOTS else
+                         f"_setattr(self, {_slot(i)!r}, {value})" if how == _FROZEN else
                          f"self.{_slot(i)} = {value}")
         if post_init:
             lines.append("self.__post_init__()")
@@ -236,12 +243,32 @@ def _init_template(n: int, factories: tuple[int, ...], frozen: bool, post_init: 
     return code
 
 
+def _slot_setter(cls: type, name: str) -> Any:
+    """The ``__set__`` of the slot that holds field ``name`` (a member
+    descriptor of ``__slots__``, its own or a base's), or None (the field is
+    in the instance's dict)."""
+    for klass in cls.__mro__:
+        got = klass.__dict__.get(name)
+        if got is not None:
+            return got.__set__ if type(got) is _MEMBER else None
+    return None
+
+
+_MEMBER = type(Field.__dict__["default"])       # a slot's descriptor (member_descriptor)
+
+
 def _make_init(cls: type) -> Any:
     specs: tuple[_Spec, ...] = cls.__record_fields__    # type: ignore[attr-defined]
     frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
     env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY,
                            "__builtins__": __builtins__}
     names = {_slot(i): spec[0] for i, spec in enumerate(specs)}
+    how = _PLAIN
+    if frozen:
+        setters = [_slot_setter(cls, spec[0]) for spec in specs]
+        how = _FROZEN if None in setters else _FROZEN_SLOTS
+        if how == _FROZEN_SLOTS:
+            env.update((f"_set_{i}", setter) for i, setter in enumerate(setters))
     factories, defaults = [], []
     for i, (_name, default, factory, _repr, _compare) in enumerate(specs):
         if factory is not MISSING:
@@ -250,7 +277,7 @@ def _make_init(cls: type) -> Any:
             defaults.append(_HAS_FACTORY)
         elif default is not MISSING:
             defaults.append(default)
-    code = _init_template(len(specs), tuple(factories), frozen, hasattr(cls, "__post_init__"))
+    code = _init_template(len(specs), tuple(factories), how, hasattr(cls, "__post_init__"))
     code = code.replace(
         co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
         co_names=tuple(names.get(v, v) for v in code.co_names),

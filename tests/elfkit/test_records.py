@@ -71,11 +71,34 @@ class RefSlotted:
     b: int = 2
 
 
+class Mixed(Frozen, frozen=True, slots=True):
+    """Frozen with slots over a base whose fields are in the instance's dict
+    (``__init__`` sets the slots through their own setters, the rest by name)."""
+    c: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RefMixed(RefFrozen):
+    c: int = 0
+
+
+class PointZ(Point, frozen=True, slots=True):
+    """Frozen with slots over frozen slots: the base's slots set too."""
+    z: int = 5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RefPointZ(RefPoint):
+    z: int = 5
+
+
 PAIRS = [
     (Point, RefPoint, [(1,), (1, 2), (3, 4, ["t"])], {"y": 7}),
     (Bag, RefBag, [("a",), ("a", [1, 2]), ("b", [3], "z", object())], {"note": "m"}),
     (Frozen, RefFrozen, [(1,), (2, (3, 4))], {"b": (9,)}),
     (Slotted, RefSlotted, [(1,), (1, 5)], {"a": 0}),
+    (Mixed, RefMixed, [(1,), (2, (3,), 4)], {"c": 8}),
+    (PointZ, RefPointZ, [(1,), (1, 2, ["t"], 3)], {"z": 6, "x": 0}),
 ]
 
 
