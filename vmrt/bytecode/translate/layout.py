@@ -123,23 +123,25 @@ class ControlFlow(InstrChecks):
         """The blocks that can follow their only predecessor in place: its
         branch is a ``br``, ``cond_br`` (one side: the false one when both
         could) or yieldable call; the predecessor neither appends a block
-        (superblocks), is appended, nor branches to itself; neither is the
-        entry (it is selected first)."""
+        (superblocks), is appended, nor branches to itself; the block is not
+        appended to another, nor the entry (it is selected first)."""
         if self.trace is not None:
             return frozenset()
         preds: dict[int, int] = {}
         for blk in self.blocks:
             for t, _pairs in successors(blk.instrs[-1]):
                 preds[t] = preds.get(t, 0) + 1
-        copied: set[int] = set()
+        hosts: set[int] = set()         # blocks with a block appended
+        copied: set[int] = set()        # blocks appended to another (emitted twice)
         for blk in self.blocks:
             nxt = self.appended(blk)
             if nxt is not None:
-                copied |= {blk.pc, nxt.pc}
+                hosts.add(blk.pc)
+                copied.add(nxt.pc)
         falls: set[int] = set()
         for blk in self.blocks:
             last = blk.instrs[-1]
-            if last.mnemonic not in _FALL_FROM or blk.pc in copied:
+            if last.mnemonic not in _FALL_FROM or blk.pc in hosts or blk.pc in copied:
                 continue
             targets = [t for t, _pairs in successors(last)]
             if blk.pc in targets:
