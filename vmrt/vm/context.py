@@ -410,6 +410,9 @@ class Context(Closeable):
             if self._closed:            # (by another thread while this one waited)
                 raise InvocationError("cannot invoke a function of a closed context",
                                       StatusCode.FAILED_PRECONDITION)
+            if budget is None and timeout is None and self.timeout is None and \
+                    current_limits() is None:   # what _invoke comes down to then
+                return self._tracked(function, args, self.limits, None)
             return self._invoke(function, args, budget, timeout)
 
     def _invoke(self, function: BoundFunction, args: list[Any], budget: int | None,
