@@ -118,7 +118,7 @@ class ControlFlow(InstrChecks):
     #: the block the branch just emitted falls through to (jump sets it)
     fall_to: int | None = None
 
-    # -- layout ------------------------------------------------------------------
+    # -- fall-through -------------------------------------------------------------
     def plan_falls(self) -> frozenset[int]:
         """The blocks that can follow their only predecessor in place: its
         branch is a ``br``, ``cond_br`` (one side: the false one when both
@@ -439,11 +439,11 @@ class ControlFlow(InstrChecks):
                     + self.flag(dst, 0, er, e, inner) + self.remap(er, inner)
                     + self.jump(e, inner)
                     + self.flag(dst, 1, tr, t, ind) + self.remap(tr, ind) + self.jump(t, ind))
+        side = self.side(e, ind)
         return (self.prelude(cmp, ind) + [f"{ind}if {test}:"]
                 + self.flag(dst, 1, tr, t, inner) + self.remap(tr, inner) + self.jump(t, inner)
-                + ([] if self.falls_here(e, ind) else [f"{ind}else:"])
-                + self.flag(dst, 0, er, e, self.side(e, ind)) + self.remap(er, self.side(e, ind))
-                + self.jump(e, self.side(e, ind)))
+                + ([] if side == ind else [f"{ind}else:"])
+                + self.flag(dst, 0, er, e, side) + self.remap(er, side) + self.jump(e, side))
 
     def side(self, target: int, ind: str) -> str:
         """Where the false side of a ``cond_br`` at ``ind`` goes: after the
