@@ -93,6 +93,7 @@ def _plain_type(dtype: Any) -> str | None:
 #: element type name -> the numpy dtype its storage holds as is (None: packed
 #: sub-byte integers and i1, converted through ``BufferView.array``)
 _host_dtypes: dict[str, Any] = {}
+_UNSEEN = object()
 
 
 def _same(v: Any) -> Any:
@@ -105,8 +106,8 @@ def to_host(v: Any) -> Any:
     ref as it is."""
     if isinstance(v, BufferView):
         name = v.element_type
-        dt = _host_dtypes.get(name, 0)
-        if dt == 0:
+        dt = _host_dtypes.get(name, _UNSEEN)
+        if dt is _UNSEEN:
             dt = _host_dtypes[name] = None if is_packed(name) or name == "i1" else dtype_of(name)
         if dt is not None and v.address is not None:
             # a view made over memory (BufferView.over): its ``array`` would be
