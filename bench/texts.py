@@ -231,7 +231,16 @@ WHY = {
            "machine (cProfile: no step above ~10 %: Program.__call__ and argument "
            "conversion, the VM function, native_module call wrappers, run_resolved, "
            "prepared.run, buffer-view creation). The placeholder weights' subnormal "
-           "products cost nothing extra: dispatches run with denormals flushed, as in IREE.",
+           "products cost nothing extra: dispatches run with denormals flushed, as in IREE. "
+           "Issue 27 round: a result over device memory comes back as one numpy copy, "
+           "Context.invoke takes refs as they are and skips _invoke's frame when no "
+           "budget, timeout or outer call applies, queue.execute runs the command buffer "
+           "in the fast caller's frame (interleaved A/B at load 4-7: ~45 -> ~44 µs, "
+           "within the noise). Where the call goes now (py-spy self time by file): the "
+           "native dispatches with their ctypes calls ~20 %, program.py (numpy argument "
+           "copy, result) ~11 %, vm/context.py ~10 %, hal/buffer.py (argument memory, "
+           "alloca) ~10 %, hal/command_buffer.py ~9 %, hal/local/prepared.py ~9 %, the hal "
+           "fast callers ~8 %, the translated code ~7 %: no single step to cut.",
     "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
            "to vmrt here (one-workgroup dispatches run on the calling thread).",
     "17c": "the LSTM's loop re-records a command buffer every step (64 steps x ~9 dispatches, "
@@ -247,7 +256,13 @@ WHY = {
            "1.49x). The rest is the dispatch code itself: its native time alone (~37 ms "
            "fastest here) is about iree.runtime's whole call, and the same range run again "
            "at once takes ~40 % of that: the dispatches start on caches cold from the "
-           "Python work between them.",
+           "Python work between them. Where it goes now (py-spy self time by file): the "
+           "native dispatches with their ctypes calls ~48 %, hal/command_buffer.py ~24 % "
+           "(each step's one-shot command buffer is planned at its submission: "
+           "_make_runners prepares every command, gives up on the copies, then _run_plain "
+           "works out binding_specs and _flushable again per dispatch), the hal fast "
+           "callers ~8 %, hal/local/prepared.py ~6 %, the translated step loop ~4 % (one "
+           "self loop: nothing for the block layout to gain).",
     "17d": "as 17c, plus handing small grids to the worker threads (~38 µs each here): a "
            "small multi-threaded dispatch now times its first runs on the workers and on the "
            "calling thread alone and keeps the faster, and native chunks take at least 4 "
@@ -256,7 +271,17 @@ WHY = {
            "in Python against iree.runtime's C (~1-5 µs per dispatch depending on the "
            "machine's load). The ratio swings with the machine's load (4-30x in runs on a "
            "machine at load 8-10; row 11 on a quiet machine ~4x): CPython's per-call "
-           "cost suffers more from a shared core than the peer's short C path.",
+           "cost suffers more from a shared core than the peer's short C path. A chain's "
+           "blocks (each dispatch ends in a yieldable fence.await and a cond_br to its "
+           "failure) now run straight through in the translated code instead of going back "
+           "to the block selection twice per dispatch (interleaved A/B at load 4-7, medians: "
+           "chain100 4.7x -> 4.4x, ~6.4 -> ~6.0 µs a dispatch; chain10 3.3x -> 3.0x). Where "
+           "a dispatch's ~6 µs go now (py-spy, chain100): the submission in "
+           "hal/command_buffer.py ~16 %, hal/local/prepared.py ~14 %, the FPU state pushed "
+           "and popped around each submission (hal/local/fpu_state.py, two ctypes calls) "
+           "~13 %, the ctypes call of the dispatch with its native work (elfkit's guard) "
+           "~14 %, queue.alloca's buffer (hal/buffer.py new_buffer) ~17 %, the hal fast "
+           "callers ~13 % and the translated code ~10 %.",
     "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
            "loaded by its ELF loader); vmrt's cached load takes ~7 ms of CPU for ResNet-50 "
            "and the BERT stack and ~17 ms for the 240-function program (least of "

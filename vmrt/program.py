@@ -90,6 +90,12 @@ def _plain_type(dtype: Any) -> str | None:
     return None if is_packed(name) or dtype_of(name) != dtype else name
 
 
+#: element type name -> the numpy dtype its storage holds as is (None: packed
+#: sub-byte integers and i1, converted through ``BufferView.array``)
+_host_dtypes: dict[str, Any] = {}
+_UNSEEN = object()
+
+
 def _same(v: Any) -> Any:
     return v
 
@@ -99,8 +105,16 @@ def to_host(v: Any) -> Any:
     lists as Python lists, typed list elements as plain numbers; any other
     ref as it is."""
     if isinstance(v, BufferView):
+        name = v.element_type
+        dt = _host_dtypes.get(name, _UNSEEN)
+        if dt is _UNSEEN:
+            dt = _host_dtypes[name] = None if is_packed(name) or name == "i1" else dtype_of(name)
+        if dt is not None and v.address is not None:
+            # a view made over memory (BufferView.over): its ``array`` would be
+            # that memory as ``dt`` (a view of a numpy array keeps the array's dtype)
+            return np.ndarray(v.shape, dt, v.storage).copy()
         arr = v.array.copy()
-        if v.element_type == "i1":
+        if name == "i1":
             arr = arr.astype(bool)
         return arr
     if isinstance(v, VmList):
@@ -137,7 +151,8 @@ class ProgramFunction:
         return self.program.module.function_attrs(self.name).get("iree.abi.declaration")
 
     def __call__(self, *args: Any) -> Any:
-        ctx = self.program.context
+        program = self.program
+        ctx = program.context
         if ctx is None:
             raise VmError(f"cannot call '{self.name}': the program is closed",
                           StatusCode.FAILED_PRECONDITION)
@@ -157,10 +172,11 @@ class ProgramFunction:
             values = [conv(a) for conv, a in zip(self._convert, args)]
         else:
             values = [_array_arg(a) for a in args]
-        profile = self.program.profile
+        profile = program.profile
         try:
             if profile is None:
-                results = self._invoke(ctx, values, fences)
+                results = ctx.invoke(self.bound, values) if not self.fenced else \
+                    self._invoke(ctx, values, fences)
             else:
                 with profile.invocation(self.name):
                     results = self._invoke(ctx, values, fences)

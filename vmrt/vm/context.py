@@ -25,6 +25,7 @@ from ..errors import (
 from .instance import Instance
 from .lifecycle import Closeable
 from .module import BoundFunction, DependencyFlags, Function, Linkage, Module, cconv_fragments
+from .types import RefObject
 from .values import to_vm
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -402,11 +403,16 @@ class Context(Closeable):
             if len(arg_codes) != len(args):
                 raise ArgumentError(f"input list and function mismatch; expected {len(arg_codes)} "
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
-            args = [to_vm(a, c) for a, c in zip(args, arg_codes)]
+            # (a ref as it is: what to_vm does with it, without the call)
+            args = [a if c == "r" and (a is None or isinstance(a, RefObject)) else to_vm(a, c)
+                    for a, c in zip(args, arg_codes)]
         with self._invoke_lock:       # one invocation at a time (see the class doc)
             if self._closed:            # (by another thread while this one waited)
                 raise InvocationError("cannot invoke a function of a closed context",
                                       StatusCode.FAILED_PRECONDITION)
+            if budget is None and timeout is None and self.timeout is None and \
+                    current_limits() is None:   # what _invoke comes down to then
+                return self._tracked(function, args, self.limits, None)
             return self._invoke(function, args, budget, timeout)
 
     def _invoke(self, function: BoundFunction, args: list[Any], budget: int | None,
@@ -442,7 +448,10 @@ class Context(Closeable):
         with self._running_lock:
             self._running.append(entry)
         try:
-            return self._call(bound, args)
+            return bound(args)
+        except RecursionError:
+            raise InvocationError("call stack exhausted (recursion too deep)",
+                                  StatusCode.RESOURCE_EXHAUSTED) from None
         finally:
             with self._running_lock:
                 self._running.remove(entry)
@@ -470,13 +479,6 @@ class Context(Closeable):
             if time.monotonic() >= end:
                 return True
             time.sleep(0.002)
-
-    def _call(self, bound: BoundFunction, args: list[Any]) -> list[Any]:
-        try:
-            return bound(args)
-        except RecursionError:
-            raise InvocationError("call stack exhausted (recursion too deep)",
-                          StatusCode.RESOURCE_EXHAUSTED) from None
 
     # ------------------------------------------------------------- teardown --
     def _deinit(self, m: Module, state: Any) -> None:

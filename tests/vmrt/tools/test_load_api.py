@@ -441,3 +441,42 @@ def test_bad_device_and_plugin(elementwise, tmp_path):
         vmrt.load(elementwise, device="cuda")
     with pytest.raises(vmrt.VmError):
         vmrt.load(elementwise, executable_plugins=[tmp_path / "missing.sos"])
+
+
+@pytest.mark.parametrize("name,dtype", [("f32", np.float32), ("i8", np.int8),
+                                        ("ui16", np.uint16), ("i64", np.int64),
+                                        ("f16", np.float16), ("f64", np.float64)])
+def test_results_over_memory_come_back_as_copies(name, dtype):
+    """A result view made over device memory (``BufferView.over``, what
+    ``hal.buffer_view.create`` makes) comes back as a copy of that memory
+    seen as its element type: what its ``array`` is, not a view of it."""
+    from vmrt.hal.buffer import aligned_memory
+    from vmrt.hal.buffer_view import BufferView
+    from vmrt.program import to_host
+    want = (np.arange(-6, 6) * 3).astype(dtype).reshape(3, 4)
+    mem, addr = aligned_memory(want.nbytes)
+    mem[:] = want.tobytes()
+    view = BufferView.over(mem, name, (3, 4), addr)
+    got = to_host(view)
+    assert got.dtype == want.dtype and got.shape == (3, 4) and got.flags.owndata
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, view.array)
+    mem[:] = bytes(want.nbytes)                     # a copy: the memory changing later
+    np.testing.assert_array_equal(got, want)
+    scalar = BufferView.over(mem[:want.itemsize], name, (), addr)      # rank 0
+    assert to_host(scalar).shape == () and to_host(scalar) == 0
+
+
+def test_results_of_other_views_keep_their_arrays():
+    """Views holding a numpy array (a big-endian one: its bytes are not the
+    element type's native ones), i1 and packed i4 come back through the
+    view's array."""
+    from vmrt.hal.buffer_view import BufferView
+    from vmrt.program import to_host
+    big = np.arange(5, dtype=">f4")
+    got = to_host(BufferView(big))
+    np.testing.assert_array_equal(got, big)
+    flags = to_host(BufferView(np.array([1, 0, 1], np.int8), "i1"))
+    assert flags.dtype == np.bool_ and flags.tolist() == [True, False, True]
+    i4 = np.array([-8, 7, 3, -1, 0], np.int8)
+    np.testing.assert_array_equal(to_host(BufferView(i4, "i4")), i4)

@@ -91,7 +91,12 @@ class FunctionTranslator(ControlFlow):
                                       for r in coercion_registers(c)] +
                 [r + 1 for rs in self.split.values() for r in rs])
             self.in_range = no_overflow(self.blocks, self.konst, self.coerce)
-        body = drop_unread(self.dispatch(self.blocks, "            "))
+        self.falls, self.fallen = self.plan_falls(), set()
+        body = self.dispatch([b for b in self.blocks if b.pc not in self.falls], "            ")
+        if self.fallen != self.falls:   # (not expected) a block left out: every one an arm
+            self.falls, self.fallen = frozenset(), set()
+            body = self.dispatch(self.blocks, "            ")
+        body = drop_unread(body)
         pset = set(params)
         inits = [n for n in ([f"i{x}" for x in sorted(self.used_i)] +
                              [f"r{x}" for x in sorted(self.used_r)]) if n not in pset]

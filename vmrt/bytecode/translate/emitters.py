@@ -314,8 +314,12 @@ def br(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
 def cond_br(t: ControlFlow, ins: Instr, f: tuple[Any, ...], ind: str) -> list[str]:
     cond, tgt, tr, e, er = f
     inner = ind + "    "
+    if t.falls_here(tgt, ind):      # the false side leaves, then the true one follows
+        return ([f"{ind}if not {t.int_reg(cond)}:"] + t.remap(er, inner) + t.jump(e, inner)
+                + t.remap(tr, ind) + t.jump(tgt, ind))
+    side = t.side(e, ind)
     return ([f"{ind}if {t.int_reg(cond)}:"] + t.remap(tr, inner) + t.jump(tgt, inner)
-            + [f"{ind}else:"] + t.remap(er, inner) + t.jump(e, inner))
+            + ([] if side == ind else [f"{ind}else:"]) + t.remap(er, side) + t.jump(e, side))
 
 
 @emits("br_table")

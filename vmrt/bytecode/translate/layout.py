@@ -20,7 +20,14 @@ is ``b``.  These keep a hot loop out of that selection, and short:
   ``x`` when ``x`` is not read after it (:meth:`coalesced`);
 * **compare and branch**: a ``cmp.*`` whose result is the condition of the
   ``cond_br`` right after it becomes the ``if`` itself (the register still
-  gets its 0 or 1 in each arm).
+  gets its 0 or 1 in each arm);
+* **fall-through**: a block whose only predecessor is the branch (``br``,
+  one side of a ``cond_br``, the resume point of a yieldable call) ending a
+  block that is emitted once, at the top of an arm or after another
+  fall-through, follows that branch in place instead of being an arm of the
+  selection (a chain of dispatches, each a yieldable ``fence.await`` and a
+  ``cond_br`` to its failure, runs straight through); its budget charge stays
+  at its own top (:meth:`plan_falls`).
 
 The instruction budget is charged at the top of each (super)block, as
 before: a copied block is charged with its host when everything before it
@@ -102,6 +109,66 @@ class ControlFlow(InstrChecks):
     masked: Mapping[int, int] = MappingProxyType({})
     #: whether one of them masked (emit sets it)
     masked_any = False
+    #: the blocks emitted after their only predecessor's branch (see plan_falls)
+    falls: frozenset[int] = frozenset()
+    #: those emitted so far
+    fallen: set[int]
+    #: indentation of the run of blocks being emitted (a branch there may fall through)
+    run_ind: str | None = None
+    #: the block the branch just emitted falls through to (jump sets it)
+    fall_to: int | None = None
+
+    # -- fall-through -------------------------------------------------------------
+    def plan_falls(self) -> frozenset[int]:
+        """The blocks that can follow their only predecessor in place: its
+        branch is a ``br``, ``cond_br`` (one side: the false one when both
+        could) or yieldable call; the predecessor neither appends a block
+        (superblocks), is appended, nor branches to itself; the block is not
+        appended to another, nor the entry (it is selected first)."""
+        if self.trace is not None:
+            return frozenset()
+        preds: dict[int, int] = {}
+        for blk in self.blocks:
+            for t, _pairs in successors(blk.instrs[-1]):
+                preds[t] = preds.get(t, 0) + 1
+        hosts: set[int] = set()         # blocks with a block appended
+        copied: set[int] = set()        # blocks appended to another (emitted twice)
+        for blk in self.blocks:
+            nxt = self.appended(blk)
+            if nxt is not None:
+                hosts.add(blk.pc)
+                copied.add(nxt.pc)
+        falls: set[int] = set()
+        for blk in self.blocks:
+            last = blk.instrs[-1]
+            if last.mnemonic not in _FALL_FROM or blk.pc in hosts or blk.pc in copied:
+                continue
+            targets = [t for t, _pairs in successors(last)]
+            if blk.pc in targets:
+                continue
+            for t in reversed(targets):
+                if t != 0 and preds.get(t) == 1 and t not in copied:
+                    falls.add(t)
+                    break
+        return frozenset(falls)
+
+    def falls_here(self, target: int, ind: str) -> bool:
+        """Whether a branch to ``target`` emitted at ``ind`` falls through."""
+        return target in self.falls and ind == self.run_ind and self.loop_pc is None
+
+    def run(self, blk: Block, ind: str) -> list[str]:
+        """``blk`` and the blocks falling through after it."""
+        by_pc = {b.pc: b for b in self.blocks}
+        out: list[str] = []
+        while True:
+            self.run_ind, self.fall_to = ind, None
+            out += self.superblock(blk, ind)
+            nxt = self.fall_to
+            self.run_ind = self.fall_to = None
+            if nxt is None:
+                return out
+            self.fallen.add(nxt)
+            blk = by_pc[nxt]
 
     # -- layout ------------------------------------------------------------------
     def dispatch(self, blocks: list[Block], ind: str) -> list[str]:
@@ -139,7 +206,7 @@ class ControlFlow(InstrChecks):
         if looped:
             return self.counted_loop(blk, body, ind)
         self.charges = True
-        return self.superblock(blk, ind)
+        return self.run(blk, ind)
 
     def counted(self, blk: Block) -> bool:
         """Whether a self loop of ``blk`` can charge its budget in bulk: its
@@ -366,11 +433,22 @@ class ControlFlow(InstrChecks):
         if dst is None or dst != self.int_reg(_c):
             return None
         inner = ind + "    "
-        return (self.prelude(cmp, ind)
-                + [f"{ind}if {cond.format(**dict(zip('abc', reads)))}:"]
+        test = cond.format(**dict(zip('abc', reads)))
+        if self.falls_here(t, ind):     # the other side leaves, then the true one follows
+            return (self.prelude(cmp, ind) + [f"{ind}if not ({test}):"]
+                    + self.flag(dst, 0, er, e, inner) + self.remap(er, inner)
+                    + self.jump(e, inner)
+                    + self.flag(dst, 1, tr, t, ind) + self.remap(tr, ind) + self.jump(t, ind))
+        side = self.side(e, ind)
+        return (self.prelude(cmp, ind) + [f"{ind}if {test}:"]
                 + self.flag(dst, 1, tr, t, inner) + self.remap(tr, inner) + self.jump(t, inner)
-                + [f"{ind}else:"]
-                + self.flag(dst, 0, er, e, inner) + self.remap(er, inner) + self.jump(e, inner))
+                + ([] if side == ind else [f"{ind}else:"])
+                + self.flag(dst, 0, er, e, side) + self.remap(er, side) + self.jump(e, side))
+
+    def side(self, target: int, ind: str) -> str:
+        """Where the false side of a ``cond_br`` at ``ind`` goes: after the
+        ``if`` when it falls through, else in its ``else``."""
+        return ind if self.falls_here(target, ind) else ind + "    "
 
     def flag(self, dst: str, value: int, pairs: tuple[Any, ...], target: int,
              ind: str) -> list[str]:
@@ -391,6 +469,9 @@ class ControlFlow(InstrChecks):
     def jump(self, target: int, ind: str) -> list[str]:
         """Go to block ``target``."""
         if self.loop_pc is None:
+            if self.falls_here(target, ind):
+                self.fall_to = target
+                return []
             return [f"{ind}b = {target}", f"{ind}continue"]
         if target == self.loop_pc:
             self.self_jumps += 1
@@ -406,6 +487,10 @@ class ControlFlow(InstrChecks):
                                                          for src, _ in pairs)]
         dsts = [self.reg(dst & ~MOVE_BIT) for _, dst in pairs]
         return [f"{ind}{d} = {s}" for d, s in zip(dsts, srcs) if d != s]
+
+
+#: the branches a block can fall through after (not ``br_table`` or the debug ones)
+_FALL_FROM = frozenset({"br", "cond_br", "call.yieldable", "call.variadic.yieldable"})
 
 
 def _tick(n: int, ind: str) -> list[str]:

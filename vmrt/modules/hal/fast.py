@@ -72,49 +72,46 @@ def queue_alloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 
 def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> Caller:
+    """Run a command buffer over a binding table of buffers and signal the
+    fence (failed on an error), as the export's ``_submit`` does."""
     def call(device: Any, affinity: int, wait: Any, signal: Any, cb: Any, flags: int,
-             table: list[Any]) -> tuple[Any, ...]:
+             table: Any) -> tuple[Any, ...]:
         if device.__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
                 or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
             return slow(device, affinity, wait, signal, cb, flags, table)
         for entry in table:
             if entry[0].__class__ is not HalBuffer:
                 return slow(device, affinity, wait, signal, cb, flags, table)
-        return _execute(state, signal, cb, table, where, note)
+        try:
+            deadline = state.context.limits.deadline
+        except AttributeError:          # no context
+            deadline = None
+        try:
+            cb.execute(table, deadline=deadline)
+        except Exception as e:  # noqa: BLE001 - see native_error
+            if isinstance(e, VmError):
+                signal.fail(int(StatusCode.ABORTED))
+            err = native_error(e, where)
+            if isinstance(err, VmError):
+                err.annotate(note)
+            raise err  # noqa: B904 - chained there
+        if signal.status is None:       # Fence.signal()
+            signal.status = 0
+        return ()
     return call
 
 
 def queue_execute(state: Any, slow: Caller, where: str, note: str) -> Caller:
     """``device.queue.execute``: a command buffer without a binding table."""
+    def slow_indirect(device: Any, affinity: int, wait: Any, signal: Any, cb: Any, flags: int,
+                      table: Any) -> tuple[Any, ...]:
+        return slow(device, affinity, wait, signal, cb, flags)
+    indirect = queue_execute_indirect(state, slow_indirect, where, note)
+
     def call(device: Any, affinity: int, wait: Any, signal: Any, cb: Any,
              flags: int) -> tuple[Any, ...]:
-        if device.__class__ is not Device or wait.__class__ is not Fence or wait.status != 0 \
-                or signal.__class__ is not Fence or cb.__class__ is not CommandBuffer:
-            return slow(device, affinity, wait, signal, cb, flags)
-        return _execute(state, signal, cb, (), where, note)
+        return indirect(device, affinity, wait, signal, cb, flags, ())
     return call
-
-
-def _execute(state: Any, signal: Fence, cb: CommandBuffer, table: Any, where: str,
-             note: str) -> tuple[Any, ...]:
-    """Run ``cb`` over ``table`` and signal ``signal`` (failed on an error), as
-    the export's ``_submit`` does."""
-    try:
-        deadline = state.context.limits.deadline
-    except AttributeError:          # no context
-        deadline = None
-    try:
-        cb.execute(table, deadline=deadline)
-    except Exception as e:  # noqa: BLE001 - see native_error
-        if isinstance(e, VmError):
-            signal.fail(int(StatusCode.ABORTED))
-        err = native_error(e, where)
-        if isinstance(err, VmError):
-            err.annotate(note)
-        raise err  # noqa: B904 - chained there
-    if signal.status is None:       # Fence.signal()
-        signal.status = 0
-    return ()
 
 
 def queue_dealloca(state: Any, slow: Caller, where: str, note: str) -> Caller:
@@ -199,7 +196,7 @@ def buffer_assert(state: Any, slow: Caller, where: str, note: str) -> Caller:
 
 def buffer_view_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
     """A view over a buffer; any error (the export words it) takes the export."""
-    names: dict[int, str] = {}      # element type code -> name
+    names: dict[int, tuple[str, int]] = {}      # element type code -> (name, bits)
 
     def call(buf: Any, offset: int, length: int, element_type: int, encoding: int,
              shape: list[int]) -> tuple[Any, ...]:

@@ -26,6 +26,7 @@ from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
 from ...hal.element_types import (
     ENCODING_DENSE_ROW_MAJOR,
     dtype_name,
+    element_bits,
     element_type_code,
     element_type_name,
     storage_size,
@@ -130,10 +131,11 @@ def subspan(buf: HalBuffer, offset: int, length: int, what: str) -> HalBuffer:
 
 
 def view_over(b: HalBuffer, offset: int, length: int, element_type: int, shape: Sequence[int],
-              names: dict[int, str] | None = None) -> BufferView:
+              names: dict[int, tuple[str, int]] | None = None) -> BufferView:
     """``hal.buffer_view.create``: a view of ``shape`` and ``element_type``
     over ``[offset, offset + length)`` of ``b``; errors as IREE words them.
-    ``names``: element type code -> name, of the types vmrt holds (filled in)."""
+    ``names``: element type code -> (name, bits per element), of the types
+    vmrt holds (filled in)."""
     size = len(b.bytes)
     if offset < 0 or length < 0 or offset + length > size:
         # IREE takes a subspan of the buffer first
@@ -142,18 +144,20 @@ def view_over(b: HalBuffer, offset: int, length: int, element_type: int, shape: 
                        f"end={offset + length - 1}, buffer byte_length={size}); invalid "
                        f"subspan of an existing buffer (source_offset={offset}, "
                        f"length={length})", StatusCode.OUT_OF_RANGE)
-    name = None if names is None else names.get(element_type)
-    if name is None:
+    known = None if names is None else names.get(element_type)
+    if known is None:
         name = element_type_name(element_type)
         dtype_name(name)                        # an element type vmrt cannot hold fails here
+        known = (name, element_bits(name))
         if names is not None and len(names) < 256:
-            names[element_type] = name
+            names[element_type] = known
+    name, bits = known
     count = 1
     for d in shape:
         if d < 0:
             raise HalError(f"negative dimension {d}", StatusCode.INVALID_ARGUMENT)
         count *= d
-    need = storage_size(name, count)
+    need = count * (bits >> 3) if not bits & 7 else storage_size(name, count)
     # IREE's rule: the view may be smaller than its range (it covers the
     # range's first bytes), never larger
     if need > length:
