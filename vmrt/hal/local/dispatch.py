@@ -194,7 +194,7 @@ def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
         chunks.run(t, lambda chunk: in_range(grid.rec, chunk, _native_range)(
             grid, ds, chunk, t, mems[t]))
     try:
-        errors = run_workers(threads, body, chunks.stop)
+        errors = run_workers(threads, body, chunks.stop, optional=True)
     finally:
         for m in mems:
             m.free_all()

@@ -20,9 +20,10 @@ first, each chunk one call of the loop; ctypes releases the GIL during it.  A wo
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
-calling thread alone from then on (a grid whose first run on the workers
-takes :data:`LONG_ON_WORKERS` or more stays on them at once); results are the
-same either way.
+calling thread alone from then on (a grid whose first two runs on the workers
+take :data:`LONG_ON_WORKERS` or more stays on them at once); results are the
+same either way.  The workers only help: one not yet running when the calling
+thread has run what was left is not waited for (``run_workers(optional=True)``).
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
 workgroups (the loop reads a cancel word), a deadline too (checked before
@@ -53,10 +54,13 @@ if TYPE_CHECKING:
 MAX_PREPARED_WORKGROUPS = 4096
 #: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
 TRIALS = 8
-#: a first run on the workers this long (seconds) keeps the workers without
-#: trying the calling thread alone: handing out chunks costs tens of
-#: microseconds, so the trials could only lose (ResNet-50's convolutions on
-#: local-task alternated ~280 and ~500 ms per call for their 8 trials)
+#: the first two runs on the workers this long (seconds) each keep the
+#: workers without trying the calling thread alone: handing out chunks costs
+#: tens of microseconds, so the trials could only lose (ResNet-50's
+#: convolutions on local-task alternated ~280 and ~500 ms per call for their
+#: 8 trials).  Two runs, not one: on a busy machine one run of a 40 us grid
+#: can take milliseconds (the caller descheduled), and an LSTM's 8-workgroup
+#: matmul kept the workers for good that way
 LONG_ON_WORKERS = 2e-3
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
@@ -199,14 +203,16 @@ class NativeDispatch:
         if rec is None and self.inline is None:     # still trying both ways
             trial = self.trials
             self.trials += 1
+            # odd trials alone, but for the second when the first was long
+            alone = 1 if trial % 2 and (trial > 1 or self.best[0] < LONG_ON_WORKERS) else 0
             t0 = time.perf_counter()
-            if trial % 2:
+            if alone:
                 self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
             else:
                 self._run_threads(ds, ws, deadline, limits, rec)
             took = time.perf_counter() - t0
-            self.best[trial % 2] = min(self.best[trial % 2], took)
-            if trial == 0 and took >= LONG_ON_WORKERS:
+            self.best[alone] = min(self.best[alone], took)
+            if trial == 1 and self.best[0] >= LONG_ON_WORKERS:    # long twice
                 self.inline = False
             elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
@@ -221,7 +227,8 @@ class NativeDispatch:
         def chunk_run(chunk: range) -> None:
             in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,
                                                  limits)
-        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop)
+        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop,
+                             optional=True)
         #: workgroups each worker ran in the last multi-threaded run
         self.taken = chunks.taken
         chunks.check(errors)
