@@ -8,6 +8,7 @@ import pytest
 import vmrt
 from vmrt.hal.local.device import Device, task_workers
 from vmrt.hal.local.prepared import NativeDispatch
+from vmrt.hal.local.workgroup_loop import WorkgroupRunner
 
 
 def test_task_workers_bounded():
@@ -45,12 +46,18 @@ def test_threaded_prepared_dispatch_splits_the_grid(hal_compile, monkeypatch):
     """Under local-task a multi-workgroup dispatch really runs on 2 threads."""
     monkeypatch.setattr(Device, "__init__", _two_threads(Device.__init__))
     seen: list[int] = []
-    orig = NativeDispatch.run_range
+    orig, orig_team = NativeDispatch.run_range, WorkgroupRunner.run_team
 
     def spy(self, ds, ws, start, end, *limits):
         seen.append(self.threads)
         return orig(self, ds, ws, start, end, *limits)
+
+    def spy_team(self, team, ds, ws, total, chunk, threads, limits):     # the native team
+        ran = orig_team(self, team, ds, ws, total, chunk, threads, limits)
+        seen.extend([threads] if ran else [])
+        return ran
     monkeypatch.setattr(NativeDispatch, "run_range", spy)
+    monkeypatch.setattr(WorkgroupRunner, "run_team", spy_team)
     vmfb = hal_compile("task_matmul.mlir")
     x = np.linspace(-1, 1, 65536, dtype=np.float32)
     with vmrt.load(vmfb, device="local-task") as prog:
@@ -163,3 +170,44 @@ def test_one_long_run_on_the_workers_does_not_keep_them(hal_compile, monkeypatch
     assert ways[:2] == ["workers", "workers"]
     assert ways[2:prepared.TRIALS].count("alone") == 3
     assert 0 < d.best[1] < float("inf")
+
+
+def test_a_grid_the_workers_stall_goes_back_to_the_calling_thread(hal_compile, monkeypatch):
+    """A grid that won its trials on the workers but whose runs there then
+    take longer on average than STALLED times its fastest run alone (a
+    worker descheduled mid-chunk makes the caller wait) runs alone from then
+    on, with local-sync's result."""
+    import time
+
+    from vmrt.hal.local import prepared
+    monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 1.0)     # (no grid here is long)
+    made = _two_threads_and_prepared(monkeypatch)
+    orig_threads, orig_range = NativeDispatch._run_threads, NativeDispatch.run_range
+    inside: list[bool] = []
+
+    def on_workers(self, *args):
+        if self.inline is False:
+            time.sleep(0.05)            # stalled, after the trials
+        inside.append(True)
+        try:
+            return orig_threads(self, *args)
+        finally:
+            inside.pop()
+
+    def alone(self, *args):
+        if not inside and self.threads > 1 and self.inline is None:
+            time.sleep(0.01)            # the trials alone are slower
+        return orig_range(self, *args)
+    monkeypatch.setattr(NativeDispatch, "_run_threads", on_workers)
+    monkeypatch.setattr(NativeDispatch, "run_range", alone)
+    vmfb = hal_compile("task_matmul.mlir")
+    x = np.linspace(-1, 1, 65536, dtype=np.float32)
+    want = _run(vmfb, "local-sync", "scale", x)
+    with vmrt.load(vmfb, device="local-task") as prog:
+        for _ in range(prepared.TRIALS):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+        (d,) = [d for d in made if d.threads > 1]
+        assert d.inline is False and d.best[1] >= 0.01
+        for _ in range(12):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+        assert d.inline is True and d.mean > prepared.STALLED * d.best[1]

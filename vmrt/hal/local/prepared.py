@@ -54,6 +54,14 @@ if TYPE_CHECKING:
 MAX_PREPARED_WORKGROUPS = 4096
 #: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
 TRIALS = 8
+#: a grid that won its trials on the workers goes back to the calling thread
+#: alone for good when its mean time on the workers (moving, over about
+#: MEAN_RUNS runs) exceeds STALLED times its fastest trial alone: the trials
+#: keep each way's fastest run, which hides the runs a worker stalls (on a
+#: busy machine a worker descheduled in the middle of its chunk makes the
+#: caller wait for it: an LSTM matmul of 30 us averaged 0.9 ms on two threads)
+MEAN_RUNS = 16
+STALLED = 1.2
 #: the first two runs on the workers this long (seconds) each keep the
 #: workers without trying the calling thread alone: handing out chunks costs
 #: tens of microseconds, so the trials could only lose (ResNet-50's
@@ -125,6 +133,13 @@ class NativeDispatch:
         #: the fastest run (seconds) on the workers [0] and alone [1]
         self.best = [float("inf"), float("inf")]
         self.taken: list[int] = []
+        #: the mean time of a run on the workers since the trials (moving,
+        #: over ~:data:`MEAN_RUNS` runs)
+        self.mean = 0.0
+        #: the native team this grid runs on (None: not looked up yet,
+        #: False: none) and its chunk size there
+        self.team: Any = None
+        self.chunk = 1
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
         start = 0
@@ -209,19 +224,45 @@ class NativeDispatch:
             if alone:
                 self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
             else:
-                self._run_threads(ds, ws, deadline, limits, rec)
+                self._run_threads(ds, ws, deadline, limits, rec, flushed)
             took = time.perf_counter() - t0
             self.best[alone] = min(self.best[alone], took)
             if trial == 1 and self.best[0] >= LONG_ON_WORKERS:    # long twice
                 self.inline = False
             elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
+                self.mean = self.best[0]
             return
-        self._run_threads(ds, ws, deadline, limits, rec)
+        if rec is not None or self.best[1] == float("inf"):     # (a long grid: no guard)
+            self._run_threads(ds, ws, deadline, limits, rec, flushed)
+            return
+        t0 = time.perf_counter()
+        self._run_threads(ds, ws, deadline, limits, rec, flushed)
+        self.mean += (time.perf_counter() - t0 - self.mean) / MEAN_RUNS
+        if self.mean > STALLED * self.best[1]:
+            self.inline = True          # the workers stall it on average: alone from now on
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
-                     limits: ExecutionLimits | None, rec: Any) -> None:
-        """The grid in chunks on :attr:`threads` threads."""
+                     limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> None:
+        """The grid in chunks on :attr:`threads` threads: on the native team
+        (:mod:`~vmrt.hal.local.workgroup_loop_team`) where it applies (not
+        under a deadline or a profile, which time or check each workgroup
+        range from Python), else handed out from Python."""
+        if deadline is None and rec is None and self.runner.loop is not None:
+            crew = self.team
+            if crew is None:
+                from .workgroup_loop_team import team, team_chunk  # local-task only
+                crew = self.team = team() or False
+                self.chunk = team_chunk(self.total, self.threads)
+            if crew:
+                fpu = None if flushed else push()
+                try:
+                    if self.runner.run_team(crew, ds, ws, self.total, self.chunk, self.threads,
+                                            limits):
+                        return
+                finally:
+                    if fpu is not None:
+                        pop(fpu)
         chunks = Chunks(self.total, self.threads, native_chunk(self.total, self.threads))
 
         def chunk_run(chunk: range) -> None:

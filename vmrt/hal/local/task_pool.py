@@ -163,6 +163,12 @@ def started_workers() -> int:
     return len(_QUEUES)
 
 
+def post(t: int, body: Callable[[int], None]) -> None:
+    """``body(t)`` on worker thread ``t`` (1 ..) when it gets to it; nobody
+    waits for it and what it raises is dropped."""
+    _queues(t)[t - 1].put((body, t, _Done(1), None))
+
+
 def run_workers(count: int, body: Callable[[int], None],
                 waiting: Callable[[], None] | None = None,
                 optional: bool = False) -> list[BaseException]:
@@ -210,5 +216,5 @@ def run_workers(count: int, body: Callable[[int], None],
     return errors + done.errors
 
 
-__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "run_workers",
-           "started_workers"]
+__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "post",
+           "run_workers", "started_workers"]
