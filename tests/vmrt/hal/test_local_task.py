@@ -54,7 +54,7 @@ def test_threaded_prepared_dispatch_splits_the_grid(hal_compile, monkeypatch):
 
     def spy_team(self, team, ds, ws, total, chunk, threads, limits):     # the native team
         ran = orig_team(self, team, ds, ws, total, chunk, threads, limits)
-        seen.extend([threads] if ran else [])
+        seen.extend([threads] if ran is not None else [])
         return ran
     monkeypatch.setattr(NativeDispatch, "run_range", spy)
     monkeypatch.setattr(WorkgroupRunner, "run_team", spy_team)

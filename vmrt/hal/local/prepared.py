@@ -66,9 +66,10 @@ STALLED = 1.2
 #: workers without trying the calling thread alone: handing out chunks costs
 #: tens of microseconds, so the trials could only lose (ResNet-50's
 #: convolutions on local-task alternated ~280 and ~500 ms per call for their
-#: 8 trials).  Two runs, not one: on a busy machine one run of a 40 us grid
-#: can take milliseconds (the caller descheduled), and an LSTM's 8-workgroup
-#: matmul kept the workers for good that way
+#: 8 trials).  Two runs, not one, and without the time the calling thread
+#: waited for a worker at the end: on a busy machine one run of a 40 us grid
+#: can take milliseconds (the caller or a worker descheduled), and an LSTM's
+#: 8-workgroup matmul kept the workers for good that way
 LONG_ON_WORKERS = 2e-3
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
@@ -132,6 +133,8 @@ class NativeDispatch:
         self.trials = 0
         #: the fastest run (seconds) on the workers [0] and alone [1]
         self.best = [float("inf"), float("inf")]
+        #: the first run on the workers was long (see LONG_ON_WORKERS)
+        self.long = False
         self.taken: list[int] = []
         #: the mean time of a run on the workers since the trials (moving,
         #: over ~:data:`MEAN_RUNS` runs)
@@ -219,15 +222,20 @@ class NativeDispatch:
             trial = self.trials
             self.trials += 1
             # odd trials alone, but for the second when the first was long
-            alone = 1 if trial % 2 and (trial > 1 or self.best[0] < LONG_ON_WORKERS) else 0
+            alone = 1 if trial % 2 and (trial > 1 or not self.long) else 0
             t0 = time.perf_counter()
+            waited = 0.0
             if alone:
                 self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
             else:
-                self._run_threads(ds, ws, deadline, limits, rec, flushed)
+                waited = self._run_threads(ds, ws, deadline, limits, rec, flushed)
             took = time.perf_counter() - t0
             self.best[alone] = min(self.best[alone], took)
-            if trial == 1 and self.best[0] >= LONG_ON_WORKERS:    # long twice
+            # long: the calling thread's own part (not its wait for a stalled worker)
+            long = not alone and took - waited >= LONG_ON_WORKERS
+            if trial == 0:
+                self.long = long
+            elif trial == 1 and self.long and long:     # long twice
                 self.inline = False
             elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
@@ -243,11 +251,13 @@ class NativeDispatch:
             self.inline = True          # the workers stall it on average: alone from now on
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
-                     limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> None:
+                     limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> float:
         """The grid in chunks on :attr:`threads` threads: on the native team
         (:mod:`~vmrt.hal.local.workgroup_loop_team`) where it applies (not
         under a deadline or a profile, which time or check each workgroup
-        range from Python), else handed out from Python."""
+        range from Python), else handed out from Python.  Returns how long
+        the calling thread waited for workers at the end on the team (0.0
+        from Python)."""
         if deadline is None and rec is None and self.runner.loop is not None:
             crew = self.team
             if crew is None:
@@ -257,9 +267,10 @@ class NativeDispatch:
             if crew:
                 fpu = None if flushed else push()
                 try:
-                    if self.runner.run_team(crew, ds, ws, self.total, self.chunk, self.threads,
-                                            limits):
-                        return
+                    waited = self.runner.run_team(crew, ds, ws, self.total, self.chunk,
+                                                  self.threads, limits)
+                    if waited is not None:
+                        return waited
                 finally:
                     if fpu is not None:
                         pop(fpu)
@@ -273,6 +284,7 @@ class NativeDispatch:
         #: workgroups each worker ran in the last multi-threaded run
         self.taken = chunks.taken
         chunks.check(errors)
+        return 0.0
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
                   limits: ExecutionLimits | None = None, flushed: bool = False) -> None:

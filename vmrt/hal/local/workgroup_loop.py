@@ -264,25 +264,27 @@ class WorkgroupRunner:
         raise Cancelled(f"{self.where}: the invocation was cancelled", StatusCode.CANCELLED)
 
     def run_team(self, team: Any, ds: int, ws: int, total: int, chunk: int, threads: int,
-                 limits: ExecutionLimits | None) -> bool:
+                 limits: ExecutionLimits | None) -> float | None:
         """Workgroups ``0 .. total-1`` in chunks of ``chunk`` on ``team``
         (:class:`~vmrt.hal.local.workgroup_loop_team.Team`) with up to
-        ``threads`` threads, the calling one's FPU state set by the caller;
-        False when the team is busy with another thread's grid (nothing ran)."""
+        ``threads`` threads, the calling one's FPU state set by the caller:
+        how long (seconds) the calling thread waited for the workers at the
+        end; None when the team is busy with another thread's grid (nothing
+        ran)."""
         if self.loop is None:
-            return False
+            return None
         cancel = _NEVER_ADDRESS if limits is None else cancel_word(limits)
         if limits is not None and (limits.cancelled or limits.parent is not None):
             before_workgroup(self.where, None, limits)      # cancelled before the grid
         res = team.run(self.loop_address, self.function, self.env, ds, ws, self.ws_size, total,
                        chunk, cancel, threads)
         if res is None:
-            return False
-        fail, stopped = res         # fail: k << 32 | status of the first failure, or ~0
+            return None
+        fail, stopped, waited = res     # fail: k << 32 | status of the first failure, or ~0
         if stopped:
             failed = fail >> 32 < total
             self._stopped(fail >> 32 if failed else 0, fail if failed else 0, limits, None)
-        return True
+        return float(waited)
 
 
 _WATCH = threading.local()

@@ -20,8 +20,10 @@ per process into a page of a native machine kept for the process):
 * ``team_run``, called by the dispatching thread (the GIL released): it
   claims and runs chunks until none is left, closes the grid (no claim
   succeeds after that) and waits, spinning, then yielding the CPU, until
-  every claimed workgroup finished; so a worker that is not running
-  costs nothing but the claims the caller makes itself;
+  every claimed workgroup finished (and says how long it waited: a worker
+  descheduled in the middle of its chunk makes a short grid long); so a
+  worker that is not running costs nothing but the claims the caller
+  makes itself;
 * ``team_worker``, called on a worker thread (:func:`~vmrt.hal.local.task_pool.post`):
   it watches the generation for :data:`SPIN_SECONDS` (``pause``, the
   time-stamp counter), joins each new grid, then goes back to sleep in
@@ -56,7 +58,7 @@ SPIN_SECONDS = 3e-4
 ENV = "VMRT_TASK_TEAM"
 
 # the control block's words (u64 index; each group on its own cache line)
-_WORD, _FIN, _PARAMS, _FAIL, _STOP, _QUIT, _AWAKE = 0, 8, 16, 32, 33, 40, 48
+_WORD, _FIN, _PARAMS, _FAIL, _STOP, _WAIT, _QUIT, _AWAKE = 0, 8, 16, 32, 33, 34, 40, 48
 _NO_FAIL = (1 << 64) - 1
 _WORDS = _AWAKE + 16 + 8        # (+ 8: room to align the block to 64 bytes)
 
@@ -83,6 +85,7 @@ class Team:
         time.sleep(0.002)
         rate = (tsc() - c0) / max(time.perf_counter() - t0, 1e-6)
         self.spin_ticks = max(1000, int(rate * SPIN_SECONDS))
+        self.tick = 1 / max(rate, 1.0)      # seconds
         self.gen = 0
         self.ctl[_WORD] = 0xFFFFFFFF         # generation 0, closed
         self.busy = threading.Lock()
@@ -90,13 +93,15 @@ class Team:
         self.seen = [0] * 16
 
     def run(self, loop: int, fn: int, env: int, ds: int, ws: int, size: int, total: int,
-            chunk: int, cancel: int, threads: int) -> tuple[int, bool] | None:
+            chunk: int, cancel: int, threads: int) -> tuple[int, bool, float] | None:
         """Workgroups ``0 .. total-1`` (states at ``ws + k * size``) in
         chunks of ``chunk`` on the calling thread and up to ``threads - 1``
-        workers: ``(first failure, stopped)`` where the failure is ``k <<
-        32 | status`` (:data:`_NO_FAIL`: none) and ``stopped`` says the
-        grid stopped early (a failure or a cancel); None when another
-        thread's grid has the team (nothing ran)."""
+        workers: ``(first failure, stopped, waited)`` where the failure is
+        ``k << 32 | status`` (``2**64 - 1``: none), ``stopped`` says the
+        grid stopped early (a failure or a cancel) and ``waited`` is how
+        long (seconds) the calling thread waited for workers to finish
+        their chunks once none was left; None when another thread's grid
+        has the team (nothing ran)."""
         if not self.busy.acquire(False):
             return None
         try:
@@ -112,7 +117,7 @@ class Team:
                     c[_AWAKE + t] = 1
                     post(t, self.serve)
             self._run(self.address, gen)
-            return c[_FAIL], bool(c[_STOP])
+            return c[_FAIL], bool(c[_STOP]), c[_WAIT] * self.tick
         finally:
             self.busy.release()
 

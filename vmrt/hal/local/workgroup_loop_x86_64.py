@@ -63,6 +63,7 @@ CODE = bytes.fromhex(
 #   .set O_FAIL, 256
 #   .set O_STOP, 264
 #   .set O_QUIT, 320
+#   .set O_WAIT, 272
 #
 #   .macro CLAIMS
 #   1:  mov rax, [r12]
@@ -188,6 +189,10 @@ CODE = bytes.fromhex(
 #       jbe 5f
 #       mov rax, [r12+O_TOTAL]
 #   5:  mov rbx, rax
+#       rdtsc
+#       shl rdx, 32
+#       or rax, rdx
+#       mov r13, rax
 #       xor ebp, ebp
 #   6:  cmp [r12+O_FIN], rbx
 #       jae 8f
@@ -199,7 +204,12 @@ CODE = bytes.fromhex(
 #       syscall
 #       xor ebp, ebp
 #       jmp 6b
-#   8:  mov rax, rbx
+#   8:  rdtsc
+#       shl rdx, 32
+#       or rax, rdx
+#       sub rax, r13
+#       mov [r12+O_WAIT], rax
+#       mov rax, rbx
 #       add rsp, 56
 #       pop r15
 #       pop r14
@@ -231,13 +241,14 @@ TEAM_CODE = bytes.fromhex(
     "488944242048c7442428000000004889e74889de4889ea498b8c24c000000041ff9424800000004839e8733749c78424"
     "08010000010000008b4c242885c9742348c1e0204809c84889c2498b8424000100004839c2730cf0490fb19424000100"
     "0075ef4829ddf049016c2440e9f1feffff4c89f048c1e020b9ffffffff4809c84987042489c0493b8424b00000007608"
-    "498b8424b00000004889c331ed49395c24407318f39083c50181fd0008000072ecb8180000000f0531edebe14889d848"
-    "83c438415f415e415d415c5d5bc30f3148c1e2204809d0c3")
+    "498b8424b00000004889c30f3148c1e2204809d04989c531ed49395c24407318f39083c50181fd0008000072ecb81800"
+    "00000f0531edebe10f3148c1e2204809d04c29e849898424100100004889d84883c438415f415e415d415c5d5bc30f31"
+    "48c1e2204809d0c3")
 #: ``u64 team_worker(u64 *ctl, u64 spin_ticks, u64 last_gen, u64 *awake)``
 TEAM_WORKER = 0x0
 #: ``u64 team_run(u64 *ctl, u64 gen)``
 TEAM_RUN = 0x18e
 #: ``u64 team_tsc(void)``: the time-stamp counter
-TEAM_TSC = 0x30e
+TEAM_TSC = 0x32e
 
 __all__ = ["CODE", "TEAM_CODE", "TEAM_RUN", "TEAM_TSC", "TEAM_WORKER"]

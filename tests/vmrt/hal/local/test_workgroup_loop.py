@@ -231,7 +231,7 @@ def _counting_runs(monkeypatch, native: list[bool]) -> None:
 
     def run_team(self, *args):          # local-task's native team runs the loop too
         ran = orig_team(self, *args)
-        native.extend([self.loop is not None] if ran else [])
+        native.extend([self.loop is not None] if ran is not None else [])
         return ran
     monkeypatch.setattr(WorkgroupRunner, "run", run)
     monkeypatch.setattr(WorkgroupRunner, "run_team", run_team)
