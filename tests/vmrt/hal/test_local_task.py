@@ -211,3 +211,41 @@ def test_a_grid_the_workers_stall_goes_back_to_the_calling_thread(hal_compile, m
         for _ in range(12):
             np.testing.assert_array_equal(prog["scale"](x), want)
         assert d.inline is True and d.mean > prepared.STALLED * d.best[1]
+
+
+def test_a_long_grid_whose_caller_mostly_waits_for_workers_goes_alone(hal_compile,
+                                                                       monkeypatch):
+    """A grid kept on the workers (long twice) whose calling thread then
+    spends more than STALL_SHARE of its runs waiting for workers at the end
+    (what the native team measures) runs alone from then on."""
+    import time
+
+    from vmrt.hal.local import prepared
+    monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 0.0)   # every run counts as long
+    made = _two_threads_and_prepared(monkeypatch)
+    orig = NativeDispatch._run_threads
+    stalled: list[bool] = []
+
+    def waiting(self, *args):
+        waited = orig(self, *args)
+        if self.inline is False:
+            stalled.append(True)
+            t0 = time.perf_counter()
+            time.sleep(0.05)
+            return waited + time.perf_counter() - t0    # as if a worker held its chunk
+        return waited
+    monkeypatch.setattr(NativeDispatch, "_run_threads", waiting)
+    vmfb = hal_compile("task_matmul.mlir")
+    x = np.linspace(-1, 1, 65536, dtype=np.float32)
+    want = _run(vmfb, "local-sync", "scale", x)
+    with vmrt.load(vmfb, device="local-task") as prog:
+        for _ in range(2):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+        (d,) = [d for d in made if d.threads > 1]
+        assert d.inline is False and d.best[1] == float("inf")
+        for _ in range(20):
+            np.testing.assert_array_equal(prog["scale"](x), want)
+            if d.inline:
+                break
+        assert d.inline is True and d.stall > prepared.STALL_SHARE
+        assert 5 <= len(stalled) <= 20

@@ -15,15 +15,20 @@ status and says which workgroup returned it (a single workgroup is called
 directly; where the loop does not apply, and under a deadline, one ctypes
 call per workgroup).  Several threads
 (``threads`` > 1, IREE's ``local-task``) take chunks of the grid from a
-shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
-first, each chunk one call of the loop; ctypes releases the GIL during it.  A workgroup's processor
+shared counter: on x86_64 in native code, the calling thread and workers
+spinning between grids (:mod:`~vmrt.hal.local.workgroup_loop_team`, a
+hand-off of a microsecond or so), elsewhere, under a deadline and under a
+profile from Python (:mod:`~vmrt.hal.local.task_pool`), the calling thread
+first, each chunk one call of the loop during which ctypes releases the
+GIL.  Either way the workers only help: one not running when the calling
+thread has run what was left is not waited for.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
-calling thread alone from then on (a grid whose first two runs on the workers
-take :data:`LONG_ON_WORKERS` or more stays on them at once); results are the
-same either way.  The workers only help: one not yet running when the calling
-thread has run what was left is not waited for (``run_workers(optional=True)``).
+calling thread alone from then on, as does one the workers stall on average
+(:data:`STALLED`); a grid whose first two runs on the workers take
+:data:`LONG_ON_WORKERS` or more stays on them at once; results are the
+same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
 workgroups (the loop reads a cancel word), a deadline too (checked before
@@ -56,12 +61,17 @@ MAX_PREPARED_WORKGROUPS = 4096
 TRIALS = 8
 #: a grid that won its trials on the workers goes back to the calling thread
 #: alone for good when its mean time on the workers (moving, over about
-#: MEAN_RUNS runs) exceeds STALLED times its fastest trial alone: the trials
-#: keep each way's fastest run, which hides the runs a worker stalls (on a
-#: busy machine a worker descheduled in the middle of its chunk makes the
-#: caller wait for it: an LSTM matmul of 30 us averaged 0.9 ms on two threads)
-MEAN_RUNS = 16
+#: MEAN_RUNS runs) exceeds STALLED times its fastest trial alone, or when the
+#: calling thread spent more than STALL_SHARE of its runs (moving mean)
+#: waiting for workers at the end (the native team measures that; a grid kept
+#: on the workers by LONG_ON_WORKERS has no time alone to compare with): the
+#: trials keep each way's fastest run, which hides the runs a worker stalls
+#: (on a busy machine a worker descheduled in the middle of its chunk makes
+#: the caller wait for it: an LSTM matmul of 30 us averaged 0.9 ms on two
+#: threads)
+MEAN_RUNS = 8
 STALLED = 1.2
+STALL_SHARE = 0.5
 #: the first two runs on the workers this long (seconds) each keep the
 #: workers without trying the calling thread alone: handing out chunks costs
 #: tens of microseconds, so the trials could only lose (ResNet-50's
@@ -139,6 +149,8 @@ class NativeDispatch:
         #: the mean time of a run on the workers since the trials (moving,
         #: over ~:data:`MEAN_RUNS` runs)
         self.mean = 0.0
+        #: the share of those runs the calling thread waited for workers (moving)
+        self.stall = 0.0
         #: the native team this grid runs on (None: not looked up yet,
         #: False: none) and its chunk size there
         self.team: Any = None
@@ -241,13 +253,15 @@ class NativeDispatch:
                 self.inline = self.best[1] <= self.best[0]
                 self.mean = self.best[0]
             return
-        if rec is not None or self.best[1] == float("inf"):     # (a long grid: no guard)
+        if rec is not None:
             self._run_threads(ds, ws, deadline, limits, rec, flushed)
             return
         t0 = time.perf_counter()
-        self._run_threads(ds, ws, deadline, limits, rec, flushed)
-        self.mean += (time.perf_counter() - t0 - self.mean) / MEAN_RUNS
-        if self.mean > STALLED * self.best[1]:
+        waited = self._run_threads(ds, ws, deadline, limits, rec, flushed)
+        took = time.perf_counter() - t0
+        self.mean += (took - self.mean) / MEAN_RUNS
+        self.stall += (waited / max(took, 1e-9) - self.stall) / MEAN_RUNS
+        if self.mean > STALLED * self.best[1] or self.stall > STALL_SHARE:
             self.inline = True          # the workers stall it on average: alone from now on
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
