@@ -26,9 +26,11 @@ per process into a page of a native machine kept for the process):
   makes itself;
 * ``team_worker``, called on a worker thread (:func:`~vmrt.hal.local.task_pool.post`):
   it watches the generation for :data:`SPIN_SECONDS` (``pause``, the
-  time-stamp counter), joins each new grid, then goes back to sleep in
-  Python (a dispatch that finds it asleep wakes it; the caller never waits
-  for it to wake).
+  time-stamp counter, ``sched_yield`` now and then), joins each new grid,
+  then goes back to sleep in Python (a dispatch that finds it asleep wakes
+  it; the caller never waits for it to wake; see
+  :mod:`~vmrt.hal.local.workgroup_loop_x86_64` for why no grid opened as a
+  worker stops watching is missed by both).
 
 A workgroup returning nonzero stops the claims (the chunks claimed run to
 their end): the error is that of the first failing workgroup in grid order,
@@ -71,7 +73,8 @@ _MACHINE: list[Any] = []
 class Team:
     """The control block and the native functions; see the module docstring."""
 
-    def __init__(self, address: int, worker_off: int, run_off: int, tsc_off: int):
+    def __init__(self, address: int, worker_off: int, run_off: int, tsc_off: int,
+                 open_off: int):
         u64 = ctypes.c_uint64
         raw = (u64 * _WORDS)()
         skip = (-ctypes.addressof(raw) % 64) // 8
@@ -80,6 +83,7 @@ class Team:
         self.address = ctypes.addressof(self.ctl)
         self._run = ctypes.CFUNCTYPE(u64, u64, u64)(address + run_off)
         self._worker = ctypes.CFUNCTYPE(u64, u64, u64, u64, u64)(address + worker_off)
+        self._open = ctypes.CFUNCTYPE(u64, u64, u64)(address + open_off)
         tsc = ctypes.CFUNCTYPE(u64)(address + tsc_off)
         t0, c0 = time.perf_counter(), tsc()
         time.sleep(0.002)
@@ -111,7 +115,9 @@ class Team:
             c[_FAIL] = _NO_FAIL
             c[_STOP] = 0
             gen = self.gen = (self.gen + 1) & 0xFFFFFFFF or 1
-            c[_WORD] = gen << 32                # open: claims start at 0
+            # open (claims start at 0) with a full barrier before the awake words
+            # are read: a worker stopping meanwhile sees the grid or is woken
+            self._open(self.address, gen << 32)
             for t in range(1, min(threads, 16)):
                 if not c[_AWAKE + t]:
                     c[_AWAKE + t] = 1
@@ -155,7 +161,7 @@ def new_team() -> Team | None:
     arch = host()
     if arch is None or arch.name != "x86_64" or sys.platform == "win32":   # System V code
         return None
-    from .workgroup_loop_x86_64 import TEAM_CODE, TEAM_RUN, TEAM_TSC, TEAM_WORKER
+    from .workgroup_loop_x86_64 import TEAM_CODE, TEAM_OPEN, TEAM_RUN, TEAM_TSC, TEAM_WORKER
     try:
         machine = create_machine(arch, "native")
         page = arch.page_size
@@ -166,7 +172,7 @@ def new_team() -> Team | None:
     except Exception:  # noqa: BLE001 - no executable page: the Python hand-off
         return None
     _MACHINE.append(machine)            # kept for the process: workers run its code
-    return Team(addr, TEAM_WORKER, TEAM_RUN, TEAM_TSC)
+    return Team(addr, TEAM_WORKER, TEAM_RUN, TEAM_TSC, TEAM_OPEN)
 
 
 def team_chunk(total: int, threads: int) -> int:
