@@ -128,6 +128,39 @@ def test_a_long_run_on_the_workers_keeps_them_without_trials(hal_compile, monkey
         assert d.trials == 2 and d.inline is False and d.best[1] == float("inf")
 
 
+def _checked_scale(hal_compile):
+    """task_matmul on local-task and a call of its ``scale`` checked against
+    local-sync's result."""
+    vmfb = hal_compile("task_matmul.mlir")
+    x = np.linspace(-1, 1, 65536, dtype=np.float32)
+    want = _run(vmfb, "local-sync", "scale", x)
+    prog = vmrt.load(vmfb, device="local-task")
+    return prog, lambda: np.testing.assert_array_equal(prog["scale"](x), want)
+
+
+def _spy_ways(monkeypatch, workers, alone) -> None:
+    """``workers(d)`` before each run of prepared dispatch ``d`` on the
+    workers, ``alone(d)`` before each of its trial runs on the calling
+    thread alone (not the workers' chunks, which come through run_range too)."""
+    orig_threads, orig_range = NativeDispatch._run_threads, NativeDispatch.run_range
+    inside: list[bool] = []
+
+    def on_workers(self, *args):
+        workers(self)
+        inside.append(True)
+        try:
+            return orig_threads(self, *args)
+        finally:
+            inside.pop()
+
+    def on_range(self, *args):
+        if not inside and self.threads > 1 and self.inline is None:
+            alone(self)
+        return orig_range(self, *args)
+    monkeypatch.setattr(NativeDispatch, "_run_threads", on_workers)
+    monkeypatch.setattr(NativeDispatch, "run_range", on_range)
+
+
 def test_one_long_run_on_the_workers_does_not_keep_them(hal_compile, monkeypatch):
     """A first run on the workers that is long only once (a busy machine
     descheduled the caller) is run on the workers again instead of being
@@ -139,32 +172,16 @@ def test_one_long_run_on_the_workers_does_not_keep_them(hal_compile, monkeypatch
     monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 0.2)
     made = _two_threads_and_prepared(monkeypatch)
     ways: list[str] = []
-    orig_threads, orig_range = NativeDispatch._run_threads, NativeDispatch.run_range
 
-    inside: list[bool] = []
-
-    def on_workers(self, *args):
+    def on_workers(d):
         ways.append("workers")
         if len(ways) == 1:
             time.sleep(0.25)            # the first run is long
-        inside.append(True)
-        try:
-            return orig_threads(self, *args)
-        finally:
-            inside.pop()
-
-    def alone(self, *args):
-        if not inside and self.threads > 1 and self.inline is None:   # (not the chunks)
-            ways.append("alone")
-        return orig_range(self, *args)
-    monkeypatch.setattr(NativeDispatch, "_run_threads", on_workers)
-    monkeypatch.setattr(NativeDispatch, "run_range", alone)
-    vmfb = hal_compile("task_matmul.mlir")
-    x = np.linspace(-1, 1, 65536, dtype=np.float32)
-    want = _run(vmfb, "local-sync", "scale", x)
-    with vmrt.load(vmfb, device="local-task") as prog:
+    _spy_ways(monkeypatch, on_workers, lambda d: ways.append("alone"))
+    prog, scale = _checked_scale(hal_compile)
+    with prog:
         for _ in range(prepared.TRIALS):
-            np.testing.assert_array_equal(prog["scale"](x), want)
+            scale()
     (d,) = [d for d in made if d.threads > 1]
     assert d.trials == prepared.TRIALS and d.inline is not None
     assert ways[:2] == ["workers", "workers"]
@@ -182,34 +199,17 @@ def test_a_grid_the_workers_stall_goes_back_to_the_calling_thread(hal_compile, m
     from vmrt.hal.local import prepared
     monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 1.0)     # (no grid here is long)
     made = _two_threads_and_prepared(monkeypatch)
-    orig_threads, orig_range = NativeDispatch._run_threads, NativeDispatch.run_range
-    inside: list[bool] = []
-
-    def on_workers(self, *args):
-        if self.inline is False:
-            time.sleep(0.05)            # stalled, after the trials
-        inside.append(True)
-        try:
-            return orig_threads(self, *args)
-        finally:
-            inside.pop()
-
-    def alone(self, *args):
-        if not inside and self.threads > 1 and self.inline is None:
-            time.sleep(0.01)            # the trials alone are slower
-        return orig_range(self, *args)
-    monkeypatch.setattr(NativeDispatch, "_run_threads", on_workers)
-    monkeypatch.setattr(NativeDispatch, "run_range", alone)
-    vmfb = hal_compile("task_matmul.mlir")
-    x = np.linspace(-1, 1, 65536, dtype=np.float32)
-    want = _run(vmfb, "local-sync", "scale", x)
-    with vmrt.load(vmfb, device="local-task") as prog:
+    _spy_ways(monkeypatch,
+              lambda d: time.sleep(0.05 if d.inline is False else 0),   # stalled after the trials
+              lambda d: time.sleep(0.01))                               # the trials alone: slower
+    prog, scale = _checked_scale(hal_compile)
+    with prog:
         for _ in range(prepared.TRIALS):
-            np.testing.assert_array_equal(prog["scale"](x), want)
+            scale()
         (d,) = [d for d in made if d.threads > 1]
         assert d.inline is False and d.best[1] >= 0.01
         for _ in range(12):
-            np.testing.assert_array_equal(prog["scale"](x), want)
+            scale()
         assert d.inline is True and d.mean > prepared.STALLED * d.best[1]
 
 
@@ -235,16 +235,14 @@ def test_a_long_grid_whose_caller_mostly_waits_for_workers_goes_alone(hal_compil
             return waited + time.perf_counter() - t0    # as if a worker held its chunk
         return waited
     monkeypatch.setattr(NativeDispatch, "_run_threads", waiting)
-    vmfb = hal_compile("task_matmul.mlir")
-    x = np.linspace(-1, 1, 65536, dtype=np.float32)
-    want = _run(vmfb, "local-sync", "scale", x)
-    with vmrt.load(vmfb, device="local-task") as prog:
+    prog, scale = _checked_scale(hal_compile)
+    with prog:
         for _ in range(2):
-            np.testing.assert_array_equal(prog["scale"](x), want)
+            scale()
         (d,) = [d for d in made if d.threads > 1]
         assert d.inline is False and d.best[1] == float("inf")
         for _ in range(20):
-            np.testing.assert_array_equal(prog["scale"](x), want)
+            scale()
             if d.inline:
                 break
         assert d.inline is True and d.stall > prepared.STALL_SHARE
