@@ -192,12 +192,13 @@ def test_one_long_run_on_the_workers_does_not_keep_them(hal_compile, monkeypatch
 def test_a_grid_the_workers_stall_goes_back_to_the_calling_thread(hal_compile, monkeypatch):
     """A grid that won its trials on the workers but whose runs there then
     take longer on average than STALLED times its fastest run alone (a
-    worker descheduled mid-chunk makes the caller wait) runs alone from then
-    on, with local-sync's result."""
+    worker descheduled mid-chunk makes the caller wait) runs alone, with
+    local-sync's result, and tries both ways again RETRY_RUNS runs later."""
     import time
 
     from vmrt.hal.local import prepared
     monkeypatch.setattr(prepared, "LONG_ON_WORKERS", 1.0)     # (no grid here is long)
+    monkeypatch.setattr(prepared, "RETRY_RUNS", 3)
     made = _two_threads_and_prepared(monkeypatch)
     _spy_ways(monkeypatch,
               lambda d: time.sleep(0.05 if d.inline is False else 0),   # stalled after the trials
@@ -210,14 +211,23 @@ def test_a_grid_the_workers_stall_goes_back_to_the_calling_thread(hal_compile, m
         assert d.inline is False and d.best[1] >= 0.01
         for _ in range(12):
             scale()
+            if d.inline:
+                break
         assert d.inline is True and d.mean > prepared.STALLED * d.best[1]
+        # after RETRY_RUNS runs alone it tries both ways again
+        assert d.retry == prepared.RETRY_RUNS == 3 and d.guarded == 1
+        for _ in range(3):
+            scale()
+        assert d.inline is None and d.trials == 0 and d.retry == 0
+        scale()
+        assert d.trials == 1
 
 
 def test_a_long_grid_whose_caller_mostly_waits_for_workers_goes_alone(hal_compile,
                                                                        monkeypatch):
     """A grid kept on the workers (long twice) whose calling thread then
     spends more than STALL_SHARE of its runs waiting for workers at the end
-    (what the native team measures) runs alone from then on."""
+    (what the native team measures) runs alone (for RETRY_RUNS runs)."""
     import time
 
     from vmrt.hal.local import prepared
@@ -245,5 +255,5 @@ def test_a_long_grid_whose_caller_mostly_waits_for_workers_goes_alone(hal_compil
             scale()
             if d.inline:
                 break
-        assert d.inline is True and d.stall > prepared.STALL_SHARE
+        assert d.inline is True and d.retry == prepared.RETRY_RUNS     # sent back
         assert 5 <= len(stalled) <= 20

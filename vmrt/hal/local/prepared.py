@@ -26,9 +26,9 @@ id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
 calling thread alone from then on, as does one the workers stall on average
-(:data:`STALLED`); a grid whose first two runs on the workers take
-:data:`LONG_ON_WORKERS` or more stays on them at once; results are the
-same either way.
+(:data:`STALLED`; for :data:`RETRY_RUNS` runs, then it is tried again); a
+grid whose first two runs on the workers take :data:`LONG_ON_WORKERS` or
+more stays on them at once; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
 workgroups (the loop reads a cancel word), a deadline too (checked before
@@ -60,7 +60,7 @@ MAX_PREPARED_WORKGROUPS = 4096
 #: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
 TRIALS = 8
 #: a grid that won its trials on the workers goes back to the calling thread
-#: alone for good when its mean time on the workers (moving, over about
+#: alone (for RETRY_RUNS runs) when its mean time on the workers (moving, over about
 #: MEAN_RUNS runs) exceeds STALLED times its fastest trial alone, or when the
 #: calling thread spent more than STALL_SHARE of its runs (moving mean)
 #: waiting for workers at the end (the native team measures that; a grid kept
@@ -69,9 +69,13 @@ TRIALS = 8
 #: (on a busy machine a worker descheduled in the middle of its chunk makes
 #: the caller wait for it: an LSTM matmul of 30 us averaged 0.9 ms on two
 #: threads)
-MEAN_RUNS = 8
+MEAN_RUNS = 16
 STALLED = 1.2
 STALL_SHARE = 0.5
+#: a grid a stall guard sent back tries both ways again after this many runs
+#: alone, doubled each time it is sent back (up to 64 times): a busy spell
+#: of the machine does not keep it off the workers for good
+RETRY_RUNS = 1024
 #: the first two runs on the workers this long (seconds) each keep the
 #: workers without trying the calling thread alone: handing out chunks costs
 #: tens of microseconds, so the trials could only lose (ResNet-50's
@@ -151,6 +155,10 @@ class NativeDispatch:
         self.mean = 0.0
         #: the share of those runs the calling thread waited for workers (moving)
         self.stall = 0.0
+        #: runs alone left before the trials start again (0: none planned),
+        #: and how many times a stall guard sent the grid back
+        self.retry = 0
+        self.guarded = 0
         #: the native team this grid runs on (None: not looked up yet,
         #: False: none) and its chunk size there
         self.team: Any = None
@@ -229,6 +237,10 @@ class NativeDispatch:
         if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits, flushed)
+            if self.retry:              # sent back by a stall guard: try again after a while
+                self.retry -= 1
+                if not self.retry:
+                    self.inline, self.trials, self.best = None, 0, [float("inf")] * 2
             return
         if rec is None and self.inline is None:     # still trying both ways
             trial = self.trials
@@ -262,7 +274,10 @@ class NativeDispatch:
         self.mean += (took - self.mean) / MEAN_RUNS
         self.stall += (waited / max(took, 1e-9) - self.stall) / MEAN_RUNS
         if self.mean > STALLED * self.best[1] or self.stall > STALL_SHARE:
-            self.inline = True          # the workers stall it on average: alone from now on
+            self.inline = True          # the workers stall it on average: alone for a while
+            self.retry = RETRY_RUNS << min(self.guarded, 6)
+            self.guarded += 1
+            self.stall = 0.0
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
                      limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> float:
