@@ -127,6 +127,15 @@ class Team:
         finally:
             self.busy.release()
 
+    def stop(self, timeout: float = 0.1) -> None:
+        """Send every worker out of the team's code for good and wait (up to
+        ``timeout`` seconds) until none is in it: at exit, before the
+        interpreter frees the control block a watching worker reads."""
+        self.ctl[_QUIT] = 1
+        end = time.monotonic() + timeout
+        while any(self.ctl[_AWAKE + 1:_AWAKE + 16]) and time.monotonic() < end:
+            time.sleep(SPIN_SECONDS)
+
     def awake(self, t: int) -> bool:
         """Whether worker ``t`` is watching for grids (or was woken to)."""
         return bool(self.ctl[_AWAKE + t])
@@ -172,7 +181,10 @@ def new_team() -> Team | None:
     except Exception:  # noqa: BLE001 - no executable page: the Python hand-off
         return None
     _MACHINE.append(machine)            # kept for the process: workers run its code
-    return Team(addr, TEAM_WORKER, TEAM_RUN, TEAM_TSC, TEAM_OPEN)
+    crew = Team(addr, TEAM_WORKER, TEAM_RUN, TEAM_TSC, TEAM_OPEN)
+    import atexit
+    atexit.register(crew.stop)
+    return crew
 
 
 def team_chunk(total: int, threads: int) -> int:

@@ -177,6 +177,22 @@ def test_a_busy_team_runs_nothing(host, team):
         team.busy.release()
 
 
+def test_stop_sends_the_workers_out_for_good(host, monkeypatch):
+    """What runs at exit: no worker stays in the team's code; a grid after
+    that runs on the calling thread alone (still every workgroup once)."""
+    monkeypatch.delenv(wt.ENV, raising=False)
+    crew = wt.new_team()
+    assert crew is not None
+    assert _run(host, crew) >= 0.0
+    crew.stop(timeout=30)
+    assert not crew.awake(1)
+    host.ran.clear()
+    assert _run(host, crew) >= 0.0
+    assert sorted(host.ran) == list(range(32))
+    crew.stop(timeout=30)
+    assert not crew.awake(1)
+
+
 def test_no_team_when_switched_off(monkeypatch):
     monkeypatch.setenv(wt.ENV, "0")
     assert wt.new_team() is None
