@@ -86,8 +86,9 @@ class Team:
         self._open = ctypes.CFUNCTYPE(u64, u64, u64)(address + open_off)
         tsc = ctypes.CFUNCTYPE(u64)(address + tsc_off)
         t0, c0 = time.perf_counter(), tsc()
-        time.sleep(0.002)
-        rate = (tsc() - c0) / max(time.perf_counter() - t0, 1e-6)
+        while (t1 := time.perf_counter()) - t0 < 2e-4:    # (no sleep: the first call waits)
+            pass
+        rate = (tsc() - c0) / (t1 - t0)
         self.spin_ticks = max(1000, int(rate * SPIN_SECONDS))
         self.tick = 1 / max(rate, 1.0)      # seconds
         self.gen = 0
