@@ -10,7 +10,10 @@ the MNIST MLP of row 13 and the 256x256 f32 matmul of the local-task tests
 emulated (no peer here: IREE runs foreign code under qemu-user, row 15), the
 first call next to a steady call.  "workers used": the threads that ran
 workgroups of the program's biggest dispatch out of the device's, read from a
-``vmrt.load(profile=)`` timeline.
+``vmrt.load(profile=)`` timeline (a profiled grid is handed out from Python,
+which times each range; unprofiled calls on x86_64 share grids through the
+native team of :mod:`vmrt.hal.local.workgroup_loop_team`, which no timeline
+sees).
 """
 from __future__ import annotations
 

@@ -126,8 +126,11 @@ WHY = {
           "whole-command ratio also carries the start-up noise of both sides.",
     "12": "the peer column (iree.runtime's own local-task speed-up) is what the machine "
           "allowed at that moment: when other jobs hold a core neither reaches 1.8×. vmrt "
-          "splits a dispatch's workgroups over worker threads, each chunk one native call "
-          "(the workgroup loop) during which ctypes releases the GIL.",
+          "splits a prepared dispatch's workgroups between the calling thread and a worker "
+          "that claim chunks in native code (on x86_64: the GIL is not involved, a hand-off "
+          "costs about a microsecond; the worker watches for the next grid ~0.3 ms, then "
+          "sleeps); the calling thread never waits for a worker that is not running, so on "
+          "a machine whose cores are taken local-task runs as local-sync does.",
     "12b": "each worker thread runs its share of the workgroups in an emulated machine of "
            "its own (unicorn releases the GIL), so the CPU seconds of a call are the same "
            "on both devices (see the note) and only free cores turn them into a speed-up; "
@@ -192,7 +195,10 @@ WHY = {
          "held a core (see the load average in the note) and the run cannot show the goal; "
          "when the peer reaches ~2× and ours does not, the overhead is in "
          "Executable.dispatch (its Python work per batch of workgroups, each batch one "
-         "call of the native workgroup loop; thread pool start-up).",
+         "call of the native workgroup loop; thread pool start-up). Executable.dispatch "
+         "hands chunks out from Python (a prepared dispatch of vmrt.load uses the native "
+         "team, row 12); a worker not yet running when the caller ran the rest is not "
+         "waited for.",
     "16b": "a first load does in Python what lief.parse does in C++ (headers, dynamic section, "
            "symbols, relocation tables: ~0.05-0.3 ms for these 1-90 KB files against LIEF's "
            "8-60 µs) and then more: layout, relocation (objects: section by section), "
@@ -263,10 +269,17 @@ WHY = {
            "works out binding_specs and _flushable again per dispatch), the hal fast "
            "callers ~8 %, hal/local/prepared.py ~6 %, the translated step loop ~4 % (one "
            "self loop: nothing for the block layout to gain).",
-    "17d": "as 17c, plus handing small grids to the worker threads (~38 µs each here): a "
-           "small multi-threaded dispatch now times its first runs on the workers and on the "
-           "calling thread alone and keeps the faster, and native chunks take at least 4 "
-           "workgroups (one-workgroup chunks had made this row 2.3x slower).",
+    "17d": "as 17c; on local-task the LSTM's 8-workgroup matmuls (~40 µs each on one "
+           "thread) are shared between the calling thread and a worker in native code (the "
+           "team: chunks claimed with lock cmpxchg, the worker watching between grids): "
+           "~23-30 µs on two threads when the worker has a core, against ~70 µs when the "
+           "grid was handed over through Python queues and the GIL. Each grid's first runs "
+           "time both ways and keep the faster; one whose runs the workers then stall on "
+           "average (mean over 8 runs > 1.2× its best alone, or the caller waiting for a "
+           "descheduled worker more than half the time) runs alone from then on, and a "
+           "worker not yet running is never waited for (one that was had cost 2 ms per "
+           "40 µs grid). At load 5-7 on 2 cores the team cannot pay: the grids go back to "
+           "the calling thread and the row is local-sync's (17c) plus the trials.",
     "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
            "in Python against iree.runtime's C (~1-5 µs per dispatch depending on the "
            "machine's load). The ratio swings with the machine's load (4-30x in runs on a "

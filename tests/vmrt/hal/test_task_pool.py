@@ -101,3 +101,50 @@ def test_native_chunks_are_never_tiny_and_large_grids_still_share(total, workers
         assert chunks <= workers
     if total >= workers * CHUNKS_PER_WORKER * NATIVE_MIN_CHUNK:
         assert chunks >= workers * CHUNKS_PER_WORKER
+
+
+def test_optional_workers_not_started_are_not_waited_for():
+    """run_workers(optional=True): a worker still busy with an earlier call
+    when the caller's own part is done is not waited for, and does not run
+    the body when it gets to it (the caller ran every chunk)."""
+    busy, started = threading.Event(), threading.Event()
+
+    def blocking(t: int) -> None:
+        if t == 1:
+            started.set()
+            busy.wait(30)
+    earlier = threading.Thread(target=run_workers, args=(2, blocking))
+    earlier.start()
+    assert started.wait(30)             # worker 1 is inside the earlier call
+    chunks = Chunks(8, 2, size=1)
+    ran: list[int] = []
+    try:
+        assert run_workers(2, lambda t: chunks.run(t, lambda c: ran.append(t)),
+                           chunks.stop, optional=True) == []
+        assert ran == [0] * 8 and chunks.taken == [8, 0]
+    finally:
+        busy.set()
+        earlier.join(30)
+    # worker 1 got to the optional call's job by now (one queue, in order)
+    assert run_workers(2, lambda t: None) == []
+    assert ran == [0] * 8
+
+
+def test_optional_workers_that_started_are_waited_for():
+    """A worker that started (claimed its part) is waited for, as without
+    optional: its chunk has run when run_workers returns."""
+    gate = threading.Event()
+    chunks = Chunks(2, 2, size=1)
+    done: list[int] = []
+
+    def run(t: int, chunk: range) -> None:
+        if t == 0:
+            gate.wait(30)               # the caller waits until the worker took its chunk
+        else:
+            gate.set()
+            done.append(chunk.start)
+
+    def body(t: int) -> None:
+        chunks.run(t, lambda c: run(t, c))
+    assert run_workers(2, body, chunks.stop, optional=True) == []
+    assert sorted(chunks.taken) == [1, 1] and len(done) == 1

@@ -7,8 +7,10 @@ and one workgroup state per workgroup (``WS_BATCH`` at a time), and calls
 the export's function once per workgroup, x fastest:
 
 * natively, in host memory (one reusable dispatch-state block per thread),
-  the grid handed out in chunks to ``threads`` host threads
-  (:mod:`~vmrt.hal.local.task_pool`), each thread flushing denormals to
+  the grid handed out in chunks to ``threads`` host threads (on x86_64 by
+  the native team of :mod:`~vmrt.hal.local.workgroup_loop_team` where it
+  applies, else from Python, :mod:`~vmrt.hal.local.task_pool`; the workers
+  only help: one not running is not waited for), each thread flushing denormals to
   zero while it runs a chunk (:mod:`~vmrt.hal.local.fpu_state`); each batch
   of states runs as a prepared dispatch's ranges do, in one call of the
   native workgroup loop (:class:`~vmrt.hal.local.workgroup_loop.WorkgroupRunner`,
@@ -147,7 +149,8 @@ def _run_native(grid: _Grid, arrays: list[Any], threads: int) -> None:
     ds = host_state(exe, grid.cbytes, ptrs, [a.nbytes for a in arrays], grid.ws3, grid.wc,
                     threads)
     if grid.indices is None and threads > 1 and grid.total > 1:
-        _native_threads(grid, ds, threads)
+        if not _native_team(grid, ds, threads):
+            _native_threads(grid, ds, threads)
         return
     mem = GuestMemory(exe.machine)          # the export's local memory
     try:
@@ -181,6 +184,40 @@ def _native_range(grid: _Grid, ds: int, indices: Sequence[int], processor_id: in
         fpu_state.pop(fpu)
 
 
+def _native_team(grid: _Grid, ds: int, threads: int) -> bool:
+    """The grid on the native team of x86_64 hosts
+    (:mod:`~vmrt.hal.local.workgroup_loop_team`: chunks claimed in native
+    code, a workgroup's processor id that of the contiguous range of the
+    grid it falls in, as a prepared dispatch's); False (nothing ran) where
+    that does not apply: no team or no native loop, a deadline or a
+    profile (checked or timed from Python), local memory (per thread),
+    more than ``WS_BATCH`` workgroups, the team busy."""
+    runner = grid.runner()
+    if grid.deadline is not None or grid.rec is not None or runner.loop is None or \
+            grid.exp.local_memory_size or grid.total > WS_BATCH:
+        return False
+    from .workgroup_loop_team import team, team_chunk  # local-task only
+    crew = team()
+    if crew is None:
+        return False
+    threads = min(threads, grid.total)
+    step, extra = divmod(grid.total, threads)
+    recs, start = [], 0
+    for t in range(threads):
+        end = start + step + (t < extra)
+        recs.append(grid.exe.workgroup_records(grid.wc, range(start, end), t, 0, 0))
+        start = end
+    states = b"".join(recs)
+    block, base = aligned_memory(len(states), "workgroup states")
+    block[:] = states
+    fpu = fpu_state.push()
+    try:
+        return runner.run_team(crew, ds, base, grid.total, team_chunk(grid.total, threads),
+                               threads, grid.limits) is not None
+    finally:
+        fpu_state.pop(fpu)
+
+
 def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
     """The grid in chunks taken by ``threads`` threads (the calling one
     first, :mod:`~vmrt.hal.local.task_pool`), thread ``t`` with processor
@@ -194,7 +231,7 @@ def _native_threads(grid: _Grid, ds: int, threads: int) -> None:
         chunks.run(t, lambda chunk: in_range(grid.rec, chunk, _native_range)(
             grid, ds, chunk, t, mems[t]))
     try:
-        errors = run_workers(threads, body, chunks.stop)
+        errors = run_workers(threads, body, chunks.stop, optional=True)
     finally:
         for m in mems:
             m.free_all()

@@ -15,14 +15,20 @@ status and says which workgroup returned it (a single workgroup is called
 directly; where the loop does not apply, and under a deadline, one ctypes
 call per workgroup).  Several threads
 (``threads`` > 1, IREE's ``local-task``) take chunks of the grid from a
-shared counter (:mod:`~vmrt.hal.local.task_pool`), the calling thread
-first, each chunk one call of the loop; ctypes releases the GIL during it.  A workgroup's processor
+shared counter: on x86_64 in native code, the calling thread and workers
+spinning between grids (:mod:`~vmrt.hal.local.workgroup_loop_team`, a
+hand-off of a microsecond or so), elsewhere, under a deadline and under a
+profile from Python (:mod:`~vmrt.hal.local.task_pool`), the calling thread
+first, each chunk one call of the loop during which ctypes releases the
+GIL.  Either way the workers only help: one not running when the calling
+thread has run what was left is not waited for.  A workgroup's processor
 id is that of the contiguous range of the grid it falls in (thread ``t``
 of ``threads``), whichever thread runs it.  A grid so cheap that waking
 the workers costs more than they save (its first runs time both) runs on the
-calling thread alone from then on (a grid whose first run on the workers
-takes :data:`LONG_ON_WORKERS` or more stays on them at once); results are the
-same either way.
+calling thread alone from then on, as does one the workers stall on average
+(:data:`STALLED`; for :data:`RETRY_RUNS` runs, then it is tried again); a
+grid whose first two runs on the workers take :data:`LONG_ON_WORKERS` or
+more stays on them at once; results are the same either way.
 Each thread flushes denormals to zero while it runs workgroups
 (:mod:`~vmrt.hal.local.fpu_state`).  A cancel stops the grid between
 workgroups (the loop reads a cancel word), a deadline too (checked before
@@ -52,10 +58,31 @@ if TYPE_CHECKING:
 MAX_PREPARED_WORKGROUPS = 4096
 #: runs of a multi-threaded dispatch that try both ways (see NativeDispatch.inline)
 TRIALS = 8
-#: a first run on the workers this long (seconds) keeps the workers without
-#: trying the calling thread alone: handing out chunks costs tens of
-#: microseconds, so the trials could only lose (ResNet-50's convolutions on
-#: local-task alternated ~280 and ~500 ms per call for their 8 trials)
+#: a grid that won its trials on the workers goes back to the calling thread
+#: alone (for RETRY_RUNS runs) when its mean time on the workers (moving, over about
+#: MEAN_RUNS runs) exceeds STALLED times its fastest trial alone, or when the
+#: calling thread spent more than STALL_SHARE of its runs (moving mean)
+#: waiting for workers at the end (the native team measures that; a grid kept
+#: on the workers by LONG_ON_WORKERS has no time alone to compare with): the
+#: trials keep each way's fastest run, which hides the runs a worker stalls
+#: (on a busy machine a worker descheduled in the middle of its chunk makes
+#: the caller wait for it: an LSTM matmul of 30 us averaged 0.9 ms on two
+#: threads)
+MEAN_RUNS = 16
+STALLED = 1.2
+STALL_SHARE = 0.5
+#: a grid a stall guard sent back tries both ways again after this many runs
+#: alone, doubled each time it is sent back (up to 64 times): a busy spell
+#: of the machine does not keep it off the workers for good
+RETRY_RUNS = 1024
+#: the first two runs on the workers this long (seconds) each keep the
+#: workers without trying the calling thread alone: handing out chunks costs
+#: tens of microseconds, so the trials could only lose (ResNet-50's
+#: convolutions on local-task alternated ~280 and ~500 ms per call for their
+#: 8 trials).  Two runs, not one, and without the time the calling thread
+#: waited for a worker at the end: on a busy machine one run of a 40 us grid
+#: can take milliseconds (the caller or a worker descheduled), and an LSTM's
+#: 8-workgroup matmul kept the workers for good that way
 LONG_ON_WORKERS = 2e-3
 
 def prepare_native(exe: Any, export: Any, workgroup_count: Any, constants: Sequence[int],
@@ -119,7 +146,22 @@ class NativeDispatch:
         self.trials = 0
         #: the fastest run (seconds) on the workers [0] and alone [1]
         self.best = [float("inf"), float("inf")]
+        #: the first run on the workers was long (see LONG_ON_WORKERS)
+        self.long = False
         self.taken: list[int] = []
+        #: the mean time of a run on the workers since the trials (moving,
+        #: over ~:data:`MEAN_RUNS` runs)
+        self.mean = 0.0
+        #: the share of those runs the calling thread waited for workers (moving)
+        self.stall = 0.0
+        #: runs alone left before the trials start again (0: none planned),
+        #: and how many times a stall guard sent the grid back
+        self.retry = 0
+        self.guarded = 0
+        #: the native team this grid runs on (None: not looked up yet,
+        #: False: none) and its chunk size there
+        self.team: Any = None
+        self.chunk = 1
         step, extra = divmod(self.total, self.threads)
         self.bounds: list[tuple[int, int]] = []
         start = 0
@@ -194,37 +236,84 @@ class NativeDispatch:
         if self.threads == 1 or rec is None and self.inline:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits, flushed)
+            if self.retry:              # sent back by a stall guard: try again after a while
+                self.retry -= 1
+                if not self.retry:
+                    self.inline, self.trials, self.best = None, 0, [float("inf")] * 2
             return
         if rec is None and self.inline is None:     # still trying both ways
             trial = self.trials
             self.trials += 1
+            # odd trials alone, but for the second when the first was long
+            alone = 1 if trial % 2 and (trial > 1 or not self.long) else 0
             t0 = time.perf_counter()
-            if trial % 2:
+            waited = 0.0
+            if alone:
                 self.run_range(ds, ws, 0, self.total, deadline, limits, flushed)
             else:
-                self._run_threads(ds, ws, deadline, limits, rec)
+                waited = self._run_threads(ds, ws, deadline, limits, rec, flushed)
             took = time.perf_counter() - t0
-            self.best[trial % 2] = min(self.best[trial % 2], took)
-            if trial == 0 and took >= LONG_ON_WORKERS:
+            self.best[alone] = min(self.best[alone], took)
+            # long: the calling thread's own part (not its wait for a stalled worker)
+            long = not alone and took - waited >= LONG_ON_WORKERS
+            if trial == 0:
+                self.long = long
+            elif trial == 1 and self.long and long:     # long twice
                 self.inline = False
             elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
+                self.mean = self.best[0]
             return
-        self._run_threads(ds, ws, deadline, limits, rec)
+        if rec is not None:
+            self._run_threads(ds, ws, deadline, limits, rec, flushed)
+            return
+        t0 = time.perf_counter()
+        waited = self._run_threads(ds, ws, deadline, limits, rec, flushed)
+        took = time.perf_counter() - t0
+        self.mean += (took - self.mean) / MEAN_RUNS
+        self.stall += (waited / max(took, 1e-9) - self.stall) / MEAN_RUNS
+        if self.mean > STALLED * self.best[1] or self.stall > STALL_SHARE:
+            self.inline = True          # the workers stall it on average: alone for a while
+            self.retry = RETRY_RUNS << min(self.guarded, 6)
+            self.guarded += 1
+            self.stall = 0.0
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
-                     limits: ExecutionLimits | None, rec: Any) -> None:
-        """The grid in chunks on :attr:`threads` threads."""
+                     limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> float:
+        """The grid in chunks on :attr:`threads` threads: on the native team
+        (:mod:`~vmrt.hal.local.workgroup_loop_team`) where it applies (not
+        under a deadline or a profile, which time or check each workgroup
+        range from Python), else handed out from Python.  Returns how long
+        the calling thread waited for workers at the end on the team (0.0
+        from Python)."""
+        if deadline is None and rec is None and self.runner.loop is not None:
+            crew = self.team
+            if crew is None:
+                from .workgroup_loop_team import team, team_chunk  # local-task only
+                crew = self.team = team() or False
+                self.chunk = team_chunk(self.total, self.threads)
+            if crew:
+                fpu = None if flushed else push()
+                try:
+                    waited = self.runner.run_team(crew, ds, ws, self.total, self.chunk,
+                                                  self.threads, limits)
+                    if waited is not None:
+                        return waited
+                finally:
+                    if fpu is not None:
+                        pop(fpu)
         from .task_pool import Chunks, native_chunk, run_workers  # threads > 1 only
         chunks = Chunks(self.total, self.threads, native_chunk(self.total, self.threads))
 
         def chunk_run(chunk: range) -> None:
             in_range(rec, chunk, self.run_range)(ds, ws, chunk.start, chunk.stop, deadline,
                                                  limits)
-        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop)
+        errors = run_workers(self.threads, lambda t: chunks.run(t, chunk_run), chunks.stop,
+                             optional=True)
         #: workgroups each worker ran in the last multi-threaded run
         self.taken = chunks.taken
         chunks.check(errors)
+        return 0.0
 
     def run_range(self, ds: int, ws: int, start: int, end: int, deadline: float | None,
                   limits: ExecutionLimits | None = None, flushed: bool = False) -> None:

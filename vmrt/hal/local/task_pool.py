@@ -27,6 +27,11 @@ from .fpu_state import keep_denormals
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
+
+    #: a worker's job: (body, its t, the call's _Done, the claim the worker
+    #: pops before it starts; None: no claim, it always runs)
+    _Job: TypeAlias = "tuple[Callable[[int], None], int, _Done, list[int] | None]"
 
 #: chunks per worker a grid is cut into at least (when it has enough workgroups)
 CHUNKS_PER_WORKER = 8
@@ -45,7 +50,7 @@ def native_chunk(total: int, workers: int) -> int:
     return max(total // (max(1, workers) * CHUNKS_PER_WORKER), min(share, NATIVE_MIN_CHUNK), 1)
 
 _LOCK = threading.Lock()
-_QUEUES: list[SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]] = []
+_QUEUES: list[SimpleQueue[_Job | None]] = []
 
 
 class Chunks:
@@ -118,26 +123,34 @@ class _Done:
                 self.event.set()
 
 
-def _worker(queue: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None],
+def _worker(queue: SimpleQueue[_Job | None],
             name: str) -> None:
     threading.current_thread().name = name
     keep_denormals()        # not the FPU state of the dispatch that started it
     while (job := queue.get()) is not None:
-        body, t, done = job
+        body, t, done, claim = job
+        if claim is not None:
+            try:
+                claim.pop()     # atomic under the GIL: this worker or the caller wins
+            except IndexError:  # the caller finished without this worker: nothing to do
+                del job, body, done, claim
+                continue
         error = None
         try:
             body(t)
         except BaseException as e:  # noqa: BLE001 - handed to the calling thread
             error = e
         done.finish(error)
-        del job, body, done, error      # (no reference to the dispatch kept while idle)
+        del job, body, done, claim, error   # (no reference to the dispatch kept while idle)
 
 
-def _queues(count: int) -> list[SimpleQueue[tuple[Callable[[int], None], int, _Done] | None]]:
+def _queues(count: int
+            ) -> list[SimpleQueue[_Job | None]]:
     """The queues of the first ``count`` worker threads (started when missing)."""
     with _LOCK:
         while len(_QUEUES) < count:
-            q: SimpleQueue[tuple[Callable[[int], None], int, _Done] | None] = SimpleQueue()
+            q: SimpleQueue[_Job | None] = \
+                SimpleQueue()
             # not threading.Thread.start, which waits until the new thread
             # runs (milliseconds on a busy machine): the caller has work to do
             _thread.start_new_thread(_worker, (q, f"vmrt-task_{len(_QUEUES)}"))
@@ -150,23 +163,48 @@ def started_workers() -> int:
     return len(_QUEUES)
 
 
+def post(t: int, body: Callable[[int], None]) -> None:
+    """``body(t)`` on worker thread ``t`` (1 ..) when it gets to it; nobody
+    waits for it and what it raises is dropped."""
+    _queues(t)[t - 1].put((body, t, _Done(1), None))
+
+
 def run_workers(count: int, body: Callable[[int], None],
-                waiting: Callable[[], None] | None = None) -> list[BaseException]:
+                waiting: Callable[[], None] | None = None,
+                optional: bool = False) -> list[BaseException]:
     """``body(t)`` for every ``t`` < ``count``: ``t`` = 0 on the calling
     thread, the others on worker threads, all at once; returns once every
     one ended, with the exceptions they raised (the caller's first).  When
     waiting for the workers is interrupted (Ctrl-C), ``waiting()`` is called
-    (to stop them) and the wait goes on."""
+    (to stop them) and the wait goes on.
+
+    ``optional``: the workers only help (``body`` takes shared chunks, the
+    caller's ``body(0)`` runs whatever is left): a worker that has not
+    started when ``body(0)`` returns does not run ``body`` at all, and the
+    caller does not wait for it.  On a machine whose cores are busy a
+    worker can take milliseconds to be scheduled; the caller then runs the
+    whole grid and goes on (an LSTM's 8-workgroup dispatches, 40 us alone,
+    had waited ~2 ms each for a worker with nothing left to do)."""
     done = _Done(count - 1)
+    claims: list[list[int]] = []
     # worker thread t-1 runs body(t); a call made while another one keeps
     # that thread busy waits its turn there (its chunks go to the others)
     for t, q in enumerate(_queues(count - 1), 1):
-        q.put((body, t, done))
+        claim = [t] if optional else None
+        if claim is not None:
+            claims.append(claim)
+        q.put((body, t, done, claim))
     errors: list[BaseException] = []
     try:
         body(0)
     except BaseException as e:  # noqa: BLE001 - reported after the workers ended
         errors.append(e)
+    for claim in claims:
+        try:
+            claim.pop()             # not started: it never will
+        except IndexError:          # started: wait for it below
+            continue
+        done.finish(None)
     while True:
         try:
             done.event.wait()
@@ -178,5 +216,5 @@ def run_workers(count: int, body: Callable[[int], None],
     return errors + done.errors
 
 
-__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "run_workers",
-           "started_workers"]
+__all__ = ["CHUNKS_PER_WORKER", "NATIVE_MIN_CHUNK", "Chunks", "native_chunk", "post",
+           "run_workers", "started_workers"]

@@ -178,12 +178,14 @@ class WorkgroupRunner:
         self.wc = wc
         self.where = where
         self.function = exp.function
-        #: the loop's callable (None: one ctypes call per workgroup)
+        #: the loop's callable (None: one ctypes call per workgroup) and address
         self.loop: Any = None
+        self.loop_address = 0
         if os.environ.get(ENV, "") != "python" and not getattr(exe, "imports", ()):
             addr = loop_address(exe.machine)
             if addr is not None:
                 self.loop = exe.machine.function(addr, sig(LOOP_SIG))
+                self.loop_address = addr
         self.local = threading.local()
 
     def failure(self, k: int, cause: Exception | int,
@@ -247,14 +249,42 @@ class WorkgroupRunner:
             raise
         except Exception as e:      # the machine closed meanwhile
             raise self.failure(start, e, index) from e
-        if k >= end:
-            return
-        r = params[5] & 0xFFFFFFFF
+        if k < end:
+            self._stopped(k, params[5], limits, index)
+
+    def _stopped(self, k: int, status: int, limits: ExecutionLimits | None,
+                 index: Sequence[int] | None) -> None:
+        """Raise what stopped the loop at workgroup ``k``: its ``status``
+        (low 32 bits; 0: a cancel)."""
+        r = status & 0xFFFFFFFF
         if r:
             raise self.failure(k, r - (1 << 32) if r & 0x80000000 else r, index)
         if limits is not None:
             before_workgroup(self.where, None, limits)
         raise Cancelled(f"{self.where}: the invocation was cancelled", StatusCode.CANCELLED)
+
+    def run_team(self, team: Any, ds: int, ws: int, total: int, chunk: int, threads: int,
+                 limits: ExecutionLimits | None) -> float | None:
+        """Workgroups ``0 .. total-1`` in chunks of ``chunk`` on ``team``
+        (:class:`~vmrt.hal.local.workgroup_loop_team.Team`) with up to
+        ``threads`` threads, the calling one's FPU state set by the caller:
+        how long (seconds) the calling thread waited for the workers at the
+        end; None when the team is busy with another thread's grid (nothing
+        ran)."""
+        if self.loop is None:
+            return None
+        cancel = _NEVER_ADDRESS if limits is None else cancel_word(limits)
+        if limits is not None and (limits.cancelled or limits.parent is not None):
+            before_workgroup(self.where, None, limits)      # cancelled before the grid
+        res = team.run(self.loop_address, self.function, self.env, ds, ws, self.ws_size, total,
+                       chunk, cancel, threads)
+        if res is None:
+            return None
+        fail, stopped, waited = res     # fail: k << 32 | status of the first failure, or ~0
+        if stopped:
+            failed = fail >> 32 < total
+            self._stopped(fail >> 32 if failed else 0, fail if failed else 0, limits, None)
+        return float(waited)
 
 
 _WATCH = threading.local()

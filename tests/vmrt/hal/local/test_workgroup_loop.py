@@ -223,12 +223,18 @@ def test_page_refused_falls_back(recwarn):
 
 # -- real programs: the same results with and without the loop ---------------------------
 def _counting_runs(monkeypatch, native: list[bool]) -> None:
-    orig = WorkgroupRunner.run
+    orig, orig_team = WorkgroupRunner.run, WorkgroupRunner.run_team
 
     def run(self, ds, ws, start, end, *rest, **kw):
         native.append(self.loop is not None)
         return orig(self, ds, ws, start, end, *rest, **kw)
+
+    def run_team(self, *args):          # local-task's native team runs the loop too
+        ran = orig_team(self, *args)
+        native.extend([self.loop is not None] if ran is not None else [])
+        return ran
     monkeypatch.setattr(WorkgroupRunner, "run", run)
+    monkeypatch.setattr(WorkgroupRunner, "run_team", run_team)
 
 
 @pytest.mark.parametrize("device", ["local-sync", "local-task"])
