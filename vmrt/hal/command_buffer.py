@@ -422,11 +422,13 @@ def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[st
 
 
 def _flushable(prepared: Any, push: Any) -> bool:
-    """Whether ``prepared`` runs on the calling thread alone under the FPU
-    state ``push`` sets (its ``run_flushed``).  Not a multi-threaded one:
-    worker threads it starts would inherit the state and keep it."""
+    """Whether ``prepared`` runs under the FPU state ``push`` sets on the
+    calling thread (its ``run_flushed``), one thread or several: worker
+    threads set their own (a new one starts keeping denormals, whatever its
+    creator's state, and each sets the dispatch's state around its part), so
+    a submission sets the calling thread's once, not per dispatch."""
     return prepared is not None and getattr(prepared, "push", None) is push and \
-        getattr(prepared, "threads", 0) == 1 and hasattr(prepared, "run_flushed")
+        hasattr(prepared, "run_flushed")
 
 
 def _no_fpu(token: Any = None) -> None:

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import elfkit
 
 from ...errors import DispatchError, StatusCode
-from ..buffer import aligned_bytes, aligned_memory
+from ..buffer import aligned_memory
 from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import fpu_state, guest_profile
@@ -247,12 +247,11 @@ def host_state(exe: Any, cbytes: bytes, ptrs: list[int], sizes: list[int],
     lay = exe.layout
     w = lay.word
     block = getattr(exe.scratch, "block", None)
-    if block is None:
-        block = exe.scratch.block = aligned_bytes(256 + 128 * w + 64, "dispatch state")
-    base = int(block.ctypes.data)
+    if block is None:       # (aligned host memory, no numpy: a direct dispatch imports none)
+        block = exe.scratch.block = aligned_memory(256 + 128 * w + 64, "dispatch state")
+    view, base = block
     word = "Q" if w == 8 else "I"
     b_off, l_off, d_off = 256, 256 + 64 * w, 256 + 128 * w
-    view = memoryview(block)
     view[:len(cbytes)] = cbytes
     n = len(ptrs)
     struct.pack_into(f"<{n}{word}", view, b_off, *ptrs)

@@ -198,9 +198,8 @@ class NativeDispatch:
 
     def run_flushed(self, ptrs: list[int], sizes: list[int],
                     deadline: float | None = None) -> None:
-        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`);
-        for a dispatch with ``threads`` 1 only (threads started meanwhile
-        would inherit the state)."""
+        """:meth:`run` on a thread whose FPU state the caller set (:attr:`push`)
+        (workers set their own: a new one starts keeping denormals)."""
         self.run(ptrs, sizes, deadline, True)
 
     def run(self, ptrs: list[int], sizes: list[int], deadline: float | None = None,
