@@ -154,7 +154,7 @@ class Team:
 
 def team() -> Team | None:
     """The process's team (made on first use), or None on a host without
-    its code (other than x86_64 Linux-like hosts) or with ``VMRT_TASK_TEAM=0``."""
+    its code (other than x86_64 Linux) or with ``VMRT_TASK_TEAM=0``."""
     if _TEAM:
         return _TEAM[0]
     with _LOCK:
@@ -169,7 +169,8 @@ def new_team() -> Team | None:
         return None
     from elfkit.exec import PROT_EXEC, PROT_READ, create_machine, host
     arch = host()
-    if arch is None or arch.name != "x86_64" or sys.platform == "win32":   # System V code
+    # System V code that calls Linux's sched_yield (syscall 24) itself: Linux only
+    if arch is None or arch.name != "x86_64" or not sys.platform.startswith("linux"):
         return None
     from .workgroup_loop_x86_64 import TEAM_CODE, TEAM_OPEN, TEAM_RUN, TEAM_TSC, TEAM_WORKER
     try:
