@@ -167,7 +167,8 @@ def new_team() -> Team | None:
     """A new team (:func:`team` is the process's), None where there is none."""
     if os.environ.get(ENV, "") == "0":
         return None
-    from elfkit.exec import PROT_EXEC, PROT_READ, create_machine, host
+    from elfkit.arch import host
+    from elfkit.exec import PROT_EXEC, PROT_READ, create_machine
     arch = host()
     # System V code that calls Linux's sched_yield (syscall 24) itself: Linux only
     if arch is None or arch.name != "x86_64" or not sys.platform.startswith("linux"):
