@@ -217,6 +217,7 @@ def whole_command(cfg: Config) -> list[Row]:
         res = compare_commands(cmds, cfg, env=env, repeat=max(5, cfg.repeat // 2), warmup=1)
         o, p = res["ours"], res["peer"]
         rows.append(Row(rid, name, fmt_time(o), fmt_time(p), o / p, goal, o / p <= limit,
-                        note="spawn to exit, bytecode caching on, identical output",
+                        note="spawn to exit, bytecode caching on, identical output; both under "
+                        "a plain interpreter (no site .pth hooks)",
                         data={"ours_s": o, "peer_s": p}))
     return rows
