@@ -237,8 +237,8 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
     stdout.write(f"EXEC @{exp.name}\n")
     stdout.flush()
     deadline = None if timeout is None else time.monotonic() + timeout
-    dispatch_once(exe, exp, wc, bindings, constants, threads=threads, processor_id=pid,
-                  deadline=deadline)
+    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=pid,
+                 deadline=deadline)
     if lists["expected_output"]:
         return check_bindings([v.array for v in views], lists["expected_output"], values,
                               stdout)
@@ -262,26 +262,6 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
         files.discard()
     stdout.flush()
     return 0
-
-
-def dispatch_once(exe: Executable, exp: Any, wc: Any, bindings: list[Any],
-                  constants: Sequence[Any], *, threads: int = 1, processor_id: int = 0,
-                  deadline: float | None = None) -> None:
-    """``exe.dispatch(exp, wc, bindings, constants, ...)``; through the export's
-    prepared form (:meth:`Executable.prepare`, what vmrt's command buffers run)
-    when it has one, the bindings are parsed tensors on one thread and no
-    :func:`~vmrt.hal.dispatch_observer.workgroup_probe` is active (only
-    ``dispatch()`` honours one): the general path keeps its dispatch state in
-    numpy memory."""
-    from ..hal.dispatch_observer import current_probe
-    if threads == 1 and processor_id == 0 and bindings and current_probe() is None and all(
-            b.__class__ is HostBytes and b.nbytes for b in bindings):
-        prepared = exe.prepare(exp, wc, constants, len(bindings))
-        if prepared is not None:
-            prepared.run([b.address for b in bindings], [b.nbytes for b in bindings], deadline)
-            return
-    exe.dispatch(exp, wc, bindings, constants, threads=threads, processor_id=processor_id,
-                 deadline=deadline)
 
 
 def check_bindings(bindings: list[Any], specs: Sequence[str], values: dict[str, str],

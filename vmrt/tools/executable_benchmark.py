@@ -15,7 +15,7 @@ from .benchmark_runner import (
     benchmark_options,
     run_benchmarks,
 )
-from .executable import dispatch_once, parse_bindings
+from .executable import parse_bindings
 from .files import MAX_MODULE_SIZE, check_input, check_plugin_specs
 from .flags import Flags, FlagSpec, parse_flags, report_error
 
@@ -171,7 +171,7 @@ def _benchmark(exe: Executable, setup: DispatchSetup, wc: tuple[int, int, int],
     workgroups = wc[0] * wc[1] * wc[2]
 
     def one() -> None:
-        dispatch_once(exe, export, wc, arrays, setup.constants, threads=setup.threads)
+        exe.dispatch(export, wc, arrays, setup.constants, threads=setup.threads)
 
     def body(n: int) -> None:
         for _ in range(n):

@@ -466,10 +466,9 @@ executables run ("auto": native when built for the host); ``remaps``
             cx, cy, cz = struct.unpack_from("<3I", buf, start)
         ranges = [self._resolve(p, r, table) for r in refs]
         export = loaded.exports[ordinal]
-        from .executable import dispatch_once
-        dispatch_once(loaded.exe, export, (cx, cy, cz),
-                      [HostBytes(buf[start:start + n], address_of(buf) + start, buf)
-                       for buf, start, n in ranges], constants, threads=self.threads)
+        loaded.exe.dispatch(export, (cx, cy, cz),
+                            [HostBytes(buf[start:start + n], address_of(buf) + start, buf)
+                             for buf, start, n in ranges], constants, threads=self.threads)
         for buf, _start, _n in ranges:
             self.writers[id(buf)] = export.name
         self.dispatches += 1

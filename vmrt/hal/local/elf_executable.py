@@ -49,7 +49,7 @@ from .guest import GuestMemory, import_thunk, machine_lock, sig
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .plugins.system import host_libraries, system_library_bytes
-from .prepared import NativeDispatch, prepare_native
+from .prepared import NativeDispatch, prepare_native, run_prepared
 from .soft_float import soft_float_for
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -409,8 +409,12 @@ class ElfExecutable(Closeable):
         workgroups run, and an emulated dispatch records its stores.
         Returns ``bindings``.  Thread-safe: an emulated executable runs one
         dispatch at a time per machine (:func:`~vmrt.hal.local.guest.machine_lock`:
-        its staged bindings and worker machines are the machine's)."""
+        its staged bindings and worker machines are the machine's); native ones
+        over HostBytes on one thread run the prepared form (:func:`run_prepared`)."""
         if self.backend == "native":
+            if threads == 1 and processor_id == 0 and workgroup_size is None and \
+                    run_prepared(self, export, workgroup_count, bindings, constants, deadline):
+                return list(bindings)
             return dispatch_library(self, export, workgroup_count, bindings, constants,
                                     workgroup_size=workgroup_size, threads=threads,
                                     processor_id=processor_id, deadline=deadline)

@@ -41,8 +41,8 @@ import threading
 import time
 
 from ...errors import VmError
-from ..buffer import aligned_memory
-from ..dispatch_observer import current_range_recorder, in_range
+from ..buffer import HostBytes, aligned_memory
+from ..dispatch_observer import current_probe, current_range_recorder, in_range
 from . import dispatch_args as dargs
 from . import library_abi as abi
 from .dispatch_limits import ExecutionLimits, before_workgroup, current_limits
@@ -321,4 +321,21 @@ class NativeDispatch:
         self.runner.run(ds, ws, start, end, deadline, limits, flushed)
 
 
-__all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native"]
+
+def run_prepared(exe: Any, export: Any, workgroup_count: Any, bindings: Sequence[Any],
+                 constants: Sequence[Any], deadline: float | None) -> bool:
+    """One dispatch over :class:`~vmrt.hal.buffer.HostBytes` bindings through
+    the export's prepared form (``exe.prepare``, cached: what command buffers
+    run), on the calling thread; False (nothing run) when a binding is
+    something else or empty, a workgroup probe watches (only the general
+    path honours one) or the dispatch has no prepared form."""
+    if not bindings or current_probe() is not None or not all(
+            b.__class__ is HostBytes and b.nbytes for b in bindings):
+        return False
+    prepared = exe.prepare(export, workgroup_count, constants, len(bindings))
+    if prepared is None:
+        return False
+    prepared.run([b.address for b in bindings], [b.nbytes for b in bindings], deadline)
+    return True
+
+__all__ = ["MAX_PREPARED_WORKGROUPS", "NativeDispatch", "prepare_native", "run_prepared"]
