@@ -46,9 +46,18 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
     return s
 
 
-#: per object relocation table (by id; the entry holds the table, so the id
-#: is not reused while it lives) and address width: the S+A types narrower
-_NARROW: dict[tuple[int, int], tuple[dict[int, Any], frozenset[int]]] = {}
+#: what is worked out once per object relocation table (an architecture's,
+#: static): (id of the table, what) -> (the table, the answer); the entry holds
+#: the table, so its id is not reused while the entry lives
+_DERIVED: dict[tuple[int, Any], tuple[dict[int, Any], Any]] = {}
+
+
+def _derived(relocs: dict[int, Any], what: Any, make: Any) -> Any:
+    """``make(relocs)``, worked out once per table and ``what``."""
+    found = _DERIVED.get((id(relocs), what))
+    if found is None or found[0] is not relocs:
+        found = _DERIVED[(id(relocs), what)] = (relocs, make(relocs))
+    return found[1]
 
 
 def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
@@ -62,11 +71,9 @@ def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | No
     width = 8 * elf.word
     end = 1 << width
     offenders = []
-    found = _NARROW.get((id(relocs), width))
-    if found is None or found[0] is not relocs:
-        found = _NARROW[(id(relocs), width)] = (relocs, frozenset(
-            t for t, rt in relocs.items() if rt.formula is F.ABS and 0 < rt.bits < width))
-    narrow = found[1]
+    # the S+A types narrower than an address
+    narrow = _derived(relocs, width, lambda table: frozenset(
+        t for t, rt in table.items() if rt.formula is F.ABS and 0 < rt.bits < width))
     for rs in elf.relsections:
         if not elf.sections[rs.target].alloc or narrow.isdisjoint(rs.types):
             continue
@@ -169,23 +176,21 @@ def apply_object(elf: ObjectFile, lay: ObjLayout, image: ImageBuffer, base: int,
     return Stats(st.counts, st.total)
 
 
-#: (field size, formula, lowest and one past the highest value it takes:
-#: any 64-bit value when unchecked) of the relocation types _apply_section
-#: applies inline in a 64-bit image: S+A, S+A-P or G+A-P into a whole
-#: little-endian word, nothing shifted, masked or aligned; None for the
-#: others (per table, by id; the entry holds the table, so the id is not
-#: reused while it lives).  A branch that cannot reach its target goes
-#: through _one (and its veneer)
-_PLAIN: dict[int, tuple[dict[int, Any], dict[int, tuple[int, ObjFormula, int, int] | None]]] = {}
 _ANY = 1 << 66
 _WORDS = {"w8": 1, "w16": 2, "w32": 4, "w64": 8}
 
 
 def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
-    """_PLAIN's entries for the object relocation table ``relocs``."""
-    found = _PLAIN.get(id(relocs))
-    if found is not None and found[0] is relocs:
-        return found[1]
+    """(field size, formula, lowest and one past the highest value it takes:
+    any 64-bit value when unchecked) of the relocation types _apply_section
+    applies inline in a 64-bit image: S+A, S+A-P or G+A-P into a whole
+    little-endian word, nothing shifted, masked or aligned; None for the
+    others.  A branch that cannot reach its target goes through _one (and
+    its veneer)."""
+    return _derived(relocs, "plain", _plain_table)
+
+
+def _plain_table(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
     table: dict[int, tuple[int, ObjFormula, int, int] | None] = {}
     for rtype, rt in relocs.items():
         plain = None
@@ -199,7 +204,6 @@ def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int
                 hi = (lim >> 1) if rt.check is Check.SIGNED else lim
             plain = (size, rt.formula, lo, hi)
         table[rtype] = plain
-    _PLAIN[id(relocs)] = (relocs, table)
     return table
 
 
