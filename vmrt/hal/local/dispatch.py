@@ -201,13 +201,7 @@ def _native_team(grid: _Grid, ds: int, threads: int) -> bool:
     if crew is None:
         return False
     threads = min(threads, grid.total)
-    step, extra = divmod(grid.total, threads)
-    recs, start = [], 0
-    for t in range(threads):
-        end = start + step + (t < extra)
-        recs.append(grid.exe.workgroup_records(grid.wc, range(start, end), t, 0, 0))
-        start = end
-    states = b"".join(recs)
+    states = grid.exe.layout.thread_records(grid.wc, threads)
     block, base = aligned_memory(len(states), "workgroup states")
     block[:] = states
     fpu = fpu_state.push()

@@ -226,6 +226,20 @@ class Layout:
         return struct.pack(self.ws_fmt, x, y, z, 0, processor_id, local_memory,
                            local_memory_size)
 
+    def thread_records(self, wc: tuple[int, int, int], threads: int) -> bytes:
+        """The states of every workgroup of a ``wc`` grid cut into ``threads``
+        contiguous ranges (the first ``total % threads`` one longer), each
+        workgroup's processor id the index of its range: a grid shared by
+        threads in chunks, as a prepared multi-threaded dispatch runs it."""
+        total = wc[0] * wc[1] * wc[2]
+        step, extra = divmod(total, threads)
+        out, start = [], 0
+        for t in range(threads):
+            end = start + step + (t < extra)
+            out.append(self.workgroup_records(wc, range(start, end), t, 0, 0))
+            start = end
+        return b"".join(out)
+
     def workgroup_records(self, wc: tuple[int, int, int], indices: Iterable[int],
                           processor_id: int, local_memory: int, local_memory_size: int) -> bytes:
         """The workgroup states of linear workgroup ``indices`` (x fastest) of a

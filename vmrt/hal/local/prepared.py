@@ -162,13 +162,6 @@ class NativeDispatch:
         #: False: none) and its chunk size there
         self.team: Any = None
         self.chunk = 1
-        step, extra = divmod(self.total, self.threads)
-        self.bounds: list[tuple[int, int]] = []
-        start = 0
-        for t in range(self.threads):
-            end = start + step + (t < extra)
-            self.bounds.append((start, end))
-            start = end
 
     def _block(self) -> tuple[Any, int, int, int]:
         """This thread's block: (memory, dispatch state address, offset of the
@@ -181,11 +174,8 @@ class NativeDispatch:
                                    base if self.cbytes else 0, base + self.b_off if n else 0,
                                    base + self.l_off if n else 0)
         block[self.d_off:self.d_off + len(state)] = state
-        off = ws_off
-        for t, (a, b) in enumerate(self.bounds):       # processor_id: the range's thread
-            rec = lay.workgroup_records(wc, range(a, b), t, 0, 0)
-            block[off:off + len(rec)] = rec
-            off += len(rec)
+        states = lay.thread_records(wc, self.threads)  # processor_id: the range's thread
+        block[ws_off:ws_off + len(states)] = states
         mine = (block, base + self.d_off, ws_off, base + ws_off)
         self.local.mine = mine
         return mine
