@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["ObjLayout", "ObjectPlan", "GOT_SYMBOL", "object_layout", "implicit_addend",
-           "INIT_TYPES", "placed_copy"]
+           "INIT_TYPES", "placed_copy", "per_table"]
 
 #: the undefined symbol i386 (and other) PIC code names for the GOT's address
 GOT_SYMBOL = "_GLOBAL_OFFSET_TABLE_"
@@ -182,18 +182,25 @@ def _symbol_offsets(elf: ObjectFile, sections: dict[int, int],
     return out
 
 
-#: per object relocation table (by id; the entry holds the table, so the id
-#: is not reused while it lives): the types that need a GOT slot or may need
-#: a veneer
-_NEEDING: dict[int, tuple[dict[int, Any], frozenset[int]]] = {}
+#: what is worked out once per object relocation table (an architecture's,
+#: static): (id of the table, what) -> (the table, the answer); the entry holds
+#: the table, so its id is not reused while the entry lives
+_DERIVED: dict[tuple[int, Any], tuple[dict[int, Any], Any]] = {}
+
+
+def per_table(relocs: dict[int, Any], what: Any, make: Any) -> Any:
+    """``make(relocs)`` for the object relocation table ``relocs``, worked out
+    once per table and ``what`` (the loader's per-type sets and tables)."""
+    found = _DERIVED.get((id(relocs), what))
+    if found is None or found[0] is not relocs:
+        found = _DERIVED[(id(relocs), what)] = (relocs, make(relocs))
+    return found[1]
 
 
 def _needing(relocs: dict[int, Any]) -> frozenset[int]:
-    found = _NEEDING.get(id(relocs))
-    if found is None or found[0] is not relocs:
-        found = _NEEDING[id(relocs)] = (relocs, frozenset(
-            t for t, rt in relocs.items() if rt.formula in _GOT_FORMULAS or rt.branch))
-    return found[1]
+    """The types that need a GOT slot or may need a veneer."""
+    return per_table(relocs, "needing", lambda table: frozenset(
+        t for t, rt in table.items() if rt.formula in _GOT_FORMULAS or rt.branch))
 
 
 def _needs(elf: ObjectFile) -> tuple[list[tuple[int, int]],

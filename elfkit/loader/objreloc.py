@@ -14,7 +14,7 @@ from ..errors import RelocationError, UnsupportedError
 from . import tags as T
 from .fields import FIELDS, FieldError, sext, uleb128_write
 from .headers import TLS_MESSAGE
-from .objlayout import ObjLayout, implicit_addend
+from .objlayout import ObjLayout, implicit_addend, per_table
 from .objparse import SHN_ABS, SHN_COMMON, SHT_NOBITS, ObjectFile, RelSection
 from .relocate import ImageBuffer, Stats
 
@@ -46,18 +46,6 @@ def describe_reloc(elf: ObjectFile, rs: RelSection, i: int) -> str:
     return s
 
 
-#: what is worked out once per object relocation table (an architecture's,
-#: static): (id of the table, what) -> (the table, the answer); the entry holds
-#: the table, so its id is not reused while the entry lives
-_DERIVED: dict[tuple[int, Any], tuple[dict[int, Any], Any]] = {}
-
-
-def _derived(relocs: dict[int, Any], what: Any, make: Any) -> Any:
-    """``make(relocs)``, worked out once per table and ``what``."""
-    found = _DERIVED.get((id(relocs), what))
-    if found is None or found[0] is not relocs:
-        found = _DERIVED[(id(relocs), what)] = (relocs, make(relocs))
-    return found[1]
 
 
 def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | None:
@@ -72,7 +60,7 @@ def address_limit(elf: ObjectFile, lay: ObjLayout) -> tuple[int, list[str]] | No
     end = 1 << width
     offenders = []
     # the S+A types narrower than an address
-    narrow = _derived(relocs, width, lambda table: frozenset(
+    narrow = per_table(relocs, width, lambda table: frozenset(
         t for t, rt in table.items() if rt.formula is F.ABS and 0 < rt.bits < width))
     for rs in elf.relsections:
         if not elf.sections[rs.target].alloc or narrow.isdisjoint(rs.types):
@@ -187,7 +175,7 @@ def _plains(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int
     little-endian word, nothing shifted, masked or aligned; None for the
     others.  A branch that cannot reach its target goes through _one (and
     its veneer)."""
-    return _derived(relocs, "plain", _plain_table)
+    return per_table(relocs, "plain", _plain_table)
 
 
 def _plain_table(relocs: dict[int, Any]) -> dict[int, tuple[int, ObjFormula, int, int] | None]:
