@@ -288,8 +288,7 @@ def build_symfile(module: Any) -> bytes:
     los = [lo for lo, _hi, _i in ranges]
     apart = all(a[1] <= b[0] for a, b in zip(ranges, ranges[1:]))
     parts = [bytes(24 if is64 else 16)]
-    index, names = strs.index, strs.data
-    find = bisect.bisect_right
+    add, find = strs.add, bisect.bisect_right
     for name, address, size, typ, bind in syms:
         info = (bind << 4) | typ
         if apart:       # no two sections overlap: the one starting last at or below
@@ -297,10 +296,7 @@ def build_symfile(module: Any) -> bytes:
             shndx = ranges[k][2] if k >= 0 and address < ranges[k][1] else 0xFFF1
         else:
             shndx = next((i for lo, hi, i in ranges if lo <= address < hi), 0xFFF1)  # else ABS
-        at = index.get(name)        # (_Strings.add, inline)
-        if at is None:
-            at = index[name] = len(names)
-            names += name.encode() + b"\0"
+        at = add(name)
         if is64:
             parts.append(pack(at, info, 0, shndx, address, size))
         else:
