@@ -181,11 +181,7 @@ class EmulatedMachine(Machine):
     def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
         self._check_open()
-        sig = parse_signature(sig)
-        label = name or self.symbolize(addr)
-        if not label.isidentifier():
-            label = f"guest_{addr:x}"
-        return self._runner.function(addr, sig, label)
+        return self._runner.function(addr, parse_signature(sig), name, self.symbolize)
 
     def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
         self._check_open()

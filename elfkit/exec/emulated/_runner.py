@@ -106,6 +106,9 @@ class CallRunner:
         #: (signature, float ABI, bound): callers of ``call`` (bound False) and
         #: the prototypes ``function`` copies for each entry address (bound True)
         self.callers: dict[tuple[Signature, str, bool], Callable[..., Any]] = {}
+        #: (address, signature, float ABI, name): what ``function`` made for
+        #: it (a program's dispatch entries all go through one stub: made once)
+        self.functions: dict[tuple[int, Signature, str, str], Callable[..., Any]] = {}
         self._ctx_pool: list[Any] = []
         self._timeout: float | None = None
         self._budget: int | None = None
@@ -148,11 +151,12 @@ class CallRunner:
 
     def close(self) -> None:
         """The machine closed: drop the generated code (it holds buffers)."""
-        self.callers.clear()
+        self.forget_callers()
 
     def forget_callers(self) -> None:
         """Generate the callers again (the float ABI or the FP state changed)."""
         self.callers.clear()
+        self.functions.clear()
 
     # ------------------------------------------------------------- limits
     @property
@@ -234,17 +238,29 @@ class CallRunner:
                 self._context, self._abis.plan(sig, abi), None, f"call {sig}")
         return f
 
-    def function(self, addr: int, sig: Signature, label: str) -> Callable[..., Any]:
+    def function(self, addr: int, sig: Signature, name: str,
+                 symbolize: Callable[[int], str]) -> Callable[..., Any]:
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``
-        named ``label`` (an identifier)."""
+        named ``name``, else by ``symbolize(addr)`` when that is an
+        identifier (made once per address, signature and name: the callable
+        keeps no state of its own)."""
         self._uc.ran = True
         abi = self._abis.at(addr)
+        key = (addr, sig, abi, name)
+        f = self.functions.get(key)
+        if f is not None:
+            return f
+        label = name or symbolize(addr)
+        if not label.isidentifier():
+            label = f"guest_{addr:x}"
         proto = self.callers.get((sig, abi, True))
         if proto is None:     # generated once per signature, copied for each address
-            proto = self.callers[(sig, abi, True)] = _codegen.build_caller(
+            f = self.callers[(sig, abi, True)] = _codegen.build_caller(
                 self._context, self._abis.plan(sig, abi), addr, label)
-            return proto
-        return _codegen.rebind(proto, addr, label)
+        else:
+            f = _codegen.rebind(proto, addr, label)
+        self.functions[key] = f
+        return f
 
     def nested(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: Any,
                budget: Any) -> Any:
@@ -284,7 +300,7 @@ class CallRunner:
         lib.uc_context_save(self._h, self._ctx0.context)
         self.inexact_flag = flag
         self._context = replace(self._context, inexact=flag)
-        self.callers.clear()
+        self.forget_callers()
 
     # ----------------------------------------------- limits, stop, cancel
     def run_limited(self, entry: int, timeout: float | None, budget: int | None) -> int:

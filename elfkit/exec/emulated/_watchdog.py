@@ -245,7 +245,9 @@ class _SignalChannel:
     has no such stamps (arrival unknown)."""
 
     def __init__(self) -> None:
-        import socket  # (made once, by the first call on the main thread)
+        # the C module: ``socket``'s import (its enums, selectors) costs ~2 ms
+        # of every emulated process's start-up, for one socket pair made once
+        import _socket  # (made once, by the first call on the main thread)
         self._socks: tuple[Any, Any] | None = None
         # SO_TIMESTAMPNS (== SCM_TIMESTAMPNS): Linux's generic value, which
         # Python does not name; a stamp that does not come means "unknown"
@@ -253,12 +255,12 @@ class _SignalChannel:
         try:
             if not sys.platform.startswith("linux"):
                 raise OSError("no SO_TIMESTAMPNS")
-            r, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            r, w = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_DGRAM)
         except (AttributeError, OSError):     # pragma: no cover - not Linux
             self.r, self.w = _pipe()
             return
         try:
-            r.setsockopt(socket.SOL_SOCKET, self._stamp_kind, 1)
+            r.setsockopt(_socket.SOL_SOCKET, self._stamp_kind, 1)
         except OSError:                       # pragma: no cover - no time stamps
             r.close()
             w.close()
