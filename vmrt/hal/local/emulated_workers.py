@@ -61,7 +61,6 @@ from .dispatch_limits import (
     stop_error,
 )
 from .guest import GuestMemory
-from .task_pool import Chunks, run_workers
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -259,6 +258,7 @@ class _Job:
         self.running: set[int] = set()        # workers inside their range
         self.mapped: list[tuple[Any, list[int], GuestMemory]] = []
         self.parts: list[tuple[Any, ...] | None] = [None] * threads
+        from .task_pool import Chunks  # (queue, heapq: a local-sync run imports none of it)
         self.chunks = Chunks(wc[0] * wc[1] * wc[2], threads)
         self.cancelled: VmError | None = None
         self.limits = limits
@@ -282,6 +282,7 @@ class _Job:
         """Every worker at once (the calling thread on the executable's own
         machine, at once; the others once their machine is loaded and
         prepared), each taking chunks of the grid until none is left."""
+        from .task_pool import run_workers
         errors = run_workers(self.threads, lambda t: self.run_worker(workers, t), self.halt)
         chunks = self.chunks
         chunks.failed = [f for f in chunks.failed if not isinstance(f[1], _Stopped)]
