@@ -47,7 +47,7 @@ from __future__ import annotations
 # _signal: the C module behind ``signal``, loaded at every start-up (``signal``'s
 # import builds its enums, ~0.6 ms of an emulated process's start-up, for two
 # functions and a handler that are the same objects)
-import _signal
+import _signal  # type: ignore[import-not-found]  # (typeshed has no stub of it)
 import itertools
 import os
 import select
