@@ -86,7 +86,7 @@ class CallState:
 
     __slots__ = ("lock", "slock", "closed", "running", "gen", "active", "stop", "hook_exc",
                  "limited", "count_mode", "call_sp", "handle", "closed_why", "started",
-                 "__weakref__")
+                 "unsealed", "seal", "__weakref__")
 
     def __init__(self, engine: Engine, call_sp: int) -> None:
         self.lock = threading.RLock()
@@ -104,6 +104,10 @@ class CallState:
         self.handle = engine.handle
         #: why the machine was closed other than by close() (a fork, the exit)
         self.closed_why = ""
+        #: released guarded spans guest code must not reach, still to be
+        #: sealed by ``seal()`` before the next run (the machine's ``_spans``)
+        self.unsealed: dict[int, Any] = {}
+        self.seal: Callable[[], None] = self.unsealed.clear
         _STATES.add(self)
 
     def guard(self, fn: F) -> F:

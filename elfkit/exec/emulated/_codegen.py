@@ -355,7 +355,8 @@ def _run_lines(entry_expr: str) -> list[str]:
     before does not stop it); one starting while a signal may be unhandled
     (``_watchdog.PENDING``) runs the handlers before the guest code: the
     watchdog's repeated stops, which look at that flag under the same lock,
-    then never reach a call started after the handlers ran.
+    then never reach a call started after the handlers ran.  Guarded spans
+    released since the last run lose their rights first (``_spans``).
 
     An exception at any point (a KeyboardInterrupt raised by Python's signal
     check after any call, an error of a hook) leaves the machine usable: the
@@ -388,6 +389,8 @@ def _run_lines(entry_expr: str) -> list[str]:
             "            _wd_install()",
             "    if _pend:",
             "        _handlers()",
+            "    if _s.unsealed:",
+            "        _s.seal()",
             "    if timeout is None and budget is None and not _s.limited:",
             "        _s.count_mode = False",
             f"        err = _emu(_h, {entry_expr}, {SENTINEL}, 0, 0)",

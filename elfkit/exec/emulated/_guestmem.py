@@ -125,6 +125,7 @@ class GuestMemory:
         err = lib.uc_mem_protect(self._h, addr, size, prot)    # PROT_* == UC_PROT_*
         if err:
             raise MemoryAccessError(f"protect({addr:#x}, {size:#x}): {_uc.strerror(err)}")
+        r.rights = None                 # (a guarded span's rights are no longer uniform)
         if prot & PROT_EXEC:
             r.exec_ever = True
             return size

@@ -89,6 +89,7 @@ class EmulatedMachine(Machine):
         self._runner = CallRunner(engine, self, self._abis, self._args, self._x87,
                                   (mem.stack.map_start, mem.stack_top))
         self._state = state = self._runner.state
+        state.unsealed, state.seal = self._spans.unsealed, self._spans.seal
         self._lock = state.lock                # held by a call for its whole duration
         self._callers = self._runner.callers
         self._callbacks = Callbacks(mem, state, self._abis, self._x87, max_callbacks)
@@ -394,7 +395,7 @@ class EmulatedMachine(Machine):
         r = self._mem.space.at(addr)
         if r is None or r.start != addr or r.kind not in ("image", "span"):
             raise MemoryAccessError(f"release({addr:#x}): not the start of a reservation")
-        if r.kind == "span" and self._spans.keep(r):
+        if r.kind == "span" and self._spans.keep(r, self._state.running):
             return
         self._mem.space.remove(addr)
         self._mem.unmap(r.map_start, r.mapped, r.exec_ever)

@@ -27,6 +27,7 @@ class Region(DataRecord, slots=True):
     map_start: int = 0
     exec_ever: bool = False   # code may have been translated from it
     extra: Any = None         # per kind: zerocopy (uses, prot); arena: the previous top
+    rights: int | None = None  # a guarded span: its UC_PROT_* (None: mixed, by protect)
 
     @property
     def end(self) -> int:

@@ -5,9 +5,18 @@ Mapping a span and unmapping it cost unicorn ~30 us for a page and ~130 us
 for a MiB (more on a busy machine); a caller staging data per call (vmrt's
 dispatch bindings) asks for the same sizes again and again.  A released span
 therefore stays mapped, made inaccessible to guest code (no rights: a
-``uc_mem_protect`` each way, ~4 us each, no translated code is dropped) and
-counted as in use by the machine, until a reservation of its size takes it
-again or the pool lets it go.
+``uc_mem_protect``, which makes unicorn rebuild its view of the address
+space, ~5-10 us) and counted as in use by the machine, until a reservation of
+its size takes it again or the pool lets it go.
+
+The rights are taken away lazily: a span released outside a call keeps them
+(it is ``unsealed``) until the next call's guest code starts (the callers
+``seal`` the unsealed spans first: guest code never reaches an idle span),
+so that a caller that releases its spans after a call and reserves the same
+sizes before the next (a dispatch's bindings) hands them back and forth with
+no ``uc_mem_protect`` at all.  The host is refused access to an idle span
+at once either way (its region says "released span"); a span released by a
+host callback, while guest code runs, is sealed at once.
 
 A span handed out again reads as fresh memory: it is zero-filled whole on
 the way out (its host pages are written directly, ~40 us per MiB; guest code
@@ -55,7 +64,8 @@ class SpanPool:
         self.max_bytes = min(self.MAX_BYTES, memory_limit // 8)
 
     def take(self, size: int) -> tuple[int, Any] | None:
-        """A kept span of ``size`` mapped bytes, zero-filled, or None."""
+        """A kept span of ``size`` mapped bytes, zero-filled, or None (the one
+        released last: the likeliest to be still unsealed)."""
         spans = self.idle.get(size)
         if not spans:
             return None
@@ -74,6 +84,16 @@ class SpanPool:
         self.count += 1
         self.bytes += size
 
+    def forget(self, base: int, size: int) -> None:
+        """Forget the kept span at ``base`` (``size`` mapped bytes)."""
+        spans = self.idle.get(size, [])
+        for i, (b, _pages) in enumerate(spans):
+            if b == base:
+                del spans[i]
+                self.count -= 1
+                self.bytes -= size
+                return
+
     def drain(self) -> list[tuple[int, int]]:
         """Forget every kept span; returns their ``(base, size)`` to unmap."""
         out = [(base, size) for size, spans in self.idle.items() for base, _pages in spans]
@@ -91,6 +111,9 @@ class GuardedSpans:
         self._mem = memory
         self._h = memory.engine.handle
         self.pool = SpanPool(memory_limit)
+        #: idle spans that still have the rights they were released with, by
+        #: base (the callers read it before every run: see ``seal``)
+        self.unsealed: dict[int, Region] = {}
 
     def reserve(self, size: int, name: str = "", read_only: bool = False) -> int:
         """See ``EmulatedMachine.reserve_guarded``."""
@@ -102,8 +125,9 @@ class GuardedSpans:
         if kept is not None:
             r = self._mem.space.at(kept[0])
             assert r is not None
-            if self._set_rights(r, perms):
-                r.kind, r.name = "span", name
+            rights = r.rights if self.unsealed.pop(r.start, None) is not None else 0
+            if rights == perms or self._set_rights(r, perms):
+                r.kind, r.name, r.rights = "span", name, perms
                 return r.start
             self._unmap(r)
         try:
@@ -123,7 +147,8 @@ class GuardedSpans:
     def _new_span(self, size: int, name: str, perms: int) -> int:
         space = self._mem.space
         start = space.find(size + PAGE, PAGE)
-        r = space.add(Region(start, size + PAGE, "span", name, mapped=size, map_start=start))
+        r = space.add(Region(start, size + PAGE, "span", name, mapped=size, map_start=start,
+                             rights=perms))
         try:
             r.extra = self._mem.map_host(start, size, perms)
         except BaseException:
@@ -139,20 +164,36 @@ class GuardedSpans:
         self._mem.unmap(r.start, r.mapped, False)
         r.extra = None              # the host pages, now unmapped
 
-    def keep(self, r: Region) -> bool:
-        """Keep the released span ``r`` in the pool (False: unmap it)."""
+    def keep(self, r: Region, running: bool) -> bool:
+        """Keep the released span ``r`` in the pool (False: unmap it);
+        ``running``: guest code is running (released by a host callback),
+        so the span is sealed at once."""
         if r.exec_ever or not self.pool.fits(r.mapped):
             return False
-        if not self._set_rights(r, 0):     # out of guest code's reach while idle
-            return False
+        if running or r.rights is None:     # (None: ``protect`` changed part of it)
+            if not self._set_rights(r, 0):  # out of guest code's reach while idle
+                return False
+        else:
+            self.unsealed[r.start] = r      # sealed before the next run
         r.kind = "released span"
         self.pool.keep(r.start, r.mapped, r.extra)
         return True
+
+    def seal(self) -> None:
+        """Take every unsealed idle span's rights away (before guest code
+        runs); one that cannot be is unmapped (and leaves the pool)."""
+        unsealed = list(self.unsealed.values())
+        self.unsealed.clear()
+        failed = [r for r in unsealed if not self._set_rights(r, 0)]
+        for r in failed:
+            self.pool.forget(r.start, r.mapped)
+            self._unmap(r)
 
     def drain(self) -> bool:
         """Unmap every kept span (a reservation short of room, closing);
         whether there was any."""
         spans = self.pool.drain()
+        self.unsealed.clear()
         for base, _size in spans:
             r = self._mem.space.at(base)
             assert r is not None

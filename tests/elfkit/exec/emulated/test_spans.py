@@ -199,3 +199,79 @@ def test_span_memory_and_read_only_spans(reused):
         assert again == base and bytes(m.span_memory(again)) == bytes(PAGE)
         store(again, 5)
         assert m.span_memory(again)[0] == 5
+
+
+# stp x29, x30, [sp, #-32]! ; str x19, [sp, #16] ; mov x19, x0 ; blr x1 ;
+# ldrb w0, [x19] ; ldr x19, [sp, #16] ; ldp x29, x30, [sp], #32 ; ret
+CALL_THEN_LOAD = struct.pack("<8I", 0xA9BE7BFD, 0xF9000BF3, 0xAA0003F3, 0xD63F0020,
+                             0x39400260, 0xF9400BF3, 0xA8C27BFD, 0xD65F03C0)
+
+
+def test_a_span_released_outside_a_call_is_sealed_before_guest_code_runs():
+    """Released between calls, a span keeps its rights until the next call
+    starts (taken back meanwhile, it needs no change of rights), but guest
+    code never reaches it while it is idle, and the host is refused at once."""
+    with EmulatedMachine("aarch64") as m:
+        load = _function(m, LDRB, "u32(u64)")
+        store = _function(m, STRB, "void(u64,u32)")
+        span = m.reserve_guarded(PAGE)
+        store(span, 3)
+        for _ in range(3):                          # released and taken back between calls
+            m.release(span)
+            with pytest.raises(MemoryAccessError, match="released span"):
+                m.read(span, 1)
+            assert m.reserve_guarded(PAGE) == span
+            assert load(span) == 0                  # fresh, and readable by guest code
+            store(span, 3)
+        m.release(span)
+        with pytest.raises(EmulationFault) as e:    # idle at the call: out of reach
+            load(span)
+        assert e.value.address == span
+        assert m.reserve_guarded(PAGE) == span      # and back in reach once taken again
+        store(span, 4)
+        assert load(span) == 4
+
+
+def test_a_span_released_by_a_host_callback_is_out_of_reach_at_once():
+    """Guest code that goes on running after a callback released a span
+    faults on it, as it would have after the call."""
+    with EmulatedMachine("aarch64") as m:
+        f = _function(m, CALL_THEN_LOAD, "u32(u64,u64)")
+        span = m.reserve_guarded(PAGE)
+        m.write(span, b"\x09")
+        keep = m.callback(lambda: None, "void()")
+        assert f(span, keep) == 9
+        drop = m.callback(lambda: m.release(span), "void()")
+        with pytest.raises(EmulationFault) as e:
+            f(span, drop)
+        assert e.value.address == span and e.value.access == "read"
+
+
+def test_a_span_whose_rights_were_changed_comes_back_whole():
+    """A span given other rights in part (``protect``) is sealed whole when
+    released, and comes back readable and writable everywhere."""
+    with EmulatedMachine("aarch64") as m:
+        store = _function(m, STRB, "void(u64,u32)")
+        span = m.reserve_guarded(2 * PAGE)
+        m.protect(span, PAGE, PROT_READ)
+        with pytest.raises(EmulationFault):
+            store(span, 1)
+        m.release(span)
+        assert m.reserve_guarded(2 * PAGE) == span
+        store(span, 1)
+        store(span + PAGE, 2)
+        assert m.read(span, 1) == b"\x01" and m.read(span + PAGE, 1) == b"\x02"
+
+
+def test_function_is_made_once_per_address_signature_and_name():
+    with EmulatedMachine("aarch64") as m:
+        at = m.reserve(PAGE)
+        m.write(at, LDRB)
+        m.protect(at, PAGE, PROT_READ | PROT_EXEC)
+        f = m.function(at, "u32(u64)")
+        assert m.function(at, "u32(u64)") is f
+        assert m.function(at, "u32(u64)", "load") is not f
+        assert m.function(at, "u64(u64)") is not f
+        span = m.reserve_guarded(PAGE)
+        m.write(span, b"\x05")
+        assert f(span) == 5 and m.function(at, "u32(u64)", "load")(span) == 5
