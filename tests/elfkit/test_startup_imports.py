@@ -3,7 +3,8 @@
 machine code, json or typing; ``--help`` printed again comes from elfkit's cache
 without argparse or the command families; ``toolchain`` needs no pathlib or
 shlex, and prints again from elfkit's cache; an emulated ``run`` does not import the guest profiler's writers (xml.sax,
-which imports urllib.request, http.client, email and ssl), json or tempfile.
+which imports urllib.request, http.client, email and ssl), json or tempfile, nor
+socket, signal or importlib.util.
 Asserts module sets (tests/startup_imports.py), never times."""
 from __future__ import annotations
 
@@ -69,6 +70,10 @@ def test_emulated_run_imports_no_profile_writers(plugins):
     assert "elfkit.exec.emulated" in imported
     assert heavy(imported, ("xml", "urllib", "http", "email", "ssl", "json", "tempfile",
                             "typing", "dataclasses", "numpy", "argparse", "pathlib")) == []
+    # the watchdog's signal channel and the library's lookup use the C modules
+    # (_socket, _signal) and sys.meta_path: none of their Python wrappers
+    assert heavy(imported, ("socket", "selectors", "signal", "importlib", "queue",
+                            "warnings")) == []
     # the guest profiler and the FatELF reader load only for a profile or a .sos
     assert [m for m in imported if m in ("elfkit.exec.emulated._profiler", "elfkit.exec.disasm",
                                          "elfkit.fatelf.reader")] == []
@@ -93,3 +98,35 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     _, imported = imports_of("elfkit", "fatelf", "extract", str(standalone_sos), "--arch",
                              "arm64", "-o", str(tmp_path / "a.so"))
     assert "elfkit.arch" in imported
+
+
+def test_run_collects_young_objects_less_often_only_while_it_loads(plugins, capsys,
+                                                                    monkeypatch):
+    """``run`` raises the young-generation threshold while it loads (start-up
+    allocates many long-lived objects) and puts it back before the call
+    (guest code calling into Python collects as usual) and after."""
+    import gc
+
+    from elfkit.tools import main
+    from elfkit.tools import run as run_tool
+    seen = []
+    real = run_tool._run_interruptibly
+
+    def watching(call, machine):
+        seen.append(gc.get_threshold())
+        return real(call, machine)
+    monkeypatch.setattr(run_tool, "_run_interruptibly", watching)
+    import elfkit
+    real_load = elfkit.load
+
+    def loading(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real_load(*args, **kwargs)
+    monkeypatch.setattr(elfkit, "load", loading)
+    before = gc.get_threshold()
+    so = str(plugins.path("kernels", "riscv64"))
+    assert main(["run", "--arch", "riscv64", so, "--call", "add_i32", "--arg", "2", "--arg", "3",
+                 "--sig", "i32(i32,i32)"]) == 0
+    assert capsys.readouterr().out.split() == ["5"]
+    assert seen == [(max(before[0], run_tool.GEN0_THRESHOLD), *before[1:]), before]
+    assert gc.get_threshold() == before

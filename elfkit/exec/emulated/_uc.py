@@ -17,14 +17,13 @@ what every part of an emulated machine is given to reach the CPU.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import weakref
 from types import ModuleType
 
 from ...arch import Arch
 from ...errors import BackendError, ExecutionError
-from ..unicorn_lib import open_library, package_dir
+from ..unicorn_lib import find_spec, open_library, package_dir
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -135,11 +134,14 @@ def consts(arch: Arch) -> ModuleType:
     name = _CONST_FILES[arch.uc_arch]
     mod = _tables.get(name)
     if mod is None:
-        path = os.path.join(package_dir(), name + ".py")
-        spec = importlib.util.spec_from_file_location(f"{__name__}.{name}", path)
-        if spec is None or spec.loader is None:        # pragma: no cover - broken install
+        pkg = package_dir()
+        path = os.path.join(pkg, name + ".py")
+        spec = find_spec(f"{__name__}.{name}", [pkg])
+        if spec is None or spec.loader is None or spec.origin is None \
+                or not os.path.samefile(spec.origin, path):  # pragma: no cover - broken install
             raise BackendError(f"cannot read unicorn's register table {path}")
-        mod = importlib.util.module_from_spec(spec)
+        mod = ModuleType(spec.name)
+        mod.__spec__, mod.__file__, mod.__loader__ = spec, spec.origin, spec.loader
         spec.loader.exec_module(mod)
         _tables[name] = mod
     return mod
