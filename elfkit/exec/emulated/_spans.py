@@ -125,9 +125,9 @@ class GuardedSpans:
         if kept is not None:
             r = self._mem.space.at(kept[0])
             assert r is not None
-            rights = r.rights if self.unsealed.pop(r.start, None) is not None else 0
-            if rights == perms or self._set_rights(r, perms):
-                r.kind, r.name, r.rights = "span", name, perms
+            self.unsealed.pop(r.start, None)
+            if r.rights == perms or self._set_rights(r, perms):
+                r.kind, r.name = "span", name
                 return r.start
             self._unmap(r)
         try:
@@ -157,7 +157,10 @@ class GuardedSpans:
         return start
 
     def _set_rights(self, r: Region, perms: int) -> bool:
-        return not lib.uc_mem_protect(self._h, r.start, r.mapped, perms)
+        if lib.uc_mem_protect(self._h, r.start, r.mapped, perms):
+            return False
+        r.rights = perms
+        return True
 
     def _unmap(self, r: Region) -> None:
         self._mem.space.remove(r.start)
