@@ -38,11 +38,13 @@ def _parse_value(text: str, t: Any) -> Any:
         raise SignatureError(f"--arg {text!r} is not {want}") from None
 
 
-#: the young-generation collection threshold while ``run`` loads (Python's
-#: default is 700): the loader and the emulated backend allocate tens of
-#: thousands of long-lived objects (modules, classes, the generated callers),
-#: and collecting them young again and again costs a run ~3 ms; the threshold
-#: goes back before the call, so guest code calling into Python collects as usual
+#: the young-generation collection threshold while ``run`` runs (Python's
+#: default is 700), as vmrt's commands do: the loader and the emulated backend
+#: allocate tens of thousands of long-lived objects (modules, classes, the
+#: generated callers), and collecting them young again and again cost a run
+#: ~3 ms; garbage cycles are still collected, in larger batches (the threshold
+#: stays up through the call: put back before it, the first allocation would
+#: collect everything the load made at once)
 GEN0_THRESHOLD = 50_000
 
 
@@ -51,13 +53,12 @@ def run(args: Namespace) -> int:
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], GEN0_THRESHOLD), *old[1:])
     try:
-        return _run(args, lambda: gc.set_threshold(*old))
+        return _run(args)
     finally:
         gc.set_threshold(*old)
 
 
-def _run(args: Namespace, loaded: Any) -> int:
-    """``run`` of ``args``; ``loaded()`` is called once the call is ready to run."""
+def _run(args: Namespace) -> int:
     import elfkit
 
     from ..signature import ctype, parse
@@ -109,7 +110,6 @@ def _run(args: Namespace, loaded: Any) -> int:
             if restype:
                 ctype(restype)
             call = lambda: mod.call(args.call, *values, restype=restype, **kw)  # noqa: E731
-        loaded()
         result = _run_interruptibly(call, machine)
         if profile is not None:
             machine.profile(None)
