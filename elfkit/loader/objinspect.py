@@ -4,11 +4,12 @@ imports, and whether the loader can load it."""
 from __future__ import annotations
 
 from . import tags as T
-from .objparse import SHT_NAMES, ObjectFile, parse_object
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .objparse import ObjectFile
 
 __all__ = ["describe_object", "format_object", "format_object_tail", "import_lines"]
 
@@ -26,6 +27,8 @@ def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     ``sections`` list and relocation counts per section instead)."""
     # the layout module (it imports elfkit.exec) only for relocatable objects
     from .objlayout import GOT_SYMBOL, INIT_TYPES
+    # the object parser too (``elfkit inspect`` of a shared object needs none of it)
+    from .objparse import SHT_NAMES, parse_object
     elf: ObjectFile = parse_object(view)
     arch = elf.arch
     counts: dict[str, int] = {}

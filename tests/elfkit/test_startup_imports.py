@@ -21,7 +21,8 @@ def test_inspect_of_a_shared_object_loads_nothing(plugins):
     assert out.startswith(f"{so}: x86_64 ELF64")
     assert heavy(imported, LIBRARIES + (
         "ctypes", "json", "weakref", "elfkit.exec", "elfkit.signature", "elfkit.loader.imports",
-        "elfkit.loader.import_report", "elfkit.loader.objlayout", "elfkit.module")) == []
+        "elfkit.loader.import_report", "elfkit.loader.objlayout", "elfkit.loader.objparse",
+        "elfkit.module")) == []
     _, imported = imports_of("elfkit", "inspect", "--json", so)
     assert "json" in imported and "ctypes" not in imported
 

@@ -87,9 +87,10 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     assert "vmrt.hal.local.emulated_workers" not in imported2
     assert "dataclasses" not in imported2
     # no typing, no pathlib (nor the urllib.parse it imports), no platform, no importlib
-    # or warnings, no check module
+    # or warnings, no check module, no parser of relocatable objects (a plugin is a
+    # shared object)
     for name in ("typing", "pathlib", "urllib.parse", "platform", "importlib", "warnings",
-                 "vmrt.modules.check.module", "numbers"):
+                 "vmrt.modules.check.module", "numbers", "elfkit.loader.objparse"):
         assert name not in imported2
     assert set(imported2) <= set(imported)
     assert not set(PROVIDERS) & set(imported)
