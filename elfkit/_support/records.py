@@ -262,7 +262,6 @@ def _make_init(cls: type) -> Any:
     frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
     env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY,
                            "__builtins__": __builtins__}
-    names = {_slot(i): spec[0] for i, spec in enumerate(specs)}
     how = _PLAIN
     if frozen:
         setters = [_slot_setter(cls, spec[0]) for spec in specs]
@@ -277,11 +276,22 @@ def _make_init(cls: type) -> Any:
             defaults.append(_HAS_FACTORY)
         elif default is not MISSING:
             defaults.append(default)
-    code = _init_template(len(specs), tuple(factories), how, hasattr(cls, "__post_init__"))
-    code = code.replace(
-        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
-        co_names=tuple(names.get(v, v) for v in code.co_names),
-        co_consts=tuple(names.get(c, c) if c.__class__ is str else c for c in code.co_consts))
+    n = len(specs)
+    code = _init_template(n, tuple(factories), how, hasattr(cls, "__post_init__"))
+    # the placeholders renamed: the parameters (``self``, then one per field: the
+    # first names of co_varnames), and where the template has them, the attribute
+    # names of ``self.f = v`` (plain) or the name strings given ``_setattr`` (frozen)
+    fnames = [spec[0] for spec in specs]
+    varnames = code.co_varnames
+    change: dict[str, Any] = {"co_varnames": (varnames[0], *fnames, *varnames[n + 1:])}
+    if how != _FROZEN_SLOTS:
+        names = {_slot(i): name for i, name in enumerate(fnames)}
+        if how == _PLAIN:
+            change["co_names"] = tuple(names.get(v, v) for v in code.co_names)
+        else:
+            change["co_consts"] = tuple(names.get(c, c) if c.__class__ is str else c
+                                        for c in code.co_consts)
+    code = code.replace(**change)
     return _install(cls, "__init__", FunctionType(code, env, "__init__", tuple(defaults) or None))
 
 
