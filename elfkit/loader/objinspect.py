@@ -25,9 +25,9 @@ def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     """A JSON-able description of a relocatable object, shaped like
     ``elfkit.tools.inspect.describe``'s (no segments or dynamic tags; a
     ``sections`` list and relocation counts per section instead)."""
-    # the layout module (it imports elfkit.exec) only for relocatable objects
+    # the layout module (it imports elfkit.exec) and the object parser only for
+    # relocatable objects (``elfkit inspect`` of a shared object needs neither)
     from .objlayout import GOT_SYMBOL, INIT_TYPES
-    # the object parser too (``elfkit inspect`` of a shared object needs none of it)
     from .objparse import SHT_NAMES, parse_object
     elf: ObjectFile = parse_object(view)
     arch = elf.arch
