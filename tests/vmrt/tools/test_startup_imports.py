@@ -185,3 +185,15 @@ def test_executable_dispatch_and_benchmark_of_tensor_bindings_import_no_numpy(ir
                                "--constant=4", "--constant=0", "--benchmark_min_time=1x")
     assert "BM_dispatch_1x1x1" in out
     assert heavy(imported, NEVER) == []
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatch library is for x86_64")
+def test_executable_list_imports_no_buffer_views_or_output_files(iree):
+    # ``list`` loads and describes the library: the binding parser, the buffer view
+    # printer, the output files and the import report are the other commands'
+    lib = iree.compile("codegen", "x86_64").library
+    out, imported = imports_of("vmrt", "executable", "list", lib)
+    assert "saxpy" in out
+    assert heavy(imported, NEVER + ("vmrt.hal.buffer_view", "vmrt.hal.element_types",
+                                    "vmrt.tools.function_io",
+                                    "vmrt.tools.executable_imports")) == []
