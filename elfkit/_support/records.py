@@ -161,6 +161,8 @@ _INIT_CODE: dict[tuple[int, tuple[int, ...], int, bool], Any] = {}
 _PLAIN, _FROZEN, _FROZEN_SLOTS = 0, 1, 2
 #: the cache file's key and directory, once the file has been read (empty: not read yet)
 _disk: list[Any] = []
+#: the shapes the cache file holds, as read (each checked when first used)
+_on_disk: dict[Any, Any] = {}
 #: not empty once this process compiled a shape (written at exit)
 _unsaved: list[Any] = []
 
@@ -187,7 +189,8 @@ def _write_shapes() -> None:
     """Keep the shapes compiled by this process (at exit: once, however many),
     in the directory they were read from."""
     key, where = _disk
-    codecache.store(where, _cache_file(key), key, _INIT_CODE)
+    kept = {k: v for k, v in _on_disk.items() if _well_formed(k, v)}
+    codecache.store(where, _cache_file(key), key, {**kept, **_INIT_CODE})
 
 
 def _well_formed(key: Any, code: Any) -> bool:
@@ -201,9 +204,10 @@ def _well_formed(key: Any, code: Any) -> bool:
 def _read_shapes() -> None:
     """Add the shapes of elfkit's cache file (``records-<python>-<key>.bin`` in
     :func:`elfkit._support.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
-    ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
+    ``~/.cache/elfkit``) to :data:`_on_disk`, each checked when first used (a
+    process uses a few of the dozens kept).  As ``__pycache__`` is, it is
     trusted only when private to the user (owner, permissions); anything else
-    (missing, another Python, an older elfkit, damaged) is ignored."""
+    (missing, another Python, an older elfkit, damaged, a malformed shape) is ignored."""
     try:
         key = _cache_key()
     except OSError:        # pragma: no cover - a records.py without a file (zip import)
@@ -212,15 +216,18 @@ def _read_shapes() -> None:
     _disk[:] = [key, where]
     shapes = codecache.load(where, _cache_file(key), key)
     if type(shapes) is dict:
-        _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
+        _on_disk.update(shapes)
 
 
 def _init_template(n: int, factories: tuple[int, ...], how: int, post_init: bool) -> Any:
     key = (n, factories, how, post_init)
     code = _INIT_CODE.get(key)
-    if code is None and not _disk:
-        _read_shapes()
-        code = _INIT_CODE.get(key)
+    if code is None:
+        if not _disk:
+            _read_shapes()
+        kept = _on_disk.get(key)
+        if kept is not None and _well_formed(key, kept):
+            code = _INIT_CODE[key] = kept
     if code is None:
         lines = []
         for i in range(n):
