@@ -315,13 +315,8 @@ executables run ("auto": native when built for the host); ``remaps``
               sub: Substitution | None) -> Any:
         from ..hal.local.elf_executable import ElfExecutable
         from ..hal.local.loader import FORMAT_SUFFIXES
-        # the arch of a format suffix: the loader's table read backwards (the benchmark
-        # tool's copy of it would import the benchmark runner and the executable tool)
-        arch = None
-        for prefix in ("embedded-elf-", "system-elf-"):
-            if fmt.startswith(prefix):
-                arch = next((name for name, suffix in FORMAT_SUFFIXES.items()
-                             if suffix == fmt[len(prefix):]), None)
+        arch = next((a for a, sfx in FORMAT_SUFFIXES.items()        # the format's CPU
+                     if fmt in (f"embedded-elf-{sfx}", f"system-elf-{sfx}")), None)
         try:
             if sub is not None or arch is not None and fmt.startswith("embedded-elf-"):
                 exe = ElfExecutable.load(data, plugins=self.loader.plugins, arch=arch,
