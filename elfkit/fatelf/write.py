@@ -69,7 +69,10 @@ class _Closing:
     def __exit__(self, *exc: object) -> None:
         fds, self.fds = self.fds, []
         for fd in reversed(fds):
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:     # (an input, only read: closing it loses nothing)
+                pass
 
 
 def _piece_from_path(path: Any, stack: _Closing) -> _Piece:
