@@ -4,11 +4,13 @@ from __future__ import annotations
 import enum
 import functools
 
+from ._support.enums import EnumBody, quick_enum
 from ._support.records import DataRecord
 from .errors import SignatureError
 
 
-class CType(enum.Enum):
+@quick_enum(enum.Enum)     # (cheaper to create than the class statement's enum)
+class CType(EnumBody):
     VOID = "void"
     I8 = "i8"
     I16 = "i16"

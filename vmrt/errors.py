@@ -10,12 +10,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 
+from elfkit.support import IntEnumBody, quick_enum
+
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
 
-class StatusCode(enum.IntEnum):
+@quick_enum(enum.IntEnum)      # ~0.1 ms less start-up than the class statement's enum
+class StatusCode(IntEnumBody):
     OK = 0
     CANCELLED = 1
     UNKNOWN = 2

@@ -161,6 +161,8 @@ _INIT_CODE: dict[tuple[int, tuple[int, ...], int, bool], Any] = {}
 _PLAIN, _FROZEN, _FROZEN_SLOTS = 0, 1, 2
 #: the cache file's key and directory, once the file has been read (empty: not read yet)
 _disk: list[Any] = []
+#: the shapes the cache file holds, as read (each checked when first used)
+_on_disk: dict[Any, Any] = {}
 #: not empty once this process compiled a shape (written at exit)
 _unsaved: list[Any] = []
 
@@ -187,7 +189,8 @@ def _write_shapes() -> None:
     """Keep the shapes compiled by this process (at exit: once, however many),
     in the directory they were read from."""
     key, where = _disk
-    codecache.store(where, _cache_file(key), key, _INIT_CODE)
+    kept = {k: v for k, v in _on_disk.items() if _well_formed(k, v)}
+    codecache.store(where, _cache_file(key), key, {**kept, **_INIT_CODE})
 
 
 def _well_formed(key: Any, code: Any) -> bool:
@@ -201,9 +204,10 @@ def _well_formed(key: Any, code: Any) -> bool:
 def _read_shapes() -> None:
     """Add the shapes of elfkit's cache file (``records-<python>-<key>.bin`` in
     :func:`elfkit._support.codecache.cache_dir`, ``$ELFKIT_CACHE_DIR`` else
-    ``~/.cache/elfkit``) to :data:`_INIT_CODE`.  As ``__pycache__`` is, it is
+    ``~/.cache/elfkit``) to :data:`_on_disk`, each checked when first used (a
+    process uses a few of the dozens kept).  As ``__pycache__`` is, it is
     trusted only when private to the user (owner, permissions); anything else
-    (missing, another Python, an older elfkit, damaged) is ignored."""
+    (missing, another Python, an older elfkit, damaged, a malformed shape) is ignored."""
     try:
         key = _cache_key()
     except OSError:        # pragma: no cover - a records.py without a file (zip import)
@@ -212,15 +216,18 @@ def _read_shapes() -> None:
     _disk[:] = [key, where]
     shapes = codecache.load(where, _cache_file(key), key)
     if type(shapes) is dict:
-        _INIT_CODE.update((k, v) for k, v in shapes.items() if _well_formed(k, v))
+        _on_disk.update(shapes)
 
 
 def _init_template(n: int, factories: tuple[int, ...], how: int, post_init: bool) -> Any:
     key = (n, factories, how, post_init)
     code = _INIT_CODE.get(key)
-    if code is None and not _disk:
-        _read_shapes()
-        code = _INIT_CODE.get(key)
+    if code is None:
+        if not _disk:
+            _read_shapes()
+        kept = _on_disk.get(key)
+        if kept is not None and _well_formed(key, kept):
+            code = _INIT_CODE[key] = kept
     if code is None:
         lines = []
         for i in range(n):
@@ -262,7 +269,6 @@ def _make_init(cls: type) -> Any:
     frozen = getattr(cls, "__setattr__", None) is _frozen_setattr
     env: dict[str, Any] = {"_setattr": object.__setattr__, "_HAS_FACTORY": _HAS_FACTORY,
                            "__builtins__": __builtins__}
-    names = {_slot(i): spec[0] for i, spec in enumerate(specs)}
     how = _PLAIN
     if frozen:
         setters = [_slot_setter(cls, spec[0]) for spec in specs]
@@ -277,11 +283,22 @@ def _make_init(cls: type) -> Any:
             defaults.append(_HAS_FACTORY)
         elif default is not MISSING:
             defaults.append(default)
-    code = _init_template(len(specs), tuple(factories), how, hasattr(cls, "__post_init__"))
-    code = code.replace(
-        co_varnames=tuple(names.get(v, v) for v in code.co_varnames),
-        co_names=tuple(names.get(v, v) for v in code.co_names),
-        co_consts=tuple(names.get(c, c) if c.__class__ is str else c for c in code.co_consts))
+    n = len(specs)
+    code = _init_template(n, tuple(factories), how, hasattr(cls, "__post_init__"))
+    # the placeholders renamed: the parameters (``self``, then one per field: the
+    # first names of co_varnames), and where the template has them, the attribute
+    # names of ``self.f = v`` (plain) or the name strings given ``_setattr`` (frozen)
+    fnames = [spec[0] for spec in specs]
+    varnames = code.co_varnames
+    change: dict[str, Any] = {"co_varnames": (varnames[0], *fnames, *varnames[n + 1:])}
+    if how != _FROZEN_SLOTS:
+        names = {_slot(i): name for i, name in enumerate(fnames)}
+        if how == _PLAIN:
+            change["co_names"] = tuple(names.get(v, v) for v in code.co_names)
+        else:
+            change["co_consts"] = tuple(names.get(c, c) if c.__class__ is str else c
+                                        for c in code.co_consts)
+    code = code.replace(**change)
     return _install(cls, "__init__", FunctionType(code, env, "__init__", tuple(defaults) or None))
 
 

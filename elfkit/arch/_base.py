@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 
+from .._support.enums import EnumBody, quick_enum
 from .._support.records import DataRecord, field
 from ..errors import ArchError
 
@@ -23,7 +24,8 @@ PLUGIN_LDFLAGS: tuple[str, ...] = ("-shared", "-nostdlib", "-z", "now", "-z", "r
 FLAVORS: tuple[str, ...] = ("zig", "clang")
 
 
-class Formula(enum.Enum):
+@quick_enum(enum.Enum)     # (cheaper to create than the class statement's enum)
+class Formula(EnumBody):
     """What a relocation writes.  S = symbol address, A = addend,
     B = load bias, P = address of the place."""
 
@@ -37,7 +39,8 @@ class Formula(enum.Enum):
     COPY = "copy"            # refused: needs a symbol size and an executable
 
 
-class Check(enum.Enum):
+@quick_enum(enum.Enum)
+class Check(EnumBody):
     """How a value is checked before it is stored in a field narrower than 64 bits."""
 
     WRAP = "wrap"        # store modulo 2**width (word-sized field of a 32-bit image)
@@ -54,7 +57,8 @@ class RelocType(DataRecord, frozen=True, slots=True):
     check: Check = Check.WRAP
 
 
-class ObjFormula(enum.Enum):
+@quick_enum(enum.Enum)
+class ObjFormula(EnumBody):
     """What a relocation of a relocatable object (``.o``) computes.  S, A, P
     as in :class:`Formula`; G = address of the symbol's GOT slot (the loader
     builds the GOT), GOT = address of the GOT, Page(x) = x & ~0xfff."""

@@ -3,7 +3,6 @@ relocate -> bind imports -> protect -> run init."""
 from __future__ import annotations
 
 from .._support import lazy_names
-from .objparse import ObjectFile, parse_object
 from .parse import DEFAULT_LIMITS, ElfFile, Limits, parse
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -12,10 +11,13 @@ if TYPE_CHECKING:
 
     from .import_report import ImportAnswer, ImportReport, ProviderNote
     from .imports import Exports, Imports, SystemLibrary
+    from .objparse import ObjectFile, parse_object
 
 # import resolution (ctypes, the FatELF reader, signatures) is imported on first use:
-# ``elfkit inspect`` of a plugin needs it only for --imports-from
+# ``elfkit inspect`` of a plugin needs it only for --imports-from; the relocatable
+# object parser on first use too (loading a shared object never needs it)
 _lazy = lazy_names(__name__, {
+    "ObjectFile": "objparse", "parse_object": "objparse",
     "ImportAnswer": "import_report", "ImportReport": "import_report",
     "ProviderNote": "import_report", "Exports": "imports", "Imports": "imports",
     "SystemLibrary": "imports"}, globals())

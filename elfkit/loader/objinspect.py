@@ -4,11 +4,12 @@ imports, and whether the loader can load it."""
 from __future__ import annotations
 
 from . import tags as T
-from .objparse import SHT_NAMES, ObjectFile, parse_object
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from .objparse import ObjectFile
 
 __all__ = ["describe_object", "format_object", "format_object_tail", "import_lines"]
 
@@ -24,8 +25,10 @@ def describe_object(view: Any, rec: Any) -> dict[str, Any]:
     """A JSON-able description of a relocatable object, shaped like
     ``elfkit.tools.inspect.describe``'s (no segments or dynamic tags; a
     ``sections`` list and relocation counts per section instead)."""
-    # the layout module (it imports elfkit.exec) only for relocatable objects
+    # the layout module (it imports elfkit.exec) and the object parser only for
+    # relocatable objects (``elfkit inspect`` of a shared object needs neither)
     from .objlayout import GOT_SYMBOL, INIT_TYPES
+    from .objparse import SHT_NAMES, parse_object
     elf: ObjectFile = parse_object(view)
     arch = elf.arch
     counts: dict[str, int] = {}

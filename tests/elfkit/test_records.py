@@ -355,3 +355,32 @@ def test_two_installations_keep_their_own_shapes(tmp_path):
     assert _shape_run(cache) >= 1 and _shape_run(cache, other) >= 1
     assert _shape_run(cache) == 0 and _shape_run(cache, other) == 0
     assert len([p for p in cache.iterdir() if p.name.startswith("records-")]) == 2
+
+
+def test_a_malformed_kept_shape_is_compiled_again_and_the_others_stay_kept(tmp_path):
+    """Kept shapes are checked when used: one whose code does not fit its key is
+    compiled again (the records still work), and the file written then keeps the
+    other shapes it held."""
+    from elfkit._support import codecache
+    from elfkit._support import records as R
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "ELFKIT_CACHE_DIR": str(cache)}
+    small = ("from elfkit._support.records import DataRecord\n"
+             "class P(DataRecord):\n    a: int\n    b: int\n"
+             "assert P(1, 2).b == 2\n")
+    subprocess.run([sys.executable, "-c", small], check=True, env=env, timeout=120, cwd=REPO)
+    assert _shape_run(cache) >= 1
+    (kept,) = cache.iterdir()
+    key = R._cache_key()
+    assert kept.name == R._cache_file(key)
+    shapes = codecache.load(str(cache), kept.name, key)
+    two, wide = (2, (), R._PLAIN, False), (13, (11,), R._FROZEN, False)
+    assert {two, wide} <= set(shapes)
+    shapes[wide] = shapes[two]                        # code for another field count
+    shapes[(99, (), 0, False)] = "not code"           # and an entry that is no shape
+    codecache.store(str(cache), kept.name, key, shapes)
+    assert _shape_run(cache) >= 1                     # not used: compiled again
+    again = codecache.load(str(cache), kept.name, key)
+    assert two in again and again[wide].co_argcount == 14
+    assert (99, (), 0, False) not in again
+    assert _shape_run(cache) == 0

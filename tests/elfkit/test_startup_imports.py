@@ -22,7 +22,8 @@ def test_inspect_of_a_shared_object_loads_nothing(plugins):
     assert out.startswith(f"{so}: x86_64 ELF64")
     assert heavy(imported, LIBRARIES + (
         "ctypes", "json", "weakref", "elfkit.exec", "elfkit.signature", "elfkit.loader.imports",
-        "elfkit.loader.import_report", "elfkit.loader.objlayout", "elfkit.module")) == []
+        "elfkit.loader.import_report", "elfkit.loader.objlayout", "elfkit.loader.objparse",
+        "elfkit.module")) == []
     _, imported = imports_of("elfkit", "inspect", "--json", so)
     assert "json" in imported and "ctypes" not in imported
 
@@ -84,6 +85,7 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     _, imported = imports_of("elfkit", "fatelf", "remove", str(standalone_sos), "--arch",
                              "riscv64", "-o", str(out))
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
+    assert "contextlib" not in imported     # the writer closes its inputs itself
     listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
     assert "riscv64" not in listing and "aarch64" in listing
     # the host's slice: its name and machine from elfkit._support.machines

@@ -13,11 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import HalError, StatusCode
-from ..hal.objects import Fence
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..hal.objects import Fence
+
+# vmrt.hal.objects (Fence) is imported by the calls that use it: a program whose
+# functions take no fences (most; a host-only run's) never needs it
 
 MODEL_ATTR = "iree.abi.model"
 COARSE_FENCES = "coarse-fences"
@@ -30,6 +34,7 @@ def takes_fences(module: Any, name: str) -> bool:
 
 def check_fence(value: Any, role: str, function: str) -> Fence | None:
     """A caller's wait or signal fence: None or a :class:`vmrt.Fence`."""
+    from ..hal.objects import Fence
     if value is None or isinstance(value, Fence):
         return value
     raise HalError(f"the {role} fence of '{function}' (coarse-fences ABI) is a "
@@ -40,6 +45,7 @@ def check_fence(value: Any, role: str, function: str) -> Fence | None:
 def invoke(context: Any, function: Any, args: Sequence[Any], name: str) -> list[Any]:
     """Call a coarse-fences ``function`` with ``args`` (the user's) plus a
     null wait fence and a new signal fence, then wait on that fence."""
+    from ..hal.objects import Fence
     signal = Fence()
     results = context.invoke(function, [*args, None, signal])
     signal.wait(f"the signal fence of '{name}'")

@@ -16,8 +16,6 @@ from __future__ import annotations
 from elfkit.support import DataRecord
 
 from ..errors import UsageError, VmError
-from ..hal.element_types import dtype_of
-from .function_io import format_g
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -34,6 +32,8 @@ def dispatch_element_type(flags: Any) -> str | None:
     name = flags.values.get("dispatch_element_type")
     if name is None:
         return None
+    # (imported here and below: a replay whose outputs match needs neither)
+    from ..hal.element_types import dtype_of
     try:
         dtype_of(name)
     except VmError:
@@ -45,6 +45,8 @@ def typed(raw: Any, element_type: str | None) -> tuple[Any, str]:
     """``raw`` (uint8 bytes) viewed as ``element_type`` when its length allows,
     else as ``i8``; returns (array, the type used)."""
     import numpy as np
+
+    from ..hal.element_types import dtype_of
     flat = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)
     if element_type is not None:
         dt = dtype_of(element_type)
@@ -71,6 +73,7 @@ def _fmt(v: Any) -> str:
     """``%g`` text; floats that %g rounds are shown with 9 digits (so two
     values that differ never print the same)."""
     if isinstance(v, float):
+        from .function_io import format_g
         text = format_g(v)
         return text if v != v or float(text) == v else f"{v:.9g}"
     return str(v)

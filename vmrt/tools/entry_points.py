@@ -226,8 +226,9 @@ def _key_bytes(key: tuple[Any, ...]) -> bytes:
     return repr(key).encode()
 
 
-#: this process's answers: key -> (the stamps that decide, rows)
-_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[str, str, str]]]] = {}
+#: this process's answers: key -> (the stamps that decide, rows, whether those
+#: stamps are still all of them: narrowed to the ones that decide on first reuse)
+_MEMO: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[str, str, str]], bool]] = {}
 
 
 def _remembered(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
@@ -235,23 +236,38 @@ def _remembered(key: tuple[Any, ...]) -> list[tuple[str, str, str]] | None:
     memo = _MEMO.get(key)
     if memo is None:
         return None
-    for path, stamp in memo[0]:
+    stamps, rows, narrowed = memo
+    if not narrowed:
+        stamps = _deciding(stamps, rows)
+        _MEMO[key] = (stamps, rows, True)
+    for path, stamp in stamps:
         if _stamp(path) != stamp:
             del _MEMO[key]
             return None
-    return memo[1]
+    return rows
+
+
+def _deciding(stamps: tuple[Any, ...], rows: list[tuple[str, str, str]]) -> tuple[Any, ...]:
+    """The stamps that decide ``rows`` within a process: the path's directories
+    (and this file) and the ``entry_points.txt`` of each distribution with rows."""
+    with_rows = {dist for _name, _value, dist in rows}
+    return tuple((p, s) for p, s in stamps
+                 if not p.endswith(_TEXT) or _dist_name(p) in with_rows)
 
 
 def _remember(key: tuple[Any, ...], stamps: tuple[Any, ...],
               rows: list[tuple[str, str, str]]) -> None:
-    """Keep ``rows`` for this process, decided by the stamps of the path's
-    directories (and this file) and of the ``entry_points.txt`` of each
-    distribution with rows; not when any of them is too recent (racy)."""
-    with_rows = {dist for _name, _value, dist in rows}
-    decide = tuple((p, s) for p, s in stamps
-                   if not p.endswith(_TEXT) or _dist_name(p) in with_rows)
+    """Keep ``rows`` for this process, decided by the stamps :func:`_deciding`
+    keeps; not when any of them is too recent (racy).  A command asks once:
+    the stamps are narrowed (a distribution name parsed per ``entry_points.txt``,
+    ~150 of them in a full site-packages) only when the answer is used again,
+    unless one of them is racy (then now, to decide)."""
+    if not _racy(stamps):
+        _MEMO[key] = (stamps, rows, False)
+        return
+    decide = _deciding(stamps, rows)
     if not _racy(decide):
-        _MEMO[key] = (decide, rows)
+        _MEMO[key] = (decide, rows, True)
 
 
 _TEXT = os.sep + "entry_points.txt"

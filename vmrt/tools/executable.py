@@ -10,11 +10,7 @@ import time
 from collections.abc import Sequence
 
 from ..errors import ExecutableError, StatusCode, UsageError, VmError
-from ..hal.buffer import HostBytes, aligned_bytes
-from ..hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
-from ..hal.element_types import FLOAT8, dtype_name, is_packed
 from . import usage
-from .executable_imports import report_imports
 from .files import (
     MAX_MODULE_SIZE,
     StagedOutputs,
@@ -23,13 +19,17 @@ from .files import (
     open_input,
 )
 from .flags import FlagSpec, parse_flags, report_error
-from .function_io import write_output
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+    from ..hal.buffer_view import BufferView
     from ..hal.local.elf_executable import Executable
+
+# The buffer views, element types and output files of ``dispatch`` and the import
+# report of ``imports`` are imported by the command that needs them (start-up of
+# ``vmrt executable list``).
 
 USAGE = usage.EXECUTABLE
 
@@ -69,7 +69,8 @@ def _constants(specs: Sequence[str]) -> list[int | float]:
     return out
 
 
-_BYTE_RANGE = re.compile(r"^(.*)\[(\d+):(\d+)\]$")
+#: ``FILE.npy[START:END]`` (compiled when first used: start-up time)
+_BYTE_RANGE = r"^(.*)\[(\d+):(\d+)\]$"
 
 
 def _load_npy(path: str) -> Any:
@@ -117,6 +118,7 @@ def _numpy_name(elem: str) -> str | None:
     the numpy array that holds it: ``i32`` -> ``si32``, ``i1`` -> ``ui8``), found
     without numpy; None for the types whose values need numpy (the f8 types, the
     packed sub-byte integers)."""
+    from ..hal.element_types import FLOAT8, dtype_name, is_packed
     if elem in FLOAT8 or is_packed(elem):
         return None
     name = dtype_name(elem)
@@ -134,6 +136,8 @@ def _bindings(specs: Sequence[str]) -> tuple[list[Any], list[BufferView]]:
     ``.npy`` files, f8 and sub-byte types are numpy arrays.  ``@FILE.npy[START:END]``
     is bytes [START, END) of the file's array, and every binding of one file
     shares its memory (bindings that alias)."""
+    from ..hal.buffer import HostBytes, aligned_bytes
+    from ..hal.buffer_view import BufferView, parse_buffer_view
     out: list[Any] = []
     views: list[BufferView] = []
     files: dict[str, Any] = {}
@@ -150,7 +154,7 @@ def _bindings(specs: Sequence[str]) -> tuple[list[Any], list[BufferView]]:
                                                  parsed.address))
                     continue
             import numpy as np
-            ranged = _BYTE_RANGE.match(s[1:]) if s.startswith("@") else None
+            ranged = re.match(_BYTE_RANGE, s[1:]) if s.startswith("@") else None
             if ranged and not os.path.exists(s[1:]):
                 path, start, end = ranged.group(1), int(ranged.group(2)), int(ranged.group(3))
                 if path not in files:       # one aligned copy, as a HAL buffer
@@ -203,6 +207,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
     mgr = register_plugins(lists["executable_plugin"], backend=backend)
     try:
         if command == "imports":
+            from .executable_imports import report_imports
             return report_imports(positional[0], mgr, values, stdout)
         exe = Executable.load(positional[0], plugins=mgr, arch=values.get("arch"),
                               backend=backend)
@@ -219,6 +224,7 @@ def run(argv: Sequence[str], stdout: TextIO) -> int:
 
 def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, str],
               stdout: TextIO, timeout: float | None) -> int:
+    from ..hal.buffer_view import format_buffer_view
     if "export" not in values:
         raise UsageError("--export= is required (an export name or ordinal)")
     which: str | int = values["export"]
@@ -256,6 +262,7 @@ def _dispatch(exe: Executable, lists: dict[str, list[str]], values: dict[str, st
                     stdout.write(text + "\n" if target == "-"
                                  else f"binding[{i}]: hal.buffer_view\n{text}\n")
                 continue
+            from .function_io import write_output  # (an output file)
             write_output(target, view, "r", max_elements, stdout, files)
         files.commit()
     finally:

@@ -314,11 +314,9 @@ executables run ("auto": native when built for the host); ``remaps``
     def _load(self, p: Payload, data: bytes, constants: list[int], fmt: str,
               sub: Substitution | None) -> Any:
         from ..hal.local.elf_executable import ElfExecutable
-        from .executable_benchmark import FORMAT_ARCHES
-        arch = None
-        for prefix in ("embedded-elf-", "system-elf-"):
-            if fmt.startswith(prefix):
-                arch = FORMAT_ARCHES.get(fmt[len(prefix):])
+        from ..hal.local.loader import FORMAT_SUFFIXES
+        arch = next((a for a, sfx in FORMAT_SUFFIXES.items()        # the format's CPU
+                     if fmt in (f"embedded-elf-{sfx}", f"system-elf-{sfx}")), None)
         try:
             if sub is not None or arch is not None and fmt.startswith("embedded-elf-"):
                 exe = ElfExecutable.load(data, plugins=self.loader.plugins, arch=arch,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 
-from elfkit.support import DataRecord
+from elfkit.support import DataRecord, IntEnumBody, IntFlagBody, quick_enum
 
 from ..errors import DefinitionError, StatusCode
 
@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .context import Context
 
 
-class Linkage(enum.IntEnum):
+@quick_enum(enum.IntEnum)      # (cheaper to create than the class statement's enum)
+class Linkage(IntEnumBody):
     INTERNAL = 0
     IMPORT = 1
     EXPORT = 2
@@ -28,7 +29,8 @@ class Linkage(enum.IntEnum):
     EXPORT_OPTIONAL = 4
 
 
-class DependencyFlags(enum.IntFlag):
+@quick_enum(enum.IntFlag)
+class DependencyFlags(IntFlagBody):
     REQUIRED = 1
     OPTIONAL = 2
 

@@ -151,6 +151,9 @@ def test_native_replay_that_matches_its_capture_imports_no_numpy(vmrt_captures):
         out, imported = imports_of("vmrt", "replay", str(vmrt_captures["add"]))
     assert "[SUCCESS] every recorded output matches the capture" in out
     assert heavy(imported, ("numpy", "typing", "json")) == []
+    # nor the output writers or the executable benchmark tool (start-up)
+    assert heavy(imported, ("vmrt.tools.function_io", "vmrt.tools.executable_benchmark",
+                            "vmrt.tools.benchmark_runner", "vmrt.tools.executable")) == []
 
 
 def test_iree_dump_and_benchmark_replay_read_vmrt_capture(vmrt_captures):

@@ -62,9 +62,11 @@ def test_host_only_run_imports_no_fatelf_numpy_typing_or_emulator(compile_mlir):
     out, imported = _vmrt_run(*args)
     assert out == _iree_run(*args)
     assert imported in ([], sorted(TRANSLATOR))     # translated unless cached
-    # the program imports no hal function: not even the hal provider is imported
-    assert "vmrt.modules.hal.provider" not in imports_of(
-        "vmrt", "run", *args)[1]
+    # the program imports no hal function: not even the hal provider is imported, nor
+    # the HAL's fences (its functions take none)
+    imported_all = imports_of("vmrt", "run", *args)[1]
+    assert "vmrt.modules.hal.provider" not in imported_all
+    assert "vmrt.hal.objects" not in imported_all
     out2, imported2 = _vmrt_run(*args)
     assert out2 == out and imported2 == []
 
@@ -87,9 +89,10 @@ def test_native_run_does_not_import_the_emulator(hal_compile):
     assert "vmrt.hal.local.emulated_workers" not in imported2
     assert "dataclasses" not in imported2
     # no typing, no pathlib (nor the urllib.parse it imports), no platform, no importlib
-    # or warnings, no check module
+    # or warnings, no check module, no parser of relocatable objects (a plugin is a
+    # shared object)
     for name in ("typing", "pathlib", "urllib.parse", "platform", "importlib", "warnings",
-                 "vmrt.modules.check.module", "numbers"):
+                 "vmrt.modules.check.module", "numbers", "elfkit.loader.objparse"):
         assert name not in imported2
     assert set(imported2) <= set(imported)
     assert not set(PROVIDERS) & set(imported)
@@ -184,3 +187,15 @@ def test_executable_dispatch_and_benchmark_of_tensor_bindings_import_no_numpy(ir
                                "--constant=4", "--constant=0", "--benchmark_min_time=1x")
     assert "BM_dispatch_1x1x1" in out
     assert heavy(imported, NEVER) == []
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the dispatch library is for x86_64")
+def test_executable_list_imports_no_buffer_views_or_output_files(iree):
+    # ``list`` loads and describes the library: the binding parser, the buffer view
+    # printer, the output files and the import report are the other commands'
+    lib = iree.compile("codegen", "x86_64").library
+    out, imported = imports_of("vmrt", "executable", "list", lib)
+    assert "saxpy" in out
+    assert heavy(imported, NEVER + ("vmrt.hal.buffer_view", "vmrt.hal.element_types",
+                                    "vmrt.tools.function_io",
+                                    "vmrt.tools.executable_imports")) == []
