@@ -35,6 +35,7 @@ them into ``state.imports`` (None for missing optional ones).
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 
 from elfkit.support import DataRecord, field
@@ -115,6 +116,37 @@ class _NativeExport:
                             if want is not None)
 
 
+#: class -> the exports its methods declare (see :func:`_declared_exports`)
+_DECLARED: weakref.WeakKeyDictionary[type, tuple[tuple[str, str, str, Any], ...]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _declared_exports(cls: type) -> tuple[tuple[str, str, str, Any], ...]:
+    """``(export name, cconv, attribute, argument ref types)`` of each export
+    method of ``cls`` (its own and its bases', the most derived first): found
+    once per class (a module made per load, as hal is, pays only for binding
+    its methods)."""
+    table = _DECLARED.get(cls)
+    if table is not None:
+        return table
+    out = []
+    seen: set[str] = set()
+    for klass in cls.__mro__:
+        for attr, fn in vars(klass).items():
+            meta = getattr(fn, _EXPORT_ATTR, None)
+            if meta is None or attr in seen:
+                continue
+            seen.add(attr)
+            if hasattr(Module, attr):
+                raise DefinitionError(f"export method '{attr}' of {cls.__name__} shadows "
+                                      "a vmrt.Module method; rename it",
+                                      StatusCode.INVALID_ARGUMENT)
+            ename, cconv, arg_types = meta
+            out.append((ename, cconv, attr, arg_types))
+    table = _DECLARED[cls] = tuple(out)
+    return table
+
+
 class NativeModule(Module, _Stateful[StateT]):
     """Base class for Python modules (also the base of HAL-style modules),
     generic over its per-context state record (:class:`NativeState` or a
@@ -136,19 +168,8 @@ class NativeModule(Module, _Stateful[StateT]):
             raise DefinitionError("native module needs a name", StatusCode.INVALID_ARGUMENT)
         self._exports: list[_NativeExport] = []
         self._by_name: dict[str, int] = {}
-        seen: set[str] = set()
-        for klass in type(self).__mro__:
-            for attr, fn in vars(klass).items():
-                meta = getattr(fn, _EXPORT_ATTR, None)
-                if meta is None or attr in seen:
-                    continue
-                seen.add(attr)
-                if hasattr(Module, attr):
-                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} "
-                                          "shadows "
-                                  "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
-                ename, cconv, arg_types = meta
-                self.add_export(ename, cconv, getattr(self, attr), arg_types)
+        for ename, cconv, attr, arg_types in _declared_exports(type(self)):
+            self.add_export(ename, cconv, getattr(self, attr), arg_types)
 
     # -- declaration ----------------------------------------------------
     def add_export(self, name: str, cconv: str, impl: Callable[..., Any],
