@@ -216,3 +216,42 @@ def test_a_programs_libraries_are_named_before_their_first_dispatch(builds):
         assert len(exe.module.added_symbols) == len(want)
     with vmrt.Executable.load(lib.read_bytes()) as exe:
         assert {s.name: s.address - exe.module.base for s in exe.module.added_symbols} == want
+
+
+def _symfile_names(symfile: bytes) -> set[str]:
+    symtab = ELFFile(io.BytesIO(symfile)).get_section_by_name(".symtab")
+    return {s.name for s in symtab.iter_symbols() if s.name}
+
+
+def test_a_programs_library_is_registered_with_gdb_once_before_its_first_dispatch(
+        builds, monkeypatch):
+    """A program's load runs its libraries' queries without registering them
+    with gdb (nothing watches: no debugger, not ELFKIT_GDB_JIT=eager); the
+    first dispatch registers each once, its exports named.  A direct load
+    registers at once."""
+    import numpy as np
+
+    import vmrt
+    monkeypatch.delenv("ELFKIT_GDB_JIT", raising=False)
+    ok, why = jit_debug.available()
+    if not ok:
+        pytest.skip(f"gdb JIT registration unavailable: {why}")
+    jit = jit_debug.interface()
+    assert jit is not None
+    if jit.watched():
+        pytest.skip("a debugger watches this process")
+    names = set(dwarf_functions(builds["debug"].library))
+    before = len(jit.entries())
+    with vmrt.load(builds["debug"].vmfb) as prog:
+        assert len(jit.entries()) == before
+        a = np.arange(8, dtype=np.float32)
+        assert prog.add(a, np.full(8, 2, np.float32)).tolist() == (a + 2).tolist()
+        entries = jit.entries()
+        assert len(entries) == before + 1
+        assert names <= _symfile_names(entries[0])          # newest first
+        prog.iops(np.ones((4, 4), np.int32), np.ones((4, 4), np.int32))
+        assert len(jit.entries()) == before + 1
+    assert len(jit.entries()) == before
+    with vmrt.Executable.load(builds["debug"].library.read_bytes()):
+        entries = jit.entries()
+        assert len(entries) == before + 1 and names <= _symfile_names(entries[0])

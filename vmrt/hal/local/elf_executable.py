@@ -45,7 +45,8 @@ from . import library_abi as abi
 from .dispatch import dispatch_library
 from .export_symbols import name_exports
 from .exports import ExportInfo, ImportInfo, find_export
-from .guest import GuestMemory, import_thunk, machine_lock, sig
+from .guest import GuestMemory, import_thunk, machine_lock
+from .library_query import query_library
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .plugins.system import host_libraries, system_library_bytes
@@ -251,7 +252,10 @@ class ElfExecutable(Closeable):
         mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
         self.processor_data = tuple(pd)
         try:
-            lib, hdr = query_library(mem, query_addr, self.env, label)
+            # a HAL device's load (defer_names) is registered with gdb before its
+            # first dispatch, with its exports named: not for the query too
+            lib, hdr = query_library(mem, query_addr, self.env, label,
+                                     register=not self.defer_names)
             self.version = hdr.version
             self.name = mem.cstr(hdr.name_ptr) or label
             self.features = hdr.features
@@ -547,26 +551,6 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
     return ExecutableError(
         f"system library {label} ({arch}) needs the platform C library for {shown}: {why}, "
         f"or compile with --iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
-
-
-def query_library(mem: GuestMemory, query_addr: int, env: int,
-                  label: str) -> tuple[abi.LibraryV0, abi.LibraryHeader]:
-    """Call a library query at ``query_addr`` (``ptr(u32 version, ptr
-    environment)``) in ``mem``'s machine for version 6: the library's v0
-    table and header.  A NULL answer or header is an ExecutableError
-    naming ``label``; elfkit errors (a fault) pass through."""
-    m, lay = mem.machine, mem.layout
-    query = m.function(query_addr, sig("ptr(u32,ptr)"))
-    lib_ptr = int(query(abi.LIBRARY_VERSION, env) or 0)
-    if not lib_ptr:
-        raise ExecutableError(
-            f"executable {label} does not support this version of the runtime "
-            f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
-            f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
-    lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
-    if not lib.header:
-        raise ExecutableError(f"executable {label}: the library has a NULL header")
-    return lib, lay.library_header(m.read(lib.header, lay.library_header_size))
 
 
 def _unwind_personality(*_args: Any) -> int:
