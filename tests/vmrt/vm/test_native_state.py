@@ -105,3 +105,23 @@ def test_an_export_shadowing_a_module_method_is_refused():
             assert "shadows a vmrt.Module method" in str(e)
         else:
             raise AssertionError("an export shadowing a Module method was accepted")
+
+
+def test_an_export_name_declared_twice_is_refused():
+    class Twice(vmrt.NativeModule):
+        name = "twice"
+
+        @vmrt.export("f", "0i_i")
+        def f(self, state: vmrt.NativeState, x: int) -> int:
+            return x
+
+        @vmrt.export("f", "0i_i")
+        def g(self, state: vmrt.NativeState, x: int) -> int:
+            return -x
+    for _ in range(2):
+        try:
+            Twice()
+        except vmrt.VmError as e:
+            assert "duplicate export 'f' in module 'twice'" in str(e)
+        else:
+            raise AssertionError("an export name declared twice was accepted")
