@@ -307,23 +307,22 @@ class ElfExecutable(Closeable):
         size = lay.attrs_size
         table = mem.read(lib.export_attrs, n * size) if lib.export_attrs and n else b""
         exports: list[ExportInfo] = []
-        for i in range(n):
-            nm = names[i]
-            if lib.export_attrs:
-                a = lay.dispatch_attrs(table[i * size:(i + 1) * size])
-                if a.binding_count > abi.MAX_BINDING_COUNT or \
-                        a.constant_count > abi.MAX_CONSTANT_COUNT:
+        if table:       # each export's iree_hal_executable_dispatch_attrs_v0_t, in one pass
+            page = abi.LOCAL_MEMORY_PAGE_SIZE
+            for i, (flags, pages, constants, bindings, sx, sy, sz, params) in enumerate(
+                    struct.iter_unpack(lay.attrs_fmt, table)):
+                nm = names[i]
+                if bindings > abi.MAX_BINDING_COUNT or constants > abi.MAX_CONSTANT_COUNT:
                     raise ExecutableError(
                         f"executable '{self.name}' export {i} ({nm or '?'}): "
-                        f"{a.binding_count} bindings / {a.constant_count} constants exceed the "
+                        f"{bindings} bindings / {constants} constants exceed the "
                         f"limits ({abi.MAX_BINDING_COUNT}/{abi.MAX_CONSTANT_COUNT})",
                         StatusCode.OUT_OF_RANGE)
-                exports.append(ExportInfo(i, nm or str(i), ptrs[i], a.flags, a.binding_count,
-                                          a.constant_count, a.workgroup_size,
-                                          a.local_memory_size, a.parameter_count))
-            else:
-                exports.append(ExportInfo(i, nm or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
-                                          has_attrs=False))
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], flags, bindings, constants,
+                                          (sx, sy, sz), pages * page, params))
+        else:
+            exports = [ExportInfo(i, names[i] or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
+                                  has_attrs=False) for i in range(n)]
         self.exports = exports
         self._by_name = {e.name: e for e in exports}
 
