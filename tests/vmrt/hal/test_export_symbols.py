@@ -255,3 +255,29 @@ def test_a_programs_library_is_registered_with_gdb_once_before_its_first_dispatc
     with vmrt.Executable.load(builds["debug"].library.read_bytes()):
         entries = jit.entries()
         assert len(entries) == before + 1 and names <= _symfile_names(entries[0])
+
+
+def test_an_export_over_the_binding_limit_is_refused_at_load(builds):
+    """Each export's dispatch attributes are checked at load (IREE's limits on
+    bindings and constants): one patched past the binding limit is refused,
+    naming the export."""
+    import struct
+
+    import vmrt
+    from vmrt.hal.local import library_abi as abi
+    lib = builds["debug"].library.read_bytes()
+    with vmrt.Executable.load(lib) as exe:
+        first = exe.exports[0]
+        row = struct.pack(abi.layout(8).attrs_fmt, first.flags,
+                          first.local_memory_size // abi.LOCAL_MEMORY_PAGE_SIZE,
+                          first.constant_count, first.binding_count, *first.workgroup_size,
+                          first.parameter_count)
+    at = lib.find(row)
+    assert at > 0
+    bad = bytearray(lib)
+    bad[at + 11] = abi.MAX_BINDING_COUNT + 1     # binding_count: the u8 after flags (u64),
+    #                                              local_memory_pages (u16), constant_count (u8)
+    with pytest.raises(vmrt.VmError, match=rf"export 0 \({first.name}\): "
+                       rf"{abi.MAX_BINDING_COUNT + 1} bindings / {first.constant_count} "
+                       "constants exceed the limits"):
+        vmrt.Executable.load(bytes(bad))
