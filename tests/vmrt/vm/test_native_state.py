@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 import vmrt
 from elfkit._support.records import field
 from vmrt.modules.check.module import CheckModule, CheckState
@@ -120,7 +122,6 @@ def test_an_export_name_declared_twice_is_refused():
 def _refused_every_time(cls, message: str) -> None:
     """Making ``cls`` fails with ``message``, the second time too (a class's
     export table is kept only when it is good)."""
-    import pytest
     for _ in range(2):
         with pytest.raises(vmrt.VmError, match=re.escape(message)):
             cls()
