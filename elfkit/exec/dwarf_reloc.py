@@ -9,14 +9,18 @@ is moved by the load bias here: ``DW_FORM_addr`` attributes and
 ``.debug_rnglists``, ``.debug_loc`` and ``.debug_loclists``, and the
 initial locations of ``.debug_frame`` FDEs.  Offsets relative to a base
 need nothing; the subprograms' address ranges are noted on the way (the
-sizes of functions a stripped ``.symtab`` lacks).  pyelftools finds the
-DIEs (and where each attribute value sits); damaged DWARF raises and the
-caller keeps the symbols only.
+sizes of functions a stripped ``.symtab`` lacks).  ``dwarf_scan`` (or,
+for DWARF it does not understand, pyelftools) finds the DIEs and where each
+attribute value sits; damaged DWARF raises and the caller keeps the symbols
+only.  Where the addresses sit depends on the sections' bytes alone: the
+sites are found once per plugin and kept in elfkit's cache, and a later
+load at another address only adds its bias at them.
 """
 from __future__ import annotations
 
 import io
 import struct
+import sys
 import zlib
 from collections.abc import Callable
 
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 DW_OP_addr = 0x03
 
 
-def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
+def relocate_dwarf(elf_bytes: bytes | memoryview, sections: dict[str, bytes], bias: int,
                    functions: dict[int, int] | None = None,
                    cache: str | Callable[[], str | None] | None = None,
                    raw: bool = False) -> dict[str, bytes]:
@@ -39,21 +43,114 @@ def relocate_dwarf(elf_bytes: bytes, sections: dict[str, bytes], bias: int,
     every absolute address moved by ``bias``.  ``functions``, when given,
     receives the subprograms: linked ``DW_AT_low_pc`` -> size (from
     ``DW_AT_high_pc``).  ``cache`` and ``raw`` (the sections are stored
-    uncompressed: walked directly): see ``info_sites``."""
-    out = {name: bytearray(body) for name, body in sections.items()}
-    word, sites, funcs = info_sites(elf_bytes, cache, sections if raw else None)
+    uncompressed: walked directly): see :func:`address_sites`."""
+    word, sites, funcs = address_sites(elf_bytes, sections, cache, raw)
     if functions is not None:
         functions.update(funcs)
-    info = out[".debug_info"]
-    for off, size in sites:
-        _add(info, off, size, bias)
-    for name, fix in _FIXERS.items():
-        if name in out:
-            fix(out[name], word, bias)
-    return {name: bytes(body) for name, body in out.items()}
+    out = dict(sections)
+    for name, where in sites.items():
+        if where:
+            out[name] = _moved(sections[name], where, bias)
+    return out
 
 
-def info_sites(elf_bytes: bytes, cache: str | Callable[[], str | None] | None = None,
+#: sites of one section moved with numpy (when it is imported) from this many on
+#: (below, the plain loop, ~0.5 us a site, beats numpy's fixed cost in a fresh process)
+BULK = 512
+
+
+def _moved(body: bytes, where: list[tuple[int, int]], bias: int) -> bytes:
+    """``body`` with ``bias`` added to the address at each site (0 and all
+    ones, which mark "no address", stay)."""
+    buf = bytearray(body)
+    n = len(buf)
+    rest = where
+    if len(where) >= BULK and "numpy" in sys.modules:   # numpy's import is not worth it
+        rest = [s for s in where if s[1] not in (4, 8)]
+        for size in (4, 8):
+            _moved_bulk(buf, [off for off, sz in where if sz == size], size, bias)
+    get = int.from_bytes
+    for off, size in rest:
+        end = off + size
+        if end > n or off < 0:
+            raise ValueError(f"DWARF address at {off:#x} is past the end of its section")
+        v = get(buf[off:end], "little")
+        top = (1 << (8 * size)) - 1
+        if v != 0 and v != top:
+            buf[off:end] = ((v + bias) & top).to_bytes(size, "little")
+    return bytes(buf)
+
+
+def _moved_bulk(buf: bytearray, offsets: list[int], size: int, bias: int) -> None:
+    """:func:`_moved` for the ``size``-byte sites at ``offsets``, with numpy."""
+    if not offsets:
+        return
+    import numpy as np
+    at = np.asarray(offsets, np.int64)
+    if int(at.min()) < 0 or int(at.max()) + size > len(buf):
+        bad = next(off for off in offsets if off < 0 or off + size > len(buf))
+        raise ValueError(f"DWARF address at {bad:#x} is past the end of its section")
+    raw = np.frombuffer(buf, np.uint8)
+    idx = at[:, None] + np.arange(size)
+    kind = np.dtype(f"<u{size}")
+    vals = raw[idx].view(kind).ravel()
+    keep = (vals != 0) & (vals != np.iinfo(kind).max)
+    moved = (vals[keep] + kind.type(bias & np.iinfo(kind).max)).astype(kind)
+    raw[idx[keep]] = moved.view(np.uint8).reshape(-1, size)
+
+
+def address_sites(elf_bytes: bytes | memoryview, sections: dict[str, bytes],
+                  cache: str | Callable[[], str | None] | None = None, raw: bool = False
+                  ) -> tuple[int, dict[str, list[tuple[int, int]]], dict[int, int]]:
+    """(address size, {section: [(offset, address size)] of each address
+    it holds}, {low_pc: size} of the subprograms) of the ``.debug_*``
+    ``sections`` of ``elf_bytes``: where :func:`relocate_dwarf` adds the
+    bias.  They depend on the sections' bytes alone, so for ``raw``
+    (uncompressed) sections they are kept in ``cache`` (a directory, or a
+    function giving it) under the sections' contents (a later load of the
+    same plugin at any address reads them back: walking ``.debug_info`` and
+    the line programs costs ~1-3 ms for a plugin of a few hundred functions)."""
+    entry = None
+    where = cache() if callable(cache) else cache
+    if raw and where is not None:
+        entry = moves_entry(sections)
+        kept = codecache.load(where, *entry)
+        if _moves_well_formed(kept, sections):
+            return kept
+    word, info, funcs = info_sites(elf_bytes, where, sections if raw else None)
+    sites = {".debug_info": info}
+    for name, find in _FINDERS.items():
+        if name in sections:
+            sites[name] = find(sections[name], word)
+    if entry is not None:
+        codecache.store(where, *entry, (word, sites, funcs))
+    return word, sites, funcs
+
+
+def moves_entry(sections: dict[str, bytes]) -> tuple[str, bytes]:
+    """``(file name, key)`` of the cache entry of the address sites of the
+    debug ``sections``: each one's name, length, CRC-32 and Adler-32."""
+    parts = [f"{name}:{len(body):x}:{zlib.crc32(body):08x}{zlib.adler32(body):08x}"
+             for name, body in sorted(sections.items())]
+    key = "\0".join(parts).encode()
+    return f"dwarf-moves-{zlib.crc32(key):08x}{len(key):x}.bin", b"dwarf moves\0" + key
+
+
+def _moves_well_formed(kept: Any, sections: dict[str, bytes]) -> bool:
+    if not (type(kept) is tuple and len(kept) == 3):
+        return False
+    word, sites, funcs = kept
+    return (type(word) is int and type(sites) is dict and type(funcs) is dict
+            and ".debug_info" in sites
+            and all(type(name) is str and name in sections and type(where) is list
+                    and all(type(s) is tuple and len(s) == 2 and type(s[0]) is int
+                            and type(s[1]) is int for s in where)
+                    for name, where in sites.items())
+            and all(type(k) is int and type(v) is int for k, v in funcs.items()))
+
+
+def info_sites(elf_bytes: bytes | memoryview,
+               cache: str | Callable[[], str | None] | None = None,
                sections: dict[str, bytes] | None = None
                ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     """(address size of the last unit, [(offset, address size)] of each
@@ -81,7 +178,7 @@ def info_sites(elf_bytes: bytes, cache: str | Callable[[], str | None] | None = 
     return found
 
 
-def sites_entry(elf_bytes: bytes) -> tuple[str, bytes]:
+def sites_entry(elf_bytes: bytes | memoryview) -> tuple[str, bytes]:
     """``(file name, key)`` of the cache entry of ``elf_bytes``'s sites: the
     file's CRC-32, Adler-32 and length."""
     key = f"{zlib.crc32(elf_bytes):08x}{zlib.adler32(elf_bytes):08x}-{len(elf_bytes):x}"
@@ -98,7 +195,8 @@ def _well_formed(kept: Any) -> bool:
             and all(type(k) is int and type(v) is int for k, v in funcs.items()))
 
 
-def find_sites_pyelftools(elf_bytes: bytes) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
+def find_sites_pyelftools(elf_bytes: bytes | memoryview
+                          ) -> tuple[int, list[tuple[int, int]], dict[int, int]]:
     from elftools.common.exceptions import ELFError  # only when a plugin carries DWARF
     from elftools.elf.elffile import ELFFile
 
@@ -142,16 +240,7 @@ def _note_function(die: Any, functions: dict[int, int]) -> None:
         functions[lo.value] = size
 
 
-def _add(buf: bytearray, off: int, word: int, bias: int) -> None:
-    fmt = "<Q" if word == 8 else "<I"
-    if off + word > len(buf):
-        raise ValueError(f"DWARF address at {off:#x} is past the end of its section")
-    v, = struct.unpack_from(fmt, buf, off)
-    if v != 0 and v != (1 << (8 * word)) - 1:          # 0 and -1 mark "no address"
-        struct.pack_into(fmt, buf, off, (v + bias) & ((1 << (8 * word)) - 1))
-
-
-def _units(buf: bytearray) -> list[tuple[int, int, int]]:
+def _units(buf: bytes | bytearray) -> list[tuple[int, int, int]]:
     """(start of unit header after the length, end, size of offsets) per unit."""
     units = []
     off = 0
@@ -170,14 +259,21 @@ def _units(buf: bytearray) -> list[tuple[int, int, int]]:
     return units
 
 
-def _fix_addr(buf: bytearray, word: int, bias: int) -> None:
+# Each finder gives the (offset, address size) of every address a section
+# holds, from its bytes as linked: a pure function of them (kept per file).
+_Sites = list[tuple[int, int]]
+
+
+def _find_addr(buf: bytes, word: int) -> _Sites:
+    out = []
     for start, end, _size in _units(buf):
         w = buf[start + 2]                              # version(2) address_size(1) seg(1)
-        for off in range(start + 4, end - w + 1, w):
-            _add(buf, off, w, bias)
+        out += [(off, w) for off in range(start + 4, end - w + 1, w)]
+    return out
 
 
-def _fix_aranges(buf: bytearray, word: int, bias: int) -> None:
+def _find_aranges(buf: bytes, word: int) -> _Sites:
+    out = []
     for start, end, size in _units(buf):
         w = buf[start + 2 + size]                       # version(2) info offset address_size
         off = start + 2 + size + 2
@@ -185,17 +281,20 @@ def _fix_aranges(buf: bytearray, word: int, bias: int) -> None:
         rel = off - header_start
         off += (-rel) % (2 * w)                         # tuples are aligned to 2 * address size
         while off + 2 * w <= end:
-            _add(buf, off, w, bias)
+            out.append((off, w))
             off += 2 * w
+    return out
 
 
-def _fix_ranges(buf: bytearray, word: int, bias: int) -> None:
+def _find_ranges(buf: bytes, word: int) -> _Sites:
     fmt = "<Q" if word == 8 else "<I"
     top = (1 << (8 * word)) - 1
+    out = []
     for off in range(0, len(buf) - 2 * word + 1, 2 * word):
         a, = struct.unpack_from(fmt, buf, off)
         if a == top:                                    # base address selection
-            _add(buf, off + word, word, bias)
+            out.append((off + word, word))
+    return out
 
 
 # the DW_RLE_* / DW_LLE_* codes that differ: base_address, start_end,
@@ -205,11 +304,11 @@ _RLE_CODES = (5, 6, 7, -1)
 _LLE_CODES = (6, 7, 8, 5)
 
 
-def _fix_lists(buf: bytearray, bias: int, codes: tuple[int, int, int, int],
-               located: bool) -> None:
+def _find_lists(buf: bytes, codes: tuple[int, int, int, int], located: bool) -> _Sites:
     """``.debug_rnglists`` or (``located``: each entry carries an
     expression) ``.debug_loclists``."""
     base, start_end, start_length, default = codes
+    out = []
     for start, end, size in _units(buf):
         w = buf[start + 2]
         count, = struct.unpack_from("<I", buf, start + 4)
@@ -225,37 +324,40 @@ def _fix_lists(buf: bytearray, bias: int, codes: tuple[int, int, int, int],
             if kind in (2, 3, 4):
                 off = _uleb(buf, _uleb(buf, off)[1])[1]
             elif kind == base:
-                _add(buf, off, w, bias)
+                out.append((off, w))
                 off += w
                 continue
             elif kind == start_end:
-                _add(buf, off, w, bias)
-                _add(buf, off + w, w, bias)
+                out += [(off, w), (off + w, w)]
                 off += 2 * w
             elif kind == start_length:
-                _add(buf, off, w, bias)
+                out.append((off, w))
                 off = _uleb(buf, off + w)[1]
             elif kind != default:
                 raise ValueError(f"unknown list entry kind {kind} at {off - 1:#x}")
             if located:
                 n, off = _uleb(buf, off)
                 off += n
+    return out
 
 
-def _fix_loc(buf: bytearray, word: int, bias: int) -> None:
+def _find_loc(buf: bytes, word: int) -> _Sites:
     fmt = "<Q" if word == 8 else "<I"
     top = (1 << (8 * word)) - 1
+    out = []
     off = 0
     while off + 2 * word <= len(buf):
         a, b = struct.unpack_from(fmt[0] + fmt[1] * 2, buf, off)
         off += 2 * word
         if a == top:                                    # base address selection
-            _add(buf, off - word, word, bias)
+            out.append((off - word, word))
         elif a or b:                                    # a range: u16 length, expression
             off += 2 + struct.unpack_from("<H", buf, off)[0]
+    return out
 
 
-def _fix_line(buf: bytearray, word: int, bias: int) -> None:
+def _find_line(buf: bytes, word: int) -> _Sites:
+    out = []
     for start, end, size in _units(buf):
         version, = struct.unpack_from("<H", buf, start)
         p = start + 2
@@ -276,27 +378,29 @@ def _fix_line(buf: bytearray, word: int, bias: int) -> None:
             if op == 0:                                 # extended: uleb length, sub-opcode
                 n, off = _uleb(buf, off)
                 if buf[off] == 2:                       # DW_LNE_set_address
-                    _add(buf, off + 1, n - 1, bias)
+                    out.append((off + 1, n - 1))
                 off += n
             elif op == 9:                               # DW_LNS_fixed_advance_pc: a uhalf
                 off += 2
             else:
                 for _ in range(lengths[op - 1]):
                     off = _uleb(buf, off)[1]
+    return out
 
 
-def _fix_frame(buf: bytearray, word: int, bias: int) -> None:
+def _find_frame(buf: bytes, word: int) -> _Sites:
+    out = []
     for start, _end, size in _units(buf):
         cie_id = int.from_bytes(buf[start:start + size], "little")
         if cie_id != (1 << (8 * size)) - 1:             # an FDE: CIE pointer, initial location
-            _add(buf, start + size, word, bias)
+            out.append((start + size, word))
+    return out
 
 
-_FIXERS: dict[str, Callable[[bytearray, int, int], None]] = {
-    ".debug_addr": _fix_addr, ".debug_aranges": _fix_aranges, ".debug_ranges": _fix_ranges,
-    ".debug_rnglists": lambda buf, _w, bias: _fix_lists(buf, bias, _RLE_CODES, False),
-    ".debug_loc": _fix_loc,
-    ".debug_loclists": lambda buf, _w, bias: _fix_lists(buf, bias, _LLE_CODES, True),
-    ".debug_line": _fix_line, ".debug_frame": _fix_frame,
+_FINDERS: dict[str, Callable[[bytes, int], _Sites]] = {
+    ".debug_addr": _find_addr, ".debug_aranges": _find_aranges, ".debug_ranges": _find_ranges,
+    ".debug_rnglists": lambda buf, _w: _find_lists(buf, _RLE_CODES, False),
+    ".debug_loc": _find_loc,
+    ".debug_loclists": lambda buf, _w: _find_lists(buf, _LLE_CODES, True),
+    ".debug_line": _find_line, ".debug_frame": _find_frame,
 }
-

@@ -21,7 +21,9 @@ A module's symfile is built and registered when a debugger can use it (see
 :func:`register_at_load`): at load when a debugger watches the interface
 (its breakpoint is on ``__jit_debug_register_code``) or ``ELFKIT_GDB_JIT=eager``;
 else before the module's code first runs through its machine (a call, a
-typed function, init), or when :func:`register_pending` is called.  The
+typed function, init; not through a typed function asked for with
+``jit=False``, as vmrt's HAL asks for a library's query at load: its first
+dispatch registers it), or when :func:`register_pending` is called.  The
 machine keeps the others waiting (:func:`wait`).
 """
 from __future__ import annotations

@@ -330,10 +330,14 @@ class NativeMachine(Machine):
         except ctypes.ArgumentError as e:
             raise SignatureError(f"argument does not fit {sig}: {e}") from None
 
-    def function(self, addr: int, sig: Signature) -> Callable[..., Any]:
+    def function(self, addr: int, sig: Signature, *, jit: bool = True) -> Callable[..., Any]:
+        """A typed callable for ``addr``; ``jit=False`` leaves the modules
+        waiting for gdb (see jit_debug) waiting: for code run at load that is
+        not the module's work (a library's query), the module is then
+        registered before its next code runs through this machine."""
         self._check_open()
         cell = self._alive_cell(addr, "function at")
-        if self._jit_waiting:
+        if self._jit_waiting and jit:
             self.register_waiting()
         return _guard(self, self._fn(addr, sig), cell, addr)
 

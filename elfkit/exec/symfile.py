@@ -369,8 +369,7 @@ def _dwarf(module: Any, sections: list[Section]) -> tuple[dict[str, bytes], dict
             from .dwarf_reloc import relocate_dwarf
             raw = not any(s.flags & SHF_COMPRESSED for s in sections
                           if s.name.startswith(".debug_"))
-            moved = relocate_dwarf(bytes(data), found, module.base, functions,
-                                   _elfkit_cache, raw)
+            moved = relocate_dwarf(data, found, module.base, functions, _elfkit_cache, raw)
     except Exception:  # noqa: BLE001 - any DWARF we cannot read or move: symbols only
         moved, functions = {}, {}
     _dwarf_read[module] = done = (moved, functions)

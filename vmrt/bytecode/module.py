@@ -145,8 +145,10 @@ class BytecodeModule(Module):
         calls do not match their callees' cconv, is refused at load."""
         d = self.definition
         n = len(d.functions)
+        sources: list[str | None] | None
         if hit is not None:
-            _, consts, sources, tid = hit
+            _, consts, tid = hit
+            sources = None          # read when a function's code is not kept
             verified: dict[int, Any] = {}
         else:
             from .translate.codegen import verify_function  # only when not cached (start-up)
@@ -255,9 +257,10 @@ class _Translation:
     most about twice), and the rest when the module is collected or at exit."""
 
     def __init__(self, d: ModuleDef, name: str, names: dict[int, str], consts: list[Any],
-                 sources: list[str | None], verified: dict[int, Any], key: bytes | None,
+                 sources: list[str | None] | None, verified: dict[int, Any], key: bytes | None,
                  tid: bytes, fresh: bool):
         self.d, self.name, self.names = d, name, names
+        #: None until a function's source is first needed (the cache's are read then)
         self.consts, self.sources, self.verified = consts, sources, verified
         self.info: Any = None
         self.lock = threading.Lock()
@@ -271,21 +274,35 @@ class _Translation:
 
     def source(self, k: int) -> str:
         """Function ``k``'s Python source (translated now if it is not yet)."""
-        src = self.sources[k]
+        sources = self.sources
+        if sources is None:
+            sources = self._read_sources()
+        src = sources[k]
         if src is not None:
             return src
         from .translate.codegen import translate_function, verify_function
         from .translate.info import ModuleInfo
         with self.lock:
-            src = self.sources[k]
+            src = sources[k]
             if src is None:
                 if self.info is None:
                     self.info = ModuleInfo(self.d, self.consts)
                 where = _label(self.name, self.names, k)
                 ver = self.verified.pop(k, None) or verify_function(self.d, k, where, self.info)
-                src = self.sources[k] = translate_function(self.info, k, where, ver)
+                src = sources[k] = translate_function(self.info, k, where, ver)
                 self.translated = True
         return src
+
+    def _read_sources(self) -> list[str | None]:
+        """The sources the module cache keeps for this translation (all None
+        when it keeps none: each function needed is translated again)."""
+        with self.lock:
+            if self.sources is None:
+                n = len(self.d.functions)
+                kept = transcache.load_sources(self.key, self.tid, n) \
+                    if self.key is not None else None
+                self.sources = kept if kept is not None else [None] * n
+            return self.sources
 
     def compiled(self, k: int, code: Any) -> None:
         self.codes[k] = code
@@ -296,7 +313,7 @@ class _Translation:
         if self.key is None:
             return
         with self.lock:
-            if self.translated:
+            if self.translated and self.sources is not None:
                 # the constant table may have grown: a new entry, a new id, all the code
                 self.tid = transcache.store(self.key, module_record(self.d), self.consts,
                                             self.sources, self.where)

@@ -4,8 +4,10 @@ into (each function is translated on its first call: the entry holds the
 functions translated so far) -- kept on disk so the next load of the same
 module neither parses, verifies nor translates it again (like
 ``__pycache__`` does for ``.py`` files).  Beside the entry, under the same
-translation's id, the compiled code of the functions compiled so far: a
-later load compiles none of them again.
+translation's id, the compiled code of the functions compiled so far (a
+later load compiles none of them again) and the functions' sources (read
+only when a function whose code is not kept is called: a load whose code
+is all kept reads the parsed module, the constants and the code).
 
 An entry is keyed by a hash of the module's bytes (the external rodata
 segments after the FlatBuffer only by the file's length: neither the parser
@@ -46,8 +48,8 @@ if TYPE_CHECKING:
     from types import CodeType
     from typing import Any
 
-__all__ = ["cache_dir", "cache_key", "load", "load_code", "source_files", "store",
-           "store_code"]
+__all__ = ["cache_dir", "cache_key", "load", "load_code", "load_sources", "source_files",
+           "store", "store_code"]
 
 _DIGEST = 32
 #: the packages whose sources decide what a module is translated into
@@ -111,22 +113,21 @@ def _name(key: bytes, part: str = "") -> str:
     return key.hex() + part + ".vmtc"
 
 
-def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], list[str | None], bytes] | None:
-    """``(module record, constants, sources, translation id)`` stored under
-    ``key`` (see :func:`store`), or None (no entry, cache off, or an entry
-    that is not exactly what :func:`store` writes)."""
+def load(key: bytes) -> tuple[tuple[Any, ...], list[Any], bytes] | None:
+    """``(module record, constants, translation id)`` stored under ``key``
+    (see :func:`store`), or None (no entry, cache off, or an entry that is
+    not exactly what :func:`store` writes).  The functions' sources are
+    read apart, when one is needed (:func:`load_sources`)."""
     entry = codecache.load(cache_dir(), _name(key), key, MAX_ENTRY)
     return entry if _well_formed(entry) else None
 
 
 def _well_formed(entry: object) -> bool:
-    if not (isinstance(entry, tuple) and len(entry) == 4):
+    if not (isinstance(entry, tuple) and len(entry) == 3):
         return False
-    record, consts, sources, tid = entry
+    record, consts, tid = entry
     return (isinstance(record, tuple) and len(record) == RECORD_FIELDS
-            and isinstance(consts, list) and isinstance(sources, list)
-            and isinstance(record[11], tuple) and len(sources) == len(record[11])
-            and all(s is None or isinstance(s, str) for s in sources)
+            and isinstance(consts, list) and isinstance(record[11], tuple)
             and isinstance(tid, bytes) and len(tid) > 0)
 
 
@@ -139,25 +140,40 @@ def store(key: bytes, record: tuple[Any, ...], consts: list[Any], sources: list[
           where: str | None) -> bytes:
     """Keep what loading a module derives from its bytes under ``key`` in
     cache directory ``where``: its parsed definition (``record``) and its
-    translation (the constant table and each function's Python source, None
-    for a function not translated yet).  Returns the translation's id (fresh
-    each time: compiled code is kept under it, so code compiled from one
-    translation never meets another's constants).  Best effort: never raises
-    for I/O or for constants marshal cannot write."""
+    translation: the constant table, and apart (beside the entry, under
+    the translation's id: a load whose functions' code is kept reads none
+    of it) each function's Python source, None for a function not
+    translated yet.  Returns the translation's id (fresh each time:
+    compiled code and sources are kept under it, so code compiled from one
+    translation never meets another's constants).  Best effort: never
+    raises for I/O or for constants marshal cannot write."""
     tid = os.urandom(16)
-    codecache.store(where, _name(key), key, (record, consts, list(sources), tid))
+    codecache.store(where, _name(key, "-src"), _part_key(key, "src", tid), list(sources))
+    codecache.store(where, _name(key), key, (record, consts, tid))
     return tid
 
 
-def _code_key(key: bytes, tid: bytes) -> bytes:
-    return key + b"\0code\0" + tid
+def load_sources(key: bytes, tid: bytes, count: int) -> list[str | None] | None:
+    """The sources of the ``count`` functions of translation ``tid`` of the
+    module stored under ``key`` (:func:`store`), or None (not kept, or not
+    exactly that)."""
+    sources = codecache.load(cache_dir(), _name(key, "-src"), _part_key(key, "src", tid),
+                             MAX_ENTRY)
+    if not (isinstance(sources, list) and len(sources) == count
+            and all(s is None or type(s) is str for s in sources)):
+        return None
+    return sources
+
+
+def _part_key(key: bytes, part: str, tid: bytes) -> bytes:
+    return key + b"\0" + part.encode() + b"\0" + tid
 
 
 def load_code(key: bytes, tid: bytes) -> dict[int, CodeType]:
     """The compiled code of the functions of translation ``tid`` of the module
     stored under ``key`` (:func:`store_code`): function ordinal -> code
     (empty: none kept)."""
-    codes = codecache.load(cache_dir(), _name(key, "-code"), _code_key(key, tid), MAX_ENTRY)
+    codes = codecache.load(cache_dir(), _name(key, "-code"), _part_key(key, "code", tid), MAX_ENTRY)
     if not isinstance(codes, dict):
         return {}
     code_type = type(_well_formed.__code__)
@@ -169,4 +185,4 @@ def store_code(key: bytes, tid: bytes, codes: dict[int, CodeType], where: str | 
     compiled so far in cache directory ``where`` (functions are compiled on
     first call: a program's later loads read the code of the functions it
     called and compile none of them again)."""
-    codecache.store(where, _name(key, "-code"), _code_key(key, tid), codes)
+    codecache.store(where, _name(key, "-code"), _part_key(key, "code", tid), codes)

@@ -35,6 +35,7 @@ them into ``state.imports`` (None for missing optional ones).
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 
 from elfkit.support import DataRecord, field
@@ -114,6 +115,54 @@ class _NativeExport:
         self.checks = tuple((i, want) for i, want in enumerate(arg_types or ())
                             if want is not None)
 
+    def bound(self, impl: Callable[..., Any]) -> _NativeExport:
+        """This export (a class's declaration) with ``impl`` (an instance's method)."""
+        new = _NativeExport.__new__(_NativeExport)
+        new.decl, new.impl, new.arg_codes, new.n_results = self.decl, impl, self.arg_codes, \
+            self.n_results
+        new.result_codes, new.arg_types, new.checks = self.result_codes, self.arg_types, \
+            self.checks
+        return new
+
+
+#: class -> the exports its methods declare (see :func:`_declared_exports`)
+_DECLARED: weakref.WeakKeyDictionary[type, tuple[tuple[str, _NativeExport], ...]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _declared_exports(cls: type) -> tuple[tuple[str, _NativeExport], ...] | None:
+    """``(attribute, export without its method)`` of each export method of
+    ``cls`` (its own and its bases', the most derived first), the export's
+    ordinal its position: found once per class (a module made per load, as
+    hal is, pays only for binding its methods).  None when two methods
+    declare one name (``add_export`` then says which)."""
+    table = _DECLARED.get(cls)
+    if table is not None:
+        return table
+    out: list[tuple[str, _NativeExport]] = []
+    seen: set[str] = set()
+    for klass in cls.__mro__:
+        for attr, fn in vars(klass).items():
+            meta = getattr(fn, _EXPORT_ATTR, None)
+            if meta is None or attr in seen:
+                continue
+            seen.add(attr)
+            if hasattr(Module, attr):
+                raise DefinitionError(f"export method '{attr}' of {cls.__name__} shadows "
+                                      "a vmrt.Module method; rename it",
+                                      StatusCode.INVALID_ARGUMENT)
+            ename, cconv, arg_types = meta
+            out.append((attr, _NativeExport(ExportDecl(ename, cconv, len(out)), _unbound,
+                                            tuple(arg_types) if arg_types else None)))
+    if len({e.decl.name for _a, e in out}) < len(out):
+        return None
+    table = _DECLARED[cls] = tuple(out)
+    return table
+
+
+def _unbound(*_args: Any) -> Any:      # pragma: no cover - replaced by each instance's method
+    raise AssertionError("a declared export called without its instance")
+
 
 class NativeModule(Module, _Stateful[StateT]):
     """Base class for Python modules (also the base of HAL-style modules),
@@ -136,19 +185,18 @@ class NativeModule(Module, _Stateful[StateT]):
             raise DefinitionError("native module needs a name", StatusCode.INVALID_ARGUMENT)
         self._exports: list[_NativeExport] = []
         self._by_name: dict[str, int] = {}
+        table = _declared_exports(type(self))
+        if table is not None:
+            self._exports = [e.bound(getattr(self, attr)) for attr, e in table]
+            self._by_name = {e.decl.name: i for i, (_attr, e) in enumerate(table)}
+            return
         seen: set[str] = set()
-        for klass in type(self).__mro__:
+        for klass in type(self).__mro__:        # a name declared twice: add_export says so
             for attr, fn in vars(klass).items():
                 meta = getattr(fn, _EXPORT_ATTR, None)
-                if meta is None or attr in seen:
-                    continue
-                seen.add(attr)
-                if hasattr(Module, attr):
-                    raise DefinitionError(f"export method '{attr}' of {type(self).__name__} "
-                                          "shadows "
-                                  "a vmrt.Module method; rename it", StatusCode.INVALID_ARGUMENT)
-                ename, cconv, arg_types = meta
-                self.add_export(ename, cconv, getattr(self, attr), arg_types)
+                if meta is not None and attr not in seen:
+                    seen.add(attr)
+                    self.add_export(meta[0], meta[1], getattr(self, attr), meta[2])
 
     # -- declaration ----------------------------------------------------
     def add_export(self, name: str, cconv: str, impl: Callable[..., Any],

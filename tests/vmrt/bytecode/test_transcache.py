@@ -45,7 +45,8 @@ def cache(tmp_path, monkeypatch):
 
 def _entries(where) -> list:
     """The modules' entries (not the compiled code kept beside them)."""
-    return sorted(p for p in where.glob("*.vmtc") if not p.name.endswith("-code.vmtc")) \
+    return sorted(p for p in where.glob("*.vmtc")
+                  if not p.name.endswith(("-code.vmtc", "-src.vmtc"))) \
         if where.exists() else []
 
 
@@ -59,7 +60,7 @@ def _key_and_count(vmfb) -> tuple[bytes, int]:
 def _codes(key: bytes) -> dict:
     """The compiled code kept for the module's cached translation."""
     entry = transcache.load(key)
-    return transcache.load_code(key, entry[3]) if entry is not None else {}
+    return transcache.load_code(key, entry[2]) if entry is not None else {}
 
 
 _CHILD = ("import sys, vmrt\n"
@@ -145,7 +146,7 @@ def test_code_compiled_from_another_translation_is_not_used(compile_mlir, cache,
     assert _run(vmfb, 27) == _collatz_steps(27)
     key, _ = _key_and_count(vmfb)
     old = transcache.load(key)
-    assert old is not None and transcache.load_code(key, old[3])
+    assert old is not None and transcache.load_code(key, old[2])
     _entries(cache)[0].unlink()
     from vmrt.bytecode.translate import namespace
     compiled: list[str] = []
@@ -157,7 +158,7 @@ def test_code_compiled_from_another_translation_is_not_used(compile_mlir, cache,
     assert _run(vmfb, 31) == _collatz_steps(31)
     assert compiled
     new = transcache.load(key)
-    assert new is not None and new[3] != old[3] and transcache.load_code(key, old[3]) == {}
+    assert new is not None and new[2] != old[2] and transcache.load_code(key, old[2]) == {}
 
 
 def _corrupt(path, how: str, other: bytes) -> None:
@@ -234,7 +235,8 @@ def test_no_cache_reads_and_writes_nothing(compile_mlir, cache, monkeypatch):
     [entry] = _entries(cache)
     monkeypatch.setenv("VMRT_NO_CACHE", "1")
     assert _run(vmfb, 27) == _collatz_steps(27)
-    entry.unlink()
+    for planted in cache.glob("*.vmtc"):        # the entry and its sources
+        planted.unlink()
     assert _run(vmfb, 27) == _collatz_steps(27)
     assert list(cache.glob("*.vmtc")) == []
 
@@ -386,7 +388,9 @@ def test_functions_translated_later_join_the_cached_entry(compile_mlir, cache, m
     gc.collect()
     first = transcache.load(key)
     assert first is not None
-    assert first[2][names["collatz"]] is not None and first[2][names["sumsq"]] is None
+    first_src = transcache.load_sources(key, first[2], n)
+    assert first_src is not None
+    assert first_src[names["collatz"]] is not None and first_src[names["sumsq"]] is None
     # a cached load translates sumsq on its first call; then the entry holds both
     inst = vmrt.Instance()
     mod = vmrt.BytecodeModule.load(inst, vmfb)
@@ -395,9 +399,11 @@ def test_functions_translated_later_join_the_cached_entry(compile_mlir, cache, m
     del mod, ctx
     gc.collect()
     second = transcache.load(key)
-    assert second is not None and second[3] != first[3]
-    assert all(second[2][names[x]] is not None for x in ("collatz", "sumsq"))
-    assert {names["collatz"], names["sumsq"]} <= set(transcache.load_code(key, second[3]))
+    assert second is not None and second[2] != first[2]
+    second_src = transcache.load_sources(key, second[2], n)
+    assert second_src is not None
+    assert all(second_src[names[x]] is not None for x in ("collatz", "sumsq"))
+    assert {names["collatz"], names["sumsq"]} <= set(transcache.load_code(key, second[2]))
     # and the next load compiles (and translates) neither
     from vmrt.bytecode.translate import namespace
 
@@ -408,3 +414,36 @@ def test_functions_translated_later_join_the_cached_entry(compile_mlir, cache, m
     with vmrt.Context(inst, [vmrt.BytecodeModule.load(inst, vmfb)]) as ctx:
         assert ctx.invoke("module.collatz", [31]) == [_collatz_steps(31)]
         assert ctx.invoke("module.sumsq", [5]) == [0 + 1 + 4 + 9 + 16]
+
+
+def test_a_load_whose_code_is_kept_reads_no_sources(compile_mlir, cache, monkeypatch):
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    assert len(list(cache.glob("*-src.vmtc"))) == 1
+
+    def refuse(*_a, **_k):
+        raise AssertionError("sources read although the code is kept")
+    monkeypatch.setattr(transcache, "load_sources", refuse)
+    assert _run(vmfb, 31) == _collatz_steps(31)
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "garbage", "empty", "missing"])
+def test_damaged_sources_are_translated_again(compile_mlir, cache, how):
+    vmfb = compile_mlir("control.mlir")
+    assert _run(vmfb, 27) == _collatz_steps(27)
+    for code in cache.glob("*-code.vmtc"):      # the code gone: the sources are needed
+        code.unlink()
+    [src] = cache.glob("*-src.vmtc")
+    if how == "missing":
+        src.unlink()
+    else:
+        _corrupt(src, how, b"")
+    key, n = _key_and_count(vmfb)
+    entry = transcache.load(key)
+    assert entry is not None and transcache.load_sources(key, entry[2], n) is None
+    assert _run(vmfb, 31) == _collatz_steps(31)
+    gc.collect()
+    entry = transcache.load(key)          # translated again and kept again
+    assert entry is not None
+    kept = transcache.load_sources(key, entry[2], n)
+    assert kept is not None and any(s is not None for s in kept)

@@ -216,3 +216,68 @@ def test_a_programs_libraries_are_named_before_their_first_dispatch(builds):
         assert len(exe.module.added_symbols) == len(want)
     with vmrt.Executable.load(lib.read_bytes()) as exe:
         assert {s.name: s.address - exe.module.base for s in exe.module.added_symbols} == want
+
+
+def _symfile_names(symfile: bytes) -> set[str]:
+    symtab = ELFFile(io.BytesIO(symfile)).get_section_by_name(".symtab")
+    return {s.name for s in symtab.iter_symbols() if s.name}
+
+
+def test_a_programs_library_is_registered_with_gdb_once_before_its_first_dispatch(
+        builds, monkeypatch):
+    """A program's load runs its libraries' queries without registering them
+    with gdb (nothing watches: no debugger, not ELFKIT_GDB_JIT=eager); the
+    first dispatch registers each once, its exports named.  A direct load
+    registers at once."""
+    import numpy as np
+
+    import vmrt
+    monkeypatch.delenv("ELFKIT_GDB_JIT", raising=False)
+    ok, why = jit_debug.available()
+    if not ok:
+        pytest.skip(f"gdb JIT registration unavailable: {why}")
+    jit = jit_debug.interface()
+    assert jit is not None
+    if jit.watched():
+        pytest.skip("a debugger watches this process")
+    names = set(dwarf_functions(builds["debug"].library))
+    before = len(jit.entries())
+    with vmrt.load(builds["debug"].vmfb) as prog:
+        assert len(jit.entries()) == before
+        a = np.arange(8, dtype=np.float32)
+        assert prog.add(a, np.full(8, 2, np.float32)).tolist() == (a + 2).tolist()
+        entries = jit.entries()
+        assert len(entries) == before + 1
+        assert names <= _symfile_names(entries[0])          # newest first
+        prog.iops(np.ones((4, 4), np.int32), np.ones((4, 4), np.int32))
+        assert len(jit.entries()) == before + 1
+    assert len(jit.entries()) == before
+    with vmrt.Executable.load(builds["debug"].library.read_bytes()):
+        entries = jit.entries()
+        assert len(entries) == before + 1 and names <= _symfile_names(entries[0])
+
+
+def test_an_export_over_the_binding_limit_is_refused_at_load(builds):
+    """Each export's dispatch attributes are checked at load (IREE's limits on
+    bindings and constants): one patched past the binding limit is refused,
+    naming the export."""
+    import struct
+
+    import vmrt
+    from vmrt.hal.local import library_abi as abi
+    lib = builds["debug"].library.read_bytes()
+    with vmrt.Executable.load(lib) as exe:
+        first = exe.exports[0]
+        row = struct.pack(abi.layout(8).attrs_fmt, first.flags,
+                          first.local_memory_size // abi.LOCAL_MEMORY_PAGE_SIZE,
+                          first.constant_count, first.binding_count, *first.workgroup_size,
+                          first.parameter_count)
+    at = lib.find(row)
+    assert at > 0
+    bad = bytearray(lib)
+    bad[at + 11] = abi.MAX_BINDING_COUNT + 1     # binding_count: the u8 after flags (u64),
+    #                                              local_memory_pages (u16), constant_count (u8)
+    with pytest.raises(vmrt.VmError, match=rf"export 0 \({first.name}\): "
+                       rf"{abi.MAX_BINDING_COUNT + 1} bindings / {first.constant_count} "
+                       "constants exceed the limits"):
+        vmrt.Executable.load(bytes(bad))

@@ -45,7 +45,8 @@ from . import library_abi as abi
 from .dispatch import dispatch_library
 from .export_symbols import name_exports
 from .exports import ExportInfo, ImportInfo, find_export
-from .guest import GuestMemory, import_thunk, machine_lock, sig
+from .guest import GuestMemory, import_thunk, machine_lock
+from .library_query import query_library
 from .plugins.manager import PluginManager
 from .plugins.plugin import ImportSlots
 from .plugins.system import host_libraries, system_library_bytes
@@ -251,7 +252,10 @@ class ElfExecutable(Closeable):
         mem.write(self.env + lay.env_processor, struct.pack("<8Q", *pd))
         self.processor_data = tuple(pd)
         try:
-            lib, hdr = query_library(mem, query_addr, self.env, label)
+            # a HAL device's load (defer_names) is registered with gdb before its
+            # first dispatch, with its exports named: not for the query too
+            lib, hdr = query_library(mem, query_addr, self.env, label,
+                                     register=not self.defer_names)
             self.version = hdr.version
             self.name = mem.cstr(hdr.name_ptr) or label
             self.features = hdr.features
@@ -303,23 +307,22 @@ class ElfExecutable(Closeable):
         size = lay.attrs_size
         table = mem.read(lib.export_attrs, n * size) if lib.export_attrs and n else b""
         exports: list[ExportInfo] = []
-        for i in range(n):
-            nm = names[i]
-            if lib.export_attrs:
-                a = lay.dispatch_attrs(table[i * size:(i + 1) * size])
-                if a.binding_count > abi.MAX_BINDING_COUNT or \
-                        a.constant_count > abi.MAX_CONSTANT_COUNT:
+        if table:       # each export's iree_hal_executable_dispatch_attrs_v0_t, in one pass
+            page = abi.LOCAL_MEMORY_PAGE_SIZE
+            for i, (flags, pages, constants, bindings, sx, sy, sz, params) in enumerate(
+                    struct.iter_unpack(lay.attrs_fmt, table)):
+                nm = names[i]
+                if bindings > abi.MAX_BINDING_COUNT or constants > abi.MAX_CONSTANT_COUNT:
                     raise ExecutableError(
                         f"executable '{self.name}' export {i} ({nm or '?'}): "
-                        f"{a.binding_count} bindings / {a.constant_count} constants exceed the "
+                        f"{bindings} bindings / {constants} constants exceed the "
                         f"limits ({abi.MAX_BINDING_COUNT}/{abi.MAX_CONSTANT_COUNT})",
                         StatusCode.OUT_OF_RANGE)
-                exports.append(ExportInfo(i, nm or str(i), ptrs[i], a.flags, a.binding_count,
-                                          a.constant_count, a.workgroup_size,
-                                          a.local_memory_size, a.parameter_count))
-            else:
-                exports.append(ExportInfo(i, nm or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
-                                          has_attrs=False))
+                exports.append(ExportInfo(i, nm or str(i), ptrs[i], flags, bindings, constants,
+                                          (sx, sy, sz), pages * page, params))
+        else:
+            exports = [ExportInfo(i, names[i] or str(i), ptrs[i], 0, 0, 0, (1, 1, 1), 0, 0,
+                                  has_attrs=False) for i in range(n)]
         self.exports = exports
         self._by_name = {e.name: e for e in exports}
 
@@ -547,26 +550,6 @@ def _foreign_system_library(data: bytes, label: str, names: Sequence[str]) -> Ex
     return ExecutableError(
         f"system library {label} ({arch}) needs the platform C library for {shown}: {why}, "
         f"or compile with --iree-llvmcpu-link-embedded=true", StatusCode.UNAVAILABLE)
-
-
-def query_library(mem: GuestMemory, query_addr: int, env: int,
-                  label: str) -> tuple[abi.LibraryV0, abi.LibraryHeader]:
-    """Call a library query at ``query_addr`` (``ptr(u32 version, ptr
-    environment)``) in ``mem``'s machine for version 6: the library's v0
-    table and header.  A NULL answer or header is an ExecutableError
-    naming ``label``; elfkit errors (a fault) pass through."""
-    m, lay = mem.machine, mem.layout
-    query = m.function(query_addr, sig("ptr(u32,ptr)"))
-    lib_ptr = int(query(abi.LIBRARY_VERSION, env) or 0)
-    if not lib_ptr:
-        raise ExecutableError(
-            f"executable {label} does not support this version of the runtime "
-            f"({abi.LIBRARY_VERSION:08X}): its query returned NULL for version "
-            f"{abi.LIBRARY_VERSION}", StatusCode.FAILED_PRECONDITION)
-    lib = lay.library_v0(m.read(lib_ptr, lay.library_v0_size))
-    if not lib.header:
-        raise ExecutableError(f"executable {label}: the library has a NULL header")
-    return lib, lay.library_header(m.read(lib.header, lay.library_header_size))
 
 
 def _unwind_personality(*_args: Any) -> int:

@@ -33,14 +33,9 @@ from ...errors import ExecutableError, StatusCode
 from ...files import MAX_MODULE_SIZE, read_input
 from ...vm.lifecycle import Closeable
 from . import library_abi as abi
-from .elf_executable import (
-    ElfExecutable,
-    library_arch,
-    prefetch_unicorn,
-    query_library,
-    runtime_imports,
-)
+from .elf_executable import ElfExecutable, library_arch, prefetch_unicorn, runtime_imports
 from .guest import GuestMemory
+from .library_query import query_library
 from .plugins.manager import PluginManager
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)

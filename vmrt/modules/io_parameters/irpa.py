@@ -31,6 +31,8 @@ _SPLAT = struct.Struct("<Q16sB")              # 25 bytes after the common header
 _DATA = struct.Struct("<QQ")                  # 16 bytes after the common header
 ENTRY_ALIGNMENT = 16
 TYPE_SKIP, TYPE_SPLAT, TYPE_DATA, TYPE_EXTERNAL = 0, 1, 2, 3
+#: an entry table or metadata segment up to this size is copied before it is read
+COPY_MAX = 1 << 20
 #: linked headers followed at most (a cycle in a corrupt file must not hang)
 MAX_HEADERS = 1024
 
@@ -84,45 +86,51 @@ def _parse_v0(r: Reader, base: int, out: list[ParameterEntry]) -> None:
                      StatusCode.OUT_OF_RANGE)
     # The three segments are inside the file (checked above), and each read
     # below is checked against its segment: no read needs the file's end again.
+    # The entry table and the names are read from one copy each (a few KB: an
+    # unpack or a slice of the mapping costs more than of bytes), unless large.
     data, source = r.data, r.source
+    table = bytes(data[e_off:e_off + e_len]) if e_len <= COPY_MAX else data[e_off:e_off + e_len]
+    names = bytes(data[m_off:m_off + m_len]) if m_len <= COPY_MAX else data[m_off:m_off + m_len]
     entry_at, data_at, splat_at = _ENTRY.unpack_from, _DATA.unpack_from, _SPLAT.unpack_from
+    base = r.address_at(0)
+    add = out.append
     head = _ENTRY.size
-    pos, end = e_off, e_off + e_len
+    pos, end = 0, e_len
     for i in range(count):
         if end - pos < head:
-            raise r.fail(f"entry table truncated at entry {i} (offset {pos})",
+            raise r.fail(f"entry table truncated at entry {i} (offset {e_off + pos})",
                          StatusCode.OUT_OF_RANGE)
-        size, kind, _flags, n_off, n_len, _md_off, _md_len, _align = entry_at(data, pos)
+        size, kind, _flags, n_off, n_len, _md_off, _md_len, _align = entry_at(table, pos)
         if size < head or size > end - pos:
-            raise r.fail(f"entry {i} at offset {pos} has size {size}, outside the entry table",
-                         StatusCode.OUT_OF_RANGE)
+            raise r.fail(f"entry {i} at offset {e_off + pos} has size {size}, outside the "
+                         "entry table", StatusCode.OUT_OF_RANGE)
         if n_off + n_len > m_len:
             raise r.fail(f"entry {i} name (offset {n_off}, length {n_len}) is outside the "
                          f"{m_len}-byte metadata segment", StatusCode.OUT_OF_RANGE)
         try:
-            key = str(data[m_off + n_off:m_off + n_off + n_len], "utf-8")
+            key = str(names[n_off:n_off + n_len], "utf-8")
         except UnicodeDecodeError:
             raise r.fail(f"entry {i} name is not UTF-8 text") from None
         if kind == TYPE_DATA:
             if size < head + _DATA.size:
                 raise r.fail(f"data entry {i} (`{key}`) is {size} bytes, less than "
                              f"{head + _DATA.size}", StatusCode.OUT_OF_RANGE)
-            offset, length = data_at(data, pos + head)
+            offset, length = data_at(table, pos + head)
             if offset + length > s_len:
                 raise r.fail(f"parameter `{key}` data (offset {offset}, length {length}) is "
                              f"outside the {s_len}-byte storage segment", StatusCode.OUT_OF_RANGE)
             at = s_off + offset
-            out.append(ParameterEntry(key, length, data=data[at:at + length], source=source,
-                                      offset=at, address=r.address_at(at)))
+            add(ParameterEntry(key, length, data[at:at + length], None, source, at,
+                               base + at if base >= 0 else -1))
         elif kind == TYPE_SPLAT:
             if size < head + _SPLAT.size:
                 raise r.fail(f"splat entry {i} (`{key}`) is {size} bytes, less than "
                              f"{head + _SPLAT.size}", StatusCode.OUT_OF_RANGE)
-            length, pattern, plen = splat_at(data, pos + head)
+            length, pattern, plen = splat_at(table, pos + head)
             if plen not in (1, 2, 4, 8, 16):
                 raise r.fail(f"splat entry {i} (`{key}`) pattern length {plen} is not 1, 2, 4, "
                              "8 or 16")
-            out.append(ParameterEntry(key, length, pattern=bytes(pattern[:plen]), source=source))
+            add(ParameterEntry(key, length, pattern=bytes(pattern[:plen]), source=source))
         elif kind != TYPE_SKIP:
             raise r.fail(f"entry {i} (`{key}`) has type {kind}, which vmrt does not support "
                          "(0 skip, 1 splat, 2 data)", StatusCode.UNIMPLEMENTED)

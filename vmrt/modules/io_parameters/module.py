@@ -77,8 +77,9 @@ def spans(key_table: Any, key_data: Any, span_table: Any) -> list[tuple[str, int
     if len(table) < count * _KEY.size:
         raise ParameterError(f"key table of {len(table)} bytes is too small for {count} spans")
     out = []
-    for i, (p_off, b_off, length) in enumerate(_SPAN.iter_unpack(raw)):
-        k_off, k_len = _KEY.unpack_from(table, i * _KEY.size)
+    keys = _KEY.iter_unpack(table[:count * _KEY.size])
+    for i, ((p_off, b_off, length), (k_off, k_len)) in enumerate(zip(_SPAN.iter_unpack(raw),
+                                                                      keys)):
         if k_off + k_len > len(names):
             raise ParameterError(f"key {i} (offset={k_off}, length={k_len}) is outside the "
                                  f"{len(names)}-byte key data", StatusCode.OUT_OF_RANGE)
@@ -167,9 +168,13 @@ def _imported(entry: ParameterEntry, offset: int, length: int) -> HalBuffer | No
     themselves (a parameter's bytes in a mapped or preloaded file, which
     nothing writes) when they are a whole, aligned range, as IREE imports a
     mapped parameter file's memory instead of copying it; None otherwise (a
-    splat, memory given from Python, a misaligned entry): the caller copies."""
-    data = entry.read(offset, length)
-    if not (isinstance(data, memoryview) and data.readonly and len(data) == length > 0):
+    splat, memory given from Python, a misaligned entry): the caller copies.
+    (The range is checked: ``entry.check_range``.)"""
+    whole = entry.data
+    if entry.pattern is not None or not (isinstance(whole, memoryview) and whole.readonly):
+        return None
+    data = whole[offset:offset + length]
+    if not len(data) == length > 0:
         return None
     if entry.address >= 0:
         addr = entry.address + offset
