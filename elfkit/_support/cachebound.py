@@ -36,8 +36,8 @@ DEFAULT_MAX_VMRT = 256 << 20
 #: the names of cache entries (what elfkit and vmrt write; the temporary
 #: files they rename into place end in ``.tmp`` and never match); a pattern
 #: compiled when first used (a prune), not at every start-up
-ENTRY = (r"[0-9a-f]+\.vmtc|(?:code|records|dwarf-sites|help|output|entry-points|jit-debug"
-         r"|blockhook)(?:-[\w.-]*)?\.(?:bin|so|sum)")
+ENTRY = (r"[0-9a-f]+(?:-code|-src)?\.vmtc|(?:code|records|dwarf-sites|dwarf-moves|help|output"
+         r"|entry-points|jit-debug|blockhook)(?:-[\w.-]*)?\.(?:bin|so|sum)")
 #: a read refreshes an entry's time only when it is older than this (seconds)
 TOUCH_AFTER = 60.0
 
