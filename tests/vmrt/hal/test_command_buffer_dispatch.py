@@ -146,7 +146,7 @@ def test_run_dispatch_shares_the_runners_resolution(saxpy, monkeypatch):
     """run_dispatch (the path of watched submissions and of command buffers
     with other commands) resolves a common table the runners' way, without
     the checked resolution, and an odd one through it."""
-    import vmrt.hal.command_buffer as cbmod
+    import vmrt.hal.commands as cbmod
     calls = []
     checked = cbmod.resolve_all
     monkeypatch.setattr(cbmod, "resolve_all", lambda *a: calls.append(a) or checked(*a))
