@@ -16,11 +16,12 @@ nothing watches, a submission resolves each command's bindings with
 :func:`run_resolved` (the common case, which :func:`run_dispatch` tries
 first too) and leaves everything else to run_dispatch's checked path.
 On hosts with the batch loop (:mod:`vmrt.hal.local.batch`), a submission
-nothing watches, without a deadline or a profile, runs each run of
-consecutive prepared dispatches and copies in one native call instead
-(planned at the first submission; a one-shot command buffer recorded again
-with the same dispatches reuses the batch its prepared dispatches keep);
-an operand the batch cannot take sends that run to the checked path.
+nothing watches on one thread (local-sync), without a deadline or a
+profile, runs each run of consecutive prepared dispatches and copies in
+one native call instead (planned at the first submission; a one-shot
+command buffer recorded again with the same dispatches reuses the batch
+its prepared dispatches keep); an operand the batch cannot take sends that
+run to the checked path.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -166,41 +167,41 @@ class CommandBuffer(RefObject):
         copies, each one native call (:mod:`vmrt.hal.local.batch`, through
         the first dispatch's ``batch``), and the other commands' indices;
         () when no batch applies.  A run is ``(batch, dispatch steps, copy
-        steps, first index, end index)`` for :func:`gather`."""
-        plans = self._all_plans()
+        steps, first index, end index)`` for :func:`gather`.  (A one-shot
+        command buffer makes this at its only submission: it is kept lean.)"""
+        device = self.device
+        if getattr(device, "dispatch_threads", 1) != 1:
+            return ()       # local-task: grids shared with workers keep their own path
         program: list[Any] = []
-        run: list[int] = []
+        run: list[tuple[int, Any, Any]] = []    # (index, prepared or None, specs)
 
         def close() -> None:
-            # a run ends at its last dispatch: copies after it stay outside
-            while run and not isinstance(self.commands[run[-1]], Dispatch):
-                tail.append(run.pop())
-            if run:
-                steps = tuple(plans[i][2] for i in run)
-                batch = getattr(steps[0], "batch", None)
-                batch = batch(steps) if batch is not None else None
-                if batch is None:
-                    program.extend(run)
-                else:
-                    cmds = [self.commands[i] for i in run]
-                    program.append((batch, [(binding_specs(c.bindings), [b.length for b in
-                                                                         c.bindings])
-                                            for c in cmds if isinstance(c, Dispatch)],
-                                    [copy_spec(c) for c in cmds if isinstance(c, Copy)],
-                                    run[0], run[-1] + 1))
-            program.extend(reversed(tail))
-            run.clear()
-            tail.clear()
-        tail: list[int] = []
-        for i, cmd in enumerate(self.commands):
-            if isinstance(cmd, Dispatch) and plans[i][2] is not None and \
-                    binding_specs(cmd.bindings) is not None or \
-                    run and isinstance(cmd, Copy) and copy_spec(cmd) is not None:
-                run.append(i)
+            steps = tuple([p for _i, p, _s in run])
+            batch = steps[0].batch(steps)
+            if batch is None:
+                program.extend([i for i, _p, _s in run])
             else:
+                program.append((batch, [s for _i, p, s in run if p is not None],
+                                [s for _i, p, s in run if p is None], run[0][0], run[-1][0] + 1))
+            run.clear()
+        for i, cmd in enumerate(self.commands):
+            cls = cmd.__class__
+            if cls is Dispatch:
+                specs = binding_specs(cmd.bindings)
+                prepared = None if specs is None else prepare_dispatch(cmd, device)
+                if prepared is not None and hasattr(prepared, "batch"):
+                    run.append((i, prepared, (specs, [b.length for b in cmd.bindings])))
+                    continue
+            elif cls is Copy and run:
+                spec = copy_spec(cmd)
+                if spec is not None:
+                    run.append((i, None, spec))
+                    continue
+            if run:
                 close()
-                program.append(i)
-        close()
+            program.append(i)
+        if run:
+            close()
         return tuple(program) if any(item.__class__ is not int for item in program) else ()
 
     def _run_program(self, program: tuple[Any, ...],
@@ -222,7 +223,7 @@ class CommandBuffer(RefObject):
                  deadline: float | None) -> None:
         """Run command ``i`` on its own, every operand checked."""
         cmd = self.commands[i]
-        what, labels, prepared = self._plans[i]
+        what, labels, prepared = self._all_plans()[i]
         if isinstance(cmd, Dispatch):
             run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
         else:

@@ -130,9 +130,13 @@ def binding_specs(refs: Sequence[BufferRef]) -> tuple[tuple[Any, ...], ...] | No
     """Per binding ``(slot, its fixed buffer or None, offset, offset +
     length)`` when every binding is a range of fixed, non-zero length at a
     non-negative offset (what :func:`run_resolved` takes), else None."""
-    if not all(b.slot >= 0 and b.offset >= 0 and b.length > 0 for b in refs):
-        return None
-    return tuple((b.slot, b.buffer, b.offset, b.offset + b.length) for b in refs)
+    out = []
+    for b in refs:
+        off, n = b.offset, b.length
+        if b.slot < 0 or off < 0 or n <= 0:
+            return None
+        out.append((b.slot, b.buffer, off, off + n))
+    return tuple(out)
 
 
 def copy_spec(cmd: Copy) -> tuple[Any, ...] | None:
