@@ -84,7 +84,7 @@ def test_batch_runs_dispatches_and_copies_in_order(host):
     a, b = host.dispatch("a", 2, 2), host.dispatch("b", 3, 1)
     batch = a.batch((a, None, b))
     assert isinstance(batch, Batch) and a.batch((a, None, b)) is batch     # kept per steps
-    (va, pa), (vb, pb), (vc, pc) = _floats(1.0), _floats(2.0), _floats(3.0)
+    (_, pa), (_, pb), (_, pc) = _floats(1.0), _floats(2.0), _floats(3.0)
     before = host_fpu().set_bits(0)
     batch.run([pa, pb, 4, 8, pc, 12, pc, pb, 4])     # a(va, vb); copy vb -> vc; b(vc)
     assert host_fpu().set_bits(0) == before          # the caller's FPU state is back
