@@ -249,6 +249,12 @@ class CommandBuffer(RefObject):
                 if program is None:
                     program = self._program = self._make_program()
                 if program:
+                    item = program[0]
+                    if len(program) == 1:       # one batch (in this frame)
+                        values = gather(item[1], item[2], table)
+                        if values is not None:
+                            item[0].run(values)
+                            return
                     self._run_program(program, table)
                     return
             runners = self._runners

@@ -80,6 +80,8 @@ class Batch:
         self.count = len(steps)
         self.exes = tuple({id(p.exe): p.exe for p in steps if p is not None}.values())
         self.first = steps[0]
+        #: one dispatch of one workgroup: no cancel word to watch during it
+        self.single = self.count == 1 and self.first.total == 1
         # the block: out words [0, 64), every dispatch's binding pointers and
         # lengths one after another (one pack writes them), each dispatch's
         # region, then the records
@@ -133,10 +135,10 @@ class Batch:
             del values[words:]
         self.pack(block, 64, *values)
         limits = current_limits()       # a cancel is checked between workgroups
-        if limits is None:
-            cancel = _NEVER_ADDRESS
-        else:
-            cancel = cancel_word(limits)
+        cancel = _NEVER_ADDRESS
+        if limits is not None:
+            if not self.single:         # (one workgroup: checked before it, as run() does)
+                cancel = cancel_word(limits)
             if limits.cancelled or limits.parent is not None:
                 before_workgroup(self.first.where, None, limits)
         i = self.call(recs, self.count, cancel, out)
