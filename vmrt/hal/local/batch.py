@@ -35,7 +35,7 @@ from ..buffer import aligned_memory
 from .dispatch_limits import before_workgroup, current_limits
 from .fpu_state import flush_bits
 from .guest import sig
-from .workgroup_loop import LOOP_SIG, cancel_word
+from .workgroup_loop import cancel_word
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ _WORD = 8
 _NEVER = ctypes.c_int32(0)
 _NEVER_ADDRESS = ctypes.addressof(_NEVER)
 _COPY = struct.Struct("<3Q").pack_into
+#: the batch loop's signature (see BATCH_CODE in workgroup_loop_x86_64)
+BATCH_SIG = "u64(u64)"
 
 
 def make_batch(steps: tuple[Any, ...]) -> Batch | None:
@@ -66,7 +68,7 @@ def make_batch(steps: tuple[Any, ...]) -> Batch | None:
         if p is not None and (p.threads != 1 or p.exe.machine is not machine or
                               not p.runner.loop_address):
             return None
-    return Batch(steps, machine.function(addr, sig(LOOP_SIG)))
+    return Batch(steps, machine.function(addr, sig(BATCH_SIG)))
 
 
 class Batch:
@@ -82,8 +84,9 @@ class Batch:
         self.first = steps[0]
         #: one dispatch of one workgroup: no cancel word to watch during it
         self.single = self.count == 1 and self.first.total == 1
-        # the block: out words [0, 64), every dispatch's binding pointers and
-        # lengths one after another (one pack writes them), each dispatch's
+        # the block: the loop's header [0, 64) (its cancel word's address
+        # last), every dispatch's binding pointers and lengths one after
+        # another (one pack writes them with that address), each dispatch's
         # region, then the records
         words = sum(2 * p.n for p in steps if p is not None)
         offs, args, off = [], 64, 64 + -(-words * _WORD // 64) * 64
@@ -96,14 +99,14 @@ class Batch:
         self.rec_off = off
         self.size = off + self.count * _RECORD * _WORD
         self.words = words
-        self.pack = struct.Struct(f"<{words}Q").pack_into
+        self.pack = struct.Struct(f"<{1 + words}Q").pack_into
         #: the offsets of each copy's three words (target, source, length)
         self.copies = [off + i * _RECORD * _WORD + _WORD for i, p in enumerate(steps)
                        if p is None]
         self.local = threading.local()
 
-    def _block(self) -> tuple[Any, int, int]:
-        """This thread's block, the address of its records and of its out words."""
+    def _block(self) -> tuple[Any, int]:
+        """This thread's block and its address (the loop's header)."""
         block, base = aligned_memory(self.size, "dispatch batch")
         recs = []
         for p, (o, args) in zip(self.steps, self.offs):
@@ -115,7 +118,8 @@ class Batch:
         words = [w for r in recs for w in r]
         struct.pack_into(f"<{len(words)}Q", block, self.rec_off, *words)
         struct.pack_into("<Q", block, 0, flush_bits())
-        mine = (block, base + self.rec_off, base)
+        struct.pack_into("<2Q", block, 24, base + self.rec_off, self.count)
+        mine = (block, base)
         self.local.mine = mine
         return mine
 
@@ -125,15 +129,9 @@ class Batch:
             if exe.closed:
                 exe.check_open()
         try:
-            block, recs, out = self.local.mine
+            block, base = self.local.mine
         except AttributeError:
-            block, recs, out = self._block()
-        words = self.words
-        if self.copies:
-            for at, i in zip(self.copies, range(words, len(values), 3)):
-                _COPY(block, at, values[i], values[i + 1], values[i + 2])
-            del values[words:]
-        self.pack(block, 64, *values)
+            block, base = self._block()
         limits = current_limits()       # a cancel is checked between workgroups
         cancel = _NEVER_ADDRESS
         if limits is not None:
@@ -141,7 +139,13 @@ class Batch:
                 cancel = cancel_word(limits)
             if limits.cancelled or limits.parent is not None:
                 before_workgroup(self.first.where, None, limits)
-        i = self.call(recs, self.count, cancel, out)
+        words = self.words
+        if self.copies:
+            for at, i in zip(self.copies, range(words, len(values), 3)):
+                _COPY(block, at, values[i], values[i + 1], values[i + 2])
+            del values[words:]
+        self.pack(block, 56, cancel, *values)
+        i = self.call(base)
         if i < self.count:
             k, status = struct.unpack_from("<QQ", block, 8)
             step = self.steps[i]

@@ -47,19 +47,21 @@ CODE = bytes.fromhex(
 #: where the batch loop starts in the page the workgroup loop is written to
 #: (:func:`~vmrt.hal.local.workgroup_loop.loop_code` pads :data:`CODE` to it)
 BATCH_OFFSET = 0x80
-#: the batch loop of :mod:`~vmrt.hal.local.batch`: ``u64 batch(u64 *rec,
-#: u64 count, const volatile i32 *cancel, u64 *out)``.  It sets the MXCSR
-#: bits ``out[0]`` (flush denormals) and restores the caller's MXCSR at the
-#: end; each record of seven words ``{fn, a0, a1, ws, ws_size, total, mask}``
-#: calls ``fn(a0, a1, ws + k * ws_size)`` for ``k`` below ``total``, reading
-#: ``*cancel`` before each call; a call whose return ANDed with ``mask`` is
-#: nonzero (or a cancel, status 0) stops it with ``k`` in ``out[1]`` and the
-#: masked status in ``out[2]``.  Returns the index of the record it stopped
-#: at (``count``: all ran).  Six pushes and ``sub rsp, 8`` keep the stack
+#: the batch loop of :mod:`~vmrt.hal.local.batch`: ``u64 batch(u64 *h)``
+#: (one argument: a ctypes call converts each, ~0.15 us apiece) over the
+#: header ``h``: [0] the MXCSR bits to set (flush denormals), [1] and [2]
+#: out, [3] the records, [4] their count, [7] the cancel word's address.
+#: It sets the bits and restores the caller's MXCSR at the end; each record
+#: of seven words ``{fn, a0, a1, ws, ws_size, total, mask}`` calls ``fn(a0,
+#: a1, ws + k * ws_size)`` for ``k`` below ``total``, reading the cancel
+#: word before each call; a call whose return ANDed with ``mask`` is nonzero
+#: (or a cancel, status 0) stops it with ``k`` in ``h[1]`` and the masked
+#: status in ``h[2]``.  Returns the index of the record it stopped at
+#: (``count``: all ran).  Six pushes and ``sub rsp, 8`` keep the stack
 #: 16-byte aligned at the call.  Assembled with GNU as from:
 #
 #   push rbx / push rbp / push r12 / push r13 / push r14 / push r15 / sub rsp, 8
-#   mov rbx, rdi / mov r12, rsi / mov r13, rdx / mov r15, rcx
+#   mov r15, rdi / mov rbx, [r15+24] / mov r12, [r15+32] / mov r13, [r15+56]
 #   stmxcsr [rsp] / mov eax, [rsp] / or eax, [r15] / mov [rsp+4], eax / ldmxcsr [rsp+4]
 #   xor ebp, ebp
 #   1: cmp rbp, r12 / jae 5f / xor r14d, r14d
@@ -74,7 +76,7 @@ BATCH_OFFSET = 0x80
 #      pop r15 / pop r14 / pop r13 / pop r12 / pop rbp / pop rbx / ret
 BATCH_CODE = bytes.fromhex(
     "5355415441554156415748 83ec08"
-    "4889fb4989f44989d54989cf"
+    "4989ff 498b5f18 4d8b6720 4d8b6f38"
     "0fae1c24 8b0424 410b07 89442404 0fae542404"
     "31ed"
     "4c39e5 7344 4531f6"
