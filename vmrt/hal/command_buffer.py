@@ -16,12 +16,13 @@ nothing watches, a submission resolves each command's bindings with
 :func:`run_resolved` (the common case, which :func:`run_dispatch` tries
 first too) and leaves everything else to run_dispatch's checked path.
 On hosts with the batch loop (:mod:`vmrt.hal.local.batch`), a submission
-nothing watches on one thread (local-sync), without a deadline or a
-profile, runs each run of consecutive prepared dispatches and copies in
-one native call instead (planned at the first submission; a one-shot
-command buffer recorded again with the same dispatches reuses the batch
-its prepared dispatches keep); an operand the batch cannot take sends that
-run to the checked path.
+nothing watches, without a deadline or a profile, runs each run of
+consecutive prepared dispatches and copies on the calling thread (not a
+grid shared with worker threads) in one native call instead (planned at
+the first submission, or again while a local-task grid is still trying
+both ways; a one-shot command buffer recorded again with the same
+dispatches reuses the batch its prepared dispatches keep); an operand the
+batch cannot take sends that run to the checked path.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -170,10 +171,9 @@ class CommandBuffer(RefObject):
         steps, first index, end index)`` for :func:`gather`.  (A one-shot
         command buffer makes this at its only submission: it is kept lean.)"""
         device = self.device
-        if getattr(device, "dispatch_threads", 1) != 1:
-            return ()       # local-task: grids shared with workers keep their own path
         program: list[Any] = []
         run: list[tuple[int, Any, Any]] = []    # (index, prepared or None, specs)
+        dispatched: list[Any] = []             # every prepared dispatch
 
         def close() -> None:
             steps = tuple([p for _i, p, _s in run])
@@ -190,8 +190,11 @@ class CommandBuffer(RefObject):
                 specs = binding_specs(cmd.bindings)
                 prepared = None if specs is None else prepare_dispatch(cmd, device)
                 if prepared is not None and hasattr(prepared, "batch"):
-                    run.append((i, prepared, (specs, [b.length for b in cmd.bindings])))
-                    continue
+                    step = (i, prepared, (specs, [b.length for b in cmd.bindings]))
+                    dispatched.append(prepared)
+                    if prepared.batch((prepared,)) is not None:     # it may join a batch
+                        run.append(step)
+                        continue
             elif cls is Copy and run:
                 spec = copy_spec(cmd)
                 if spec is not None:
@@ -202,7 +205,10 @@ class CommandBuffer(RefObject):
             program.append(i)
         if run:
             close()
-        return tuple(program) if any(item.__class__ is not int for item in program) else ()
+        out = tuple(program) if any(item.__class__ is not int for item in program) else ()
+        if not any(p.settling() for p in dispatched):
+            self._program = out     # for good (else made again at the next submission)
+        return out
 
     def _run_program(self, program: tuple[Any, ...],
                      table: Sequence[tuple[HalBuffer, int, int]]) -> None:
@@ -247,7 +253,7 @@ class CommandBuffer(RefObject):
             if deadline is None and current_range_recorder() is None:
                 program = self._program
                 if program is None:
-                    program = self._program = self._make_program()
+                    program = self._make_program()
                 if program:
                     item = program[0]
                     if len(program) == 1:       # one batch (in this frame)

@@ -21,9 +21,10 @@ sequence of prepared dispatches: :meth:`NativeDispatch.batch`), checks
 every operand in Python before the call (anything odd takes the commands'
 checked path instead) and gets the same errors as the dispatches run one by
 one: a failing workgroup names its dispatch, workgroup and status, a cancel
-stops the batch before the next workgroup.  Dispatches on several threads,
-of different native machines, under a deadline or a profile keep the
-per-dispatch path.
+stops the batch before the next workgroup.  Dispatches shared with worker
+threads (local-task: a grid whose trials found the workers worth it, or
+still trying), of different native machines, under a deadline or a
+profile keep the per-dispatch path.
 """
 from __future__ import annotations
 
@@ -57,18 +58,26 @@ BATCH_SIG = "u64(u64)"
 def make_batch(steps: tuple[Any, ...]) -> Batch | None:
     """A :class:`Batch` of ``steps`` (prepared dispatches and None for
     copies; the first a dispatch), or None where the batch loop does not
-    apply: no loop on this host, a dispatch on several threads, not all of
-    one native machine."""
+    apply: no loop on this host, a dispatch shared with worker threads (see
+    :func:`settled_alone`), not all of one native machine."""
     first = steps[0]
     machine = first.exe.machine
     addr = first.runner.batch_address()
     if not addr or not MEMMOVE or first.layout.word != _WORD:
         return None
     for p in steps:
-        if p is not None and (p.threads != 1 or p.exe.machine is not machine or
-                              not p.runner.loop_address):
+        if p is not None and (p.threads != 1 and not settled_alone(p) or
+                              p.exe.machine is not machine or not p.runner.loop_address):
             return None
     return Batch(steps, machine.function(addr, sig(BATCH_SIG)))
+
+
+def settled_alone(p: Any) -> bool:
+    """Whether the multi-threaded prepared dispatch ``p`` runs on the calling
+    thread alone for good (its trials found the workers cost more than they
+    save, and no stall guard plans to try them again): a batch may run it
+    then, as its run() would (the same workgroup states)."""
+    return p.inline is True and not p.retry
 
 
 class Batch:

@@ -201,6 +201,12 @@ class NativeDispatch:
         self.local.mine = mine
         return mine
 
+    def settling(self) -> bool:
+        """Whether the way this dispatch runs may still change (a grid for
+        several threads still trying both ways, or sent back for a while
+        by a stall guard): a plan made now is not for good."""
+        return self.threads > 1 and (self.inline is None or self.retry > 0)
+
     def batch(self, steps: tuple[Any, ...]) -> Any:
         """The :class:`~vmrt.hal.local.batch.Batch` of ``steps`` (prepared
         dispatches, this one first, and None for copies), kept per steps;
@@ -209,6 +215,8 @@ class NativeDispatch:
         if got is False:
             from .batch import make_batch
             got = make_batch(steps)
+            if got is None and any(p is not None and p.threads > 1 for p in steps):
+                return None         # (may apply once their grids settle: not kept)
             if len(self.batches) >= 64:
                 self.batches.clear()
             self.batches[steps] = got
