@@ -42,15 +42,18 @@ class Host:
         self.log: list[tuple] = []
         self.body = lambda name, x: 0
         self.mxcsr: list[int] = []
+        self.procs: list[int] = []
         self.fns = {}
 
-    def dispatch(self, name: str, groups: int, bindings: int) -> NativeDispatch:
+    def dispatch(self, name: str, groups: int, bindings: int, threads: int = 1) -> NativeDispatch:
         def fn(env, ds, ws):
             self.mxcsr.append(host_fpu().set_bits(0))
             (*_, ptrs, lens) = struct.unpack(LAY.ds_fmt, ctypes.string_at(ds, LAY.ds_size))
             p = struct.unpack(f"<{bindings}Q", ctypes.string_at(ptrs, 8 * bindings))
             n = struct.unpack(f"<{bindings}Q", ctypes.string_at(lens, 8 * bindings))
-            x = struct.unpack("<I", ctypes.string_at(ws, 4))[0]
+            state = struct.unpack(LAY.ws_fmt, ctypes.string_at(ws, LAY.ws_size))
+            x = state[0]
+            self.procs.append(state[4])         # the processor id
             firsts = [struct.unpack("<f", ctypes.string_at(a, 4))[0] for a in p]
             self.log.append((name, x, firsts, list(n)))
             return self.body(name, x)
@@ -59,7 +62,7 @@ class Host:
         exe = SimpleNamespace(entry=lambda exp: fn, env=77, layout=LAY, imports=[],
                               machine=self.m, closed=False, name="host")
         return NativeDispatch(exe, SimpleNamespace(function=cb), (groups, 1, 1), (1, 1, 1),
-                              b"", bindings, f"export '{name}'")
+                              b"", bindings, f"export '{name}'", threads)
 
 
 def _sig():
@@ -124,6 +127,24 @@ def test_cancel_before_and_during_the_batch(host):
         a.batch((a, b)).run([p, 4, p, 4])
     assert e.value.message == "export 'b': the invocation was cancelled"
     assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1)]
+
+
+def test_a_grid_for_workers_joins_once_settled_alone(host):
+    """A local-task grid (two threads) joins a batch only once its trials
+    keep it on the calling thread for good; it then runs every workgroup
+    with the states its own run uses (processor id of its thread's range)."""
+    a, b = host.dispatch("a", 1, 1), host.dispatch("b", 4, 1, threads=2)
+    assert b.threads == 2 and b.settling()
+    assert a.batch((a, b)) is None and (a, b) not in a.batches    # asked again later
+    b.inline, b.trials = True, 8
+    assert not b.settling()
+    b.retry = 5                         # sent back by a stall guard: tried again later
+    assert b.settling() and a.batch((a, b)) is None
+    b.retry = 0
+    _, p = _floats(1.0)
+    a.batch((a, b)).run([p, 4, p, 4])
+    assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
+    assert host.procs == [0, 0, 0, 1, 1]
 
 
 # -- command buffers over a real executable ----------------------------------------------
