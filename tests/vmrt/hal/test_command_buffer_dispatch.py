@@ -15,20 +15,9 @@ from vmrt.errors import VmError
 from vmrt.hal.buffer import HalBuffer, new_buffer
 from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.dispatch_observer import observe_dispatches
-from vmrt.hal.local.device import Device
 
 N = 40                      # floats per binding: two workgroups of 32
 ALPHA = 1.5
-
-
-@pytest.fixture(scope="module")
-def saxpy(iree):
-    """(device, hal executable, export ordinal) of the codegen library's saxpy."""
-    device = Device("local-sync")
-    lib = iree.compile("codegen", "x86_64").library
-    hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
-    yield device, hexe, hexe.exe.export("saxpy").ordinal
-    device.close()
 
 
 def _record(saxpy, refs) -> CommandBuffer:

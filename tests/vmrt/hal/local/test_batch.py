@@ -18,7 +18,6 @@ from vmrt.hal.buffer import aligned_memory, new_buffer
 from vmrt.hal.command_buffer import MODE_ONE_SHOT, CommandBuffer
 from vmrt.hal.dispatch_observer import observe_dispatches
 from vmrt.hal.local.batch import Batch
-from vmrt.hal.local.device import Device
 from vmrt.hal.local.library_abi import layout
 from vmrt.hal.local.prepared import NativeDispatch
 from vmrt.hal.local.workgroup_loop import loop_code
@@ -150,15 +149,6 @@ def test_a_grid_for_workers_joins_once_settled_alone(host):
 # -- command buffers over a real executable ----------------------------------------------
 N = 40
 ALPHA = 1.5
-
-
-@pytest.fixture(scope="module")
-def saxpy(iree):
-    device = Device("local-sync")
-    lib = iree.compile("codegen", "x86_64").library
-    hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
-    yield device, hexe, hexe.exe.export("saxpy").ordinal
-    device.close()
 
 
 def _chain(saxpy, bufs, modes=0, read_only_copy=False) -> CommandBuffer:
