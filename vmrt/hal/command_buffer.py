@@ -189,11 +189,10 @@ class CommandBuffer(RefObject):
             if cls is Dispatch:
                 specs = binding_specs(cmd.bindings)
                 prepared = None if specs is None else prepare_dispatch(cmd, device)
-                if prepared is not None and hasattr(prepared, "batch"):
-                    step = (i, prepared, (specs, [b.length for b in cmd.bindings]))
+                if prepared is not None and hasattr(prepared, "joins_batches"):
                     dispatched.append(prepared)
-                    if prepared.batch((prepared,)) is not None:     # it may join a batch
-                        run.append(step)
+                    if prepared.joins_batches():
+                        run.append((i, prepared, (specs, [b.length for b in cmd.bindings])))
                         continue
             elif cls is Copy and run:
                 spec = copy_spec(cmd)
@@ -229,7 +228,8 @@ class CommandBuffer(RefObject):
                  deadline: float | None) -> None:
         """Run command ``i`` on its own, every operand checked."""
         cmd = self.commands[i]
-        what, labels, prepared = self._all_plans()[i]
+        plans = self._plans     # (a one-shot command buffer plans only what it needs)
+        what, labels, prepared = plans[i] if i < len(plans) else self._plan(i, cmd)
         if isinstance(cmd, Dispatch):
             run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
         else:

@@ -207,6 +207,14 @@ class NativeDispatch:
         by a stall guard): a plan made now is not for good."""
         return self.threads > 1 and (self.inline is None or self.retry > 0)
 
+    def joins_batches(self) -> bool:
+        """Whether this dispatch may run in a batch now (see :meth:`batch`):
+        on the calling thread alone (one thread, or a grid settled there),
+        where the batch loop applies."""
+        if self.threads > 1 and (self.inline is not True or self.retry):
+            return False
+        return self.batch((self,)) is not None
+
     def batch(self, steps: tuple[Any, ...]) -> Any:
         """The :class:`~vmrt.hal.local.batch.Batch` of ``steps`` (prepared
         dispatches, this one first, and None for copies), kept per steps;
