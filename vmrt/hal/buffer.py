@@ -135,7 +135,16 @@ class HostBytes:
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
-    data, addr = _small(size) if 0 <= size <= _SMALL else aligned_memory(size, what)
+    if 0 <= size <= _SMALL:
+        st = _slabs.__dict__
+        off = st.get("off", _SLAB)
+        end = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
+        if end <= _SLAB:                # the common case of _small, in this frame
+            st["off"] = end
+            return HalBuffer(st["slab"][off:off + size], address=st["addr"] + off)
+        data, addr = _small(size)
+    else:
+        data, addr = aligned_memory(size, what)
     return HalBuffer(data, address=addr)
 
 

@@ -15,6 +15,14 @@ still alias.  A native dispatch is prepared at its first submission
 nothing watches, a submission resolves each command's bindings with
 :func:`run_resolved` (the common case, which :func:`run_dispatch` tries
 first too) and leaves everything else to run_dispatch's checked path.
+On hosts with the batch loop (:mod:`vmrt.hal.local.batch`), a submission
+nothing watches, without a deadline or a profile, runs each run of
+consecutive prepared dispatches and copies on the calling thread (not a
+grid shared with worker threads) in one native call instead (planned at
+the first submission, or again while a local-task grid is still trying
+both ways; a one-shot command buffer recorded again with the same
+dispatches reuses the batch its prepared dispatches keep); an operand the
+batch cannot take sends that run to the checked path.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -25,12 +33,28 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from elfkit.support import DataRecord
-
 from ..errors import HalError, StatusCode
 from ..vm.types import RefObject
-from .buffer import BUFFER_ALIGNMENT, WHOLE_BUFFER, HalBuffer, HostBytes, aligned_memory
-from .dispatch_observer import ObservedDispatch, current_observer
+from .buffer import HalBuffer
+from .commands import (
+    BufferRef,
+    Copy,
+    Dispatch,
+    Fill,
+    Update,
+    binding_labels,
+    binding_specs,
+    copy_spec,
+    dispatch_runner,
+    fill_range,
+    gather,
+    prepare_dispatch,
+    resolve,
+    resolve_all,
+    run_dispatch,
+    run_resolved,
+)
+from .dispatch_observer import ObservedDispatch, current_observer, current_range_recorder
 from .objects import COMMAND_BUFFER_TYPE, HalExecutable
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
@@ -39,75 +63,6 @@ if TYPE_CHECKING:
 
 # iree_hal_command_buffer_mode_t bits
 MODE_ONE_SHOT = 1 << 0
-
-
-class BufferRef(DataRecord, frozen=True, slots=True):
-    """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``."""
-    slot: int
-    buffer: HalBuffer | None
-    offset: int
-    length: int
-
-
-class Fill(DataRecord, frozen=True, slots=True):
-    target: BufferRef
-    pattern: bytes
-
-
-class Update(DataRecord, frozen=True, slots=True):
-    source: bytes
-    target: BufferRef
-
-
-class Copy(DataRecord, frozen=True, slots=True):
-    source: BufferRef
-    target: BufferRef
-
-
-class Dispatch(DataRecord, frozen=True, slots=True):
-    executable: HalExecutable
-    ordinal: int
-    workgroups: tuple[int, int, int]
-    constants: tuple[int, ...]
-    bindings: tuple[BufferRef, ...]
-
-
-def _resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],
-             what: str) -> tuple[HalBuffer, int, int]:
-    """The byte range ``(buffer, start, length)`` a command operand names."""
-    return resolve_all((ref,), table, (what,))[0]
-
-
-def resolve_all(refs: Sequence[BufferRef], table: Sequence[tuple[HalBuffer, int, int]],
-                labels: Sequence[str]) -> list[tuple[HalBuffer, int, int]]:
-    """:func:`_resolve` of each operand (``labels`` name them in errors)."""
-    out = []
-    n = len(table)
-    for ref, what in zip(refs, labels):
-        if ref.buffer is not None:
-            buf, base = ref.buffer, 0
-            limit = len(buf.bytes)
-        else:
-            if not 0 <= ref.slot < n:
-                raise HalError(f"{what}: binding table slot {ref.slot} out of range (the "
-                               f"submission provides {n} binding(s))", StatusCode.OUT_OF_RANGE)
-            buf, base, tlen = table[ref.slot]
-            if buf is None:
-                raise HalError(f"{what}: binding table slot {ref.slot} is null",
-                              StatusCode.INVALID_ARGUMENT)
-            size = len(buf.bytes)
-            limit = size if tlen == WHOLE_BUFFER else base + tlen
-            if base < 0 or limit > size or base > limit:
-                raise HalError(f"{what}: binding table slot {ref.slot} range [{base}, {limit}) "
-                              f"is out of bounds of a {size}-byte buffer", StatusCode.OUT_OF_RANGE)
-        start = base + ref.offset
-        length = limit - start if ref.length == WHOLE_BUFFER else ref.length
-        if ref.offset < 0 or length < 0 or start + length > limit:
-            where = "buffer" if ref.buffer is not None else f"binding table slot {ref.slot}"
-            raise HalError(f"{what}: range [{ref.offset}, {ref.offset + length}) is out of "
-                          f"bounds of {where} ({limit - base} bytes)", StatusCode.OUT_OF_RANGE)
-        out.append((buf, start, length))
-    return out
 
 
 class CommandBuffer(RefObject):
@@ -133,6 +88,9 @@ class CommandBuffer(RefObject):
         #: when every command is a prepared dispatch: one runner per command
         #: for submissions nothing watches (made at the first one), else ()
         self._runners: tuple[Any, ...] | None = None
+        #: the submission's program where batches apply (made at the first
+        #: submission nothing watches; () where none does): see _make_program
+        self._program: tuple[Any, ...] | None = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -205,6 +163,78 @@ class CommandBuffer(RefObject):
                         for cmd, (what, labels, prepared) in zip(self.commands, plans))
         return (push, pop, runners) if flushed else (_no_fpu, _no_fpu, runners)
 
+    def _make_program(self) -> tuple[Any, ...]:
+        """The submission as runs of consecutive prepared dispatches and
+        copies, each one native call (:mod:`vmrt.hal.local.batch`, through
+        the first dispatch's ``batch``), and the other commands' indices;
+        () when no batch applies.  A run is ``(batch, dispatch steps, copy
+        steps, first index, end index)`` for :func:`gather`.  (A one-shot
+        command buffer makes this at its only submission: it is kept lean.)"""
+        device = self.device
+        program: list[Any] = []
+        run: list[tuple[int, Any, Any]] = []    # (index, prepared or None, specs)
+        dispatched: list[Any] = []             # every prepared dispatch
+
+        def close() -> None:
+            steps = tuple([p for _i, p, _s in run])
+            batch = steps[0].batch(steps)
+            if batch is None:
+                program.extend([i for i, _p, _s in run])
+            else:
+                program.append((batch, [s for _i, p, s in run if p is not None],
+                                [s for _i, p, s in run if p is None], run[0][0], run[-1][0] + 1))
+            run.clear()
+        for i, cmd in enumerate(self.commands):
+            cls = cmd.__class__
+            if cls is Dispatch:
+                specs = binding_specs(cmd.bindings)
+                prepared = None if specs is None else prepare_dispatch(cmd, device)
+                if prepared is not None and hasattr(prepared, "joins_batches"):
+                    dispatched.append(prepared)
+                    if prepared.joins_batches():
+                        run.append((i, prepared, (specs, [b.length for b in cmd.bindings])))
+                        continue
+            elif cls is Copy and run:
+                spec = copy_spec(cmd)
+                if spec is not None:
+                    run.append((i, None, spec))
+                    continue
+            if run:
+                close()
+            program.append(i)
+        if run:
+            close()
+        out = tuple(program) if any(item.__class__ is not int for item in program) else ()
+        if not any(p.settling() for p in dispatched):
+            self._program = out     # for good (else made again at the next submission)
+        return out
+
+    def _run_program(self, program: tuple[Any, ...],
+                     table: Sequence[tuple[HalBuffer, int, int]]) -> None:
+        """Run a submission through its program (see :meth:`_make_program`)."""
+        for item in program:
+            if item.__class__ is int:
+                self._checked(item, table, None)
+                continue
+            batch, dsteps, csteps, lo, hi = item
+            values = gather(dsteps, csteps, table)
+            if values is None:      # something odd: the checked path says what
+                for i in range(lo, hi):
+                    self._checked(i, table, None)
+            else:
+                batch.run(values)
+
+    def _checked(self, i: int, table: Sequence[tuple[HalBuffer, int, int]],
+                 deadline: float | None) -> None:
+        """Run command ``i`` on its own, every operand checked."""
+        cmd = self.commands[i]
+        plans = self._plans     # (a one-shot command buffer plans only what it needs)
+        what, labels, prepared = plans[i] if i < len(plans) else self._plan(i, cmd)
+        if isinstance(cmd, Dispatch):
+            run_dispatch(cmd, table, what, deadline, prepared, labels, self.threads)
+        else:
+            _transfer(cmd, table, what)
+
     def execute(self, table: Sequence[tuple[HalBuffer, int, int]] = (), *,
                 deadline: float | None = None) -> None:
         """Run the recorded commands; dispatches stop at ``deadline``
@@ -220,6 +250,19 @@ class CommandBuffer(RefObject):
         stats = getattr(self.device, "statistics", None)
         observer = current_observer()
         if stats is None and observer is None:
+            if deadline is None and current_range_recorder() is None:
+                program = self._program
+                if program is None:
+                    program = self._make_program()
+                if program:
+                    item = program[0]
+                    if len(program) == 1:       # one batch (in this frame)
+                        values = gather(item[1], item[2], table)
+                        if values is not None:
+                            item[0].run(values)
+                            return
+                    self._run_program(program, table)
+                    return
             runners = self._runners
             if runners is None:
                 runners = self._runners = self._make_runners()
@@ -294,11 +337,11 @@ class CommandBuffer(RefObject):
 def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> int:
     """Run a fill, update or copy command; the bytes it wrote."""
     if isinstance(cmd, Fill):
-        buf, start, length = _resolve(cmd.target, table, what)
+        buf, start, length = resolve(cmd.target, table, what)
         fill_range(buf, start, length, cmd.pattern, _target(cmd.target, what))
         return length
     if isinstance(cmd, Update):
-        buf, start, length = _resolve(cmd.target, table, what)
+        buf, start, length = resolve(cmd.target, table, what)
         if length > len(cmd.source):
             raise HalError(f"{what}: {length} bytes requested from a {len(cmd.source)}-"
                           "byte source", StatusCode.OUT_OF_RANGE)
@@ -306,8 +349,8 @@ def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) 
             memoryview(cmd.source)[:length]
         return length
     if isinstance(cmd, Copy):
-        sbuf, s, n = _resolve(cmd.source, table, what)
-        tbuf, t, m = _resolve(cmd.target, table, what)
+        sbuf, s, n = resolve(cmd.source, table, what)
+        tbuf, t, m = resolve(cmd.target, table, what)
         if n != m:
             raise HalError(f"{what}: source has {n} bytes, target {m}",
                           StatusCode.INVALID_ARGUMENT)
@@ -322,7 +365,7 @@ def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: 
               threads: int) -> ObservedDispatch:
     if labels is None:
         labels = binding_labels(what, len(cmd.bindings))
-    ranges = tuple(_resolve(b, table, w) for b, w in zip(cmd.bindings, labels))
+    ranges = tuple(resolve(b, table, w) for b, w in zip(cmd.bindings, labels))
     return ObservedDispatch(cmd, what, ranges, lambda: run_dispatch(
         cmd, table, what, deadline, prepared, labels, threads), deadline)
 
@@ -330,95 +373,6 @@ def _observed(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: 
 def _target(ref: BufferRef, what: str) -> str:
     """How IREE names a command's target in an access error."""
     return what if ref.buffer is not None else f"binding table slot {ref.slot}"
-
-
-def fill_range(buf: HalBuffer, start: int, length: int, pattern: bytes, what: str) -> None:
-    k = len(pattern)
-    if start % k or length % k:
-        raise HalError(f"{what}: offset {start} and length {length} must be multiples of the "
-                      f"{k}-byte pattern", StatusCode.INVALID_ARGUMENT)
-    dst = buf.writable(what)[start:start + length]
-    if length <= _FILL_CHUNK:
-        dst[:] = pattern * (length // k)
-        return
-    chunk = pattern * (_FILL_CHUNK // k)
-    for off in range(0, length, _FILL_CHUNK):
-        n = min(_FILL_CHUNK, length - off)
-        dst[off:off + n] = chunk[:n]
-
-
-#: a large fill writes its pattern this many bytes at a time
-_FILL_CHUNK = 1 << 16
-
-
-def binding_labels(what: str, count: int) -> list[str]:
-    """How errors name the bindings of command ``what``."""
-    return [f"{what} binding {i}" for i in range(count)]
-
-
-def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
-    """The executable's prepared form of a recorded dispatch (its ``prepare``,
-    on the device's ``dispatch_threads`` threads), or None."""
-    prepare = getattr(cmd.executable.exe, "prepare", None)
-    if prepare is None or 0 in cmd.workgroups:
-        return None
-    return prepare(cmd.ordinal, cmd.workgroups, list(cmd.constants), len(cmd.bindings),
-                   threads=getattr(device, "dispatch_threads", 1))
-
-
-def binding_specs(refs: Sequence[BufferRef]) -> tuple[tuple[Any, ...], ...] | None:
-    """Per binding ``(slot, its fixed buffer or None, offset, offset +
-    length)`` when every binding is a range of fixed, non-zero length at a
-    non-negative offset (what :func:`run_resolved` takes), else None."""
-    if not all(b.slot >= 0 and b.offset >= 0 and b.length > 0 for b in refs):
-        return None
-    return tuple((b.slot, b.buffer, b.offset, b.offset + b.length) for b in refs)
-
-
-def run_resolved(specs: tuple[tuple[Any, ...], ...], sizes: list[int], run: Any,
-                 table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> bool:
-    """The binding-table resolution of the common case, shared by the
-    runners and :func:`run_dispatch`: when every binding of ``specs`` (see
-    :func:`binding_specs`) lies inside its table entry, itself inside an
-    aligned buffer (or inside its fixed aligned buffer), call
-    ``run(pointers, sizes, deadline)`` and return True.  Otherwise (a short,
-    null, whole-buffer or out-of-bounds entry, a misaligned buffer) return
-    False without running anything: the checked path stages the binding or
-    reports what is wrong."""
-    ptrs: list[int] = []
-    try:
-        for slot, buf, off, end in specs:
-            if buf is None:
-                buf, base, tlen = table[slot]
-                # inside the entry [base, base + tlen), itself inside the buffer
-                if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
-                    return False
-                off += base
-            elif end > buf.bytes.nbytes:
-                return False
-            addr = buf.address
-            if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
-                return False
-            ptrs.append(addr + off)
-    except (IndexError, TypeError, ValueError, AttributeError):
-        return False
-    run(ptrs, sizes, deadline)
-    return True
-
-
-def dispatch_runner(cmd: Dispatch, what: str, prepared: Any, labels: Sequence[str] | None,
-                    threads: int, flushed: bool = False) -> tuple[Any, list[int], Any, Any]:
-    """``(specs, sizes, run, checked)`` of a recorded dispatch with a
-    prepared form: a submission calls ``run_resolved(specs, sizes, run,
-    table, deadline)`` (the common case, in that one frame) and, when that
-    returns False or ``specs`` is None, ``checked(table, deadline)``
-    (:func:`run_dispatch`, which stages odd bindings or reports what is
-    wrong).  ``flushed``: ``run`` is the prepared form's ``run_flushed``
-    (the caller sets the FPU state around the runs)."""
-    def checked(table: Sequence[tuple[HalBuffer, int, int]], deadline: float | None) -> None:
-        run_dispatch(cmd, table, what, deadline, prepared, labels, threads)
-    return binding_specs(cmd.bindings), [b.length for b in cmd.bindings], \
-        prepared.run_flushed if flushed else prepared.run, checked
 
 
 def _flushable(prepared: Any, push: Any) -> bool:
@@ -435,61 +389,5 @@ def _no_fpu(token: Any = None) -> None:
     """push/pop of runners whose prepared forms set the FPU state themselves."""
 
 
-def run_dispatch(cmd: Dispatch, table: Sequence[tuple[HalBuffer, int, int]], what: str,
-                 deadline: float | None = None, prepared: Any = None,
-                 labels: Sequence[str] | None = None, threads: int = 1) -> None:
-    """Execute one recorded dispatch: ``prepared`` (see :func:`prepare_dispatch`)
-    when every binding is a non-empty range of an aligned buffer, else
-    :meth:`vmrt.Executable.dispatch`."""
-    if prepared is not None:            # (never made for an empty grid)
-        specs = binding_specs(cmd.bindings)
-        if specs is not None and run_resolved(specs, [b.length for b in cmd.bindings],
-                                              prepared.run, table, deadline):
-            return
-    if 0 in cmd.workgroups:
-        return
-    if labels is None:
-        labels = binding_labels(what, len(cmd.bindings))
-    ranges = resolve_all(cmd.bindings, table, labels)
-    staged: dict[int, tuple[HalBuffer, memoryview, int]] = {}
-    try:
-        if prepared is not None and all(n and buf.address != -1 for buf, _s, n in ranges):
-            # aligned buffers as they are, misaligned ones through an aligned copy
-            ptrs, sizes = [], []
-            for buf, start, length in ranges:
-                addr = buf.address
-                if addr % BUFFER_ALIGNMENT:
-                    addr = _stage(buf, staged)[1]
-                ptrs.append(addr + start)
-                sizes.append(length)
-            prepared.run(ptrs, sizes, deadline)
-            return
-        bindings = []
-        for buf, start, length in ranges:
-            if buf.address == -1 or buf.address % BUFFER_ALIGNMENT:
-                data, addr = _stage(buf, staged)
-                if buf.bytes.readonly:      # the copy is bound read-only as the buffer is
-                    data = data.toreadonly()
-            else:
-                data, addr = buf.bytes, buf.address
-            if length == 0:
-                bindings.append(HostBytes(*aligned_memory(BUFFER_ALIGNMENT)))   # never read
-            else:
-                bindings.append(HostBytes(data[start:start + length], addr + start, data))
-        cmd.executable.exe.dispatch(cmd.ordinal, cmd.workgroups, bindings, list(cmd.constants),
-                                    deadline=deadline, threads=threads)
-    finally:
-        for buf, copy, _addr in staged.values():
-            if not buf.bytes.readonly:
-                buf.bytes[:] = copy
-
-
-def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, memoryview, int]]
-           ) -> tuple[memoryview, int]:
-    """An aligned copy of a buffer (once per dispatch, so aliasing bindings alias)."""
-    hit = staged.get(id(buf))
-    if hit is None:
-        copy, addr = aligned_memory(len(buf.bytes), "dispatch staging")
-        copy[:] = buf.bytes
-        hit = staged[id(buf)] = (buf, copy, addr)
-    return hit[1], hit[2]
+__all__ = ["MODE_ONE_SHOT", "BufferRef", "CommandBuffer", "Copy", "Dispatch", "Fill", "Update",
+           "fill_range", "resolve_all"]

@@ -34,3 +34,14 @@ def both(iree_run_module):
         return iree_run(iree_run_module, args, cwd), vmrt_run(args, cwd)
     return run
 
+
+@pytest.fixture(scope="module")
+def saxpy(iree):
+    """(device, hal executable, export ordinal) of the codegen library's saxpy
+    on a local-sync device."""
+    from vmrt.hal.local.device import Device
+    device = Device("local-sync")
+    lib = iree.compile("codegen", "x86_64").library
+    hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
+    yield device, hexe, hexe.exe.export("saxpy").ordinal
+    device.close()

@@ -15,20 +15,9 @@ from vmrt.errors import VmError
 from vmrt.hal.buffer import HalBuffer, new_buffer
 from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.dispatch_observer import observe_dispatches
-from vmrt.hal.local.device import Device
 
 N = 40                      # floats per binding: two workgroups of 32
 ALPHA = 1.5
-
-
-@pytest.fixture(scope="module")
-def saxpy(iree):
-    """(device, hal executable, export ordinal) of the codegen library's saxpy."""
-    device = Device("local-sync")
-    lib = iree.compile("codegen", "x86_64").library
-    hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
-    yield device, hexe, hexe.exe.export("saxpy").ordinal
-    device.close()
 
 
 def _record(saxpy, refs) -> CommandBuffer:
@@ -146,7 +135,7 @@ def test_run_dispatch_shares_the_runners_resolution(saxpy, monkeypatch):
     """run_dispatch (the path of watched submissions and of command buffers
     with other commands) resolves a common table the runners' way, without
     the checked resolution, and an odd one through it."""
-    import vmrt.hal.command_buffer as cbmod
+    import vmrt.hal.commands as cbmod
     calls = []
     checked = cbmod.resolve_all
     monkeypatch.setattr(cbmod, "resolve_all", lambda *a: calls.append(a) or checked(*a))

@@ -73,6 +73,14 @@ def pop(token: int | None) -> None:
         _set(token)
 
 
+def flush_bits() -> int:
+    """The control-register bits :func:`push` sets (0: none on this host),
+    for native code that sets them itself (:mod:`~vmrt.hal.local.batch`)."""
+    if _set_bits is None:
+        _bind()
+    return _bits
+
+
 def keep_denormals() -> None:
     """Clear the flush bits on the calling thread.  A new thread starts with
     the FPU state of the thread that created it, which is a dispatch's when
@@ -104,4 +112,4 @@ def dispatch_entry(machine: Any, address: int, word: int) -> Any:
     return partial(machine.function(stub, sig(f"i32({w},{w},{w},{w})")), address)
 
 
-__all__ = ["dispatch_entry", "pop", "push"]
+__all__ = ["dispatch_entry", "flush_bits", "pop", "push"]

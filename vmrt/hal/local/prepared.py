@@ -162,23 +162,73 @@ class NativeDispatch:
         #: False: none) and its chunk size there
         self.team: Any = None
         self.chunk = 1
+        #: batches starting with this dispatch (see :meth:`batch`)
+        self.batches: dict[tuple[Any, ...], Any] = {}
+
+    def region_size(self) -> int:
+        """The bytes of the host block :meth:`write_region` fills."""
+        return self.ws_off() + self.total * self.ws_size
+
+    def ws_off(self) -> int:
+        """Where the workgroup states start in the block."""
+        return -(-(self.d_off + self.layout.ds_size) // 64) * 64
+
+    def write_region(self, block: Any, base: int,
+                     bindings: int | None = None) -> tuple[int, int]:
+        """Write the constants, the dispatch state and the grid's workgroup
+        states into ``block`` (host memory at the 64-byte aligned ``base``);
+        the addresses of the dispatch state and of the first workgroup
+        state.  The binding pointers, then their lengths, are at
+        ``bindings`` (an address; None: :attr:`b_off` of the block)."""
+        lay, n, wc = self.layout, self.n, self.wc
+        ws_off = self.ws_off()
+        block[:len(self.cbytes)] = self.cbytes
+        ptrs = base + self.b_off if bindings is None else bindings
+        state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, wc, self.threads, n,
+                                   base if self.cbytes else 0, ptrs if n else 0,
+                                   ptrs + n * lay.word if n else 0)
+        block[self.d_off:self.d_off + len(state)] = state
+        states = lay.thread_records(wc, self.threads)  # processor_id: the range's thread
+        block[ws_off:ws_off + len(states)] = states
+        return base + self.d_off, base + ws_off
 
     def _block(self) -> tuple[Any, int, int, int]:
         """This thread's block: (memory, dispatch state address, offset of the
         workgroup states, their address)."""
-        lay, n, size, wc = self.layout, self.n, self.ws_size, self.wc
-        ws_off = -(-(self.d_off + lay.ds_size) // 64) * 64
-        block, base = aligned_memory(ws_off + self.total * size, "dispatch state")
-        block[:len(self.cbytes)] = self.cbytes
-        state = lay.dispatch_state(self.ws3, len(self.cbytes) // 4, wc, self.threads, n,
-                                   base if self.cbytes else 0, base + self.b_off if n else 0,
-                                   base + self.l_off if n else 0)
-        block[self.d_off:self.d_off + len(state)] = state
-        states = lay.thread_records(wc, self.threads)  # processor_id: the range's thread
-        block[ws_off:ws_off + len(states)] = states
-        mine = (block, base + self.d_off, ws_off, base + ws_off)
+        block, base = aligned_memory(self.region_size(), "dispatch state")
+        ds, ws = self.write_region(block, base)
+        mine = (block, ds, ws - base, ws)
         self.local.mine = mine
         return mine
+
+    def settling(self) -> bool:
+        """Whether the way this dispatch runs may still change (a grid for
+        several threads still trying both ways, or sent back for a while
+        by a stall guard): a plan made now is not for good."""
+        return self.threads > 1 and (self.inline is None or self.retry > 0)
+
+    def joins_batches(self) -> bool:
+        """Whether this dispatch may run in a batch now (see :meth:`batch`):
+        on the calling thread alone (one thread, or a grid settled there),
+        where the batch loop applies."""
+        if self.threads > 1 and (self.inline is not True or self.retry):
+            return False
+        return self.batch((self,)) is not None
+
+    def batch(self, steps: tuple[Any, ...]) -> Any:
+        """The :class:`~vmrt.hal.local.batch.Batch` of ``steps`` (prepared
+        dispatches, this one first, and None for copies), kept per steps;
+        None where it does not apply."""
+        got = self.batches.get(steps, False)
+        if got is False:
+            from .batch import make_batch
+            got = make_batch(steps)
+            if got is None and any(p is not None and p.threads > 1 for p in steps):
+                return None         # (may apply once their grids settle: not kept)
+            if len(self.batches) >= 64:
+                self.batches.clear()
+            self.batches[steps] = got
+        return got
 
     #: the FPU state of dispatches (:mod:`~vmrt.hal.local.fpu_state`): a
     #: caller running several dispatches sets it once with ``push()``, runs

@@ -94,9 +94,9 @@ def loop_code(arch_name: str) -> bytes | None:
     """The loop's machine code for a host of ``arch_name``, or None."""
     if sys.platform == "win32":         # the loop follows the System V / AAPCS64 conventions
         return None
-    if arch_name == "x86_64":
-        from .workgroup_loop_x86_64 import CODE
-        return CODE
+    if arch_name == "x86_64":       # the batch loop (vmrt.hal.local.batch) follows
+        from .workgroup_loop_x86_64 import BATCH_CODE, BATCH_OFFSET, CODE
+        return CODE.ljust(BATCH_OFFSET, b"\xcc") + BATCH_CODE
     if arch_name == "aarch64":
         from .workgroup_loop_aarch64 import CODE as A64
         return A64
@@ -181,6 +181,7 @@ class WorkgroupRunner:
         #: the loop's callable (None: one ctypes call per workgroup) and address
         self.loop: Any = None
         self.loop_address = 0
+        self.machine_arch = exe.machine.arch.name
         if os.environ.get(ENV, "") != "python" and not getattr(exe, "imports", ()):
             addr = loop_address(exe.machine)
             if addr is not None:
@@ -250,11 +251,11 @@ class WorkgroupRunner:
         except Exception as e:      # the machine closed meanwhile
             raise self.failure(start, e, index) from e
         if k < end:
-            self._stopped(k, params[5], limits, index)
+            self.stopped(k, params[5], limits, index)
 
-    def _stopped(self, k: int, status: int, limits: ExecutionLimits | None,
+    def stopped(self, k: int, status: int, limits: ExecutionLimits | None,
                  index: Sequence[int] | None) -> None:
-        """Raise what stopped the loop at workgroup ``k``: its ``status``
+        """Raise what stopped a loop at workgroup ``k``: its ``status``
         (low 32 bits; 0: a cancel)."""
         r = status & 0xFFFFFFFF
         if r:
@@ -262,6 +263,14 @@ class WorkgroupRunner:
         if limits is not None:
             before_workgroup(self.where, None, limits)
         raise Cancelled(f"{self.where}: the invocation was cancelled", StatusCode.CANCELLED)
+
+    def batch_address(self) -> int:
+        """The address of the batch loop (:mod:`~vmrt.hal.local.batch`)
+        beside this runner's workgroup loop, 0 when there is none."""
+        if not self.loop_address or self.machine_arch != "x86_64":
+            return 0
+        from .workgroup_loop_x86_64 import BATCH_OFFSET
+        return self.loop_address + BATCH_OFFSET
 
     def run_team(self, team: Any, ds: int, ws: int, total: int, chunk: int, threads: int,
                  limits: ExecutionLimits | None) -> float | None:
@@ -283,7 +292,7 @@ class WorkgroupRunner:
         fail, stopped, waited = res     # fail: k << 32 | status of the first failure, or ~0
         if stopped:
             failed = fail >> 32 < total
-            self._stopped(fail >> 32 if failed else 0, fail if failed else 0, limits, None)
+            self.stopped(fail >> 32 if failed else 0, fail if failed else 0, limits, None)
         return float(waited)
 
 

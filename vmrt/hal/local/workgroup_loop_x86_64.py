@@ -44,6 +44,53 @@ CODE = bytes.fromhex(
     "c3")           # ret
 
 
+#: where the batch loop starts in the page the workgroup loop is written to
+#: (:func:`~vmrt.hal.local.workgroup_loop.loop_code` pads :data:`CODE` to it)
+BATCH_OFFSET = 0x80
+#: the batch loop of :mod:`~vmrt.hal.local.batch`: ``u64 batch(u64 *h)``
+#: (one argument: a ctypes call converts each, ~0.15 us apiece) over the
+#: header ``h``: [0] the MXCSR bits to set (flush denormals), [1] and [2]
+#: out, [3] the records, [4] their count, [7] the cancel word's address.
+#: It sets the bits and restores the caller's MXCSR at the end; each record
+#: of seven words ``{fn, a0, a1, ws, ws_size, total, mask}`` calls ``fn(a0,
+#: a1, ws + k * ws_size)`` for ``k`` below ``total``, reading the cancel
+#: word before each call; a call whose return ANDed with ``mask`` is nonzero
+#: (or a cancel, status 0) stops it with ``k`` in ``h[1]`` and the masked
+#: status in ``h[2]``.  Returns the index of the record it stopped at
+#: (``count``: all ran).  Six pushes and ``sub rsp, 8`` keep the stack
+#: 16-byte aligned at the call.  Assembled with GNU as from:
+#
+#   push rbx / push rbp / push r12 / push r13 / push r14 / push r15 / sub rsp, 8
+#   mov r15, rdi / mov rbx, [r15+24] / mov r12, [r15+32] / mov r13, [r15+56]
+#   stmxcsr [rsp] / mov eax, [rsp] / or eax, [r15] / mov [rsp+4], eax / ldmxcsr [rsp+4]
+#   xor ebp, ebp
+#   1: cmp rbp, r12 / jae 5f / xor r14d, r14d
+#   2: cmp r14, [rbx+40] / jae 4f
+#      xor eax, eax / cmp dword ptr [r13], 0 / jne 3f
+#      mov rdx, r14 / imul rdx, [rbx+32] / add rdx, [rbx+24]
+#      mov rdi, [rbx+8] / mov rsi, [rbx+16] / call [rbx]
+#      and rax, [rbx+48] / jne 3f / inc r14 / jmp 2b
+#   4: add rbx, 56 / inc rbp / jmp 1b
+#   3: mov [r15+8], r14 / mov [r15+16], rax
+#   5: ldmxcsr [rsp] / mov rax, rbp / add rsp, 8
+#      pop r15 / pop r14 / pop r13 / pop r12 / pop rbp / pop rbx / ret
+BATCH_CODE = bytes.fromhex(
+    "5355415441554156415748 83ec08"
+    "4989ff 498b5f18 4d8b6720 4d8b6f38"
+    "0fae1c24 8b0424 410b07 89442404 0fae542404"
+    "31ed"
+    "4c39e5 7344 4531f6"
+    "4c3b7328 732a"
+    "31c0 41837d0000 752a"
+    "4c89f2 480faf5320 48035318"
+    "488b7b08 488b7310 ff13"
+    "48234330 750e 49ffc6 ebd0"
+    "4883c338 48ffc5 ebbf"
+    "4d897708 49894710"
+    "0fae1424 4889e8 4883c408"
+    "415f415e415d415c5d5bc3")
+
+
 #: the work-sharing team of :mod:`~vmrt.hal.local.workgroup_loop_team`: four
 #: functions, at :data:`TEAM_WORKER`, :data:`TEAM_RUN`, :data:`TEAM_TSC` and
 #: :data:`TEAM_OPEN` of this code (position independent: relative jumps

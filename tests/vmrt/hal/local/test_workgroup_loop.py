@@ -15,6 +15,7 @@ import vmrt
 from elfkit.exec import PROT_EXEC, PROT_READ, create_machine
 from vmrt.errors import BudgetExceeded, Cancelled, DispatchError, VmError
 from vmrt.hal.local import prepared, workgroup_loop
+from vmrt.hal.local.batch import Batch
 from vmrt.hal.local.device import Device
 from vmrt.hal.local.guest import sig
 from vmrt.hal.local.workgroup_loop import (
@@ -233,8 +234,13 @@ def _counting_runs(monkeypatch, native: list[bool]) -> None:
         ran = orig_team(self, *args)
         native.extend([self.loop is not None] if ran is not None else [])
         return ran
+    def batch_run(self, values):        # a submission's batch: the native batch loop
+        native.append(True)
+        return orig_batch(self, values)
+    orig_batch = Batch.run
     monkeypatch.setattr(WorkgroupRunner, "run", run)
     monkeypatch.setattr(WorkgroupRunner, "run_team", run_team)
+    monkeypatch.setattr(Batch, "run", batch_run)
 
 
 @pytest.mark.parametrize("device", ["local-sync", "local-task"])

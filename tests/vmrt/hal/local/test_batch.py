@@ -1,0 +1,225 @@
+"""The batch loop (vmrt.hal.local.batch): several prepared dispatches and
+copies in one native call, over a host dispatch function written in Python
+that logs what it is given; and command buffers whose submissions run
+through it, against the checked path and numpy."""
+from __future__ import annotations
+
+import ctypes
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import elfkit
+from elfkit.exec import create_machine, host_fpu
+from vmrt.errors import VmError
+from vmrt.hal.buffer import aligned_memory, new_buffer
+from vmrt.hal.command_buffer import MODE_ONE_SHOT, CommandBuffer
+from vmrt.hal.dispatch_observer import observe_dispatches
+from vmrt.hal.local.batch import Batch
+from vmrt.hal.local.library_abi import layout
+from vmrt.hal.local.prepared import NativeDispatch
+from vmrt.hal.local.workgroup_loop import loop_code
+from vmrt.vm.context import ExecutionLimits, running_under
+
+pytestmark = pytest.mark.skipif(
+    elfkit.arch.host() is None or elfkit.arch.host().name != "x86_64",
+    reason="the batch loop is x86_64 code")
+
+LAY = layout(8)
+
+
+class Host:
+    """Prepared dispatches of host functions: each workgroup logs
+    ``(name, x, its bindings' first floats, their lengths)`` and returns
+    ``body(name, x)``."""
+
+    def __init__(self):
+        assert loop_code("x86_64")
+        self.m = create_machine(elfkit.arch.host(), "native")
+        self.log: list[tuple] = []
+        self.body = lambda name, x: 0
+        self.mxcsr: list[int] = []
+        self.procs: list[int] = []
+        self.fns = {}
+
+    def dispatch(self, name: str, groups: int, bindings: int, threads: int = 1) -> NativeDispatch:
+        def fn(env, ds, ws):
+            self.mxcsr.append(host_fpu().set_bits(0))
+            (*_, ptrs, lens) = struct.unpack(LAY.ds_fmt, ctypes.string_at(ds, LAY.ds_size))
+            p = struct.unpack(f"<{bindings}Q", ctypes.string_at(ptrs, 8 * bindings))
+            n = struct.unpack(f"<{bindings}Q", ctypes.string_at(lens, 8 * bindings))
+            state = struct.unpack(LAY.ws_fmt, ctypes.string_at(ws, LAY.ws_size))
+            x = state[0]
+            self.procs.append(state[4])         # the processor id
+            firsts = [struct.unpack("<f", ctypes.string_at(a, 4))[0] for a in p]
+            self.log.append((name, x, firsts, list(n)))
+            return self.body(name, x)
+        cb = self.m.callback(fn, _sig())
+        self.fns[name] = cb                 # kept alive
+        exe = SimpleNamespace(entry=lambda exp: fn, env=77, layout=LAY, imports=[],
+                              machine=self.m, closed=False, name="host")
+        return NativeDispatch(exe, SimpleNamespace(function=cb), (groups, 1, 1), (1, 1, 1),
+                              b"", bindings, f"export '{name}'", threads)
+
+
+def _sig():
+    from vmrt.hal.local.guest import sig
+    return sig("i32(u64,u64,u64)")
+
+
+def _floats(*values: float) -> tuple[memoryview, int]:
+    view, addr = aligned_memory(64)
+    view[:4 * len(values)] = np.array(values, np.float32).tobytes()
+    return view, addr
+
+
+@pytest.fixture
+def host():
+    h = Host()
+    yield h
+    h.m.close()
+
+
+def test_batch_runs_dispatches_and_copies_in_order(host):
+    a, b = host.dispatch("a", 2, 2), host.dispatch("b", 3, 1)
+    batch = a.batch((a, None, b))
+    assert isinstance(batch, Batch) and a.batch((a, None, b)) is batch     # kept per steps
+    (_, pa), (_, pb), (_, pc) = _floats(1.0), _floats(2.0), _floats(3.0)
+    before = host_fpu().set_bits(0)
+    batch.run([pa, pb, 4, 8, pc, 12, pc, pb, 4])     # a(va, vb); copy vb -> vc; b(vc)
+    assert host_fpu().set_bits(0) == before          # the caller's FPU state is back
+    assert host.log == [("a", 0, [1.0, 2.0], [4, 8]), ("a", 1, [1.0, 2.0], [4, 8]),
+                        ("b", 0, [2.0], [12]), ("b", 1, [2.0], [12]), ("b", 2, [2.0], [12])]
+    bits = host_fpu().control.flush_denormals
+    assert all(m & bits == bits for m in host.mxcsr)  # dispatches flush denormals
+    # the same dispatch twice in one batch: each with its own bindings
+    host.log.clear()
+    a.batch((a, a)).run([pa, pb, 4, 4, pc, pa, 4, 4])
+    assert [e[2] for e in host.log] == [[1.0, 2.0]] * 2 + [[2.0, 1.0]] * 2
+
+
+@pytest.mark.parametrize("status", [7, -3])
+def test_a_failing_workgroup_stops_the_batch_and_is_named(host, status):
+    a, b = host.dispatch("a", 2, 1), host.dispatch("b", 4, 1)
+    host.body = lambda name, x: status if (name, x) == ("b", 2) else 0
+    _, p = _floats(1.0)
+    with pytest.raises(VmError) as e:
+        a.batch((a, b, a)).run([p, 4, p, 4, p, 4])
+    assert str(e.value.message) == f"export 'b' returned catastrophic error {status} in " \
+                                   "workgroup (2, 0, 0)"
+    assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2)]
+
+
+def test_cancel_before_and_during_the_batch(host):
+    a, b = host.dispatch("a", 2, 1), host.dispatch("b", 2, 1)
+    _, p = _floats(1.0)
+    limits = ExecutionLimits()
+    limits.cancel()
+    with running_under(limits), pytest.raises(VmError) as e:
+        a.batch((a, b)).run([p, 4, p, 4])
+    assert e.value.message == "export 'a': the invocation was cancelled" and host.log == []
+    limits = ExecutionLimits()
+    host.body = lambda name, x: limits.cancel() or 0 if (name, x) == ("a", 1) else 0
+    with running_under(limits), pytest.raises(VmError) as e:
+        a.batch((a, b)).run([p, 4, p, 4])
+    assert e.value.message == "export 'b': the invocation was cancelled"
+    assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1)]
+
+
+def test_a_grid_for_workers_joins_once_settled_alone(host):
+    """A local-task grid (two threads) joins a batch only once its trials
+    keep it on the calling thread for good; it then runs every workgroup
+    with the states its own run uses (processor id of its thread's range)."""
+    a, b = host.dispatch("a", 1, 1), host.dispatch("b", 4, 1, threads=2)
+    assert b.threads == 2 and b.settling()
+    assert a.batch((a, b)) is None and (a, b) not in a.batches    # asked again later
+    b.inline, b.trials = True, 8
+    assert not b.settling()
+    b.retry = 5                         # sent back by a stall guard: tried again later
+    assert b.settling() and a.batch((a, b)) is None
+    b.retry = 0
+    _, p = _floats(1.0)
+    a.batch((a, b)).run([p, 4, p, 4])
+    assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
+    assert host.procs == [0, 0, 0, 1, 1]
+
+
+# -- command buffers over a real executable ----------------------------------------------
+N = 40
+ALPHA = 1.5
+
+
+def _chain(saxpy, bufs, modes=0, read_only_copy=False) -> CommandBuffer:
+    """t = a*x + y; copy t -> u; out = a*u + y; copy out -> last (x, y, t, u,
+    out, last: buffers given directly)."""
+    device, hexe, ordinal = saxpy
+    x, y, t, u, out, last = bufs
+    cb = CommandBuffer(device, modes, 3, 0)
+    consts = [struct.unpack("<I", struct.pack("<f", ALPHA))[0], N, 0]
+    n = 4 * N
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(0, b, 0, n) for b in (x, y, t)])
+    cb.copy(cb.ref(0, t, 0, n), cb.ref(0, u, 0, n))
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(0, b, 0, n) for b in (u, y, out)])
+    cb.copy(cb.ref(0, out, 0, n), cb.ref(0, last, 0, n))
+    cb.finalize()
+    return cb
+
+
+def _buffers(seed):
+    rng = np.random.default_rng(seed)
+    x, y = (rng.standard_normal(N).astype(np.float32) for _ in range(2))
+    bufs = [new_buffer(4 * N) for _ in range(6)]
+    bufs[0].bytes[:] = x.tobytes()
+    bufs[1].bytes[:] = y.tobytes()
+    a = np.float32(ALPHA)
+    return bufs, a * (a * x + y) + y
+
+
+def _last(bufs):
+    return np.frombuffer(bufs[5].bytes, np.float32)
+
+
+def test_command_buffer_runs_as_one_batch(saxpy, monkeypatch):
+    """Two dispatches and two copies: one batch call, nothing on the checked
+    path, numpy's result; the same through a watched submission; a one-shot
+    command buffer recorded again reuses the batch."""
+    import vmrt.hal.command_buffer as cbmod
+    ran, checked = [], []
+    orig_run, orig_checked = Batch.run, cbmod.run_dispatch
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    monkeypatch.setattr(cbmod, "run_dispatch",
+                        lambda *a, **k: checked.append(a) or orig_checked(*a, **k))
+    for seed in (1, 2):
+        bufs, want = _buffers(seed)
+        _chain(saxpy, bufs, MODE_ONE_SHOT).execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 2 and ran[0] is ran[1] and checked == []
+    bufs, want = _buffers(3)
+    with observe_dispatches(lambda obs: obs.run()):
+        _chain(saxpy, bufs).execute()
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 2 and len(checked) == 2
+
+
+def test_an_odd_operand_takes_the_checked_path(saxpy):
+    """A copy into a read-only buffer: the run goes to the checked path,
+    which runs the dispatch before it and reports what the watched path
+    reports."""
+    errors = []
+    for watched in (False, True):
+        bufs, want = _buffers(4)
+        bufs[3] = type(bufs[3])(bufs[3].bytes, read_only=True)
+        try:
+            if watched:
+                with observe_dispatches(lambda obs: obs.run()):
+                    _chain(saxpy, bufs).execute()
+            else:
+                _chain(saxpy, bufs).execute()
+        except VmError as e:
+            errors.append((e.code.name, e.message))
+        a, x, y = np.float32(ALPHA), *(np.frombuffer(b.bytes, np.float32) for b in bufs[:2])
+        np.testing.assert_array_equal(np.frombuffer(bufs[2].bytes, np.float32), a * x + y)
+    assert len(errors) == 2 and errors[0] == errors[1]
+    assert errors[0][0] == "PERMISSION_DENIED"
