@@ -307,7 +307,7 @@ def _plant_entry(path: Path, kind: str, tmp: Path) -> None:
     if kind == "fifo":
         os.mkfifo(path)
     elif kind == "symlink to a fifo":
-        fifo = tmp / f"fifo-{path.name}"
+        fifo = tmp / f"fifo-{path.parent.name}-{path.name}"
         os.mkfifo(fifo)
         path.symlink_to(fifo)
     elif kind == "64 GiB sparse file":
