@@ -4,8 +4,9 @@ The emulated backend calls ``libunicorn`` through ctypes without importing
 the ``unicorn`` Python package (~45 ms): ``library_path`` finds the library
 in the installed package's directory (:func:`find_spec` does not
 run the package) or in ``$LIBUNICORN_PATH``, and ``open_library`` opens it
-with lazy binding.  Opening the 24 MB library takes a few milliseconds of
-the dynamic linker's time, which ``prefetch`` moves to a background thread
+with lazy binding and, on Linux, deep binding (:func:`dlopen_flags`).
+Opening the 24 MB library takes a few milliseconds of the dynamic linker's
+time, which ``prefetch`` moves to a background thread
 (the GIL is not held meanwhile) for a caller that knows an emulated machine
 is coming and has other work to do first.  Nothing of the emulated backend
 is imported here.
@@ -21,7 +22,7 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["find_spec", "package_dir", "library_path", "open_library", "prefetch"]
+__all__ = ["dlopen_flags", "find_spec", "package_dir", "library_path", "open_library", "prefetch"]
 
 _LIB_NAMES = {"darwin": ("libunicorn.2.dylib", "libunicorn.dylib"),
               "win32": ("unicorn.dll",), "cygwin": ("cygunicorn.dll",)}
@@ -77,6 +78,30 @@ def _lazy_dlopen() -> tuple[Any, Any] | None:
     return dlopen, dlerror
 
 
+def dlopen_flags() -> int:
+    """The ``dlopen`` flags libunicorn is opened with (where ``_lazy_dlopen``
+    works): ``RTLD_LAZY | RTLD_LOCAL``, plus ``RTLD_DEEPBIND`` unless
+    ``LD_PRELOAD`` is set.
+
+    libunicorn exports all of its ~30,000 functions and variables, generic
+    QEMU names among them (``cpu_reset``, ``cpu_exit``, ``cpu_class_init``),
+    and refers to them through its GOT and PLT.  Without deep binding each
+    such reference is looked up in the process's global scope first, so a
+    library loaded ``RTLD_GLOBAL`` before it that defines the same name takes
+    the call over (the emulator then runs someone else's ``cpu_reset``);
+    with it the library's own definitions come first, and the ~17,000
+    symbol lookups its relocation makes find their symbol in the first
+    object searched (~0.5 ms of the ~4 ms the dynamic linker spends).  A
+    preloaded interposer (a sanitizer's or an allocator's ``malloc``) is
+    meant to be seen by every library, and ASan refuses ``RTLD_DEEPBIND``:
+    with ``LD_PRELOAD`` set the flag is left out."""
+    flags = os.RTLD_LAZY | os.RTLD_LOCAL
+    deep = getattr(os, "RTLD_DEEPBIND", 0)
+    if deep and not os.environ.get("LD_PRELOAD"):
+        flags |= deep
+    return flags
+
+
 def _open(path: str) -> ctypes.CDLL:
     """``path`` opened with lazy binding where the C library allows it.
 
@@ -88,7 +113,7 @@ def _open(path: str) -> ctypes.CDLL:
     if fns is None:
         return ctypes.CDLL(path)
     dlopen, dlerror = fns
-    handle = dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_LOCAL)
+    handle = dlopen(os.fsencode(path), dlopen_flags())
     if not handle:
         msg = dlerror()
         raise OSError(msg.decode("utf-8", "replace") if msg else f"cannot dlopen {path}")
@@ -125,8 +150,8 @@ def prefetch() -> None:
     if path is None or fns is None:
         return
     dlopen = fns[0]
-    raw = os.fsencode(path)
-    t = threading.Thread(target=lambda: dlopen(raw, os.RTLD_LAZY | os.RTLD_LOCAL),
+    raw, flags = os.fsencode(path), dlopen_flags()
+    t = threading.Thread(target=lambda: dlopen(raw, flags),
                          name="elfkit-unicorn-prefetch", daemon=True)
     _prefetched.append(t)
     t.start()
