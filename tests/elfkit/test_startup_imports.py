@@ -132,3 +132,23 @@ def test_run_collects_young_objects_less_often_while_it_runs(plugins, capsys, mo
     raised = (max(before[0], run_tool.GEN0_THRESHOLD), *before[1:])
     assert seen == [raised, raised]
     assert gc.get_threshold() == before
+
+
+def test_every_command_collects_young_objects_less_often_while_it_runs(monkeypatch, capsys):
+    """The ``elfkit`` command line raises the young-generation threshold while
+    any command runs (as ``run`` and vmrt's commands do) and puts it back after."""
+    import gc
+
+    import elfkit.tools as tools
+    seen = []
+    real = tools.parse
+
+    def parsing(root, argv):
+        seen.append(gc.get_threshold())
+        return real(root, argv)
+    monkeypatch.setattr(tools, "parse", parsing)
+    before = gc.get_threshold()
+    assert tools.main(["toolchain", "flags", "--arch", "riscv64"]) == 0
+    assert "riscv64" in capsys.readouterr().out
+    assert seen == [(max(before[0], tools.GEN0_THRESHOLD), *before[1:])]
+    assert gc.get_threshold() == before
