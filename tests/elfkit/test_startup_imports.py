@@ -102,28 +102,29 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     assert "elfkit.arch" in imported
 
 
+def _record_threshold(monkeypatch, owner, name: str, seen: list) -> None:
+    """Wrap ``owner.name``: each call appends the collector's thresholds to ``seen``."""
+    import gc
+    real = getattr(owner, name)
+
+    def watching(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(owner, name, watching)
+
+
 def test_run_collects_young_objects_less_often_while_it_runs(plugins, capsys, monkeypatch):
     """``run`` raises the young-generation threshold while it loads and calls
     (start-up allocates many long-lived objects), as vmrt's commands do, and
     puts it back after."""
     import gc
 
+    import elfkit
     from elfkit.tools import main
     from elfkit.tools import run as run_tool
-    seen = []
-    real = run_tool._run_interruptibly
-
-    def watching(call, machine):
-        seen.append(gc.get_threshold())
-        return real(call, machine)
-    monkeypatch.setattr(run_tool, "_run_interruptibly", watching)
-    import elfkit
-    real_load = elfkit.load
-
-    def loading(*args, **kwargs):
-        seen.append(gc.get_threshold())
-        return real_load(*args, **kwargs)
-    monkeypatch.setattr(elfkit, "load", loading)
+    seen: list[tuple[int, ...]] = []
+    _record_threshold(monkeypatch, run_tool, "_run_interruptibly", seen)
+    _record_threshold(monkeypatch, elfkit, "load", seen)
     before = gc.get_threshold()
     so = str(plugins.path("kernels", "riscv64"))
     assert main(["run", "--arch", "riscv64", so, "--call", "add_i32", "--arg", "2", "--arg", "3",
@@ -131,4 +132,19 @@ def test_run_collects_young_objects_less_often_while_it_runs(plugins, capsys, mo
     assert capsys.readouterr().out.split() == ["5"]
     raised = (max(before[0], run_tool.GEN0_THRESHOLD), *before[1:])
     assert seen == [raised, raised]
+    assert gc.get_threshold() == before
+
+
+def test_every_command_collects_young_objects_less_often_while_it_runs(monkeypatch, capsys):
+    """The ``elfkit`` command line raises the young-generation threshold while
+    any command runs (as ``run`` and vmrt's commands do) and puts it back after."""
+    import gc
+
+    import elfkit.tools as tools
+    seen: list[tuple[int, ...]] = []
+    _record_threshold(monkeypatch, tools, "parse", seen)
+    before = gc.get_threshold()
+    assert tools.main(["toolchain", "flags", "--arch", "riscv64"]) == 0
+    assert "riscv64" in capsys.readouterr().out
+    assert seen == [(max(before[0], tools.GEN0_THRESHOLD), *before[1:])]
     assert gc.get_threshold() == before
