@@ -95,7 +95,9 @@ class BytecodeModule(Module):
         self._lazy: _Translation
         self._functions = self._translate(hit)
         self._traced: list[Any] | None = None
-        self._function_results = [cconv_fragments(s)[1] for s in d.signatures]
+        # one parse per distinct signature (a program's functions share a few)
+        results = {s: cconv_fragments(s)[1] for s in dict.fromkeys(d.signatures)}
+        self._function_results = [results[s] for s in d.signatures]
 
     @classmethod
     def load(cls, instance: Instance, source: str | os.PathLike[str] | bytes) -> BytecodeModule:

@@ -447,3 +447,17 @@ def test_damaged_sources_are_translated_again(compile_mlir, cache, how):
     assert entry is not None
     kept = transcache.load_sources(key, entry[2], n)
     assert kept is not None and any(s is not None for s in kept)
+
+
+def test_a_function_is_a_stand_in_named_for_it_until_its_first_call(compile_mlir, cache):
+    vmfb = compile_mlir("control.mlir")
+    inst = vmrt.Instance()
+    mod = vmrt.BytecodeModule.load(inst, vmfb)
+    k = next(e.ordinal for e in mod.exports if e.name == "collatz")
+    fns = mod.translated(False)
+    assert len(fns) == len(mod.definition.functions)
+    assert [f.__name__ for f in fns] == [f"f{i}" for i in range(len(fns))]
+    assert not hasattr(fns[k], "__code__")          # not compiled yet
+    with vmrt.Context(inst, [mod]) as ctx:
+        assert ctx.invoke("module.collatz", [27]) == [_collatz_steps(27)]
+    assert fns[k].__code__.co_name == f"f{k}"       # the stand-in replaced by the function

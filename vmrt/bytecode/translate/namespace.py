@@ -139,12 +139,25 @@ def lazy_functions(count: int, ns_extra: dict[str, Any], filename: str,
             pending.discard(k)
         return fns[k]
 
-    def stand_in(k: int) -> Callable[..., Any]:
-        def first_call(*args: Any) -> Any:
-            return real(k)(*args)
-        first_call.__name__ = first_call.__qualname__ = f"f{k}"
-        return first_call
-    for k in range(count):
-        fns.append(stand_in(k))
-        ns[f"f{k}"] = fns[k]
+    fns += map(_StandIn, range(count), itertools.repeat(real, count))
+    ns.update(zip([f"f{k}" for k in range(count)], fns))
     return fns
+
+
+class _StandIn:
+    """Function ``fK`` until its first call (see :func:`lazy_functions`): one
+    small object per function (a closure would be three: the function, its
+    cell and the cells' tuple, all of them for the cyclic GC to scan)."""
+
+    __slots__ = ("k", "real")
+
+    def __init__(self, k: int, real: Callable[[int], Callable[..., Any]]):
+        self.k = k
+        self.real = real
+
+    @property
+    def __name__(self) -> str:
+        return f"f{self.k}"
+
+    def __call__(self, *args: Any) -> Any:
+        return self.real(self.k)(*args)
