@@ -274,9 +274,14 @@ _TEXT = os.sep + "entry_points.txt"
 
 
 def _dist_name(text_path: str) -> str:
-    """The normalised distribution name of an ``entry_points.txt`` path."""
-    stem = os.path.basename(os.path.dirname(text_path)).rpartition(".")[0]
-    return _normalise(stem.partition("-")[0])
+    """The normalised distribution name of an ``entry_points.txt`` path
+    (:func:`_normalise` of the name part of its directory's stem, without a
+    regular expression: ~150 of these narrow a process's answer)."""
+    stem = text_path[:-len(_TEXT)].rpartition(os.sep)[2].rpartition(".")[0]
+    name = stem.partition("-")[0].lower().replace(".", "_")
+    while "__" in name:
+        name = name.replace("__", "_")
+    return name
 
 
 def _stamps(paths: list[str]) -> tuple[tuple[str, tuple[int, int] | None], ...]:
