@@ -36,12 +36,27 @@ def address_of(data: memoryview) -> int:
     is empty; numpy finds it when the memory is read-only)."""
     if not data.nbytes:
         return -1
-    import ctypes
+    if _char_from_buffer is None:
+        _bind_ctypes()
     try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(data))
+        return _addressof(_char_from_buffer(data))
     except TypeError:           # read-only memory
         import numpy as np
         return int(np.frombuffer(data, np.uint8).ctypes.data)
+
+
+#: ``ctypes.c_char.from_buffer`` and ``ctypes.addressof``, bound at the first
+#: :func:`address_of` (ctypes is not imported at start-up; an import
+#: statement per call costs a third of the lookup)
+_char_from_buffer: Any = None
+_addressof: Any = None
+
+
+def _bind_ctypes() -> None:
+    global _char_from_buffer, _addressof
+    import ctypes
+    _addressof = ctypes.addressof
+    _char_from_buffer = ctypes.c_char.from_buffer
 
 
 def byte_view(data: Any) -> memoryview:
@@ -141,7 +156,12 @@ def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
         end = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
         if end <= _SLAB:                # the common case of _small, in this frame
             st["off"] = end
-            return HalBuffer(st["slab"][off:off + size], address=st["addr"] + off)
+            # what HalBuffer(view, address=...) makes, without its __init__'s frame
+            buf = _new_object(HalBuffer)
+            buf.bytes = st["slab"][off:off + size]
+            buf.address = st["addr"] + off
+            buf.read_only = False
+            return buf
         data, addr = _small(size)
     else:
         data, addr = aligned_memory(size, what)
@@ -157,6 +177,10 @@ def buffer_range(buf: HalBuffer, offset: int, length: int, what: str) -> memoryv
         raise HalError(f"{what}: range [{offset}, {offset + length}) is out of bounds of a "
                       f"{size}-byte buffer", StatusCode.OUT_OF_RANGE)
     return buf.bytes[offset:offset + length]
+
+
+#: ``object.__new__``: an instance without its ``__init__`` (fast constructors)
+_new_object = object.__new__
 
 
 class HalBuffer(RefObject):
