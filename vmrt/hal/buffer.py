@@ -164,10 +164,11 @@ def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
 
 
 def buffer_at(data: Any, address: int | None) -> HalBuffer:
-    """``HalBuffer(data, address=address)`` (a buffer over ``data``, a flat
-    byte memoryview or bytes-like; ``address`` None: looked up) without the class
-    call's keyword arguments and ``__init__`` frame (~0.2 us: a buffer per
-    dispatch on the hot paths)."""
+    """``HalBuffer(data, address=address)`` (a writable-or-not buffer over
+    ``data``, a flat byte memoryview or bytes-like; ``address`` None: looked
+    up), made without the class call's keyword arguments and ``__init__``
+    frame: 0.17 instead of 0.32 us, for the buffers the hot paths make (one
+    per dispatch of a compiled program, through queue.alloca)."""
     if data.__class__ is not memoryview:
         data = byte_view(data)
     buf = _new_object(HalBuffer)
