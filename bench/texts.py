@@ -309,7 +309,15 @@ WHY = {
            "the native dispatches with their ctypes call ~28 % (the dispatch work itself), "
            "vm/context.py ~12 %, program.py (numpy argument copy, result) ~11 %, "
            "hal/buffer.py (argument memory, alloca) ~11 %, the hal fast callers ~9 %, the "
-           "translated code ~9 %, hal/commands.py (gather) ~7 %: no single step to cut.",
+           "translated code ~9 %, hal/commands.py (gather) ~7 %: no single step to cut. "
+           "Round 2 (in-process A/B, process time): the argument's memory and the buffers "
+           "of buffer_view.buffer and queue.alloca cost less (see 17p): 33.4 -> 32.6 µs "
+           "(-2.5 %). Measured pieces of a call (process time, quiet-ish): iree.runtime "
+           "25 µs; ours 33.4: the invocation with a prepared argument 24 (the VM code and "
+           "hal imports 21, of which the batch with the native dispatches 11), the "
+           "argument copy 2.2, the result 0.7, and ~4 µs that appear only when a fresh "
+           "argument is made each call (allocator and cache effects; gen-0 garbage "
+           "collections alone ~1.5 µs a call).",
 
     "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
            "to vmrt here (one-workgroup dispatches run on the calling thread).",
@@ -361,7 +369,17 @@ WHY = {
            "batch run with its ctypes call ~25 %, hal/commands.py (gather) ~14 %, the hal "
            "fast callers ~18 %, hal/command_buffer.py ~8 %: each a few hundred ns of CPython "
            "per call or object; 3x needs the submission and the allocation to cost less than "
-           "the Python calls they are made of.",
+           "the Python calls they are made of. Round 2: queue.alloca's buffer is made "
+           "without the class call's keyword arguments and __init__ frame (buffer_at: "
+           "0.67 -> 0.50 µs an allocation), ctypes' address lookup is bound once, and a "
+           "batch of one executable reads the invocation's limits without a call: "
+           "in-process A/B (old and new code swapped in one process, 30 interleaved "
+           "rounds, process time): chain100 422 -> 405 µs a call (-4 %), chain10 -3 %; "
+           "fresh-process A/B could not resolve it at load 4 (±5 % between processes). "
+           "Per dispatch now (process time, chain100): the fast callers' submission "
+           "~2.0 µs (gather 0.46, the batch run 0.99 of which the ctypes call and the "
+           "native dispatch 0.48), queue.alloca 0.64, fence.create 2 x 0.22, fence.await "
+           "0.12, the translated code the rest (~1 µs).",
 
     "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
            "loaded by its ELF loader); vmrt's cached load takes ~4.0 ms of CPU for ResNet-50 "

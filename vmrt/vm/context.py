@@ -192,6 +192,11 @@ class ExecutionLimits:
 
 
 _CURRENT = threading.local()
+#: the thread-local whose ``limits`` attribute (absent: none)
+#: :func:`current_limits` reads, for hot paths that read it without the
+#: function's frame (``getattr(INVOCATION, "limits", None)``); only
+#: :class:`Context` and :func:`running_under` set it
+INVOCATION = _CURRENT
 
 
 def current_limits() -> ExecutionLimits | None:

@@ -9,7 +9,7 @@ import pytest
 import vmrt
 from tests.vmrt.hal.hal_testutil import run_args, vmrt_run
 from vmrt.errors import StatusCode, VmError
-from vmrt.hal.buffer import aligned_bytes, aligned_memory, new_buffer
+from vmrt.hal.buffer import HalBuffer, aligned_bytes, aligned_memory, buffer_at, new_buffer
 from vmrt.hal.buffer_view import BufferView
 from vmrt.hal.command_buffer import CommandBuffer
 from vmrt.hal.local.device import Device
@@ -185,6 +185,38 @@ def test_aligned_allocations():
             view[n - 1] = 7
             assert ctypes.string_at(addr + n - 1, 1) == b"\x07"
             assert ctypes.addressof(ctypes.c_char.from_buffer(view)) == addr
+
+
+def test_buffers_made_without_init_match_the_constructor():
+    """buffer_at and new_buffer skip HalBuffer.__init__: the buffers they make
+    are what the constructor makes (address checked with ctypes and numpy)."""
+    import ctypes
+    view, addr = aligned_memory(256)
+    for address in (addr, None):            # None: looked up
+        fast, slow = buffer_at(view, address), HalBuffer(view, address=address)
+        assert type(fast) is HalBuffer
+        assert (fast.address, fast.read_only, fast.bytes.obj) == \
+            (slow.address, slow.read_only, slow.bytes.obj)
+        assert fast.address == addr == np.frombuffer(fast.bytes, np.uint8).ctypes.data
+    got = buffer_at(bytearray(b"abcd"), None)       # bytes-like: a flat byte view of it
+    assert got.bytes.format == "B" and bytes(got.bytes) == b"abcd"
+    assert got.address == ctypes.addressof(ctypes.c_char.from_buffer(got.bytes))
+    data = b"xyz"
+    ro = buffer_at(memoryview(data), None)          # read-only memory: numpy finds it
+    assert ro.address == np.frombuffer(data, np.uint8).ctypes.data
+    with pytest.raises(VmError) as e:
+        ro.writable("test write")
+    assert e.value.code == StatusCode.PERMISSION_DENIED
+    assert buffer_at(memoryview(b""), None).address == -1
+    for n in (0, 1, 64, 1000, 1025, 70000):        # slab and heap paths
+        b = new_buffer(n)
+        assert type(b) is HalBuffer and len(b) == n and not b.read_only
+        assert bytes(b.bytes) == bytes(n)            # zeroed
+        if n:
+            assert b.address % 64 == 0
+            assert b.address == ctypes.addressof(ctypes.c_char.from_buffer(b.bytes))
+            b.writable("test")[n - 1] = 9
+            assert ctypes.string_at(b.address + n - 1, 1) == b"\x09"
 
 
 def test_bad_executables_are_vm_errors(hal_compile):

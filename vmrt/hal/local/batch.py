@@ -32,8 +32,9 @@ import ctypes
 import struct
 import threading
 
+from ...vm.context import INVOCATION
 from ..buffer import aligned_memory
-from .dispatch_limits import before_workgroup, current_limits
+from .dispatch_limits import before_workgroup
 from .fpu_state import flush_bits
 from .guest import sig
 from .workgroup_loop import cancel_word
@@ -90,6 +91,8 @@ class Batch:
         self.call = call
         self.count = len(steps)
         self.exes = tuple({id(p.exe): p.exe for p in steps if p is not None}.values())
+        #: the only executable (the common case), else None
+        self.exe = self.exes[0] if len(self.exes) == 1 else None
         self.first = steps[0]
         #: one dispatch of one workgroup: no cancel word to watch during it
         self.single = self.count == 1 and self.first.total == 1
@@ -134,14 +137,20 @@ class Batch:
 
     def run(self, values: list[int]) -> None:
         """Run every step over ``values`` (see the class docstring)."""
-        for exe in self.exes:
+        exe = self.exe
+        if exe is not None:
             if exe.closed:
                 exe.check_open()
+        else:
+            for exe in self.exes:
+                if exe.closed:
+                    exe.check_open()
         try:
             block, base = self.local.mine
         except AttributeError:
             block, base = self._block()
-        limits = current_limits()       # a cancel is checked between workgroups
+        # (current_limits() without its frame) a cancel is checked between workgroups
+        limits = getattr(INVOCATION, "limits", None)
         cancel = _NEVER_ADDRESS
         if limits is not None:
             if not self.single:         # (one workgroup: checked before it, as run() does)

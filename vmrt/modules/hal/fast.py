@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...errors import StatusCode, VmError
-from ...hal.buffer import HalBuffer, new_buffer
+from ...hal.buffer import HalBuffer, buffer_at, new_buffer
 from ...hal.buffer_view import BufferView
 from ...hal.command_buffer import BufferRef, CommandBuffer, Copy, Dispatch
 from ...hal.element_types import ENCODING_DENSE_ROW_MAJOR, element_type_code
@@ -154,7 +154,7 @@ def buffer_view_buffer(state: Any, slow: Caller, where: str, note: str) -> Calle
         backing = view.backing
         if backing is not None:
             return (backing,)
-        return (HalBuffer(view.storage, address=view.address),)
+        return (buffer_at(view.storage, view.address),)
     return call
 
 

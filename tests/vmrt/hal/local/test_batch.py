@@ -13,7 +13,7 @@ import pytest
 
 import elfkit
 from elfkit.exec import create_machine, host_fpu
-from vmrt.errors import VmError
+from vmrt.errors import StatusCode, VmError
 from vmrt.hal.buffer import aligned_memory, new_buffer
 from vmrt.hal.command_buffer import MODE_ONE_SHOT, CommandBuffer
 from vmrt.hal.dispatch_observer import observe_dispatches
@@ -223,3 +223,24 @@ def test_an_odd_operand_takes_the_checked_path(saxpy):
         np.testing.assert_array_equal(np.frombuffer(bufs[2].bytes, np.float32), a * x + y)
     assert len(errors) == 2 and errors[0] == errors[1]
     assert errors[0][0] == "PERMISSION_DENIED"
+
+
+@pytest.mark.parametrize("two", [False, True])
+def test_a_closed_executable_is_refused_before_anything_runs(host, two):
+    """A batch checks each executable it runs (one or several) is open first."""
+    a = host.dispatch("a", 2, 1)
+    b = host.dispatch("b", 2, 1) if two else a
+    batch = a.batch((a, b))
+    assert len(batch.exes) == (2 if two else 1)
+    _, p = _floats(1.0)
+
+    def check_open():
+        raise VmError("closed", StatusCode.FAILED_PRECONDITION)
+    b.exe.closed, b.exe.check_open = True, check_open
+    with pytest.raises(VmError, match="closed"):
+        batch.run([p, 4, p, 4])
+    assert host.log == []
+    b.exe.closed = False
+    batch.run([p, 4, p, 4])
+    assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1), ("b" if two else "a", 0),
+                                                 ("b" if two else "a", 1)]
