@@ -37,7 +37,7 @@ from ..buffer import aligned_memory
 from .dispatch_limits import before_workgroup
 from .fpu_state import flush_bits
 from .guest import sig
-from .workgroup_loop import cancel_word
+from .workgroup_loop import NEVER_ADDRESS, cancel_word
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
@@ -48,9 +48,6 @@ MEMMOVE: int = ctypes.cast(ctypes.memmove, ctypes.c_void_p).value or 0
 #: words of a record of the batch loop: fn, a0, a1, ws, ws_size, total, mask
 _RECORD = 7
 _WORD = 8
-#: the cancel word of batches run without limits (never set)
-_NEVER = ctypes.c_int32(0)
-_NEVER_ADDRESS = ctypes.addressof(_NEVER)
 _COPY = struct.Struct("<3Q").pack_into
 #: the batch loop's signature (see BATCH_CODE in workgroup_loop_x86_64)
 BATCH_SIG = "u64(u64)"
@@ -151,7 +148,7 @@ class Batch:
             block, base = self._block()
         # (current_limits() without its frame) a cancel is checked between workgroups
         limits = getattr(INVOCATION, "limits", None)
-        cancel = _NEVER_ADDRESS
+        cancel = NEVER_ADDRESS
         if limits is not None:
             if not self.single:         # (one workgroup: checked before it, as run() does)
                 cancel = cancel_word(limits)

@@ -87,7 +87,8 @@ _LOOPS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _WARNED: list[str] = []
 #: the cancel word of ranges run without limits (never set)
 _NEVER = ctypes.c_int32(0)
-_NEVER_ADDRESS = ctypes.addressof(_NEVER)
+#: its address (the batch loop's ranges without limits read it too)
+NEVER_ADDRESS = ctypes.addressof(_NEVER)
 
 
 def loop_code(arch_name: str) -> bytes | None:
@@ -241,7 +242,7 @@ class WorkgroupRunner:
             params, at = self._state()
         params[2] = ds
         params[3] = ws
-        cancel = _NEVER_ADDRESS if limits is None else cancel_word(limits)
+        cancel = NEVER_ADDRESS if limits is None else cancel_word(limits)
         if limits is not None and (limits.cancelled or limits.parent is not None):
             before_workgroup(self.where, None, limits)      # cancelled before the loop
         try:
@@ -282,7 +283,7 @@ class WorkgroupRunner:
         ran)."""
         if self.loop is None:
             return None
-        cancel = _NEVER_ADDRESS if limits is None else cancel_word(limits)
+        cancel = NEVER_ADDRESS if limits is None else cancel_word(limits)
         if limits is not None and (limits.cancelled or limits.parent is not None):
             before_workgroup(self.where, None, limits)      # cancelled before the grid
         res = team.run(self.loop_address, self.function, self.env, ds, ws, self.ws_size, total,
@@ -326,5 +327,5 @@ def cancel_word(limits: ExecutionLimits) -> int:
     return ctypes.addressof(word)
 
 
-__all__ = ["ENV", "LOOP_SIG", "WorkgroupRunner", "cancel_word", "each_workgroup", "loop_address",
-           "loop_code", "workgroup_failure"]
+__all__ = ["ENV", "LOOP_SIG", "NEVER_ADDRESS", "WorkgroupRunner", "cancel_word", "each_workgroup",
+           "loop_address", "loop_code", "workgroup_failure"]
