@@ -140,13 +140,22 @@ def _moves_well_formed(kept: Any, sections: dict[str, bytes]) -> bool:
     if not (type(kept) is tuple and len(kept) == 3):
         return False
     word, sites, funcs = kept
-    return (type(word) is int and type(sites) is dict and type(funcs) is dict
-            and ".debug_info" in sites
-            and all(type(name) is str and name in sections and type(where) is list
-                    and all(type(s) is tuple and len(s) == 2 and type(s[0]) is int
-                            and type(s[1]) is int for s in where)
+    return (type(word) is int and type(sites) is dict and ".debug_info" in sites
+            and all(type(name) is str and name in sections and _sites_ok(where)
                     for name, where in sites.items())
-            and all(type(k) is int and type(v) is int for k, v in funcs.items()))
+            and _functions_ok(funcs))
+
+
+def _sites_ok(sites: Any) -> bool:
+    """Whether a kept value is a list of (offset, address size) pairs."""
+    return type(sites) is list and all(type(s) is tuple and len(s) == 2 and type(s[0]) is int
+                                       and type(s[1]) is int for s in sites)
+
+
+def _functions_ok(funcs: Any) -> bool:
+    """Whether a kept value is a {low_pc: size} dict of ints."""
+    return type(funcs) is dict and all(type(k) is int and type(v) is int
+                                       for k, v in funcs.items())
 
 
 def info_sites(elf_bytes: bytes | memoryview,
@@ -189,10 +198,7 @@ def _well_formed(kept: Any) -> bool:
     if not (type(kept) is tuple and len(kept) == 3):
         return False
     word, sites, funcs = kept
-    return (type(word) is int and type(sites) is list and type(funcs) is dict
-            and all(type(s) is tuple and len(s) == 2 and type(s[0]) is int
-                    and type(s[1]) is int for s in sites)
-            and all(type(k) is int and type(v) is int for k, v in funcs.items()))
+    return type(word) is int and _sites_ok(sites) and _functions_ok(funcs)
 
 
 def find_sites_pyelftools(elf_bytes: bytes | memoryview
