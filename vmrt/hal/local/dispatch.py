@@ -261,8 +261,8 @@ def host_state(exe: Any, cbytes: bytes, ptrs: list[int], sizes: list[int],
 def _run_emulated(grid: _Grid, arrays: list[Any], threads: int,
                   writes: list[tuple[int, int, int]] | None) -> None:
     exe = grid.exe
-    if writes is None and guest_profile.current() is None:
-        from .emulated_workers import EmulatedWorkers, use_workers  # emulated only
+    if threads > 1 and writes is None and guest_profile.current() is None:
+        from .emulated_workers import EmulatedWorkers, use_workers  # several threads only
         if use_workers(exe, threads, grid.wc, grid.indices):
             exe.workers = exe.workers or EmulatedWorkers(exe)
             exe.workers.dispatch(grid.exp, grid.wc, grid.ws3, arrays, grid.cbytes, threads,
