@@ -52,6 +52,8 @@ class Debugger:
         self._profile_hook = 0
         self._gdb: Any = None
         self._gdb_hooks: list[int] = []
+        #: (module, what names its functions), run when names are first needed
+        self._namers: list[tuple[Any, Callable[[], object]]] = []
 
     def attach(self, module: Any) -> None:
         """Note ``module``'s DWARF line table, if any, for fault reports (read
@@ -67,10 +69,25 @@ class Debugger:
             self._gdb.modules_changed()
 
     def detach(self, module: Any) -> None:
+        self._namers = [n for n in self._namers if n[0] is not module]
         if self._gdb is not None:
             self._gdb.modules_changed()
         self._line_info = [li for li in self._line_info
                            if self._line_owner.get(id(li[2])) is not module]
+
+    def name_later(self, module: Any, namer: Callable[[], object]) -> None:
+        """See ``EmulatedMachine.name_later``."""
+        if self.observed:
+            namer()
+        else:
+            self._namers.append((module, namer))
+
+    def name_pending(self) -> None:
+        """Run the namers :meth:`name_later` kept (a symbolize or gdb needs the names)."""
+        while self._namers:
+            namers, self._namers = self._namers, []
+            for _module, namer in namers:
+                namer()
 
     def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], str | None]) -> None:
         """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
@@ -123,6 +140,7 @@ class Debugger:
         if port is None:
             return None
         self._state.check_open()
+        self.name_pending()         # gdb reads the modules' symbols
         from .gdbstub import GdbStub  # the gdb server: imported on first use
         stub = GdbStub(self._machine, port, host=host, offset=offset,
                        ignore=(SENTINEL, self._stub_end), accept_timeout=accept_timeout)

@@ -181,8 +181,8 @@ class EmulatedMachine(Machine):
 
     def function(self, addr: int, sig: Signature | str, name: str = "") -> Callable[..., Any]:
         """A fast callable ``f(*args, timeout=None, budget=None)`` for ``addr``."""
-        self._check_open()
-        return self._runner.function(addr, parse_signature(sig), name, self.symbolize)
+        self._check_open()      # (labelled with the names known: name_later's wait)
+        return self._runner.function(addr, parse_signature(sig), name, self._symbolize)
 
     def callback(self, fn: Callable[..., Any], sig: Signature | str, name: str = "") -> int:
         self._check_open()
@@ -193,6 +193,10 @@ class EmulatedMachine(Machine):
         return self._callbacks.stub_name(addr)
 
     def symbolize(self, addr: int) -> str:
+        self._debugger.name_pending()
+        return self._symbolize(addr)
+
+    def _symbolize(self, addr: int) -> str:
         if addr == SENTINEL:
             return "<host>"
         s = self._callbacks.symbolize(addr)
@@ -279,6 +283,11 @@ class EmulatedMachine(Machine):
             if span is not None and span[0] <= addr < span[1]:
                 return mod
         return None
+
+    def name_later(self, module: Any, namer: Callable[[], object]) -> None:
+        """Run ``namer`` (``add_symbols`` of ``module``) when ``symbolize`` or gdb
+        first needs names (at once when watched; never once it is detached)."""
+        self._debugger.name_later(module, namer)
 
     def add_line_info(self, lo: int, hi: int, resolver: Callable[[int], str | None]) -> None:
         """Register ``resolver(addr) -> "file:line"`` for guest addresses in [lo, hi)."""
