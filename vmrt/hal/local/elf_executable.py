@@ -32,6 +32,7 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
+from functools import partial
 
 import elfkit
 from elfkit import fatelf
@@ -471,7 +472,11 @@ class ElfExecutable(Closeable):
         if fn is None:
             if self.unnamed:
                 self.unnamed = False
-                name_exports(self.module, self.exports)
+                if self.backend == "emulated":  # named when a report, a profile or gdb needs it
+                    self.machine.name_later(self.module, partial(name_exports, self.module,
+                                                                 self.exports))
+                else:
+                    name_exports(self.module, self.exports)
             fn = self._entries[exp.ordinal] = fpu_state.dispatch_entry(
                 self.machine, exp.function, self._mem.word)
         return fn
