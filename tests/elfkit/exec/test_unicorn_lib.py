@@ -40,7 +40,7 @@ def test_prefetch_opens_the_library_on_a_thread():
         import sys, threading
         from elfkit.exec import unicorn_lib
         path, _ = unicorn_lib.library_path()
-        real = __import__("os").path.realpath(path)
+        real = __import__("os").path.realpath(unicorn_lib.prebound_path(path))
         def mapped():
             return real in open("/proc/self/maps").read()
         assert not mapped()
