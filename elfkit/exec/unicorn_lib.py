@@ -120,7 +120,7 @@ def prebound_path(path: str) -> str:
     directory or the file not private to this user, see
     :func:`elfkit._support.files.private_dir`; the copy keyed by the
     original's size, modification time and inode, so a reinstalled library
-    gets a new one)."""
+    gets a new one, which replaces the copies of that path made before)."""
     with _prebound_lock:        # (the prefetch thread and the import's open)
         got = _prebound.get(path)
         if got is None:
@@ -138,9 +138,10 @@ def _find_prebound(path: str) -> str:
         st = os.stat(path)
     except OSError:
         return path
+    import zlib
     root = cache_dir()
-    name = (f"libunicorn-{st.st_size:x}-{st.st_mtime_ns:x}-{st.st_ino:x}"
-            f"-prebound{PREBIND_VERSION}.so")
+    prefix = f"libunicorn-{zlib.crc32(os.fsencode(os.path.realpath(path))):08x}-"
+    name = f"{prefix}{st.st_size:x}-{st.st_mtime_ns:x}-{st.st_ino:x}-prebound{PREBIND_VERSION}.so"
     copy = os.path.join(root, name)
     if not _trusted(root, copy, st.st_size, private_dir):
         from .unicorn_prebind import prebind  # once per installed library
@@ -152,7 +153,25 @@ def _find_prebound(path: str) -> str:
         if made is None:
             return path
         write_private(root, name, made[0])
+        _drop_stale(root, prefix, name, private_dir)
     return copy if _trusted(root, copy, st.st_size, private_dir) else path
+
+
+def _drop_stale(root: str, prefix: str, name: str, private_dir: Any) -> None:
+    """Remove the copies of the same library path made before ``name`` (the
+    library was reinstalled; a process still using one keeps its mapping)."""
+    if not private_dir(root):
+        return
+    try:
+        stale = [n for n in os.listdir(root) if n.startswith(prefix) and n != name
+                 and n.endswith(".so")]
+    except OSError:
+        return
+    for n in stale:
+        try:
+            os.unlink(os.path.join(root, n))
+        except OSError:
+            pass
 
 
 def _trusted(root: str, copy: str, size: int, private_dir: Any) -> bool:

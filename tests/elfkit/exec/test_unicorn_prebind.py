@@ -132,3 +132,18 @@ def test_a_planted_copy_that_is_not_private_is_made_again(tmp_path):
     copy.chmod(0o666)                   # anyone may have written it
     assert _run({"ELFKIT_CACHE_DIR": str(cache)}) == [str(copy)]
     assert copy.read_bytes() == good and copy.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_reinstalled_library_replaces_its_stale_copy(tmp_path):
+    cache = tmp_path / "cache"
+    _run({"ELFKIT_CACHE_DIR": str(cache)})
+    (copy,) = cache.glob("libunicorn-*-prebound*.so")
+    prefix = copy.name.split("-")[:2]
+    stale = cache / "-".join([*prefix, "1-2-3-prebound1.so"])     # an older install's
+    other = cache / "libunicorn-00000000-1-2-3-prebound1.so"        # another path's
+    for f in (stale, other):
+        f.write_bytes(b"old")
+        f.chmod(0o600)
+    copy.unlink()
+    assert _run({"ELFKIT_CACHE_DIR": str(cache)}) == [str(copy)]
+    assert copy.is_file() and not stale.exists() and other.read_bytes() == b"old"
