@@ -106,7 +106,7 @@ def dlopen_flags() -> int:
 
 #: part of a pre-bound copy's name: bumped when :mod:`~elfkit.exec.unicorn_prebind` changes
 PREBIND_VERSION = 1
-_prebound: dict[str, str] = {}
+_prebound: dict[tuple[str, int], str] = {}
 _prebound_lock = threading.Lock()
 
 
@@ -121,10 +121,11 @@ def prebound_path(path: str) -> str:
     :func:`elfkit._support.files.private_dir`; the copy keyed by the
     original's size, modification time and inode, so a reinstalled library
     gets a new one, which replaces the copies of that path made before)."""
+    key = (path, dlopen_flags())
     with _prebound_lock:        # (the prefetch thread and the import's open)
-        got = _prebound.get(path)
+        got = _prebound.get(key)
         if got is None:
-            got = _prebound[path] = _find_prebound(path)
+            got = _prebound[key] = _find_prebound(path)
     return got
 
 
@@ -140,6 +141,12 @@ def _find_prebound(path: str) -> str:
         return path
     import zlib
     root = cache_dir()
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+    except (OSError, ValueError):
+        return path
+    if not private_dir(root):       # (nothing is written, nor loaded, there)
+        return path
     prefix = f"libunicorn-{zlib.crc32(os.fsencode(os.path.realpath(path))):08x}-"
     name = f"{prefix}{st.st_size:x}-{st.st_mtime_ns:x}-{st.st_ino:x}-prebound{PREBIND_VERSION}.so"
     copy = os.path.join(root, name)

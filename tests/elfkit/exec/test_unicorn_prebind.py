@@ -121,6 +121,7 @@ def test_the_original_is_mapped_when_the_copy_would_differ_or_is_not_trusted(tmp
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
     assert _run({"ELFKIT_CACHE_DIR": str(shared)}) == [original]
+    assert list(shared.glob("libunicorn-*")) == []          # nor is a copy written there
 
 
 def test_a_planted_copy_that_is_not_private_is_made_again(tmp_path):
