@@ -257,8 +257,10 @@ class Context(Closeable):
         self.timeout = timeout
         self.limits = ExecutionLimits(budget, timeout)
         self._closed = False
-        self._running: list[tuple[ExecutionLimits, int]] = []   # in flight (for cancel)
-        self._running_lock = threading.Lock()
+        #: in flight (for cancel); changed by the invoking thread only, under
+        #: ``_invoke_lock``, and read by :meth:`cancel` without a lock (a
+        #: list's append, remove, slice and ``in`` are atomic under the GIL)
+        self._running: list[tuple[ExecutionLimits, int]] = []
         #: held by the invocation running (re-entrant: a nested invocation
         #: from a native module on the same thread); see the class doc
         self._invoke_lock = threading.RLock()
@@ -450,16 +452,15 @@ class Context(Closeable):
         # a cancel never reaches a later invocation: each top-level one has its number
         entry = (limits, limits.begin() if outer is None else -1)
         _CURRENT.limits = limits
-        with self._running_lock:
-            self._running.append(entry)
+        running = self._running
+        running.append(entry)
         try:
             return bound(args)
         except RecursionError:
             raise InvocationError("call stack exhausted (recursion too deep)",
                                   StatusCode.RESOURCE_EXHAUSTED) from None
         finally:
-            with self._running_lock:
-                self._running.remove(entry)
+            running.remove(entry)
             _CURRENT.limits = outer
 
     def cancel(self, wait: float = 1.0) -> bool:
@@ -470,17 +471,16 @@ class Context(Closeable):
         stays usable.  Waits up to ``wait`` seconds for it to end; returns
         False if nothing was running.  A cancel never reaches an invocation
         started after it."""
-        with self._running_lock:
-            if not self._running:
-                return False
-            entry = self._running[0]
+        first = self._running[:1]       # (the list may empty meanwhile: one atomic read)
+        if not first:
+            return False
+        entry = first[0]
         limits, invocation = entry
         end = time.monotonic() + wait
         while True:
             limits.cancel(invocation)   # again and again: a dispatch may start after the first
-            with self._running_lock:
-                if entry not in self._running:
-                    return True
+            if entry not in self._running:
+                return True
             if time.monotonic() >= end:
                 return True
             time.sleep(0.002)
