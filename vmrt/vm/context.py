@@ -410,9 +410,12 @@ class Context(Closeable):
             if len(arg_codes) != len(args):
                 raise ArgumentError(f"input list and function mismatch; expected {len(arg_codes)} "
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
-            # (a ref as it is: what to_vm does with it, without the call)
-            args = [a if c == "r" and (a is None or isinstance(a, RefObject)) else to_vm(a, c)
-                    for a, c in zip(args, arg_codes)]
+            # (a ref as it is: what to_vm does with it, without the call; in
+            # place: no comprehension's frame per invocation)
+            for i, c in enumerate(arg_codes):
+                a = args[i]
+                if c != "r" or not (a is None or isinstance(a, RefObject)):
+                    args[i] = to_vm(a, c)
         with self._invoke_lock:       # one invocation at a time (see the class doc)
             if self._closed:            # (by another thread while this one waited)
                 raise InvocationError("cannot invoke a function of a closed context",
