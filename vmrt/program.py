@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from .hal.buffer import aligned_memory
-from .hal.buffer_view import BufferView
+from .hal.buffer_view import BufferView, view_of_bytes
 from .hal.element_types import dtype_of, element_type_of, is_packed
 from .tools.async_calls import check_fence, takes_fences
 from .tools.async_calls import invoke as invoke_fenced
@@ -68,7 +68,7 @@ def _array_arg(v: Any) -> Any:
             raise UsageError(f"cannot copy a {'x'.join(map(str, v.shape)) or 'scalar'} "
                              f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
                              StatusCode.RESOURCE_EXHAUSTED) from None
-        view = BufferView.over(data, name, arr.shape, addr)
+        view = view_of_bytes(data, name, arr.shape, addr)
         try:
             data[:] = arr.data.cast("B")    # a C-contiguous array: its bytes
         except (TypeError, ValueError, BufferError):    # strided, empty, no buffer format

@@ -94,7 +94,10 @@ def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> C
         except AttributeError:          # no context
             deadline = None
         try:
-            cb.execute(table, deadline=deadline)
+            if deadline is None:        # (a call without keywords is the cheaper one)
+                cb.execute(table)
+            else:
+                cb.execute(table, deadline=deadline)
         except Exception as e:  # noqa: BLE001 - see native_error
             if isinstance(e, VmError):
                 signal.fail(int(StatusCode.ABORTED))
