@@ -119,9 +119,10 @@ _slabs = threading.local()
 
 #: allocations above ``_SMALL`` up to this size (arguments, mid-size
 #: transients) are carved the same way from larger slabs: a slab's address
-#: lookup costs more than a copy of a few KiB
-_MEDIUM = 8192
-_MEDIUM_SLAB = 65536
+#: lookup costs more than a copy of a few KiB (a live buffer keeps at most
+#: 32x its size alive, as a small one keeps 16 KiB)
+_MEDIUM = 4096
+_MEDIUM_SLAB = 32768
 _medium_slabs = threading.local()
 
 
