@@ -332,7 +332,21 @@ WHY = {
            "hal imports 21, of which the batch with the native dispatches 11), the "
            "argument copy 2.2, the result 0.7, and ~4 µs that appear only when a fresh "
            "argument is made each call (allocator and cache effects; gen-0 garbage "
-           "collections alone ~1.5 µs a call).",
+           "collections alone ~1.5 µs a call). Round 3 (the call path around the "
+           "dispatches): the invocation took ~2.5 µs before its function ran, half of it "
+           "locks: a with statement on a lock costs ~0.2 µs here against ~0.1 for acquire "
+           "and release, and the in-flight list took its own lock twice (now the list's "
+           "atomic operations under the invoke lock, cancel reading it in one slice): "
+           "Context.invoke's overhead ~2.5 -> ~1.3 µs; arguments are converted in place "
+           "(no comprehension frame), only ref positions go through _array_arg, whose "
+           "memory now comes from 32 KiB slabs for 1-4 KiB allocations (one address "
+           "lookup per slab: 0.82 -> 0.57 µs) and whose view is made without byte_view's "
+           "checks (view_of_bytes; also hal.buffer_view.create: 0.83 -> 0.62 µs): "
+           "_array_arg 1.95 -> 1.35 µs. Interleaved A/B against main, 6 rounds of fresh "
+           "processes at load 2-3, min of 15 interleaved batches per process, medians: "
+           "34.1 -> 29.3 µs (-14 %), 1.36x -> 1.22x (quieter rounds: 1.33-1.39x -> "
+           "1.16-1.24x). Left: the submission (gather, batch run, execute: ~1/3 of the "
+           "Python time) and CPython's cost per call and object.",
 
     "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
            "to vmrt here (one-workgroup dispatches run on the calling thread).",
@@ -394,7 +408,19 @@ WHY = {
            "Per dispatch now (process time, chain100): the fast callers' submission "
            "~2.0 µs (gather 0.46, the batch run 0.99 of which the ctypes call and the "
            "native dispatch 0.48), queue.alloca 0.64, fence.create 2 x 0.22, fence.await "
-           "0.12, the translated code the rest (~1 µs).",
+           "0.12, the translated code the rest (~1 µs). Round 3: new_buffer makes its "
+           "HalBuffer in its own frame (no buffer_at call), fence.create's fast caller "
+           "makes its fence without Fence.__init__'s frame, queue.execute's calls execute "
+           "without a keyword when there is no deadline, and a call's fixed cost is ~1.5 µs "
+           "less (see 17a). Interleaved A/B against main (6 rounds of fresh processes, load "
+           "2-3, min of 15 interleaved batches per process, medians): chain100 4.53 -> "
+           "4.27 µs a dispatch (-6 %, 3.18x -> 3.11x at 1.38 µs for the peer), chain10 "
+           "5.75 -> 5.05 µs (-12 %, 2.30x -> 2.09x). py-spy self time of a chain100 "
+           "dispatch now: the batch run 16 %, the translated code 15 %, gather 13 %, "
+           "new_buffer 12 % (the memoryview slice and the HalBuffer object: no cheaper "
+           "form found), the ctypes call with its guard 11 %, CommandBuffer.execute 10 %, "
+           "the execute fast caller 8 %, fence.create 5 %, queue.alloca 4 %: the "
+           "submission (execute, gather, batch run: ~40 %) is where 3x has to come from.",
 
     "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
            "loaded by its ELF loader); vmrt's cached load takes ~4.0 ms of CPU for ResNet-50 "

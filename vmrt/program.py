@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import FunctionNotFoundError, StatusCode, UsageError, VmError
 from .hal.buffer import aligned_memory
-from .hal.buffer_view import BufferView
+from .hal.buffer_view import BufferView, view_of_bytes
 from .hal.element_types import dtype_of, element_type_of, is_packed
 from .tools.async_calls import check_fence, takes_fences
 from .tools.async_calls import invoke as invoke_fenced
@@ -54,8 +54,8 @@ def _array_arg(v: Any) -> Any:
     may write to their arguments; iree.runtime copies them to the device
     too); anything else is left to the context's conversion (refs, None,
     lists, bytes)."""
-    if isinstance(v, (np.ndarray, np.generic)):
-        arr = np.asarray(v)
+    if v.__class__ is np.ndarray or isinstance(v, (np.ndarray, np.generic)):
+        arr = v if v.__class__ is np.ndarray else np.asarray(v)
         name = _plain_types.get(arr.dtype, "")
         if name == "":
             name = _plain_types[arr.dtype] = _plain_type(arr.dtype)
@@ -68,7 +68,7 @@ def _array_arg(v: Any) -> Any:
             raise UsageError(f"cannot copy a {'x'.join(map(str, v.shape)) or 'scalar'} "
                              f"{v.dtype} argument ({v.nbytes} bytes): out of memory",
                              StatusCode.RESOURCE_EXHAUSTED) from None
-        view = BufferView.over(data, name, arr.shape, addr)
+        view = view_of_bytes(data, name, arr.shape, addr)
         try:
             data[:] = arr.data.cast("B")    # a C-contiguous array: its bytes
         except (TypeError, ValueError, BufferError):    # strided, empty, no buffer format
@@ -94,10 +94,6 @@ def _plain_type(dtype: Any) -> str | None:
 #: sub-byte integers and i1, converted through ``BufferView.array``)
 _host_dtypes: dict[str, Any] = {}
 _UNSEEN = object()
-
-
-def _same(v: Any) -> Any:
-    return v
 
 
 def to_host(v: Any) -> Any:
@@ -128,7 +124,7 @@ def to_host(v: Any) -> Any:
 class ProgramFunction:
     """One export of a :class:`Program`; call it with host values."""
 
-    __slots__ = ("program", "name", "cconv", "bound", "arity", "fenced", "_convert", "_results")
+    __slots__ = ("program", "name", "cconv", "bound", "arity", "fenced", "_refs", "_results")
 
     def __init__(self, program: Program, name: str, bound: Any):
         self.program = program
@@ -141,8 +137,8 @@ class ProgramFunction:
         #: wait and a signal fence, which the caller may leave out
         self.fenced = self.arity is not None and self.arity >= 2 and \
             takes_fences(program.module, name)
-        self._convert: list[Callable[[Any], Any]] = [
-            _array_arg if c == "r" else _same for c in args]
+        #: the positions of ref arguments (numpy arrays become buffer views)
+        self._refs = tuple(i for i, c in enumerate(args) if c == "r")
         self._results = results
 
     @property
@@ -169,7 +165,9 @@ class ProgramFunction:
         if self.arity is not None:
             if len(args) != self.arity:
                 self._arity_error(len(args), self.arity, "")
-            values = [conv(a) for conv, a in zip(self._convert, args)]
+            values = list(args)
+            for i in self._refs:
+                values[i] = _array_arg(values[i])
         else:
             values = [_array_arg(a) for a in args]
         profile = program.profile

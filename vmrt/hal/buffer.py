@@ -76,6 +76,8 @@ def aligned_memory(size: int, what: str = "allocation") -> tuple[memoryview, int
     address, and that address."""
     if 0 <= size <= _SMALL:
         return _small(size)
+    if _SMALL < size <= _MEDIUM:
+        return _carve(_medium_slabs.__dict__, size, _MEDIUM_SLAB)
     if size < 0:
         raise HalError(f"{what}: negative size {size}", StatusCode.INVALID_ARGUMENT)
     if size > MAX_ALLOCATION:
@@ -115,16 +117,30 @@ _SLAB = 16384
 _slabs = threading.local()
 
 
+#: allocations above ``_SMALL`` up to this size (arguments, mid-size
+#: transients) are carved the same way from larger slabs: a slab's address
+#: lookup costs more than a copy of a few KiB (a live buffer keeps at most
+#: 32x its size alive, as a small one keeps 16 KiB)
+_MEDIUM = 4096
+_MEDIUM_SLAB = 32768
+_medium_slabs = threading.local()
+
+
 def _small(size: int) -> tuple[memoryview, int]:
-    st = _slabs.__dict__
+    return _carve(_slabs.__dict__, size, _SLAB)
+
+
+def _carve(st: dict[str, Any], size: int, slab_size: int) -> tuple[memoryview, int]:
+    """``size`` bytes of the current slab of this thread's ``st`` (a new
+    zeroed slab of ``slab_size`` bytes when it has no room left)."""
     # -1 until this thread's first slab: a first allocation of 0 bytes
     # (an empty tensor) must make the slab too
     off = st.get("off", -1)
-    if off < 0 or off + size > _SLAB:
-        slab = memoryview(bytearray(_SLAB + BUFFER_ALIGNMENT))
+    if off < 0 or off + size > slab_size:
+        slab = memoryview(bytearray(slab_size + BUFFER_ALIGNMENT))
         base = address_of(slab)
         skip = (-base) % BUFFER_ALIGNMENT
-        st["slab"], st["addr"], off = slab[skip:skip + _SLAB], base + skip, 0
+        st["slab"], st["addr"], off = slab[skip:skip + slab_size], base + skip, 0
     st["off"] = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
     return st["slab"][off:off + size], st["addr"] + off
 
@@ -150,13 +166,21 @@ class HostBytes:
 
 
 def new_buffer(size: int, what: str = "allocation") -> HalBuffer:
+    """A zeroed writable buffer of ``size`` bytes at a 64-byte aligned
+    address (the allocation of ``hal.device.queue.alloca`` and of every
+    transient buffer)."""
     if 0 <= size <= _SMALL:
         st = _slabs.__dict__
         off = st.get("off", _SLAB)
-        end = off + (-(-size // BUFFER_ALIGNMENT) * BUFFER_ALIGNMENT or BUFFER_ALIGNMENT)
-        if end <= _SLAB:                # the common case of _small, in this frame
+        # (_small's rounding: whole 64-byte blocks, at least one)
+        end = off + ((size + 63) & -64 or 64)
+        if end <= _SLAB:                # the common case of _small and buffer_at, in this frame
             st["off"] = end
-            return buffer_at(st["slab"][off:off + size], st["addr"] + off)
+            buf = _new_object(HalBuffer)
+            buf.bytes = st["slab"][off:off + size]
+            buf.address = st["addr"] + off
+            buf.read_only = False
+            return buf
         data, addr = _small(size)
     else:
         data, addr = aligned_memory(size, what)

@@ -66,14 +66,7 @@ class BufferView(RefObject):
         """A view of ``storage`` (bytes-like: a memoryview, a uint8 numpy
         array ..., holding exactly the elements, packed for sub-byte types;
         at host ``address`` when the caller knows it) without copying it."""
-        view = cls.__new__(cls)
-        view.element_type = element_type
-        view.shape = tuple(shape)
-        view.address = address
-        view.backing = None
-        view._array = None
-        view._storage = byte_view(storage)
-        return view
+        return view_of_bytes(byte_view(storage), element_type, tuple(shape), address, cls)
 
     @classmethod
     def zeros(cls, element_type: str, shape: tuple[int, ...],
@@ -107,6 +100,27 @@ class BufferView(RefObject):
 
     def __repr__(self) -> str:
         return f"BufferView({format_buffer_view(self, 16)})"
+
+
+_new_object = object.__new__
+
+
+def view_of_bytes(data: memoryview, element_type: str, shape: tuple[int, ...],
+                  address: int | None, cls: type[BufferView] | None = None) -> BufferView:
+    """``BufferView.over(data, element_type, shape, address)`` for ``data``
+    that is a flat byte memoryview already (a buffer's bytes or a slice of
+    them, aligned memory) and ``shape`` a tuple: what the hot paths make
+    (``hal.buffer_view.create``, a program's array arguments), without the
+    checks of :func:`vmrt.hal.buffer.byte_view` and the class call (``cls``:
+    a subclass to make instead)."""
+    view = _new_object(cls or BufferView)
+    view.element_type = element_type
+    view.shape = shape
+    view.address = address
+    view.backing = None
+    view._array = None
+    view._storage = data
+    return view
 
 
 def pack(array: Any, element_type: str) -> Any:

@@ -153,10 +153,14 @@ class ExecutionLimits:
     def begin(self) -> int:
         """A new top-level invocation starts under these limits: clear the
         cancel flag; returns the invocation's number for :meth:`cancel`."""
-        with self._lock:
+        lock = self._lock       # (acquire and release: a with statement costs twice as much)
+        lock.acquire()
+        try:
             self._gen += 1
             self.cancelled = False
             return self._gen
+        finally:
+            lock.release()
 
     def cancel(self, invocation: int | None = None) -> None:
         """Make the invocation stop (thread-safe): the interpreter raises
@@ -257,8 +261,10 @@ class Context(Closeable):
         self.timeout = timeout
         self.limits = ExecutionLimits(budget, timeout)
         self._closed = False
-        self._running: list[tuple[ExecutionLimits, int]] = []   # in flight (for cancel)
-        self._running_lock = threading.Lock()
+        #: in flight (for cancel); changed by the invoking thread only, under
+        #: ``_invoke_lock``, and read by :meth:`cancel` without a lock (a
+        #: list's append, remove, slice and ``in`` are atomic under the GIL)
+        self._running: list[tuple[ExecutionLimits, int]] = []
         #: held by the invocation running (re-entrant: a nested invocation
         #: from a native module on the same thread); see the class doc
         self._invoke_lock = threading.RLock()
@@ -408,10 +414,17 @@ class Context(Closeable):
             if len(arg_codes) != len(args):
                 raise ArgumentError(f"input list and function mismatch; expected {len(arg_codes)} "
                               f"arguments but passed {len(args)}", StatusCode.INVALID_ARGUMENT)
-            # (a ref as it is: what to_vm does with it, without the call)
-            args = [a if c == "r" and (a is None or isinstance(a, RefObject)) else to_vm(a, c)
-                    for a, c in zip(args, arg_codes)]
-        with self._invoke_lock:       # one invocation at a time (see the class doc)
+            # (a ref as it is: what to_vm does with it, without the call; in
+            # place: no comprehension's frame per invocation)
+            for i, c in enumerate(arg_codes):
+                a = args[i]
+                if c != "r" or not (a is None or isinstance(a, RefObject)):
+                    args[i] = to_vm(a, c)
+        # one invocation at a time (see the class doc); acquire and release:
+        # a with statement costs twice as much
+        lock = self._invoke_lock
+        lock.acquire()
+        try:
             if self._closed:            # (by another thread while this one waited)
                 raise InvocationError("cannot invoke a function of a closed context",
                                       StatusCode.FAILED_PRECONDITION)
@@ -419,6 +432,8 @@ class Context(Closeable):
                     current_limits() is None:   # what _invoke comes down to then
                 return self._tracked(function, args, self.limits, None)
             return self._invoke(function, args, budget, timeout)
+        finally:
+            lock.release()
 
     def _invoke(self, function: BoundFunction, args: list[Any], budget: int | None,
                 timeout: float | None) -> list[Any]:
@@ -450,16 +465,15 @@ class Context(Closeable):
         # a cancel never reaches a later invocation: each top-level one has its number
         entry = (limits, limits.begin() if outer is None else -1)
         _CURRENT.limits = limits
-        with self._running_lock:
-            self._running.append(entry)
+        running = self._running
+        running.append(entry)
         try:
             return bound(args)
         except RecursionError:
             raise InvocationError("call stack exhausted (recursion too deep)",
                                   StatusCode.RESOURCE_EXHAUSTED) from None
         finally:
-            with self._running_lock:
-                self._running.remove(entry)
+            running.remove(entry)
             _CURRENT.limits = outer
 
     def cancel(self, wait: float = 1.0) -> bool:
@@ -470,17 +484,16 @@ class Context(Closeable):
         stays usable.  Waits up to ``wait`` seconds for it to end; returns
         False if nothing was running.  A cancel never reaches an invocation
         started after it."""
-        with self._running_lock:
-            if not self._running:
-                return False
-            entry = self._running[0]
+        first = self._running[:1]       # (the list may empty meanwhile: one atomic read)
+        if not first:
+            return False
+        entry = first[0]
         limits, invocation = entry
         end = time.monotonic() + wait
         while True:
             limits.cancel(invocation)   # again and again: a dispatch may start after the first
-            with self._running_lock:
-                if entry not in self._running:
-                    return True
+            if entry not in self._running:
+                return True
             if time.monotonic() >= end:
                 return True
             time.sleep(0.002)

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from vmrt.hal.buffer import new_buffer
+from vmrt.hal.buffer import HalBuffer, new_buffer
 from vmrt.hal.buffer_view import BufferView, format_buffer_view, parse_buffer_view
 
 FLOATS = [("f16", np.float16), ("f32", np.float32), ("f64", np.float64),
@@ -108,6 +108,40 @@ def test_first_small_allocation_of_a_thread(first):
     t.start()
     t.join()
     assert got == [(first, 0), (0, 0), (8, 0), bytes(range(8))]
+
+
+@pytest.mark.parametrize("sizes", [[3136] * 25, [1025, 4096, 1, 4097, 2000, 64] * 8,
+                                   [0, 4096, 0, 1024, 1025]])
+def test_carved_allocations_are_aligned_zeroed_and_disjoint(sizes):
+    # small (<= 1 KiB) and mid-size (<= 4 KiB) allocations are carved from
+    # per-thread slabs, larger ones are their own: each 64-byte aligned,
+    # zeroed, its own bytes (writing one never shows in another), and the
+    # same from a second thread
+    import threading
+    got: list = []
+
+    def run() -> None:
+        try:
+            bufs = [new_buffer(n) for n in sizes] + \
+                [BufferView.zeros("i8", (n,)) for n in sizes]
+            views = [b.bytes if isinstance(b, HalBuffer) else b.storage for b in bufs]
+            addrs = [b.address for b in bufs]
+            got.append(all(a % 64 == 0 for a, v in zip(addrs, views) if len(v)))
+            got.append(all(not any(v) for v in views))
+            for i, v in enumerate(views):
+                v[:] = bytes([i % 251 + 1]) * len(v)
+            got.append(all(bytes(v) == bytes([i % 251 + 1]) * len(v)
+                           for i, v in enumerate(views)))
+            spans = sorted((a, a + len(v)) for a, v in zip(addrs, views) if len(v))
+            got.append(all(e <= s for (_, e), (s, _) in zip(spans, spans[1:])))
+        except Exception as e:  # noqa: BLE001 - reported by the assert below
+            got.append(e)
+
+    run()
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert got == [True] * 8
 
 
 def test_zero_byte_argument_on_a_fresh_thread(compile_mlir):

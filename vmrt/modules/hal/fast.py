@@ -39,10 +39,17 @@ Caller = Callable[..., "tuple[Any, ...]"]
 FAST_ALLOCATION = 1 << 20
 
 
+#: ``object.__new__``: a pending fence without ``Fence.__init__``'s frame
+#: (two fences a dispatch)
+_new_object = object.__new__
+
+
 def fence_create(state: Any, slow: Caller, where: str, note: str) -> Caller:
     def call(device: Any, flags: int) -> tuple[Any, ...]:
         if device.__class__ is Device:
-            return (Fence(),)
+            fence = _new_object(Fence)
+            fence.status = None         # Fence(): pending
+            return (fence,)
         return slow(device, flags)
     return call
 
@@ -87,7 +94,10 @@ def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> C
         except AttributeError:          # no context
             deadline = None
         try:
-            cb.execute(table, deadline=deadline)
+            if deadline is None:        # (a call without keywords is the cheaper one)
+                cb.execute(table)
+            else:
+                cb.execute(table, deadline=deadline)
         except Exception as e:  # noqa: BLE001 - see native_error
             if isinstance(e, VmError):
                 signal.fail(int(StatusCode.ABORTED))

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from ...errors import HalError, StatusCode, VmError
 from ...hal.buffer import HAL_BUFFER_TYPE, HalBuffer, buffer_range
-from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView
+from ...hal.buffer_view import BUFFER_VIEW_TYPE, BufferView, view_of_bytes
 from ...hal.element_types import (
     ENCODING_DENSE_ROW_MAJOR,
     dtype_name,
@@ -165,7 +165,7 @@ def view_over(b: HalBuffer, offset: int, length: int, element_type: int, shape: 
                        f"{length}", StatusCode.OUT_OF_RANGE)
     base = b.address
     address = None if base == -1 else base + offset
-    view = BufferView.over(b.bytes[offset:offset + need], name, tuple(shape), address)
+    view = view_of_bytes(b.bytes[offset:offset + need], name, tuple(shape), address)
     # hal.buffer_view.buffer gives back the whole range, as IREE's does
     view.backing = b if offset == 0 and length == size else \
         HalBuffer(b.bytes[offset:offset + length], b.read_only, address)
