@@ -115,6 +115,9 @@ class NativeMachine(Machine):
         # release/free/close mark a range dead, then wait until no thread's
         # Python stack holds a call of this machine (see _inside_call)
         self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
+        # whether a guarded callable of this machine was ever made: until
+        # then no thread can be inside one of its calls (no frame to look for)
+        self._guarded = False
         self.pending: BaseException | None = None
         self.closed = False
         self._jit: dict[int, jit_debug.Registration] = {}   # id(module) -> gdb registration
@@ -190,13 +193,13 @@ class NativeMachine(Machine):
         self._wait_others()
 
     def _refuse_inside(self, what: str, frame: FrameType) -> None:
-        if _inside_call(self, frame):
+        if self._guarded and _inside_call(self, frame):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
 
     def _wait_others(self) -> None:
         """Wait until no other thread is inside a call of this machine."""
-        while True:
+        while self._guarded:
             frames = thread_frames()
             if len(frames) == 1:        # this thread alone: nothing to wait for
                 return
@@ -324,6 +327,7 @@ class NativeMachine(Machine):
             cell = self._alive_cell(addr, "call to")
             if self._jit_waiting:
                 self.register_waiting()
+            self._guarded = True
             hit = self._calls[(addr, sig)] = (_guard(self, self._fn(addr, sig), cell, addr), cell)
         try:
             return hit[0](*args)
@@ -339,10 +343,11 @@ class NativeMachine(Machine):
         cell = self._alive_cell(addr, "function at")
         if self._jit_waiting and jit:
             self.register_waiting()
+        self._guarded = True
         return _guard(self, self._fn(addr, sig), cell, addr)
 
     def in_call(self) -> bool:
-        return _inside_call(self, sys._getframe(1))
+        return self._guarded and _inside_call(self, sys._getframe(1))
 
     def _check_open(self) -> None:
         if self.closed:
@@ -359,6 +364,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
+        self._guarded = True
         return _guard(self, self._fn(addr, sig), [True], addr)
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
@@ -409,8 +415,9 @@ class NativeMachine(Machine):
         if getattr(module, "elf", None) is None:      # not a loaded ELF (nothing to show)
             return
         key = id(module)
-        if jit_debug.enabled():
-            if key in self._jit or jit_debug.register_at_load():
+        now = jit_debug.at_load()
+        if now is not None:
+            if now or key in self._jit:
                 self._register(module)      # attached again: registered again
             else:
                 self._jit_waiting[key] = module
