@@ -199,14 +199,21 @@ class NativeMachine(Machine):
 
     def _wait_others(self) -> None:
         """Wait until no other thread is inside a call of this machine."""
-        while self._guarded:
-            frames = thread_frames()
-            if len(frames) == 1:        # this thread alone: nothing to wait for
-                return
-            me = threading.get_ident()
-            if not any(t != me and _inside_call(self, frame) for t, frame in frames.items()):
-                return
+        while self._guarded and self._others_inside():
             time.sleep(0.0005)
+
+    def _others_inside(self) -> bool:
+        """Whether another thread is inside a call of this machine now."""
+        frames = thread_frames()
+        me = threading.get_ident()
+        try:        # with this thread alone, nothing to look at
+            return len(frames) > 1 and any(t != me and _inside_call(self, frame)
+                                           for t, frame in frames.items())
+        finally:
+            # the dict holds this very frame, whose locals hold the dict: a
+            # cycle that would keep every caller's frame (the module being
+            # closed, its machine) alive until a garbage collection
+            frames.clear()
 
     def reuse(self, addr: int, size: int, content: bytes) -> bool:
         page = self.arch.page_size
