@@ -60,3 +60,20 @@ def test_a_machine_never_called_into_does_not_read_frames(plugins, monkeypatch):
         stop.set()
         other.join()
     assert seen == []
+
+
+def test_a_closed_module_goes_without_the_garbage_collector(plugins):
+    """Closing looks at the threads' frames (a call was made); that look
+    leaves no reference cycle: the module and its machine are freed as soon
+    as the last reference goes, not at a later collection."""
+    import weakref
+    gc.disable()
+    try:
+        mod = elfkit.load(plugins.path("relocs", elfkit.arch.host().name))
+        assert mod.call("twice_plus_one", 20) == 41
+        refs = weakref.ref(mod), weakref.ref(mod.machine)
+        mod.close()
+        del mod
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()
