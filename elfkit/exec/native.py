@@ -151,7 +151,10 @@ class NativeMachine(Machine):
         prots = self._prot.get(r[0])
         if prots is not None and size:
             page = self.arch.page_size
-            for i in range((addr - r[0]) // page, (addr + size - 1 - r[0]) // page + 1):
+            first, end = (addr - r[0]) // page, (addr + size - 1 - r[0]) // page + 1
+            if all(map(need.__and__, prots[first:end])):
+                return
+            for i in range(first, end):
                 if not prots[i] & need:
                     raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x}: page "
                                             f"{r[0] + i * page:#x} is not "
@@ -260,9 +263,8 @@ class NativeMachine(Machine):
             raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
                                     f"{ctypes.get_errno()}")
         page = self.arch.page_size
-        prots = self._prot[r[0]]
-        for i in range((addr - r[0]) // page, (addr + size - r[0]) // page):
-            prots[i] = prot
+        first, end = (addr - r[0]) // page, (addr + size - r[0]) // page
+        self._prot[r[0]][first:end] = [prot] * (end - first)
 
     def write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
         n = len(data)
