@@ -224,10 +224,14 @@ _state: dict[str, Any] = {}
 _state_lock = threading.Lock()
 
 
+#: values of ELFKIT_GDB_JIT that turn registration off
+_OFF = ("0", "no", "false", "off")
+
+
 def enabled() -> bool:
     """Whether plugins are registered (``ELFKIT_GDB_JIT=0`` turns it off)."""
     v = getenv("ELFKIT_GDB_JIT")
-    return v is None or v.strip().lower() not in ("0", "no", "false", "off")
+    return v is None or v.strip().lower() not in _OFF
 
 
 def interface() -> JitInterface | None:
@@ -268,8 +272,25 @@ def register_at_load() -> bool:
     """Whether a module loaded now is registered at once (a debugger
     watches, or ``ELFKIT_GDB_JIT=eager``) rather than before its code first
     runs; when a debugger watches, the modules waiting are registered too."""
-    if eager():
-        return True
+    return eager() or _watched_now()
+
+
+def at_load() -> bool | None:
+    """``enabled()`` and ``register_at_load()`` in one reading of the
+    environment: None when registration is off, else whether a module
+    loaded now is registered at once."""
+    v = getenv("ELFKIT_GDB_JIT")
+    if v is not None:
+        v = v.strip().lower()
+        if v in _OFF:
+            return None
+        if v == "eager":
+            return True
+    return _watched_now()
+
+
+def _watched_now() -> bool:
+    """Whether a debugger watches now (the modules waiting are then registered)."""
     jit = interface()
     if jit is None or not jit.watched():
         return False

@@ -115,6 +115,9 @@ class NativeMachine(Machine):
         # release/free/close mark a range dead, then wait until no thread's
         # Python stack holds a call of this machine (see _inside_call)
         self._alive: dict[int, list[bool]] = {}     # range start -> [alive]
+        # whether a guarded callable of this machine was ever made: until
+        # then no thread can be inside one of its calls (no frame to look for)
+        self._guarded = False
         self.pending: BaseException | None = None
         self.closed = False
         self._jit: dict[int, jit_debug.Registration] = {}   # id(module) -> gdb registration
@@ -148,7 +151,10 @@ class NativeMachine(Machine):
         prots = self._prot.get(r[0])
         if prots is not None and size:
             page = self.arch.page_size
-            for i in range((addr - r[0]) // page, (addr + size - 1 - r[0]) // page + 1):
+            first, end = (addr - r[0]) // page, (addr + size - 1 - r[0]) // page + 1
+            if all(map(need.__and__, prots[first:end])):
+                return
+            for i in range(first, end):
                 if not prots[i] & need:
                     raise MemoryAccessError(f"{what} of {size} bytes at {addr:#x}: page "
                                             f"{r[0] + i * page:#x} is not "
@@ -190,20 +196,27 @@ class NativeMachine(Machine):
         self._wait_others()
 
     def _refuse_inside(self, what: str, frame: FrameType) -> None:
-        if _inside_call(self, frame):
+        if self._guarded and _inside_call(self, frame):
             raise ExecutionError(f"cannot {what} from inside a call of this native machine (a "
                                  f"host callback): its code is still running")
 
     def _wait_others(self) -> None:
         """Wait until no other thread is inside a call of this machine."""
-        while True:
-            frames = thread_frames()
-            if len(frames) == 1:        # this thread alone: nothing to wait for
-                return
-            me = threading.get_ident()
-            if not any(t != me and _inside_call(self, frame) for t, frame in frames.items()):
-                return
+        while self._guarded and self._others_inside():
             time.sleep(0.0005)
+
+    def _others_inside(self) -> bool:
+        """Whether another thread is inside a call of this machine now."""
+        frames = thread_frames()
+        me = threading.get_ident()
+        try:        # with this thread alone, nothing to look at
+            return len(frames) > 1 and any(t != me and _inside_call(self, frame)
+                                           for t, frame in frames.items())
+        finally:
+            # the dict holds this very frame, whose locals hold the dict: a
+            # cycle that would keep every caller's frame (the module being
+            # closed, its machine) alive until a garbage collection
+            frames.clear()
 
     def reuse(self, addr: int, size: int, content: bytes) -> bool:
         page = self.arch.page_size
@@ -250,9 +263,8 @@ class NativeMachine(Machine):
             raise MemoryAccessError(f"mprotect({addr:#x}, {size:#x}) failed: errno "
                                     f"{ctypes.get_errno()}")
         page = self.arch.page_size
-        prots = self._prot[r[0]]
-        for i in range((addr - r[0]) // page, (addr + size - r[0]) // page):
-            prots[i] = prot
+        first, end = (addr - r[0]) // page, (addr + size - r[0]) // page
+        self._prot[r[0]][first:end] = [prot] * (end - first)
 
     def write(self, addr: int, data: bytes | bytearray | memoryview) -> None:
         n = len(data)
@@ -324,6 +336,7 @@ class NativeMachine(Machine):
             cell = self._alive_cell(addr, "call to")
             if self._jit_waiting:
                 self.register_waiting()
+            self._guarded = True
             hit = self._calls[(addr, sig)] = (_guard(self, self._fn(addr, sig), cell, addr), cell)
         try:
             return hit[0](*args)
@@ -339,10 +352,11 @@ class NativeMachine(Machine):
         cell = self._alive_cell(addr, "function at")
         if self._jit_waiting and jit:
             self.register_waiting()
+        self._guarded = True
         return _guard(self, self._fn(addr, sig), cell, addr)
 
     def in_call(self) -> bool:
-        return _inside_call(self, sys._getframe(1))
+        return self._guarded and _inside_call(self, sys._getframe(1))
 
     def _check_open(self) -> None:
         if self.closed:
@@ -359,6 +373,7 @@ class NativeMachine(Machine):
         with ``function``."""
         if not addr:
             raise MemoryAccessError("foreign_function: NULL function address")
+        self._guarded = True
         return _guard(self, self._fn(addr, sig), [True], addr)
 
     def read_unchecked(self, addr: int, size: int) -> bytes:
@@ -409,8 +424,9 @@ class NativeMachine(Machine):
         if getattr(module, "elf", None) is None:      # not a loaded ELF (nothing to show)
             return
         key = id(module)
-        if jit_debug.enabled():
-            if key in self._jit or jit_debug.register_at_load():
+        now = jit_debug.at_load()
+        if now is not None:
+            if now or key in self._jit:
                 self._register(module)      # attached again: registered again
             else:
                 self._jit_waiting[key] = module

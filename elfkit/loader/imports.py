@@ -88,9 +88,9 @@ class Imports:
         self._providers: list[Any] = []
         # callbacks made per machine, so one Python function gets one stub per
         # machine; held weakly, so a closed machine's stubs go with it (an
-        # id() could be reused by a later machine)
-        self._stubs: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], int]] = \
-            weakref.WeakKeyDictionary()
+        # id() could be reused by a later machine); made at the first stub
+        # (a provider of addresses alone never needs it)
+        self._stubs: weakref.WeakKeyDictionary[Any, dict[tuple[int, str], int]] | None = None
         for p in providers:
             self.register(p)
 
@@ -150,6 +150,8 @@ class Imports:
             if isinstance(v, int):
                 return v
             fn, sig = v
+            if self._stubs is None:
+                self._stubs = weakref.WeakKeyDictionary()
             try:
                 stubs = self._stubs.get(machine)
                 if stubs is None:

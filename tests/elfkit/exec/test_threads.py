@@ -35,9 +35,45 @@ def test_native_close_with_other_threads_reads_frames_with_the_collector_off(
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        mod = elfkit.load(plugins.path("standalone", elfkit.arch.host().name))
+        mod = elfkit.load(plugins.path("relocs", elfkit.arch.host().name))
+        assert mod.call("twice_plus_one", 20) == 41   # a call: close must look for others
         mod.close()
     finally:
         stop.set()
         other.join()
     assert seen and not any(seen)
+
+
+def test_a_machine_never_called_into_does_not_read_frames(plugins, monkeypatch):
+    """No guarded callable of the machine was ever made: no thread can be
+    inside one of its calls, so closing it reads no thread's stack."""
+    seen = []
+    real = sys._current_frames
+    monkeypatch.setattr(sys, "_current_frames", lambda: (seen.append(1), real())[1])
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        mod = elfkit.load(plugins.path("standalone", elfkit.arch.host().name))
+        mod.close()
+    finally:
+        stop.set()
+        other.join()
+    assert seen == []
+
+
+def test_a_closed_module_goes_without_the_garbage_collector(plugins):
+    """Closing looks at the threads' frames (a call was made); that look
+    leaves no reference cycle: the module and its machine are freed as soon
+    as the last reference goes, not at a later collection."""
+    import weakref
+    gc.disable()
+    try:
+        mod = elfkit.load(plugins.path("relocs", elfkit.arch.host().name))
+        assert mod.call("twice_plus_one", 20) == 41
+        refs = weakref.ref(mod), weakref.ref(mod.machine)
+        mod.close()
+        del mod
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()
