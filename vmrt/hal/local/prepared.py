@@ -164,6 +164,12 @@ class NativeDispatch:
         self.chunk = 1
         #: batches starting with this dispatch (see :meth:`batch`)
         self.batches: dict[tuple[Any, ...], Any] = {}
+        #: the programs of command buffers whose recording starts with this
+        #: dispatch, per shape (kept by vmrt.hal.command_buffer)
+        self.plans: dict[tuple[Any, ...], Any] = {}
+        #: whether a batch of this dispatch alone applies (None: not known
+        #: yet; asked once it runs on the calling thread alone)
+        self.solo: bool | None = None
 
     def region_size(self) -> int:
         """The bytes of the host block :meth:`write_region` fills."""
@@ -213,7 +219,10 @@ class NativeDispatch:
         where the batch loop applies."""
         if self.threads > 1 and (self.inline is not True or self.retry):
             return False
-        return self.batch((self,)) is not None
+        solo = self.solo
+        if solo is None:        # (what batch() makes of it does not change from now on)
+            solo = self.solo = self.batch((self,)) is not None
+        return solo
 
     def batch(self, steps: tuple[Any, ...]) -> Any:
         """The :class:`~vmrt.hal.local.batch.Batch` of ``steps`` (prepared
