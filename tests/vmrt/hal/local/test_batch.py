@@ -203,6 +203,36 @@ def test_command_buffer_runs_as_one_batch(saxpy, monkeypatch):
     assert len(ran) == 2 and len(checked) == 2
 
 
+def test_recordings_of_one_shape_share_a_program_that_keeps_no_buffer(saxpy):
+    """One-shot command buffers recorded again over other buffers (an LSTM's
+    steps): the program made at the first is kept by the first dispatch's
+    prepared form, per shape, and reused; it keeps none of the buffers; a
+    recording of that shape with an operand the batch cannot take (a
+    read-only copy target) still takes the checked path and its error."""
+    import gc
+    import weakref
+
+    from vmrt.hal.commands import prepare_dispatch
+    device = saxpy[0]
+    gone = []
+    for seed in (5, 6, 7):
+        bufs, want = _buffers(seed)
+        cb = _chain(saxpy, bufs, MODE_ONE_SHOT)
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        plans = prepare_dispatch(cb.commands[0], device).plans
+        assert len(plans) == 1
+        gone.append(weakref.ref(bufs[2]))
+        del cb, bufs
+    gc.collect()
+    assert [r() for r in gone] == [None, None, None]
+    bufs, want = _buffers(8)
+    bufs[3] = type(bufs[3])(bufs[3].bytes, read_only=True)
+    with pytest.raises(VmError) as e:
+        _chain(saxpy, bufs, MODE_ONE_SHOT).execute()
+    assert e.value.code.name == "PERMISSION_DENIED" and len(plans) == 1
+
+
 def test_an_odd_operand_takes_the_checked_path(saxpy):
     """A copy into a read-only buffer: the run goes to the checked path,
     which runs the dispatch before it and reports what the watched path
