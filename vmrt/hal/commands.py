@@ -23,12 +23,19 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-class BufferRef(DataRecord, frozen=True, slots=True):
-    """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``."""
+class BufferRef(DataRecord, slots=True):
+    """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``.
+    Never changed once made, but not a frozen record: a frozen record's
+    construction costs twice as much (each field set through
+    ``object.__setattr__``), and an LSTM's recording makes ~2,300 a call;
+    hashed by value all the same, as the commands holding it are."""
     slot: int
     buffer: HalBuffer | None
     offset: int
     length: int
+
+    def __hash__(self) -> int:
+        return hash((self.slot, self.buffer, self.offset, self.length))
 
 
 class Fill(DataRecord, frozen=True, slots=True):
