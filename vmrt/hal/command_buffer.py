@@ -45,6 +45,7 @@ from .commands import (
     Update,
     binding_labels,
     binding_specs,
+    copy_spec,
     dispatch_runner,
     fill_range,
     gather,
@@ -93,6 +94,9 @@ class CommandBuffer(RefObject):
         #: the submission's program where batches apply (made at the first
         #: submission nothing watches; () where none does): see _make_program
         self._program: tuple[Any, ...] | None = None
+        #: the program bound to this recording's operands (see _bind), kept
+        #: with the program
+        self._bound: tuple[Any, ...] | None = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -193,8 +197,8 @@ class CommandBuffer(RefObject):
         copies, each one native call (:mod:`vmrt.hal.local.batch`, through
         the first dispatch's ``batch``), and the other commands' indices;
         () when no batch applies.  A run is ``(batch, first index, end
-        index)``: :func:`gather` reads its operands from the commands, so
-        a program keeps no buffer and fits every recording of its shape."""
+        index)``: a program keeps no buffer and fits every recording of
+        its shape (:meth:`_bind` takes a recording's operands)."""
         threads = getattr(self.device, "dispatch_threads", 1)
         program: list[Any] = []
         steps: list[Any] = []           # the run's prepared dispatches, None for copies
@@ -243,15 +247,60 @@ class CommandBuffer(RefObject):
             self._program = out     # for good (else made again at the next submission)
         return out
 
+    def _bound_program(self) -> tuple[Any, ...]:
+        """The submission's program (:meth:`_find_program`) bound to this
+        recording's operands (:meth:`_bind`), both kept when made for good."""
+        program = self._program
+        if program is None:
+            program = self._find_program()
+        if program:
+            program = self._bind(program)
+        if self._program is not None:       # (else made again at the next submission)
+            self._bound = program
+        return program
+
+    def _bind(self, program: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``program`` with each run's operands as :func:`gather` takes them
+        from this recording: ``(batch, each dispatch's binding_specs and
+        lengths, each copy's copy_spec, first index, end index)``; a run
+        with an operand that is not that simple (a program made for
+        another recording of the shape) goes to the checked path, its
+        commands one by one."""
+        bound: list[Any] = []
+        cmds = self.commands
+        for item in program:
+            if item.__class__ is int:
+                bound.append(item)
+                continue
+            batch, lo, hi = item
+            dsteps: list[Any] = []
+            csteps: list[Any] = []
+            for cmd in cmds[lo:hi]:
+                if cmd.__class__ is Copy:
+                    spec = copy_spec(cmd)
+                    if spec is None:
+                        break
+                    csteps.append(spec)
+                else:
+                    specs = binding_specs(cmd.bindings)
+                    if specs is None:
+                        break
+                    dsteps.append((specs, [b.length for b in cmd.bindings]))
+            else:
+                bound.append((batch, dsteps, csteps, lo, hi))
+                continue
+            bound.extend(range(lo, hi))
+        return tuple(bound)
+
     def _run_program(self, program: tuple[Any, ...],
                      table: Sequence[tuple[HalBuffer, int, int]]) -> None:
-        """Run a submission through its program (see :meth:`_make_program`)."""
+        """Run a submission through its bound program (see :meth:`_bind`)."""
         for item in program:
             if item.__class__ is int:
                 self._checked(item, table, None)
                 continue
-            batch, lo, hi = item
-            values = gather(self.commands, lo, hi, table)
+            batch, dsteps, csteps, lo, hi = item
+            values = gather(dsteps, csteps, table)
             if values is None:      # something odd: the checked path says what
                 for i in range(lo, hi):
                     self._checked(i, table, None)
@@ -285,13 +334,13 @@ class CommandBuffer(RefObject):
         observer = current_observer()
         if stats is None and observer is None:
             if deadline is None and current_range_recorder() is None:
-                program = self._program
+                program = self._bound
                 if program is None:
-                    program = self._find_program()
+                    program = self._bound_program()
                 if program:
                     item = program[0]
                     if len(program) == 1:       # one batch (in this frame)
-                        values = gather(self.commands, item[1], item[2], table)
+                        values = gather(item[1], item[2], table)
                         if values is not None:
                             item[0].run(values)
                             return

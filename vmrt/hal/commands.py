@@ -153,36 +153,29 @@ def binding_specs(refs: Sequence[BufferRef]) -> tuple[tuple[Any, ...], ...] | No
     return tuple(out)
 
 
-def gather(commands: Sequence[Any], lo: int, hi: int,
+def copy_spec(cmd: Copy) -> tuple[Any, ...] | None:
+    """A copy's two operands as :func:`binding_specs` gives them (source,
+    target) and its length, when it is that simple; else None."""
+    specs = binding_specs((cmd.source, cmd.target))
+    if specs is None or cmd.source.length != cmd.target.length:
+        return None
+    return specs[0], specs[1], cmd.source.length
+
+
+def gather(dsteps: Sequence[Any], csteps: Sequence[Any],
            table: Sequence[tuple[HalBuffer, int, int]]) -> list[int] | None:
-    """What a batch (see ``CommandBuffer._make_program``) of ``commands[lo:hi]``
-    (dispatches and copies) runs over: each dispatch's binding addresses
-    and lengths, then each copy's target, source and length; None when an
-    operand is not as :func:`run_resolved` takes it (a slot, offset or
-    length it does not take, a misaligned buffer, a copy's lengths that
-    differ or a read-only target): the commands then take the checked
-    path, which says what is wrong."""
+    """What a batch (see ``CommandBuffer._make_program``) runs over: each
+    dispatch's binding addresses and lengths (``dsteps``: its
+    :func:`binding_specs` and lengths), then each copy's target, source and
+    length (``csteps``: :func:`copy_spec`); None when an operand is not as
+    :func:`run_resolved` takes it (or a copy's target is read-only): the
+    commands then take the checked path."""
     out: list[int] = []
-    append = out.append
-    copies = []
     try:
-        for i in range(lo, hi):
-            cmd = commands[i]
-            if cmd.__class__ is Copy:
-                copies.append(cmd)
-                continue
-            refs = cmd.bindings
-            for b in refs:
-                buf, off, n = b.buffer, b.offset, b.length
-                if off < 0 or n <= 0:
-                    return None
-                end = off + n
+        for specs, sizes in dsteps:
+            for slot, buf, off, end in specs:
                 if buf is None:
-                    slot = b.slot
-                    if slot < 0:
-                        return None
                     buf, base, tlen = table[slot]
-                    # inside the entry [base, base + tlen), itself inside the buffer
                     if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
                         return None
                     off += base
@@ -191,14 +184,12 @@ def gather(commands: Sequence[Any], lo: int, hi: int,
                 addr = buf.address
                 if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
                     return None
-                append(addr + off)
-            for b in refs:
-                append(b.length)
-        for cmd in copies:
-            n = cmd.source.length
-            t = _address(cmd.target, table, True)
-            s = _address(cmd.source, table, False)
-            if s < 0 or t < 0 or cmd.target.length != n:
+                out.append(addr + off)
+            out += sizes
+        for source, target, n in csteps:
+            t = _address(target, table, True)
+            s = _address(source, table, False)
+            if s < 0 or t < 0:
                 return None
             out += (t, s, n)
     except (IndexError, TypeError, ValueError, AttributeError):
@@ -206,17 +197,13 @@ def gather(commands: Sequence[Any], lo: int, hi: int,
     return out
 
 
-def _address(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], write: bool) -> int:
-    """The address of a copy operand, -1 when it is not a simple in-bounds
-    range of positive length (or not writable)."""
-    buf, off, n = ref.buffer, ref.offset, ref.length
-    if off < 0 or n <= 0:
-        return -1
-    end = off + n
+def _address(spec: tuple[Any, ...], table: Sequence[tuple[HalBuffer, int, int]],
+             write: bool) -> int:
+    """The address of a copy operand (``spec``: see :func:`binding_specs`),
+    -1 when it is not a simple in-bounds range (or not writable)."""
+    slot, buf, off, end = spec
     if buf is None:
-        if ref.slot < 0:
-            return -1
-        buf, base, tlen = table[ref.slot]
+        buf, base, tlen = table[slot]
         if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
             return -1
         off += base
@@ -334,5 +321,5 @@ def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, memoryview, int]]
 
 
 __all__ = ["BufferRef", "Copy", "Dispatch", "Fill", "Update", "binding_labels", "binding_specs",
-           "dispatch_runner", "fill_range", "gather", "prepare_dispatch", "resolve",
+           "copy_spec", "dispatch_runner", "fill_range", "gather", "prepare_dispatch", "resolve",
            "resolve_all", "run_dispatch", "run_resolved"]
