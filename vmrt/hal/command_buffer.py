@@ -173,23 +173,29 @@ class CommandBuffer(RefObject):
         """:meth:`_make_program`, or the program a recording of the same
         shape made (see :func:`_shape`): kept by the prepared form of the
         first command, a dispatch, in its ``plans`` (a one-shot command
-        buffer recorded each step of a loop plans once, not each step)."""
+        buffer recorded each step of a loop plans once, not each step),
+        until a local-task grid settles its way again (the ``settled()``
+        count: a grid the program kept out of its batches, on the workers
+        or trying both ways, may now run alone and join them)."""
         cmds = self.commands
+        first: Any = None
         plans = None
         if cmds and cmds[0].__class__ is Dispatch:
-            plans = getattr(prepare_dispatch(cmds[0], self.device), "plans", None)
+            first = prepare_dispatch(cmds[0], self.device)
+            plans = getattr(first, "plans", None)
         if plans is None:
             return self._make_program()
         key = _shape(cmds)
-        program = plans.get(key)
-        if program is not None:
-            self._program = program
-            return program
+        settled = first.settled()
+        hit = plans.get(key)
+        if hit is not None and hit[0] == settled:
+            self._program = hit[1]
+            return hit[1]
         program = self._make_program()
         if self._program is not None:       # made for good: for the next recordings too
             if len(plans) >= MAX_PLANS:
                 plans.clear()
-            plans[key] = program
+            plans[key] = (settled, program)
         return program
 
     def _make_program(self) -> tuple[Any, ...]:

@@ -233,6 +233,48 @@ def test_recordings_of_one_shape_share_a_program_that_keeps_no_buffer(saxpy):
     assert e.value.code.name == "PERMISSION_DENIED" and len(plans) == 1
 
 
+def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatch):
+    """local-task: a program kept while a grid ran on the workers (out of
+    the batches) is not reused once that grid's trials keep it on the
+    calling thread: the next recording of the shape runs as one batch."""
+    from vmrt.hal.commands import prepare_dispatch
+    from vmrt.hal.local.device import Device
+    ran = []
+    orig_run = Batch.run
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    device = Device("local-task")
+    try:
+        if device.dispatch_threads < 2:
+            pytest.skip("local-task has one thread on this host")
+        lib = iree.compile("codegen", "x86_64").library
+        hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
+        saxpy = (device, hexe, hexe.exe.export("saxpy").ordinal)
+
+        def record(seed):
+            bufs, want = _buffers(seed)
+            return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
+        cb, bufs, want = record(9)
+        grid = prepare_dispatch(cb.commands[0], device)
+        assert grid.threads == 2
+        grid.inline, grid.trials = False, 8         # settled on the workers
+        for seed in (9, 10):
+            cb.execute()
+            np.testing.assert_array_equal(_last(bufs), want)
+            cb, bufs, want = record(seed + 1)
+        assert ran == [] and len(grid.plans) == 1
+        # trying both ways again; its last trial keeps it alone
+        grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert grid.inline is True and ran == []
+        cb, bufs, want = record(12)
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert len(ran) == 1
+    finally:
+        device.close()
+
+
 def test_an_odd_operand_takes_the_checked_path(saxpy):
     """A copy into a read-only buffer: the run goes to the checked path,
     which runs the dispatch before it and reports what the watched path
