@@ -385,7 +385,21 @@ WHY = {
            "Interleaved A/B in fresh processes at load 2-4 (noisy), medians: 1.54-1.57x -> "
            "1.30-1.48x. What is left is the dispatch code itself: its native time alone is "
            "about iree.runtime's whole call (the dispatches start on caches cold from the "
-           "Python work between them), plus the recording's hal imports through Python.",
+           "Python work between them), plus the recording's hal imports through Python. "
+           "Round 3: where a call went (perf_counter around the pieces, load ~2.5): 25.2 ms "
+           "= native batch calls 17.3 (iree.runtime's whole call: 18.2) + submissions' Python "
+           "3.5 (planning 1.8, gathering the operands ~0.8, batch run ~0.8) + the VM code, "
+           "the recording and queue.alloca 4.4. Now a batch program keeps no buffer (a run is "
+           "its batch and command range; each recording binds its own operands once), so "
+           "each step's recording of the same shape (commands, executables, exports, grids, "
+           "constants) reuses the program its first prepared dispatch keeps instead of "
+           "planning again (until a local-task grid settles its way), and the command "
+           "records (BufferRef, Dispatch, Copy: ~3,000 a call) are plain slots records "
+           "hashed by value instead of frozen ones (0.46 -> 0.19 µs each). Interleaved A/B "
+           "against main (fresh processes alternating, 16 x 5 calls, load ~0.6): 25.22 -> "
+           "23.32 ms (-7.5 %), ratio 1.41x -> 1.31x (at load 2.5-4: -9 to -11 %); row 17p's "
+           "chain100 -7 %. Left: the VM code, hal imports and queue.alloca (~4 ms) and the "
+           "native time itself, about iree.runtime's whole call.",
 
     "17d": "as 17c; on local-task the LSTM's 8-workgroup matmuls (~40 µs each on one "
            "thread) are shared between the calling thread and a worker in native code (the "
@@ -402,7 +416,16 @@ WHY = {
            "same workgroup states its own run uses); grids still trying both ways, or kept "
            "on the workers, keep the per-dispatch path. The trials are per prepared dispatch, "
            "and the LSTM's dispatches with a constant (the step) are a prepared dispatch per "
-           "step: ~250 grids x 8 trials, so the first ~8 calls are slower.",
+           "step: ~250 grids x 8 trials, so the first ~8 calls are slower. Round 3: in steady "
+           "state 571 of the 576 dispatches run in 17c's batches (5 grids a stall guard sent "
+           "back run alone per dispatch), and local-sync and local-task programs called "
+           "interleaved in one process take the same time (23.3 vs 23.4 ms): the row is "
+           "17c's, against iree.runtime's two threads. A grid on the native team measured "
+           "alone vs team with a warm worker (load ~2.5): 12.4 vs 14.1 µs (1x512x256), 23.0 vs "
+           "24.8 µs (1x512x512): no gain on this shared 2-core machine. A/B against main "
+           "(load ~0.6): 25.69 -> 23.83 ms (-7 %), ratio 1.97x -> 1.85x. Meeting 1.2x needs "
+           "the batch loop to hand a team grid to the workers natively (see the report of "
+           "issue 27) and a machine where the worker has a core.",
 
     "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
            "in Python against iree.runtime's C (~1.4-2.5 µs per dispatch depending on the "

@@ -20,9 +20,10 @@ nothing watches, without a deadline or a profile, runs each run of
 consecutive prepared dispatches and copies on the calling thread (not a
 grid shared with worker threads) in one native call instead (planned at
 the first submission, or again while a local-task grid is still trying
-both ways; a one-shot command buffer recorded again with the same
-dispatches reuses the batch its prepared dispatches keep); an operand the
-batch cannot take sends that run to the checked path.
+both ways; a program keeps no buffer, so a one-shot command buffer
+recorded again in the same shape -- the same commands and dispatches, other
+buffers -- reuses the program its first prepared dispatch keeps); an
+operand the batch cannot take sends that run to the checked path.
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
 
 # iree_hal_command_buffer_mode_t bits
 MODE_ONE_SHOT = 1 << 0
+#: programs a prepared dispatch keeps for recordings starting with it
+MAX_PLANS = 64
 
 
 class CommandBuffer(RefObject):
@@ -91,6 +94,9 @@ class CommandBuffer(RefObject):
         #: the submission's program where batches apply (made at the first
         #: submission nothing watches; () where none does): see _make_program
         self._program: tuple[Any, ...] | None = None
+        #: the program bound to this recording's operands (see _bind), kept
+        #: with the program
+        self._bound: tuple[Any, ...] | None = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -163,55 +169,138 @@ class CommandBuffer(RefObject):
                         for cmd, (what, labels, prepared) in zip(self.commands, plans))
         return (push, pop, runners) if flushed else (_no_fpu, _no_fpu, runners)
 
+    def _find_program(self) -> tuple[Any, ...]:
+        """:meth:`_make_program`, or the program a recording of the same
+        shape made (see :func:`_shape`): kept by the prepared form of the
+        first command, a dispatch, in its ``plans`` (a one-shot command
+        buffer recorded each step of a loop plans once, not each step),
+        until a local-task grid settles its way again (the ``settled()``
+        count: a grid the program kept out of its batches, on the workers
+        or trying both ways, may now run alone and join them)."""
+        cmds = self.commands
+        first: Any = None
+        plans = None
+        if cmds and cmds[0].__class__ is Dispatch:
+            first = prepare_dispatch(cmds[0], self.device)
+            plans = getattr(first, "plans", None)
+        if plans is None:
+            return self._make_program()
+        key = _shape(cmds)
+        settled = first.settled()
+        hit = plans.get(key)
+        if hit is not None and hit[0] == settled:
+            self._program = hit[1]
+            return hit[1]
+        program = self._make_program()
+        if self._program is not None:       # made for good: for the next recordings too
+            if len(plans) >= MAX_PLANS:
+                plans.clear()
+            plans[key] = (settled, program)
+        return program
+
     def _make_program(self) -> tuple[Any, ...]:
         """The submission as runs of consecutive prepared dispatches and
         copies, each one native call (:mod:`vmrt.hal.local.batch`, through
         the first dispatch's ``batch``), and the other commands' indices;
-        () when no batch applies.  A run is ``(batch, dispatch steps, copy
-        steps, first index, end index)`` for :func:`gather`.  (A one-shot
-        command buffer makes this at its only submission: it is kept lean.)"""
-        device = self.device
+        () when no batch applies.  A run is ``(batch, first index, end
+        index)``: a program keeps no buffer and fits every recording of
+        its shape (:meth:`_bind` takes a recording's operands)."""
+        threads = getattr(self.device, "dispatch_threads", 1)
         program: list[Any] = []
-        run: list[tuple[int, Any, Any]] = []    # (index, prepared or None, specs)
-        dispatched: list[Any] = []             # every prepared dispatch
+        steps: list[Any] = []           # the run's prepared dispatches, None for copies
+        start = 0
+        settling = False
+        prepares: dict[int, Any] = {}
 
-        def close() -> None:
-            steps = tuple([p for _i, p, _s in run])
-            batch = steps[0].batch(steps)
+        def close(end: int) -> None:
+            batch = steps[0].batch(tuple(steps))
             if batch is None:
-                program.extend([i for i, _p, _s in run])
+                program.extend(range(start, end))
             else:
-                program.append((batch, [s for _i, p, s in run if p is not None],
-                                [s for _i, p, s in run if p is None], run[0][0], run[-1][0] + 1))
-            run.clear()
+                program.append((batch, start, end))
+            steps.clear()
         for i, cmd in enumerate(self.commands):
             cls = cmd.__class__
             if cls is Dispatch:
-                specs = binding_specs(cmd.bindings)
-                prepared = None if specs is None else prepare_dispatch(cmd, device)
+                prepared = None
+                refs = cmd.bindings
+                if 0 not in cmd.workgroups and all(
+                        b.length > 0 and b.offset >= 0 and b.slot >= 0 for b in refs):
+                    exe = cmd.executable.exe
+                    prepare = prepares.get(id(exe), False)
+                    if prepare is False:
+                        prepare = prepares[id(exe)] = getattr(exe, "prepare", None)
+                    if prepare is not None:
+                        prepared = prepare(cmd.ordinal, cmd.workgroups, cmd.constants, len(refs),
+                                           threads=threads)
                 if prepared is not None and hasattr(prepared, "joins_batches"):
-                    dispatched.append(prepared)
+                    settling = settling or prepared.settling()
                     if prepared.joins_batches():
-                        run.append((i, prepared, (specs, [b.length for b in cmd.bindings])))
+                        if not steps:
+                            start = i
+                        steps.append(prepared)
                         continue
-            elif cls is Copy and run:
-                spec = copy_spec(cmd)
-                if spec is not None:
-                    run.append((i, None, spec))
-                    continue
-            if run:
-                close()
+            elif cls is Copy and steps:
+                steps.append(None)
+                continue
+            if steps:
+                close(i)
             program.append(i)
-        if run:
-            close()
+        if steps:
+            close(len(self.commands))
         out = tuple(program) if any(item.__class__ is not int for item in program) else ()
-        if not any(p.settling() for p in dispatched):
+        if not settling:
             self._program = out     # for good (else made again at the next submission)
         return out
 
+    def _bound_program(self) -> tuple[Any, ...]:
+        """The submission's program (:meth:`_find_program`) bound to this
+        recording's operands (:meth:`_bind`), both kept when made for good."""
+        program = self._program
+        if program is None:
+            program = self._find_program()
+        if program:
+            program = self._bind(program)
+        if self._program is not None:       # (else made again at the next submission)
+            self._bound = program
+        return program
+
+    def _bind(self, program: tuple[Any, ...]) -> tuple[Any, ...]:
+        """``program`` with each run's operands as :func:`gather` takes them
+        from this recording: ``(batch, each dispatch's binding_specs and
+        lengths, each copy's copy_spec, first index, end index)``; a run
+        with an operand that is not that simple (a program made for
+        another recording of the shape) goes to the checked path, its
+        commands one by one."""
+        bound: list[Any] = []
+        cmds = self.commands
+        for item in program:
+            if item.__class__ is int:
+                bound.append(item)
+                continue
+            batch, lo, hi = item
+            dsteps: list[Any] = []
+            csteps: list[Any] = []
+            for cmd in cmds[lo:hi]:
+                if cmd.__class__ is Copy:
+                    spec = copy_spec(cmd)
+                    if spec is None:
+                        break
+                    csteps.append(spec)
+                else:
+                    specs = binding_specs(cmd.bindings)
+                    if specs is None:
+                        break
+                    dsteps.append((specs, [b.length for b in cmd.bindings]))
+            else:
+                bound.append((batch, dsteps, csteps, lo, hi))
+                continue
+            bound.extend(range(lo, hi))
+        return tuple(bound)
+
     def _run_program(self, program: tuple[Any, ...],
                      table: Sequence[tuple[HalBuffer, int, int]]) -> None:
-        """Run a submission through its program (see :meth:`_make_program`)."""
+        """Run a submission through its bound program (see :meth:`_bind`)."""
         for item in program:
             if item.__class__ is int:
                 self._checked(item, table, None)
@@ -251,9 +340,9 @@ class CommandBuffer(RefObject):
         observer = current_observer()
         if stats is None and observer is None:
             if deadline is None and current_range_recorder() is None:
-                program = self._program
+                program = self._bound
                 if program is None:
-                    program = self._make_program()
+                    program = self._bound_program()
                 if program:
                     item = program[0]
                     if len(program) == 1:       # one batch (in this frame)
@@ -332,6 +421,17 @@ class CommandBuffer(RefObject):
         finally:
             pop(token)
         return True
+
+
+def _shape(commands: Sequence[Any]) -> tuple[Any, ...]:
+    """What a program depends on in a recording (see
+    ``CommandBuffer._find_program``): each command's kind and, for a
+    dispatch, what its prepared form is made of (executable, export, grid,
+    constants, binding count); not the buffers (a program keeps none; a
+    binding :func:`gather` does not take sends its run to the checked path)."""
+    return tuple([(cmd.executable, cmd.ordinal, cmd.workgroups, cmd.constants,
+                   len(cmd.bindings)) if cmd.__class__ is Dispatch else cmd.__class__
+                  for cmd in commands])
 
 
 def _transfer(cmd: Any, table: Sequence[tuple[HalBuffer, int, int]], what: str) -> int:

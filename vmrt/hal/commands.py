@@ -23,35 +23,49 @@ TYPE_CHECKING = False    # typing is imported by type checkers only (start-up ti
 if TYPE_CHECKING:
     from typing import Any
 
-class BufferRef(DataRecord, frozen=True, slots=True):
+def _value_hash(record: Any) -> int:
+    """The hash of a command record: that of its fields' values."""
+    return hash(tuple([getattr(record, name) for name in record.__slots__]))
+
+
+# The records below are never changed once made, but are not frozen
+# records: a frozen record's construction costs twice as much (each field
+# set through ``object.__setattr__``), and an LSTM's recording makes ~3,000
+# a call; they hash by value all the same.
+class BufferRef(DataRecord, slots=True):
     """A buffer operand: ``buffer`` or, when it is None, binding-table ``slot``."""
     slot: int
     buffer: HalBuffer | None
     offset: int
     length: int
+    __hash__ = _value_hash
 
 
-class Fill(DataRecord, frozen=True, slots=True):
+class Fill(DataRecord, slots=True):
     target: BufferRef
     pattern: bytes
+    __hash__ = _value_hash
 
 
-class Update(DataRecord, frozen=True, slots=True):
+class Update(DataRecord, slots=True):
     source: bytes
     target: BufferRef
+    __hash__ = _value_hash
 
 
-class Copy(DataRecord, frozen=True, slots=True):
+class Copy(DataRecord, slots=True):
     source: BufferRef
     target: BufferRef
+    __hash__ = _value_hash
 
 
-class Dispatch(DataRecord, frozen=True, slots=True):
+class Dispatch(DataRecord, slots=True):
     executable: HalExecutable
     ordinal: int
     workgroups: tuple[int, int, int]
     constants: tuple[int, ...]
     bindings: tuple[BufferRef, ...]
+    __hash__ = _value_hash
 
 
 def resolve(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]],

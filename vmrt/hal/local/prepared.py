@@ -75,6 +75,8 @@ STALL_SHARE = 0.5
 #: alone, doubled each time it is sent back (up to 64 times): a busy spell
 #: of the machine does not keep it off the workers for good
 RETRY_RUNS = 1024
+#: how many times a grid settled its way (NativeDispatch.settled)
+_SETTLED = [0]
 #: the first two runs on the workers this long (seconds) each keep the
 #: workers without trying the calling thread alone: handing out chunks costs
 #: tens of microseconds, so the trials could only lose (ResNet-50's
@@ -164,6 +166,13 @@ class NativeDispatch:
         self.chunk = 1
         #: batches starting with this dispatch (see :meth:`batch`)
         self.batches: dict[tuple[Any, ...], Any] = {}
+        #: the programs of command buffers whose recording starts with this
+        #: dispatch, per shape, with the settled() count they were made at
+        #: (kept by vmrt.hal.command_buffer)
+        self.plans: dict[tuple[Any, ...], Any] = {}
+        #: whether a batch of this dispatch alone applies (None: not known
+        #: yet; asked once it runs on the calling thread alone)
+        self.solo: bool | None = None
 
     def region_size(self) -> int:
         """The bytes of the host block :meth:`write_region` fills."""
@@ -201,6 +210,13 @@ class NativeDispatch:
         self.local.mine = mine
         return mine
 
+    def settled(self) -> int:
+        """How many times a grid of the process settled its way (at the end
+        of its trials): a program planned at another count may have kept a
+        grid that now runs alone out of its batches (see
+        ``vmrt.hal.command_buffer``'s kept programs)."""
+        return _SETTLED[0]
+
     def settling(self) -> bool:
         """Whether the way this dispatch runs may still change (a grid for
         several threads still trying both ways, or sent back for a while
@@ -213,7 +229,10 @@ class NativeDispatch:
         where the batch loop applies."""
         if self.threads > 1 and (self.inline is not True or self.retry):
             return False
-        return self.batch((self,)) is not None
+        solo = self.solo
+        if solo is None:        # (what batch() makes of it does not change from now on)
+            solo = self.solo = self.batch((self,)) is not None
+        return solo
 
     def batch(self, steps: tuple[Any, ...]) -> Any:
         """The :class:`~vmrt.hal.local.batch.Batch` of ``steps`` (prepared
@@ -299,9 +318,11 @@ class NativeDispatch:
                 self.long = long
             elif trial == 1 and self.long and long:     # long twice
                 self.inline = False
+                _SETTLED[0] += 1
             elif self.trials >= TRIALS:
                 self.inline = self.best[1] <= self.best[0]
                 self.mean = self.best[0]
+                _SETTLED[0] += 1
             return
         if rec is not None:
             self._run_threads(ds, ws, deadline, limits, rec, flushed)

@@ -203,6 +203,78 @@ def test_command_buffer_runs_as_one_batch(saxpy, monkeypatch):
     assert len(ran) == 2 and len(checked) == 2
 
 
+def test_recordings_of_one_shape_share_a_program_that_keeps_no_buffer(saxpy):
+    """One-shot command buffers recorded again over other buffers (an LSTM's
+    steps): the program made at the first is kept by the first dispatch's
+    prepared form, per shape, and reused; it keeps none of the buffers; a
+    recording of that shape with an operand the batch cannot take (a
+    read-only copy target) still takes the checked path and its error."""
+    import gc
+    import weakref
+
+    from vmrt.hal.commands import prepare_dispatch
+    device = saxpy[0]
+    gone = []
+    for seed in (5, 6, 7):
+        bufs, want = _buffers(seed)
+        cb = _chain(saxpy, bufs, MODE_ONE_SHOT)
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        plans = prepare_dispatch(cb.commands[0], device).plans
+        assert len(plans) == 1
+        gone.append(weakref.ref(bufs[2]))
+        del cb, bufs
+    gc.collect()
+    assert [r() for r in gone] == [None, None, None]
+    bufs, want = _buffers(8)
+    bufs[3] = type(bufs[3])(bufs[3].bytes, read_only=True)
+    with pytest.raises(VmError) as e:
+        _chain(saxpy, bufs, MODE_ONE_SHOT).execute()
+    assert e.value.code.name == "PERMISSION_DENIED" and len(plans) == 1
+
+
+def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatch):
+    """local-task: a program kept while a grid ran on the workers (out of
+    the batches) is not reused once that grid's trials keep it on the
+    calling thread: the next recording of the shape runs as one batch."""
+    from vmrt.hal.commands import prepare_dispatch
+    from vmrt.hal.local.device import Device
+    ran = []
+    orig_run = Batch.run
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    device = Device("local-task")
+    try:
+        if device.dispatch_threads < 2:
+            pytest.skip("local-task has one thread on this host")
+        lib = iree.compile("codegen", "x86_64").library
+        hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
+        saxpy = (device, hexe, hexe.exe.export("saxpy").ordinal)
+
+        def record(seed):
+            bufs, want = _buffers(seed)
+            return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
+        cb, bufs, want = record(9)
+        grid = prepare_dispatch(cb.commands[0], device)
+        assert grid.threads == 2
+        grid.inline, grid.trials = False, 8         # settled on the workers
+        for seed in (9, 10):
+            cb.execute()
+            np.testing.assert_array_equal(_last(bufs), want)
+            cb, bufs, want = record(seed + 1)
+        assert ran == [] and len(grid.plans) == 1
+        # trying both ways again; its last trial keeps it alone
+        grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert grid.inline is True and ran == []
+        cb, bufs, want = record(12)
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert len(ran) == 1
+    finally:
+        device.close()
+
+
 def test_an_odd_operand_takes_the_checked_path(saxpy):
     """A copy into a read-only buffer: the run goes to the checked path,
     which runs the dispatch before it and reports what the watched path
