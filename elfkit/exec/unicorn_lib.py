@@ -116,8 +116,8 @@ def prebound_path(path: str) -> str:
     less of the dynamic linker's time per process), made in elfkit's cache
     directory on first use; ``path`` itself where the copy would not bind
     the same: unless opened with ``RTLD_DEEPBIND`` (no ``LD_PRELOAD``) on an
-    x86_64 Linux host, or where it cannot be made or trusted (the cache
-    directory or the file not private to this user, see
+    x86_64 Linux host, with ``ELFKIT_NO_CACHE`` set, or where it cannot be
+    made or trusted (the cache directory or the file not private to this user, see
     :func:`elfkit._support.files.private_dir`; the copy keyed by the
     original's size, modification time and inode, so a reinstalled library
     gets a new one, which replaces the copies of that path made before)."""
@@ -131,7 +131,8 @@ def prebound_path(path: str) -> str:
 
 def _find_prebound(path: str) -> str:
     if not dlopen_flags() & getattr(os, "RTLD_DEEPBIND", 0) or _lazy_dlopen() is None \
-            or os.uname().machine != "x86_64":
+            or os.uname().machine != "x86_64" \
+            or os.environ.get("ELFKIT_NO_CACHE", "") not in ("", "0"):
         return path
     from .._support.files import private_dir, write_private
     from .cache import cache_dir

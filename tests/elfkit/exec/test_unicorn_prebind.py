@@ -122,6 +122,10 @@ def test_the_original_is_mapped_when_the_copy_would_differ_or_is_not_trusted(tmp
     shared.chmod(0o777)
     assert _run({"ELFKIT_CACHE_DIR": str(shared)}) == [original]
     assert list(shared.glob("libunicorn-*")) == []          # nor is a copy written there
+    # caches turned off: nothing made, the original opened
+    off = {"ELFKIT_CACHE_DIR": str(tmp_path / "off"), "ELFKIT_NO_CACHE": "1"}
+    assert _run(off) == [original]
+    assert not (tmp_path / "off").exists() or not list((tmp_path / "off").glob("libunicorn-*"))
 
 
 def test_a_planted_copy_that_is_not_private_is_made_again(tmp_path):
