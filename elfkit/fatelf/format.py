@@ -64,8 +64,8 @@ DEFAULT_ALIGN = 4096
 #: largest alignment ``pack`` accepts (also the cap for ``align="auto"``)
 MAX_ALIGN = 1 << 30
 
-# (struct formats; reading takes the fields with int.from_bytes, so that ``fatelf list``
-# does not load the _struct extension)
+# (struct formats; reading and writing take the fields with int.from_bytes and
+# int.to_bytes, so that no command loads the _struct extension)
 #: the FatELF header: magic, version, record count, reserved
 HEADER_FORMAT = "<IHBB"
 #: one record: machine, osabi, osabi_version, word_size, byte_order, reserved0,
@@ -251,10 +251,11 @@ class Record(DataRecord, frozen=True, slots=True):
 
     def pack(self) -> bytes:
         """The 24 on-disk bytes of this record."""
-        import struct  # only writing packs records
-        return struct.pack(RECORD_FORMAT, self.machine, self.osabi, self.osabi_version,
-                                  self.word_size, self.byte_order, self.reserved0,
-                                  self.reserved1, self.offset, self.size)
+        # RECORD_FORMAT's fields, by int.to_bytes (no struct module to import)
+        return (self.machine.to_bytes(2, "little")
+                + bytes((self.osabi, self.osabi_version, self.word_size, self.byte_order,
+                         self.reserved0, self.reserved1))
+                + self.offset.to_bytes(8, "little") + self.size.to_bytes(8, "little"))
 
 
 class Problem(DataRecord, frozen=True, slots=True):

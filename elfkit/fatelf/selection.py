@@ -7,13 +7,13 @@ and :func:`~elfkit.fatelf.pick_slice` (``reader.py``) apply them to one.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 
 from .._support.machines import ARCH_MACHINES, host_arch_name
 from .format import BEST_ORDER, BIG, IREE_OSABIS, LITTLE, Record, resolve_arch
 
 TYPE_CHECKING = False    # typing is imported by type checkers only (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["host_target", "matches_host", "host_record", "best"]
