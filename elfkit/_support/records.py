@@ -378,35 +378,60 @@ def _own_fields(name: str, ns: dict[str, Any], slots: bool) -> list[_Spec]:
     """The fields the class body declares; their defaults leave the namespace
     where a slot or nothing replaces them."""
     out = []
-    for fname, ann in ns.get("__annotations__", {}).items():
-        if isinstance(ann, str) and ann.startswith(("ClassVar", "typing.ClassVar")):
+    annotations = ns.get("__annotations__")
+    if not annotations:
+        return out
+    get, pop = ns.get, ns.pop
+    for fname, ann in annotations.items():
+        if ann.__class__ is str and ann.startswith(_CLASSVAR):
             continue
-        value = ns.get(fname, MISSING)
+        value = get(fname, MISSING)
         if value.__class__ is Field:
             spec = (fname, value.default, value.default_factory, value.repr, value.compare)
             if value.default is MISSING or slots:
-                ns.pop(fname)
+                pop(fname)
             else:
                 ns[fname] = value.default
         else:
-            if value.__class__ in (list, dict, set):
+            if value.__class__ in _MUTABLE:
                 raise ValueError(f"{name}.{fname}: mutable default {type(value).__name__} is "
                                  "not allowed: use field(default_factory=...)")
             spec = (fname, value, MISSING, True, True)
-            if slots:
-                ns.pop(fname, None)
+            if slots and value is not MISSING:
+                pop(fname)
         out.append(spec)
     return out
 
 
-def _check_frozen(name: str, bases: tuple[type, ...], frozen: bool) -> None:
+_CLASSVAR = ("ClassVar", "typing.ClassVar")
+_MUTABLE = (list, dict, set)
+
+
+def _check_frozen(name: str, base: type, frozen: bool) -> None:
     """A record is frozen exactly when the records it extends are (as dataclasses)."""
-    for base in bases:
-        inherited: tuple[_Spec, ...] = getattr(base, "__record_fields__", ())
-        if inherited and (getattr(base, "__setattr__", None) is _frozen_setattr) != frozen:
-            want, have = ("frozen", "non-frozen") if frozen else ("non-frozen", "frozen")
-            raise TypeError(f"{name}: cannot inherit {want} record from a {have} one "
-                            f"({base.__name__})")
+    if (getattr(base, "__setattr__", None) is _frozen_setattr) != frozen:
+        want, have = ("frozen", "non-frozen") if frozen else ("non-frozen", "frozen")
+        raise TypeError(f"{name}: cannot inherit {want} record from a {have} one "
+                        f"({base.__name__})")
+
+
+def _all_fields(name: str, bases: tuple[type, ...], own: list[_Spec],
+                frozen: bool) -> tuple[tuple[_Spec, ...], set[str]]:
+    """The fields of the class (its bases' then its own: a field declared again
+    keeps its place) and the names its bases already hold."""
+    inherited = [(base, got) for base in bases
+                 if (got := getattr(base, "__record_fields__", ()))]
+    if not inherited:                   # the common case: extends DataRecord only
+        return tuple(own), set()
+    specs: dict[str, _Spec] = {}
+    for base, got in reversed(inherited):
+        _check_frozen(name, base, frozen)
+        for spec in got:
+            specs[spec[0]] = spec
+    held = set(specs)
+    for spec in own:
+        specs[spec[0]] = spec
+    return tuple(specs.values()), held
 
 
 @dataclass_transform(field_specifiers=(field, Field))
@@ -414,32 +439,26 @@ class _RecordMeta(type):
     def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], *,
                 frozen: bool = False, slots: bool = False) -> _RecordMeta:
         if not bases:                  # DataRecord itself
-            return super().__new__(mcls, name, bases, ns)
-        _check_frozen(name, bases, frozen)
-        specs: dict[str, _Spec] = {}
-        for base in reversed(bases):
-            for spec in getattr(base, "__record_fields__", ()):
-                specs[spec[0]] = spec
+            return type.__new__(mcls, name, bases, ns)
         own = _own_fields(name, ns, slots)
-        for spec in own:
-            specs[spec[0]] = spec
+        all_specs, held = _all_fields(name, bases, own, frozen)
         seen_default = False
-        for fname, default, factory, _r, _c in specs.values():
-            if default is not MISSING or factory is not MISSING:
+        for spec in all_specs:
+            if spec[1] is not MISSING or spec[2] is not MISSING:
                 seen_default = True
             elif seen_default:
-                raise TypeError(f"{name}: non-default argument {fname!r} follows default "
+                raise TypeError(f"{name}: non-default argument {spec[0]!r} follows default "
                                 "argument")
-        all_specs = tuple(specs.values())
         ns["__record_fields__"] = all_specs
-        ns["__match_args__"] = tuple(s[0] for s in all_specs)
+        ns["__match_args__"] = tuple([s[0] for s in all_specs])
         if slots:
-            inherited = {s[0] for base in bases for s in getattr(base, "__record_fields__", ())}
-            ns["__slots__"] = tuple(s[0] for s in own if s[0] not in inherited)
-        for meth, lazy in (("__init__", _lazy_init), ("__repr__", _lazy_repr),
-                           ("__eq__", _lazy_eq)):
-            if meth not in ns:
-                ns[meth] = lazy
+            ns["__slots__"] = tuple([s[0] for s in own if s[0] not in held])
+        if "__init__" not in ns:
+            ns["__init__"] = _lazy_init
+        if "__repr__" not in ns:
+            ns["__repr__"] = _lazy_repr
+        if "__eq__" not in ns:
+            ns["__eq__"] = _lazy_eq
         if "__hash__" not in ns:
             ns["__hash__"] = _lazy_hash if frozen else None
         if frozen:
@@ -449,9 +468,11 @@ class _RecordMeta(type):
             ns["__setattr__"] = _frozen_setattr
             ns["__delattr__"] = _frozen_delattr
             if slots:
-                ns.setdefault("__getstate__", _getstate)
-                ns.setdefault("__setstate__", _setstate)
-        return super().__new__(mcls, name, bases, ns)
+                if "__getstate__" not in ns:
+                    ns["__getstate__"] = _getstate
+                if "__setstate__" not in ns:
+                    ns["__setstate__"] = _setstate
+        return type.__new__(mcls, name, bases, ns)
 
 
 class DataRecord(metaclass=_RecordMeta):
