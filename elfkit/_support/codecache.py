@@ -15,7 +15,8 @@ value.  A file is only a cache: it is read only from a directory and file
 owned by the current user and writable by nobody else
 (:func:`elfkit._support.files.read_private`), and a key that differs by one byte, a
 length or checksum that does not match, or a payload marshal cannot read
-makes it ignored, as if missing; writing is best effort and never raises.
+makes it ignored, as if missing; writing is best effort and never raises, and
+nothing is written where it would not be read back (a directory that is not private).
 
 The checksum is zlib's CRC-32 of the payload (computed in C in one pass: a
 2 MB translation is checked in ~1-2 ms, where reading the payload as one big
@@ -112,8 +113,8 @@ def store(where: str | None, name: str, key: bytes, value: Any) -> None:
     head = (_MAGIC + len(full_key).to_bytes(4, "little") + len(payload).to_bytes(8, "little")
             + checksum(payload).to_bytes(12, "little"))
     data = head + full_key + payload
-    write_private(where, name, data)
-    note_written(where, len(data))
+    if write_private(where, name, data):
+        note_written(where, len(data))
 
 
 def note_written(where: str, nbytes: int) -> None:

@@ -201,14 +201,19 @@ def read_private(directory: str, name: str, max_size: int = CACHE_MAX_SIZE,
         os.close(fd)
 
 
-def write_private(directory: str, name: str, data: bytes) -> None:
+def write_private(directory: str, name: str, data: bytes) -> bool:
     """Write cache file ``directory/name`` whole or not at all (a temporary
-    file renamed over it; the directory made private if missing).  Best
-    effort: an I/O failure is silent, a cache is only a cache."""
+    file renamed over it; the directory made private if missing); whether it
+    was written.  Nothing is written into a directory that is not private
+    (:func:`private_dir`: another user's, or writable by others), where
+    :func:`read_private` would never read it back.  Best effort: an I/O
+    failure is silent, a cache is only a cache."""
     path = os.path.join(directory, name)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
+        if not private_dir(directory):
+            return False
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -217,8 +222,9 @@ def write_private(directory: str, name: str, data: bytes) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-    except OSError:
-        return
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _exchange(a: str, b: str) -> bool:

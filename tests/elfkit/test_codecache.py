@@ -71,6 +71,18 @@ def test_a_file_others_can_write_is_not_read(where, what):
     assert codecache.load(str(where), "v.bin", b"key one") is None
 
 
+def test_nothing_is_written_where_it_would_not_be_read_back(where):
+    """A directory others can write (or another user's) is never read from,
+    so nothing is written there either: no file, no size note."""
+    where.mkdir(mode=0o700)
+    os.chmod(where, 0o777)
+    codecache.store(str(where), "v.bin", b"key one", VALUE)
+    assert sorted(os.listdir(where)) == []
+    os.chmod(where, 0o700)              # private again: written and read back
+    codecache.store(str(where), "v.bin", b"key one", VALUE)
+    assert _same(codecache.load(str(where), "v.bin", b"key one"), VALUE)
+
+
 def test_cache_dir_follows_the_environment(where, monkeypatch):
     assert codecache.cache_dir("elfkit") == str(where)
     monkeypatch.setenv("VMRT_CACHE_DIR", str(where / "v"))

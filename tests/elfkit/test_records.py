@@ -349,6 +349,19 @@ def test_compiled_shapes_are_kept_for_the_next_run(tmp_path):
     assert _shape_run(cache) >= 1
 
 
+def test_no_shapes_are_written_into_a_directory_others_can_write(tmp_path):
+    """Such a directory is never read back (a cache is trusted only when
+    private), so the shapes are not written there either."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    assert _shape_run(cache) >= 1
+    assert _entries(cache) == []
+    assert _shape_run(cache) >= 1                     # compiled again: nothing to read
+    cache.chmod(0o700)
+    assert _shape_run(cache) >= 1 and _shape_run(cache) == 0
+
+
 def test_two_installations_keep_their_own_shapes(tmp_path):
     """Two copies of elfkit (two virtual environments) sharing one cache
     directory each read back what they compiled, in turn."""
