@@ -11,11 +11,16 @@ from __future__ import annotations
 import io
 import os
 
-from .._support.files import clone_range, offloads_copies, replace_file
+from .._support.files import (
+    clone_range,
+    offloads_copies,
+    open_regular,
+    open_special_output,
+    replace_file,
+)
 from .._support.records import DataRecord
 from ..errors import FatElfError, FatElfFormatError, InvalidArgumentError
 from .elfheader import ElfHeader, fd_reader, read_elf_header, view_reader
-from .files import open_regular, open_special_output
 from .format import (
     DEFAULT_ALIGN,
     HEADER_SIZE,

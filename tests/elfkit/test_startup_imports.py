@@ -87,14 +87,16 @@ def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
     assert "contextlib" not in imported     # the writer closes its inputs itself
     # headers by int.to_bytes, small slices copied (no reflink attempt), annotations unevaluated
-    assert heavy(imported, ("struct", "_struct", "fcntl", "errno", "collections.abc")) == []
+    assert heavy(imported, ("struct", "_struct", "fcntl", "errno", "collections.abc",
+                            "elfkit.fatelf.files")) == []
     listing, _ = imports_of("elfkit", "fatelf", "list", str(out))
     assert "riscv64" not in listing and "aarch64" in listing
     # the host's slice: its name and machine from elfkit._support.machines
     _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
                              str(tmp_path / "host.so"))
     assert heavy(imported, LIBRARIES + ("elfkit.arch", "elfkit.loader", "elfkit.exec")) == []
-    assert heavy(imported, ("struct", "_struct", "fcntl", "errno", "collections.abc")) == []
+    assert heavy(imported, ("struct", "_struct", "fcntl", "errno", "collections.abc",
+                            "elfkit.fatelf.files")) == []
     # a small output written over an existing one: os.replace, no ctypes for the swap
     _, imported = imports_of("elfkit", "fatelf", "select", str(standalone_sos), "-o",
                              str(tmp_path / "host.so"))
