@@ -96,13 +96,16 @@ class Arg:
                  "choices")
 
     def __init__(self, *flags: str, **kwargs: Any) -> None:
-        bad = sorted(set(kwargs) - _KEYS)
-        action = kwargs.get("action", "store")
-        if bad or not flags or not (isinstance(action, Exit) or action in _VALUE_ACTIONS
-                                    or action == "version"):
+        # (every elfkit command describes its arguments at import: kept cheap)
+        get = kwargs.get
+        action = get("action", "store")
+        if not _KEYS.issuperset(kwargs) or not flags \
+                or not (action in _VALUE_ACTIONS or action == "version"
+                        or isinstance(action, Exit)):
+            bad = sorted(set(kwargs) - _KEYS)
             raise ValueError(f"elfkit CLI description {flags}: unsupported {bad or action!r}")
-        positional = not flags[0].startswith("-")
-        nargs = kwargs.get("nargs")
+        positional = flags[0][:1] != "-"
+        nargs = get("nargs")
         if nargs not in ((None, "+", "?") if positional else (None, "+")) \
                 or (positional and (len(flags) > 1 or "dest" in kwargs)):
             raise ValueError(f"elfkit CLI description {flags}: unsupported nargs {nargs!r} "
@@ -111,15 +114,15 @@ class Arg:
         self.kwargs = kwargs
         self.action = action
         self.nargs = nargs
-        self.type: Callable[[str], Any] | None = kwargs.get("type")
-        self.default = kwargs.get("default", False if action == "store_true" else None)
-        if action in ("append", "extend") and not (self.default is None
-                                                   or type(self.default) is list):
+        self.type: Callable[[str], Any] | None = get("type")
+        self.default = get("default", False if action == "store_true" else None)
+        if (action == "append" or action == "extend") \
+                and not (self.default is None or type(self.default) is list):
             raise ValueError(f"elfkit CLI description {flags}: default of {action} must be a "
                              f"list or None")
-        self.required = bool(kwargs.get("required", False))
-        self.choices = kwargs.get("choices")
-        self.dest: str = kwargs.get("dest") or _dest(flags)
+        self.required = bool(get("required", False))
+        self.choices = get("choices")
+        self.dest: str = get("dest") or (flags[0] if positional else _dest(flags))
 
     @property
     def positional(self) -> bool:
