@@ -377,7 +377,7 @@ def _setstate(self: Any, state: list[Any]) -> None:
 def _own_fields(name: str, ns: dict[str, Any], slots: bool) -> list[_Spec]:
     """The fields the class body declares; their defaults leave the namespace
     where a slot or nothing replaces them."""
-    out = []
+    out: list[_Spec] = []
     annotations = ns.get("__annotations__")
     if not annotations:
         return out
