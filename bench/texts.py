@@ -74,7 +74,17 @@ WHY = {
            "every command runs with the young-generation threshold raised (as `run` and "
            "vmrt's commands; `inspect` 92.2 -> 91.2 M instructions, `disasm` -1%); a "
            "collection hold over the package imports themselves was measured and dropped "
-           "(+0.1-0.3 M: the deferred collection looks at more objects).",
+           "(+0.1-0.3 M: the deferred collection looks at more objects). Issue 27 round 3: "
+           "the writers import no struct (headers and records by int.to_bytes), errno (only "
+           "on a copy_file_range failure), fcntl (slices under 64 KiB are copied, not "
+           "cloned), collections.abc nor elfkit.fatelf.files (callgrind, pack 79.1 -> 77.1 M "
+           "instructions, the others -2%; interleaved CPU time -2 to -3.5%, against `list` "
+           "+1.5-2 M: the writer module itself); record classes are made with less "
+           "Python work (~133 k -> ~123 k instructions each; CPython's type creation is "
+           "most of the rest) and the command descriptions check their arguments more "
+           "cheaply. Left: `import re` (~26 M of a ~37 M peer) plus ~20 elfkit modules; "
+           "the shapes cache's zlib (~0.28 ms CPU to load) is the largest single import "
+           "left on the fatelf path.",
     "20d": "no command imports numpy for these inputs: `executable dispatch` and `executable "
            "benchmark` parse text bindings into aligned host memory (HostBytes), `replay` "
            "compares an output with the capture by its bytes (and no longer imports the "
