@@ -23,6 +23,7 @@ ctypes (nor, for ``elfkit disasm``, the interface and the signatures it uses).
 from __future__ import annotations
 
 from .._support import lazy_names
+from .._support.machines import host_arch_name
 from ..arch import Arch, host
 from ..errors import BackendError
 
@@ -50,8 +51,8 @@ def choose_backend(arch: Arch, backend: str) -> str:
     if backend not in BACKENDS:
         raise BackendError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     if backend == "auto":
-        return "native" if arch is host() else "emulated"
-    if backend == "native" and arch is not host():
+        return "native" if _is_host(arch) else "emulated"
+    if backend == "native" and not _is_host(arch):
         h = host()
         raise BackendError(f"cannot run a {arch.name} plugin natively on this "
                            f"{h.name if h else 'unsupported'} host; use backend='emulated' or "
@@ -59,6 +60,15 @@ def choose_backend(arch: Arch, backend: str) -> str:
     return backend
 
 
+def _is_host(arch: Arch) -> bool:
+    """Whether ``arch`` is the host's, by name (a foreign plugin's run does
+    not import the host's architecture description for the comparison)."""
+    if not _host_name:
+        _host_name.append(host_arch_name())
+    return arch.name == _host_name[0]
+
+
+_host_name: list[str | None] = []
 _classes: dict[str, Any] = {}
 
 

@@ -4,7 +4,7 @@ machine code, json or typing; ``--help`` printed again comes from elfkit's cache
 without argparse or the command families; ``toolchain`` needs no pathlib or
 shlex, and prints again from elfkit's cache; an emulated ``run`` does not import the guest profiler's writers (xml.sax,
 which imports urllib.request, http.client, email and ssl), json or tempfile, nor
-socket, signal or importlib.util.
+socket, signal or importlib.util, nor the host's architecture description.
 Asserts module sets (tests/startup_imports.py), never times."""
 from __future__ import annotations
 
@@ -78,6 +78,11 @@ def test_emulated_run_imports_no_profile_writers(plugins):
     # the guest profiler and the FatELF reader load only for a profile or a .sos
     assert [m for m in imported if m in ("elfkit.exec.emulated._profiler", "elfkit.exec.disasm",
                                          "elfkit.fatelf.reader")] == []
+    # a foreign plugin is told from the host's by name: the host's architecture
+    # description (x86_64's records and tables) is not imported for it
+    assert "elfkit.arch.riscv64" in imported
+    assert [m for m in imported if m.startswith("elfkit.arch.")
+            and m not in ("elfkit.arch.riscv64", "elfkit.arch._riscv", "elfkit.arch._base")] == []
 
 
 def test_fatelf_by_arch_name_needs_no_arch_descriptions(standalone_sos, tmp_path):
