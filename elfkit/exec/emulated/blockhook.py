@@ -196,8 +196,7 @@ def _build(arch: str, cached: bool = True) -> bytes:
         out = compile_plugin(src, arch, os.path.join(tmp, "blockhook.so"),
                              cflags=["-O2", "-fno-stack-protector"])
         data = out.read_bytes()
-    if where is not None:
-        write_private(where, name, data)
+    if where is not None and write_private(where, name, data):
         note_written(where, len(data))
     return data
 
