@@ -23,7 +23,10 @@ the first submission, or again while a local-task grid is still trying
 both ways; a program keeps no buffer, so a one-shot command buffer
 recorded again in the same shape -- the same commands and dispatches, other
 buffers -- reuses the program its first prepared dispatch keeps); an
-operand the batch cannot take sends that run to the checked path.
+operand the batch cannot take sends that run to the checked path.  A
+reusable command buffer whose submission is one such run offers it as one
+call (:attr:`CommandBuffer.plain`: the submission the hal module's
+``queue.execute`` fast caller makes when no deadline or statistics apply).
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -97,6 +100,14 @@ class CommandBuffer(RefObject):
         #: the program bound to this recording's operands (see _bind), kept
         #: with the program
         self._bound: tuple[Any, ...] | None = None
+        #: the plain submission of a reusable command buffer whose submission
+        #: is one batch of dispatches (made with the bound program, by the
+        #: batch: see ``Batch.plain``), else None: ``plain(table)`` runs a
+        #: submission of this finalized buffer as :meth:`execute` would,
+        #: except that its caller checks the device's statistics and the
+        #: deadline are off and counts it in ``submitted``; False (nothing
+        #: run) when a tool watches or an operand is odd: execute() then
+        self.plain: Any = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -263,6 +274,10 @@ class CommandBuffer(RefObject):
             program = self._bind(program)
         if self._program is not None:       # (else made again at the next submission)
             self._bound = program
+            if len(program) == 1 and program[0].__class__ is not int and \
+                    not self.modes & MODE_ONE_SHOT:
+                plain = getattr(program[0][0], "plain", None)
+                self.plain = None if plain is None else plain(program[0][1])
         return program
 
     def _bind(self, program: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -33,7 +33,8 @@ import struct
 import threading
 
 from ...vm.context import INVOCATION
-from ..buffer import aligned_memory
+from ..buffer import BUFFER_ALIGNMENT, aligned_memory
+from ..dispatch_observer import current_observer, current_range_recorder
 from .dispatch_limits import before_workgroup
 from .fpu_state import flush_bits
 from .guest import sig
@@ -113,6 +114,7 @@ class Batch:
         self.copies = [off + i * _RECORD * _WORD + _WORD for i, p in enumerate(steps)
                        if p is None]
         self.local = threading.local()
+        self._run = self._runner(None, None)
 
     def _block(self) -> tuple[Any, int]:
         """This thread's block and its address (the loop's header)."""
@@ -134,40 +136,86 @@ class Batch:
 
     def run(self, values: list[int]) -> None:
         """Run every step over ``values`` (see the class docstring)."""
-        exe = self.exe
-        if exe is not None:
-            if exe.closed:
-                exe.check_open()
-        else:
-            for exe in self.exes:
+        self._run(values)
+
+    def plain(self, dsteps: Any) -> Any:
+        """A submission of this batch's dispatches in one call, or None when
+        it has copies: ``submit(table)`` gathers each binding's address from
+        ``table`` as :func:`vmrt.hal.commands.gather` does with ``dsteps``
+        (a bound run's: each dispatch's ``binding_specs`` and lengths) and
+        runs as :meth:`run` does; False, nothing run, when a tool watches
+        (a dispatch observer or range recorder) or an operand is not that
+        simple (the command buffer's execute then takes the submission)."""
+        if self.copies:
+            return None
+        template: list[int] = []        # the values, lengths in place
+        specs = []                      # each binding's index in it, and its spec
+        for dspecs, sizes in dsteps:
+            for slot, buf, off, end in dspecs:
+                specs.append((len(template), slot, buf, off, end))
+                template.append(0)
+            template += sizes
+        return self._runner(specs, template)
+
+    def _runner(self, specs: Any, template: Any) -> Any:
+        """:meth:`run` (``specs`` None) or :meth:`plain`'s ``submit``."""
+        local, pack, call, count, steps = self.local, self.pack, self.call, self.count, self.steps
+        exes, single, first, words = self.exes, self.single, self.first, self.words
+        copies = self.copies
+        observer, ranges = current_observer, current_range_recorder
+
+        def go(arg: Any) -> bool:
+            if specs is None:
+                values = arg
+            else:
+                if observer() is not None or ranges() is not None:
+                    return False
+                values = template.copy()
+                try:
+                    for i, slot, buf, off, end in specs:
+                        if buf is None:
+                            buf, base, tlen = arg[slot]
+                            if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
+                                return False
+                            off += base
+                        elif end > buf.bytes.nbytes:
+                            return False
+                        addr = buf.address
+                        if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
+                            return False
+                        values[i] = addr + off
+                except (IndexError, TypeError, ValueError, AttributeError):
+                    return False
+            for exe in exes:
                 if exe.closed:
                     exe.check_open()
-        try:
-            block, base = self.local.mine
-        except AttributeError:
-            block, base = self._block()
-        # (current_limits() without its frame) a cancel is checked between workgroups
-        limits = getattr(INVOCATION, "limits", None)
-        cancel = NEVER_ADDRESS
-        if limits is not None:
-            if not self.single:         # (one workgroup: checked before it, as run() does)
-                cancel = cancel_word(limits)
-            if limits.cancelled or limits.parent is not None:
-                before_workgroup(self.first.where, None, limits)
-        words = self.words
-        if self.copies:
-            for at, i in zip(self.copies, range(words, len(values), 3)):
-                _COPY(block, at, values[i], values[i + 1], values[i + 2])
-            del values[words:]
-        self.pack(block, 56, cancel, *values)
-        i = self.call(base)
-        if i < self.count:
-            k, status = struct.unpack_from("<QQ", block, 8)
-            step = self.steps[i]
-            if step is None:            # cancelled before a copy: name a dispatch
-                step = next((p for p in self.steps[i:] if p is not None), self.first)
-                k = 0
-            step.runner.stopped(k, status, limits, None)
+            try:
+                block, base = local.mine
+            except AttributeError:
+                block, base = self._block()
+            # (current_limits() without its frame) a cancel is checked between workgroups
+            limits = getattr(INVOCATION, "limits", None)
+            cancel = NEVER_ADDRESS
+            if limits is not None:
+                if not single:          # (one workgroup: checked before it, as run() does)
+                    cancel = cancel_word(limits)
+                if limits.cancelled or limits.parent is not None:
+                    before_workgroup(first.where, None, limits)
+            if copies:
+                for at, i in zip(copies, range(words, len(values), 3)):
+                    _COPY(block, at, values[i], values[i + 1], values[i + 2])
+                del values[words:]
+            pack(block, 56, cancel, *values)
+            i = call(base)
+            if i < count:
+                k, status = struct.unpack_from("<QQ", block, 8)
+                step = steps[i]
+                if step is None:        # cancelled before a copy: name a dispatch
+                    step = next((p for p in steps[i:] if p is not None), first)
+                    k = 0
+                step.runner.stopped(k, status, limits, None)
+            return True
+        return go
 
 
 __all__ = ["MEMMOVE", "Batch", "make_batch"]

@@ -316,3 +316,96 @@ def test_a_closed_executable_is_refused_before_anything_runs(host, two):
     batch.run([p, 4, p, 4])
     assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1), ("b" if two else "a", 0),
                                                  ("b" if two else "a", 1)]
+
+
+# -- the plain submission (CommandBuffer.plain) through queue.execute's fast caller ------
+def _table_chain(saxpy, modes=0, copy=False) -> CommandBuffer:
+    """t = a*x + y; out = a*t + y over binding-table slots x, y, t, out (a
+    reusable command buffer the compiler memoizes); ``copy``: then out -> x."""
+    device, hexe, ordinal = saxpy
+    cb = CommandBuffer(device, modes, 3, 4)
+    consts = [struct.unpack("<I", struct.pack("<f", ALPHA))[0], N, 0]
+    n = 4 * N
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(s, None, 0, n) for s in (0, 1, 2)])
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(s, None, 0, n) for s in (2, 1, 3)])
+    if copy:
+        cb.copy(cb.ref(3, None, 0, n), cb.ref(0, None, 0, n))
+    cb.finalize()
+    return cb
+
+
+def _table(seed, misaligned=False):
+    bufs, want = _buffers(seed)
+    if misaligned:                  # x 4 bytes past a 64-byte boundary: staged
+        view, _ = aligned_memory(4 * N + 64)
+        view[4:4 + 4 * N] = bufs[0].bytes
+        bufs[0] = type(bufs[0])(view[4:4 + 4 * N])
+    return [(b, 0, 4 * N) for b in bufs[:4]], bufs, want
+
+
+def test_a_reusable_single_batch_submission_runs_in_one_plain_call(saxpy, monkeypatch):
+    """The fast caller of queue.execute.indirect submits a reusable command
+    buffer whose submission is one batch through ``cb.plain``: one call,
+    neither Batch.run nor the checked path, numpy's result, counted and
+    signalled; a watched submission or an odd operand (a misaligned buffer)
+    is refused by it (False, nothing run) and takes execute(), with the same
+    results; a one-shot command buffer or one with a copy has none."""
+    import vmrt.hal.command_buffer as cbmod
+    from vmrt.hal.objects import Fence
+    from vmrt.modules.hal import fast
+    ran, checked = [], []
+    orig_run, orig_checked = Batch.run, cbmod.run_dispatch
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    monkeypatch.setattr(cbmod, "run_dispatch",
+                        lambda *a, **k: checked.append(a) or orig_checked(*a, **k))
+    device = saxpy[0]
+    call = fast.FAST["device.queue.execute.indirect"](None, None, "where", "note")
+    cb = _table_chain(saxpy)
+    assert cb.plain is None
+    for seed in (1, 2, 3):
+        table, bufs, want = _table(seed)
+        signal = Fence()
+        assert call(device, -1, Fence(0), signal, cb, 0, table) == () and signal.status == 0
+        np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    assert cb.plain is not None and cb.submitted == 3
+    assert len(ran) == 1 and checked == []          # only the first went through execute()
+    table, bufs, want = _table(4)
+    seen = []
+    with observe_dispatches(lambda obs: seen.append(obs) or obs.run()):
+        assert cb.plain(table) is False and len(seen) == 0
+        call(device, -1, Fence(0), Fence(), cb, 0, table)
+    assert len(seen) == 2 and cb.submitted == 4
+    np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    table, bufs, want = _table(5, misaligned=True)
+    assert cb.plain(table) is False and not bufs[3].bytes.tobytes().strip(b"\0")
+    call(device, -1, Fence(0), Fence(), cb, 0, table)
+    np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    assert len(checked) == 4 and len(ran) == 1      # (2 watched, 2 misaligned)
+    for other in (_table_chain(saxpy, MODE_ONE_SHOT), _table_chain(saxpy, copy=True)):
+        other.execute(_table(6)[0])
+        assert other.plain is None
+
+
+def test_a_plain_submission_reports_what_execute_reports(saxpy):
+    """A table slot out of range (the plain call refuses it) and a failing
+    workgroup under a cancelled invocation: the fast caller fails the signal
+    fence and raises execute()'s error, annotated."""
+    from vmrt.hal.objects import Fence
+    from vmrt.modules.hal import fast
+    device = saxpy[0]
+    call = fast.FAST["device.queue.execute.indirect"](None, None, "where", "note")
+    cb = _table_chain(saxpy)
+    table = _table(1)[0]
+    call(device, -1, Fence(0), Fence(), cb, 0, table)
+    assert cb.plain is not None
+    signal = Fence()
+    with pytest.raises(VmError) as e:
+        call(device, -1, Fence(0), signal, cb, 0, table[:3])
+    assert e.value.code == StatusCode.OUT_OF_RANGE and "binding table slot 3" in e.value.message
+    assert signal.status == int(StatusCode.ABORTED)
+    limits = ExecutionLimits()
+    limits.cancel()
+    signal = Fence()
+    with running_under(limits), pytest.raises(VmError) as e:
+        call(device, -1, Fence(0), signal, cb, 0, table)
+    assert e.value.code == StatusCode.CANCELLED and signal.status == int(StatusCode.ABORTED)
