@@ -187,7 +187,9 @@ class CommandBuffer(RefObject):
         buffer recorded each step of a loop plans once, not each step),
         until a local-task grid settles its way again (the ``settled()``
         count: a grid the program kept out of its batches, on the workers
-        or trying both ways, may now run alone and join them)."""
+        or trying both ways, may now run alone and join them; one a stall
+        guard sent back, alone in a batch for a while, tries both ways
+        again: a program holding it is kept there, not for good)."""
         cmds = self.commands
         first: Any = None
         plans = None
@@ -195,32 +197,36 @@ class CommandBuffer(RefObject):
             first = prepare_dispatch(cmds[0], self.device)
             plans = getattr(first, "plans", None)
         if plans is None:
-            return self._make_program()
+            return self._make_program()[0]
         key = _shape(cmds)
         settled = first.settled()
         hit = plans.get(key)
         if hit is not None and hit[0] == settled:
-            self._program = hit[1]
+            if hit[2]:
+                self._program = hit[1]
             return hit[1]
-        program = self._make_program()
-        if self._program is not None:       # made for good: for the next recordings too
+        program, kept = self._make_program()
+        if kept:                            # for the next recordings too
             if len(plans) >= MAX_PLANS:
                 plans.clear()
-            plans[key] = (settled, program)
+            plans[key] = (settled, program, self._program is not None)
         return program
 
-    def _make_program(self) -> tuple[Any, ...]:
+    def _make_program(self) -> tuple[tuple[Any, ...], bool]:
         """The submission as runs of consecutive prepared dispatches and
         copies, each one native call (:mod:`vmrt.hal.local.batch`, through
         the first dispatch's ``batch``), and the other commands' indices;
         () when no batch applies.  A run is ``(batch, first index, end
         index)``: a program keeps no buffer and fits every recording of
-        its shape (:meth:`_bind` takes a recording's operands)."""
+        its shape (:meth:`_bind` takes a recording's operands).  Kept for
+        good (``_program``) when no grid's way may change; with it, whether
+        it holds until the next ``settled()`` count (no grid trying both
+        ways)."""
         threads = getattr(self.device, "dispatch_threads", 1)
         program: list[Any] = []
         steps: list[Any] = []           # the run's prepared dispatches, None for copies
         start = 0
-        settling = False
+        settling = trying = False
         prepares: dict[int, Any] = {}
 
         def close(end: int) -> None:
@@ -245,7 +251,9 @@ class CommandBuffer(RefObject):
                         prepared = prepare(cmd.ordinal, cmd.workgroups, cmd.constants, len(refs),
                                            threads=threads)
                 if prepared is not None and hasattr(prepared, "joins_batches"):
-                    settling = settling or prepared.settling()
+                    if prepared.settling():
+                        settling = True
+                        trying = trying or prepared.trying()
                     if prepared.joins_batches():
                         if not steps:
                             start = i
@@ -262,7 +270,7 @@ class CommandBuffer(RefObject):
         out = tuple(program) if any(item.__class__ is not int for item in program) else ()
         if not settling:
             self._program = out     # for good (else made again at the next submission)
-        return out
+        return out, not trying
 
     def _bound_program(self) -> tuple[Any, ...]:
         """The submission's program (:meth:`_find_program`) bound to this

@@ -73,10 +73,11 @@ def make_batch(steps: tuple[Any, ...]) -> Batch | None:
 
 def settled_alone(p: Any) -> bool:
     """Whether the multi-threaded prepared dispatch ``p`` runs on the calling
-    thread alone for good (its trials found the workers cost more than they
-    save, and no stall guard plans to try them again): a batch may run it
-    then, as its run() would (the same workgroup states)."""
-    return p.inline is True and not p.retry
+    thread alone, for good (its trials found the workers cost more than they
+    save) or for a while (sent back by a stall guard: a batch counts its
+    runs down as its run() does): a batch may run it then, as its run()
+    would (the same workgroup states)."""
+    return p.inline is True
 
 
 class Batch:
@@ -114,6 +115,9 @@ class Batch:
         self.copies = [off + i * _RECORD * _WORD + _WORD for i, p in enumerate(steps)
                        if p is None]
         self.local = threading.local()
+        #: grids for several threads run alone here: each run counts down
+        #: those a stall guard sent back for a while (their ``ran_alone``)
+        self.counted = tuple(p for p in steps if p is not None and p.threads > 1)
         self._run = self._runner(None, None)
 
     def _block(self) -> tuple[Any, int]:
@@ -159,9 +163,9 @@ class Batch:
 
     def _runner(self, specs: Any, template: Any) -> Any:
         """:meth:`run` (``specs`` None) or :meth:`plain`'s ``submit``."""
-        local, pack, call, count, steps = self.local, self.pack, self.call, self.count, self.steps
-        exes, single, first, words = self.exes, self.single, self.first, self.words
-        copies = self.copies
+        local, pack, call, count = self.local, self.pack, self.call, self.count
+        exes, single, first = self.exes, self.single, self.first
+        copies, counted = self.copies, self.counted
         observer, ranges = current_observer, current_range_recorder
 
         def go(arg: Any) -> bool:
@@ -202,20 +206,38 @@ class Batch:
                 if limits.cancelled or limits.parent is not None:
                     before_workgroup(first.where, None, limits)
             if copies:
-                for at, i in zip(copies, range(words, len(values), 3)):
-                    _COPY(block, at, values[i], values[i + 1], values[i + 2])
-                del values[words:]
+                self._copies(block, values)
             pack(block, 56, cancel, *values)
             i = call(base)
             if i < count:
-                k, status = struct.unpack_from("<QQ", block, 8)
-                step = steps[i]
-                if step is None:        # cancelled before a copy: name a dispatch
-                    step = next((p for p in steps[i:] if p is not None), first)
-                    k = 0
-                step.runner.stopped(k, status, limits, None)
+                self._stopped(i, block, limits)
+            if counted:
+                self._count_down()
             return True
         return go
+
+    def _count_down(self) -> None:
+        """A run of every grid for several threads in the batch counted."""
+        for p in self.counted:
+            if p.retry:
+                p.ran_alone()
+
+    def _copies(self, block: Any, values: list[int]) -> None:
+        """Write each copy's target, source and length (the end of
+        ``values``) into its record, and leave ``values`` the dispatches'."""
+        words = self.words
+        for at, i in zip(self.copies, range(words, len(values), 3)):
+            _COPY(block, at, values[i], values[i + 1], values[i + 2])
+        del values[words:]
+
+    def _stopped(self, i: int, block: Any, limits: Any) -> None:
+        """Raise what stopped the batch loop at step ``i``."""
+        k, status = struct.unpack_from("<QQ", block, 8)
+        step = self.steps[i]
+        if step is None:                # cancelled before a copy: name a dispatch
+            step = next((p for p in self.steps[i:] if p is not None), self.first)
+            k = 0
+        step.runner.stopped(k, status, limits, None)
 
 
 __all__ = ["MEMMOVE", "Batch", "make_batch"]

@@ -136,14 +136,31 @@ def test_a_grid_for_workers_joins_once_settled_alone(host):
     assert b.threads == 2 and b.settling()
     assert a.batch((a, b)) is None and (a, b) not in a.batches    # asked again later
     b.inline, b.trials = True, 8
-    assert not b.settling()
-    b.retry = 5                         # sent back by a stall guard: tried again later
-    assert b.settling() and a.batch((a, b)) is None
-    b.retry = 0
+    assert not b.settling() and b.joins_batches()
     _, p = _floats(1.0)
     a.batch((a, b)).run([p, 4, p, 4])
     assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
     assert host.procs == [0, 0, 0, 1, 1]
+
+
+def test_a_grid_a_stall_guard_sent_back_runs_in_batches_which_count_its_runs(host):
+    """A grid sent back to the calling thread for ``retry`` runs joins
+    batches (settling, not trying: a plan holds until the next settled()
+    count); each batch run counts one of its runs; after the last it tries
+    both ways again, with a new settled() count, and leaves the batches."""
+    a, b = host.dispatch("a", 1, 1), host.dispatch("b", 4, 1, threads=2)
+    b.inline, b.trials, b.retry = True, 8, 2
+    assert b.settling() and not b.trying() and b.joins_batches()
+    batch = a.batch((a, b))
+    assert batch is not None and batch.counted == (b,)
+    _, p = _floats(1.0)
+    count = b.settled()
+    batch.run([p, 4, p, 4])
+    assert b.retry == 1 and b.inline is True and b.settled() == count
+    batch.run([p, 4, p, 4])
+    assert b.retry == 0 and b.inline is None and b.trials == 0 and b.settled() == count + 1
+    assert b.trying() and not b.joins_batches()
+    assert [n for n, *_ in host.log] == ["a", "b", "b", "b", "b"] * 2
 
 
 # -- command buffers over a real executable ----------------------------------------------
@@ -409,3 +426,41 @@ def test_a_plain_submission_reports_what_execute_reports(saxpy):
     with running_under(limits), pytest.raises(VmError) as e:
         call(device, -1, Fence(0), signal, cb, 0, table)
     assert e.value.code == StatusCode.CANCELLED and signal.status == int(StatusCode.ABORTED)
+
+
+def test_a_program_holding_a_grid_sent_back_is_kept_until_its_last_run_alone(iree, monkeypatch):
+    """local-task: a grid a stall guard sent back runs in the batches of
+    one-shot recordings of a shape (their program kept per shape, not for
+    good on a command buffer) and its runs there count down; after the
+    last it tries both ways again, out of the batches."""
+    from vmrt.hal.commands import prepare_dispatch
+    from vmrt.hal.local.device import Device
+    ran = []
+    orig_run = Batch.run
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    device = Device("local-task")
+    try:
+        if device.dispatch_threads < 2:
+            pytest.skip("local-task has one thread on this host")
+        lib = iree.compile("codegen", "x86_64").library
+        hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
+        saxpy = (device, hexe, hexe.exe.export("saxpy").ordinal)
+
+        def record(seed):
+            bufs, want = _buffers(seed)
+            return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
+        cb, bufs, want = record(20)
+        grid = prepare_dispatch(cb.commands[0], device)
+        assert grid.threads == 2
+        grid.inline, grid.trials, grid.retry = True, 8, 4     # sent back for 4 runs
+        for seed in (21, 22):       # each recording: 2 runs of the grid, in one batch
+            cb.execute()
+            np.testing.assert_array_equal(_last(bufs), want)
+            assert cb.plain is None and len(grid.plans) == 1
+            cb, bufs, want = record(seed)
+        assert len(ran) == 2 and ran[0] is ran[1] and grid.retry == 0 and grid.inline is None
+        cb.execute()                # trying both ways: out of the batches
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert len(ran) == 2 and grid.trials == 2
+    finally:
+        device.close()
