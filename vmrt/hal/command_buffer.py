@@ -48,7 +48,6 @@ from .commands import (
     Update,
     binding_labels,
     binding_specs,
-    copy_spec,
     dispatch_runner,
     fill_range,
     gather,
@@ -290,11 +289,10 @@ class CommandBuffer(RefObject):
 
     def _bind(self, program: tuple[Any, ...]) -> tuple[Any, ...]:
         """``program`` with each run's operands as :func:`gather` takes them
-        from this recording: ``(batch, each dispatch's binding_specs and
-        lengths, each copy's copy_spec, first index, end index)``; a run
-        with an operand that is not that simple (a program made for
-        another recording of the shape) goes to the checked path, its
-        commands one by one."""
+        from this recording: ``(batch, each dispatch's bindings, the copies,
+        first index, end index)`` (an operand :func:`gather` does not take,
+        as in a program made for another recording of the shape, sends its
+        run to the checked path, its commands one by one)."""
         bound: list[Any] = []
         cmds = self.commands
         for item in program:
@@ -306,19 +304,10 @@ class CommandBuffer(RefObject):
             csteps: list[Any] = []
             for cmd in cmds[lo:hi]:
                 if cmd.__class__ is Copy:
-                    spec = copy_spec(cmd)
-                    if spec is None:
-                        break
-                    csteps.append(spec)
+                    csteps.append(cmd)
                 else:
-                    specs = binding_specs(cmd.bindings)
-                    if specs is None:
-                        break
-                    dsteps.append((specs, [b.length for b in cmd.bindings]))
-            else:
-                bound.append((batch, dsteps, csteps, lo, hi))
-                continue
-            bound.extend(range(lo, hi))
+                    dsteps.append(cmd.bindings)
+            bound.append((batch, dsteps, csteps, lo, hi))
         return tuple(bound)
 
     def _run_program(self, program: tuple[Any, ...],

@@ -144,21 +144,24 @@ class Batch:
 
     def plain(self, dsteps: Any) -> Any:
         """A submission of this batch's dispatches in one call, or None when
-        it has copies: ``submit(table)`` gathers each binding's address from
-        ``table`` as :func:`vmrt.hal.commands.gather` does with ``dsteps``
-        (a bound run's: each dispatch's ``binding_specs`` and lengths) and
-        runs as :meth:`run` does; False, nothing run, when a tool watches
-        (a dispatch observer or range recorder) or an operand is not that
-        simple (the command buffer's execute then takes the submission)."""
+        it has copies or an operand of ``dsteps`` (each dispatch's bindings)
+        is not as ``binding_specs`` takes it: ``submit(table)`` gathers each
+        binding's address from ``table`` as :func:`vmrt.hal.commands.gather`
+        does and runs as :meth:`run` does; False, nothing run, when a tool
+        watches (a dispatch observer or range recorder) or an operand is
+        not that simple (the command buffer's execute then takes the
+        submission)."""
         if self.copies:
             return None
         template: list[int] = []        # the values, lengths in place
         specs = []                      # each binding's index in it, and its spec
-        for dspecs, sizes in dsteps:
-            for slot, buf, off, end in dspecs:
-                specs.append((len(template), slot, buf, off, end))
+        for refs in dsteps:
+            for b in refs:
+                if b.slot < 0 or b.offset < 0 or b.length <= 0:
+                    return None
+                specs.append((len(template), b.slot, b.buffer, b.offset, b.offset + b.length))
                 template.append(0)
-            template += sizes
+            template += [b.length for b in refs]
         return self._runner(specs, template)
 
     def _runner(self, specs: Any, template: Any) -> Any:
