@@ -250,11 +250,11 @@ def test_recordings_of_one_shape_share_a_program_that_keeps_no_buffer(saxpy):
     assert e.value.code.name == "PERMISSION_DENIED" and len(plans) == 1
 
 
-def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatch):
-    """local-task: a program kept while a grid ran on the workers (out of
-    the batches) is not reused once that grid's trials keep it on the
-    calling thread: the next recording of the shape runs as one batch."""
-    from vmrt.hal.commands import prepare_dispatch
+@pytest.fixture
+def task_chain(iree, monkeypatch):
+    """local-task with two threads or more: ``(record, ran, device)``;
+    ``record(seed)`` is a one-shot :func:`_chain` over new buffers ``(cb,
+    bufs, want)``, ``ran`` lists the batches run."""
     from vmrt.hal.local.device import Device
     ran = []
     orig_run = Batch.run
@@ -270,26 +270,35 @@ def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatc
         def record(seed):
             bufs, want = _buffers(seed)
             return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
-        cb, bufs, want = record(9)
-        grid = prepare_dispatch(cb.commands[0], device)
-        assert grid.threads == 2
-        grid.inline, grid.trials = False, 8         # settled on the workers
-        for seed in (9, 10):
-            cb.execute()
-            np.testing.assert_array_equal(_last(bufs), want)
-            cb, bufs, want = record(seed + 1)
-        assert ran == [] and len(grid.plans) == 1
-        # trying both ways again; its last trial keeps it alone
-        grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
-        cb.execute()
-        np.testing.assert_array_equal(_last(bufs), want)
-        assert grid.inline is True and ran == []
-        cb, bufs, want = record(12)
-        cb.execute()
-        np.testing.assert_array_equal(_last(bufs), want)
-        assert len(ran) == 1
+        yield record, ran, device
     finally:
         device.close()
+
+
+def test_a_kept_program_is_made_again_once_a_grid_settles_alone(task_chain):
+    """local-task: a program kept while a grid ran on the workers (out of
+    the batches) is not reused once that grid's trials keep it on the
+    calling thread: the next recording of the shape runs as one batch."""
+    from vmrt.hal.commands import prepare_dispatch
+    record, ran, device = task_chain
+    cb, bufs, want = record(9)
+    grid = prepare_dispatch(cb.commands[0], device)
+    assert grid.threads == 2
+    grid.inline, grid.trials = False, 8         # settled on the workers
+    for seed in (9, 10):
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        cb, bufs, want = record(seed + 1)
+    assert ran == [] and len(grid.plans) == 1
+    # trying both ways again; its last trial keeps it alone
+    grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
+    cb.execute()
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert grid.inline is True and ran == []
+    cb, bufs, want = record(12)
+    cb.execute()
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 1
 
 
 def test_an_odd_operand_takes_the_checked_path(saxpy):
@@ -428,39 +437,23 @@ def test_a_plain_submission_reports_what_execute_reports(saxpy):
     assert e.value.code == StatusCode.CANCELLED and signal.status == int(StatusCode.ABORTED)
 
 
-def test_a_program_holding_a_grid_sent_back_is_kept_until_its_last_run_alone(iree, monkeypatch):
+def test_a_program_holding_a_grid_sent_back_is_kept_until_its_last_run_alone(task_chain):
     """local-task: a grid a stall guard sent back runs in the batches of
     one-shot recordings of a shape (their program kept per shape, not for
     good on a command buffer) and its runs there count down; after the
     last it tries both ways again, out of the batches."""
     from vmrt.hal.commands import prepare_dispatch
-    from vmrt.hal.local.device import Device
-    ran = []
-    orig_run = Batch.run
-    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
-    device = Device("local-task")
-    try:
-        if device.dispatch_threads < 2:
-            pytest.skip("local-task has one thread on this host")
-        lib = iree.compile("codegen", "x86_64").library
-        hexe = device.load_executable("embedded-elf-x86_64", lib.read_bytes(), None)
-        saxpy = (device, hexe, hexe.exe.export("saxpy").ordinal)
-
-        def record(seed):
-            bufs, want = _buffers(seed)
-            return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
-        cb, bufs, want = record(20)
-        grid = prepare_dispatch(cb.commands[0], device)
-        assert grid.threads == 2
-        grid.inline, grid.trials, grid.retry = True, 8, 4     # sent back for 4 runs
-        for seed in (21, 22):       # each recording: 2 runs of the grid, in one batch
-            cb.execute()
-            np.testing.assert_array_equal(_last(bufs), want)
-            assert cb.plain is None and len(grid.plans) == 1
-            cb, bufs, want = record(seed)
-        assert len(ran) == 2 and ran[0] is ran[1] and grid.retry == 0 and grid.inline is None
-        cb.execute()                # trying both ways: out of the batches
+    record, ran, device = task_chain
+    cb, bufs, want = record(20)
+    grid = prepare_dispatch(cb.commands[0], device)
+    assert grid.threads == 2
+    grid.inline, grid.trials, grid.retry = True, 8, 4     # sent back for 4 runs
+    for seed in (21, 22):       # each recording: 2 runs of the grid, in one batch
+        cb.execute()
         np.testing.assert_array_equal(_last(bufs), want)
-        assert len(ran) == 2 and grid.trials == 2
-    finally:
-        device.close()
+        assert cb.plain is None and len(grid.plans) == 1
+        cb, bufs, want = record(seed)
+    assert len(ran) == 2 and ran[0] is ran[1] and grid.retry == 0 and grid.inline is None
+    cb.execute()                # trying both ways: out of the batches
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 2 and grid.trials == 2
