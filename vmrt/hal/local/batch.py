@@ -177,6 +177,8 @@ class Batch:
             else:
                 if observer() is not None or ranges() is not None:
                     return False
+                # gather()'s checks, here over specs made once: a call of
+                # gather() instead costs 8 % of a chain program's dispatch
                 values = template.copy()
                 try:
                     for i, slot, buf, off, end in specs:
