@@ -24,7 +24,10 @@ one: a failing workgroup names its dispatch, workgroup and status, a cancel
 stops the batch before the next workgroup.  Dispatches shared with worker
 threads (local-task: a grid whose trials found the workers worth it, or
 still trying), of different native machines, under a deadline or a
-profile keep the per-dispatch path.
+profile keep the per-dispatch path; a grid a stall guard sent back to the
+calling thread for a while runs in batches, which count its runs.  A
+reusable command buffer whose submission is one batch of dispatches
+submits through :meth:`Batch.plain` (gathering and running in one call).
 """
 from __future__ import annotations
 
@@ -90,8 +93,6 @@ class Batch:
         self.call = call
         self.count = len(steps)
         self.exes = tuple({id(p.exe): p.exe for p in steps if p is not None}.values())
-        #: the only executable (the common case), else None
-        self.exe = self.exes[0] if len(self.exes) == 1 else None
         self.first = steps[0]
         #: one dispatch of one workgroup: no cancel word to watch during it
         self.single = self.count == 1 and self.first.total == 1
