@@ -377,7 +377,9 @@ WHY = {
            "processes at load 2-3, min of 15 interleaved batches per process, medians: "
            "34.1 -> 29.3 µs (-14 %), 1.36x -> 1.22x (quieter rounds: 1.33-1.39x -> "
            "1.16-1.24x). Left: the submission (gather, batch run, execute: ~1/3 of the "
-           "Python time) and CPython's cost per call and object.",
+           "Python time) and CPython's cost per call and object. Round 4 (the plain "
+           "submission of row 17p: MNIST's command buffer is memoized and one batch): "
+           "interleaved A/B against main, load ~2: 30 -> 28 µs (-4 %), 1.24x -> 1.19x.",
 
     "17b": "as 17a: the fixed cost of a call through Python; local-task adds nothing "
            "to vmrt here (one-workgroup dispatches run on the calling thread).",
@@ -409,7 +411,16 @@ WHY = {
            "against main (fresh processes alternating, 16 x 5 calls, load ~0.6): 25.22 -> "
            "23.32 ms (-7.5 %), ratio 1.41x -> 1.31x (at load 2.5-4: -9 to -11 %); row 17p's "
            "chain100 -7 %. Left: the VM code, hal imports and queue.alloca (~4 ms) and the "
-           "native time itself, about iree.runtime's whole call.",
+           "native time itself, about iree.runtime's whole call. Round 4: a bound run keeps "
+           "each dispatch's bindings and its copies as recorded (gather checks each operand "
+           "as binding_specs did): binding a recording 9.4 -> 0.9 µs, its gather a little "
+           "more; A/B against main: 23.51 -> 23.47 ms (no change resolved; 1.32x). Where "
+           "the rest goes (py-spy, share of a call): the native batch calls ~74 % (about "
+           "iree.runtime's whole call), gather ~3.5 % (~45 bindings a step, ~0.2 µs each), "
+           "planning lookups ~3.4 %, queue.alloca ~4 % (of which ~3.5 % aligned_memory: "
+           "each call allocates 64 zeroed 18 KiB and 65 zeroed 64 KiB buffers: a pool "
+           "reusing what queue.dealloca frees would remove it), the VM code and the "
+           "recording the rest. 1.2x needs about 2 ms of that Python gone.",
 
     "17d": "as 17c; on local-task the LSTM's 8-workgroup matmuls (~40 µs each on one "
            "thread) are shared between the calling thread and a worker in native code (the "
@@ -435,7 +446,17 @@ WHY = {
            "24.8 µs (1x512x512): no gain on this shared 2-core machine. A/B against main "
            "(load ~0.6): 25.69 -> 23.83 ms (-7 %), ratio 1.97x -> 1.85x. Meeting 1.2x needs "
            "the batch loop to hand a team grid to the workers natively (see the report of "
-           "issue 27) and a machine where the worker has a core.",
+           "issue 27) and a machine where the worker has a core. Round 4: a grid a stall "
+           "guard sends back (alone for 1,024 runs or more, a few per call, hundreds under "
+           "load) now joins the batches at once, and each batch run counts one of its runs "
+           "alone (NativeDispatch.ran_alone); the guard and its last run alone start a new "
+           "settled() count, so the recordings' programs are made again (a program holding "
+           "such a grid is kept per shape, not for good on a command buffer: a reusable one "
+           "still tries the workers again). Before, those grids ran one ctypes call each "
+           "outside the batches and every recording holding one was planned again (its "
+           "program not kept). Interleaved A/B against main: 22.56 -> 21.72 ms (-4 %, "
+           "1.26x -> 1.21x) at load ~1.8; 33.98 -> 28.33 ms (-17 %, 1.24x -> 1.03x against "
+           "a peer slowed as much) at load ~3, where the guards fire most.",
 
     "17p": "row 11's per-dispatch cost: five hal imports and the native call per dispatch "
            "in Python against iree.runtime's C (~1.4-2.5 µs per dispatch depending on the "
@@ -474,7 +495,20 @@ WHY = {
            "new_buffer 12 % (the memoryview slice and the HalBuffer object: no cheaper "
            "form found), the ctypes call with its guard 11 %, CommandBuffer.execute 10 %, "
            "the execute fast caller 8 %, fence.create 5 %, queue.alloca 4 %: the "
-           "submission (execute, gather, batch run: ~40 %) is where 3x has to come from.",
+           "submission (execute, gather, batch run: ~40 %) is where 3x has to come from. "
+           "Round 4: a reusable command buffer whose submission is one batch of dispatches "
+           "(the chain's memoized ones) offers it as one call (CommandBuffer.plain, made "
+           "by Batch.plain with its operands' specs and the values list laid out once): "
+           "queue.execute's fast caller calls it when no deadline or statistics apply, and "
+           "it checks the observer and range recorder, gathers the table's addresses and "
+           "runs the batch loop in one frame (fast caller -> plain -> guard -> ctypes, "
+           "instead of fast caller -> execute -> gather -> Batch.run -> guard); a watched "
+           "submission or an odd operand returns False before anything runs and takes "
+           "execute(). Interleaved A/B against main (persistent processes, 11 rounds, "
+           "medians, load 0.2-2.5): chain100 4.03 -> 3.70 µs a dispatch (-8 %, 2.94x -> "
+           "2.69x), chain50 -9 % (2.90x -> 2.64x), chain25 -9 % (2.53x -> 2.31x), chain10 "
+           "-7 % (2.08x -> 1.94x). Using gather() from it instead of its own loop costs "
+           "8 % of a chain100 dispatch (measured).",
 
     "18w": "iree.runtime loads a program in C in 0.5-2 ms (parameters mapped, executables "
            "loaded by its ELF loader); vmrt's cached load takes ~4.0 ms of CPU for ResNet-50 "

@@ -23,7 +23,10 @@ the first submission, or again while a local-task grid is still trying
 both ways; a program keeps no buffer, so a one-shot command buffer
 recorded again in the same shape -- the same commands and dispatches, other
 buffers -- reuses the program its first prepared dispatch keeps); an
-operand the batch cannot take sends that run to the checked path.
+operand the batch cannot take sends that run to the checked path.  A
+reusable command buffer whose submission is one such run offers it as one
+call (:attr:`CommandBuffer.plain`: the submission the hal module's
+``queue.execute`` fast caller makes when no deadline or statistics apply).
 
 Tools watch dispatches through one seam (:mod:`vmrt.hal.dispatch_observer`):
 inside ``observe_dispatches(observer)`` each dispatch is handed to the
@@ -45,7 +48,6 @@ from .commands import (
     Update,
     binding_labels,
     binding_specs,
-    copy_spec,
     dispatch_runner,
     fill_range,
     gather,
@@ -97,6 +99,14 @@ class CommandBuffer(RefObject):
         #: the program bound to this recording's operands (see _bind), kept
         #: with the program
         self._bound: tuple[Any, ...] | None = None
+        #: the plain submission of a reusable command buffer whose submission
+        #: is one batch of dispatches (made with the bound program, by the
+        #: batch: see ``Batch.plain``), else None: ``plain(table)`` runs a
+        #: submission of this finalized buffer as :meth:`execute` would,
+        #: except that its caller checks the device's statistics and the
+        #: deadline are off and counts it in ``submitted``; False (nothing
+        #: run) when a tool watches or an operand is odd: execute() then
+        self.plain: Any = None
 
     # -- recording ------------------------------------------------------------------
     def _record(self, command: Any) -> None:
@@ -176,7 +186,9 @@ class CommandBuffer(RefObject):
         buffer recorded each step of a loop plans once, not each step),
         until a local-task grid settles its way again (the ``settled()``
         count: a grid the program kept out of its batches, on the workers
-        or trying both ways, may now run alone and join them)."""
+        or trying both ways, may now run alone and join them; one a stall
+        guard sent back, alone in a batch for a while, tries both ways
+        again: a program holding it is kept there, not for good)."""
         cmds = self.commands
         first: Any = None
         plans = None
@@ -184,32 +196,36 @@ class CommandBuffer(RefObject):
             first = prepare_dispatch(cmds[0], self.device)
             plans = getattr(first, "plans", None)
         if plans is None:
-            return self._make_program()
+            return self._make_program()[0]
         key = _shape(cmds)
         settled = first.settled()
         hit = plans.get(key)
         if hit is not None and hit[0] == settled:
-            self._program = hit[1]
+            if hit[2]:
+                self._program = hit[1]
             return hit[1]
-        program = self._make_program()
-        if self._program is not None:       # made for good: for the next recordings too
+        program, kept = self._make_program()
+        if kept:                            # for the next recordings too
             if len(plans) >= MAX_PLANS:
                 plans.clear()
-            plans[key] = (settled, program)
+            plans[key] = (settled, program, self._program is not None)
         return program
 
-    def _make_program(self) -> tuple[Any, ...]:
+    def _make_program(self) -> tuple[tuple[Any, ...], bool]:
         """The submission as runs of consecutive prepared dispatches and
         copies, each one native call (:mod:`vmrt.hal.local.batch`, through
         the first dispatch's ``batch``), and the other commands' indices;
         () when no batch applies.  A run is ``(batch, first index, end
         index)``: a program keeps no buffer and fits every recording of
-        its shape (:meth:`_bind` takes a recording's operands)."""
+        its shape (:meth:`_bind` takes a recording's operands).  Kept for
+        good (``_program``) when no grid's way may change; with it, whether
+        it holds until the next ``settled()`` count (no grid trying both
+        ways)."""
         threads = getattr(self.device, "dispatch_threads", 1)
         program: list[Any] = []
         steps: list[Any] = []           # the run's prepared dispatches, None for copies
         start = 0
-        settling = False
+        settling = trying = False
         prepares: dict[int, Any] = {}
 
         def close(end: int) -> None:
@@ -234,7 +250,9 @@ class CommandBuffer(RefObject):
                         prepared = prepare(cmd.ordinal, cmd.workgroups, cmd.constants, len(refs),
                                            threads=threads)
                 if prepared is not None and hasattr(prepared, "joins_batches"):
-                    settling = settling or prepared.settling()
+                    if prepared.settling():
+                        settling = True
+                        trying = trying or prepared.trying()
                     if prepared.joins_batches():
                         if not steps:
                             start = i
@@ -251,7 +269,7 @@ class CommandBuffer(RefObject):
         out = tuple(program) if any(item.__class__ is not int for item in program) else ()
         if not settling:
             self._program = out     # for good (else made again at the next submission)
-        return out
+        return out, not trying
 
     def _bound_program(self) -> tuple[Any, ...]:
         """The submission's program (:meth:`_find_program`) bound to this
@@ -263,15 +281,18 @@ class CommandBuffer(RefObject):
             program = self._bind(program)
         if self._program is not None:       # (else made again at the next submission)
             self._bound = program
+            if len(program) == 1 and program[0].__class__ is not int and \
+                    not self.modes & MODE_ONE_SHOT:
+                plain = getattr(program[0][0], "plain", None)
+                self.plain = None if plain is None else plain(program[0][1])
         return program
 
     def _bind(self, program: tuple[Any, ...]) -> tuple[Any, ...]:
         """``program`` with each run's operands as :func:`gather` takes them
-        from this recording: ``(batch, each dispatch's binding_specs and
-        lengths, each copy's copy_spec, first index, end index)``; a run
-        with an operand that is not that simple (a program made for
-        another recording of the shape) goes to the checked path, its
-        commands one by one."""
+        from this recording: ``(batch, each dispatch's bindings, the copies,
+        first index, end index)`` (an operand :func:`gather` does not take,
+        as in a program made for another recording of the shape, sends its
+        run to the checked path, its commands one by one)."""
         bound: list[Any] = []
         cmds = self.commands
         for item in program:
@@ -283,19 +304,10 @@ class CommandBuffer(RefObject):
             csteps: list[Any] = []
             for cmd in cmds[lo:hi]:
                 if cmd.__class__ is Copy:
-                    spec = copy_spec(cmd)
-                    if spec is None:
-                        break
-                    csteps.append(spec)
+                    csteps.append(cmd)
                 else:
-                    specs = binding_specs(cmd.bindings)
-                    if specs is None:
-                        break
-                    dsteps.append((specs, [b.length for b in cmd.bindings]))
-            else:
-                bound.append((batch, dsteps, csteps, lo, hi))
-                continue
-            bound.extend(range(lo, hi))
+                    dsteps.append(cmd.bindings)
+            bound.append((batch, dsteps, csteps, lo, hi))
         return tuple(bound)
 
     def _run_program(self, program: tuple[Any, ...],

@@ -153,43 +153,40 @@ def binding_specs(refs: Sequence[BufferRef]) -> tuple[tuple[Any, ...], ...] | No
     return tuple(out)
 
 
-def copy_spec(cmd: Copy) -> tuple[Any, ...] | None:
-    """A copy's two operands as :func:`binding_specs` gives them (source,
-    target) and its length, when it is that simple; else None."""
-    specs = binding_specs((cmd.source, cmd.target))
-    if specs is None or cmd.source.length != cmd.target.length:
-        return None
-    return specs[0], specs[1], cmd.source.length
-
-
 def gather(dsteps: Sequence[Any], csteps: Sequence[Any],
            table: Sequence[tuple[HalBuffer, int, int]]) -> list[int] | None:
     """What a batch (see ``CommandBuffer._make_program``) runs over: each
-    dispatch's binding addresses and lengths (``dsteps``: its
-    :func:`binding_specs` and lengths), then each copy's target, source and
-    length (``csteps``: :func:`copy_spec`); None when an operand is not as
-    :func:`run_resolved` takes it (or a copy's target is read-only): the
-    commands then take the checked path."""
+    dispatch's binding addresses and lengths (``dsteps``: its bindings),
+    then each copy's target, source and length (``csteps``: the copies);
+    None when an operand is not as :func:`run_resolved` takes it (see
+    :func:`binding_specs`; or a copy's target is read-only, its two
+    lengths differ): the commands then take the checked path."""
     out: list[int] = []
     try:
-        for specs, sizes in dsteps:
-            for slot, buf, off, end in specs:
+        for refs in dsteps:
+            sizes = []
+            for b in refs:
+                buf, off, n = b.buffer, b.offset, b.length
+                if off < 0 or n <= 0 or b.slot < 0:
+                    return None
                 if buf is None:
-                    buf, base, tlen = table[slot]
-                    if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
+                    buf, base, tlen = table[b.slot]
+                    if base < 0 or off + n > tlen or base + tlen > buf.bytes.nbytes:
                         return None
                     off += base
-                elif end > buf.bytes.nbytes:
+                elif off + n > buf.bytes.nbytes:
                     return None
                 addr = buf.address
                 if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
                     return None
                 out.append(addr + off)
+                sizes.append(n)
             out += sizes
-        for source, target, n in csteps:
-            t = _address(target, table, True)
-            s = _address(source, table, False)
-            if s < 0 or t < 0:
+        for cmd in csteps:
+            n = cmd.source.length
+            t = _address(cmd.target, table, True)
+            s = _address(cmd.source, table, False)
+            if s < 0 or t < 0 or n != cmd.target.length:
                 return None
             out += (t, s, n)
     except (IndexError, TypeError, ValueError, AttributeError):
@@ -197,17 +194,18 @@ def gather(dsteps: Sequence[Any], csteps: Sequence[Any],
     return out
 
 
-def _address(spec: tuple[Any, ...], table: Sequence[tuple[HalBuffer, int, int]],
-             write: bool) -> int:
-    """The address of a copy operand (``spec``: see :func:`binding_specs`),
-    -1 when it is not a simple in-bounds range (or not writable)."""
-    slot, buf, off, end = spec
+def _address(ref: BufferRef, table: Sequence[tuple[HalBuffer, int, int]], write: bool) -> int:
+    """The address of a copy operand, -1 when it is not a simple in-bounds
+    range (see :func:`binding_specs`; or not writable)."""
+    buf, off, n = ref.buffer, ref.offset, ref.length
+    if off < 0 or n <= 0 or ref.slot < 0:
+        return -1
     if buf is None:
-        buf, base, tlen = table[slot]
-        if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
+        buf, base, tlen = table[ref.slot]
+        if base < 0 or off + n > tlen or base + tlen > buf.bytes.nbytes:
             return -1
         off += base
-    elif end > buf.bytes.nbytes:
+    elif off + n > buf.bytes.nbytes:
         return -1
     if write and (buf.read_only or buf.bytes.readonly) or buf.address < 0:
         return -1
@@ -321,5 +319,5 @@ def _stage(buf: HalBuffer, staged: dict[int, tuple[HalBuffer, memoryview, int]]
 
 
 __all__ = ["BufferRef", "Copy", "Dispatch", "Fill", "Update", "binding_labels", "binding_specs",
-           "copy_spec", "dispatch_runner", "fill_range", "gather", "prepare_dispatch", "resolve",
+           "dispatch_runner", "fill_range", "gather", "prepare_dispatch", "resolve",
            "resolve_all", "run_dispatch", "run_resolved"]

@@ -24,7 +24,10 @@ one: a failing workgroup names its dispatch, workgroup and status, a cancel
 stops the batch before the next workgroup.  Dispatches shared with worker
 threads (local-task: a grid whose trials found the workers worth it, or
 still trying), of different native machines, under a deadline or a
-profile keep the per-dispatch path.
+profile keep the per-dispatch path; a grid a stall guard sent back to the
+calling thread for a while runs in batches, which count its runs.  A
+reusable command buffer whose submission is one batch of dispatches
+submits through :meth:`Batch.plain` (gathering and running in one call).
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ import struct
 import threading
 
 from ...vm.context import INVOCATION
-from ..buffer import aligned_memory
+from ..buffer import BUFFER_ALIGNMENT, aligned_memory
+from ..dispatch_observer import current_observer, current_range_recorder
 from .dispatch_limits import before_workgroup
 from .fpu_state import flush_bits
 from .guest import sig
@@ -72,10 +76,11 @@ def make_batch(steps: tuple[Any, ...]) -> Batch | None:
 
 def settled_alone(p: Any) -> bool:
     """Whether the multi-threaded prepared dispatch ``p`` runs on the calling
-    thread alone for good (its trials found the workers cost more than they
-    save, and no stall guard plans to try them again): a batch may run it
-    then, as its run() would (the same workgroup states)."""
-    return p.inline is True and not p.retry
+    thread alone, for good (its trials found the workers cost more than they
+    save) or for a while (sent back by a stall guard: a batch counts its
+    runs down as its run() does): a batch may run it then, as its run()
+    would (the same workgroup states)."""
+    return p.inline is True
 
 
 class Batch:
@@ -88,8 +93,6 @@ class Batch:
         self.call = call
         self.count = len(steps)
         self.exes = tuple({id(p.exe): p.exe for p in steps if p is not None}.values())
-        #: the only executable (the common case), else None
-        self.exe = self.exes[0] if len(self.exes) == 1 else None
         self.first = steps[0]
         #: one dispatch of one workgroup: no cancel word to watch during it
         self.single = self.count == 1 and self.first.total == 1
@@ -113,6 +116,10 @@ class Batch:
         self.copies = [off + i * _RECORD * _WORD + _WORD for i, p in enumerate(steps)
                        if p is None]
         self.local = threading.local()
+        #: grids for several threads run alone here: each run counts down
+        #: those a stall guard sent back for a while (their ``ran_alone``)
+        self.counted = tuple(p for p in steps if p is not None and p.threads > 1)
+        self._run = self._runner(None, None)
 
     def _block(self) -> tuple[Any, int]:
         """This thread's block and its address (the loop's header)."""
@@ -134,40 +141,109 @@ class Batch:
 
     def run(self, values: list[int]) -> None:
         """Run every step over ``values`` (see the class docstring)."""
-        exe = self.exe
-        if exe is not None:
-            if exe.closed:
-                exe.check_open()
-        else:
-            for exe in self.exes:
+        self._run(values)
+
+    def plain(self, dsteps: Any) -> Any:
+        """A submission of this batch's dispatches in one call, or None when
+        it has copies or an operand of ``dsteps`` (each dispatch's bindings)
+        is not as ``binding_specs`` takes it: ``submit(table)`` gathers each
+        binding's address from ``table`` as :func:`vmrt.hal.commands.gather`
+        does and runs as :meth:`run` does; False, nothing run, when a tool
+        watches (a dispatch observer or range recorder) or an operand is
+        not that simple (the command buffer's execute then takes the
+        submission)."""
+        if self.copies:
+            return None
+        template: list[int] = []        # the values, lengths in place
+        specs = []                      # each binding's index in it, and its spec
+        for refs in dsteps:
+            for b in refs:
+                if b.slot < 0 or b.offset < 0 or b.length <= 0:
+                    return None
+                specs.append((len(template), b.slot, b.buffer, b.offset, b.offset + b.length))
+                template.append(0)
+            template += [b.length for b in refs]
+        return self._runner(specs, template)
+
+    def _runner(self, specs: Any, template: Any) -> Any:
+        """:meth:`run` (``specs`` None) or :meth:`plain`'s ``submit``."""
+        local, pack, call, count = self.local, self.pack, self.call, self.count
+        exes, single, first = self.exes, self.single, self.first
+        copies, counted = self.copies, self.counted
+        observer, ranges = current_observer, current_range_recorder
+
+        def go(arg: Any) -> bool:
+            if specs is None:
+                values = arg
+            else:
+                if observer() is not None or ranges() is not None:
+                    return False
+                # gather()'s checks, here over specs made once: a call of
+                # gather() instead costs 8 % of a chain program's dispatch
+                values = template.copy()
+                try:
+                    for i, slot, buf, off, end in specs:
+                        if buf is None:
+                            buf, base, tlen = arg[slot]
+                            if base < 0 or end > tlen or base + tlen > buf.bytes.nbytes:
+                                return False
+                            off += base
+                        elif end > buf.bytes.nbytes:
+                            return False
+                        addr = buf.address
+                        if addr % BUFFER_ALIGNMENT:     # (also -1: not contiguous)
+                            return False
+                        values[i] = addr + off
+                except (IndexError, TypeError, ValueError, AttributeError):
+                    return False
+            for exe in exes:
                 if exe.closed:
                     exe.check_open()
-        try:
-            block, base = self.local.mine
-        except AttributeError:
-            block, base = self._block()
-        # (current_limits() without its frame) a cancel is checked between workgroups
-        limits = getattr(INVOCATION, "limits", None)
-        cancel = NEVER_ADDRESS
-        if limits is not None:
-            if not self.single:         # (one workgroup: checked before it, as run() does)
-                cancel = cancel_word(limits)
-            if limits.cancelled or limits.parent is not None:
-                before_workgroup(self.first.where, None, limits)
+            try:
+                block, base = local.mine
+            except AttributeError:
+                block, base = self._block()
+            # (current_limits() without its frame) a cancel is checked between workgroups
+            limits = getattr(INVOCATION, "limits", None)
+            cancel = NEVER_ADDRESS
+            if limits is not None:
+                if not single:          # (one workgroup: checked before it, as run() does)
+                    cancel = cancel_word(limits)
+                if limits.cancelled or limits.parent is not None:
+                    before_workgroup(first.where, None, limits)
+            if copies:
+                self._copies(block, values)
+            pack(block, 56, cancel, *values)
+            i = call(base)
+            if i < count:
+                self._stopped(i, block, limits)
+            if counted:
+                self._count_down()
+            return True
+        return go
+
+    def _count_down(self) -> None:
+        """A run of every grid for several threads in the batch counted."""
+        for p in self.counted:
+            if p.retry:
+                p.ran_alone()
+
+    def _copies(self, block: Any, values: list[int]) -> None:
+        """Write each copy's target, source and length (the end of
+        ``values``) into its record, and leave ``values`` the dispatches'."""
         words = self.words
-        if self.copies:
-            for at, i in zip(self.copies, range(words, len(values), 3)):
-                _COPY(block, at, values[i], values[i + 1], values[i + 2])
-            del values[words:]
-        self.pack(block, 56, cancel, *values)
-        i = self.call(base)
-        if i < self.count:
-            k, status = struct.unpack_from("<QQ", block, 8)
-            step = self.steps[i]
-            if step is None:            # cancelled before a copy: name a dispatch
-                step = next((p for p in self.steps[i:] if p is not None), self.first)
-                k = 0
-            step.runner.stopped(k, status, limits, None)
+        for at, i in zip(self.copies, range(words, len(values), 3)):
+            _COPY(block, at, values[i], values[i + 1], values[i + 2])
+        del values[words:]
+
+    def _stopped(self, i: int, block: Any, limits: Any) -> None:
+        """Raise what stopped the batch loop at step ``i``."""
+        k, status = struct.unpack_from("<QQ", block, 8)
+        step = self.steps[i]
+        if step is None:                # cancelled before a copy: name a dispatch
+            step = next((p for p in self.steps[i:] if p is not None), self.first)
+            k = 0
+        step.runner.stopped(k, status, limits, None)
 
 
 __all__ = ["MEMMOVE", "Batch", "make_batch"]

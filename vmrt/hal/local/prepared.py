@@ -223,11 +223,19 @@ class NativeDispatch:
         by a stall guard): a plan made now is not for good."""
         return self.threads > 1 and (self.inline is None or self.retry > 0)
 
+    def trying(self) -> bool:
+        """Whether this dispatch is a grid for several threads still trying
+        both ways (a plan made now holds only for this submission; one
+        made while a grid runs alone for a while, :meth:`settling` but not
+        trying, holds until the next :meth:`settled` count)."""
+        return self.threads > 1 and self.inline is None
+
     def joins_batches(self) -> bool:
         """Whether this dispatch may run in a batch now (see :meth:`batch`):
-        on the calling thread alone (one thread, or a grid settled there),
-        where the batch loop applies."""
-        if self.threads > 1 and (self.inline is not True or self.retry):
+        on the calling thread alone (one thread, or a grid settled there,
+        for good or for a while: a batch counts its runs, see
+        :meth:`ran_alone`), where the batch loop applies."""
+        if self.threads > 1 and self.inline is not True:
             return False
         solo = self.solo
         if solo is None:        # (what batch() makes of it does not change from now on)
@@ -295,9 +303,7 @@ class NativeDispatch:
             in_range(rec, range(self.total), self.run_range)(ds, ws, 0, self.total, deadline,
                                                              limits, flushed)
             if self.retry:              # sent back by a stall guard: try again after a while
-                self.retry -= 1
-                if not self.retry:
-                    self.inline, self.trials, self.best = None, 0, [float("inf")] * 2
+                self.ran_alone()
             return
         if rec is None and self.inline is None:     # still trying both ways
             trial = self.trials
@@ -337,6 +343,16 @@ class NativeDispatch:
             self.retry = RETRY_RUNS << min(self.guarded, 6)
             self.guarded += 1
             self.stall = 0.0
+            _SETTLED[0] += 1            # (kept programs may now take it into a batch)
+
+    def ran_alone(self) -> None:
+        """Count a run alone of a grid a stall guard sent back (``retry``
+        runs, by :meth:`run` or a batch): after the last it tries both ways
+        again (and leaves the batches: a new :meth:`settled` count)."""
+        self.retry -= 1
+        if not self.retry:
+            self.inline, self.trials, self.best = None, 0, [float("inf")] * 2
+            _SETTLED[0] += 1
 
     def _run_threads(self, ds: int, ws: int, deadline: float | None,
                      limits: ExecutionLimits | None, rec: Any, flushed: bool = False) -> float:

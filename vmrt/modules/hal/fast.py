@@ -95,7 +95,12 @@ def queue_execute_indirect(state: Any, slow: Caller, where: str, note: str) -> C
             deadline = None
         try:
             if deadline is None:        # (a call without keywords is the cheaper one)
-                cb.execute(table)
+                plain = cb.plain        # one batch, nothing to watch: in one call
+                if plain is None or cb.device is not device or \
+                        device.statistics is not None or not plain(table):
+                    cb.execute(table)
+                else:
+                    cb.submitted += 1
             else:
                 cb.execute(table, deadline=deadline)
         except Exception as e:  # noqa: BLE001 - see native_error

@@ -136,14 +136,31 @@ def test_a_grid_for_workers_joins_once_settled_alone(host):
     assert b.threads == 2 and b.settling()
     assert a.batch((a, b)) is None and (a, b) not in a.batches    # asked again later
     b.inline, b.trials = True, 8
-    assert not b.settling()
-    b.retry = 5                         # sent back by a stall guard: tried again later
-    assert b.settling() and a.batch((a, b)) is None
-    b.retry = 0
+    assert not b.settling() and b.joins_batches()
     _, p = _floats(1.0)
     a.batch((a, b)).run([p, 4, p, 4])
     assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("b", 0), ("b", 1), ("b", 2), ("b", 3)]
     assert host.procs == [0, 0, 0, 1, 1]
+
+
+def test_a_grid_a_stall_guard_sent_back_runs_in_batches_which_count_its_runs(host):
+    """A grid sent back to the calling thread for ``retry`` runs joins
+    batches (settling, not trying: a plan holds until the next settled()
+    count); each batch run counts one of its runs; after the last it tries
+    both ways again, with a new settled() count, and leaves the batches."""
+    a, b = host.dispatch("a", 1, 1), host.dispatch("b", 4, 1, threads=2)
+    b.inline, b.trials, b.retry = True, 8, 2
+    assert b.settling() and not b.trying() and b.joins_batches()
+    batch = a.batch((a, b))
+    assert batch is not None and batch.counted == (b,)
+    _, p = _floats(1.0)
+    count = b.settled()
+    batch.run([p, 4, p, 4])
+    assert b.retry == 1 and b.inline is True and b.settled() == count
+    batch.run([p, 4, p, 4])
+    assert b.retry == 0 and b.inline is None and b.trials == 0 and b.settled() == count + 1
+    assert b.trying() and not b.joins_batches()
+    assert [n for n, *_ in host.log] == ["a", "b", "b", "b", "b"] * 2
 
 
 # -- command buffers over a real executable ----------------------------------------------
@@ -233,11 +250,11 @@ def test_recordings_of_one_shape_share_a_program_that_keeps_no_buffer(saxpy):
     assert e.value.code.name == "PERMISSION_DENIED" and len(plans) == 1
 
 
-def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatch):
-    """local-task: a program kept while a grid ran on the workers (out of
-    the batches) is not reused once that grid's trials keep it on the
-    calling thread: the next recording of the shape runs as one batch."""
-    from vmrt.hal.commands import prepare_dispatch
+@pytest.fixture
+def task_chain(iree, monkeypatch):
+    """local-task with two threads or more: ``(record, ran, device)``;
+    ``record(seed)`` is a one-shot :func:`_chain` over new buffers ``(cb,
+    bufs, want)``, ``ran`` lists the batches run."""
     from vmrt.hal.local.device import Device
     ran = []
     orig_run = Batch.run
@@ -253,26 +270,35 @@ def test_a_kept_program_is_made_again_once_a_grid_settles_alone(iree, monkeypatc
         def record(seed):
             bufs, want = _buffers(seed)
             return _chain(saxpy, bufs, MODE_ONE_SHOT), bufs, want
-        cb, bufs, want = record(9)
-        grid = prepare_dispatch(cb.commands[0], device)
-        assert grid.threads == 2
-        grid.inline, grid.trials = False, 8         # settled on the workers
-        for seed in (9, 10):
-            cb.execute()
-            np.testing.assert_array_equal(_last(bufs), want)
-            cb, bufs, want = record(seed + 1)
-        assert ran == [] and len(grid.plans) == 1
-        # trying both ways again; its last trial keeps it alone
-        grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
-        cb.execute()
-        np.testing.assert_array_equal(_last(bufs), want)
-        assert grid.inline is True and ran == []
-        cb, bufs, want = record(12)
-        cb.execute()
-        np.testing.assert_array_equal(_last(bufs), want)
-        assert len(ran) == 1
+        yield record, ran, device
     finally:
         device.close()
+
+
+def test_a_kept_program_is_made_again_once_a_grid_settles_alone(task_chain):
+    """local-task: a program kept while a grid ran on the workers (out of
+    the batches) is not reused once that grid's trials keep it on the
+    calling thread: the next recording of the shape runs as one batch."""
+    from vmrt.hal.commands import prepare_dispatch
+    record, ran, device = task_chain
+    cb, bufs, want = record(9)
+    grid = prepare_dispatch(cb.commands[0], device)
+    assert grid.threads == 2
+    grid.inline, grid.trials = False, 8         # settled on the workers
+    for seed in (9, 10):
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        cb, bufs, want = record(seed + 1)
+    assert ran == [] and len(grid.plans) == 1
+    # trying both ways again; its last trial keeps it alone
+    grid.inline, grid.trials, grid.best, grid.long = None, 7, [1.0, float("inf")], False
+    cb.execute()
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert grid.inline is True and ran == []
+    cb, bufs, want = record(12)
+    cb.execute()
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 1
 
 
 def test_an_odd_operand_takes_the_checked_path(saxpy):
@@ -316,3 +342,118 @@ def test_a_closed_executable_is_refused_before_anything_runs(host, two):
     batch.run([p, 4, p, 4])
     assert [(n, x) for n, x, *_ in host.log] == [("a", 0), ("a", 1), ("b" if two else "a", 0),
                                                  ("b" if two else "a", 1)]
+
+
+# -- the plain submission (CommandBuffer.plain) through queue.execute's fast caller ------
+def _table_chain(saxpy, modes=0, copy=False) -> CommandBuffer:
+    """t = a*x + y; out = a*t + y over binding-table slots x, y, t, out (a
+    reusable command buffer the compiler memoizes); ``copy``: then out -> x."""
+    device, hexe, ordinal = saxpy
+    cb = CommandBuffer(device, modes, 3, 4)
+    consts = [struct.unpack("<I", struct.pack("<f", ALPHA))[0], N, 0]
+    n = 4 * N
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(s, None, 0, n) for s in (0, 1, 2)])
+    cb.dispatch(hexe, ordinal, (2, 1, 1), consts, [cb.ref(s, None, 0, n) for s in (2, 1, 3)])
+    if copy:
+        cb.copy(cb.ref(3, None, 0, n), cb.ref(0, None, 0, n))
+    cb.finalize()
+    return cb
+
+
+def _table(seed, misaligned=False):
+    bufs, want = _buffers(seed)
+    if misaligned:                  # x 4 bytes past a 64-byte boundary: staged
+        view, _ = aligned_memory(4 * N + 64)
+        view[4:4 + 4 * N] = bufs[0].bytes
+        bufs[0] = type(bufs[0])(view[4:4 + 4 * N])
+    return [(b, 0, 4 * N) for b in bufs[:4]], bufs, want
+
+
+def test_a_reusable_single_batch_submission_runs_in_one_plain_call(saxpy, monkeypatch):
+    """The fast caller of queue.execute.indirect submits a reusable command
+    buffer whose submission is one batch through ``cb.plain``: one call,
+    neither Batch.run nor the checked path, numpy's result, counted and
+    signalled; a watched submission or an odd operand (a misaligned buffer)
+    is refused by it (False, nothing run) and takes execute(), with the same
+    results; a one-shot command buffer or one with a copy has none."""
+    import vmrt.hal.command_buffer as cbmod
+    from vmrt.hal.objects import Fence
+    from vmrt.modules.hal import fast
+    ran, checked = [], []
+    orig_run, orig_checked = Batch.run, cbmod.run_dispatch
+    monkeypatch.setattr(Batch, "run", lambda self, v: ran.append(self) or orig_run(self, v))
+    monkeypatch.setattr(cbmod, "run_dispatch",
+                        lambda *a, **k: checked.append(a) or orig_checked(*a, **k))
+    device = saxpy[0]
+    call = fast.FAST["device.queue.execute.indirect"](None, None, "where", "note")
+    cb = _table_chain(saxpy)
+    assert cb.plain is None
+    for seed in (1, 2, 3):
+        table, bufs, want = _table(seed)
+        signal = Fence()
+        assert call(device, -1, Fence(0), signal, cb, 0, table) == () and signal.status == 0
+        np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    assert cb.plain is not None and cb.submitted == 3
+    assert len(ran) == 1 and checked == []          # only the first went through execute()
+    table, bufs, want = _table(4)
+    seen = []
+    with observe_dispatches(lambda obs: seen.append(obs) or obs.run()):
+        assert cb.plain(table) is False and len(seen) == 0
+        call(device, -1, Fence(0), Fence(), cb, 0, table)
+    assert len(seen) == 2 and cb.submitted == 4
+    np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    table, bufs, want = _table(5, misaligned=True)
+    assert cb.plain(table) is False and not bufs[3].bytes.tobytes().strip(b"\0")
+    call(device, -1, Fence(0), Fence(), cb, 0, table)
+    np.testing.assert_array_equal(np.frombuffer(bufs[3].bytes, np.float32), want)
+    assert len(checked) == 4 and len(ran) == 1      # (2 watched, 2 misaligned)
+    for other in (_table_chain(saxpy, MODE_ONE_SHOT), _table_chain(saxpy, copy=True)):
+        other.execute(_table(6)[0])
+        assert other.plain is None
+
+
+def test_a_plain_submission_reports_what_execute_reports(saxpy):
+    """A table slot out of range (the plain call refuses it) and a failing
+    workgroup under a cancelled invocation: the fast caller fails the signal
+    fence and raises execute()'s error, annotated."""
+    from vmrt.hal.objects import Fence
+    from vmrt.modules.hal import fast
+    device = saxpy[0]
+    call = fast.FAST["device.queue.execute.indirect"](None, None, "where", "note")
+    cb = _table_chain(saxpy)
+    table = _table(1)[0]
+    call(device, -1, Fence(0), Fence(), cb, 0, table)
+    assert cb.plain is not None
+    signal = Fence()
+    with pytest.raises(VmError) as e:
+        call(device, -1, Fence(0), signal, cb, 0, table[:3])
+    assert e.value.code == StatusCode.OUT_OF_RANGE and "binding table slot 3" in e.value.message
+    assert signal.status == int(StatusCode.ABORTED)
+    limits = ExecutionLimits()
+    limits.cancel()
+    signal = Fence()
+    with running_under(limits), pytest.raises(VmError) as e:
+        call(device, -1, Fence(0), signal, cb, 0, table)
+    assert e.value.code == StatusCode.CANCELLED and signal.status == int(StatusCode.ABORTED)
+
+
+def test_a_program_holding_a_grid_sent_back_is_kept_until_its_last_run_alone(task_chain):
+    """local-task: a grid a stall guard sent back runs in the batches of
+    one-shot recordings of a shape (their program kept per shape, not for
+    good on a command buffer) and its runs there count down; after the
+    last it tries both ways again, out of the batches."""
+    from vmrt.hal.commands import prepare_dispatch
+    record, ran, device = task_chain
+    cb, bufs, want = record(20)
+    grid = prepare_dispatch(cb.commands[0], device)
+    assert grid.threads == 2
+    grid.inline, grid.trials, grid.retry = True, 8, 4     # sent back for 4 runs
+    for seed in (21, 22):       # each recording: 2 runs of the grid, in one batch
+        cb.execute()
+        np.testing.assert_array_equal(_last(bufs), want)
+        assert cb.plain is None and len(grid.plans) == 1
+        cb, bufs, want = record(seed)
+    assert len(ran) == 2 and ran[0] is ran[1] and grid.retry == 0 and grid.inline is None
+    cb.execute()                # trying both ways: out of the batches
+    np.testing.assert_array_equal(_last(bufs), want)
+    assert len(ran) == 2 and grid.trials == 2
