@@ -350,7 +350,8 @@ class NativeDispatch:
         runs, by :meth:`run` or a batch): after the last it tries both ways
         again (and leaves the batches: a new :meth:`settled` count)."""
         self.retry -= 1
-        if not self.retry:
+        if self.retry <= 0:     # (<: two threads counted the last run at once)
+            self.retry = 0
             self.inline, self.trials, self.best = None, 0, [float("inf")] * 2
             _SETTLED[0] += 1
 

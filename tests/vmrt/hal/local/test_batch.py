@@ -161,6 +161,13 @@ def test_a_grid_a_stall_guard_sent_back_runs_in_batches_which_count_its_runs(hos
     assert b.retry == 0 and b.inline is None and b.trials == 0 and b.settled() == count + 1
     assert b.trying() and not b.joins_batches()
     assert [n for n, *_ in host.log] == ["a", "b", "b", "b", "b"] * 2
+    # two threads that both saw the last run to count (a shared executable)
+    # count it twice: the grid still tries both ways again, never a
+    # negative count that would keep it alone for good
+    b.inline, b.retry = True, 1
+    b.ran_alone()
+    b.ran_alone()
+    assert b.retry == 0 and b.inline is None and b.trying()
 
 
 # -- command buffers over a real executable ----------------------------------------------
