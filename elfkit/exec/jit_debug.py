@@ -18,7 +18,7 @@ registration off.  Without a compiler nothing is registered and
 ``available()`` says why.
 
 A module's symfile is built and registered when a debugger can use it (see
-:func:`register_at_load`): at load when a debugger watches the interface
+:func:`at_load`): at load when a debugger watches the interface
 (its breakpoint is on ``__jit_debug_register_code``) or ``ELFKIT_GDB_JIT=eager``;
 else before the module's code first runs through its machine (a call, a
 typed function, init; not through a typed function asked for with
@@ -228,10 +228,15 @@ _state_lock = threading.Lock()
 _OFF = ("0", "no", "false", "off")
 
 
+def _setting() -> str:
+    """``ELFKIT_GDB_JIT`` as it is compared ("" when unset)."""
+    v = getenv("ELFKIT_GDB_JIT")
+    return "" if v is None else v.strip().lower()
+
+
 def enabled() -> bool:
     """Whether plugins are registered (``ELFKIT_GDB_JIT=0`` turns it off)."""
-    v = getenv("ELFKIT_GDB_JIT")
-    return v is None or v.strip().lower() not in _OFF
+    return _setting() not in _OFF
 
 
 def interface() -> JitInterface | None:
@@ -261,32 +266,15 @@ def available() -> tuple[bool, str]:
     return ok, _state.get("why", "")
 
 
-def eager() -> bool:
-    """Whether ``ELFKIT_GDB_JIT=eager`` asks for every module to be
-    registered at load, debugger or not."""
-    v = getenv("ELFKIT_GDB_JIT")
-    return v is not None and v.strip().lower() == "eager"
-
-
-def register_at_load() -> bool:
-    """Whether a module loaded now is registered at once (a debugger
-    watches, or ``ELFKIT_GDB_JIT=eager``) rather than before its code first
-    runs; when a debugger watches, the modules waiting are registered too."""
-    return eager() or _watched_now()
-
-
 def at_load() -> bool | None:
-    """``enabled()`` and ``register_at_load()`` in one reading of the
-    environment: None when registration is off, else whether a module
-    loaded now is registered at once."""
-    v = getenv("ELFKIT_GDB_JIT")
-    if v is not None:
-        v = v.strip().lower()
-        if v in _OFF:
-            return None
-        if v == "eager":
-            return True
-    return _watched_now()
+    """None when registration is off (:func:`enabled`), else whether a module
+    loaded now is registered at once (a debugger watches, or
+    ``ELFKIT_GDB_JIT=eager``) rather than before its code first runs; when
+    a debugger watches, the modules waiting are registered too."""
+    v = _setting()
+    if v in _OFF:
+        return None
+    return v == "eager" or _watched_now()
 
 
 def _watched_now() -> bool:

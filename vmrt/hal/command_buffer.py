@@ -221,12 +221,11 @@ class CommandBuffer(RefObject):
         good (``_program``) when no grid's way may change; with it, whether
         it holds until the next ``settled()`` count (no grid trying both
         ways)."""
-        threads = getattr(self.device, "dispatch_threads", 1)
+        device = self.device
         program: list[Any] = []
         steps: list[Any] = []           # the run's prepared dispatches, None for copies
         start = 0
         settling = trying = False
-        prepares: dict[int, Any] = {}
 
         def close(end: int) -> None:
             batch = steps[0].batch(tuple(steps))
@@ -238,17 +237,8 @@ class CommandBuffer(RefObject):
         for i, cmd in enumerate(self.commands):
             cls = cmd.__class__
             if cls is Dispatch:
-                prepared = None
-                refs = cmd.bindings
-                if 0 not in cmd.workgroups and all(
-                        b.length > 0 and b.offset >= 0 and b.slot >= 0 for b in refs):
-                    exe = cmd.executable.exe
-                    prepare = prepares.get(id(exe), False)
-                    if prepare is False:
-                        prepare = prepares[id(exe)] = getattr(exe, "prepare", None)
-                    if prepare is not None:
-                        prepared = prepare(cmd.ordinal, cmd.workgroups, cmd.constants, len(refs),
-                                           threads=threads)
+                prepared = None if binding_specs(cmd.bindings) is None else \
+                    prepare_dispatch(cmd, device)
                 if prepared is not None and hasattr(prepared, "joins_batches"):
                     if prepared.settling():
                         settling = True

@@ -136,7 +136,7 @@ def prepare_dispatch(cmd: Dispatch, device: Any) -> Any:
     prepare = getattr(cmd.executable.exe, "prepare", None)
     if prepare is None or 0 in cmd.workgroups:
         return None
-    return prepare(cmd.ordinal, cmd.workgroups, list(cmd.constants), len(cmd.bindings),
+    return prepare(cmd.ordinal, cmd.workgroups, cmd.constants, len(cmd.bindings),
                    threads=getattr(device, "dispatch_threads", 1))
 
 
